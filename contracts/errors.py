@@ -1,0 +1,64 @@
+"""The project's exception tree.
+
+    AgentStepsError
+    ├── InvalidSpecError           bad AgentSpec, config or pipeline file; names the field
+    ├── ContractViolationError     re-prompts and degradations spent; names contract, kind, path
+    ├── BudgetExceededError        token or step budget spent
+    ├── ProviderError              an LLM provider answered badly
+    │   ├── RetryableProviderError     408/409/429/5xx, timeouts, resets (Temporal retries)
+    │   └── NonRetryableProviderError  400/401/403/404/422, malformed bodies
+    └── ToolError                  a tool's own failure; goes back to the model
+
+Contract violations themselves are values (``Violation``); these exceptions are
+raised only once the workflow has run out of ways to handle them. Each class
+name is also the Temporal ``ApplicationError`` type, so backends in any
+language can match on it.
+"""
+
+from __future__ import annotations
+
+from .violations import Violation
+
+
+class AgentStepsError(Exception):
+    """Base of every error this project raises on purpose."""
+
+
+class InvalidSpecError(AgentStepsError):
+    def __init__(self, violations: list[Violation]) -> None:
+        self.violations = violations
+        detail = "; ".join(f"{v.path}: {v.message}" for v in violations)
+        super().__init__(f"invalid agent spec: {detail}")
+
+
+class ContractViolationError(AgentStepsError):
+    def __init__(self, violation: Violation) -> None:
+        self.violation = violation
+        super().__init__(
+            f"contract {violation.contract!r} violated ({violation.kind.value} at {violation.path}): "
+            f"{violation.message}"
+        )
+
+
+class BudgetExceededError(AgentStepsError):
+    pass
+
+
+class ProviderError(AgentStepsError):
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        self.status = status
+        super().__init__(message)
+
+
+class RetryableProviderError(ProviderError):
+    def __init__(self, message: str, *, status: int | None = None, retry_after: float | None = None) -> None:
+        self.retry_after = retry_after
+        super().__init__(message, status=status)
+
+
+class NonRetryableProviderError(ProviderError):
+    pass
+
+
+class ToolError(AgentStepsError):
+    """Raise from a tool to report a domain failure the model should see."""

@@ -1,0 +1,71 @@
+"""The typed LLM call: LLMRequest -> LLMResponse, as in the first seed."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from .messages import LLMToolCall, Message
+from .tools import ToolSchema
+from .violations import Violation
+
+Provider = Literal["openai", "anthropic"]
+
+
+class LLMConfig(BaseModel):
+    provider: Provider = "openai"
+    model: str
+    """A pinned model version; ``latest`` and bare aliases fail the precondition."""
+    temperature: float = 0.7
+    """Checked by the precondition (``[0, 2]``) so a bad value becomes a violation naming the field."""
+    max_tokens: int = 1024
+    context_window: int = 128_000
+
+
+class ResponseFormat(BaseModel):
+    """A JSON final answer, validated against ``json_schema``."""
+
+    name: str = "result"
+    json_schema: dict[str, Any]
+
+
+class LLMRequest(BaseModel):
+    config: LLMConfig
+    messages: list[Message]
+    tools: list[ToolSchema] = Field(default_factory=list)
+    tool_choice: Literal["auto", "none", "required"] = "auto"
+    response_format: ResponseFormat | None = None
+    allowed_model_aliases: list[str] = Field(default_factory=list)
+    """Unpinned model names the operator allowed explicitly."""
+
+
+class Usage(BaseModel):
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+            completion_tokens=self.completion_tokens + other.completion_tokens,
+            total_tokens=self.total_tokens + other.total_tokens,
+        )
+
+
+FinishReason = Literal["stop", "tool_calls", "length", "content_filter", "other"]
+
+
+class LLMResponse(BaseModel):
+    message: Message
+    """The assistant message, possibly carrying ``tool_calls``."""
+    usage: Usage = Field(default_factory=Usage)
+    finish_reason: FinishReason = "stop"
+    provider: Provider = "openai"
+    model: str = ""
+    violations: list[Violation] = Field(default_factory=list)
+    """Postcondition violations, returned as values for the workflow to handle."""
+
+    @property
+    def tool_calls(self) -> list[LLMToolCall]:
+        return self.message.tool_calls

@@ -1,0 +1,42 @@
+"""Chat messages, the H in a step (H, S) -> (H', S')."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+Role = Literal["system", "user", "assistant", "tool"]
+
+
+class LLMToolCall(BaseModel):
+    """A tool call as the model emitted it.
+
+    ``arguments`` stays the raw string the provider returned: whether it parses
+    is a postcondition, so it must not be lost by parsing it early.
+    """
+
+    id: str
+    name: str
+    arguments: str = "{}"
+
+
+class Message(BaseModel):
+    role: Role
+    content: str | None = None
+    tool_calls: list[LLMToolCall] = Field(default_factory=list)
+    """Only on assistant messages."""
+    tool_call_id: str | None = None
+    """Only on tool messages: the id of the call this message answers."""
+    name: str | None = None
+    """On tool messages, the tool's name (Anthropic and some OpenAI-compatible servers want it)."""
+    is_error: bool = False
+    """On tool messages: the tool failed and ``content`` is its error."""
+
+    @classmethod
+    def system(cls, text: str) -> Message:
+        return cls(role="system", content=text)
+
+    @classmethod
+    def user(cls, text: str) -> Message:
+        return cls(role="user", content=text)

@@ -1,0 +1,103 @@
+"""AgentWorkflow's input, result and query types.
+
+New fields always get defaults so histories recorded by older versions still
+replay.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .llm import LLMConfig, Usage
+from .violations import Violation
+
+
+class DefaultResult(BaseModel):
+    """Wrapped so that ``null`` can itself be a declared default."""
+
+    value: Any
+
+
+class AgentSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = "agent"
+    model: LLMConfig
+    system_prompt: str = "You are a careful assistant. Use the tools when they help."
+    tools: list[str] = Field(default_factory=list)
+    """Names of the tools the agent may call."""
+    mode: Literal["tools", "code"] = "tools"
+    output_schema: dict[str, Any] | None = None
+    """JSON Schema of the final answer; when set, the final message must be JSON that validates."""
+    max_steps: int = 10
+    token_budget: int = 200_000
+    reprompt_budget: int = 2
+    """Re-prompts per model before degrading to the next one in ``fallback_models``."""
+    fallback_models: list[LLMConfig] = Field(default_factory=list)
+    default_result: DefaultResult | None = None
+    allowed_model_aliases: list[str] = Field(default_factory=list)
+
+
+class AgentInput(BaseModel):
+    spec: AgentSpec
+    input: str
+
+
+class ToolCallRecord(BaseModel):
+    call_id: str
+    name: str
+    arguments: str
+    content: str
+    is_error: bool = False
+
+
+StepKind = Literal["assistant", "tool_call", "final"]
+
+
+class Step(BaseModel):
+    """One loop iteration: (H, S) -> (H', S')."""
+
+    index: int
+    kind: StepKind
+    model: str
+    content: str | None = None
+    tool_calls: list[ToolCallRecord] = Field(default_factory=list)
+    usage: Usage = Field(default_factory=Usage)
+    violations: list[Violation] = Field(default_factory=list)
+
+
+class Degradation(BaseModel):
+    step: int
+    from_model: str
+    to: str
+    """The next model's name, or ``default_result``."""
+    reason: Violation
+
+
+RunStatus = Literal["running", "completed", "completed_with_default", "cancelled", "failed"]
+
+
+class AgentResult(BaseModel):
+    status: RunStatus
+    output: Any = None
+    """Parsed JSON when the spec has an output schema, otherwise the final text."""
+    steps: list[Step] = Field(default_factory=list)
+    usage: Usage = Field(default_factory=Usage)
+    violations: list[Violation] = Field(default_factory=list)
+    degradations: list[Degradation] = Field(default_factory=list)
+    model: str = ""
+    """The model that produced the final answer."""
+
+
+class AgentState(BaseModel):
+    """What the ``state`` query returns while a run is in flight."""
+
+    status: RunStatus
+    step: int
+    model: str
+    usage: Usage
+    violations: int
+    degradations: int
+    last_step: StepKind | None = None

@@ -1,0 +1,58 @@
+"""Every Prometheus metric the worker exports, defined once.
+
+Activities record here; workflows record through ``telemetry.workflow_metrics``
+(Temporal's replay-safe meter) so a replay never counts twice. Labels are
+bounded: provider, model, tool, contract, kind, outcome. Never ids, never text.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+REGISTRY = CollectorRegistry(auto_describe=True)
+
+_LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
+
+LLM_TOKENS = Counter(
+    "agentsteps_llm_tokens", "LLM tokens by direction.", ["provider", "model", "direction"], registry=REGISTRY
+)
+LLM_COST_USD = Counter(
+    "agentsteps_llm_cost_usd", "Estimated LLM cost from the configured price table.", ["provider", "model"],
+    registry=REGISTRY,
+)
+LLM_REQUEST_SECONDS = Histogram(
+    "agentsteps_llm_request_seconds", "LLM HTTP request latency.", ["provider", "model"],
+    buckets=_LATENCY_BUCKETS, registry=REGISTRY,
+)
+LLM_REQUESTS = Counter(
+    "agentsteps_llm_requests", "LLM calls by outcome (ok, violation, retryable_error, fatal_error, precondition).",
+    ["provider", "model", "outcome"], registry=REGISTRY,
+)
+CONTRACT_CHECKS = Counter(
+    "agentsteps_contract_checks", "Contract checks by contract, phase and outcome (pass, fail).",
+    ["contract", "phase", "outcome"], registry=REGISTRY,
+)
+CONTRACT_VIOLATIONS = Counter(
+    "agentsteps_contract_violations", "Contract violations by kind.", ["contract", "phase", "kind"], registry=REGISTRY
+)
+TOOL_CALLS = Counter(
+    "agentsteps_tool_calls", "Tool calls by outcome (ok, error, infra_error).", ["tool", "outcome"], registry=REGISTRY
+)
+TOOL_CALL_SECONDS = Histogram(
+    "agentsteps_tool_call_seconds", "Tool call latency.", ["tool"], buckets=_LATENCY_BUCKETS, registry=REGISTRY
+)
+CODE_PROGRAMS = Counter(
+    "agentsteps_code_programs", "Code-mode programs by outcome.", ["outcome"], registry=REGISTRY
+)
+CODE_SANDBOX_SECONDS = Histogram(
+    "agentsteps_code_sandbox_seconds", "Time spent executing programs in the sandbox.",
+    buckets=_LATENCY_BUCKETS, registry=REGISTRY,
+)
+MONITOR_STALLED_TICKETS = Gauge(
+    "agentsteps_monitor_stalled_tickets", "Stalled tickets found by the last monitor tick.", ["monitor"],
+    registry=REGISTRY,
+)
+MONITOR_NUDGES = Counter("agentsteps_monitor_nudges", "Nudges posted.", ["monitor"], registry=REGISTRY)
+MONITOR_ESCALATIONS = Counter(
+    "agentsteps_monitor_escalations", "Tickets escalated.", ["monitor"], registry=REGISTRY
+)
