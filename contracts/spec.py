@@ -20,6 +20,17 @@ class DefaultResult(BaseModel):
     value: Any
 
 
+class ActivityPolicy(BaseModel):
+    """Timeout and retry policy for one kind of activity (LLM calls or tool calls)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    start_to_close_seconds: float = Field(default=120.0, gt=0)
+    max_attempts: int = Field(default=6, ge=1)
+    initial_interval_seconds: float = Field(default=1.0, gt=0)
+    maximum_interval_seconds: float = Field(default=60.0, gt=0)
+
+
 class AgentSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -38,6 +49,8 @@ class AgentSpec(BaseModel):
     fallback_models: list[LLMConfig] = Field(default_factory=list)
     default_result: DefaultResult | None = None
     allowed_model_aliases: list[str] = Field(default_factory=list)
+    llm_policy: ActivityPolicy = Field(default_factory=ActivityPolicy)
+    tool_policy: ActivityPolicy = Field(default_factory=lambda: ActivityPolicy(start_to_close_seconds=60.0))
 
 
 class AgentInput(BaseModel):

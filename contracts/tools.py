@@ -47,3 +47,9 @@ class ToolCallResult(BaseModel):
     is_error: bool = False
     structured: Any = None
     """The validated result value, when the tool returns one."""
+
+
+class ToolsDescribeInput(BaseModel):
+    """Input of the ``tools.describe`` activity: the names an agent may use."""
+
+    names: list[str]

@@ -23,6 +23,8 @@ class ViolationKind(StrEnum):
     unpinned_model = "unpinned_model"
     unknown_tool_in_spec = "unknown_tool_in_spec"
     invalid_output_schema = "invalid_output_schema"
+    invalid_budget = "invalid_budget"
+    invalid_config = "invalid_config"
     # Postconditions: checked on the provider's answer.
     unknown_tool = "unknown_tool"
     tool_arguments_not_json = "tool_arguments_not_json"

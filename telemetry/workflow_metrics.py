@@ -1,38 +1,69 @@
 """Workflow-side metrics through Temporal's replay-safe meter.
 
 ``workflow.metric_meter()`` drops emissions while a workflow replays, so these
-never count twice when a worker rebuilds a run from history.
+never count twice when a worker rebuilds a run from history. They reach
+``/metrics`` through ``telemetry.runtime`` (a ``MetricBuffer`` drained into the
+prometheus-client registry): counters there gain ``_total``; names are not
+prefixed. ``WORKFLOW_METRICS`` lists them for the docs and the dashboard test.
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 from temporalio import workflow
 
 _LATENCY_UNIT = "s"
 
+AGENT_STEP_SECONDS = "agentsteps_agent_step_seconds"
+AGENT_RUNS = "agentsteps_agent_runs"
+AGENT_RUN_SECONDS = "agentsteps_agent_run_seconds"
+AGENT_STEPS_PER_RUN = "agentsteps_agent_steps_per_run"
+REPROMPTS = "agentsteps_reprompts"
+DEGRADATIONS = "agentsteps_degradations"
+
+
+class WorkflowMetric(NamedTuple):
+    name: str
+    kind: str
+    """``counter`` or ``histogram``, as Prometheus types it."""
+    labels: tuple[str, ...]
+    description: str
+
+
+WORKFLOW_METRICS = (
+    WorkflowMetric(AGENT_STEP_SECONDS, "histogram", ("mode",), "Agent step latency."),
+    WorkflowMetric(AGENT_RUNS, "counter", ("outcome",), "Agent runs by outcome."),
+    WorkflowMetric(AGENT_RUN_SECONDS, "histogram", ("outcome",), "Agent run end-to-end latency."),
+    WorkflowMetric(AGENT_STEPS_PER_RUN, "histogram", (), "Steps per agent run."),
+    WorkflowMetric(REPROMPTS, "counter", ("contract", "kind"), "Re-prompts after a violation."),
+    WorkflowMetric(DEGRADATIONS, "counter", ("reason", "target"), "Degradations by reason."),
+)
+"""Every metric recorded here. Temporal adds ``namespace``, ``task_queue`` and ``workflow_type`` labels."""
+
 
 def record_step(mode: str, seconds: float) -> None:
-    workflow.metric_meter().create_histogram_float(
-        "agentsteps_agent_step_seconds", "Agent step latency.", _LATENCY_UNIT
-    ).record(seconds, {"mode": mode})
+    workflow.metric_meter().create_histogram_float(AGENT_STEP_SECONDS, "Agent step latency.", _LATENCY_UNIT).record(
+        seconds, {"mode": mode}
+    )
 
 
 def record_run(outcome: str, seconds: float, steps: int) -> None:
     meter = workflow.metric_meter()
-    meter.create_counter("agentsteps_agent_runs", "Agent runs by outcome.").add(1, {"outcome": outcome})
-    meter.create_histogram_float(
-        "agentsteps_agent_run_seconds", "Agent run end-to-end latency.", _LATENCY_UNIT
-    ).record(seconds, {"outcome": outcome})
-    meter.create_histogram("agentsteps_agent_steps_per_run", "Steps per agent run.").record(steps)
+    meter.create_counter(AGENT_RUNS, "Agent runs by outcome.").add(1, {"outcome": outcome})
+    meter.create_histogram_float(AGENT_RUN_SECONDS, "Agent run end-to-end latency.", _LATENCY_UNIT).record(
+        seconds, {"outcome": outcome}
+    )
+    meter.create_histogram(AGENT_STEPS_PER_RUN, "Steps per agent run.").record(steps)
 
 
 def record_reprompt(contract: str, kind: str) -> None:
-    workflow.metric_meter().create_counter("agentsteps_reprompts", "Re-prompts after a violation.").add(
+    workflow.metric_meter().create_counter(REPROMPTS, "Re-prompts after a violation.").add(
         1, {"contract": contract, "kind": kind}
     )
 
 
 def record_degradation(reason: str, target: str) -> None:
-    workflow.metric_meter().create_counter("agentsteps_degradations", "Degradations by reason.").add(
+    workflow.metric_meter().create_counter(DEGRADATIONS, "Degradations by reason.").add(
         1, {"reason": reason, "target": target}
     )

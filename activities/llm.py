@@ -1,0 +1,71 @@
+"""The ``llm.call`` activity: precondition, one provider call, postcondition.
+
+Transport failures raise (Temporal retries them, honouring Retry-After);
+postcondition violations come back as values in ``LLMResponse.violations``
+for the workflow to re-prompt or degrade.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import timedelta
+
+import httpx
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from ..contracts.errors import NonRetryableProviderError, RetryableProviderError
+from ..contracts.llm import LLMRequest, LLMResponse
+from ..contracts.postconditions import check_response
+from ..contracts.preconditions import check_request
+from ..contracts.settings import PriceTable, ProviderSettings
+from . import llm_metrics as metrics
+from .providers.registry import ProviderSet
+
+ACTIVITY_NAME = "llm.call"
+
+
+def _precondition_failure(violations: list) -> ApplicationError:
+    summary = "; ".join(v.for_model() for v in violations)
+    return ApplicationError(
+        f"llm.call precondition failed: {summary}",
+        [v.model_dump(mode="json") for v in violations],
+        type="ContractViolationError",
+        non_retryable=True,
+    )
+
+
+class LLMActivities:
+    def __init__(self, settings: ProviderSettings, http: httpx.AsyncClient, prices: PriceTable | None = None) -> None:
+        self._providers = ProviderSet(settings, http)
+        self._prices = prices or PriceTable()
+
+    @activity.defn(name=ACTIVITY_NAME)
+    async def call(self, request: LLMRequest) -> LLMResponse:
+        config = request.config
+        pre = check_request(request)
+        metrics.record_checks("pre", pre)
+        if pre:
+            metrics.record_outcome(config, "precondition")
+            raise _precondition_failure(pre)
+
+        try:
+            provider = self._providers.get(config.provider)
+            started = time.perf_counter()
+            try:
+                response = await provider.complete(request)
+            finally:
+                metrics.record_latency(config, time.perf_counter() - started)
+        except RetryableProviderError as exc:
+            metrics.record_outcome(config, "retryable_error")
+            delay = None if exc.retry_after is None else timedelta(seconds=exc.retry_after)
+            raise ApplicationError(str(exc), type="RetryableProviderError", next_retry_delay=delay) from exc
+        except NonRetryableProviderError as exc:
+            metrics.record_outcome(config, "fatal_error")
+            raise ApplicationError(str(exc), type="NonRetryableProviderError", non_retryable=True) from exc
+
+        post = check_response(request, response)
+        metrics.record_checks("post", post)
+        metrics.record_usage(config, response.usage, self._prices)
+        metrics.record_outcome(config, "violation" if post else "ok")
+        return response.model_copy(update={"violations": list(post)})

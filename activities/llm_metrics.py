@@ -1,0 +1,55 @@
+"""Metrics of the ``llm.call`` activity, recorded once per attempt.
+
+Activities may use prometheus directly: an activity attempt runs once, unlike
+workflow code that replays.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+from ..contracts.llm import LLMConfig, Usage
+from ..contracts.settings import PriceTable
+from ..contracts.violations import Violation
+from ..telemetry.metrics import (
+    CONTRACT_CHECKS,
+    CONTRACT_VIOLATIONS,
+    LLM_COST_USD,
+    LLM_REQUEST_SECONDS,
+    LLM_REQUESTS,
+    LLM_TOKENS,
+)
+
+CONTRACT = "llm.call"
+Outcome = Literal["ok", "violation", "retryable_error", "fatal_error", "precondition"]
+
+
+def cost_usd(prices: PriceTable, model: str, usage: Usage) -> float:
+    """Unknown models cost 0: the price table is the operator's, not guessed here."""
+    per_in = prices.input_per_mtok.get(model, 0.0)
+    per_out = prices.output_per_mtok.get(model, 0.0)
+    return (usage.prompt_tokens * per_in + usage.completion_tokens * per_out) / 1_000_000
+
+
+def record_checks(phase: Literal["pre", "post"], violations: Sequence[Violation]) -> None:
+    CONTRACT_CHECKS.labels(CONTRACT, phase, "fail" if violations else "pass").inc()
+    for v in violations:
+        CONTRACT_VIOLATIONS.labels(v.contract, phase, v.kind.value).inc()
+
+
+def record_outcome(config: LLMConfig, outcome: Outcome) -> None:
+    LLM_REQUESTS.labels(config.provider, config.model, outcome).inc()
+
+
+def record_latency(config: LLMConfig, seconds: float) -> None:
+    LLM_REQUEST_SECONDS.labels(config.provider, config.model).observe(seconds)
+
+
+def record_usage(config: LLMConfig, usage: Usage, prices: PriceTable) -> None:
+    # Negative counts are a postcondition violation; a counter must not go down.
+    LLM_TOKENS.labels(config.provider, config.model, "input").inc(max(0, usage.prompt_tokens))
+    LLM_TOKENS.labels(config.provider, config.model, "output").inc(max(0, usage.completion_tokens))
+    cost = cost_usd(prices, config.model, usage)
+    if cost > 0:
+        LLM_COST_USD.labels(config.provider, config.model).inc(cost)

@@ -1,0 +1,69 @@
+"""Signed, content-addressed snapshots of paused programs.
+
+A snapshot is a Monty interpreter's whole memory. Monty does not authenticate
+dumps, so before loading one we check that a worker holding the key wrote it
+for this very run: HMAC-SHA256 over the run key and the content digest. The
+key never leaves the workers (settings/env, or a key file in the state dir).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+import secrets
+from pathlib import Path
+
+from ...contracts.code_mode import SnapshotIntegrityError, SnapshotRef
+from ...contracts.settings import WorkerSettings
+from ..payload_store import PayloadIntegrityError, PayloadStore
+
+_DOMAIN = b"agentsteps.snapshot.v1"
+KEY_FILE = "snapshot.key"
+
+
+def load_snapshot_key(settings: WorkerSettings) -> bytes:
+    """The configured key, or the state dir's key file, created on first use."""
+    if settings.snapshot_key is not None:
+        return settings.snapshot_key.get_secret_value().encode()
+    path = Path(settings.state_dir) / KEY_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        # O_EXCL: two workers starting together agree on one key.
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return bytes.fromhex(path.read_text().strip())
+    with os.fdopen(fd, "w") as f:
+        f.write(secrets.token_hex(32))
+    return bytes.fromhex(path.read_text().strip())
+
+
+class SnapshotVault:
+    def __init__(self, store: PayloadStore, key: bytes) -> None:
+        if len(key) < 16:
+            raise ValueError("the snapshot key must be at least 16 bytes")
+        self._store = store
+        self._key = key
+
+    def _sign(self, run_key: str, digest: str) -> str:
+        message = b"\0".join([_DOMAIN, run_key.encode(), digest.encode()])
+        return hmac.new(self._key, message, hashlib.sha256).hexdigest()
+
+    async def save(self, run_key: str, data: bytes) -> SnapshotRef:
+        digest = hashlib.sha256(data).hexdigest()
+        claim = await self._store.put(data)
+        return SnapshotRef(
+            sha256=digest, size=len(data), signature=self._sign(run_key, digest), driver=self._store.driver.name(),
+            claim=claim,
+        )
+
+    async def load(self, run_key: str, ref: SnapshotRef) -> bytes:
+        if not hmac.compare_digest(self._sign(run_key, ref.sha256), ref.signature):
+            raise SnapshotIntegrityError(f"snapshot {ref.sha256[:12]} is not signed for this run by a worker key")
+        try:
+            data = await self._store.get(ref.claim)
+        except PayloadIntegrityError as exc:
+            raise SnapshotIntegrityError(f"snapshot {ref.sha256[:12]}: {exc}") from None
+        if hashlib.sha256(data).hexdigest() != ref.sha256:
+            raise SnapshotIntegrityError(f"snapshot {ref.sha256[:12]} was altered in the store")
+        return data

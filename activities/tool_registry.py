@@ -1,0 +1,108 @@
+"""Python tools: typed functions with pydantic input and output models.
+
+A tool is declared once with ``@registry.tool``; its input model gives the JSON
+Schema the model sees and validates the arguments, its return annotation gives
+the output schema. Tests and the CLI can enumerate the registry.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, get_type_hints
+
+from pydantic import BaseModel
+
+from ..contracts import ToolSchema
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    """What a tool gets besides its arguments."""
+
+    call_id: str
+    idempotency_key: str
+    """Stable across retries and crashes: a side-effecting tool dedupes on it."""
+
+
+@dataclass(frozen=True)
+class PythonTool:
+    name: str
+    description: str
+    input_model: type[BaseModel]
+    output_model: type[BaseModel] | None
+    fn: Callable[..., Any]
+    side_effects: bool
+    wants_context: bool
+
+    def schema(self) -> ToolSchema:
+        return ToolSchema(
+            name=self.name,
+            description=self.description,
+            parameters=self.input_model.model_json_schema(),
+            output_schema=self.output_model.model_json_schema() if self.output_model else None,
+            side_effects=self.side_effects,
+            source="python",
+        )
+
+    async def invoke(self, args: BaseModel, ctx: ToolContext) -> Any:
+        result = self.fn(args, ctx) if self.wants_context else self.fn(args)
+        if inspect.isawaitable(result):
+            result = await result
+        return result
+
+
+class ToolRegistry:
+    def __init__(self) -> None:
+        self._tools: dict[str, PythonTool] = {}
+
+    def tool(
+        self, name: str | None = None, *, side_effects: bool = False
+    ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        """Register ``fn(args: InputModel[, ctx: ToolContext]) -> OutputModel``."""
+
+        def register(fn: Callable[..., Any | Awaitable[Any]]) -> Callable[..., Any]:
+            self.add(_describe(fn, name=name, side_effects=side_effects))
+            return fn
+
+        return register
+
+    def add(self, tool: PythonTool) -> None:
+        if tool.name in self._tools:
+            raise ValueError(f"tool {tool.name!r} is registered twice")
+        ToolSchema.model_validate(tool.schema().model_dump())  # fail at start-up, not mid-run
+        self._tools[tool.name] = tool
+
+    def get(self, name: str) -> PythonTool | None:
+        return self._tools.get(name)
+
+    def schemas(self) -> dict[str, ToolSchema]:
+        return {name: tool.schema() for name, tool in self._tools.items()}
+
+    def __iter__(self) -> Iterator[PythonTool]:
+        return iter(self._tools.values())
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+
+def _describe(fn: Callable[..., Any], *, name: str | None, side_effects: bool) -> PythonTool:
+    params = list(inspect.signature(fn).parameters.values())
+    hints = get_type_hints(fn)
+    if not params or len(params) > 2:
+        raise TypeError(f"tool {fn.__name__}: expected fn(args: Model) or fn(args: Model, ctx: ToolContext)")
+    input_model = hints.get(params[0].name)
+    if not (inspect.isclass(input_model) and issubclass(input_model, BaseModel)):
+        raise TypeError(f"tool {fn.__name__}: the first parameter must be annotated with a pydantic model")
+    output = hints.get("return")
+    output_model = output if inspect.isclass(output) and issubclass(output, BaseModel) else None
+    return PythonTool(
+        name=name or fn.__name__,
+        description=inspect.getdoc(fn) or "",
+        input_model=input_model,
+        output_model=output_model,
+        fn=fn,
+        side_effects=side_effects,
+        wants_context=len(params) == 2,
+    )

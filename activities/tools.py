@@ -1,0 +1,111 @@
+"""The ``tools.describe`` and ``tools.call`` activities.
+
+A tool's own failure (arguments that do not parse or validate, a ``ToolError``)
+is returned as an error result so the model can read it and try again. Anything
+else raises, so Temporal retries it and the failure shows in metrics.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+from temporalio import activity
+
+from ..contracts import ToolCallInput, ToolCallResult, ToolError, ToolSchema
+from ..contracts.tools import ToolsDescribeInput
+from ..telemetry.metrics import TOOL_CALL_SECONDS, TOOL_CALLS
+from .tool_registry import ToolContext, ToolRegistry
+from .tool_source import ToolSource
+
+
+class ToolActivities:
+    def __init__(self, registry: ToolRegistry, sources: Sequence[ToolSource] = ()) -> None:
+        self._registry = registry
+        self._sources = list(sources)
+        self._external: dict[str, tuple[ToolSource, ToolSchema]] | None = None
+
+    async def catalog(self) -> dict[str, ToolSchema]:
+        external = await self._external_tools()
+        merged = {name: schema for name, (_, schema) in external.items()}
+        merged.update(self._registry.schemas())
+        return merged
+
+    @activity.defn(name="tools.describe")
+    async def describe(self, request: ToolsDescribeInput) -> list[ToolSchema]:
+        catalog = await self.catalog()
+        return [catalog[name] for name in request.names if name in catalog]
+
+    @activity.defn(name="tools.call")
+    async def call(self, call: ToolCallInput) -> ToolCallResult:
+        started = time.perf_counter()
+        outcome = "infra_error"
+        try:
+            result = await self._dispatch(call)
+            outcome = "error" if result.is_error else "ok"
+            return result
+        finally:
+            TOOL_CALLS.labels(tool=call.name, outcome=outcome).inc()
+            TOOL_CALL_SECONDS.labels(tool=call.name).observe(time.perf_counter() - started)
+
+    async def _dispatch(self, call: ToolCallInput) -> ToolCallResult:
+        tool = self._registry.get(call.name)
+        if tool is not None:
+            return await self._call_python(tool, call)
+        external = (await self._external_tools()).get(call.name)
+        if external is not None:
+            source, schema = external
+            return await source.call(schema, call)
+        return _error(call, f"unknown tool {call.name!r}")
+
+    async def _call_python(self, tool: Any, call: ToolCallInput) -> ToolCallResult:
+        try:
+            raw = json.loads(call.arguments or "{}")
+        except (json.JSONDecodeError, RecursionError) as exc:
+            return _error(call, f"arguments are not valid JSON: {exc}")
+        try:
+            args = tool.input_model.model_validate(raw)
+        except ValidationError as exc:
+            return _error(call, f"arguments do not match the schema of {call.name}: {_brief(exc)}")
+        try:
+            value = await tool.invoke(args, ToolContext(call_id=call.call_id, idempotency_key=call.idempotency_key))
+        except ToolError as exc:
+            return _error(call, str(exc))
+        structured = _to_jsonable(value)
+        if tool.output_model is not None:
+            try:
+                tool.output_model.model_validate(structured)
+            except ValidationError as exc:
+                # The tool broke its own contract: the model cannot fix that, but
+                # it should know the result is unusable rather than trust it.
+                return _error(call, f"tool {call.name} returned output that violates its schema: {_brief(exc)}")
+        return ToolCallResult(
+            call_id=call.call_id, name=call.name, content=json.dumps(structured, default=str), structured=structured
+        )
+
+    async def _external_tools(self) -> dict[str, tuple[ToolSource, ToolSchema]]:
+        if self._external is None:
+            found: dict[str, tuple[ToolSource, ToolSchema]] = {}
+            for source in self._sources:
+                for schema in await source.describe():
+                    found.setdefault(schema.name, (source, schema))
+            self._external = found
+        return self._external
+
+
+def _error(call: ToolCallInput, message: str) -> ToolCallResult:
+    return ToolCallResult(call_id=call.call_id, name=call.name, content=f"error: {message}", is_error=True)
+
+
+def _brief(exc: ValidationError) -> str:
+    parts = [f"{'.'.join(str(p) for p in e['loc']) or '$'}: {e['msg']}" for e in exc.errors()[:5]]
+    return "; ".join(parts)
+
+
+def _to_jsonable(value: Any) -> Any:
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    return value

@@ -1,0 +1,127 @@
+"""The ``agentsteps`` command line.
+
+Every command ends through ``_exit`` (``os._exit`` after flushing) because of
+temporalio issue #300: a process that used a Temporal client can abort while
+the interpreter finalizes, which would turn a success into exit code 134.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+from collections.abc import Callable
+from typing import NoReturn
+
+from .contracts import AgentStepsError, InvalidSpecError
+
+EXIT_OK = 0
+EXIT_RUN_FAILED = 1
+EXIT_BAD_INPUT = 2
+
+
+def main(argv: list[str] | None = None) -> NoReturn:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if not hasattr(args, "handler"):
+        parser.print_help()
+        _exit(EXIT_BAD_INPUT)
+    try:
+        status = args.handler(args)
+    except InvalidSpecError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        status = EXIT_BAD_INPUT
+    except AgentStepsError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        status = EXIT_RUN_FAILED
+    except KeyboardInterrupt:
+        status = 130
+    _exit(status)
+
+
+def _exit(status: int) -> NoReturn:
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="agentsteps", description=__doc__.splitlines()[0])
+    parser.add_argument("--config", help="TOML config file (default: ./agentsteps.toml if present)")
+    sub = parser.add_subparsers(metavar="COMMAND")
+
+    def command(name: str, handler: Callable[[argparse.Namespace], int], help: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help, description=help)
+        p.set_defaults(handler=handler)
+        return p
+
+    command("demo", _demo, "Run the demo on the embedded stack (offline scripted model without an API key).")
+    command("dev", _dev, "Keep the embedded stack running: Temporal server, UI and a worker.")
+    command("worker", _worker, "Run a worker against TEMPORAL_ADDRESS (production).")
+
+    run = command("run", _run, "Start an agent run from a spec file, show its steps and print the result.")
+    run.add_argument("--spec", required=True, help="AgentSpec file (.json or .toml)")
+    run.add_argument("--input", required=True, help="the user input")
+    run.add_argument("--json", action="store_true", help="print only the result, as one JSON object")
+    run.add_argument("--no-worker", action="store_true", help="do not run an in-process worker")
+
+    scripted = command("scripted-model", _scripted_model, "Serve the scripted model (a test double) over HTTP.")
+    scripted.add_argument("--script", required=True)
+    scripted.add_argument("--port", type=int, default=8700)
+    scripted.add_argument("--host", default="127.0.0.1")
+
+    schema = command("schema", _schema, "Print the JSON Schema of the public types (all, or one by name).")
+    schema.add_argument("name", nargs="?")
+    return parser
+
+
+def _settings(args: argparse.Namespace):
+    from .config import load_settings
+
+    return load_settings(args.config)
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from .demo import run_demo
+
+    return asyncio.run(run_demo(_settings(args)))
+
+
+def _dev(args: argparse.Namespace) -> int:
+    from .dev import run_dev
+
+    return asyncio.run(run_dev(_settings(args)))
+
+
+def _worker(args: argparse.Namespace) -> int:
+    from .dev import run_worker_only
+
+    return asyncio.run(run_worker_only(_settings(args)))
+
+
+def _run(args: argparse.Namespace) -> int:
+    from .run_command import run_from_spec
+
+    return asyncio.run(run_from_spec(_settings(args), args.spec, args.input, as_json=args.json, worker=not args.no_worker))
+
+
+def _scripted_model(args: argparse.Namespace) -> int:
+    from .scripted_model import run_cli
+
+    run_cli(args.script, args.port, host=args.host)
+    return EXIT_OK
+
+
+def _schema(args: argparse.Namespace) -> int:
+    from .contracts.schema_export import export_schemas
+
+    schemas = export_schemas()
+    if args.name:
+        if args.name not in schemas:
+            print(f"error: unknown type {args.name!r}; known: {', '.join(sorted(schemas))}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+        schemas = schemas[args.name]
+    print(json.dumps(schemas, indent=2))
+    return EXIT_OK

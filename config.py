@@ -1,0 +1,72 @@
+"""Load worker settings once, from the environment and an optional TOML file.
+
+This is the only place that reads the environment; everything else receives a
+``WorkerSettings``. Secrets are wrapped in ``SecretStr`` on the way in.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from .contracts import InvalidSpecError, Violation, ViolationKind
+from .contracts.settings import WorkerSettings
+
+DEFAULT_CONFIG_FILE = "agentsteps.toml"
+
+_ENV_FIELDS: dict[str, tuple[str, ...]] = {
+    "TEMPORAL_ADDRESS": ("temporal_address",),
+    "TEMPORAL_NAMESPACE": ("namespace",),
+    "AGENTSTEPS_TASK_QUEUE": ("task_queue",),
+    "AGENTSTEPS_STATE_DIR": ("state_dir",),
+    "AGENTSTEPS_METRICS_PORT": ("metrics_port",),
+    "OPENAI_API_KEY": ("providers", "openai_api_key"),
+    "OPENAI_BASE_URL": ("providers", "openai_base_url"),
+    "ANTHROPIC_API_KEY": ("providers", "anthropic_api_key"),
+    "ANTHROPIC_BASE_URL": ("providers", "anthropic_base_url"),
+    "OTEL_EXPORTER_OTLP_ENDPOINT": ("tracing", "otlp_endpoint"),
+    "OTEL_SERVICE_NAME": ("tracing", "service_name"),
+    "AGENTSTEPS_TRACE_CONTENT": ("tracing", "capture_content"),
+    "AGENTSTEPS_SNAPSHOT_KEY": ("snapshot_key",),
+    "AGENTSTEPS_PAYLOAD_S3_BUCKET": ("payload_store", "s3_bucket"),
+}
+
+
+def load_settings(config_path: str | Path | None = None, env: Mapping[str, str] | None = None) -> WorkerSettings:
+    """File values first, then environment variables on top (the 12-factor order)."""
+    env = os.environ if env is None else env
+    path = Path(config_path or env.get("AGENTSTEPS_CONFIG") or DEFAULT_CONFIG_FILE)
+    data: dict[str, Any] = {}
+    if path.is_file():
+        data = read_toml(path).get("worker", {})
+    elif config_path is not None:
+        raise InvalidSpecError([_config_violation("$", f"config file {str(path)!r} does not exist")])
+    for var, keys in _ENV_FIELDS.items():
+        value = env.get(var)
+        if value:
+            target = data
+            for key in keys[:-1]:
+                target = target.setdefault(key, {})
+            target[keys[-1]] = value
+    try:
+        return WorkerSettings.model_validate(data)
+    except ValidationError as exc:
+        raise InvalidSpecError(
+            [_config_violation("$." + ".".join(map(str, e["loc"])), e["msg"]) for e in exc.errors()]
+        ) from None
+
+
+def read_toml(path: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as exc:
+        raise InvalidSpecError([_config_violation("$", f"{path}: not valid TOML: {exc}")]) from None
+
+
+def _config_violation(path: str, message: str) -> Violation:
+    return Violation(contract="config", phase="pre", kind=ViolationKind.invalid_config, path=path, message=message)

@@ -1,0 +1,334 @@
+"""Code mode's pure types: program limits, the sandbox activities' inputs and
+outputs, and the typed stub module the model writes its program against.
+
+A program is Python run by Monty, outside the workflow. It pauses whenever it
+awaits tool calls; the paused interpreter is a signed snapshot in the payload
+store, referenced here by ``SnapshotRef`` so workflow history holds a digest,
+never the interpreter's memory.
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+import keyword
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from .errors import AgentStepsError
+from .tools import ToolSchema
+from .violations import Violation
+
+LLM_FUNCTION = "llm"
+"""The one non-tool function a program may call: an LLM activity under the same contracts."""
+
+DEFAULT_OUTPUT_CAP = 4096
+
+
+class SnapshotIntegrityError(AgentStepsError):
+    """A stored snapshot is missing, altered, or signed with another key.
+
+    Never retried: loading interpreter state nobody vouches for is the one
+    thing the sandbox must refuse.
+    """
+
+
+class ProgramLimits(BaseModel):
+    """Resource limits for one program. Every limit is enforced by the sandbox
+    or the driver, so a hostile program ends with a typed error, not a hung worker."""
+
+    segment_seconds: float = Field(default=5.0, gt=0)
+    """Interpreter time between two pauses (a pause is waiting on tool calls)."""
+    total_seconds: float = Field(default=60.0, gt=0)
+    """Interpreter time over the whole program; time spent waiting on tools is free."""
+    memory_bytes: int = Field(default=256 * 1024 * 1024, gt=0)
+    recursion_depth: int = Field(default=200, gt=0)
+    max_tool_calls: int = Field(default=1000, gt=0)
+    """Calls of tools and ``llm`` over the whole program, counted by call id."""
+    output_bytes: int = Field(default=DEFAULT_OUTPUT_CAP, gt=0)
+    """Printed output kept; the rest is dropped with a visible notice."""
+
+
+class SnapshotRef(BaseModel):
+    """Where a paused program lives, and the proof a worker wrote it."""
+
+    sha256: str
+    """Digest of the snapshot bytes: the content address."""
+    size: int
+    signature: str
+    """HMAC-SHA256, hex, over the run key and the digest, with a key only workers hold."""
+    driver: str
+    claim: dict[str, str]
+    """The payload store's claim for the bytes (local path or S3 key)."""
+
+
+class PendingCall(BaseModel):
+    """A call the program made and now waits on (or will await later)."""
+
+    call_id: int
+    function: str
+    """The Python name the program called (see ``ProgramFunction``)."""
+    arguments: str
+    """JSON object of the arguments, keyed by parameter name."""
+
+
+class CallOutcome(BaseModel):
+    """A finished call, handed back to the program."""
+
+    call_id: int
+    value: Any = None
+    error: str | None = None
+    """Set when the call failed; the program sees a ``RuntimeError`` with this text."""
+
+
+ProgramErrorKind = Literal[
+    "exception",  # the program raised and did not catch it
+    "syntax",
+    "type",
+    "timeout",
+    "memory",
+    "recursion",
+    "tool_call_limit",
+    "not_serializable",
+    "crashed",  # the interpreter process died (contained by the pool)
+]
+
+
+class ProgramError(BaseModel):
+    kind: ProgramErrorKind
+    message: str
+
+
+class ProgramStatus(BaseModel):
+    """What ``code.start`` and ``code.resume`` return: paused, completed or failed."""
+
+    state: Literal["pending", "completed", "failed"]
+    calls: list[PendingCall] = Field(default_factory=list)
+    """Calls made during this segment; the workflow runs each as its own activity."""
+    awaiting: list[int] = Field(default_factory=list)
+    """Call ids the program is blocked on; resume once all of them have outcomes."""
+    snapshot: SnapshotRef | None = None
+    value: Any = None
+    """The program's final value (JSON), when completed."""
+    output: str = ""
+    """Printed output so far, capped, with a truncation notice when cut."""
+    output_dropped: int = 0
+    """Characters of printed output dropped by the cap."""
+    error: ProgramError | None = None
+    calls_made: int = 0
+    sandbox_seconds: float = 0.0
+    """Interpreter time used so far, over all segments."""
+
+
+class ProgramFunction(BaseModel):
+    """A function the program can call: its Python name, the tool behind it and
+    the parameter order used to name positional arguments."""
+
+    python_name: str
+    tool: str
+    """Tool name, or ``llm`` for the LLM function."""
+    params: list[str] = Field(default_factory=list)
+    required: list[str] = Field(default_factory=list)
+    """Optional parameters left at ``None`` are omitted from the tool's arguments."""
+
+
+class CheckProgramInput(BaseModel):
+    program: str
+    stubs: str
+
+
+class CheckProgramResult(BaseModel):
+    violations: list[Violation] = Field(default_factory=list)
+    """Kinds ``program_syntax`` and ``program_type``, with line:column paths."""
+
+
+class StartProgramInput(BaseModel):
+    run_key: str
+    """Binds snapshots to one run: a snapshot signed for another run does not load."""
+    program: str
+    functions: list[ProgramFunction]
+    limits: ProgramLimits = Field(default_factory=ProgramLimits)
+    now: str
+    """Workflow time (ISO 8601) the program's clock is frozen at."""
+    seed: int
+    """From ``workflow.random()``: the program's ``random`` is reproducible."""
+
+
+class ResumeProgramInput(BaseModel):
+    run_key: str
+    snapshot: SnapshotRef
+    functions: list[ProgramFunction]
+    outcomes: list[CallOutcome]
+    limits: ProgramLimits = Field(default_factory=ProgramLimits)
+    output: str = ""
+    output_dropped: int = 0
+    calls_made: int = 0
+    sandbox_seconds: float = 0.0
+
+
+# ---------------------------------------------------------------- stubs
+
+_FENCE = re.compile(r"```(?:python|py)?[ \t]*\n(.*?)```", re.DOTALL)
+
+
+def extract_program(text: str | None) -> str | None:
+    """The program in a model's reply: the first fenced block, else nothing."""
+    if not text:
+        return None
+    match = _FENCE.search(text)
+    return match.group(1).strip("\n") + "\n" if match else None
+
+
+def python_name(tool_name: str) -> str:
+    """A tool name as a Python identifier the program can call."""
+    name = re.sub(r"[^A-Za-z0-9_]", "_", tool_name)
+    if not name or name[0].isdigit():
+        name = "_" + name
+    # A builtin of the same name would shadow the tool, since the sandbox only
+    # asks the host for names it cannot resolve itself.
+    if keyword.iskeyword(name) or hasattr(builtins, name) or name == LLM_FUNCTION:
+        name += "_"
+    return name
+
+
+def _ordered_params(schema: dict[str, Any]) -> list[tuple[str, dict[str, Any], bool]]:
+    props: dict[str, Any] = schema.get("properties") or {}
+    required = set(schema.get("required") or [])
+    usable = [(k, v if isinstance(v, dict) else {}) for k, v in props.items() if k.isidentifier() and not keyword.iskeyword(k)]
+    # Python wants parameters with defaults last; the order here is also the
+    # order positional arguments are named in, so it is computed once.
+    return [(k, v, True) for k, v in usable if k in required] + [(k, v, False) for k, v in usable if k not in required]
+
+
+def program_functions(tools: list[ToolSchema]) -> list[ProgramFunction]:
+    funcs = []
+    for t in tools:
+        ordered = _ordered_params(t.parameters)
+        funcs.append(
+            ProgramFunction(
+                python_name=python_name(t.name),
+                tool=t.name,
+                params=[p for p, _, _ in ordered],
+                required=[p for p, _, req in ordered if req],
+            )
+        )
+    funcs.append(ProgramFunction(python_name=LLM_FUNCTION, tool=LLM_FUNCTION, params=["prompt", "schema"], required=["prompt"]))
+    return funcs
+
+
+def _pascal(name: str) -> str:
+    parts = re.split(r"[^A-Za-z0-9]+", name)
+    out = "".join(p[:1].upper() + p[1:] for p in parts if p)
+    return out if out and not out[0].isdigit() else "T" + out
+
+
+class _StubWriter:
+    def __init__(self) -> None:
+        self.classes: list[str] = []
+        self._names: set[str] = set()
+
+    def unique(self, name: str) -> str:
+        candidate, n = name, 2
+        while candidate in self._names:
+            candidate, n = f"{name}{n}", n + 1
+        self._names.add(candidate)
+        return candidate
+
+    def type_of(self, schema: Any, hint: str) -> str:
+        if not isinstance(schema, dict) or not schema:
+            return "Any"
+        if "const" in schema:
+            return f"Literal[{json.dumps(schema['const'])}]"
+        if "enum" in schema and all(isinstance(v, (str, int, bool)) for v in schema["enum"]):
+            return "Literal[" + ", ".join(json.dumps(v) if not isinstance(v, bool) else str(v) for v in schema["enum"]) + "]"
+        for key in ("anyOf", "oneOf"):
+            if isinstance(schema.get(key), list):
+                return self._union([self.type_of(s, hint) for s in schema[key]])
+        kind = schema.get("type")
+        if isinstance(kind, list):
+            return self._union([self.type_of({**schema, "type": k}, hint) for k in kind])
+        if kind == "string":
+            return "str"
+        if kind == "integer":
+            return "int"
+        if kind == "number":
+            return "float"
+        if kind == "boolean":
+            return "bool"
+        if kind == "null":
+            return "None"
+        if kind == "array":
+            return f"list[{self.type_of(schema.get('items'), hint + 'Item')}]"
+        if kind == "object" or "properties" in schema:
+            if schema.get("properties"):
+                return self.typed_dict(schema, hint)
+            return "dict[str, Any]"
+        return "Any"
+
+    @staticmethod
+    def _union(parts: list[str]) -> str:
+        unique = list(dict.fromkeys(parts))
+        return "Any" if "Any" in unique else " | ".join(unique)
+
+    def typed_dict(self, schema: dict[str, Any], hint: str) -> str:
+        name = self.unique(_pascal(hint))
+        required = set(schema.get("required") or [])
+        fields = []
+        for key, sub in schema["properties"].items():
+            t = self.type_of(sub, hint + _pascal(key))
+            fields.append((key, t if key in required else f"NotRequired[{t}]"))
+        if all(k.isidentifier() and not keyword.iskeyword(k) for k, _ in fields):
+            body = "\n".join(f"    {k}: {t}" for k, t in fields) or "    pass"
+            self.classes.append(f"class {name}(TypedDict):\n{body}\n")
+        else:
+            items = ", ".join(f"{json.dumps(k)}: {t}" for k, t in fields)
+            self.classes.append(f"{name} = TypedDict({json.dumps(name)}, {{{items}}})\n")
+        return name
+
+
+def generate_stubs(tools: list[ToolSchema]) -> str:
+    """A Python stub module for the tools: one ``async def`` per tool, arguments
+    from its input schema, a ``TypedDict`` return from its output schema, or
+    ``Any`` when it has none. Ends with the ``llm`` function."""
+    writer = _StubWriter()
+    functions: list[str] = []
+    for tool in tools:
+        fname = python_name(tool.name)
+        params = []
+        for pname, pschema, required in _ordered_params(tool.parameters):
+            ptype = writer.type_of(pschema, f"{fname}_{pname}")
+            params.append(f"{pname}: {ptype}" if required else f"{pname}: {ptype} | None = None")
+        returns = writer.type_of(tool.output_schema, f"{fname}_result") if tool.output_schema else "Any"
+        doc = (tool.description or f"The {tool.name} tool.").strip().replace('"""', "'''")
+        functions.append(
+            f"async def {fname}({', '.join(params)}) -> {returns}:\n"
+            f'    """{doc}\n\n    A failure raises RuntimeError with the tool\'s message."""\n'
+            f"    ...\n"
+        )
+    functions.append(
+        f"async def {LLM_FUNCTION}(prompt: str, schema: dict[str, Any] | None = None) -> Any:\n"
+        '    """Ask a language model. With a JSON Schema the answer is parsed JSON that\n'
+        '    validates against it; without one it is text."""\n'
+        "    ...\n"
+    )
+    header = "from typing import Any, Literal, NotRequired, TypedDict\n"
+    return "\n\n".join([header, *writer.classes, *functions])
+
+
+# ---------------------------------------------------------------- output cap
+
+
+def truncation_notice(dropped: int) -> str:
+    return f"\n[output truncated: {dropped} more characters not shown]"
+
+
+def capped_view(value: Any, output: str, dropped: int, cap: int = DEFAULT_OUTPUT_CAP) -> str:
+    """What the model reads about a finished program: its value and printed
+    output, at most ``cap`` characters each, cut with a visible notice."""
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    if len(text) > cap:
+        text = text[:cap] + truncation_notice(len(text) - cap)
+    shown = output + (truncation_notice(dropped) if dropped else "")
+    return f"Program value:\n{text}\nPrinted output:\n{shown or '(none)'}"

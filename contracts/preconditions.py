@@ -1,0 +1,381 @@
+"""Preconditions: checked before any provider call, and on an AgentSpec before a run.
+
+A non-empty result means no HTTP request is sent. Each check returns
+``Violation`` values whose path names the offending field and whose message
+quotes the bad value and says what is expected.
+
+``check_request`` is the ``llm.call`` contract's Pre; ``check_spec`` is the
+static part of it that can be decided from the spec alone, before a run starts.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping
+
+from .json_schema import MAX_ERRORS, clip, describe, instance_violations, schema_violations
+from .llm import LLMConfig, LLMRequest
+from .spec import AgentSpec
+from .tokens import count_prompt_tokens
+from .tools import ToolSchema
+from .violations import Violation, ViolationKind
+
+CONTRACT = "llm.call"
+SPEC_CONTRACT = "agent_spec"
+TEMPERATURE_RANGE = (0.0, 2.0)
+ROLES = frozenset({"system", "user", "assistant", "tool"})
+
+_K = ViolationKind
+
+
+def _pre(kind: ViolationKind, path: str, message: str, contract: str = CONTRACT) -> Violation:
+    return Violation(contract=contract, phase="pre", kind=kind, path=path, message=clip(message))
+
+
+# ---------------------------------------------------------------- model pinning
+
+_TOKEN_SPLIT = re.compile(r"[-_.:/@\s]+")
+_NUMERIC_STAMP = re.compile(r"^\d{3,}$")
+_VERSION = re.compile(r"^v\d+$")
+_SIZE = re.compile(r"^\d+(x\d+)?[bm]$")
+_QUANT = re.compile(r"^(q\d+|(int|fp|bf)\d+|awq|gptq|gguf)$")
+
+
+def _pinned_by_name(model: str) -> bool:
+    _, sep, tag = model.partition(":")
+    if sep and tag and tag != "latest":
+        return True
+    return any(
+        _NUMERIC_STAMP.match(t) or _VERSION.match(t) or _SIZE.match(t) or _QUANT.match(t)
+        for t in _TOKEN_SPLIT.split(model.lower())
+    )
+
+
+def is_latest(model: str) -> bool:
+    return "latest" in _TOKEN_SPLIT.split(model.strip().lower())
+
+
+def is_pinned(model: str, allowed_aliases: Iterable[str] = ()) -> bool:
+    """See ``check_model_pinned`` for the rule."""
+    name = model.strip()
+    if name and name in set(allowed_aliases):
+        return True
+    return bool(name) and not is_latest(name) and _pinned_by_name(name)
+
+
+def check_model_pinned(config: LLMConfig, allowed_aliases: Iterable[str], path: str) -> list[Violation]:
+    """Reject ``latest`` and bare aliases, which a provider may repoint silently.
+
+    ``path`` is the JSON path of ``config``; the violation's path is
+    ``{path}.model``.
+
+    The rule, on the model name split into tokens at ``- _ . : / @``:
+
+    1. A name listed in ``allowed_aliases`` (exact match) always passes.
+    2. Otherwise a name with a ``latest`` token fails: ``latest``,
+       ``gpt-4o-latest``, ``llama3:latest``.
+    3. Otherwise the name is pinned iff it carries a version marker:
+       - a tag after ``:`` (Ollama, fine-tunes): ``llama3.1:8b``;
+       - a numeric token of 3 or more digits, which covers dates
+         (``2024-08-06``, ``20241022``) and snapshot stamps (``gpt-4-0613``,
+         ``gemini-1.5-pro-002``);
+       - a version token ``v<digits>``: ``scripted-model-v1``, ``mistral-7b-instruct-v0.3``;
+       - a size token ``<digits>b`` / ``<digits>m`` / ``8x7b``: ``qwen2.5-7b-instruct``;
+       - a quantisation token ``q4``, ``int8``, ``fp16``, ``bf16``, ``awq``, ``gptq``, ``gguf``.
+    4. Anything else is a bare alias and fails: ``gpt-4o``, ``gpt-4``,
+       ``claude-3-5-sonnet``, ``claude-sonnet-4``, ``llama3``, ``gpt-4-32k``.
+    """
+    allowed = list(allowed_aliases)
+    model = config.model if isinstance(config.model, str) else ""
+    if is_pinned(model, allowed):
+        return []
+    at = f"{path}.model"
+    name = model.strip()
+    if not name:
+        message = "model is empty; name a pinned model version such as 'gpt-4o-2024-08-06'"
+    elif is_latest(name):
+        message = (
+            f"model {describe(name)} asks for 'latest', which the provider can change under you; "
+            "name a pinned version (with a date or version suffix) or list it in allowed_model_aliases"
+        )
+    else:
+        message = (
+            f"model {describe(name)} is a bare alias that the provider may repoint; pin a version "
+            "with a date or version suffix (e.g. 'gpt-4o-2024-08-06', 'claude-sonnet-4-5-20250929', "
+            "'llama3.1:8b') or list it in allowed_model_aliases"
+        )
+    return [_pre(_K.unpinned_model, at, message)]
+
+
+# ---------------------------------------------------------------- config values
+
+
+def check_config(
+    config: LLMConfig, allowed_aliases: Iterable[str], path: str, contract: str = CONTRACT
+) -> list[Violation]:
+    """Model pinned, temperature in [0, 2], max_tokens > 0 and below the context window."""
+    out = [v.model_copy(update={"contract": contract}) for v in check_model_pinned(config, allowed_aliases, path)]
+    low, high = TEMPERATURE_RANGE
+    t = config.temperature
+    if not (isinstance(t, int | float) and math.isfinite(t) and low <= t <= high):
+        out.append(
+            _pre(
+                _K.temperature_out_of_range,
+                f"{path}.temperature",
+                f"temperature is {describe(t)}; it must be a number from {low:g} to {high:g}",
+                contract,
+            )
+        )
+    if not (isinstance(config.max_tokens, int) and config.max_tokens > 0):
+        out.append(
+            _pre(
+                _K.invalid_max_tokens,
+                f"{path}.max_tokens",
+                f"max_tokens is {describe(config.max_tokens)}; it must be a positive integer",
+                contract,
+            )
+        )
+    if not (isinstance(config.context_window, int) and config.context_window > 0):
+        out.append(
+            _pre(
+                _K.context_overflow,
+                f"{path}.context_window",
+                f"context_window is {describe(config.context_window)}; it must be a positive integer",
+                contract,
+            )
+        )
+    elif isinstance(config.max_tokens, int) and config.max_tokens >= config.context_window:
+        out.append(
+            _pre(
+                _K.context_overflow,
+                f"{path}.context_window",
+                f"context_window {config.context_window} leaves no room for a prompt with "
+                f"max_tokens {config.max_tokens}; it must be larger than max_tokens",
+                contract,
+            )
+        )
+    return out
+
+
+# ---------------------------------------------------------------- message order
+
+
+def check_messages(request: LLMRequest) -> list[Violation]:
+    """Roles valid and in a legal order, every tool call answered exactly once.
+
+    - system messages only before the first non-system message;
+    - at least one non-system message;
+    - ``tool_calls`` only on assistant messages, ``tool_call_id`` only on tool messages;
+    - a tool message answers a call id from an earlier assistant message that
+      is still open; a second answer to the same id is a violation;
+    - every call is answered before the next user or assistant message, and
+      before the request ends.
+    """
+    out: list[Violation] = []
+
+    def flag(path: str, message: str) -> None:
+        out.append(_pre(_K.invalid_role_order, path, message))
+
+    open_calls: dict[str, str] = {}  # id -> path of the call
+    issued: set[str] = set()
+    answered: set[str] = set()
+    seen_non_system = False
+
+    def close_open_calls(before: str) -> None:
+        for call_id, at in open_calls.items():
+            flag(at, f"tool call {describe(call_id)} has no tool message answering it before {before}")
+        open_calls.clear()
+
+    for i, message in enumerate(request.messages):
+        at = f"$.messages[{i}]"
+        role = message.role
+        if role not in ROLES:
+            flag(f"{at}.role", f"role {describe(role)} is not one of system, user, assistant, tool")
+            continue
+        if role == "system":
+            if seen_non_system:
+                flag(f"{at}.role", "a system message may only appear before the first user, assistant or tool message")
+        else:
+            seen_non_system = True
+        if message.tool_calls and role != "assistant":
+            flag(f"{at}.tool_calls", f"only assistant messages may carry tool_calls, not a {role} message")
+        if message.tool_call_id is not None and role != "tool":
+            flag(f"{at}.tool_call_id", f"only tool messages may carry tool_call_id, not a {role} message")
+
+        if role in ("user", "assistant"):
+            close_open_calls(f"the {role} message at {at}")
+        if role == "assistant":
+            for k, call in enumerate(message.tool_calls):
+                call_at = f"{at}.tool_calls[{k}].id"
+                if not call.id:
+                    flag(call_at, "a tool call needs a non-empty id")
+                elif call.id in issued:
+                    flag(call_at, f"tool call id {describe(call.id)} is used by an earlier tool call")
+                else:
+                    issued.add(call.id)
+                    open_calls[call.id] = call_at
+        elif role == "tool":
+            call_id = message.tool_call_id
+            if not call_id:
+                flag(f"{at}.tool_call_id", "a tool message must name the tool call it answers in tool_call_id")
+            elif call_id in open_calls:
+                del open_calls[call_id]
+                answered.add(call_id)
+            elif call_id in answered:
+                flag(f"{at}.tool_call_id", f"tool call {describe(call_id)} was already answered")
+            else:
+                flag(
+                    f"{at}.tool_call_id",
+                    f"tool_call_id {describe(call_id)} does not answer an open tool call of the "
+                    "assistant message before it",
+                )
+    close_open_calls("the end of the conversation")
+    if not seen_non_system:
+        flag("$.messages", "the request needs at least one user, assistant or tool message")
+    return out[:MAX_ERRORS]
+
+
+# ---------------------------------------------------------------- tools and schemas
+
+
+def check_tool_schemas(tools: Iterable[ToolSchema], path: str = "$.tools", contract: str = CONTRACT) -> list[Violation]:
+    """Every tool's parameters is a valid JSON Schema of an object; names are unique."""
+    out: list[Violation] = []
+    seen: set[str] = set()
+    for i, tool in enumerate(tools):
+        at = f"{path}[{i}]"
+        if tool.name in seen:
+            out.append(_pre(_K.invalid_tool_schema, f"{at}.name", f"tool name {describe(tool.name)} is listed twice"))
+        seen.add(tool.name)
+        out += schema_violations(
+            tool.parameters,
+            contract=contract,
+            phase="pre",
+            kind=_K.invalid_tool_schema,
+            path=f"{at}.parameters",
+            what=f"the parameters of tool {describe(tool.name)}",
+            require_object=True,
+        )
+        if tool.output_schema is not None:
+            out += schema_violations(
+                tool.output_schema,
+                contract=contract,
+                phase="pre",
+                kind=_K.invalid_tool_schema,
+                path=f"{at}.output_schema",
+                what=f"the output_schema of tool {describe(tool.name)}",
+            )
+    return out
+
+
+def check_request(request: LLMRequest) -> list[Violation]:
+    """The ``llm.call`` preconditions; an empty list means the request may be sent."""
+    out = check_messages(request)
+    out += check_config(request.config, request.allowed_model_aliases, "$.config")
+    out += check_tool_schemas(request.tools)
+    if request.response_format is not None:
+        out += schema_violations(
+            request.response_format.json_schema,
+            contract=CONTRACT,
+            phase="pre",
+            kind=_K.invalid_output_schema,
+            path="$.response_format.json_schema",
+            what="the response format's json_schema",
+        )
+    max_tokens = request.config.max_tokens
+    window = request.config.context_window
+    if isinstance(max_tokens, int) and isinstance(window, int) and 0 < max_tokens < window:
+        prompt = count_prompt_tokens(request)
+        if prompt + max_tokens > window:
+            out.append(
+                _pre(
+                    _K.context_overflow,
+                    "$.messages",
+                    f"the prompt is about {prompt} tokens and max_tokens is {max_tokens}: {prompt + max_tokens} "
+                    f"exceeds the context window of {window} tokens by {prompt + max_tokens - window}; "
+                    "shorten the conversation or tool results, or lower max_tokens",
+                )
+            )
+    return out
+
+
+# ---------------------------------------------------------------- agent spec
+
+
+def check_spec(spec: AgentSpec, known_tools: Mapping[str, ToolSchema]) -> list[Violation]:
+    """Static checks before a run starts; paths name the spec field (``$.model.temperature``)."""
+    aliases = spec.allowed_model_aliases
+    out = check_config(spec.model, aliases, "$.model", SPEC_CONTRACT)
+    for i, fallback in enumerate(spec.fallback_models):
+        out += check_config(fallback, aliases, f"$.fallback_models[{i}]", SPEC_CONTRACT)
+
+    available = ", ".join(sorted(known_tools)) or "none"
+    for i, name in enumerate(spec.tools):
+        at = f"$.tools[{i}]"
+        tool = known_tools.get(name)
+        if tool is None:
+            out.append(
+                _pre(
+                    _K.unknown_tool_in_spec,
+                    at,
+                    f"tool {describe(name)} is not registered; known tools: {clip(available, 200)}",
+                    SPEC_CONTRACT,
+                )
+            )
+            continue
+        for v in check_tool_schemas([tool], contract=SPEC_CONTRACT):
+            # Point at the spec's entry; the tool's own field stays in the message.
+            inner = v.path.removeprefix("$.tools[0]")
+            out.append(v.model_copy(update={"path": at, "message": clip(f"{inner.lstrip('.')}: {v.message}")}))
+
+    if spec.output_schema is not None:
+        schema_problems = schema_violations(
+            spec.output_schema,
+            contract=SPEC_CONTRACT,
+            phase="pre",
+            kind=_K.invalid_output_schema,
+            path="$.output_schema",
+            what="output_schema",
+        )
+        out += schema_problems
+        if not schema_problems and spec.default_result is not None:
+            # The default stands in for a final answer, so it must honour the same schema.
+            out += instance_violations(
+                spec.default_result.value,
+                spec.output_schema,
+                contract=SPEC_CONTRACT,
+                phase="pre",
+                kind=_K.response_schema_mismatch,
+                path="$.default_result.value",
+                what="default_result.value",
+            )
+
+    for field, value, minimum in (
+        ("max_steps", spec.max_steps, 1),
+        ("reprompt_budget", spec.reprompt_budget, 0),
+        ("token_budget", spec.token_budget, 1),
+    ):
+        if not (isinstance(value, int) and value >= minimum):
+            out.append(
+                _pre(
+                    _K.invalid_budget,
+                    f"$.{field}",
+                    f"{field} is {describe(value)}; it must be an integer of at least {minimum}",
+                    SPEC_CONTRACT,
+                )
+            )
+    return out
+
+
+__all__ = [
+    "CONTRACT",
+    "SPEC_CONTRACT",
+    "check_config",
+    "check_messages",
+    "check_model_pinned",
+    "check_request",
+    "check_spec",
+    "check_tool_schemas",
+    "is_pinned",
+]

@@ -1,0 +1,29 @@
+"""How a violated answer is shown back to the model.
+
+The model reads the exact violation text. When the bad answer carried tool
+calls, each call is answered by an error tool message, so the history stays in
+a legal role order (no tool call left unanswered) for the next request.
+"""
+
+from __future__ import annotations
+
+from .messages import Message
+from .violations import Violation
+
+REPROMPT_HEADER = "Your previous answer broke the response contract and was not used."
+
+
+def violation_report(violations: list[Violation]) -> str:
+    lines = "\n".join(f"- {v.for_model()}" for v in violations)
+    return f"{REPROMPT_HEADER}\n{lines}\nFix these problems and answer again."
+
+
+def reprompt_messages(bad_answer: Message, violations: list[Violation]) -> list[Message]:
+    report = violation_report(violations)
+    if not bad_answer.tool_calls:
+        return [bad_answer, Message.user(report)]
+    replies = [
+        Message(role="tool", tool_call_id=call.id, name=call.name, is_error=True, content=report)
+        for call in bad_answer.tool_calls
+    ]
+    return [bad_answer, *replies]

@@ -1,0 +1,42 @@
+"""The JSON Schema of every public model, so a backend in any language can build inputs and read results."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+from .llm import LLMConfig, LLMRequest, LLMResponse, Usage
+from .messages import LLMToolCall, Message
+from .spec import AgentInput, AgentResult, AgentSpec, AgentState, Step
+from .tools import ToolSchema
+from .violations import Violation
+
+PUBLIC_MODELS: tuple[type[BaseModel], ...] = (
+    Message,
+    ToolSchema,
+    LLMConfig,
+    LLMRequest,
+    LLMToolCall,
+    Usage,
+    LLMResponse,
+    Step,
+    AgentSpec,
+    AgentInput,
+    AgentResult,
+    AgentState,
+    Violation,
+)
+
+
+def export_schemas() -> dict[str, dict]:
+    """``{model name: JSON Schema}`` of what each model accepts (pydantic's validation mode).
+
+    Each schema is self-contained (``$defs`` inline) and declares Draft 2020-12.
+    """
+    out: dict[str, dict] = {}
+    for model in PUBLIC_MODELS:
+        schema = model.model_json_schema(mode="validation")
+        out[model.__name__] = {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema}
+    return out
+
+
+__all__ = ["PUBLIC_MODELS", "export_schemas"]

@@ -1,0 +1,97 @@
+"""Offline prompt-token counting for the context-window precondition.
+
+Counted with o200k_base from ``bpe-openai``, whose vocabulary ships inside the
+wheel, so nothing is downloaded at run time. Other providers tokenize
+differently; o200k_base is a close, deterministic estimate for all of them.
+
+The per-message overhead follows OpenAI's cookbook ("How to count tokens with
+tiktoken"): 3 tokens frame each message, 1 more when it carries a ``name``, and
+3 prime the reply. Tools and tool calls have no published formula; they are
+counted as the JSON the provider receives plus a small frame.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from typing import TYPE_CHECKING, Any
+
+from .llm import LLMRequest
+from .messages import Message
+from .tools import ToolSchema
+
+if TYPE_CHECKING:
+    from bpe_openai import Encoding
+
+ENCODING_NAME = "o200k_base"
+TOKENS_PER_MESSAGE = 3
+TOKENS_PER_NAME = 1
+REPLY_PRIMING = 3
+TOKENS_PER_TOOL_CALL = 3
+TOKENS_PER_TOOL = 8
+# bpe-openai refuses texts of 1M characters or more than 200k tokens per call;
+# 40k characters stay below both even at 4 tokens per character.
+_CHUNK_CHARS = 40_000
+
+_encoding: Encoding | None = None
+_lock = threading.Lock()
+
+
+def encoding() -> Encoding:
+    """The o200k_base encoding, loaded once (about half a second) on first use."""
+    global _encoding
+    if _encoding is None:
+        with _lock:
+            if _encoding is None:
+                # Imported here so importing contracts (also inside the
+                # workflow sandbox) never loads the native tokenizer.
+                import bpe_openai
+
+                _encoding = bpe_openai.get_encoding(ENCODING_NAME)
+    return _encoding
+
+
+def count_text_tokens(text: str | None) -> int:
+    """Tokens in ``text``; special-token markers such as ``<|endoftext|>`` count as plain text."""
+    if not text:
+        return 0
+    enc = encoding()
+    return sum(len(enc.encode_ordinary(text[i : i + _CHUNK_CHARS])) for i in range(0, len(text), _CHUNK_CHARS))
+
+
+def _dumps(value: Any) -> str:
+    try:
+        return json.dumps(value, separators=(",", ":"), default=str)
+    except (ValueError, RecursionError):
+        return str(value)
+
+
+def count_message_tokens(message: Message) -> int:
+    total = TOKENS_PER_MESSAGE + count_text_tokens(message.role) + count_text_tokens(message.content)
+    if message.name:
+        total += TOKENS_PER_NAME + count_text_tokens(message.name)
+    if message.tool_call_id:
+        total += count_text_tokens(message.tool_call_id)
+    for call in message.tool_calls:
+        total += (
+            TOKENS_PER_TOOL_CALL
+            + count_text_tokens(call.id)
+            + count_text_tokens(call.name)
+            + count_text_tokens(call.arguments)
+        )
+    return total
+
+
+def count_tool_tokens(tool: ToolSchema) -> int:
+    described = {"name": tool.name, "description": tool.description, "parameters": tool.parameters}
+    return TOKENS_PER_TOOL + count_text_tokens(_dumps(described))
+
+
+def count_prompt_tokens(request: LLMRequest) -> int:
+    """Estimated prompt tokens of ``request``: messages, tool definitions and response schema."""
+    total = REPLY_PRIMING
+    total += sum(count_message_tokens(m) for m in request.messages)
+    total += sum(count_tool_tokens(t) for t in request.tools)
+    if request.response_format is not None:
+        total += count_text_tokens(_dumps(request.response_format.json_schema))
+    return total

@@ -1,0 +1,48 @@
+"""Long-running processes: ``agentsteps dev`` (embedded stack) and ``agentsteps worker``."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+
+from .contracts.settings import WorkerSettings
+from .stack import embedded_temporal
+from .telemetry.server import start_metrics_server
+from .worker import connect, running_worker
+
+
+async def _until_stopped() -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+
+
+async def run_dev(settings: WorkerSettings) -> int:
+    async with embedded_temporal(settings) as temporal:
+        client = await connect(settings, temporal.address)
+        metrics = start_metrics_server(settings.metrics_port)
+        try:
+            async with running_worker(client, settings):
+                print(f"Temporal server: {temporal.address}", flush=True)
+                if temporal.ui_url:
+                    print(f"Temporal UI:     {temporal.ui_url}", flush=True)
+                print(f"Metrics:         http://localhost:{settings.metrics_port}/metrics", flush=True)
+                print(f"Worker polling task queue {settings.task_queue!r}. Ctrl-C to stop.", flush=True)
+                await _until_stopped()
+        finally:
+            metrics.stop()
+    return 0
+
+
+async def run_worker_only(settings: WorkerSettings) -> int:
+    client = await connect(settings)
+    metrics = start_metrics_server(settings.metrics_port)
+    try:
+        async with running_worker(client, settings):
+            print(f"worker on {settings.task_queue!r}, metrics on :{settings.metrics_port}", flush=True)
+            await _until_stopped()
+    finally:
+        metrics.stop()
+    return 0

@@ -1,0 +1,65 @@
+"""Starting and following agent runs from Python (what a backend calls)."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Callable, Mapping
+
+from temporalio.client import Client, WorkflowHandle
+
+from .contracts import AgentInput, AgentResult, AgentSpec, AgentState, InvalidSpecError, ToolSchema, ViolationKind
+from .contracts.preconditions import check_spec
+from .workflows.agent import WORKFLOW_NAME
+
+
+def validate_spec(spec: AgentSpec, known_tools: Mapping[str, ToolSchema] | None = None) -> None:
+    """Raise InvalidSpecError naming the field, before anything is started.
+
+    Without ``known_tools`` the tool names cannot be checked here; the workflow
+    checks them against the worker's catalog and fails typed instead.
+    """
+    violations = check_spec(spec, known_tools or {})
+    if known_tools is None:
+        violations = [v for v in violations if v.kind is not ViolationKind.unknown_tool_in_spec]
+    if violations:
+        raise InvalidSpecError(violations)
+
+
+async def start_agent_run(
+    client: Client,
+    spec: AgentSpec,
+    user_input: str,
+    *,
+    task_queue: str = "agentsteps",
+    workflow_id: str | None = None,
+    known_tools: Mapping[str, ToolSchema] | None = None,
+) -> WorkflowHandle[object, AgentResult]:
+    validate_spec(spec, known_tools)
+    return await client.start_workflow(
+        WORKFLOW_NAME,
+        AgentInput(spec=spec, input=user_input),
+        id=workflow_id or f"agent-{spec.name}-{uuid.uuid4().hex[:12]}",
+        task_queue=task_queue,
+        result_type=AgentResult,
+    )
+
+
+async def follow(
+    handle: WorkflowHandle[object, AgentResult],
+    on_state: Callable[[AgentState], None],
+    interval: float = 0.3,
+) -> AgentResult:
+    """Wait for the result, reporting each new step through ``on_state``."""
+    result_task = asyncio.ensure_future(handle.result())
+    last_step = -1
+    while not result_task.done():
+        try:
+            state = await handle.query("state", result_type=AgentState)
+        except Exception:  # a query can race the run's start or end; the result decides
+            state = None
+        if state is not None and state.step != last_step:
+            last_step = state.step
+            on_state(state)
+        await asyncio.wait([result_task], timeout=interval)
+    return result_task.result()

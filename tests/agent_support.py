@@ -1,0 +1,72 @@
+"""Small builders shared by the engine tests."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from temporalio.client import Client, WorkflowFailureError
+from temporalio.exceptions import ApplicationError
+
+from agentsteps.contracts import AgentInput, AgentResult, AgentSpec, LLMConfig
+
+MODEL = "scripted-2026-01-01"
+FALLBACK_MODEL = "scripted-fallback-2026-02-01"
+
+
+def make_spec(**overrides: Any) -> AgentSpec:
+    data: dict[str, Any] = {
+        "name": "test",
+        "model": LLMConfig(model=MODEL, max_tokens=256, context_window=16_000),
+        "tools": ["get_weather", "send_notification"],
+        "max_steps": 8,
+    }
+    data.update(overrides)
+    return AgentSpec(**data)
+
+
+async def run_agent(client: Client, task_queue: str, spec: AgentSpec, text: str = "weather please") -> AgentResult:
+    return await client.execute_workflow(
+        "AgentWorkflow",
+        AgentInput(spec=spec, input=text),
+        id=f"test-{uuid.uuid4().hex[:10]}",
+        task_queue=task_queue,
+        result_type=AgentResult,
+    )
+
+
+async def run_agent_failure(client: Client, task_queue: str, spec: AgentSpec, text: str = "hi") -> ApplicationError:
+    try:
+        await run_agent(client, task_queue, spec, text)
+    except WorkflowFailureError as exc:
+        cause = exc.cause
+        while cause is not None and not isinstance(cause, ApplicationError):
+            cause = cause.__cause__
+        assert isinstance(cause, ApplicationError), f"expected an ApplicationError, got {exc.cause!r}"
+        return cause
+    raise AssertionError("the run was expected to fail")
+
+
+def weather_then_answer(answer: Any = None) -> dict[str, Any]:
+    """Two concurrent lookups, then a final answer."""
+    final = {"json": answer} if answer is not None else {"content": "Paris 18.5C, Tokyo 24C."}
+    return {
+        "rules": [
+            {"match": {"role": "user"}, "reply": {"tool_calls": [
+                {"name": "get_weather", "arguments": {"city": "Paris"}},
+                {"name": "get_weather", "arguments": {"city": "Tokyo"}},
+            ]}},
+            {"match": {"tool_result_for": "get_weather"}, "reply": final},
+        ]
+    }
+
+
+def last_message_text(request_body: dict[str, Any]) -> str:
+    message = request_body["messages"][-1]
+    return message.get("content") or ""
+
+
+def all_text(request_body: dict[str, Any]) -> str:
+    import json
+
+    return json.dumps(request_body["messages"])

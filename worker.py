@@ -1,0 +1,93 @@
+"""The worker: client, workflows, activities and /metrics, from one WorkerSettings.
+
+The same code serves the embedded dev server and a production cluster; only
+``settings.temporal_address`` differs.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+
+import httpx
+from temporalio.client import Client
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.worker import Worker
+
+from .activities.llm import LLMActivities
+from .activities.tool_registry import ToolRegistry
+from .activities.tool_source import ToolSource
+from .activities.tools import ToolActivities
+from .contracts.settings import WorkerSettings
+from .workflows.agent import AgentWorkflow
+
+DEFAULT_ADDRESS = "127.0.0.1:7233"
+
+
+async def connect(settings: WorkerSettings, address: str | None = None) -> Client:
+    return await Client.connect(
+        address or settings.temporal_address or DEFAULT_ADDRESS,
+        namespace=settings.namespace,
+        data_converter=pydantic_data_converter,
+    )
+
+
+def load_registry(settings: WorkerSettings) -> ToolRegistry:
+    """Merge every configured tool factory into one registry."""
+    merged = ToolRegistry()
+    for entry in settings.tool_factories:
+        factory = _import_factory(entry)
+        for tool in factory(settings):
+            merged.add(tool)
+    return merged
+
+
+def _import_factory(entry: str) -> Callable[[WorkerSettings], ToolRegistry]:
+    module_name, _, attr = entry.partition(":")
+    if not attr:
+        raise ValueError(f"tool factory {entry!r} must look like 'package.module:function'")
+    return getattr(importlib.import_module(module_name), attr)
+
+
+def workflows() -> list[type]:
+    return [AgentWorkflow]
+
+
+def build_worker(
+    client: Client,
+    settings: WorkerSettings,
+    http: httpx.AsyncClient,
+    *,
+    registry: ToolRegistry | None = None,
+    sources: Sequence[ToolSource] = (),
+    task_queue: str | None = None,
+    **worker_options: Any,
+) -> Worker:
+    llm = LLMActivities(settings.providers, http, settings.prices)
+    tools = ToolActivities(registry if registry is not None else load_registry(settings), sources)
+    return Worker(
+        client,
+        task_queue=task_queue or settings.task_queue,
+        workflows=workflows(),
+        activities=[llm.call, tools.describe, tools.call],
+        **worker_options,
+    )
+
+
+@asynccontextmanager
+async def running_worker(
+    client: Client,
+    settings: WorkerSettings,
+    *,
+    registry: ToolRegistry | None = None,
+    sources: Sequence[ToolSource] = (),
+    task_queue: str | None = None,
+) -> AsyncIterator[Worker]:
+    """A started worker with its own HTTP client; both are closed on exit."""
+    # Providers never retry; Temporal owns retries, so the transport must not.
+    async with httpx.AsyncClient(timeout=settings.providers.request_timeout_seconds) as http:
+        worker = build_worker(client, settings, http, registry=registry, sources=sources, task_queue=task_queue)
+        async with worker:
+            yield worker
