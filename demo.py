@@ -14,7 +14,7 @@ from .contracts import AgentSpec, LLMConfig
 from .contracts.settings import WorkerSettings
 from .report import print_progress, print_result
 from .runs import follow, start_agent_run
-from .scripted_model import ScriptedModelServer
+from .scripted_model import Script, ScriptedModelServer
 from .spec_files import parse_spec
 from .stack import embedded_temporal
 from .telemetry.server import start_metrics_server
@@ -47,7 +47,9 @@ async def run_demo(settings: WorkerSettings) -> int:
             provider = "OpenAI-compatible" if settings.providers.openai_api_key else "Anthropic"
             print(f"Using the real {provider} model from your environment.", file=out)
         else:
-            script = resources.files("agentsteps.examples").joinpath("demo_script.json").read_text()
+            script = Script.model_validate_json(
+                resources.files("agentsteps.examples").joinpath("demo_script.json").read_text()
+            )
             scripted = stack.enter_context(ScriptedModelServer(script))
             settings = settings.model_copy(
                 update={"providers": settings.providers.model_copy(update={"openai_base_url": scripted.url_openai})}

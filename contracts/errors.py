@@ -2,6 +2,7 @@
 
     AgentStepsError
     ├── InvalidSpecError           bad AgentSpec, config or pipeline file; names the field
+    ├── CompositionError           a pipeline's edges do not compose; carries an EdgeReport per edge
     ├── ContractViolationError     re-prompts and degradations spent; names contract, kind, path
     ├── BudgetExceededError        token or step budget spent
     ├── ProviderError              an LLM provider answered badly
@@ -17,7 +18,12 @@ language can match on it.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .violations import Violation
+
+if TYPE_CHECKING:
+    from .composition import EdgeReport
 
 
 class AgentStepsError(Exception):
@@ -29,6 +35,20 @@ class InvalidSpecError(AgentStepsError):
         self.violations = violations
         detail = "; ".join(f"{v.path}: {v.message}" for v in violations)
         super().__init__(f"invalid agent spec: {detail}")
+
+
+class CompositionError(AgentStepsError):
+    """``compose`` found a refuted edge or an unproven edge nobody acknowledged."""
+
+    def __init__(self, edges: list[EdgeReport]) -> None:
+        self.edges = edges
+        failing = [e for e in edges if not e.ok]
+        detail = "; ".join(f"{e.edge}: {e.verdict.value} ({e.reason})" for e in failing)
+        super().__init__(f"contracts do not compose: {detail}")
+
+    @property
+    def failing(self) -> list[EdgeReport]:
+        return [e for e in self.edges if not e.ok]
 
 
 class ContractViolationError(AgentStepsError):

@@ -91,8 +91,12 @@ def json_type_name(value: Any) -> str:
     return type(value).__name__
 
 
+class _NonFiniteNumber(ValueError):
+    pass
+
+
 def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON; use a finite number or null")
+    raise _NonFiniteNumber(f"{name} is not valid JSON; use a finite number or null")
 
 
 def parse_json(text: str) -> tuple[Any, str | None]:
@@ -105,8 +109,10 @@ def parse_json(text: str) -> tuple[Any, str | None]:
         return None, f"invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
     except RecursionError:
         return None, "invalid JSON: nested too deeply"
-    except ValueError as exc:  # NaN/Infinity, or an integer too long to convert
-        return None, clip(f"invalid JSON: {exc}")
+    except _NonFiniteNumber as exc:
+        return None, f"invalid JSON: {exc}"
+    except ValueError:  # Python refuses integers of more than 4300 digits
+        return None, "invalid JSON: a number has too many digits"
 
 
 def _schema_key(schema: Any) -> str | None:
@@ -119,6 +125,19 @@ def _schema_key(schema: Any) -> str | None:
 
 def _validator_class(schema: dict[str, Any]) -> type[Validator]:
     return validator_for(schema, default=Draft202012Validator)
+
+
+def _message(error: ValidationError) -> str:
+    """jsonschema's message, with a long quoted value cut so the rule it broke stays visible."""
+    message = error.message
+    if len(message) > 160:
+        try:
+            quoted = repr(error.instance)
+        except RecursionError:
+            return clip(message, 160)
+        if len(quoted) > 80:
+            message = message.replace(quoted, clip(quoted, 60))
+    return message
 
 
 def _ordered(errors: Iterator[ValidationError]) -> list[ValidationError]:
@@ -159,7 +178,7 @@ def _schema_problems(key: str) -> tuple[Problem, ...]:
         cls = _validator_class(schema)
         meta = cls(cls.META_SCHEMA, format_checker=cls.FORMAT_CHECKER, registry=referencing.Registry())
         problems: list[Problem] = [
-            (tuple(e.absolute_path), clip(f"{e.message}{_expected(e)}")) for e in _ordered(meta.iter_errors(schema))
+            (tuple(e.absolute_path), clip(f"{_message(e)}{_expected(e)}")) for e in _ordered(meta.iter_errors(schema))
         ]
         if problems:
             return tuple(problems)
@@ -253,16 +272,13 @@ def instance_violations(
 
     key = _schema_key(schema) if isinstance(schema, dict) else None
     if key is None:
-        return [violation(path, f"the schema for {what} is not a JSON object, so {what} cannot be checked")]
+        return [violation(path, f"cannot check {what}: its schema is not a JSON object")]
     try:
         errors = _ordered(_compiled(key).iter_errors(instance))
     except RecursionError:
-        return [violation(path, f"{what} is nested too deeply to validate")]
+        return [violation(path, f"cannot check {what}: it is nested too deeply to validate")]
     except referencing.exceptions.Unresolvable as exc:
-        return [violation(path, f"the schema for {what} has a $ref that cannot be resolved: {clip(str(exc), 120)}")]
+        return [violation(path, f"cannot check {what}: its schema has a $ref that cannot be resolved: {clip(str(exc), 120)}")]
     except Exception as exc:  # noqa: BLE001 - e.g. a bad regex in an unchecked schema; never crash
-        return [violation(path, f"the schema for {what} cannot be applied: {type(exc).__name__}: {clip(str(exc), 120)}")]
-    return [
-        violation(json_path(path, e.absolute_path), f"{what} does not match its schema: {e.message}{_expected(e)}")
-        for e in errors
-    ]
+        return [violation(path, f"cannot check {what}: its schema cannot be applied: {type(exc).__name__}: {clip(str(exc), 120)}")]
+    return [violation(json_path(path, e.absolute_path), f"invalid {what}: {_message(e)}{_expected(e)}") for e in errors]

@@ -68,7 +68,7 @@ def _check_tool_calls(request: LLMRequest, response: LLMResponse) -> list[Violat
                 _post(
                     _K.tool_arguments_not_json,
                     f"{at}.arguments",
-                    f"the arguments of {describe(call.name)} are not usable: {error}. "
+                    f"the arguments for tool {describe(call.name)} are not usable: {error}. "
                     "Send the arguments as one JSON object matching the tool's parameters.",
                 )
             )
@@ -80,7 +80,7 @@ def _check_tool_calls(request: LLMRequest, response: LLMResponse) -> list[Violat
             phase="post",
             kind=_K.tool_arguments_invalid,
             path=f"{at}.arguments",
-            what=f"the arguments of {describe(call.name)}",
+            what=f"arguments for tool {describe(call.name)}",
         )
     return out
 
@@ -117,7 +117,7 @@ def _check_content(request: LLMRequest, response: LLMResponse) -> list[Violation
         phase="post",
         kind=_K.response_schema_mismatch,
         path="$.content",
-        what="the final answer",
+        what="final answer",
     )
 
 
@@ -183,7 +183,7 @@ def check_tool_output(tool: ToolSchema, value: Any) -> list[Violation]:
         phase="post",
         kind=_K.tool_output_invalid,
         path="$",
-        what=f"the result of tool {describe(tool.name)}",
+        what=f"result of tool {describe(tool.name)}",
     )
 
 

@@ -254,7 +254,7 @@ def check_tool_schemas(tools: Iterable[ToolSchema], path: str = "$.tools", contr
             phase="pre",
             kind=_K.invalid_tool_schema,
             path=f"{at}.parameters",
-            what=f"the parameters of tool {describe(tool.name)}",
+            what=f"the parameters schema of tool {describe(tool.name)}",
             require_object=True,
         )
         if tool.output_schema is not None:

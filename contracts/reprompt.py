@@ -7,8 +7,12 @@ a legal role order (no tool call left unanswered) for the next request.
 
 from __future__ import annotations
 
-from .messages import Message
+from .messages import LLMToolCall, Message
 from .violations import Violation
+
+ECHO_LIMIT = 2_000
+"""A rejected answer is echoed back at most this long, so a hostile or runaway
+answer cannot push the re-prompt past the context window."""
 
 REPROMPT_HEADER = "Your previous answer broke the response contract and was not used."
 
@@ -18,8 +22,22 @@ def violation_report(violations: list[Violation]) -> str:
     return f"{REPROMPT_HEADER}\n{lines}\nFix these problems and answer again."
 
 
+def _clip(text: str | None) -> str | None:
+    if text is None or len(text) <= ECHO_LIMIT:
+        return text
+    return f"{text[:ECHO_LIMIT]}... [{len(text) - ECHO_LIMIT} more characters cut]"
+
+
 def reprompt_messages(bad_answer: Message, violations: list[Violation]) -> list[Message]:
     report = violation_report(violations)
+    bad_answer = bad_answer.model_copy(
+        update={
+            "content": _clip(bad_answer.content),
+            "tool_calls": [
+                LLMToolCall(id=c.id, name=c.name, arguments=_clip(c.arguments) or "") for c in bad_answer.tool_calls
+            ],
+        }
+    )
     if not bad_answer.tool_calls:
         return [bad_answer, Message.user(report)]
     replies = [

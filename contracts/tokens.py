@@ -63,7 +63,23 @@ def _dumps(value: Any) -> str:
     try:
         return json.dumps(value, separators=(",", ":"), default=str)
     except (ValueError, RecursionError):
-        return str(value)
+        return _flatten(value)
+
+
+def _flatten(value: Any) -> str:
+    """Keys and scalars joined by spaces, walked without recursion: too deep for ``json.dumps``."""
+    pieces: list[str] = []
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            pieces.extend(str(k) for k in item)
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+        else:
+            pieces.append(str(item))
+    return " ".join(pieces)
 
 
 def count_message_tokens(message: Message) -> int:

@@ -170,7 +170,7 @@ class AgentWorkflow:
             summary=f"chat {request.config.model}",
             **activity_options(spec.llm_policy),
         )
-        self._result.usage = self._result.usage + response.usage
+        self._result.usage = self._result.usage + _billable(response.usage)
         if self._result.usage.total_tokens > spec.token_budget:
             raise ApplicationError(
                 f"token budget exceeded: {self._result.usage.total_tokens} > {spec.token_budget}",
@@ -270,6 +270,12 @@ def _final_output(response: LLMResponse, spec: AgentSpec) -> object:
     content = response.message.content or ""
     # The postcondition already proved it parses and validates.
     return json.loads(content) if spec.output_schema else content
+
+
+def _billable(usage: Usage) -> Usage:
+    """Count prompt + completion: a provider's inconsistent total is a violation, not a bill."""
+    prompt, completion = max(usage.prompt_tokens, 0), max(usage.completion_tokens, 0)
+    return Usage(prompt_tokens=prompt, completion_tokens=completion, total_tokens=prompt + completion)
 
 
 def _seconds_since(started: datetime) -> float:

@@ -1,0 +1,80 @@
+"""The code-mode activities: ``code.check``, ``code.start`` and ``code.resume``.
+
+Each one holds a sandbox session only while the interpreter runs; a paused
+program is a signed snapshot in the payload store, so any worker can resume
+it, minutes or days later.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime
+
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from ...contracts.code_mode import (
+    CheckProgramInput,
+    CheckProgramResult,
+    ProgramStatus,
+    ResumeProgramInput,
+    SnapshotIntegrityError,
+    StartProgramInput,
+)
+from ...telemetry.metrics import CODE_PROGRAMS, CODE_SANDBOX_SECONDS
+from .checker import check_program
+from .driver import OutputSink, SegmentDriver, checkout_options
+from .pool import SandboxPool
+from .snapshots import SnapshotVault
+
+CHECK = "code.check"
+START = "code.start"
+RESUME = "code.resume"
+
+
+class SandboxActivities:
+    def __init__(self, pool: SandboxPool, vault: SnapshotVault) -> None:
+        self.pool = pool
+        self._vault = vault
+
+    @activity.defn(name=CHECK)
+    async def check(self, inp: CheckProgramInput) -> CheckProgramResult:
+        return CheckProgramResult(violations=await check_program(self.pool, inp.program, inp.stubs))
+
+    @activity.defn(name=START)
+    async def start(self, inp: StartProgramInput) -> ProgramStatus:
+        driver = SegmentDriver(inp.functions, inp.limits, OutputSink(inp.limits.output_bytes), 0, 0.0)
+        options = checkout_options(inp.limits, datetime.fromisoformat(inp.now), inp.seed)
+        started = time.perf_counter()
+        async with self.pool.session(**options) as session:
+            status, paused = await driver.start(session, inp.program)
+            if paused is not None:
+                status.snapshot = await self._vault.save(inp.run_key, paused.dump())
+        return _observed(status, started)
+
+    @activity.defn(name=RESUME)
+    async def resume(self, inp: ResumeProgramInput) -> ProgramStatus:
+        try:
+            blob = await self._vault.load(inp.run_key, inp.snapshot)
+        except SnapshotIntegrityError as exc:
+            CODE_PROGRAMS.labels(outcome="tampered").inc()
+            raise ApplicationError(str(exc), type="SnapshotIntegrityError", non_retryable=True) from None
+        sink = OutputSink(inp.limits.output_bytes, inp.output, inp.output_dropped)
+        driver = SegmentDriver(inp.functions, inp.limits, sink, inp.calls_made, inp.sandbox_seconds)
+        started = time.perf_counter()
+        # The dump carries the limits and OS policy it was started with.
+        async with self.pool.session() as session:
+            try:
+                status, paused = await driver.restore(session, blob, inp.outcomes)
+            except ValueError as exc:
+                raise ApplicationError(str(exc), type="InvalidProgramResume", non_retryable=True) from None
+            if paused is not None:
+                status.snapshot = await self._vault.save(inp.run_key, paused.dump())
+        return _observed(status, started)
+
+
+def _observed(status: ProgramStatus, started: float) -> ProgramStatus:
+    CODE_SANDBOX_SECONDS.observe(time.perf_counter() - started)
+    if status.state != "pending":
+        CODE_PROGRAMS.labels(outcome=status.error.kind if status.error else "completed").inc()
+    return status

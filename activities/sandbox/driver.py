@@ -1,0 +1,252 @@
+"""Drive one program segment: from a start or a restored snapshot to the next pause.
+
+A pause is the moment every sandbox task waits on external calls (Monty's
+future snapshot). Each external call seen on the way is answered with a
+future, so calls gathered with ``asyncio.gather`` surface together and the
+workflow can run them concurrently. OS calls (files, environment, imports of
+host modules) are refused inside the program; the clock and ``random`` never
+reach the host because the session's OS policy freezes and seeds them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from datetime import datetime
+from typing import Any
+
+from pydantic_monty import (
+    AsyncFunctionSnapshot,
+    AsyncFutureSnapshot,
+    AsyncMontySession,
+    AsyncNameLookupSnapshot,
+    MontyComplete,
+    MontyCrashedError,
+    MontyError,
+    MontyRuntimeError,
+    MontySyntaxError,
+    MontyTypingError,
+)
+
+from ...contracts.code_mode import (
+    CallOutcome,
+    PendingCall,
+    ProgramError,
+    ProgramErrorKind,
+    ProgramFunction,
+    ProgramLimits,
+    ProgramStatus,
+    truncation_notice,
+)
+
+_MAX_ERROR_CHARS = 2000
+_OS_REFUSAL = "programs have no access to files, the environment or host modules"
+
+
+class _Failed(Exception):
+    def __init__(self, kind: ProgramErrorKind, message: str) -> None:
+        self.error = ProgramError(kind=kind, message=message[:_MAX_ERROR_CHARS])
+
+
+class OutputSink:
+    """Keeps the first ``cap`` characters of printed output and counts the rest."""
+
+    def __init__(self, cap: int, text: str = "", dropped: int = 0) -> None:
+        self.cap = cap
+        self.text = text
+        self.dropped = dropped
+
+    def __call__(self, stream: str, chunk: str) -> None:
+        room = self.cap - len(self.text)
+        if room > 0:
+            self.text += chunk[:room]
+        self.dropped += max(0, len(chunk) - max(room, 0))
+
+    def rendered(self) -> str:
+        return self.text + (truncation_notice(self.dropped) if self.dropped else "")
+
+
+def checkout_options(limits: ProgramLimits, now: datetime, seed: int) -> dict[str, Any]:
+    return {
+        "limits": {
+            "max_turn_duration_secs": limits.segment_seconds,
+            "max_memory": limits.memory_bytes,
+            "max_recursion_depth": limits.recursion_depth,
+            # Pauses per segment: each call plus each future resolution.
+            "max_suspensions": 2 * limits.max_tool_calls + 16,
+        },
+        "os_policy": {"datetime": now, "random_start": {"seed": seed}, "sleep": "zero"},
+    }
+
+
+def external_lookup(functions: list[ProgramFunction]) -> dict[str, Any]:
+    # Placeholders: every call pauses the program and is answered by the
+    # workflow, so these are never invoked; they only declare the names.
+    def _never_called(*args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("tool calls are answered by the workflow")
+
+    return {f.python_name: _never_called for f in functions}
+
+
+class SegmentDriver:
+    """Runs the interpreter until it pauses, completes or fails, and says which."""
+
+    def __init__(
+        self,
+        functions: list[ProgramFunction],
+        limits: ProgramLimits,
+        sink: OutputSink,
+        calls_made: int,
+        sandbox_seconds: float,
+    ) -> None:
+        self._functions = {f.python_name: f for f in functions}
+        self._limits = limits
+        self.sink = sink
+        self._calls_made = calls_made
+        self._sandbox_seconds = sandbox_seconds
+        self._calls: list[PendingCall] = []
+
+    async def start(self, session: AsyncMontySession, program: str) -> tuple[ProgramStatus, Any]:
+        return await self._timed(
+            lambda: session.feed_start(
+                program, external_lookup=external_lookup(list(self._functions.values())), print_callback=self.sink
+            )
+        )
+
+    async def restore(
+        self, session: AsyncMontySession, blob: bytes, outcomes: list[CallOutcome]
+    ) -> tuple[ProgramStatus, Any]:
+        async def resumed() -> Any:
+            snapshot = await session.load_snapshot(
+                blob, print_callback=self.sink, external_lookup=external_lookup(list(self._functions.values()))
+            )
+            if not isinstance(snapshot, AsyncFutureSnapshot):
+                raise _Failed("crashed", f"restored program is not paused on calls ({type(snapshot).__name__})")
+            by_id = {o.call_id: o for o in outcomes}
+            missing = [cid for cid in snapshot.pending_call_ids if cid not in by_id]
+            if missing:
+                raise ValueError(f"no outcome for awaited call ids {missing}")
+            return await snapshot.resume({cid: _answer(by_id[cid]) for cid in snapshot.pending_call_ids})
+
+        return await self._timed(resumed)
+
+    async def _timed(self, first_step: Any) -> tuple[ProgramStatus, Any]:
+        started = time.perf_counter()
+        try:
+            if self._sandbox_seconds >= self._limits.total_seconds:
+                raise _Failed("timeout", f"program used its {self._limits.total_seconds}s of interpreter time")
+            snapshot = await first_step()
+            status, paused = await self._drive(snapshot)
+        except _Failed as failed:
+            status, paused = self._status("failed", error=failed.error), None
+        except MontyError as exc:
+            status, paused = self._status("failed", error=_program_error(exc)), None
+        status.sandbox_seconds = self._sandbox_seconds + (time.perf_counter() - started)
+        if status.state == "pending" and status.sandbox_seconds > self._limits.total_seconds:
+            status, paused = self._status(
+                "failed",
+                error=ProgramError(kind="timeout", message=f"program used its {self._limits.total_seconds}s of interpreter time"),
+            ), None
+            status.sandbox_seconds = self._sandbox_seconds + (time.perf_counter() - started)
+        return status, paused
+
+    async def _drive(self, snapshot: Any) -> tuple[ProgramStatus, Any]:
+        while True:
+            if isinstance(snapshot, MontyComplete):
+                return self._status("completed", value=_to_json(snapshot.output)), None
+            if isinstance(snapshot, AsyncFutureSnapshot):
+                return self._status("pending", awaiting=sorted(snapshot.pending_call_ids)), snapshot
+            if isinstance(snapshot, AsyncNameLookupSnapshot):
+                snapshot = await snapshot.resume_auto()
+            elif isinstance(snapshot, AsyncFunctionSnapshot):
+                snapshot = await self._on_call(snapshot)
+            else:
+                raise _Failed("crashed", f"unexpected interpreter state {type(snapshot).__name__}")
+
+    async def _on_call(self, snapshot: AsyncFunctionSnapshot) -> Any:
+        if snapshot.is_os_function:
+            exc_type = "ModuleNotFoundError" if snapshot.function_name == "import" else "PermissionError"
+            return await snapshot.resume({"exc_type": exc_type, "message": f"{snapshot.function_name}: {_OS_REFUSAL}"})
+        function = self._functions.get(snapshot.function_name)
+        if function is None:
+            return await snapshot.resume({"exc_type": "NameError", "message": f"{snapshot.function_name} is not a tool"})
+        self._calls_made = max(self._calls_made, snapshot.call_id + 1)
+        if self._calls_made > self._limits.max_tool_calls:
+            raise _Failed("tool_call_limit", f"program made more than {self._limits.max_tool_calls} tool calls")
+        try:
+            arguments = _name_arguments(function, snapshot.args, snapshot.kwargs)
+        except TypeError as exc:
+            return await snapshot.resume({"exc_type": "TypeError", "message": str(exc)})
+        self._calls.append(PendingCall(call_id=snapshot.call_id, function=function.python_name, arguments=arguments))
+        return await snapshot.resume({"future": ...})
+
+    def _status(self, state: str, **fields: Any) -> ProgramStatus:
+        return ProgramStatus(
+            state=state,  # type: ignore[arg-type]
+            calls=self._calls,
+            output=self.sink.text,
+            output_dropped=self.sink.dropped,
+            calls_made=self._calls_made,
+            **fields,
+        )
+
+
+def _answer(outcome: CallOutcome) -> dict[str, Any]:
+    if outcome.error is not None:
+        return {"exc_type": "RuntimeError", "message": outcome.error}
+    return {"return_value": outcome.value}
+
+
+def _name_arguments(function: ProgramFunction, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
+    if len(args) > len(function.params):
+        raise TypeError(f"{function.python_name}() takes {len(function.params)} arguments, {len(args)} given")
+    named = dict(zip(function.params, args))
+    for key, value in kwargs.items():
+        if key in named:
+            raise TypeError(f"{function.python_name}() got multiple values for argument {key!r}")
+        named[key] = value
+    named = {k: v for k, v in named.items() if v is not None or k in function.required}
+    return json.dumps(_to_json(named), ensure_ascii=False)
+
+
+def _to_json(value: Any, path: str = "$") -> Any:
+    """Only JSON crosses out of the sandbox; anything else is the program's error."""
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise _Failed("not_serializable", f"value at {path} is {value}, which JSON cannot represent")
+        return value
+    if isinstance(value, (list, tuple)):
+        return [_to_json(v, f"{path}[{i}]") for i, v in enumerate(value)]
+    if isinstance(value, dict):
+        out = {}
+        for k, v in value.items():
+            if not isinstance(k, str):
+                raise _Failed("not_serializable", f"dict key {k!r} at {path} is not a string")
+            out[k] = _to_json(v, f"{path}.{k}")
+        return out
+    raise _Failed(
+        "not_serializable",
+        f"value at {path} is a {type(value).__name__}; return only dicts, lists, strings, numbers, booleans and None",
+    )
+
+
+def _program_error(exc: MontyError) -> ProgramError:
+    if isinstance(exc, MontySyntaxError):
+        return ProgramError(kind="syntax", message=exc.display("type-msg")[:_MAX_ERROR_CHARS])
+    if isinstance(exc, MontyTypingError):
+        return ProgramError(kind="type", message=exc.display()[:_MAX_ERROR_CHARS])
+    if isinstance(exc, MontyCrashedError):
+        kind: ProgramErrorKind = "timeout" if exc.timed_out else "crashed"
+        return ProgramError(kind=kind, message=str(exc)[:_MAX_ERROR_CHARS])
+    if isinstance(exc, MontyRuntimeError):
+        head = exc.display("type-msg")
+        kind = "exception"
+        for prefix, mapped in (("TimeoutError", "timeout"), ("MemoryError", "memory"), ("RecursionError", "recursion")):
+            if head.startswith(prefix):
+                kind = mapped  # type: ignore[assignment]
+        text = exc.display("traceback")
+        return ProgramError(kind=kind, message=text[-_MAX_ERROR_CHARS:])
+    return ProgramError(kind="crashed", message=str(exc)[:_MAX_ERROR_CHARS])

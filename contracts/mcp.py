@@ -1,0 +1,73 @@
+"""MCP activities: their stable names, inputs, and the errors they raise.
+
+Inputs name a server; they never carry its command, URL or credentials,
+which stay in the worker's config and secrets.
+
+    McpError (AgentStepsError)        ``retryable`` says how Temporal should treat it
+    ├── McpConfigError         no  unknown server, bad config file, missing secret, tool name collision
+    ├── McpAuthError           no  the server rejected the credential (HTTP 401/403, tracker code -32030)
+    ├── McpUnavailableError    yes cannot start or reach the server, connection lost, timeout, 5xx
+    └── McpProtocolError       no  the server answered something that is not valid MCP
+
+A tool's own failure (``is_error``), arguments the server rejects, and a
+result that fails the tool's output schema are not exceptions: they come back
+as ``ToolCallResult(is_error=True)`` for the model to read.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from .errors import AgentStepsError
+from .mcp_config import SERVER_NAME_PATTERN
+from .tools import ToolCallInput
+
+MCP_LIST_TOOLS = "mcp.list_tools"
+MCP_CALL_TOOL = "mcp.call_tool"
+MCP_SOURCE_PREFIX = "mcp:"
+IDEMPOTENCY_ARGUMENT = "idempotency_key"
+"""A tool parameter with this name is filled from ``ToolCallInput.idempotency_key`` when the caller omits it."""
+
+
+def mcp_source(server: str) -> str:
+    return f"{MCP_SOURCE_PREFIX}{server}"
+
+
+def server_of_source(source: str) -> str | None:
+    """The server name in a ``ToolSchema.source`` such as ``mcp:tickets``, or None for other sources."""
+    return source[len(MCP_SOURCE_PREFIX):] if source.startswith(MCP_SOURCE_PREFIX) else None
+
+
+class McpListToolsInput(BaseModel):
+    server: str | None = Field(default=None, pattern=SERVER_NAME_PATTERN)
+    """One server, or None for every configured server (names must not collide)."""
+
+
+class McpCallInput(BaseModel):
+    server: str = Field(pattern=SERVER_NAME_PATTERN)
+    call: ToolCallInput
+    """``call.name`` is the name the model saw (``tool_prefix`` included)."""
+
+
+class McpError(AgentStepsError):
+    retryable: bool = False
+
+    def __init__(self, message: str, *, server: str | None = None) -> None:
+        self.server = server
+        super().__init__(f"mcp server {server!r}: {message}" if server else message)
+
+
+class McpConfigError(McpError):
+    pass
+
+
+class McpAuthError(McpError):
+    pass
+
+
+class McpUnavailableError(McpError):
+    retryable = True
+
+
+class McpProtocolError(McpError):
+    pass

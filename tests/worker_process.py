@@ -1,0 +1,34 @@
+"""A worker in its own process, so a test can SIGKILL it mid-run.
+
+usage: python worker_process.py ADDRESS TASK_QUEUE OPENAI_BASE_URL STATE_DIR
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from pathlib import Path
+
+from agentsteps.contracts.settings import ProviderSettings, WorkerSettings
+from agentsteps.worker import connect, running_worker
+
+
+async def main(address: str, task_queue: str, base_url: str, state_dir: str) -> None:
+    settings = WorkerSettings(
+        temporal_address=address,
+        task_queue=task_queue,
+        state_dir=Path(state_dir),
+        providers=ProviderSettings(openai_base_url=base_url),
+    )
+    client = await connect(settings)
+    async with running_worker(client, settings):
+        print("ready", flush=True)
+        await asyncio.Event().wait()
+
+
+if __name__ == "__main__":
+    try:
+        asyncio.run(main(*sys.argv[1:5]))
+    finally:
+        os._exit(0)
