@@ -16,6 +16,7 @@ from pydantic import ValidationError
 
 from .contracts import InvalidSpecError, Violation, ViolationKind
 from .contracts.settings import WorkerSettings
+from .contracts.paths import json_path
 
 DEFAULT_CONFIG_FILE = "agentsteps.toml"
 
@@ -57,7 +58,7 @@ def load_settings(config_path: str | Path | None = None, env: Mapping[str, str] 
         return WorkerSettings.model_validate(data)
     except ValidationError as exc:
         raise InvalidSpecError(
-            [_config_violation("$." + ".".join(map(str, e["loc"])), e["msg"]) for e in exc.errors()]
+            [_config_violation(json_path(e["loc"]), e["msg"]) for e in exc.errors()]
         ) from None
 
 

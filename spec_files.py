@@ -8,6 +8,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from .contracts.paths import json_path
 from .contracts import AgentSpec, InvalidSpecError, Violation, ViolationKind
 
 
@@ -29,7 +30,7 @@ def parse_spec(data: object) -> AgentSpec:
         return AgentSpec.model_validate(data)
     except ValidationError as exc:
         raise InvalidSpecError(
-            [_violation("$." + ".".join(str(p) for p in e["loc"]), e["msg"]) for e in exc.errors()]
+            [_violation(json_path(e["loc"]), e["msg"]) for e in exc.errors()]
         ) from None
 
 

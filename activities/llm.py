@@ -19,13 +19,15 @@ from ..contracts.llm import LLMRequest, LLMResponse
 from ..contracts.postconditions import check_response
 from ..contracts.preconditions import check_request
 from ..contracts.settings import PriceTable, ProviderSettings
+from ..contracts.violations import Violation
 from . import llm_metrics as metrics
 from .providers.registry import ProviderSet
 
 ACTIVITY_NAME = "llm.call"
 
 
-def _precondition_failure(violations: list) -> ApplicationError:
+def _precondition_failure(violations: list[Violation]) -> ApplicationError:
+    # The violations also travel as details so the workflow can report kind and path.
     summary = "; ".join(v.for_model() for v in violations)
     return ApplicationError(
         f"llm.call precondition failed: {summary}",

@@ -182,7 +182,16 @@ def _schema_problems(key: str) -> tuple[Problem, ...]:
         ]
         if problems:
             return tuple(problems)
-        return tuple(_unresolvable_refs(schema, cls))
+        problems = _unresolvable_refs(schema, cls)
+        if problems:
+            return tuple(problems)
+        # A $ref cycle that consumes no input (``{"$ref": "#"}``) recurses on
+        # every value; one probe finds it before a model's answer does.
+        try:
+            next(iter(cls(schema, registry=referencing.Registry()).iter_errors({})), None)
+        except RecursionError:
+            return (((), "its $ref chain refers back to itself without descending into the value"),)
+        return ()
     except RecursionError:
         return (((), "schema is nested too deeply to check"),)
     except Exception as exc:  # noqa: BLE001 - a hostile schema must become a violation, never a crash

@@ -3,10 +3,14 @@
 See ``docs/scripted-model.md`` for the script file format.
 """
 
+from importlib import resources
+from pathlib import Path
+
 from .script import Fault, Match, Reply, Rule, Script, ScriptToolCall, UsageOverride
 from .server import RecordedRequest, ScriptedModelServer
 
 __all__ = [
+    "bundled_script",
     "Fault",
     "Match",
     "RecordedRequest",
@@ -17,3 +21,11 @@ __all__ = [
     "ScriptedModelServer",
     "UsageOverride",
 ]
+
+
+def bundled_script(name: str) -> Path:
+    """Path of a script shipped in ``scripted_model/scripts/``, e.g. ``bundled_script("weather.json")``."""
+    path = Path(str(resources.files(__name__) / "scripts" / name))
+    if not path.is_file():
+        raise FileNotFoundError(f"no bundled scripted-model script named {name!r}")
+    return path

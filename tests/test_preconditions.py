@@ -369,6 +369,11 @@ def test_remote_ref_is_reported_unresolvable_and_never_fetched():
     assert "cannot be resolved" in v.message
 
 
+def test_ref_cycle_that_consumes_no_input_is_rejected():
+    v = only(check_request(request(tools=[tool({"type": "object", "$ref": "#"})])), K.invalid_tool_schema)
+    assert "refers back to itself" in v.message
+
+
 def test_local_refs_and_defs_resolve():
     good = tool(
         {

@@ -13,7 +13,7 @@ import httpx
 import pytest
 from pydantic import ValidationError
 
-from agentsteps.scripted_model import Script, ScriptedModelServer
+from agentsteps.scripted_model import Script, ScriptedModelServer, bundled_script
 
 
 @pytest.fixture(scope="module")
@@ -172,6 +172,7 @@ def test_script_rejects_unknown_keys_and_conflicting_text_sources():
 
 def test_bundled_scripts_are_installed_and_valid():
     scripts = resources.files("agentsteps.scripted_model") / "scripts"
+    assert bundled_script("weather.json").is_file()
     names = sorted(p.name for p in scripts.iterdir() if p.name.endswith(".json"))
     assert "weather.json" in names
     for name in names:

@@ -18,6 +18,7 @@ from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
+from agentsteps.contracts import AgentInput
 from agentsteps.telemetry.metrics import REGISTRY
 from agentsteps.telemetry.runtime import TEMPORAL_WORKER_METRICS, build_runtime, collector_for
 from agentsteps.telemetry.server import start_metrics_server
@@ -145,9 +146,7 @@ async def test_replaying_a_recorded_history_moves_no_counter(metered_client, set
     async with running_worker(metered_client, settings):
         handle = await metered_client.start_workflow(
             "AgentWorkflow",
-            __import__("agentsteps.contracts", fromlist=["AgentInput"]).AgentInput(
-                spec=make_spec(output_schema=schema), input="which city?"
-            ),
+            AgentInput(spec=make_spec(output_schema=schema), input="which city?"),
             id=workflow_id,
             task_queue=settings.task_queue,
         )

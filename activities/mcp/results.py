@@ -1,0 +1,166 @@
+"""MCP tool listings and call results, turned into the project's typed tool values.
+
+- A listed tool becomes a ``ToolSchema`` (output schema included, ``source``
+  = ``mcp:<server>``). Tools with an invalid name or schema are left out and
+  logged, so one odd tool cannot break discovery of the rest.
+- A result prefers ``structured_content``; a tool with an output schema must
+  produce a value that validates, else the model gets a ``tool_output_invalid``
+  violation as an error result. Text content is the fallback, parsed as JSON
+  when it is JSON.
+- Any resolved secret value the server echoes back is redacted.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import logging
+import re
+from typing import Any
+
+import mcp_types as types
+from jsonschema import SchemaError, exceptions as jsonschema_exceptions
+from jsonschema.validators import validator_for
+
+from ...contracts.mcp import IDEMPOTENCY_ARGUMENT, mcp_source
+from ...contracts.tools import TOOL_NAME_PATTERN, ToolCallResult, ToolSchema
+from ...contracts.violations import Violation, ViolationKind
+
+log = logging.getLogger(__name__)
+
+REDACTED = "[redacted]"
+_NAME = re.compile(TOOL_NAME_PATTERN)
+
+
+def scrub(value: Any, secrets: list[str]) -> Any:
+    """``value`` with every secret string replaced, at any depth."""
+    secrets = [s for s in secrets if len(s) >= 4]
+    if not secrets:
+        return value
+    if isinstance(value, str):
+        for secret in secrets:
+            value = value.replace(secret, REDACTED)
+        return value
+    if isinstance(value, list):
+        return [scrub(v, secrets) for v in value]
+    if isinstance(value, dict):
+        return {scrub(k, secrets): scrub(v, secrets) for k, v in value.items()}
+    return value
+
+
+def _valid_schema(schema: dict[str, Any]) -> bool:
+    try:
+        validator_for(schema).check_schema(schema)
+    except SchemaError:
+        return False
+    return True
+
+
+def model_parameters(input_schema: dict[str, Any]) -> dict[str, Any]:
+    """The arguments schema the model sees: an ``idempotency_key`` becomes optional, since the engine fills it."""
+    schema = copy.deepcopy(input_schema) or {"type": "object", "properties": {}}
+    properties = schema.get("properties")
+    if isinstance(properties, dict) and IDEMPOTENCY_ARGUMENT in properties:
+        required = [r for r in schema.get("required", []) if r != IDEMPOTENCY_ARGUMENT]
+        if required:
+            schema["required"] = required
+        else:
+            schema.pop("required", None)
+        prop = dict(properties[IDEMPOTENCY_ARGUMENT])
+        prop["description"] = (prop.get("description", "") + " Optional: filled in automatically, so a retried "
+                               "call never writes twice. Pass your own only to deduplicate across calls.").strip()
+        properties[IDEMPOTENCY_ARGUMENT] = prop
+    return schema
+
+
+def to_tool_schema(server: str, prefix: str, tool: types.Tool) -> ToolSchema | None:
+    name = prefix + tool.name
+    if not _NAME.match(name):
+        log.warning("mcp server %r: tool %r left out: name does not match %s", server, tool.name, TOOL_NAME_PATTERN)
+        return None
+    input_schema = dict(tool.input_schema or {})
+    if not _valid_schema(input_schema) or (tool.output_schema is not None and not _valid_schema(tool.output_schema)):
+        log.warning("mcp server %r: tool %r left out: invalid JSON Schema", server, tool.name)
+        return None
+    annotations = tool.annotations
+    read_only = bool(annotations and annotations.read_only_hint)
+    return ToolSchema(
+        name=name,
+        description=tool.description or tool.title or "",
+        parameters=model_parameters(input_schema),
+        output_schema=tool.output_schema,
+        side_effects=not read_only,
+        source=mcp_source(server),
+    )
+
+
+def fill_idempotency_key(tool: types.Tool, arguments: dict[str, Any], key: str) -> dict[str, Any]:
+    properties = (tool.input_schema or {}).get("properties") or {}
+    if IDEMPOTENCY_ARGUMENT in properties and arguments.get(IDEMPOTENCY_ARGUMENT) in (None, ""):
+        return {**arguments, IDEMPOTENCY_ARGUMENT: key}
+    return arguments
+
+
+def _text_of(block: Any) -> str:
+    if isinstance(block, types.TextContent):
+        return block.text
+    if isinstance(block, types.EmbeddedResource):
+        resource = block.resource
+        return getattr(resource, "text", None) or f"[resource {resource.uri}]"
+    kind = getattr(block, "type", type(block).__name__)
+    mime = getattr(block, "mime_type", None)
+    return f"[{kind}{' ' + mime if mime else ''}]"
+
+
+def _as_json(text: str) -> tuple[bool, Any]:
+    stripped = text.strip()
+    if not stripped or stripped[0] not in "[{\"-0123456789tfn":
+        return False, None
+    try:
+        return True, json.loads(stripped)
+    except ValueError:
+        return False, None
+
+
+def output_violation(name: str, schema: dict[str, Any], value: Any) -> Violation | None:
+    error = jsonschema_exceptions.best_match(validator_for(schema)(schema).iter_errors(value))
+    if error is None:
+        return None
+    path = "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
+    return Violation(
+        contract=f"tool.{name}", phase="post", kind=ViolationKind.tool_output_invalid, path=path,
+        message=f"the tool's result does not match its output schema: {error.message[:400]}",
+    )
+
+
+def to_tool_result(
+    call_id: str, name: str, result: types.CallToolResult, output_schema: dict[str, Any] | None, secrets: list[str]
+) -> ToolCallResult:
+    text = "\n".join(_text_of(block) for block in result.content or [])
+    if result.is_error:
+        message = text or (json.dumps(result.structured_content) if result.structured_content is not None else "")
+        return ToolCallResult(call_id=call_id, name=name, is_error=True,
+                              content=scrub(message or "the tool reported an error without a message", secrets))
+
+    has_structured = result.structured_content is not None
+    value: Any = result.structured_content
+    if not has_structured:
+        has_structured, value = _as_json(text)
+
+    if output_schema is not None:
+        if not has_structured:
+            violation = Violation(
+                contract=f"tool.{name}", phase="post", kind=ViolationKind.tool_output_invalid, path="$",
+                message="the tool declares an output schema but returned no structured (JSON) result",
+            )
+        else:
+            violation = output_violation(name, output_schema, value)
+        if violation is not None:
+            return ToolCallResult(call_id=call_id, name=name, is_error=True,
+                                  content=scrub(violation.for_model(), secrets))
+
+    if has_structured:
+        value = scrub(value, secrets)
+        return ToolCallResult(call_id=call_id, name=name, content=json.dumps(value, ensure_ascii=False),
+                              structured=value)
+    return ToolCallResult(call_id=call_id, name=name, content=scrub(text, secrets))
