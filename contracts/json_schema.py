@@ -215,7 +215,8 @@ def _unresolvable_refs(schema: dict[str, Any], cls: type[Validator]) -> list[Pro
             try:
                 current.lookup(ref)
             except referencing.exceptions.Unresolvable:
-                problems.append(((), clip(f"$ref {ref!r} cannot be resolved; refer to a definition inside the schema")))
+                reason = f"$ref {ref!r} cannot be resolved; refer to a definition inside the schema"
+                problems.append(((), clip(reason)))
         pending.extend((current.in_subresource(sub), sub) for sub in resource.subresources())
     return problems
 
@@ -239,7 +240,8 @@ def schema_violations(
         return [violation(path, f"{what} must be a JSON object, got {json_type_name(schema)} {describe(schema)}")]
     key = _schema_key(schema)
     if key is None:
-        return [violation(path, f"{what} is not JSON (it holds NaN, Infinity or non-JSON values, or nests too deeply)")]
+        reason = "it holds NaN, Infinity or non-JSON values, or nests too deeply"
+        return [violation(path, f"{what} is not JSON ({reason})")]
     out = [
         violation(json_path(path, parts), f"{what} is not valid JSON Schema: {message}")
         for parts, message in _schema_problems(key)
@@ -248,7 +250,7 @@ def schema_violations(
         out.append(
             violation(
                 json_path(path, ["type"]),
-                f"{what} must describe a JSON object: expected \"type\": \"object\", got {describe(schema.get('type'))}",
+                f'{what} must describe a JSON object: expected "type": "object", got {describe(schema.get("type"))}',
             )
         )
     return out
@@ -287,7 +289,11 @@ def instance_violations(
     except RecursionError:
         return [violation(path, f"cannot check {what}: it is nested too deeply to validate")]
     except referencing.exceptions.Unresolvable as exc:
-        return [violation(path, f"cannot check {what}: its schema has a $ref that cannot be resolved: {clip(str(exc), 120)}")]
+        reason = f"its schema has a $ref that cannot be resolved: {clip(str(exc), 120)}"
+        return [violation(path, f"cannot check {what}: {reason}")]
     except Exception as exc:  # noqa: BLE001 - e.g. a bad regex in an unchecked schema; never crash
-        return [violation(path, f"cannot check {what}: its schema cannot be applied: {type(exc).__name__}: {clip(str(exc), 120)}")]
-    return [violation(json_path(path, e.absolute_path), f"invalid {what}: {_message(e)}{_expected(e)}") for e in errors]
+        reason = f"its schema cannot be applied: {type(exc).__name__}: {clip(str(exc), 120)}"
+        return [violation(path, f"cannot check {what}: {reason}")]
+    return [
+        violation(json_path(path, e.absolute_path), f"invalid {what}: {_message(e)}{_expected(e)}") for e in errors
+    ]

@@ -131,7 +131,8 @@ def _check_usage(response: LLMResponse) -> list[Violation]:
     }
     for field, value in counts.items():
         if not isinstance(value, int) or value < 0:
-            out.append(_post(_K.usage_inconsistent, f"$.usage.{field}", f"{field} is {describe(value)}; it must be >= 0"))
+            message = f"{field} is {describe(value)}; it must be >= 0"
+            out.append(_post(_K.usage_inconsistent, f"$.usage.{field}", message))
     if not out and usage.total_tokens != usage.prompt_tokens + usage.completion_tokens:
         out.append(
             _post(

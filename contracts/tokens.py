@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import threading
+import warnings
 from typing import TYPE_CHECKING, Any
 
 from .llm import LLMRequest
@@ -45,9 +46,14 @@ def encoding() -> Encoding:
             if _encoding is None:
                 # Imported here so importing contracts (also inside the
                 # workflow sandbox) never loads the native tokenizer.
-                import bpe_openai
+                # bpe-openai 0.1.4 reads its bundled vocabulary with the
+                # deprecated importlib.resources.open_binary; that warning is
+                # theirs and says nothing to our users.
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", DeprecationWarning)
+                    import bpe_openai
 
-                _encoding = bpe_openai.get_encoding(ENCODING_NAME)
+                    _encoding = bpe_openai.get_encoding(ENCODING_NAME)
     return _encoding
 
 

@@ -38,6 +38,7 @@ class ViolationKind(StrEnum):
     tool_output_invalid = "tool_output_invalid"
     program_syntax = "program_syntax"
     program_type = "program_type"
+    program_failed = "program_failed"
     predicate_failed = "predicate_failed"
 
 

@@ -6,6 +6,7 @@ See ``docs/scripted-model.md`` for the script file format.
 from importlib import resources
 from pathlib import Path
 
+from .cli import run_cli
 from .script import Fault, Match, Reply, Rule, Script, ScriptToolCall, UsageOverride
 from .server import RecordedRequest, ScriptedModelServer
 
@@ -20,6 +21,7 @@ __all__ = [
     "ScriptToolCall",
     "ScriptedModelServer",
     "UsageOverride",
+    "run_cli",
 ]
 
 

@@ -15,6 +15,7 @@ from mcp_types import CONNECTION_CLOSED, INTERNAL_ERROR, REQUEST_TIMEOUT
 from pydantic import ValidationError
 
 from ...contracts.mcp import McpAuthError, McpConfigError, McpError, McpProtocolError, McpUnavailableError
+from .results import scrub
 
 AUTH_ERROR_CODES = frozenset({-32030})
 """JSON-RPC codes servers use for a rejected credential (the bundled tracker's code)."""
@@ -41,9 +42,20 @@ def is_request_rejection(exc: BaseException, http_status: int | None = None) -> 
     )
 
 
-def translate(exc: BaseException, *, server: str, http_status: int | None = None, during: str) -> McpError:
-    """The typed error for ``exc``; ``during`` says what was being done, for the message."""
-    exc = leaf(exc)
+def translate(
+    exc: BaseException, *, server: str, http_status: int | None = None, during: str, secrets: list[str] | None = None
+) -> McpError:
+    """The typed error for ``exc``; ``during`` says what was being done, for the message.
+
+    ``secrets`` are redacted from the message, in case the server echoed a credential back.
+    """
+    error = _translate(leaf(exc), server=server, http_status=http_status, during=during)
+    if secrets:
+        error.args = tuple(scrub(a, secrets) if isinstance(a, str) else a for a in error.args)
+    return error
+
+
+def _translate(exc: BaseException, *, server: str, http_status: int | None, during: str) -> McpError:
     if isinstance(exc, McpError):
         return exc
     if isinstance(exc, MCPError):

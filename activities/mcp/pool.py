@@ -113,6 +113,9 @@ class McpSessionPool:
             self._connections[server] = connection
             return connection
 
+    def current(self, server: str) -> McpConnection | None:
+        return self._connections.get(server)
+
     async def discard(self, connection: McpConnection) -> None:
         """Drop ``connection`` (if still current) after a failure; the next call reconnects."""
         if self._connections.get(connection.server) is connection:

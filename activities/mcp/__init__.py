@@ -1,0 +1,17 @@
+"""MCP client: servers from the config file, pooled sessions, and the ``mcp.*`` activities."""
+
+from .activities import McpActivities, build_mcp_activities
+from .client import McpToolClient
+from .config import load_mcp_config, parse_mcp_config
+from .pool import McpSessionPool
+from .secrets import SecretResolver
+
+__all__ = [
+    "McpActivities",
+    "McpSessionPool",
+    "McpToolClient",
+    "SecretResolver",
+    "build_mcp_activities",
+    "load_mcp_config",
+    "parse_mcp_config",
+]

@@ -1,0 +1,133 @@
+"""The MCP tool client: discovery and calls over pooled sessions.
+
+Used by the ``mcp.*`` activities and by ``agentsteps tools``, so operators
+exercise exactly the code path workers run. It never retries: an
+infrastructure failure drops the session and raises ``McpUnavailableError``,
+and Temporal's retry (with the same idempotency key) reconnects.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import mcp_types as types
+
+from ...contracts.mcp import McpConfigError, McpUnavailableError
+from ...contracts.tools import ToolCallInput, ToolCallResult, ToolSchema
+from ...contracts.violations import Violation, ViolationKind
+from .errors import is_request_rejection, translate
+from .pool import McpConnection, McpSessionPool
+from .results import fill_idempotency_key, scrub, to_tool_result, to_tool_schema
+
+_TIMEOUT_SLACK_SECONDS = 2.0
+"""The SDK enforces the call timeout; this outer bound only catches a wedged transport."""
+
+
+def _error_result(call: ToolCallInput, message: str) -> ToolCallResult:
+    return ToolCallResult(call_id=call.call_id, name=call.name, content=message, is_error=True)
+
+
+def _arguments_violation(call: ToolCallInput, message: str) -> ToolCallResult:
+    violation = Violation(contract=f"tool.{call.name}", phase="post", kind=ViolationKind.tool_arguments_not_json,
+                          path="$.arguments", message=message)
+    return _error_result(call, violation.for_model())
+
+
+class McpToolClient:
+    def __init__(self, pool: McpSessionPool) -> None:
+        self.pool = pool
+
+    @property
+    def servers(self) -> list[str]:
+        return sorted(self.pool.config.servers)
+
+    async def aclose(self) -> None:
+        await self.pool.aclose()
+
+    async def _list(self, connection: McpConnection) -> list[types.Tool]:
+        timeout = connection.config.timeouts.list_seconds
+        try:
+            return await asyncio.wait_for(connection.list_all_tools(), timeout=timeout)
+        except asyncio.CancelledError:
+            raise
+        except BaseException as exc:
+            error = translate(exc, server=connection.server, http_status=connection.http_status,
+                              during="tools/list", secrets=connection.secrets)
+            if isinstance(error, McpUnavailableError):
+                await self.pool.discard(connection)
+            raise error from None
+
+    async def list_tools(self, server: str | None = None) -> list[ToolSchema]:
+        """Every tool of ``server`` (or of all servers) as ``ToolSchema``; names must be unique."""
+        names = [server] if server is not None else self.servers
+        schemas: list[ToolSchema] = []
+        owner: dict[str, str] = {}
+        for name in names:
+            config = self.pool.server_config(name)
+            connection = await self.pool.connection(name)
+            for tool in await self._list(connection):
+                schema = to_tool_schema(name, config.tool_prefix, tool)
+                if schema is None:
+                    continue
+                if schema.name in owner:
+                    raise McpConfigError(
+                        f"tool {schema.name!r} is offered by servers {owner[schema.name]!r} and {name!r}; "
+                        "set tool_prefix on one of them"
+                    )
+                owner[schema.name] = name
+                schemas.append(schema)
+        return schemas
+
+    async def call_tool(self, server: str, call: ToolCallInput) -> ToolCallResult:
+        config = self.pool.server_config(server)
+        if not call.name.startswith(config.tool_prefix):
+            return _error_result(call, f"unknown tool {call.name!r} for server {server!r}")
+        mcp_name = call.name[len(config.tool_prefix):]
+        try:
+            arguments: Any = json.loads(call.arguments) if call.arguments.strip() else {}
+        except ValueError as exc:
+            return _arguments_violation(call, f"arguments are not valid JSON: {exc}")
+        if not isinstance(arguments, dict):
+            return _arguments_violation(call, "arguments must be a JSON object")
+
+        connection = await self.pool.connection(server)
+        tool = connection.tools.get(mcp_name)
+        if tool is None:
+            # The server may have added it since we connected.
+            await self._list(connection)
+            tool = connection.tools.get(mcp_name)
+        if tool is None:
+            offered = ", ".join(config.tool_prefix + n for n in sorted(connection.tools))
+            return _error_result(call, f"unknown tool {call.name!r}; server {server!r} offers: {offered}")
+        arguments = fill_idempotency_key(tool, arguments, call.idempotency_key)
+
+        timeout = config.timeouts.call_seconds
+        request = types.CallToolRequest(params=types.CallToolRequestParams(name=mcp_name, arguments=arguments))
+        try:
+            # send_request, not session.call_tool: the SDK's own output-schema check raises a bare
+            # RuntimeError, while a mismatch here must become a violation the model can read.
+            result = await asyncio.wait_for(
+                connection.client.session.send_request(request, types.CallToolResult,
+                                                       request_read_timeout_seconds=timeout),
+                timeout=timeout + _TIMEOUT_SLACK_SECONDS,
+            )
+        except asyncio.CancelledError:
+            raise
+        except BaseException as exc:
+            if is_request_rejection(exc, connection.http_status):
+                message = getattr(exc, "message", str(exc))
+                return _error_result(call, scrub(f"the server rejected the call: {message}", connection.secrets))
+            error = translate(exc, server=server, http_status=connection.http_status,
+                              during=f"tools/call {mcp_name}", secrets=connection.secrets)
+            if isinstance(error, McpUnavailableError):
+                await self.pool.discard(connection)
+            raise error from None
+        return to_tool_result(call.call_id, call.name, result, tool.output_schema, connection.secrets)
+
+    def is_known(self, server: str, name: str) -> bool:
+        """Whether ``name`` was in ``server``'s last listing (without connecting)."""
+        connection = self.pool.current(server)
+        prefix = self.pool.config.servers[server].tool_prefix if server in self.pool.config.servers else ""
+        return connection is not None and name.startswith(prefix) and name[len(prefix):] in connection.tools

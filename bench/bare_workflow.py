@@ -1,0 +1,27 @@
+"""The baseline for step_overhead.py: the same activity shape, doing nothing.
+
+Its own module because Temporal's sandbox re-imports workflow modules, and the
+benchmark script itself imports the whole engine.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from temporalio import activity, workflow
+
+
+@activity.defn(name="bench.noop")
+async def noop(payload: str) -> str:
+    return payload
+
+
+@workflow.defn(name="BareRoundTrips")
+class BareRoundTrips:
+    @workflow.run
+    async def run(self, steps: int) -> int:
+        for _ in range(steps):
+            for _ in range(2):  # the model call, then the tool call
+                await workflow.execute_activity(noop, "x", start_to_close_timeout=timedelta(seconds=30))
+        await workflow.execute_activity(noop, "final", start_to_close_timeout=timedelta(seconds=30))
+        return steps

@@ -1,0 +1,329 @@
+"""Code mode: the model writes a program; the workflow drives it, deterministically.
+
+Per step: ask the model for a program against typed stubs, check it
+(``code.check``), then run it in Monty through ``code.start`` / ``code.resume``.
+Every call the program makes is its own activity (``tools.call`` or
+``llm.call``), keyed by run id + program call id, and calls that pause
+together run concurrently. The interpreter never runs here, and between
+segments the program is only a signed snapshot reference in history.
+
+Violations (no program, syntax or type errors, a failed program, a value that
+breaks the output schema) go down the same ladder as the tool loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from temporalio import workflow
+from temporalio.exceptions import ActivityError, ApplicationError
+
+with workflow.unsafe.imports_passed_through():
+    from ..contracts import (
+        AgentInput,
+        AgentResult,
+        LLMRequest,
+        LLMResponse,
+        Message,
+        ResponseFormat,
+        ToolCallInput,
+        ToolCallRecord,
+        ToolCallResult,
+        ToolSchema,
+        Violation,
+        ViolationKind,
+    )
+    from ..contracts.code_mode import (
+        LLM_FUNCTION,
+        CallOutcome,
+        CheckProgramInput,
+        CheckProgramResult,
+        PendingCall,
+        ProgramFunction,
+        ProgramLimits,
+        ProgramStatus,
+        ResumeProgramInput,
+        StartProgramInput,
+        capped_view,
+        extract_program,
+        generate_stubs,
+        program_functions,
+    )
+    from ..contracts.json_schema import instance_violations
+    from ..contracts.reprompt import reprompt_messages
+    from ..contracts.spec import ActivityPolicy
+    from ..telemetry import workflow_metrics
+    from .activity_options import activity_options
+    from .degradation import Decision, ModelLadder
+
+if TYPE_CHECKING:
+    from .agent import AgentWorkflow
+
+CONTRACT = "code.program"
+_RECORD_CHARS = 1000
+
+PROGRAM_INSTRUCTIONS = """\
+Answer by writing one Python program in a ```python block. It runs in a sandbox
+with top-level await. Call the functions below (all async: use `await`, and
+`asyncio.gather` to run several at once). Filter, sort and join in variables;
+do not print raw data. The value of the program's last expression is the
+answer, so end with it (JSON-like values only: dict, list, str, number, bool,
+None). A failing function raises RuntimeError. There are no files, no
+environment, no network and no other modules than the standard library's pure
+parts; the clock is fixed.
+
+```python
+{stubs}
+```"""
+
+
+async def run_code_mode(wf: AgentWorkflow, inp: AgentInput, tools: list[ToolSchema]) -> AgentResult:
+    spec = inp.spec
+    result = wf._result
+    ladder = ModelLadder(spec)
+    limits = _limits(spec)
+    stubs = generate_stubs(tools)
+    functions = program_functions(tools)
+    system = f"{spec.system_prompt}\n\n{PROGRAM_INSTRUCTIONS.format(stubs=stubs)}"
+    history = [Message.system(system), Message.user(inp.input)]
+    accepted = len(history)
+
+    for index in range(spec.max_steps):
+        if wf._cancel_requested:
+            result.status = "cancelled"
+            return result
+        started = workflow.now()
+        request = LLMRequest(
+            config=ladder.current, messages=history, allowed_model_aliases=spec.allowed_model_aliases
+        )
+        response = await wf.call_llm(spec, request)
+        violations = list(response.violations)
+        program = None if violations else extract_program(response.message.content)
+        if not violations and program is None:
+            violations = [_violation(ViolationKind.program_syntax, "$.content", "the answer has no ```python block")]
+        if program is not None and not violations:
+            violations = await _check(program, stubs, limits)
+
+        records: list[ToolCallRecord] = []
+        value: Any = None
+        if program is not None and not violations:
+            status, records = await _execute(wf, spec, index, program, functions, limits, ladder)
+            if status.state == "completed":
+                value = status.value
+                if spec.output_schema is not None:
+                    violations = instance_violations(
+                        value, spec.output_schema, contract=CONTRACT, phase="post",
+                        kind=ViolationKind.response_schema_mismatch, path="$", what="the program's value",
+                    )
+            else:
+                assert status.error is not None
+                shown = status.output + (f"\n[{status.output_dropped} more characters]" if status.output_dropped else "")
+                violations = [
+                    _violation(
+                        ViolationKind.program_failed, "$.program",
+                        f"[{status.error.kind}] {status.error.message}" + (f"\nPrinted output:\n{shown}" if shown else ""),
+                    )
+                ]
+
+        if violations:
+            checked = response.model_copy(update={"violations": violations})
+            wf._record_step(index, "assistant", checked, records, started)
+            decision = wf._on_violations(index, ladder, checked)
+            if decision is Decision.reprompt:
+                history = [*history, *reprompt_messages(response.message, violations)]
+            elif decision is Decision.fallback:
+                history = history[:accepted]
+            elif decision is Decision.default:
+                assert spec.default_result is not None
+                result.status = "completed_with_default"
+                result.output = spec.default_result.value
+                return result
+            continue
+
+        final = response.model_copy(
+            update={"message": Message(role="assistant", content=capped_view(value, status.output, status.output_dropped))}
+        )
+        wf._record_step(index, "final", final, records, started)
+        result.steps[-1].content = response.message.content
+        result.status = "completed"
+        result.model = response.model or ladder.current.model
+        result.output = value
+        return result
+
+    raise ApplicationError(
+        f"the run used all {spec.max_steps} steps without a finished program",
+        type="BudgetExceededError",
+        non_retryable=True,
+    )
+
+
+def _limits(spec: Any) -> ProgramLimits:
+    # ``code_limits`` is optional on the spec so older specs and histories still load.
+    limits = getattr(spec, "code_limits", None)
+    return limits if isinstance(limits, ProgramLimits) else ProgramLimits.model_validate(limits or {})
+
+
+def _sandbox_options(limits: ProgramLimits) -> dict[str, Any]:
+    # A segment is bounded by the interpreter's own limit; the margin covers
+    # loading and storing a snapshot of several MB. A crashed worker is retried
+    # elsewhere from the same snapshot, which is deterministic.
+    policy = ActivityPolicy(start_to_close_seconds=limits.segment_seconds + 60.0, max_attempts=5)
+    return activity_options(policy)
+
+
+async def _check(program: str, stubs: str, limits: ProgramLimits) -> list[Violation]:
+    checked = await workflow.execute_activity(
+        "code.check",
+        CheckProgramInput(program=program, stubs=stubs),
+        result_type=CheckProgramResult,
+        summary="check program",
+        **_sandbox_options(limits),
+    )
+    return checked.violations
+
+
+async def _execute(
+    wf: AgentWorkflow,
+    spec: Any,
+    index: int,
+    program: str,
+    functions: list[ProgramFunction],
+    limits: ProgramLimits,
+    ladder: ModelLadder,
+) -> tuple[ProgramStatus, list[ToolCallRecord]]:
+    info = workflow.info()
+    run_key = f"{info.workflow_id}/{info.run_id}/{index}"
+    by_name = {f.python_name: f for f in functions}
+    options = _sandbox_options(limits)
+    status = await _sandbox(
+        "code.start",
+        StartProgramInput(
+            run_key=run_key, program=program, functions=functions, limits=limits,
+            now=workflow.now().isoformat(), seed=workflow.random().randint(0, 2**62),
+        ),
+        options,
+    )
+    calls: dict[int, asyncio.Task[CallOutcome]] = {}
+    records: dict[int, ToolCallRecord] = {}
+
+    while status.state == "pending":
+        for call in status.calls:
+            calls[call.call_id] = asyncio.ensure_future(
+                _run_call(wf, spec, index, info.run_id, call, by_name[call.function], ladder, records)
+            )
+        outcomes = list(await asyncio.gather(*(calls[i] for i in status.awaiting)))
+        assert status.snapshot is not None
+        status = await _sandbox(
+            "code.resume",
+            ResumeProgramInput(
+                run_key=run_key, snapshot=status.snapshot, functions=functions, outcomes=outcomes, limits=limits,
+                output=status.output, output_dropped=status.output_dropped, calls_made=status.calls_made,
+                sandbox_seconds=status.sandbox_seconds,
+            ),
+            options,
+        )
+    # Calls the program started but never awaited still ran; wait so every
+    # side effect is recorded before the run reports.
+    for call in status.calls:
+        if call.call_id not in calls and status.state == "completed":
+            calls[call.call_id] = asyncio.ensure_future(
+                _run_call(wf, spec, index, info.run_id, call, by_name[call.function], ladder, records)
+            )
+    if calls:
+        await asyncio.gather(*calls.values())
+    return status, [records[k] for k in sorted(records)]
+
+
+async def _sandbox(name: str, arg: Any, options: dict[str, Any]) -> ProgramStatus:
+    try:
+        return await workflow.execute_activity(name, arg, result_type=ProgramStatus, summary=name, **options)
+    except ActivityError as exc:
+        cause = exc.cause
+        if isinstance(cause, ApplicationError) and cause.type == "SnapshotIntegrityError":
+            raise ApplicationError(cause.message, type="SnapshotIntegrityError", non_retryable=True) from exc
+        raise
+
+
+async def _run_call(
+    wf: AgentWorkflow,
+    spec: Any,
+    index: int,
+    run_id: str,
+    call: PendingCall,
+    function: ProgramFunction,
+    ladder: ModelLadder,
+    records: dict[int, ToolCallRecord],
+) -> CallOutcome:
+    call_id = f"p{index}-{call.call_id}"
+    if function.tool == LLM_FUNCTION:
+        outcome = await _run_llm(wf, spec, call, ladder)
+        content = json.dumps(outcome.value) if outcome.error is None else outcome.error
+    else:
+        result: ToolCallResult = await workflow.execute_activity(
+            "tools.call",
+            ToolCallInput(
+                name=function.tool,
+                arguments=call.arguments,
+                call_id=call_id,
+                # Stable across retries, crashes and replays: a side effect runs once.
+                idempotency_key=f"{run_id}:{call_id}",
+            ),
+            result_type=ToolCallResult,
+            summary=f"execute_tool {function.tool}",
+            **activity_options(spec.tool_policy),
+        )
+        outcome = _outcome(call.call_id, result)
+        content = result.content
+    records[call.call_id] = ToolCallRecord(
+        call_id=call_id,
+        name=function.tool,
+        arguments=call.arguments[:_RECORD_CHARS],
+        content=content[:_RECORD_CHARS] + (" [truncated]" if len(content) > _RECORD_CHARS else ""),
+        is_error=outcome.error is not None,
+    )
+    return outcome
+
+
+def _outcome(call_id: int, result: ToolCallResult) -> CallOutcome:
+    if result.is_error:
+        return CallOutcome(call_id=call_id, error=result.content)
+    if result.structured is not None:
+        return CallOutcome(call_id=call_id, value=result.structured)
+    try:
+        return CallOutcome(call_id=call_id, value=json.loads(result.content))
+    except json.JSONDecodeError:
+        return CallOutcome(call_id=call_id, value=result.content)
+
+
+async def _run_llm(wf: AgentWorkflow, spec: Any, call: PendingCall, ladder: ModelLadder) -> CallOutcome:
+    args = json.loads(call.arguments)
+    prompt, schema = args.get("prompt"), args.get("schema")
+    if not isinstance(prompt, str) or (schema is not None and not isinstance(schema, dict)):
+        return CallOutcome(call_id=call.call_id, error="llm(prompt: str, schema: dict | None)")
+    request = LLMRequest(
+        config=ladder.current,
+        messages=[Message.user(prompt)],
+        response_format=ResponseFormat(json_schema=schema) if schema else None,
+        allowed_model_aliases=spec.allowed_model_aliases,
+    )
+    # Same contracts and the same token budget as every other model call.
+    response: LLMResponse = await wf.call_llm(spec, request)
+    if response.violations:
+        return CallOutcome(call_id=call.call_id, error="; ".join(v.for_model() for v in response.violations))
+    content = response.message.content or ""
+    return CallOutcome(call_id=call.call_id, value=json.loads(content) if schema else content)
+
+
+def _violation(kind: ViolationKind, path: str, message: str) -> Violation:
+    workflow_metrics  # imported for parity with the tool loop's metrics hooks
+    return Violation(contract=CONTRACT, phase="post", kind=kind, path=path, message=message)
+
+
+__all__ = ["PROGRAM_INSTRUCTIONS", "run_code_mode"]
+
+
+def _unused(_: datetime) -> None:  # pragma: no cover - keeps the import explicit for type checkers
+    pass
