@@ -16,6 +16,7 @@ from pydantic import BaseModel, ValidationError
 from temporalio import activity
 
 from ..contracts import ToolCallInput, ToolCallResult, ToolError, ToolSchema
+from ..contracts.postconditions import parse_tool_arguments
 from ..contracts.tools import ToolsDescribeInput
 from ..telemetry.metrics import TOOL_CALL_SECONDS, TOOL_CALLS
 from .tool_registry import ToolContext, ToolRegistry
@@ -62,10 +63,9 @@ class ToolActivities:
         return _error(call, f"unknown tool {call.name!r}")
 
     async def _call_python(self, tool: Any, call: ToolCallInput) -> ToolCallResult:
-        try:
-            raw = json.loads(call.arguments or "{}")
-        except (json.JSONDecodeError, RecursionError) as exc:
-            return _error(call, f"arguments are not valid JSON: {exc}")
+        raw, problem = parse_tool_arguments(call.arguments)
+        if problem is not None:
+            return _error(call, f"arguments are not usable: {problem}")
         try:
             args = tool.input_model.model_validate(raw)
         except ValidationError as exc:

@@ -345,9 +345,18 @@ def test_draft4_dialect_is_unproven():
     )
 
 
-def test_deeply_nested_schema_does_not_crash():
+def nested_arrays(depth: int) -> dict:
     deep: dict = {"type": "integer"}
-    for _ in range(200):
+    for _ in range(depth):
         deep = {"type": "array", "items": deep}
-    result = check_schema_compat(deep, deep)
-    assert result.verdict in (Verdict.proven, Verdict.unproven)
+    return deep
+
+
+def test_moderately_deep_schema_is_proven_and_beyond_the_depth_limit_is_unproven():
+    assert_proven(nested_arrays(30), nested_arrays(30))
+    assert_unproven(nested_arrays(60), nested_arrays(60), "deeper")
+
+
+def test_absurdly_deep_schema_is_a_typed_error_not_a_crash():
+    with pytest.raises(InvalidSpecError):
+        check_schema_compat(nested_arrays(2000), {})

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from temporalio import workflow
@@ -55,7 +54,6 @@ with workflow.unsafe.imports_passed_through():
     from ..contracts.json_schema import instance_violations
     from ..contracts.reprompt import reprompt_messages
     from ..contracts.spec import ActivityPolicy
-    from ..telemetry import workflow_metrics
     from .activity_options import activity_options
     from .degradation import Decision, ModelLadder
 
@@ -109,6 +107,7 @@ async def run_code_mode(wf: AgentWorkflow, inp: AgentInput, tools: list[ToolSche
 
         records: list[ToolCallRecord] = []
         value: Any = None
+        status = ProgramStatus(state="failed")
         if program is not None and not violations:
             status, records = await _execute(wf, spec, index, program, functions, limits, ladder)
             if status.state == "completed":
@@ -147,7 +146,6 @@ async def run_code_mode(wf: AgentWorkflow, inp: AgentInput, tools: list[ToolSche
             update={"message": Message(role="assistant", content=capped_view(value, status.output, status.output_dropped))}
         )
         wf._record_step(index, "final", final, records, started)
-        result.steps[-1].content = response.message.content
         result.status = "completed"
         result.model = response.model or ladder.current.model
         result.output = value
@@ -227,8 +225,8 @@ async def _execute(
         )
     # Calls the program started but never awaited still ran; wait so every
     # side effect is recorded before the run reports.
-    for call in status.calls:
-        if call.call_id not in calls and status.state == "completed":
+    for call in status.calls if status.state == "completed" else []:
+        if call.call_id not in calls:
             calls[call.call_id] = asyncio.ensure_future(
                 _run_call(wf, spec, index, info.run_id, call, by_name[call.function], ladder, records)
             )
@@ -318,12 +316,7 @@ async def _run_llm(wf: AgentWorkflow, spec: Any, call: PendingCall, ladder: Mode
 
 
 def _violation(kind: ViolationKind, path: str, message: str) -> Violation:
-    workflow_metrics  # imported for parity with the tool loop's metrics hooks
     return Violation(contract=CONTRACT, phase="post", kind=kind, path=path, message=message)
 
 
 __all__ = ["PROGRAM_INSTRUCTIONS", "run_code_mode"]
-
-
-def _unused(_: datetime) -> None:  # pragma: no cover - keeps the import explicit for type checkers
-    pass

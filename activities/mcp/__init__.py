@@ -5,11 +5,13 @@ from .client import McpToolClient
 from .config import load_mcp_config, parse_mcp_config
 from .pool import McpSessionPool
 from .secrets import SecretResolver
+from .source import McpToolSource
 
 __all__ = [
     "McpActivities",
     "McpSessionPool",
     "McpToolClient",
+    "McpToolSource",
     "SecretResolver",
     "build_mcp_activities",
     "load_mcp_config",

@@ -11,7 +11,6 @@ import time
 from pathlib import Path
 
 from temporalio import activity
-from temporalio.exceptions import ApplicationError
 
 from ...contracts.mcp import MCP_CALL_TOOL, MCP_LIST_TOOLS, McpCallInput, McpError, McpListToolsInput
 from ...contracts.tools import ToolCallResult, ToolSchema
@@ -20,10 +19,7 @@ from .client import McpToolClient
 from .config import load_mcp_config
 from .pool import McpSessionPool
 from .secrets import SecretResolver
-
-
-def _application_error(error: McpError) -> ApplicationError:
-    return ApplicationError(str(error), type=type(error).__name__, non_retryable=not error.retryable)
+from .source import McpToolSource, as_application_error
 
 
 class McpActivities:
@@ -37,7 +33,7 @@ class McpActivities:
         try:
             return await self.client.list_tools(input.server)
         except McpError as error:
-            raise _application_error(error) from None
+            raise as_application_error(error) from None
 
     @activity.defn(name=MCP_CALL_TOOL)
     async def call_tool(self, input: McpCallInput) -> ToolCallResult:
@@ -48,7 +44,7 @@ class McpActivities:
             outcome = "error" if result.is_error else "ok"
             return result
         except McpError as error:
-            raise _application_error(error) from None
+            raise as_application_error(error) from None
         finally:
             # A name the model made up must not become a metric label.
             tool = input.call.name if self.client.is_known(input.server, input.call.name) else "unknown"
@@ -57,6 +53,10 @@ class McpActivities:
 
     def activities(self) -> list:
         return [self.list_tools, self.call_tool]
+
+    def source(self) -> McpToolSource:
+        """The same pool as a ``ToolSource``, for ``ToolActivities`` (``tools.call``)."""
+        return McpToolSource(self.client)
 
     async def aclose(self) -> None:
         await self.client.aclose()
