@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import threading
 
 from .contracts.settings import WorkerSettings
 from .stack import embedded_temporal
@@ -22,9 +23,11 @@ async def _until_stopped() -> None:
 async def run_dev(settings: WorkerSettings) -> int:
     async with embedded_temporal(settings) as temporal:
         client = await connect(settings, temporal.address)
-        metrics = start_metrics_server(settings.metrics_port)
+        ready = threading.Event()
+        metrics = start_metrics_server(settings.metrics_port, ready=ready.is_set)
         try:
             async with running_worker(client, settings):
+                ready.set()
                 print(f"Temporal server: {temporal.address}", flush=True)
                 if temporal.ui_url:
                     print(f"Temporal UI:     {temporal.ui_url}", flush=True)
@@ -38,9 +41,11 @@ async def run_dev(settings: WorkerSettings) -> int:
 
 async def run_worker_only(settings: WorkerSettings) -> int:
     client = await connect(settings)
-    metrics = start_metrics_server(settings.metrics_port)
+    ready = threading.Event()
+    metrics = start_metrics_server(settings.metrics_port, ready=ready.is_set)
     try:
         async with running_worker(client, settings):
+            ready.set()
             print(f"worker on {settings.task_queue!r}, metrics on :{settings.metrics_port}", flush=True)
             await _until_stopped()
     finally:

@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.runtime import Runtime
 from temporalio.worker import Worker
 
 from .activities.llm import LLMActivities
@@ -21,16 +22,32 @@ from .activities.tool_registry import ToolRegistry
 from .activities.tool_source import ToolSource
 from .activities.tools import ToolActivities
 from .contracts.settings import WorkerSettings
+from .telemetry.runtime import build_runtime
+from .telemetry.tracing import tracing_interceptors
 from .workflows.agent import AgentWorkflow
 
 DEFAULT_ADDRESS = "127.0.0.1:7233"
 
 
+_runtime: Runtime | None = None
+
+
+def _process_runtime(settings: WorkerSettings) -> Runtime:
+    """One Temporal runtime per process: each build replaces the metrics collector."""
+    global _runtime
+    if _runtime is None:
+        _runtime = build_runtime(settings)
+    return _runtime
+
+
 async def connect(settings: WorkerSettings, address: str | None = None) -> Client:
+    # Interceptors go on the client only; workers inherit them (twice would trace twice).
     return await Client.connect(
         address or settings.temporal_address or DEFAULT_ADDRESS,
         namespace=settings.namespace,
         data_converter=pydantic_data_converter,
+        runtime=_process_runtime(settings),
+        interceptors=tracing_interceptors(settings),
     )
 
 

@@ -20,6 +20,7 @@ from ..contracts.postconditions import check_response
 from ..contracts.preconditions import check_request
 from ..contracts.settings import PriceTable, ProviderSettings
 from ..contracts.violations import Violation
+from ..telemetry.tracing import llm_span
 from . import llm_metrics as metrics
 from .providers.registry import ProviderSet
 
@@ -54,10 +55,21 @@ class LLMActivities:
         try:
             provider = self._providers.get(config.provider)
             started = time.perf_counter()
-            try:
-                response = await provider.complete(request)
-            finally:
-                metrics.record_latency(config, time.perf_counter() - started)
+            with llm_span(
+                config.provider, config.model, temperature=config.temperature, max_tokens=config.max_tokens
+            ) as span:
+                span.record_input(request.messages)
+                try:
+                    response = await provider.complete(request)
+                finally:
+                    metrics.record_latency(config, time.perf_counter() - started)
+                span.record_response(
+                    input_tokens=response.usage.prompt_tokens,
+                    output_tokens=response.usage.completion_tokens,
+                    finish_reasons=[response.finish_reason],
+                    response_model=response.model,
+                    output_messages=[response.message],
+                )
         except RetryableProviderError as exc:
             metrics.record_outcome(config, "retryable_error")
             delay = None if exc.retry_after is None else timedelta(seconds=exc.retry_after)

@@ -50,6 +50,5 @@ def record_usage(config: LLMConfig, usage: Usage, prices: PriceTable) -> None:
     # Negative counts are a postcondition violation; a counter must not go down.
     LLM_TOKENS.labels(config.provider, config.model, "input").inc(max(0, usage.prompt_tokens))
     LLM_TOKENS.labels(config.provider, config.model, "output").inc(max(0, usage.completion_tokens))
-    cost = cost_usd(prices, config.model, usage)
-    if cost > 0:
-        LLM_COST_USD.labels(config.provider, config.model).inc(cost)
+    # Always touched, so an unpriced model shows on the cost panel as 0, not as missing.
+    LLM_COST_USD.labels(config.provider, config.model).inc(cost_usd(prices, config.model, usage))

@@ -19,6 +19,7 @@ from ..contracts import ToolCallInput, ToolCallResult, ToolError, ToolSchema
 from ..contracts.postconditions import parse_tool_arguments
 from ..contracts.tools import ToolsDescribeInput
 from ..telemetry.metrics import TOOL_CALL_SECONDS, TOOL_CALLS
+from ..telemetry.tracing import tool_span
 from .tool_registry import ToolContext, ToolRegistry
 from .tool_source import ToolSource
 
@@ -45,12 +46,19 @@ class ToolActivities:
         started = time.perf_counter()
         outcome = "infra_error"
         try:
-            result = await self._dispatch(call)
+            with tool_span(call.name, call_id=call.call_id, tool_type=self._tool_type(call.name)) as span:
+                span.record_arguments(call.arguments)
+                result = await self._dispatch(call)
+                span.record_result(result.content)
             outcome = "error" if result.is_error else "ok"
             return result
         finally:
             TOOL_CALLS.labels(tool=call.name, outcome=outcome).inc()
             TOOL_CALL_SECONDS.labels(tool=call.name).observe(time.perf_counter() - started)
+
+    def _tool_type(self, name: str) -> str:
+        # OpenTelemetry's GenAI conventions call server-side tools "extension".
+        return "function" if self._registry.get(name) is not None else "extension"
 
     async def _dispatch(self, call: ToolCallInput) -> ToolCallResult:
         tool = self._registry.get(call.name)

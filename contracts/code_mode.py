@@ -228,6 +228,8 @@ class _StubWriter:
     def __init__(self) -> None:
         self.classes: list[str] = []
         self._names: set[str] = set()
+        self.root: dict[str, Any] = {}
+        self._refs: dict[tuple[int, str], str] = {}
 
     def unique(self, name: str) -> str:
         candidate, n = name, 2
@@ -239,6 +241,8 @@ class _StubWriter:
     def type_of(self, schema: Any, hint: str) -> str:
         if not isinstance(schema, dict) or not schema:
             return "Any"
+        if isinstance(schema.get("$ref"), str):
+            return self._ref(schema["$ref"])
         if "const" in schema:
             return f"Literal[{json.dumps(schema['const'])}]"
         if "enum" in schema and all(isinstance(v, (str, int, bool)) for v in schema["enum"]):
@@ -266,6 +270,18 @@ class _StubWriter:
                 return self.typed_dict(schema, hint)
             return "dict[str, Any]"
         return "Any"
+
+    def _ref(self, ref: str) -> str:
+        # Local definitions only (pydantic's ``#/$defs/Name``); anything else is Any.
+        prefix = "#/$defs/"
+        target = (self.root.get("$defs") or {}).get(ref[len(prefix):]) if ref.startswith(prefix) else None
+        if not isinstance(target, dict):
+            return "Any"
+        key = (id(self.root), ref)
+        if key not in self._refs:
+            self._refs[key] = "Any"  # a recursive reference stays Any rather than looping
+            self._refs[key] = self.type_of(target, ref[len(prefix):])
+        return self._refs[key]
 
     @staticmethod
     def _union(parts: list[str]) -> str:
@@ -297,9 +313,11 @@ def generate_stubs(tools: list[ToolSchema]) -> str:
     for tool in tools:
         fname = python_name(tool.name)
         params = []
+        writer.root = tool.parameters
         for pname, pschema, required in _ordered_params(tool.parameters):
             ptype = writer.type_of(pschema, f"{fname}_{pname}")
             params.append(f"{pname}: {ptype}" if required else f"{pname}: {ptype} | None = None")
+        writer.root = tool.output_schema or {}
         returns = writer.type_of(tool.output_schema, f"{fname}_result") if tool.output_schema else "Any"
         doc = (tool.description or f"The {tool.name} tool.").strip().replace('"""', "'''")
         functions.append(

@@ -382,7 +382,7 @@ def _number_points(nodes: Iterable[dict[str, Any]]) -> list[float]:
         m = n.get("multipleOf")
         if isinstance(m, int | float) and not isinstance(m, bool) and m > 0:
             points.update(round(p / m) * m for p in list(points))
-    return sorted(points, key=lambda p: (abs(p), p))
+    return sorted(points, key=lambda p: (abs(p), p < 0))
 
 
 # --- the checker ----------------------------------------------------------------

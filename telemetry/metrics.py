@@ -7,8 +7,6 @@ bounded: provider, model, tool, contract, kind, outcome. Never ids, never text.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 REGISTRY = CollectorRegistry(auto_describe=True)
@@ -60,45 +58,3 @@ MONITOR_ESCALATIONS = Counter(
     "agentsteps_monitor_escalations", "Tickets escalated.", ["monitor"], registry=REGISTRY
 )
 
-
-def estimate_cost_usd(
-    model: str,
-    input_tokens: int,
-    output_tokens: int,
-    *,
-    input_per_mtok: Mapping[str, float],
-    output_per_mtok: Mapping[str, float],
-) -> float:
-    """USD for one call from a per-million-token price table; a model missing from the table costs 0."""
-    return (input_tokens * input_per_mtok.get(model, 0.0) + output_tokens * output_per_mtok.get(model, 0.0)) / 1e6
-
-
-def record_llm_usage(provider: str, model: str, input_tokens: int, output_tokens: int, prices: object) -> float:
-    """Count one call's tokens and its estimated cost; returns the cost.
-
-    ``prices`` is a ``contracts.settings.PriceTable`` (anything with
-    ``input_per_mtok`` and ``output_per_mtok`` mappings). The cost counter is
-    touched even at 0 so a model without a price still shows up on the cost panel.
-    """
-    LLM_TOKENS.labels(provider, model, "input").inc(input_tokens)
-    LLM_TOKENS.labels(provider, model, "output").inc(output_tokens)
-    cost = estimate_cost_usd(
-        model,
-        input_tokens,
-        output_tokens,
-        input_per_mtok=getattr(prices, "input_per_mtok", {}),
-        output_per_mtok=getattr(prices, "output_per_mtok", {}),
-    )
-    LLM_COST_USD.labels(provider, model).inc(cost)
-    return cost
-
-
-def record_contract_check(contract: str, phase: str, violation_kinds: list[str]) -> None:
-    """One contract check: a pass, or a fail with one violation count per kind.
-
-    Contract-failure rate on the dashboard is violations / checks, so both are
-    recorded here together and can never drift apart.
-    """
-    CONTRACT_CHECKS.labels(contract, phase, "fail" if violation_kinds else "pass").inc()
-    for kind in violation_kinds:
-        CONTRACT_VIOLATIONS.labels(contract, phase, kind).inc()

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from temporalio import workflow
@@ -169,7 +170,7 @@ def _sandbox_options(limits: ProgramLimits) -> dict[str, Any]:
     # loading and storing a snapshot of several MB. A crashed worker is retried
     # elsewhere from the same snapshot, which is deterministic.
     policy = ActivityPolicy(start_to_close_seconds=limits.segment_seconds + 60.0, max_attempts=5)
-    return activity_options(policy)
+    return {**activity_options(policy), "heartbeat_timeout": timedelta(seconds=5)}
 
 
 async def _check(program: str, stubs: str, limits: ProgramLimits) -> list[Violation]:

@@ -7,7 +7,10 @@ it, minutes or days later.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import time
+from collections.abc import AsyncIterator
 from datetime import datetime
 
 from temporalio import activity
@@ -39,14 +42,15 @@ class SandboxActivities:
 
     @activity.defn(name=CHECK)
     async def check(self, inp: CheckProgramInput) -> CheckProgramResult:
-        return CheckProgramResult(violations=await check_program(self.pool, inp.program, inp.stubs))
+        async with _heartbeating():
+            return CheckProgramResult(violations=await check_program(self.pool, inp.program, inp.stubs))
 
     @activity.defn(name=START)
     async def start(self, inp: StartProgramInput) -> ProgramStatus:
         driver = SegmentDriver(inp.functions, inp.limits, OutputSink(inp.limits.output_bytes), 0, 0.0)
         options = checkout_options(inp.limits, datetime.fromisoformat(inp.now), inp.seed)
         started = time.perf_counter()
-        async with self.pool.session(**options) as session:
+        async with _heartbeating(), self.pool.session(**options) as session:
             status, paused = await driver.start(session, inp.program)
             if paused is not None:
                 status.snapshot = await self._vault.save(inp.run_key, paused.dump())
@@ -63,7 +67,7 @@ class SandboxActivities:
         driver = SegmentDriver(inp.functions, inp.limits, sink, inp.calls_made, inp.sandbox_seconds)
         started = time.perf_counter()
         # The dump carries the limits and OS policy it was started with.
-        async with self.pool.session() as session:
+        async with _heartbeating(), self.pool.session() as session:
             try:
                 status, paused = await driver.restore(session, blob, inp.outcomes)
             except ValueError as exc:
@@ -71,6 +75,26 @@ class SandboxActivities:
             if paused is not None:
                 status.snapshot = await self._vault.save(inp.run_key, paused.dump())
         return _observed(status, started)
+
+
+@contextlib.asynccontextmanager
+async def _heartbeating(every: float = 1.0) -> AsyncIterator[None]:
+    """Heartbeat while a segment runs, so a killed worker's segment is retried
+    elsewhere after the heartbeat timeout, not after the whole activity timeout."""
+    if not activity.in_activity():
+        yield
+        return
+
+    async def beat() -> None:
+        while True:
+            activity.heartbeat()
+            await asyncio.sleep(every)
+
+    task = asyncio.create_task(beat())
+    try:
+        yield
+    finally:
+        task.cancel()
 
 
 def _observed(status: ProgramStatus, started: float) -> ProgramStatus:
