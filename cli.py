@@ -72,6 +72,16 @@ def _parser() -> argparse.ArgumentParser:
     scripted.add_argument("--port", type=int, default=8700)
     scripted.add_argument("--host", default="127.0.0.1")
 
+    tools = sub.add_parser("tools", help="Inspect and exercise the tools the worker offers (Python and MCP).")
+    tools_sub = tools.add_subparsers(metavar="ACTION")
+    tools_list = tools_sub.add_parser("list", help="List every tool with its input and output schemas.")
+    tools_list.add_argument("--json", action="store_true")
+    tools_list.set_defaults(handler=_tools_list)
+    tools_call = tools_sub.add_parser("call", help="Call one tool through the worker's client code.")
+    tools_call.add_argument("name")
+    tools_call.add_argument("--args", default="{}", help="arguments as a JSON object")
+    tools_call.set_defaults(handler=_tools_call)
+
     schema = command("schema", _schema, "Print the JSON Schema of the public types (all, or one by name).")
     schema.add_argument("name", nargs="?")
     return parser
@@ -112,6 +122,18 @@ def _scripted_model(args: argparse.Namespace) -> int:
 
     run_cli(args.script, args.port, host=args.host)
     return EXIT_OK
+
+
+def _tools_list(args: argparse.Namespace) -> int:
+    from .cli_tools import tools_list
+
+    return tools_list(args.config, args.json)
+
+
+def _tools_call(args: argparse.Namespace) -> int:
+    from .cli_tools import tools_call
+
+    return tools_call(args.name, args.args, args.config)
 
 
 def _schema(args: argparse.Namespace) -> int:

@@ -45,6 +45,7 @@ def load_settings(config_path: str | Path | None = None, env: Mapping[str, str] 
     data: dict[str, Any] = {}
     if path.is_file():
         data = read_toml(path).get("worker", {})
+        data["config_file"] = str(path)
     elif config_path is not None:
         raise InvalidSpecError([_config_violation("$", f"config file {str(path)!r} does not exist")])
     for var, keys in _ENV_FIELDS.items():

@@ -13,11 +13,13 @@ from typing import Any
 
 import httpx
 from temporalio.client import Client
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.runtime import Runtime
 from temporalio.worker import Worker
 
 from .activities.llm import LLMActivities
+from .activities.mcp import McpActivities, build_mcp_activities
+from .activities.payload_store import PayloadStore, build_data_converter, build_payload_store
+from .activities.sandbox import SandboxActivities, SandboxPool, SnapshotVault, load_snapshot_key
 from .activities.tool_registry import ToolRegistry
 from .activities.tool_source import ToolSource
 from .activities.tools import ToolActivities
@@ -45,7 +47,7 @@ async def connect(settings: WorkerSettings, address: str | None = None) -> Clien
     return await Client.connect(
         address or settings.temporal_address or DEFAULT_ADDRESS,
         namespace=settings.namespace,
-        data_converter=pydantic_data_converter,
+        data_converter=build_data_converter(settings),
         runtime=_process_runtime(settings),
         interceptors=tracing_interceptors(settings),
     )
@@ -80,17 +82,33 @@ def build_worker(
     registry: ToolRegistry | None = None,
     sources: Sequence[ToolSource] = (),
     task_queue: str | None = None,
+    sandbox: SandboxActivities,
+    mcp: McpActivities,
     **worker_options: Any,
 ) -> Worker:
     llm = LLMActivities(settings.providers, http, settings.prices)
-    tools = ToolActivities(registry if registry is not None else load_registry(settings), sources)
+    tools = ToolActivities(registry if registry is not None else load_registry(settings), [mcp.source(), *sources])
     return Worker(
         client,
         task_queue=task_queue or settings.task_queue,
         workflows=workflows(),
-        activities=[llm.call, tools.describe, tools.call],
+        activities=[
+            llm.call,
+            tools.describe,
+            tools.call,
+            sandbox.check,
+            sandbox.start,
+            sandbox.resume,
+            *mcp.activities(),
+        ],
         **worker_options,
     )
+
+
+def build_sandbox(settings: WorkerSettings, store: PayloadStore | None = None) -> SandboxActivities:
+    """Snapshots go through the same payload store as Temporal's large payloads."""
+    store = store or build_payload_store(settings)
+    return SandboxActivities(SandboxPool(), SnapshotVault(store, load_snapshot_key(settings)))
 
 
 @asynccontextmanager
@@ -104,7 +122,22 @@ async def running_worker(
 ) -> AsyncIterator[Worker]:
     """A started worker with its own HTTP client; both are closed on exit."""
     # Providers never retry; Temporal owns retries, so the transport must not.
-    async with httpx.AsyncClient(timeout=settings.providers.request_timeout_seconds) as http:
-        worker = build_worker(client, settings, http, registry=registry, sources=sources, task_queue=task_queue)
-        async with worker:
-            yield worker
+    sandbox = build_sandbox(settings)
+    mcp = build_mcp_activities(settings.config_file)
+    try:
+        async with httpx.AsyncClient(timeout=settings.providers.request_timeout_seconds) as http:
+            worker = build_worker(
+                client,
+                settings,
+                http,
+                registry=registry,
+                sources=sources,
+                task_queue=task_queue,
+                sandbox=sandbox,
+                mcp=mcp,
+            )
+            async with worker:
+                yield worker
+    finally:
+        await mcp.aclose()
+        await sandbox.pool.close()

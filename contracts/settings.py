@@ -58,6 +58,8 @@ class WorkerSettings(BaseModel):
     metrics_port: int = 9464
     providers: ProviderSettings = Field(default_factory=ProviderSettings)
     prices: PriceTable = Field(default_factory=PriceTable)
+    config_file: Path | None = None
+    """The TOML file these settings came from; MCP servers are declared there too."""
     tool_factories: list[str] = Field(default_factory=lambda: ["agentsteps.examples.demo_tools:build_registry"])
     """``module:function`` entries; each function takes these settings and returns a ToolRegistry."""
     tracing: TracingSettings = Field(default_factory=TracingSettings)

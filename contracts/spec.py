@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .code_mode import ProgramLimits
 from .llm import LLMConfig, Usage
 from .violations import Violation
 
@@ -49,6 +50,8 @@ class AgentSpec(BaseModel):
     fallback_models: list[LLMConfig] = Field(default_factory=list)
     default_result: DefaultResult | None = None
     allowed_model_aliases: list[str] = Field(default_factory=list)
+    code_limits: ProgramLimits = Field(default_factory=ProgramLimits)
+    """Code mode only: sandbox limits per program."""
     llm_policy: ActivityPolicy = Field(default_factory=ActivityPolicy)
     tool_policy: ActivityPolicy = Field(default_factory=lambda: ActivityPolicy(start_to_close_seconds=60.0))
 

@@ -19,7 +19,7 @@ from agentsteps.contracts.schema_compat import Verdict, check_schema_compat
 hypothesis_jsonschema = pytest.importorskip("hypothesis_jsonschema")
 from_schema = hypothesis_jsonschema.from_schema
 
-from tests.test_schema_compat import Customer, CustomerLoose  # noqa: E402
+from test_schema_compat import Customer, CustomerLoose  # noqa: E402
 
 PROVEN_CORPUS = [
     (Customer.model_json_schema(), CustomerLoose.model_json_schema()),

@@ -38,6 +38,7 @@ with workflow.unsafe.imports_passed_through():
     from ..contracts.tools import ToolsDescribeInput
     from ..telemetry import workflow_metrics
     from .activity_options import activity_options
+    from .code_mode import run_code_mode
     from .degradation import Decision, ModelLadder
 
 WORKFLOW_NAME = "AgentWorkflow"
@@ -85,8 +86,6 @@ class AgentWorkflow:
         tools = await self._describe_tools(spec)
         _reject_invalid_spec(spec, tools)
         if spec.mode == "code":
-            from .code_mode import run_code_mode
-
             return await run_code_mode(self, inp, tools)
         return await self._tool_loop(inp, tools)
 

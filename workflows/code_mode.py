@@ -83,7 +83,7 @@ async def run_code_mode(wf: AgentWorkflow, inp: AgentInput, tools: list[ToolSche
     spec = inp.spec
     result = wf._result
     ladder = ModelLadder(spec)
-    limits = _limits(spec)
+    limits = spec.code_limits
     stubs = generate_stubs(tools)
     functions = program_functions(tools)
     system = f"{spec.system_prompt}\n\n{PROGRAM_INSTRUCTIONS.format(stubs=stubs)}"
@@ -157,12 +157,6 @@ async def run_code_mode(wf: AgentWorkflow, inp: AgentInput, tools: list[ToolSche
         type="BudgetExceededError",
         non_retryable=True,
     )
-
-
-def _limits(spec: Any) -> ProgramLimits:
-    # ``code_limits`` is optional on the spec so older specs and histories still load.
-    limits = getattr(spec, "code_limits", None)
-    return limits if isinstance(limits, ProgramLimits) else ProgramLimits.model_validate(limits or {})
 
 
 def _sandbox_options(limits: ProgramLimits) -> dict[str, Any]:

@@ -1,0 +1,330 @@
+"""StalledTicketMonitor: one tick of the stalled-ticket monitor.
+
+Scan (a fixed code-mode program), plan (pure), act (LLM-drafted nudges and
+escalations through ``tools.call``), record metrics (an activity), report.
+Every tracker write carries a key derived from the issue and the tick's date,
+so a retried activity, a replayed workflow or a second tick the same day
+cannot write twice. See ``contracts/monitor.py`` and ``docs/monitor.md``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from temporalio import workflow
+from temporalio.exceptions import ActivityError, ApplicationError
+
+with workflow.unsafe.imports_passed_through():
+    from ..contracts import (
+        AgentSpec,
+        DefaultResult,
+        LLMRequest,
+        LLMResponse,
+        Message,
+        ResponseFormat,
+        ToolCallInput,
+        ToolCallResult,
+        ToolSchema,
+        Usage,
+    )
+    from ..contracts.code_mode import (
+        CallOutcome,
+        ProgramFunction,
+        ProgramLimits,
+        ProgramStatus,
+        ResumeProgramInput,
+        StartProgramInput,
+        program_functions,
+    )
+    from ..contracts.monitor import (
+        MONITOR_WORKFLOW,
+        NUDGE_SYSTEM_PROMPT,
+        RECORD_ACTIVITY,
+        IssueFailure,
+        MonitorInput,
+        MonitorMetrics,
+        MonitorReport,
+        MonitorSpec,
+        ScanResult,
+        StalledIssue,
+        check_nudge,
+        comment_body,
+        escalate_key,
+        nudge_key,
+        nudge_prompt,
+        nudge_schema,
+        plan_action,
+        scan_program,
+        template_nudge,
+    )
+    from pydantic import ValidationError
+
+    from ..contracts.reprompt import reprompt_messages
+    from ..contracts.spec import ActivityPolicy
+    from ..contracts.tools import ToolsDescribeInput
+    from .activity_options import activity_options
+    from .degradation import Decision, ModelLadder
+
+
+@workflow.defn(name=MONITOR_WORKFLOW)
+class MonitorWorkflow:
+    @workflow.run
+    async def run(self, inp: MonitorInput) -> MonitorReport:
+        spec = inp.spec
+        as_of = _utc(inp.as_of or workflow.now())
+        report = MonitorReport(monitor=spec.name, as_of=as_of, day=as_of.date().isoformat())
+
+        scan = await _scan(spec, as_of)
+        report.stalled_ids = scan.stalled
+        handled = {c.id for c in scan.candidates}
+        report.deferred = [i for i in scan.stalled if i not in handled]
+
+        nudges: list[StalledIssue] = []
+        escalations: list[StalledIssue] = []
+        for issue in scan.candidates:
+            action = plan_action(issue, spec, as_of.date())
+            if action == "nudge":
+                nudges.append(issue)
+            elif action == "escalate":
+                escalations.append(issue)
+            elif action == "nudged_today":
+                report.nudged_today.append(issue.id)
+            else:
+                report.already_escalated.append(issue.id)
+
+        await asyncio.gather(*(_escalate(spec, issue, report) for issue in escalations))
+        drafter = _Drafter(spec, as_of, report)
+        for start in range(0, len(nudges), spec.draft_concurrency):
+            batch = nudges[start : start + spec.draft_concurrency]
+            if report.usage.total_tokens >= spec.token_budget:
+                report.deferred.extend(i.id for i in batch)
+                continue
+            await asyncio.gather(*(drafter.nudge(issue) for issue in batch))
+
+        # Reports list ids in scan order (most stale first), whatever order the tasks finished in.
+        order = {issue_id: n for n, issue_id in enumerate(scan.stalled)}
+        for ids in (report.nudged, report.escalated, report.nudged_today, report.template_nudges, report.deferred):
+            ids.sort(key=lambda i: order.get(i, len(order)))
+        report.failed.sort(key=lambda f: order.get(f.issue_id, len(order)))
+
+        await workflow.execute_activity(
+            RECORD_ACTIVITY,
+            MonitorMetrics(
+                monitor=spec.name,
+                run_id=workflow.info().run_id,
+                stalled=len(report.stalled_ids),
+                nudged=len(report.nudged),
+                escalated=len(report.escalated),
+            ),
+            start_to_close_timeout=timedelta(seconds=10),
+        )
+        return report
+
+
+def _utc(moment: datetime) -> datetime:
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
+# ---------------------------------------------------------------- scan: the code-mode program
+
+
+async def _scan(spec: MonitorSpec, as_of: datetime) -> ScanResult:
+    functions = await _program_functions(spec)
+    limits = spec.program_limits
+    info = workflow.info()
+    run_key = f"{info.workflow_id}/{info.run_id}/scan"
+    options = _sandbox_options(limits)
+    status: ProgramStatus = await workflow.execute_activity(
+        "code.start",
+        StartProgramInput(
+            run_key=run_key, program=scan_program(spec, as_of), functions=functions, limits=limits,
+            now=as_of.isoformat(), seed=workflow.random().randint(0, 2**62),
+        ),
+        result_type=ProgramStatus, summary="scan for stalled issues", **options,
+    )
+    tools = {f.python_name: f.tool for f in functions}
+    pending: dict[int, asyncio.Task[CallOutcome]] = {}
+    while status.state == "pending":
+        for call in status.calls:
+            pending[call.call_id] = asyncio.ensure_future(_read(spec, info.run_id, tools[call.function], call.call_id,
+                                                                call.arguments))
+        outcomes = list(await asyncio.gather(*(pending[i] for i in status.awaiting)))
+        assert status.snapshot is not None
+        status = await workflow.execute_activity(
+            "code.resume",
+            ResumeProgramInput(
+                run_key=run_key, snapshot=status.snapshot, functions=functions, outcomes=outcomes, limits=limits,
+                output=status.output, output_dropped=status.output_dropped, calls_made=status.calls_made,
+                sandbox_seconds=status.sandbox_seconds,
+            ),
+            result_type=ProgramStatus, summary="scan for stalled issues", **options,
+        )
+    if status.state != "completed":
+        error = status.error
+        raise ApplicationError(
+            f"the scan program failed: [{error.kind if error else '?'}] {error.message if error else ''}",
+            type="MonitorScanError", non_retryable=True,
+        )
+    try:
+        return ScanResult.model_validate(status.value)
+    except ValidationError as exc:
+        raise ApplicationError(f"the scan program returned an unexpected value: {exc}", type="MonitorScanError",
+                               non_retryable=True) from None
+
+
+async def _program_functions(spec: MonitorSpec) -> list[ProgramFunction]:
+    wanted = {"list_issues": spec.tools.list_issues, "get_issue": spec.tools.get_issue}
+    described: list[ToolSchema] = await workflow.execute_activity(
+        "tools.describe", ToolsDescribeInput(names=list(wanted.values())), result_type=list[ToolSchema],
+        **activity_options(spec.tool_policy),
+    )
+    by_tool = {f.tool: f for f in program_functions(described)}
+    missing = [name for name in wanted.values() if name not in by_tool]
+    if missing:
+        raise ApplicationError(
+            f"the worker offers no tracker tool named {', '.join(map(repr, missing))}; "
+            "check the MCP server config and MonitorSpec.tools",
+            type="InvalidSpecError", non_retryable=True,
+        )
+    # The program calls the tools by their tracker names, whatever prefix the worker's config gave them.
+    return [by_tool[tool].model_copy(update={"python_name": name}) for name, tool in wanted.items()]
+
+
+def _sandbox_options(limits: ProgramLimits) -> dict[str, Any]:
+    policy = ActivityPolicy(start_to_close_seconds=limits.segment_seconds + 60.0, max_attempts=5)
+    return {**activity_options(policy), "heartbeat_timeout": timedelta(seconds=5)}
+
+
+async def _read(spec: MonitorSpec, run_id: str, tool: str, call_id: int, arguments: str) -> CallOutcome:
+    result = await _tool(spec, tool, arguments, call_id=f"scan-{call_id}", key=f"{run_id}:scan-{call_id}")
+    if result.is_error:
+        return CallOutcome(call_id=call_id, error=result.content)
+    value = result.structured if result.structured is not None else json.loads(result.content)
+    return CallOutcome(call_id=call_id, value=value)
+
+
+async def _tool(spec: MonitorSpec, tool: str, arguments: str, *, call_id: str, key: str) -> ToolCallResult:
+    return await workflow.execute_activity(
+        "tools.call",
+        ToolCallInput(name=tool, arguments=arguments, call_id=call_id, idempotency_key=key),
+        result_type=ToolCallResult,
+        summary=f"execute_tool {tool}",
+        **activity_options(spec.tool_policy),
+    )
+
+
+# ---------------------------------------------------------------- act
+
+
+async def _escalate(spec: MonitorSpec, issue: StalledIssue, report: MonitorReport) -> None:
+    key = escalate_key(issue.id)
+    arguments = {"issue_id": issue.id, "assignee": spec.lead, "add_labels": [spec.escalation_label],
+                 "idempotency_key": key}
+    try:
+        result = await _tool(spec, spec.tools.update_issue, json.dumps(arguments), call_id=key, key=key)
+    except ActivityError as exc:
+        report.failed.append(IssueFailure(issue_id=issue.id, reason=f"escalation failed: {_cause(exc)}"))
+        return
+    if result.is_error:
+        report.failed.append(IssueFailure(issue_id=issue.id, reason=f"escalation refused: {result.content[:300]}"))
+    else:
+        report.escalated.append(issue.id)
+
+
+class _Drafter:
+    """Drafts and posts nudges; the violation ladder is per issue, the usage is per tick."""
+
+    def __init__(self, spec: MonitorSpec, as_of: datetime, report: MonitorReport) -> None:
+        self._spec = spec
+        self._as_of = as_of
+        self._report = report
+        self._ladder_spec = AgentSpec(
+            name=spec.name,
+            model=spec.model,
+            fallback_models=spec.fallback_models,
+            reprompt_budget=spec.reprompt_budget,
+            default_result=DefaultResult(value=None) if spec.template_fallback else None,
+        )
+
+    async def nudge(self, issue: StalledIssue) -> None:
+        spec, report = self._spec, self._report
+        try:
+            message = await self._draft(issue)
+        except ActivityError as exc:
+            report.failed.append(IssueFailure(issue_id=issue.id, reason=f"drafting failed: {_cause(exc)}"))
+            return
+        if message is None:
+            if not spec.template_fallback:
+                report.failed.append(IssueFailure(issue_id=issue.id, reason="no draft met the nudge contract"))
+                return
+            message = template_nudge(issue, spec.stalled_after_days, spec.message_max_chars)
+            report.template_nudges.append(issue.id)
+
+        day = self._as_of.date()
+        key = nudge_key(issue.id, day)
+        arguments = {"issue_id": issue.id, "body": comment_body(message, day), "author": spec.author,
+                     "idempotency_key": key}
+        try:
+            result = await _tool(spec, spec.tools.add_comment, json.dumps(arguments), call_id=key, key=key)
+        except ActivityError as exc:
+            report.failed.append(IssueFailure(issue_id=issue.id, reason=f"posting failed: {_cause(exc)}"))
+            return
+        if not result.is_error:
+            report.nudged.append(issue.id)
+        elif "IdempotencyConflict" in result.content:
+            # Another tick posted today's nudge between our scan and our write.
+            report.nudged_today.append(issue.id)
+        else:
+            report.failed.append(IssueFailure(issue_id=issue.id, reason=f"posting refused: {result.content[:300]}"))
+
+    async def _draft(self, issue: StalledIssue) -> str | None:
+        """A message that meets the contract, or None once the ladder says "default"."""
+        spec, report = self._spec, self._report
+        ladder = ModelLadder(self._ladder_spec)
+        prompt = [
+            Message.system(NUDGE_SYSTEM_PROMPT.format(max_chars=spec.message_max_chars)),
+            Message.user(nudge_prompt(issue, self._as_of.date(), spec.stalled_after_days)),
+        ]
+        history = list(prompt)
+        schema = ResponseFormat(name="nudge", json_schema=nudge_schema(spec.message_max_chars))
+        while True:
+            response: LLMResponse = await workflow.execute_activity(
+                "llm.call",
+                LLMRequest(config=ladder.current, messages=history, response_format=schema),
+                result_type=LLMResponse,
+                summary=f"draft nudge {issue.id}",
+                **activity_options(spec.llm_policy),
+            )
+            report.usage = report.usage + _billable(response.usage)
+            violations = list(response.violations)
+            value: Any = None
+            if not violations:
+                value = json.loads(response.message.content or "null")
+                violations = check_nudge(value, issue)
+            if not violations:
+                return value["message"]
+            report.violations.extend(violations)
+            decision = ladder.on_violation()
+            if decision is Decision.reprompt:
+                report.reprompts += 1
+                history = [*history, *reprompt_messages(response.message, violations)]
+            elif decision is Decision.fallback:
+                history = list(prompt)
+            else:
+                return None
+
+
+def _billable(usage: Usage) -> Usage:
+    prompt, completion = max(usage.prompt_tokens, 0), max(usage.completion_tokens, 0)
+    return Usage(prompt_tokens=prompt, completion_tokens=completion, total_tokens=prompt + completion)
+
+
+def _cause(exc: ActivityError) -> str:
+    cause = exc.cause
+    return str(cause)[:300] if cause is not None else str(exc)[:300]
+
+
+__all__ = ["MonitorWorkflow"]

@@ -1,0 +1,279 @@
+"""PipelineWorkflow: runs a composed pipeline ``C1 ; C2 ; ... ; Cn``.
+
+The composition is re-checked first (pure, deterministic): a refuted or
+unacknowledged unproven edge fails the run before any step. Then each step is
+one activity: LLM steps call ``llm.call`` with their output schema as the JSON
+response format, tool steps call ``tools.call``. After each step the value is
+checked against the step's Post and the next step's Pre (schema and
+predicates) -- the edge -- and violations are handled as in AgentWorkflow:
+re-prompt (LLM steps), then the fallback models, then the default result,
+then a typed ``ContractViolationError`` naming the edge and the violation.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from temporalio import workflow
+from temporalio.exceptions import ApplicationError
+
+with workflow.unsafe.imports_passed_through():
+    from ..contracts import (
+        AgentSpec,
+        Degradation,
+        LLMConfig,
+        LLMRequest,
+        LLMResponse,
+        Message,
+        ResponseFormat,
+        ToolCallInput,
+        ToolCallResult,
+        Violation,
+        ViolationKind,
+    )
+    from ..contracts.composition import ContractKind, compose, edge_name
+    from ..contracts.errors import CompositionError, InvalidSpecError
+    from ..contracts.json_schema import instance_violations, parse_json
+    from ..contracts.pipeline_run import EdgeCheck, PipelineInput, PipelineResult, PipelineStep, StepRecord
+    from ..contracts.predicates import predicate_violations
+    from ..contracts.reprompt import reprompt_messages
+    from .activity_options import activity_options
+    from .degradation import Decision, ModelLadder
+
+WORKFLOW_NAME = "PipelineWorkflow"
+JSON_INSTRUCTION = "Answer with one JSON value that matches the response schema; no prose."
+
+
+def _fail(message: str, type_: str, *details: Any) -> ApplicationError:
+    return ApplicationError(message, *details, type=type_, non_retryable=True)
+
+
+@workflow.defn(name=WORKFLOW_NAME)
+class PipelineWorkflow:
+    def __init__(self) -> None:
+        self._result = PipelineResult(status="completed")
+
+    @workflow.run
+    async def run(self, inp: PipelineInput) -> PipelineResult:
+        self._compose(inp)
+        steps = inp.steps
+        value = inp.input
+        first = steps[0].contract
+        self._edge_or_fail(
+            edge_name("input", first.name), 1, value, checks=self._pre_checks(steps[0]),
+            violations=self._pre_violations(steps[0], value),
+        )
+        for i, step in enumerate(steps):
+            following = steps[i + 1] if i + 1 < len(steps) else None
+            if step.contract.kind in (ContractKind.llm, ContractKind.llm_final):
+                value = await self._llm_step(inp, i, step, following, value)
+            else:
+                value = await self._tool_step(inp, i, step, following, value)
+        self._result.output = value
+        return self._result
+
+    # --- composition -------------------------------------------------------------
+
+    def _compose(self, inp: PipelineInput) -> None:
+        if not inp.steps:
+            raise _fail("a pipeline needs at least one step", "InvalidSpecError")
+        for i, s in enumerate(inp.steps):
+            if s.contract.kind is ContractKind.code:
+                raise _fail(f"$.steps[{i}]: code steps are not runnable in pipelines yet", "InvalidSpecError")
+            if s.contract.kind is not ContractKind.tool and s.model is None:
+                raise _fail(f"$.steps[{i}].model: LLM step {s.contract.name!r} has no model", "InvalidSpecError")
+        try:
+            compose(*(s.contract for s in inp.steps), acknowledged_unproven=inp.acknowledge_unproven, name=inp.name)
+        except CompositionError as exc:
+            raise _fail(str(exc), "CompositionError", *[e.model_dump(mode="json") for e in exc.edges]) from None
+        except InvalidSpecError as exc:
+            raise _fail(str(exc), "InvalidSpecError", *[v.model_dump(mode="json") for v in exc.violations]) from None
+
+    # --- edge checks ----------------------------------------------------------------
+
+    @staticmethod
+    def _pre_checks(step: PipelineStep) -> list[str]:
+        return [f"schema pre {step.contract.name}", *(f"pre {step.contract.name}: {p}" for p in step.contract.pre)]
+
+    @staticmethod
+    def _pre_violations(step: PipelineStep, value: Any) -> list[Violation]:
+        c = step.contract
+        out: list[Violation] = []
+        if isinstance(c.input_schema, dict):
+            out += instance_violations(
+                value, c.input_schema, contract=c.name, phase="pre",
+                kind=ViolationKind.tool_arguments_invalid if c.kind is ContractKind.tool else ViolationKind.predicate_failed,
+                path="$", what=f"the input of {c.name}",
+            )
+        return out + predicate_violations(c.pre, value, contract=c.name, phase="pre")
+
+    def _edge(
+        self, step: PipelineStep, following: PipelineStep | None, value: Any, attempt: int, kind: ViolationKind
+    ) -> list[Violation]:
+        """Post of ``step`` and Pre of the next step on ``value``; recorded on the result."""
+        c = step.contract
+        checks = [f"schema post {c.name}", *(f"post {c.name}: {p}" for p in c.post)]
+        violations: list[Violation] = []
+        if isinstance(c.output_schema, dict):
+            violations += instance_violations(
+                value, c.output_schema, contract=c.name, phase="post", kind=kind, path="$", what=f"the output of {c.name}"
+            )
+        violations += predicate_violations(c.post, value, contract=c.name, phase="post")
+        if following is not None:
+            checks += self._pre_checks(following)
+            violations += self._pre_violations(following, value)
+        target = following.contract.name if following else "output"
+        self._result.edges.append(
+            EdgeCheck(edge=edge_name(c.name, target), attempt=attempt, checks=checks, violations=violations)
+        )
+        return violations
+
+    def _edge_or_fail(self, edge: str, attempt: int, value: Any, *, checks: list[str], violations: list[Violation]) -> None:
+        self._result.edges.append(EdgeCheck(edge=edge, attempt=attempt, checks=checks, violations=violations))
+        if violations:
+            raise self._violation_error(edge, violations[0])
+
+    @staticmethod
+    def _violation_error(edge: str, v: Violation) -> ApplicationError:
+        return _fail(
+            f"edge {edge}: contract {v.contract!r} violated ({v.kind.value} at {v.path}): {v.message}",
+            "ContractViolationError",
+            {"edge": edge, **v.model_dump(mode="json")},
+        )
+
+    # --- LLM steps ----------------------------------------------------------------------
+
+    async def _llm_step(
+        self, inp: PipelineInput, index: int, step: PipelineStep, following: PipelineStep | None, value: Any
+    ) -> Any:
+        c = step.contract
+        assert step.model is not None
+        ladder = ModelLadder(
+            AgentSpec(
+                name=c.name, model=step.model, fallback_models=step.fallback_models,
+                reprompt_budget=step.reprompt_budget, default_result=step.default_result,
+            )
+        )
+        system = f"{step.prompt}\n\n{JSON_INSTRUCTION}".strip()
+        start = [Message.system(system), Message.user(json.dumps(value, sort_keys=True))]
+        history = list(start)
+        schema = c.output_schema if isinstance(c.output_schema, dict) and c.output_schema else None
+        response_format = ResponseFormat(name=c.name, json_schema=schema) if schema else None
+        target = following.contract.name if following else "output"
+        attempt = 0
+        while True:
+            attempt += 1
+            response = await self._call_llm(inp, ladder.current, history, response_format)
+            violations = list(response.violations)
+            output: Any = None
+            if not violations:
+                output, problem = parse_json(response.message.content or "")
+                if problem is not None:
+                    violations = [Violation(contract=c.name, phase="post", kind=ViolationKind.response_not_json, path="$", message=problem)]
+                else:
+                    violations = self._edge(step, following, output, attempt, ViolationKind.response_schema_mismatch)
+            else:
+                self._result.edges.append(
+                    EdgeCheck(edge=edge_name(c.name, target), attempt=attempt, checks=["llm.call postconditions"], violations=violations)
+                )
+            if not violations:
+                self._record(step, attempt, response.model or ladder.current.model, output)
+                return output
+            failed_model = ladder.current.model
+            decision = ladder.on_violation()
+            edge = edge_name(c.name, target)
+            if decision is Decision.reprompt:
+                history = [*history, *reprompt_messages(response.message, violations)]
+            elif decision is Decision.fallback:
+                self._degrade(index, failed_model, ladder.current.model, violations[0])
+                history = list(start)
+            elif decision is Decision.default:
+                return self._use_default(index, step, following, failed_model, violations[0], attempt)
+            else:
+                raise self._violation_error(edge, violations[0])
+
+    async def _call_llm(
+        self, inp: PipelineInput, config: LLMConfig, messages: list[Message], response_format: ResponseFormat | None
+    ) -> LLMResponse:
+        response = await workflow.execute_activity(
+            "llm.call",
+            LLMRequest(config=config, messages=messages, tool_choice="none", response_format=response_format),
+            result_type=LLMResponse,
+            summary=f"chat {config.model}",
+            **activity_options(inp.llm_policy),
+        )
+        u = response.usage
+        self._result.usage = self._result.usage + u.model_copy(
+            update={"total_tokens": max(u.prompt_tokens, 0) + max(u.completion_tokens, 0)}
+        )
+        return response
+
+    # --- tool steps -----------------------------------------------------------------------
+
+    async def _tool_step(
+        self, inp: PipelineInput, index: int, step: PipelineStep, following: PipelineStep | None, value: Any
+    ) -> Any:
+        c = step.contract
+        name = step.tool or c.name
+        result: ToolCallResult = await workflow.execute_activity(
+            "tools.call",
+            ToolCallInput(
+                name=name,
+                arguments=json.dumps(value),
+                call_id=f"{c.name}",
+                # Stable across retries and replays: a side effect runs once per run and step.
+                idempotency_key=f"{workflow.info().run_id}:{index}:{c.name}",
+            ),
+            result_type=ToolCallResult,
+            summary=f"execute_tool {name}",
+            **activity_options(inp.tool_policy),
+        )
+        target = following.contract.name if following else "output"
+        if result.is_error:
+            violations = [
+                Violation(contract=c.name, phase="post", kind=ViolationKind.tool_output_invalid, path="$", message=result.content)
+            ]
+            self._result.edges.append(
+                EdgeCheck(edge=edge_name(c.name, target), attempt=1, checks=["tools.call"], violations=violations)
+            )
+        else:
+            output = result.structured
+            if output is None:
+                output, _ = parse_json(result.content)
+            violations = self._edge(step, following, output, 1, ViolationKind.tool_output_invalid)
+            if not violations:
+                self._record(step, 1, "", output)
+                return output
+        # A tool cannot be re-prompted; its only rung is the default result.
+        if step.default_result is not None:
+            return self._use_default(index, step, following, name, violations[0], 1)
+        raise self._violation_error(edge_name(c.name, target), violations[0])
+
+    # --- bookkeeping ---------------------------------------------------------------------------
+
+    def _use_default(
+        self, index: int, step: PipelineStep, following: PipelineStep | None, source: str, reason: Violation, attempt: int
+    ) -> Any:
+        assert step.default_result is not None
+        value = step.default_result.value
+        self._degrade(index, source, "default_result", reason)
+        self._result.status = "completed_with_default"
+        # A default is still a value crossing the edge: it must meet the same checks.
+        violations = self._edge(step, following, value, attempt + 1, reason.kind)
+        if violations:
+            target = following.contract.name if following else "output"
+            raise self._violation_error(edge_name(step.contract.name, target), violations[0])
+        self._record(step, attempt, "default_result", value, defaulted=True)
+        return value
+
+    def _degrade(self, index: int, from_: str, to: str, reason: Violation) -> None:
+        self._result.degradations.append(Degradation(step=index, from_model=from_, to=to, reason=reason))
+
+    def _record(self, step: PipelineStep, attempts: int, model: str, output: Any, *, defaulted: bool = False) -> None:
+        self._result.steps.append(
+            StepRecord(
+                name=step.contract.name, kind=step.contract.kind.value, attempts=attempts, model=model,
+                output=output, defaulted=defaulted,
+            )
+        )
