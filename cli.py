@@ -61,11 +61,17 @@ def _parser() -> argparse.ArgumentParser:
     command("dev", _dev, "Keep the embedded stack running: Temporal server, UI and a worker.")
     command("worker", _worker, "Run a worker against TEMPORAL_ADDRESS (production).")
 
-    run = command("run", _run, "Start an agent run from a spec file, show its steps and print the result.")
-    run.add_argument("--spec", required=True, help="AgentSpec file (.json or .toml)")
-    run.add_argument("--input", required=True, help="the user input")
+    run = command("run", _run, "Start an agent run or a pipeline, show its progress and print the result.")
+    target = run.add_mutually_exclusive_group(required=True)
+    target.add_argument("--spec", help="AgentSpec file (.json or .toml)")
+    target.add_argument("--pipeline", help="pipeline file (.toml or .json); --input is then JSON")
+    run.add_argument("--input", required=True, help="the user input (a JSON value for --pipeline)")
     run.add_argument("--json", action="store_true", help="print only the result, as one JSON object")
     run.add_argument("--no-worker", action="store_true", help="do not run an in-process worker")
+
+    check = command("check", _check, "Prove a pipeline's edges compatible; non-zero on a refuted or unacknowledged edge.")
+    check.add_argument("file")
+    check.add_argument("--json", action="store_true", help="print the edge reports as JSON")
 
     scripted = command("scripted-model", _scripted_model, "Serve the scripted model (a test double) over HTTP.")
     scripted.add_argument("--script", required=True)
@@ -112,9 +118,19 @@ def _worker(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from .run_command import run_from_spec
+    from .run_command import run_from_spec, run_pipeline
 
+    if args.pipeline:
+        return asyncio.run(
+            run_pipeline(_settings(args), args.pipeline, args.input, as_json=args.json, worker=not args.no_worker)
+        )
     return asyncio.run(run_from_spec(_settings(args), args.spec, args.input, as_json=args.json, worker=not args.no_worker))
+
+
+def _check(args: argparse.Namespace) -> int:
+    from .cli_check import check_command
+
+    return check_command(args.file, args.json)
 
 
 def _scripted_model(args: argparse.Namespace) -> int:

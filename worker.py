@@ -27,6 +27,7 @@ from .contracts.settings import WorkerSettings
 from .telemetry.runtime import build_runtime
 from .telemetry.tracing import tracing_interceptors
 from .workflows.agent import AgentWorkflow
+from .workflows.pipeline import PipelineWorkflow
 
 DEFAULT_ADDRESS = "127.0.0.1:7233"
 
@@ -71,7 +72,7 @@ def _import_factory(entry: str) -> Callable[[WorkerSettings], ToolRegistry]:
 
 
 def workflows() -> list[type]:
-    return [AgentWorkflow]
+    return [AgentWorkflow, PipelineWorkflow]
 
 
 def build_worker(

@@ -60,7 +60,12 @@ class WorkerSettings(BaseModel):
     prices: PriceTable = Field(default_factory=PriceTable)
     config_file: Path | None = None
     """The TOML file these settings came from; MCP servers are declared there too."""
-    tool_factories: list[str] = Field(default_factory=lambda: ["agentsteps.examples.demo_tools:build_registry"])
+    tool_factories: list[str] = Field(
+        default_factory=lambda: [
+            "agentsteps.examples.demo_tools:build_registry",
+            "agentsteps.examples.support_tools:build_registry",
+        ]
+    )
     """``module:function`` entries; each function takes these settings and returns a ToolRegistry."""
     tracing: TracingSettings = Field(default_factory=TracingSettings)
     payload_store: PayloadStoreSettings = Field(default_factory=PayloadStoreSettings)
