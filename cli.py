@@ -73,6 +73,11 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("file")
     check.add_argument("--json", action="store_true", help="print the edge reports as JSON")
 
+    schedule = command("schedule", _schedule, "Apply, list, pause, resume or trigger the schedules in deploy/schedules.")
+    from .schedules import configure_parser
+
+    configure_parser(schedule)
+
     scripted = command("scripted-model", _scripted_model, "Serve the scripted model (a test double) over HTTP.")
     scripted.add_argument("--script", required=True)
     scripted.add_argument("--port", type=int, default=8700)
@@ -138,6 +143,12 @@ def _scripted_model(args: argparse.Namespace) -> int:
 
     run_cli(args.script, args.port, host=args.host)
     return EXIT_OK
+
+
+def _schedule(args: argparse.Namespace) -> int:
+    from .schedules import schedule_command
+
+    return schedule_command(args)
 
 
 def _tools_list(args: argparse.Namespace) -> int:

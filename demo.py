@@ -12,6 +12,7 @@ from importlib import resources
 
 from .contracts import AgentSpec, LLMConfig
 from .contracts.settings import WorkerSettings
+from .monitor_demo import demo_monitor_tick
 from .report import print_progress, print_result
 from .runs import follow, start_agent_run
 from .scripted_model import Script, ScriptedModelServer
@@ -76,6 +77,7 @@ async def run_demo(settings: WorkerSettings) -> int:
         result = await follow(handle, lambda s: print_progress(s, out))
         print(file=out)
         print_result(result, out)
+        report = await demo_monitor_tick(client, settings, out=out)
         print("\nWhere to look:", file=out)
         if temporal.ui_url:
             print(f"  Temporal UI: {temporal.ui_url}/namespaces/{settings.namespace}/workflows/{handle.id}", file=out)
@@ -83,4 +85,4 @@ async def run_demo(settings: WorkerSettings) -> int:
                 print("  (the demo's server stops with it; `agentsteps dev` keeps it, with this run, up)", file=out)
         print(f"  Metrics:     {metrics.url}/metrics (while running; `agentsteps dev` serves :9464)", file=out)
         print("\nDemo finished; shutting down cleanly.", file=out, flush=True)
-    return 0 if result.status.startswith("completed") else 1
+    return 0 if result.status.startswith("completed") and not report.failed else 1

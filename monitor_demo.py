@@ -20,21 +20,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
-import httpx
 from temporalio.client import Client
 from temporalio.worker import Worker
 
-from .activities.llm import LLMActivities
 from .activities.mcp import McpSessionPool, McpToolClient, McpToolSource, SecretResolver, parse_mcp_config
-from .activities.monitor import MonitorActivities
-from .activities.payload_store import build_payload_store
-from .activities.sandbox import SandboxActivities, SandboxPool, SnapshotVault, load_snapshot_key
 from .activities.tool_registry import ToolRegistry
-from .activities.tools import ToolActivities
 from .contracts.llm import LLMConfig
 from .contracts.monitor import MONITOR_WORKFLOW, NUDGE_MARKER, MonitorInput, MonitorReport, MonitorSpec
 from .contracts.settings import WorkerSettings
-from .workflows.monitor import MonitorWorkflow
+from .worker import running_worker
 
 SCRIPTED_MODEL = "scripted-2026-01-01"
 OPENAI_MODEL = "gpt-4o-mini-2024-07-18"
@@ -94,29 +88,12 @@ def assigned_issues(db: Path | str) -> list[tuple[str, str]]:
 @asynccontextmanager
 async def monitor_worker(
     client: Client, settings: WorkerSettings, mcp: McpToolClient, *, task_queue: str | None = None,
-    sandbox: SandboxPool | None = None,
 ) -> AsyncIterator[Worker]:
-    """A worker with exactly what a monitor tick uses: the LLM, the tracker's tools, the sandbox, metrics."""
-    store = build_payload_store(settings)
-    pool = sandbox or SandboxPool(max_processes=2)
-    code = SandboxActivities(pool, SnapshotVault(store, load_snapshot_key(settings)))
-    tools = ToolActivities(ToolRegistry(), [McpToolSource(mcp)])
-    monitor = MonitorActivities()
-    try:
-        async with httpx.AsyncClient(timeout=settings.providers.request_timeout_seconds) as http:
-            llm = LLMActivities(settings.providers, http, settings.prices)
-            async with Worker(
-                client,
-                task_queue=task_queue or settings.task_queue,
-                workflows=[MonitorWorkflow],
-                activities=[llm.call, tools.describe, tools.call, code.check, code.start, code.resume,
-                            *monitor.activities()],
-                max_concurrent_activities=20,
-            ) as worker:
-                yield worker
-    finally:
-        if sandbox is None:
-            await pool.close()
+    """The standard worker, with the tracker as an extra tool source and no Python tools."""
+    async with running_worker(
+        client, settings, registry=ToolRegistry(), sources=[McpToolSource(mcp)], task_queue=task_queue
+    ) as worker:
+        yield worker
 
 
 def demo_spec(settings: WorkerSettings, *, lead: str = "lead.core") -> MonitorSpec:
@@ -183,6 +160,8 @@ def print_report(report: MonitorReport, out: TextIO) -> None:
     print(f"  tick {report.day}: {counts['stalled']} stalled, {counts['nudged']} nudged, "
           f"{counts['escalated']} escalated, {counts['deferred']} deferred to later ticks, "
           f"{counts['failed']} failed; {report.reprompts} re-prompts, {report.usage.total_tokens} tokens", file=out)
+    print(f"  the scan program made {report.scan_tool_calls} tracker calls in the sandbox; the model only read "
+          f"one short prompt per nudge", file=out)
     for label, values in (("nudged", report.nudged), ("escalated", report.escalated),
                           ("already nudged today", report.nudged_today)):
         if values:

@@ -205,7 +205,14 @@ def schedule_command(args: argparse.Namespace) -> int:
         return 2
     if action == "apply":
         load_schedule_files(getattr(args, "dir", DEFAULT_DIRECTORY))  # bad files fail before connecting
-    return asyncio.run(_run(args, action, name))
+    try:
+        return asyncio.run(_run(args, action, name))
+    except RuntimeError as exc:
+        if "connect" not in str(exc).lower():
+            raise
+        print(f"error: cannot reach Temporal ({exc}); start it with 'agentsteps dev' or set TEMPORAL_ADDRESS",
+              file=sys.stderr)
+        return 1
 
 
 async def _run(args: argparse.Namespace, action: str, name: str | None) -> int:

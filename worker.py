@@ -18,6 +18,7 @@ from temporalio.worker import Worker
 
 from .activities.llm import LLMActivities
 from .activities.mcp import McpActivities, build_mcp_activities
+from .activities.monitor import MonitorActivities
 from .activities.payload_store import PayloadStore, build_data_converter, build_payload_store
 from .activities.sandbox import SandboxActivities, SandboxPool, SnapshotVault, load_snapshot_key
 from .activities.tool_registry import ToolRegistry
@@ -27,6 +28,7 @@ from .contracts.settings import WorkerSettings
 from .telemetry.runtime import build_runtime
 from .telemetry.tracing import tracing_interceptors
 from .workflows.agent import AgentWorkflow
+from .workflows.monitor import MonitorWorkflow
 from .workflows.pipeline import PipelineWorkflow
 
 DEFAULT_ADDRESS = "127.0.0.1:7233"
@@ -72,7 +74,7 @@ def _import_factory(entry: str) -> Callable[[WorkerSettings], ToolRegistry]:
 
 
 def workflows() -> list[type]:
-    return [AgentWorkflow, PipelineWorkflow]
+    return [AgentWorkflow, PipelineWorkflow, MonitorWorkflow]
 
 
 def build_worker(
@@ -101,6 +103,7 @@ def build_worker(
             sandbox.start,
             sandbox.resume,
             *mcp.activities(),
+            *MonitorActivities().activities(),
         ],
         **worker_options,
     )

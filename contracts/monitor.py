@@ -166,6 +166,8 @@ class MonitorReport(BaseModel):
     template_nudges: list[str] = Field(default_factory=list)
     """Nudged with the fixed template after the models failed the contract."""
     failed: list[IssueFailure] = Field(default_factory=list)
+    scan_tool_calls: int = 0
+    """Tracker calls the scan program made; their results stayed in the sandbox, never in a prompt."""
     reprompts: int = 0
     violations: list[Violation] = Field(default_factory=list)
     usage: Usage = Field(default_factory=Usage)

@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+import base64
 import json
-from datetime import timedelta
+import uuid
+from datetime import date, timedelta
 
 import pytest
 
-from agentsteps.contracts.monitor import NUDGE_MARKER
+from agentsteps.contracts.monitor import (
+    NUDGE_MARKER,
+    MonitorInput,
+    MonitorReport,
+    StalledIssue,
+    check_nudge,
+    plan_action,
+)
 from agentsteps.contracts.violations import ViolationKind
 from agentsteps.monitor_demo import assigned_issues, monitor_worker, nudge_script, tracker_client, tracker_server
 from agentsteps.telemetry.metrics import MONITOR_ESCALATIONS, MONITOR_NUDGES, MONITOR_STALLED_TICKETS
@@ -35,6 +44,7 @@ async def mcp(request, tracker):
     token = new_token()
     if request.param == "stdio":
         client = tracker_client({"tickets": tracker_server(db)}, token)
+        client.test_token = token
         yield client
         await client.aclose()
         return
@@ -43,8 +53,29 @@ async def mcp(request, tracker):
         server = {"transport": "http", "url": f"http://127.0.0.1:{port}/mcp",
                   "headers": {"Authorization": "Bearer ${secret:TICKETS_API_TOKEN}"}}
         client = tracker_client({"tickets": server}, token)
+        client.test_token = token
         yield client
         await client.aclose()
+
+
+async def _tick_with_history(client, task_queue, spec, as_of) -> tuple[MonitorReport, str]:
+    handle = await client.start_workflow(
+        "StalledTicketMonitor", MonitorInput(spec=spec, as_of=as_of), id=f"monitor-{uuid.uuid4().hex[:10]}",
+        task_queue=task_queue, result_type=MonitorReport,
+    )
+    report = await handle.result()
+    return report, _decoded(json.loads((await handle.fetch_history()).to_json()))
+
+
+def _decoded(node) -> str:
+    """Every payload in a history, base64-decoded, so a test can search what history really holds."""
+    if isinstance(node, dict):
+        if "data" in node and "metadata" in node and isinstance(node["data"], str):
+            return base64.b64decode(node["data"]).decode("utf-8", "replace")
+        return "\n".join(_decoded(v) for v in node.values())
+    if isinstance(node, list):
+        return "\n".join(_decoded(v) for v in node)
+    return ""
 
 
 def _metric(metric, name: str) -> float:
@@ -61,7 +92,7 @@ async def test_a_tick_nudges_exactly_the_stalled_issues_and_a_second_tick_the_sa
     assert 3 <= len(expected) < spec.max_actions_per_tick, "the seed should give a handful of stalled issues"
 
     async with monitor_worker(client, settings, mcp):
-        report = await run_tick(client, settings.task_queue, spec, now)
+        report, history = await _tick_with_history(client, settings.task_queue, spec, now)
         comments_after_first = sql(db, "SELECT COUNT(*) FROM comments")[0][0]
         again = await run_tick(client, settings.task_queue, spec, now)
 
@@ -77,6 +108,11 @@ async def test_a_tick_nudges_exactly_the_stalled_issues_and_a_second_tick_the_sa
     # The model read one short prompt per issue, never a page of tracker JSON.
     assert len(scripted.requests) == len(expected)
     assert all(len(json.dumps(r.body)) < 3_000 for r in scripted.requests)
+    assert report.scan_tool_calls >= 1 + len(expected)  # at least one page, then one get_issue per candidate
+    # The tracker's token is a worker secret: not in history, not in any prompt.
+    assert "list_issues" in history and expected[0] in history
+    assert mcp.test_token not in history
+    assert not any(mcp.test_token in json.dumps(r.body) for r in scripted.requests)
 
     # Nudging bumped updated_at, as real trackers do: nothing is stalled any more, nothing new is posted.
     assert again.nudged == [] and again.escalated == []
@@ -180,3 +216,30 @@ async def test_drafts_that_never_meet_the_contract_fall_back_to_the_template_nam
     assert report.reprompts == len(stalled)
     for issue_id, [body] in nudge_comments(db, spec.author).items():
         assert f"@{assignee_of(db, issue_id)}" in body
+
+
+def test_the_nudge_contract_wants_the_issue_id_and_the_assignee_by_name_and_no_marker():
+    issue = StalledIssue(id="PROJ-7", assignee="bob", updated_at="2026-01-01T00:00:00Z")
+    assert check_nudge({"issue_id": "PROJ-7", "message": "Hi @bob, any news?"}, issue) == []
+    assert check_nudge({"issue_id": "PROJ-7", "message": "Bob: any news?"}, issue) == []
+    [wrong_id] = check_nudge({"issue_id": "PROJ-8", "message": "hi bob"}, issue)
+    assert wrong_id.path == "$.content.issue_id"
+    # "bobby" is someone else.
+    [unnamed] = check_nudge({"issue_id": "PROJ-7", "message": "hi bobby, any news?"}, issue)
+    assert unnamed.path == "$.content.message" and "'bob'" in unnamed.message
+    [forged] = check_nudge({"issue_id": "PROJ-7", "message": f"bob <!-- {NUDGE_MARKER} 2020-01-01 -->"}, issue)
+    assert "marker" in forged.message
+
+
+def test_plan_nudges_once_a_day_escalates_after_m_nudges_and_leaves_escalated_issues_alone():
+    spec = make_spec(escalate_after_nudges=2)
+    today = date(2026, 3, 2)
+
+    def issue(**kw):
+        return StalledIssue(id="P-1", assignee="bob", updated_at="2026-01-01T00:00:00Z", **kw)
+
+    assert plan_action(issue(), spec, today) == "nudge"
+    assert plan_action(issue(nudges=1, last_nudge="2026-02-20"), spec, today) == "nudge"
+    assert plan_action(issue(nudges=1, last_nudge="2026-03-02"), spec, today) == "nudged_today"
+    assert plan_action(issue(nudges=2, last_nudge="2026-02-25"), spec, today) == "escalate"
+    assert plan_action(issue(nudges=5, labels=["escalated"]), spec, today) == "already_escalated"

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from temporalio.client import ScheduleActionStartWorkflow, ScheduleOverlapPolicy
+from temporalio.service import RPCError, RPCStatusCode
 
 from agentsteps.contracts.monitor import MonitorReport
 from agentsteps.contracts.schedules import ScheduleFileError, ScheduleNotFoundError, parse_schedule_file
@@ -199,8 +200,9 @@ async def test_one_bad_file_stops_apply_before_anything_changes(client, tmp_path
     with pytest.raises(ScheduleFileError) as caught:
         await apply_schedules(client, tmp_path)
     assert caught.value.file.endswith("b-bad.toml") and caught.value.field == "every"
-    with pytest.raises(Exception):
+    with pytest.raises(RPCError) as missing:
         await client.get_schedule_handle(schedule_id).describe()
+    assert missing.value.status == RPCStatusCode.NOT_FOUND
 
 
 def test_two_files_with_one_schedule_id_are_rejected(tmp_path):

@@ -21,6 +21,7 @@ test_deploy_promtool.py) proves when each one fires.
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import re
@@ -34,6 +35,8 @@ from pathlib import Path
 import pytest
 import yaml
 from temporalio import workflow
+
+from agentsteps.monitor_demo import demo_monitor_tick
 
 with workflow.unsafe.imports_passed_through():
     import httpx
@@ -58,14 +61,6 @@ DASHBOARD = ROOT / "deploy" / "grafana" / "dashboards" / "agentsteps.json"
 ALERTS = ROOT / "deploy" / "prometheus" / "alerts.yml"
 SCRAPE_CONFIG = ROOT / "deploy" / "prometheus" / "prometheus.yml"
 
-# Producers not yet run by this workload: the stalled-ticket monitor is not
-# registered in worker.py yet. Its panels are strict xfails, so the day it
-# produces data this test fails until the entry goes.
-NOT_YET_PRODUCED = {
-    "agentsteps_monitor_stalled_tickets": "stalled-ticket monitor not registered in worker.py yet",
-    "agentsteps_monitor_nudges": "stalled-ticket monitor not registered in worker.py yet",
-    "agentsteps_monitor_escalations": "stalled-ticket monitor not registered in worker.py yet",
-}
 
 _METRIC_NAME = re.compile(r"\b(agentsteps_[a-z0-9_]+|temporal_[a-z0-9_]+|up)\b")
 _SUFFIXES = ("_bucket", "_count", "_sum", "_total")
@@ -268,6 +263,8 @@ WORKLOAD = [
 
 
 async def _run_workload(client: Client, settings: WorkerSettings, scripted: ScriptedModelServer) -> None:
+    # One stalled-ticket monitor tick against a fresh tracker feeds the monitor panels.
+    await demo_monitor_tick(client, settings, out=io.StringIO(), issues=60)
     for script, overrides, text in WORKLOAD:
         scripted.set_script(script)
         await client.execute_workflow(
@@ -333,20 +330,13 @@ async def scraped(temporal_env, tmp_path_factory):
         server.stop()
 
 
-def _xfail_if_not_produced(expr: str):
-    pending = sorted(set(NOT_YET_PRODUCED) & metrics_in(expr))
-    if pending:
-        return [pytest.mark.xfail(strict=True, reason=NOT_YET_PRODUCED[pending[0]])]
-    return []
-
-
 def _finite(result: list[dict]) -> list[float]:
     return [float(r["value"][1]) for r in result if math.isfinite(float(r["value"][1]))]
 
 
 @pytest.mark.parametrize(
     "expr",
-    [pytest.param(expr, id=title, marks=_xfail_if_not_produced(expr)) for title, expr in dashboard_queries()],
+    [pytest.param(expr, id=title) for title, expr in dashboard_queries()],
 )
 def test_dashboard_query_returns_data_from_the_scraped_worker(scraped, expr):
     result = scraped.query(expr)

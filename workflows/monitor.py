@@ -77,7 +77,7 @@ class MonitorWorkflow:
         as_of = _utc(inp.as_of or workflow.now())
         report = MonitorReport(monitor=spec.name, as_of=as_of, day=as_of.date().isoformat())
 
-        scan = await _scan(spec, as_of)
+        scan, report.scan_tool_calls = await _scan(spec, as_of)
         report.stalled_ids = scan.stalled
         handled = {c.id for c in scan.candidates}
         report.deferred = [i for i in scan.stalled if i not in handled]
@@ -131,7 +131,7 @@ def _utc(moment: datetime) -> datetime:
 # ---------------------------------------------------------------- scan: the code-mode program
 
 
-async def _scan(spec: MonitorSpec, as_of: datetime) -> ScanResult:
+async def _scan(spec: MonitorSpec, as_of: datetime) -> tuple[ScanResult, int]:
     functions = await _program_functions(spec)
     limits = spec.program_limits
     info = workflow.info()
@@ -169,7 +169,7 @@ async def _scan(spec: MonitorSpec, as_of: datetime) -> ScanResult:
             type="MonitorScanError", non_retryable=True,
         )
     try:
-        return ScanResult.model_validate(status.value)
+        return ScanResult.model_validate(status.value), status.calls_made
     except ValidationError as exc:
         raise ApplicationError(f"the scan program returned an unexpected value: {exc}", type="MonitorScanError",
                                non_retryable=True) from None
