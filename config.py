@@ -16,7 +16,6 @@ from pydantic import ValidationError
 
 from .contracts import InvalidSpecError, Violation, ViolationKind
 from .contracts.settings import WorkerSettings
-from .contracts.paths import json_path
 
 DEFAULT_CONFIG_FILE = "agentsteps.toml"
 
@@ -58,9 +57,7 @@ def load_settings(config_path: str | Path | None = None, env: Mapping[str, str] 
     try:
         return WorkerSettings.model_validate(data)
     except ValidationError as exc:
-        raise InvalidSpecError(
-            [_config_violation(json_path(e["loc"]), e["msg"]) for e in exc.errors()]
-        ) from None
+        raise InvalidSpecError.from_validation(exc, "config") from None
 
 
 def read_toml(path: Path) -> dict[str, Any]:

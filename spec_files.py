@@ -8,7 +8,6 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from .contracts.paths import json_path
 from .contracts import AgentSpec, InvalidSpecError, Violation, ViolationKind
 
 
@@ -29,9 +28,7 @@ def parse_spec(data: object) -> AgentSpec:
     try:
         return AgentSpec.model_validate(data)
     except ValidationError as exc:
-        raise InvalidSpecError(
-            [_violation(json_path(e["loc"]), e["msg"]) for e in exc.errors()]
-        ) from None
+        raise InvalidSpecError.from_validation(exc, "agent_spec") from None
 
 
 def _violation(path: str, message: str) -> Violation:

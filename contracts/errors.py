@@ -20,7 +20,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .violations import Violation
+from pydantic import ValidationError
+
+from .paths import json_path
+from .violations import Violation, ViolationKind
 
 if TYPE_CHECKING:
     from .composition import EdgeReport
@@ -33,8 +36,25 @@ class AgentStepsError(Exception):
 class InvalidSpecError(AgentStepsError):
     def __init__(self, violations: list[Violation]) -> None:
         self.violations = violations
+        what = violations[0].contract.replace("_", " ") if violations else "input"
         detail = "; ".join(f"{v.path}: {v.message}" for v in violations)
-        super().__init__(f"invalid agent spec: {detail}")
+        super().__init__(f"invalid {what}: {detail}")
+
+    @classmethod
+    def from_validation(cls, exc: ValidationError, contract: str) -> InvalidSpecError:
+        """One violation per pydantic error, each naming its field as a JSON path."""
+        return cls(
+            [
+                Violation(
+                    contract=contract,
+                    phase="pre",
+                    kind=ViolationKind.invalid_config,
+                    path=json_path(e["loc"]),
+                    message=e["msg"],
+                )
+                for e in exc.errors()
+            ]
+        )
 
 
 class CompositionError(AgentStepsError):

@@ -132,31 +132,12 @@ async def test_default_result_is_returned_when_every_model_is_spent(engine, scri
     assert len(scripted.requests) == 1
 
 
-async def test_rate_limited_call_is_retried_after_retry_after(engine, scripted):
-    scripted.set_script(
-        {
-            "rules": [
-                {"times": 1, "reply": {"fault": {"status": 429, "retry_after": "2", "message": "slow down"}}},
-                {"reply": {"content": "done"}},
-            ]
-        }
-    )
-    spec = make_spec(tools=[])
-    started = asyncio.get_running_loop().time()
-    result = await run_agent(engine.client, engine.task_queue, spec)
-    elapsed = asyncio.get_running_loop().time() - started
-
-    assert result.output == "done"
-    assert len(scripted.requests) == 2
-    # Temporal's own first retry interval is 1 s; waiting 2 s means Retry-After won.
-    assert elapsed >= 2.0
-
-
-async def test_unauthorized_provider_fails_at_once_without_retry(engine, scripted):
+async def test_unauthorized_provider_fails_the_run_at_once_without_retry(engine, scripted):
     scripted.set_script({"default": {"fault": {"status": 401, "message": "invalid api key provided"}}})
     error = await run_agent_failure(engine.client, engine.task_queue, make_spec(tools=[]))
 
-    assert "NonRetryableProviderError" in (error.type or "") or "invalid api key" in str(error)
+    assert error.type == "NonRetryableProviderError"
+    assert "invalid api key provided" in str(error)
     assert len(scripted.requests) == 1
 
 

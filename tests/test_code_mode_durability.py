@@ -4,9 +4,6 @@ side-effecting tool call ran exactly once, counted on the tool's side."""
 from __future__ import annotations
 
 import asyncio
-import subprocess
-import sys
-import time
 import uuid
 from pathlib import Path
 
@@ -16,6 +13,7 @@ from agentsteps.contracts import AgentInput, AgentResult, AgentSpec, LLMConfig
 from agentsteps.contracts.spec import ActivityPolicy
 
 from code_mode_support import NudgeLedger
+from process_support import kill, start_worker_process, wait_for
 
 WORKER = Path(__file__).with_name("code_mode_support.py")
 SPIN = "n = 0\nfor i in range(30_000_000):\n    n += 1\n"
@@ -30,23 +28,6 @@ PROGRAMS = {
 }
 
 
-def _start_worker(address: str, task_queue: str, base_url: str, state_dir: Path) -> subprocess.Popen:
-    proc = subprocess.Popen(
-        [sys.executable, str(WORKER), address, task_queue, base_url, str(state_dir)],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=WORKER.parent,
-    )
-    assert proc.stdout is not None
-    assert proc.stdout.readline().strip() == "ready"
-    return proc
-
-
-async def _wait_for(predicate, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out waiting"
-        await asyncio.sleep(0.05)
-
-
 @pytest.mark.parametrize("point", list(PROGRAMS))
 async def test_sigkilled_worker_mid_program_completes_and_each_side_effect_runs_once(
     temporal_env, client, scripted, tmp_path, point
@@ -56,7 +37,7 @@ async def test_sigkilled_worker_mid_program_completes_and_each_side_effect_runs_
     task_queue = f"code-kill-{uuid.uuid4().hex[:8]}"
     state_dir = tmp_path / "state"
     ledger = NudgeLedger(state_dir / "nudges.db")
-    first = _start_worker(address, task_queue, scripted.url_openai, state_dir)
+    first = start_worker_process(WORKER, address, task_queue, scripted.url_openai, state_dir)
     spec = AgentSpec(
         model=LLMConfig(model="scripted-2026-01-01", max_tokens=256, context_window=64_000),
         tools=["tickets.nudge"], mode="code", max_steps=2,
@@ -69,20 +50,18 @@ async def test_sigkilled_worker_mid_program_completes_and_each_side_effect_runs_
     second = None
     try:
         if point == "interpreter_segment":
-            await _wait_for(lambda: len(scripted.requests) == 1)
+            await wait_for(lambda: len(scripted.requests) == 1)
             await asyncio.sleep(0.6)  # past the check, inside the spinning segment
             assert ledger.nudged() == []
         else:
-            await _wait_for(lambda: ledger.nudged() == [1])
-        first.kill()
-        first.wait()
-        second = _start_worker(address, task_queue, scripted.url_openai, state_dir)
+            await wait_for(lambda: ledger.nudged() == [1])
+        kill(first)
+        second = start_worker_process(WORKER, address, task_queue, scripted.url_openai, state_dir)
         result = await asyncio.wait_for(handle.result(), timeout=90)
     finally:
         for proc in (first, second):
-            if proc is not None and proc.poll() is None:
-                proc.kill()
-                proc.wait()
+            if proc is not None:
+                kill(proc)
     assert result.status == "completed"
     assert result.output == [1, 2]
     assert ledger.nudged() == [1, 2], "each nudge's side effect happened exactly once"

@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import subprocess
-import sys
-import time
 import uuid
 from pathlib import Path
 
@@ -14,27 +11,9 @@ from agentsteps.contracts.spec import ActivityPolicy
 from agentsteps.examples.demo_tools import NotificationLedger
 
 from agent_support import make_spec
+from process_support import kill, start_worker_process, wait_for
 
 WORKER = Path(__file__).with_name("worker_process.py")
-
-
-def _start_worker(address: str, task_queue: str, base_url: str, state_dir: Path) -> subprocess.Popen:
-    proc = subprocess.Popen(
-        [sys.executable, str(WORKER), address, task_queue, base_url, str(state_dir)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    assert proc.stdout is not None
-    assert proc.stdout.readline().strip() == "ready"
-    return proc
-
-
-async def _wait_for(predicate, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out waiting"
-        await asyncio.sleep(0.1)
 
 
 async def test_sigkilled_worker_mid_tool_call_completes_on_a_new_worker_without_repeating_the_side_effect(
@@ -55,7 +34,7 @@ async def test_sigkilled_worker_mid_tool_call_completes_on_a_new_worker_without_
     task_queue = f"kill-{uuid.uuid4().hex[:8]}"
     state_dir = tmp_path / "state"
     ledger_path = state_dir / "notifications.db"
-    first = _start_worker(address, task_queue, scripted.url_openai, state_dir)
+    first = start_worker_process(WORKER, address, task_queue, scripted.url_openai, state_dir)
     spec = make_spec(tool_policy=ActivityPolicy(start_to_close_seconds=4, initial_interval_seconds=0.5))
     handle = await client.start_workflow(
         "AgentWorkflow",
@@ -66,18 +45,15 @@ async def test_sigkilled_worker_mid_tool_call_completes_on_a_new_worker_without_
     )
     try:
         # The notification is delivered, and the activity has not reported back yet.
-        await _wait_for(lambda: ledger_path.exists() and len(NotificationLedger(ledger_path).delivered()) == 1)
-        first.kill()
-        first.wait()
-        second = _start_worker(address, task_queue, scripted.url_openai, state_dir)
+        await wait_for(lambda: ledger_path.exists() and len(NotificationLedger(ledger_path).delivered()) == 1)
+        kill(first)
+        second = start_worker_process(WORKER, address, task_queue, scripted.url_openai, state_dir)
         try:
             result = await asyncio.wait_for(handle.result(), timeout=60)
         finally:
-            second.kill()
-            second.wait()
+            kill(second)
     finally:
-        if first.poll() is None:
-            first.kill()
+        kill(first)
 
     assert result.status == "completed"
     assert result.output == "carol knows"

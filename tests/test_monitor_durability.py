@@ -3,10 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
-import subprocess
-import sys
-import time
 import uuid
 from pathlib import Path
 
@@ -16,26 +12,9 @@ from agentsteps.monitor_demo import assigned_issues, nudge_script
 
 from mcp_support import new_token
 from monitor_support import make_spec, nudge_comments, seed_tracker, stalled_by_sql
+from process_support import kill, start_worker_process, wait_for
 
 WORKER = Path(__file__).with_name("monitor_support.py")
-
-
-def _start_worker(address: str, task_queue: str, base_url: str, state_dir: Path, db: Path, token: str):
-    proc = subprocess.Popen(
-        [sys.executable, str(WORKER), address, task_queue, base_url, str(state_dir), str(db)],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-        env={**os.environ, "TICKETS_TOKEN": token},
-    )
-    assert proc.stdout is not None
-    assert proc.stdout.readline().strip() == "ready"
-    return proc
-
-
-async def _wait_for(predicate, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out waiting"
-        await asyncio.sleep(0.05)
 
 
 async def test_sigkilled_worker_mid_tick_leaves_exactly_one_nudge_comment_per_stalled_issue(
@@ -58,25 +37,23 @@ async def test_sigkilled_worker_mid_tick_leaves_exactly_one_nudge_comment_per_st
     task_queue = f"monitor-kill-{uuid.uuid4().hex[:8]}"
     token = new_token()
     state_dir = tmp_path / "state"
-    first = _start_worker(address, task_queue, scripted.url_openai, state_dir, db, token)
+    first = start_worker_process(WORKER, address, task_queue, scripted.url_openai, state_dir, db, env={"TICKETS_TOKEN": token})
     handle = await client.start_workflow(
         "StalledTicketMonitor", MonitorInput(spec=spec, as_of=now), id=f"monitor-kill-{uuid.uuid4().hex[:8]}",
         task_queue=task_queue, result_type=MonitorReport,
     )
     second = None
     try:
-        await _wait_for(lambda: len(nudge_comments(db, spec.author)) >= 2)
-        first.kill()
-        first.wait()
+        await wait_for(lambda: len(nudge_comments(db, spec.author)) >= 2)
+        kill(first)
         posted_before_kill = len(nudge_comments(db, spec.author))
         assert posted_before_kill < len(expected), "the kill should land before the tick is done"
-        second = _start_worker(address, task_queue, scripted.url_openai, state_dir, db, token)
+        second = start_worker_process(WORKER, address, task_queue, scripted.url_openai, state_dir, db, env={"TICKETS_TOKEN": token})
         report = await asyncio.wait_for(handle.result(), timeout=120)
     finally:
         for proc in (first, second):
-            if proc is not None and proc.poll() is None:
-                proc.kill()
-                proc.wait()
+            if proc is not None:
+                kill(proc)
 
     assert report.stalled_ids == expected
     assert sorted(report.nudged) == sorted(expected)

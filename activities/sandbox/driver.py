@@ -41,6 +41,11 @@ from ...contracts.code_mode import (
 )
 
 _MAX_ERROR_CHARS = 2000
+MAX_VALUE_DEPTH = 100000
+"""Nesting allowed in a value leaving the sandbox. Deeper values would pass
+Monty (it cuts at 1,000 levels with a silent ``'<deeply nested>'``) but not
+pydantic's JSON (about 200 levels), failing the activity or, worse, the
+workflow task that decodes its result."""
 _OS_REFUSAL = "programs have no access to files, the environment or host modules"
 
 
@@ -210,8 +215,10 @@ def _name_arguments(function: ProgramFunction, args: tuple[Any, ...], kwargs: di
     return json.dumps(_to_json(named), ensure_ascii=False)
 
 
-def _to_json(value: Any, path: str = "$") -> Any:
+def _to_json(value: Any, path: str = "$", depth: int = 0) -> Any:
     """Only JSON crosses out of the sandbox; anything else is the program's error."""
+    if depth > MAX_VALUE_DEPTH:
+        raise _Failed("not_serializable", f"value at {path[:200]} is nested more than {MAX_VALUE_DEPTH} levels deep")
     if value is None or isinstance(value, (bool, int, str)):
         return value
     if isinstance(value, float):
@@ -219,13 +226,13 @@ def _to_json(value: Any, path: str = "$") -> Any:
             raise _Failed("not_serializable", f"value at {path} is {value}, which JSON cannot represent")
         return value
     if isinstance(value, (list, tuple)):
-        return [_to_json(v, f"{path}[{i}]") for i, v in enumerate(value)]
+        return [_to_json(v, f"{path}[{i}]", depth + 1) for i, v in enumerate(value)]
     if isinstance(value, dict):
         out = {}
         for k, v in value.items():
             if not isinstance(k, str):
                 raise _Failed("not_serializable", f"dict key {k!r} at {path} is not a string")
-            out[k] = _to_json(v, f"{path}.{k}")
+            out[k] = _to_json(v, f"{path}.{k}", depth + 1)
         return out
     raise _Failed(
         "not_serializable",
