@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test install clean
+.PHONY: demo test install mcp-thirdparty clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -16,8 +16,22 @@ install: $(BIN)/python
 demo: install
 	$(BIN)/agentsteps demo
 
-test: install
+# Published MCP servers we did not write, for tests/test_mcp_thirdparty.py. Each
+# gets its own venv (their MCP SDK pins must never touch the project's); the
+# stamp is the pinned requirements file, so a changed pin reinstalls.
+THIRDPARTY := .venv-mcp-thirdparty
+THIRDPARTY_SERVERS := $(patsubst tests/mcp_thirdparty/%.txt,$(THIRDPARTY)/%/installed.txt,$(wildcard tests/mcp_thirdparty/*.txt))
+
+$(THIRDPARTY)/%/installed.txt: tests/mcp_thirdparty/%.txt
+	rm -rf $(THIRDPARTY)/$*
+	$(PYTHON) -m venv $(THIRDPARTY)/$*
+	$(THIRDPARTY)/$*/bin/pip install --quiet --disable-pip-version-check --no-deps -r $<
+	cp $< $@
+
+mcp-thirdparty: $(THIRDPARTY_SERVERS)
+
+test: install mcp-thirdparty
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
 clean:
-	rm -rf $(VENV) .agentsteps
+	rm -rf $(VENV) $(THIRDPARTY) .agentsteps

@@ -59,7 +59,7 @@ def _build(config_path: str | Path | None):
 
     settings = load_settings(config_path)
     registry = load_registry(settings)
-    mcp = build_mcp_activities(config_path)
+    mcp = build_mcp_activities(settings.config_file)
     return registry, mcp, ToolActivities(registry, [mcp.source()])
 
 

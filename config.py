@@ -40,12 +40,14 @@ _ENV_FIELDS: dict[str, tuple[str, ...]] = {
 def load_settings(config_path: str | Path | None = None, env: Mapping[str, str] | None = None) -> WorkerSettings:
     """File values first, then environment variables on top (the 12-factor order)."""
     env = os.environ if env is None else env
-    path = Path(config_path or env.get("AGENTSTEPS_CONFIG") or DEFAULT_CONFIG_FILE)
+    named = config_path or env.get("AGENTSTEPS_CONFIG")
+    path = Path(named or DEFAULT_CONFIG_FILE)
     data: dict[str, Any] = {}
     if path.is_file():
         data = read_toml(path).get("worker", {})
         data["config_file"] = str(path)
-    elif config_path is not None:
+    elif named:
+        # A file the operator named must exist; only the implicit default may be absent.
         raise InvalidSpecError([_config_violation("$", f"config file {str(path)!r} does not exist")])
     for var, keys in _ENV_FIELDS.items():
         value = env.get(var)

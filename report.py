@@ -5,16 +5,15 @@ from __future__ import annotations
 import json
 from typing import TextIO
 
-from .contracts import AgentResult, AgentState
+from .contracts import AgentResult, Step
 
 
-def print_progress(state: AgentState, out: TextIO) -> None:
-    if state.step == 0:
-        print(f"  run started on {state.model or 'its model'}", file=out)
-        return
+def print_progress(step: Step, out: TextIO) -> None:
+    calls = ", ".join(f"{c.name}{' (error)' if c.is_error else ''}" for c in step.tool_calls)
+    flagged = "".join(f"\n      violation: {v.kind.value} at {v.path}" for v in step.violations)
     print(
-        f"  step {state.step}: {state.last_step} via {state.model}"
-        f" (tokens so far {state.usage.total_tokens}, violations {state.violations})",
+        f"  step {step.index}: {step.kind}{' -> ' + calls if calls else ''}"
+        f" ({step.model}, {step.usage.total_tokens} tokens){flagged}",
         file=out,
         flush=True,
     )
@@ -24,11 +23,7 @@ def print_result(result: AgentResult, out: TextIO) -> None:
     print(f"status: {result.status}", file=out)
     output = result.output if isinstance(result.output, str) else json.dumps(result.output, indent=2)
     print(f"final answer ({result.model or 'default'}):\n{_indent(output)}", file=out)
-    print(f"steps ({len(result.steps)}):", file=out)
-    for step in result.steps:
-        calls = ", ".join(f"{c.name}{' (error)' if c.is_error else ''}" for c in step.tool_calls)
-        flagged = f" [{len(step.violations)} violation(s)]" if step.violations else ""
-        print(f"  {step.index}. {step.kind} by {step.model}{': ' + calls if calls else ''}{flagged}", file=out)
+    print(f"steps: {len(result.steps)} (kinds: {', '.join(step.kind for step in result.steps)})", file=out)
     u = result.usage
     print(f"usage: {u.prompt_tokens} prompt + {u.completion_tokens} completion = {u.total_tokens} tokens", file=out)
     if result.violations:

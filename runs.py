@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping
 
 from temporalio.client import Client, WorkflowHandle
 
-from .contracts import AgentInput, AgentResult, AgentSpec, AgentState, InvalidSpecError, ToolSchema, ViolationKind
+from .contracts import AgentInput, AgentResult, AgentSpec, InvalidSpecError, Step, ToolSchema, ViolationKind
 from .contracts.preconditions import check_spec
 from .workflows.agent import WORKFLOW_NAME
 
@@ -47,19 +47,22 @@ async def start_agent_run(
 
 async def follow(
     handle: WorkflowHandle[object, AgentResult],
-    on_state: Callable[[AgentState], None],
+    on_step: Callable[[Step], None],
     interval: float = 0.3,
 ) -> AgentResult:
-    """Wait for the result, reporting each new step through ``on_state``."""
+    """Wait for the result, reporting every step exactly once, in order, as it happens."""
     result_task = asyncio.ensure_future(handle.result())
-    last_step = -1
+    shown = 0
     while not result_task.done():
         try:
-            state = await handle.query("state", result_type=AgentState)
-        except Exception:  # a query can race the run's start or end; the result decides
-            state = None
-        if state is not None and state.step != last_step:
-            last_step = state.step
-            on_state(state)
+            steps = await handle.query("steps", shown, result_type=list[Step])
+        except Exception:  # a query can race the run's start or end; the result has the rest
+            steps = []
+        for step in steps:
+            on_step(step)
+        shown += len(steps)
         await asyncio.wait([result_task], timeout=interval)
-    return result_task.result()
+    result = result_task.result()
+    for step in result.steps[shown:]:
+        on_step(step)
+    return result

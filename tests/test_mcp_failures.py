@@ -69,7 +69,7 @@ class Rogue:
         self.transport = transport
         self.marker = tmp_path / "marker"
         self.port = free_port()
-        self._procs: list[subprocess.Popen] = []
+        self._processes = contextlib.ExitStack()
         if transport == "stdio":
             server = hostile(timeouts=TIMEOUTS)
         else:
@@ -81,14 +81,11 @@ class Rogue:
     def start(self) -> None:
         """(Re)start the HTTP server; a stdio server is restarted by the pool itself."""
         if self.transport == "http":
-            context = hostile_http_process(self.port, self.marker)
-            self._procs.append(context.__enter__())
-            self._contexts = getattr(self, "_contexts", []) + [context]
+            self._processes.enter_context(hostile_http_process(self.port, self.marker))
 
     async def close(self) -> None:
         await self.client.aclose()
-        for context in getattr(self, "_contexts", []):
-            context.__exit__(None, None, None)
+        self._processes.close()
 
 
 @pytest.fixture(params=["stdio", "http"])
@@ -186,7 +183,8 @@ class Tracker:
     def __init__(self, transport: str, db: Path, token: str) -> None:
         self.transport, self.db, self.token = transport, db, token
         self.port = free_port()
-        self._http = None
+        self._processes = contextlib.ExitStack()
+        self._proc: subprocess.Popen | None = None
         if transport == "stdio":
             server = stdio_tracker(db, timeouts=TIMEOUTS)
         else:
@@ -195,20 +193,19 @@ class Tracker:
         self.client = make_client({"tickets": server}, {"TICKETS_API_TOKEN": token, "TRACKER_EXPECTS": token})
 
     def start(self) -> None:
+        """(Re)start the HTTP tracker; a stdio one is restarted by the pool itself."""
         if self.transport == "http":
-            self._http = http_tracker_process(self.db, self.port, self.token)
-            self._proc = self._http.__enter__()
+            self._proc = self._processes.enter_context(http_tracker_process(self.db, self.port, self.token))
 
     def pid(self) -> int:
-        if self.transport == "http":
+        if self._proc is not None:
             return self._proc.pid
         [pid] = child_pids(f"--transport stdio --db {self.db}")
         return pid
 
     async def close(self) -> None:
         await self.client.aclose()
-        if self._http is not None:
-            self._http.__exit__(None, None, None)
+        self._processes.close()
 
 
 @pytest.fixture(params=["stdio", "http"])

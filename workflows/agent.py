@@ -76,6 +76,11 @@ class AgentWorkflow:
             last_step=last,
         )
 
+    @workflow.query(name="steps")
+    def steps(self, since: int = 0) -> list[Step]:
+        """Steps from index ``since`` on, so a follower fetches each step once."""
+        return self._result.steps[since:]
+
     @workflow.signal(name="cancel")
     def cancel(self) -> None:
         """Graceful: the run stops before its next step and returns what it has."""

@@ -41,7 +41,7 @@ from ...contracts.code_mode import (
 )
 
 _MAX_ERROR_CHARS = 2000
-MAX_VALUE_DEPTH = 100000
+MAX_VALUE_DEPTH = 64
 """Nesting allowed in a value leaving the sandbox. Deeper values would pass
 Monty (it cuts at 1,000 levels with a silent ``'<deeply nested>'``) but not
 pydantic's JSON (about 200 levels), failing the activity or, worse, the
