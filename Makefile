@@ -23,10 +23,11 @@ THIRDPARTY := .venv-mcp-thirdparty
 THIRDPARTY_SERVERS := $(patsubst tests/mcp_thirdparty/%.txt,$(THIRDPARTY)/%/installed.txt,$(wildcard tests/mcp_thirdparty/*.txt))
 
 $(THIRDPARTY)/%/installed.txt: tests/mcp_thirdparty/%.txt
-	rm -rf $(THIRDPARTY)/$*
-	$(PYTHON) -m venv $(THIRDPARTY)/$*
-	$(THIRDPARTY)/$*/bin/pip install --quiet --disable-pip-version-check --no-deps -r $<
-	cp $< $@
+	@echo "installing third-party MCP server $* (pinned in $<)"
+	@rm -rf $(THIRDPARTY)/$*
+	@$(PYTHON) -m venv $(THIRDPARTY)/$*
+	@$(THIRDPARTY)/$*/bin/pip install --quiet --disable-pip-version-check --no-deps -r $<
+	@cp $< $@
 
 mcp-thirdparty: $(THIRDPARTY_SERVERS)
 

@@ -92,6 +92,9 @@ def _parser() -> argparse.ArgumentParser:
     tools_call.add_argument("name")
     tools_call.add_argument("--args", default="{}", help="arguments as a JSON object")
     tools_call.set_defaults(handler=_tools_call)
+    for action in (tools_list, tools_call):
+        # Also accepted after the verb, as documented; SUPPRESS keeps a --config given before it.
+        action.add_argument("--config", default=argparse.SUPPRESS, help="TOML config file")
 
     schema = command("schema", _schema, "Print the JSON Schema of the public types (all, or one by name).")
     schema.add_argument("name", nargs="?")

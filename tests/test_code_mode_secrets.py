@@ -91,8 +91,8 @@ import asyncio
 import os
 try:
     leaked = os.getenv("CRM_API_TOKEN")
-except PermissionError:
-    leaked = "refused"
+except Exception as exc:
+    leaked = "refused: " + str(exc)
 accounts = await asyncio.gather(crm_lookup("acme"), crm_lookup("globex"))
 {"leaked": leaked, "plans": [a["plan"] for a in accounts]}
 """
@@ -121,7 +121,8 @@ async def test_tool_secret_stays_in_the_worker_in_code_mode(client, settings, sc
 
     # The secret was really used: the service answered only authorised calls.
     assert result.status == "completed"
-    assert result.output == {"leaked": "refused", "plans": ["enterprise", "starter"]}
+    assert result.output["plans"] == ["enterprise", "starter"]
+    assert result.output["leaked"].startswith("refused: os.getenv")
     assert crm["authorised"] == 2 and crm["refused"] == 0
 
     assert SECRET not in history.to_json()

@@ -1,0 +1,313 @@
+"""One task in both modes: tool calling against code mode.
+
+The task: list N tickets, keep the stalled ones, sort them by due date, return
+the first 10 ids. The scripted model replays a correct run of each mode: in
+tools mode it calls ``tickets.list`` and then answers with the ids it read from
+the result; in code mode it answers once with a program. Tokens are counted
+with one tokenizer (o200k_base, ``contracts.tokens``) over the request bodies
+the model server received and the replies it sent, at N = 50, 500 and 5,000.
+
+Then code mode's overhead per tool call against a tool activity started
+straight from a workflow: K sequential calls (each one a ``tools.call`` plus a
+``code.resume``) and K gathered calls (one resume for all), both measured as
+(time(K) - time(0)) / K so the model call, check and start cancel out.
+
+One dev server, one worker, everything interleaved. The last line is one JSON
+object with the figures and the three target checks.
+
+    .venv/bin/python bench/code_vs_tools.py [--sizes 50,500,5000] [--rounds 3] [--calls 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+from temporalio.client import Client, WorkflowFailureError
+from temporalio.exceptions import ApplicationError
+from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Worker
+
+from agentsteps.activities.payload_store import build_data_converter
+from agentsteps.activities.tool_registry import ToolRegistry
+from agentsteps.activities.tools import ToolActivities
+from agentsteps.contracts import AgentInput, AgentResult, AgentSpec, LLMConfig
+from agentsteps.contracts.settings import ProviderSettings, WorkerSettings
+from agentsteps.contracts.tokens import TOKENS_PER_MESSAGE, count_text_tokens
+from agentsteps.scripted_model import ScriptedModelServer
+from agentsteps.stack import temporal_binary
+from agentsteps.worker import running_worker
+from direct_tools_workflow import DirectToolCalls
+
+MODEL = "scripted-2026-01-01"
+CONTEXT_WINDOW = 1_000_000  # the largest windows on offer today
+BODY = "Customer reports the export hangs at 90%; logs attached, retried twice, no workaround yet. " * 12
+
+
+class ListArgs(BaseModel):
+    count: int
+
+
+class Ticket(BaseModel):
+    id: int
+    title: str
+    assignee: str
+    status: str
+    stalled: bool
+    due: str
+    body: str
+
+
+class TicketList(BaseModel):
+    tickets: list[Ticket]
+
+
+class PingArgs(BaseModel):
+    i: int
+
+
+class Pong(BaseModel):
+    i: int
+
+
+def tickets(count: int) -> list[Ticket]:
+    return [
+        Ticket(
+            id=i, title=f"Export hangs for customer {i}", assignee=f"user{i % 17}",
+            status="in_progress" if i % 3 else "blocked", stalled=i % 3 == 0,
+            due=f"2026-{1 + (i * 7) % 12:02d}-{1 + (i * 13) % 28:02d}", body=BODY,
+        )
+        for i in range(1, count + 1)
+    ]
+
+
+def expected_ids(count: int) -> list[int]:
+    stalled = sorted((t for t in tickets(count) if t.stalled), key=lambda t: (t.due, t.id))
+    return [t.id for t in stalled[:10]]
+
+
+def registry() -> ToolRegistry:
+    reg = ToolRegistry()
+
+    @reg.tool(name="tickets.list")
+    def list_tickets(args: ListArgs) -> TicketList:
+        """List the newest ``count`` tickets with every field."""
+        return TicketList(tickets=tickets(args.count))
+
+    @reg.tool(name="ping")
+    def ping(args: PingArgs) -> Pong:
+        """Answer at once."""
+        return Pong(i=args.i)
+
+    return reg
+
+
+def task(count: int) -> str:
+    return f"List the newest {count} tickets, keep the stalled ones, sort them by due date, give the first 10 ids."
+
+
+PROGRAM = """\
+r = await tickets_list(count={count})
+stalled = [t for t in r["tickets"] if t["stalled"]]
+stalled.sort(key=lambda t: (t["due"], t["id"]))
+[t["id"] for t in stalled[:10]]
+"""
+
+
+def fenced(program: str) -> dict[str, Any]:
+    return {"content": f"```python\n{program}```"}
+
+
+def tools_script(count: int) -> dict[str, Any]:
+    return {"replies": [
+        {"tool_calls": [{"name": "tickets.list", "arguments": {"count": count}}]},
+        {"content": json.dumps(expected_ids(count))},
+    ]}
+
+
+def spec(mode: str, tools: list[str]) -> AgentSpec:
+    return AgentSpec(
+        name=f"bench-{mode}", model=LLMConfig(model=MODEL, max_tokens=1024, context_window=CONTEXT_WINDOW),
+        tools=tools, mode=mode, max_steps=3, reprompt_budget=0, token_budget=100_000_000,  # type: ignore[arg-type]
+    )
+
+
+# ----------------------------------------------------------------- tokens
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
+
+
+def request_tokens(body: dict[str, Any]) -> int:
+    total = 0
+    for message in body.get("messages", []):
+        total += TOKENS_PER_MESSAGE + count_text_tokens(_text(message.get("content") or ""))
+        if message.get("tool_calls"):
+            total += count_text_tokens(_text(message["tool_calls"]))
+    for key in ("tools", "response_format"):
+        if body.get(key):
+            total += count_text_tokens(_text(body[key]))
+    return total
+
+
+def reply_tokens(reply: dict[str, Any]) -> int:
+    calls = "".join(c["name"] + json.dumps(c["arguments"]) for c in reply.get("tool_calls", []))
+    return count_text_tokens(reply.get("content") or "") + count_text_tokens(calls)
+
+
+# ----------------------------------------------------------------- runs
+
+
+async def run_agent(client: Client, queue: str, agent: AgentSpec, text: str) -> tuple[AgentResult | None, str | None, float]:
+    started = time.perf_counter()
+    try:
+        result = await client.execute_workflow(
+            "AgentWorkflow", AgentInput(spec=agent, input=text), id=f"bench-{uuid.uuid4().hex[:10]}",
+            task_queue=queue, result_type=AgentResult,
+        )
+    except WorkflowFailureError as exc:
+        cause = exc.cause
+        while cause is not None and not isinstance(cause, ApplicationError):
+            cause = cause.__cause__
+        return None, str(cause or exc), time.perf_counter() - started
+    return result, None, time.perf_counter() - started
+
+
+async def task_in_mode(client: Client, queue: str, scripted: ScriptedModelServer, mode: str, count: int,
+                       rounds: int) -> dict[str, Any]:
+    script = {"replies": [fenced(PROGRAM.format(count=count))]} if mode == "code" else tools_script(count)
+    agent = spec(mode, ["tickets.list"])
+    times: list[float] = []
+    sent = received = None
+    for _ in range(rounds):
+        scripted.set_script(script)
+        result, error, elapsed = await run_agent(client, queue, agent, task(count))
+        if error is not None:
+            # A real finding, not a number: the tool result does not fit the model.
+            kind = re.search(r"\[(\w+)\] at", error)
+            refused = re.search(r"the prompt is about (\d+) tokens", error)
+            return {"n": count, "tokens": None, "sent": None, "received": None, "wall_s": round(elapsed, 3),
+                    "error": kind.group(1) if kind else error[:300], "requests_sent": len(scripted.requests),
+                    "refused_prompt_tokens": int(refused.group(1)) if refused else None}
+        assert result is not None
+        output = result.output if mode == "code" else json.loads(result.output)
+        assert output == expected_ids(count), (mode, count, output)
+        times.append(elapsed)
+        bodies = [r.body for r in scripted.requests]
+        sent = sum(request_tokens(b) for b in bodies)
+        received = sum(reply_tokens(r) for r in script["replies"][: len(bodies)])
+    assert sent is not None and received is not None
+    return {"n": count, "tokens": sent + received, "sent": sent, "received": received,
+            "wall_s": round(statistics.median(times), 3), "error": None}
+
+
+async def per_call(client: Client, queue: str, direct_queue: str, scripted: ScriptedModelServer, calls: int,
+                   rounds: int) -> dict[str, Any]:
+    programs = {
+        "sequential": (f"for i in range({calls}):\n    await ping(i)\n{calls}\n", "0\n"),
+        "gathered": (f"import asyncio\nlen(await asyncio.gather(*[ping(i) for i in range({calls})]))\n", "0\n"),
+    }
+    agent = spec("code", ["ping"])
+    figures: dict[str, Any] = {}
+    for shape, (program, empty) in programs.items():
+        code_samples: list[float] = []
+        direct_samples: list[float] = []
+        for round_ in range(rounds + 1):  # round 0 warms both paths up
+            timed: dict[str, float] = {}
+            for label, source in (("k", program), ("zero", empty)):
+                scripted.set_script({"replies": [fenced(source)]})
+                result, error, elapsed = await run_agent(client, queue, agent, "ping")
+                assert result is not None and error is None, error
+                timed[label] = elapsed
+            for label, k in (("dk", calls), ("dzero", 0)):
+                started = time.perf_counter()
+                await client.execute_workflow(
+                    DirectToolCalls.run, args=[k, shape == "gathered"], id=f"direct-{uuid.uuid4().hex[:10]}",
+                    task_queue=direct_queue,
+                )
+                timed[label] = time.perf_counter() - started
+            if round_:
+                code_samples.append((timed["k"] - timed["zero"]) / calls)
+                direct_samples.append((timed["dk"] - timed["dzero"]) / calls)
+            print(f"{shape} round {round_}: code {1000 * (timed['k'] - timed['zero']) / calls:.1f} ms/call, "
+                  f"direct {1000 * (timed['dk'] - timed['dzero']) / calls:.1f} ms/call", file=sys.stderr, flush=True)
+        code, direct = statistics.median(code_samples), statistics.median(direct_samples)
+        figures[shape] = {"code_ms_per_call": round(code * 1000, 2), "direct_ms_per_call": round(direct * 1000, 2),
+                          "ratio": round(code / direct, 3) if direct > 0 else None}
+    return figures
+
+
+async def main(sizes: list[int], rounds: int, calls: int) -> dict[str, Any]:
+    env = await WorkflowEnvironment.start_local(dev_server_existing_path=temporal_binary())
+    address = env.client.service_client.config.target_host
+    results: dict[str, list[dict[str, Any]]] = {"tools": [], "code": []}
+    with tempfile.TemporaryDirectory() as state, ScriptedModelServer({"rules": []}) as scripted:
+        settings = WorkerSettings(
+            state_dir=Path(state), task_queue=f"bench-{uuid.uuid4().hex[:6]}", tool_factories=[],
+            snapshot_key="bench-snapshot-key-0123456789abcdef",
+            providers=ProviderSettings(openai_base_url=scripted.url_openai, request_timeout_seconds=120),
+        )
+        client = await Client.connect(address, data_converter=build_data_converter(settings))
+        reg = registry()
+        direct_queue = settings.task_queue + "-direct"
+        direct = Worker(client, task_queue=direct_queue, workflows=[DirectToolCalls],
+                        activities=[ToolActivities(reg).call])
+        async with running_worker(client, settings, registry=reg), direct:
+            for count in sizes:
+                for mode in ("tools", "code"):
+                    figure = await task_in_mode(client, settings.task_queue, scripted, mode, count, rounds)
+                    results[mode].append(figure)
+                    print(f"{mode} N={count}: {figure}", file=sys.stderr, flush=True)
+            overhead = await per_call(client, settings.task_queue, direct_queue, scripted, calls, rounds)
+    await env.shutdown()
+    return summarise(results, overhead, rounds, calls)
+
+
+def summarise(results: dict[str, list[dict[str, Any]]], overhead: dict[str, Any], rounds: int,
+              calls: int) -> dict[str, Any]:
+    by = {mode: {f["n"]: f for f in figures} for mode, figures in results.items()}
+    tools_500, code_500 = by["tools"].get(500, {}).get("tokens"), by["code"].get(500, {}).get("tokens")
+    saving = 1 - code_500 / tools_500 if tools_500 and code_500 else None
+    code_50, code_5000 = by["code"].get(50, {}).get("tokens"), by["code"].get(5000, {}).get("tokens")
+    growth = code_5000 / code_50 - 1 if code_50 and code_5000 else None
+    ratio = overhead["sequential"]["ratio"]
+    return {
+        "tokenizer": "o200k_base",
+        "context_window": CONTEXT_WINDOW,
+        "tools": results["tools"],
+        "code": results["code"],
+        "per_call_overhead": overhead,
+        "rounds": rounds,
+        "calls_per_run": calls,
+        "token_saving_at_500": round(saving, 5) if saving is not None else None,
+        "code_token_growth_50_to_5000": round(growth, 5) if growth is not None else None,
+        "targets": {
+            "saving_at_500_ge_0.99": saving is not None and saving >= 0.99,
+            "code_growth_le_0.05": growth is not None and growth <= 0.05,
+            "per_call_overhead_le_1.5x": ratio is not None and ratio <= 1.5,
+        },
+    }
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sizes", default="50,500,5000")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--calls", type=int, default=20)
+    args = parser.parse_args()
+    summary = asyncio.run(main([int(s) for s in args.sizes.split(",")], args.rounds, args.calls))
+    print(json.dumps(summary), flush=True)
+    sys.stderr.flush()
+    os._exit(0)  # temporalio issue #300
