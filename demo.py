@@ -12,6 +12,7 @@ from importlib import resources
 
 from .contracts import AgentSpec, LLMConfig
 from .contracts.settings import WorkerSettings
+from .code_mode_demo import demo_code_mode_run
 from .monitor_demo import demo_monitor_tick
 from .report import print_progress, print_result
 from .runs import follow, start_agent_run
@@ -77,6 +78,7 @@ async def run_demo(settings: WorkerSettings) -> int:
         result = await follow(handle, lambda s: print_progress(s, out))
         print(file=out)
         print_result(result, out)
+        code_result = await demo_code_mode_run(client, settings, out)
         report = await demo_monitor_tick(client, settings, out=out)
         print("\nWhere to look:", file=out)
         if temporal.ui_url:
@@ -85,4 +87,5 @@ async def run_demo(settings: WorkerSettings) -> int:
                 print("  (the demo's server stops with it; `agentsteps dev` keeps it, with this run, up)", file=out)
         print(f"  Metrics:     {metrics.url}/metrics (while running; `agentsteps dev` serves :9464)", file=out)
         print("\nDemo finished; shutting down cleanly.", file=out, flush=True)
-    return 0 if result.status.startswith("completed") and not report.failed else 1
+    succeeded = result.status.startswith("completed") and code_result.status == "completed" and not report.failed
+    return 0 if succeeded else 1
