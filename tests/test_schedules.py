@@ -217,7 +217,9 @@ async def test_the_cli_applies_and_lists_schedules(client, temporal_env, tmp_pat
     cleanup.append(schedule_id)
     write(tmp_path, schedule_id, monitor_file(schedule_id))
     monkeypatch.setenv("TEMPORAL_ADDRESS", temporal_env.client.service_client.config.target_host)
-    monkeypatch.setenv("AGENTSTEPS_CONFIG", str(tmp_path / "absent.toml"))
+    config = tmp_path.parent / f"{tmp_path.name}-config.toml"
+    config.write_text("")  # an empty config: no stray ./agentsteps.toml can leak in
+    monkeypatch.setenv("AGENTSTEPS_CONFIG", str(config))
 
     def run(*argv: str) -> tuple[int, str]:
         parser = argparse.ArgumentParser()

@@ -105,14 +105,16 @@ def test_tool_span_is_named_after_the_tool_and_types_its_error(spans):
     assert "gen_ai.tool.call.arguments" not in finished.attributes
 
 
-def test_worker_settings_carry_tracing_from_the_environment():
+def test_worker_settings_carry_tracing_from_the_environment(tmp_path):
     from agentsteps.config import load_settings
 
+    empty = tmp_path / "empty.toml"
+    empty.write_text("")
     settings = load_settings(env={"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318",
-                                  "AGENTSTEPS_TRACE_CONTENT": "true", "AGENTSTEPS_CONFIG": "/nonexistent.toml"})
+                                  "AGENTSTEPS_TRACE_CONTENT": "true", "AGENTSTEPS_CONFIG": str(empty)})
     assert settings.tracing.otlp_endpoint == "http://collector:4318"
     assert settings.tracing.capture_content is True
-    assert load_settings(env={"AGENTSTEPS_CONFIG": "/nonexistent.toml"}).tracing.capture_content is False
+    assert load_settings(env={"AGENTSTEPS_CONFIG": str(empty)}).tracing.capture_content is False
 
 
 @activity.defn(name="telemetry_test.chat")

@@ -167,6 +167,22 @@ def _sandbox_options(limits: ProgramLimits) -> dict[str, Any]:
     return {**activity_options(policy), "heartbeat_timeout": timedelta(seconds=5)}
 
 
+def _segment_options(limits: ProgramLimits) -> dict[str, Any]:
+    # code.start / code.resume run as LOCAL activities: a sequential tool call
+    # then costs one server round trip (tools.call), not two, since the segment
+    # runs inside the workflow task and leaves a marker. This is safe because a
+    # segment is short (the sandbox enforces segment_seconds), deterministic
+    # from its snapshot, and free of side effects (those are tools.call, keyed).
+    # A killed worker's segment is rerun from the same snapshot after the
+    # workflow task timeout (10 s default), which replaces the heartbeat timeout;
+    # a hung one is cut by start_to_close and retried in-process (backoffs stay
+    # under local_retry_threshold). Inputs and results over 256 KiB still go
+    # through ExternalStorage: the activity worker encodes the result and the
+    # workflow completion encodes the input, as for any activity.
+    policy = ActivityPolicy(start_to_close_seconds=limits.segment_seconds + 60.0, max_attempts=5)
+    return {**activity_options(policy), "local_retry_threshold": timedelta(minutes=1)}
+
+
 async def _check(program: str, stubs: str, limits: ProgramLimits) -> list[Violation]:
     checked = await workflow.execute_activity(
         "code.check",
@@ -190,7 +206,7 @@ async def _execute(
     info = workflow.info()
     run_key = f"{info.workflow_id}/{info.run_id}/{index}"
     by_name = {f.python_name: f for f in functions}
-    options = _sandbox_options(limits)
+    options = _segment_options(limits)
     status = await _sandbox(
         "code.start",
         StartProgramInput(
@@ -232,7 +248,7 @@ async def _execute(
 
 async def _sandbox(name: str, arg: Any, options: dict[str, Any]) -> ProgramStatus:
     try:
-        return await workflow.execute_activity(name, arg, result_type=ProgramStatus, summary=name, **options)
+        return await workflow.execute_local_activity(name, arg, result_type=ProgramStatus, summary=name, **options)
     except ActivityError as exc:
         cause = exc.cause
         if isinstance(cause, ApplicationError) and cause.type == "SnapshotIntegrityError":

@@ -81,7 +81,8 @@ class SandboxActivities:
 async def _heartbeating(every: float = 1.0) -> AsyncIterator[None]:
     """Heartbeat while a segment runs, so a killed worker's segment is retried
     elsewhere after the heartbeat timeout, not after the whole activity timeout."""
-    if not activity.in_activity():
+    # Local activities have no heartbeats: the workflow task timeout covers them.
+    if not activity.in_activity() or activity.info().is_local:
         yield
         return
 
