@@ -86,7 +86,7 @@ async def _main(address: str, task_queue: str, base_url: str, state_dir: str, db
     from temporalio.contrib.pydantic import pydantic_data_converter
 
     from agentsteps.contracts.settings import ProviderSettings, WorkerSettings
-    from agentsteps.monitor_demo import monitor_worker, tracker_client, tracker_server
+    from agentsteps.demos.monitor import monitor_worker, tracker_client, tracker_server
 
     settings = WorkerSettings(state_dir=Path(state_dir), task_queue=task_queue,
                               providers=ProviderSettings(openai_base_url=base_url, request_timeout_seconds=10))

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import jsonschema
 
-from agentsteps.cli_check import EXIT_FAILED, EXIT_INVALID, EXIT_OK, check_command
+from agentsteps.cli.check import EXIT_FAILED, EXIT_INVALID, EXIT_OK, check_command
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "pipelines" / "support_reply.toml"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 
-from agentsteps.code_mode_demo import demo_code_mode_run
+from agentsteps.demos.code_mode import demo_code_mode_run
 from agentsteps.examples.demo_tools import NotificationLedger
 
 

@@ -18,7 +18,7 @@ from agentsteps.contracts.monitor import (
     plan_action,
 )
 from agentsteps.contracts.violations import ViolationKind
-from agentsteps.monitor_demo import assigned_issues, monitor_worker, nudge_script, tracker_client, tracker_server
+from agentsteps.demos.monitor import assigned_issues, monitor_worker, nudge_script, tracker_client, tracker_server
 from agentsteps.telemetry.metrics import MONITOR_ESCALATIONS, MONITOR_NUDGES, MONITOR_STALLED_TICKETS
 
 from mcp_support import free_port, http_tracker_process, new_token

@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 
 from agentsteps.contracts.monitor import NUDGE_MARKER
-from agentsteps.monitor_demo import demo_monitor_tick
+from agentsteps.demos.monitor import demo_monitor_tick
 
 from monitor_support import assignee_of, nudge_comments
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from agentsteps.contracts.monitor import MonitorInput, MonitorReport
 from agentsteps.contracts.spec import ActivityPolicy
-from agentsteps.monitor_demo import assigned_issues, nudge_script
+from agentsteps.demos.monitor import assigned_issues, nudge_script
 
 from mcp_support import new_token
 from monitor_support import make_spec, nudge_comments, seed_tracker, stalled_by_sql

@@ -17,7 +17,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from agentsteps.contracts.monitor import MonitorReport
 from agentsteps.contracts.schedules import ScheduleFileError, ScheduleNotFoundError, parse_schedule_file
-from agentsteps.monitor_demo import assigned_issues, monitor_worker, nudge_script, tracker_client, tracker_server
+from agentsteps.demos.monitor import assigned_issues, monitor_worker, nudge_script, tracker_client, tracker_server
 from agentsteps.schedules import (
     apply_schedules,
     list_schedules,

@@ -36,7 +36,7 @@ import pytest
 import yaml
 from temporalio import workflow
 
-from agentsteps.monitor_demo import demo_monitor_tick
+from agentsteps.demos.monitor import demo_monitor_tick
 
 with workflow.unsafe.imports_passed_through():
     import httpx

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import TextIO
 
-from .contracts import AgentResult, Step
+from ..contracts import AgentResult, Step
 
 
 def print_progress(step: Step, out: TextIO) -> None:

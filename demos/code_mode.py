@@ -19,13 +19,13 @@ from typing import TextIO
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHandle
 
-from .contracts import AgentResult, AgentSpec, LLMConfig, LLMResponse
-from .contracts.code_mode import extract_program
-from .contracts.settings import WorkerSettings
-from .report import print_progress
-from .runs import follow, start_agent_run
-from .scripted_model import ScriptedModelServer
-from .worker import load_registry, running_worker
+from ..contracts import AgentResult, AgentSpec, LLMConfig, LLMResponse
+from ..contracts.code_mode import extract_program
+from ..contracts.settings import WorkerSettings
+from ..cli.report import print_progress
+from ..runs import follow, start_agent_run
+from ..scripted_model import ScriptedModelServer
+from ..worker import load_registry, running_worker
 
 CODE_DEMO_INPUT = (
     "Which of Paris, Tokyo and London is warmest right now? "

@@ -23,12 +23,12 @@ from typing import Any, TextIO
 from temporalio.client import Client
 from temporalio.worker import Worker
 
-from .activities.mcp import McpSessionPool, McpToolClient, McpToolSource, SecretResolver, parse_mcp_config
-from .activities.tool_registry import ToolRegistry
-from .contracts.llm import LLMConfig
-from .contracts.monitor import MONITOR_WORKFLOW, NUDGE_MARKER, MonitorInput, MonitorReport, MonitorSpec
-from .contracts.settings import WorkerSettings
-from .worker import running_worker
+from ..activities.mcp import McpSessionPool, McpToolClient, McpToolSource, SecretResolver, parse_mcp_config
+from ..activities.tool_registry import ToolRegistry
+from ..contracts.llm import LLMConfig
+from ..contracts.monitor import MONITOR_WORKFLOW, NUDGE_MARKER, MonitorInput, MonitorReport, MonitorSpec
+from ..contracts.settings import WorkerSettings
+from ..worker import running_worker
 
 SCRIPTED_MODEL = "scripted-2026-01-01"
 OPENAI_MODEL = "gpt-4o-mini-2024-07-18"
@@ -116,8 +116,8 @@ async def demo_monitor_tick(
     spec: MonitorSpec | None = None,
 ) -> MonitorReport:
     """Seed a fresh tracker under ``settings.state_dir``, run one tick against it, print and return the report."""
-    from .examples.tickets.seed import seed
-    from .scripted_model import ScriptedModelServer
+    from ..examples.tickets.seed import seed
+    from ..scripted_model import ScriptedModelServer
 
     out = out or sys.stdout
     now = datetime.now(UTC).replace(microsecond=0)

@@ -10,17 +10,17 @@ import sys
 from contextlib import AsyncExitStack
 from importlib import resources
 
-from .contracts import AgentSpec, LLMConfig
-from .contracts.settings import WorkerSettings
-from .code_mode_demo import demo_code_mode_run
-from .monitor_demo import demo_monitor_tick
-from .report import print_progress, print_result
-from .runs import follow, start_agent_run
-from .scripted_model import Script, ScriptedModelServer
-from .spec_files import parse_spec
-from .stack import embedded_temporal
-from .telemetry.server import start_metrics_server
-from .worker import connect, load_registry, running_worker
+from ..contracts import AgentSpec, LLMConfig
+from ..contracts.settings import WorkerSettings
+from .code_mode import demo_code_mode_run
+from .monitor import demo_monitor_tick
+from ..cli.report import print_progress, print_result
+from ..runs import follow, start_agent_run
+from ..scripted_model import Script, ScriptedModelServer
+from ..spec_files import parse_spec
+from ..stack import embedded_temporal
+from ..telemetry.server import start_metrics_server
+from ..worker import connect, load_registry, running_worker
 
 DEMO_INPUT = "What is the weather in Paris and in Tokyo? Notify alice@example.com with a one-line summary."
 OPENAI_DEMO_MODEL = "gpt-4o-mini-2024-07-18"

@@ -6,10 +6,10 @@ import asyncio
 import signal
 import threading
 
-from .contracts.settings import WorkerSettings
-from .stack import embedded_temporal
-from .telemetry.server import start_metrics_server
-from .worker import connect, running_worker
+from ..contracts.settings import WorkerSettings
+from ..stack import embedded_temporal
+from ..telemetry.server import start_metrics_server
+from ..worker import connect, running_worker
 
 
 async def _until_stopped() -> None:

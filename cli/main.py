@@ -15,7 +15,7 @@ import sys
 from collections.abc import Callable
 from typing import NoReturn
 
-from .contracts import AgentStepsError, InvalidSpecError
+from ..contracts import AgentStepsError, InvalidSpecError
 
 EXIT_OK = 0
 EXIT_RUN_FAILED = 1
@@ -74,7 +74,7 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("--json", action="store_true", help="print the edge reports as JSON")
 
     schedule = command("schedule", _schedule, "Apply, list, pause, resume or trigger the schedules in deploy/schedules.")
-    from .schedules import configure_parser
+    from ..schedules import configure_parser
 
     configure_parser(schedule)
 
@@ -102,13 +102,13 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _settings(args: argparse.Namespace):
-    from .config import load_settings
+    from ..config import load_settings
 
     return load_settings(args.config)
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from .demo import run_demo
+    from ..demos import run_demo
 
     return asyncio.run(run_demo(_settings(args)))
 
@@ -126,7 +126,7 @@ def _worker(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from .run_command import run_from_spec, run_pipeline
+    from .run import run_from_spec, run_pipeline
 
     if args.pipeline:
         return asyncio.run(
@@ -136,38 +136,38 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from .cli_check import check_command
+    from .check import check_command
 
     return check_command(args.file, args.json)
 
 
 def _scripted_model(args: argparse.Namespace) -> int:
-    from .scripted_model import run_cli
+    from ..scripted_model import run_cli
 
     run_cli(args.script, args.port, host=args.host)
     return EXIT_OK
 
 
 def _schedule(args: argparse.Namespace) -> int:
-    from .schedules import schedule_command
+    from ..schedules import schedule_command
 
     return schedule_command(args)
 
 
 def _tools_list(args: argparse.Namespace) -> int:
-    from .cli_tools import tools_list
+    from .tools import tools_list
 
     return tools_list(args.config, args.json)
 
 
 def _tools_call(args: argparse.Namespace) -> int:
-    from .cli_tools import tools_call
+    from .tools import tools_call
 
     return tools_call(args.name, args.args, args.config)
 
 
 def _schema(args: argparse.Namespace) -> int:
-    from .contracts.schema_export import export_schemas
+    from ..contracts.schema_export import export_schemas
 
     schemas = export_schemas()
     if args.name:

@@ -9,16 +9,16 @@ from contextlib import AsyncExitStack
 
 from temporalio.client import WorkflowFailureError
 
-from .contracts import InvalidSpecError, Violation, ViolationKind
-from .contracts.pipeline_run import PipelineResult, pipeline_input
-from .contracts.settings import WorkerSettings
-from .pipelines_io import load_pipeline_file
+from ..contracts import InvalidSpecError, Violation, ViolationKind
+from ..contracts.pipeline_run import PipelineResult, pipeline_input
+from ..contracts.settings import WorkerSettings
+from ..pipelines_io import load_pipeline_file
 from .report import print_progress, print_result
-from .runs import follow, start_agent_run
-from .workflows.pipeline import WORKFLOW_NAME as PIPELINE_WORKFLOW
-from .spec_files import load_spec
-from .stack import embedded_temporal
-from .worker import connect, load_registry, running_worker
+from ..runs import follow, start_agent_run
+from ..workflows.pipeline import WORKFLOW_NAME as PIPELINE_WORKFLOW
+from ..spec_files import load_spec
+from ..stack import embedded_temporal
+from ..worker import connect, load_registry, running_worker
 
 
 async def run_from_spec(settings: WorkerSettings, spec_path: str, user_input: str, *, as_json: bool, worker: bool) -> int:

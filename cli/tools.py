@@ -20,9 +20,9 @@ from typing import Any
 
 from temporalio.exceptions import ApplicationError
 
-from .contracts import AgentStepsError, InvalidSpecError
-from .contracts.mcp import McpConfigError, McpError
-from .contracts.tools import ToolCallInput, ToolSchema
+from ..contracts import AgentStepsError, InvalidSpecError
+from ..contracts.mcp import McpConfigError, McpError
+from ..contracts.tools import ToolCallInput, ToolSchema
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -52,10 +52,10 @@ def _guarded(run: Any) -> int:
 
 
 def _build(config_path: str | Path | None):
-    from .activities.mcp import build_mcp_activities
-    from .activities.tools import ToolActivities
-    from .config import load_settings
-    from .worker import load_registry
+    from ..activities.mcp import build_mcp_activities
+    from ..activities.tools import ToolActivities
+    from ..config import load_settings
+    from ..worker import load_registry
 
     settings = load_settings(config_path)
     registry = load_registry(settings)
