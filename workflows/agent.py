@@ -47,8 +47,8 @@ WORKFLOW_NAME = "AgentWorkflow"
 @workflow.defn(name=WORKFLOW_NAME)
 class AgentWorkflow:
     def __init__(self) -> None:
-        self._result = AgentResult(status="running")
-        self._cancel_requested = False
+        self.result = AgentResult(status="running")
+        self.cancel_requested = False
         self._model = ""
 
     @workflow.run
@@ -57,34 +57,34 @@ class AgentWorkflow:
         try:
             result = await self._run(inp)
         except BaseException:
-            self._result.status = "failed"
-            workflow_metrics.record_run("failed", _seconds_since(started), len(self._result.steps))
+            self.result.status = "failed"
+            workflow_metrics.record_run("failed", _seconds_since(started), len(self.result.steps))
             raise
         workflow_metrics.record_run(result.status, _seconds_since(started), len(result.steps))
         return result
 
     @workflow.query(name="state")
     def state(self) -> AgentState:
-        last = self._result.steps[-1].kind if self._result.steps else None
+        last = self.result.steps[-1].kind if self.result.steps else None
         return AgentState(
-            status=self._result.status,
-            step=len(self._result.steps),
+            status=self.result.status,
+            step=len(self.result.steps),
             model=self._model,
-            usage=self._result.usage,
-            violations=len(self._result.violations),
-            degradations=len(self._result.degradations),
+            usage=self.result.usage,
+            violations=len(self.result.violations),
+            degradations=len(self.result.degradations),
             last_step=last,
         )
 
     @workflow.query(name="steps")
     def steps(self, since: int = 0) -> list[Step]:
         """Steps from index ``since`` on, so a follower fetches each step once."""
-        return self._result.steps[since:]
+        return self.result.steps[since:]
 
     @workflow.signal(name="cancel")
     def cancel(self) -> None:
         """Graceful: the run stops before its next step and returns what it has."""
-        self._cancel_requested = True
+        self.cancel_requested = True
 
     async def _run(self, inp: AgentInput) -> AgentResult:
         spec = inp.spec
@@ -112,9 +112,9 @@ class AgentWorkflow:
         response_format = ResponseFormat(json_schema=spec.output_schema) if spec.output_schema else None
 
         for index in range(spec.max_steps):
-            if self._cancel_requested:
-                self._result.status = "cancelled"
-                return self._result
+            if self.cancel_requested:
+                self.result.status = "cancelled"
+                return self.result
             step_started = workflow.now()
             request = LLMRequest(
                 config=ladder.current,
@@ -126,17 +126,17 @@ class AgentWorkflow:
             response = await self.call_llm(spec, request)
 
             if response.violations:
-                self._record_step(index, "assistant", response, [], step_started)
-                decision = self._on_violations(index, ladder, response)
+                self.record_step(index, "assistant", response, [], step_started)
+                decision = self.handle_violations(index, ladder, response)
                 if decision is Decision.reprompt:
                     history = [*history, *reprompt_messages(response.message, response.violations)]
                 elif decision is Decision.fallback:
                     history = history[:accepted]
                 elif decision is Decision.default:
                     assert spec.default_result is not None
-                    self._result.status = "completed_with_default"
-                    self._result.output = spec.default_result.value
-                    return self._result
+                    self.result.status = "completed_with_default"
+                    self.result.output = spec.default_result.value
+                    return self.result
                 continue
 
             if response.message.tool_calls:
@@ -147,16 +147,16 @@ class AgentWorkflow:
                     )
                     for c, r in zip(response.message.tool_calls, results)
                 ]
-                self._record_step(index, "tool_call", response, records, step_started)
+                self.record_step(index, "tool_call", response, records, step_started)
                 history = [*history, response.message, *(_tool_message(r) for r in results)]
                 accepted = len(history)
                 continue
 
-            self._record_step(index, "final", response, [], step_started)
-            self._result.status = "completed"
-            self._result.model = response.model or ladder.current.model
-            self._result.output = _final_output(response, spec)
-            return self._result
+            self.record_step(index, "final", response, [], step_started)
+            self.result.status = "completed"
+            self.result.model = response.model or ladder.current.model
+            self.result.output = _final_output(response, spec)
+            return self.result
 
         raise ApplicationError(
             f"the run used all {spec.max_steps} steps without a final answer",
@@ -174,17 +174,17 @@ class AgentWorkflow:
             summary=f"chat {request.config.model}",
             **activity_options(spec.llm_policy),
         )
-        self._result.usage = self._result.usage + _billable(response.usage)
-        if self._result.usage.total_tokens > spec.token_budget:
+        self.result.usage = self.result.usage + _billable(response.usage)
+        if self.result.usage.total_tokens > spec.token_budget:
             raise ApplicationError(
-                f"token budget exceeded: {self._result.usage.total_tokens} > {spec.token_budget}",
+                f"token budget exceeded: {self.result.usage.total_tokens} > {spec.token_budget}",
                 type="BudgetExceededError",
                 non_retryable=True,
             )
         return response
 
-    def _on_violations(self, index: int, ladder: ModelLadder, response: LLMResponse) -> Decision:
-        self._result.violations.extend(response.violations)
+    def handle_violations(self, index: int, ladder: ModelLadder, response: LLMResponse) -> Decision:
+        self.result.violations.extend(response.violations)
         first = response.violations[0]
         failed_model = ladder.current.model
         decision = ladder.on_violation()
@@ -205,7 +205,7 @@ class AgentWorkflow:
         return decision
 
     def _degrade(self, index: int, from_model: str, to: str, reason: Violation, *, target: str) -> None:
-        self._result.degradations.append(Degradation(step=index, from_model=from_model, to=to, reason=reason))
+        self.result.degradations.append(Degradation(step=index, from_model=from_model, to=to, reason=reason))
         workflow_metrics.record_degradation(reason.kind.value, target)
 
     async def _run_tools(self, spec: AgentSpec, index: int, response: LLMResponse) -> list[ToolCallResult]:
@@ -229,7 +229,7 @@ class AgentWorkflow:
             )
         )
 
-    def _record_step(
+    def record_step(
         self,
         index: int,
         kind: str,
@@ -237,7 +237,7 @@ class AgentWorkflow:
         records: list[ToolCallRecord],
         started: datetime,
     ) -> None:
-        self._result.steps.append(
+        self.result.steps.append(
             Step(
                 index=index,
                 kind=kind,  # type: ignore[arg-type]

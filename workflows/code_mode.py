@@ -81,7 +81,7 @@ parts; the clock is fixed.
 
 async def run_code_mode(wf: AgentWorkflow, inp: AgentInput, tools: list[ToolSchema]) -> AgentResult:
     spec = inp.spec
-    result = wf._result
+    result = wf.result
     ladder = ModelLadder(spec)
     limits = spec.code_limits
     stubs = generate_stubs(tools)
@@ -91,7 +91,7 @@ async def run_code_mode(wf: AgentWorkflow, inp: AgentInput, tools: list[ToolSche
     accepted = len(history)
 
     for index in range(spec.max_steps):
-        if wf._cancel_requested:
+        if wf.cancel_requested:
             result.status = "cancelled"
             return result
         started = workflow.now()
@@ -130,8 +130,8 @@ async def run_code_mode(wf: AgentWorkflow, inp: AgentInput, tools: list[ToolSche
 
         if violations:
             checked = response.model_copy(update={"violations": violations})
-            wf._record_step(index, "assistant", checked, records, started)
-            decision = wf._on_violations(index, ladder, checked)
+            wf.record_step(index, "assistant", checked, records, started)
+            decision = wf.handle_violations(index, ladder, checked)
             if decision is Decision.reprompt:
                 history = [*history, *reprompt_messages(response.message, violations)]
             elif decision is Decision.fallback:
@@ -146,7 +146,7 @@ async def run_code_mode(wf: AgentWorkflow, inp: AgentInput, tools: list[ToolSche
         final = response.model_copy(
             update={"message": Message(role="assistant", content=capped_view(value, status.output, status.output_dropped))}
         )
-        wf._record_step(index, "final", final, records, started)
+        wf.record_step(index, "final", final, records, started)
         result.status = "completed"
         result.model = response.model or ladder.current.model
         result.output = value
