@@ -16,6 +16,7 @@ from pydantic import BaseModel, ValidationError
 from temporalio import activity
 
 from ..contracts import ToolCallInput, ToolCallResult, ToolError, ToolSchema
+from ..contracts.json_schema import json_path
 from ..contracts.postconditions import parse_tool_arguments
 from ..contracts.tools import ToolsDescribeInput
 from ..telemetry.metrics import TOOL_CALL_SECONDS, TOOL_CALLS
@@ -109,8 +110,7 @@ def _error(call: ToolCallInput, message: str) -> ToolCallResult:
 
 
 def _brief(exc: ValidationError) -> str:
-    parts = [f"{'.'.join(str(p) for p in e['loc']) or '$'}: {e['msg']}" for e in exc.errors()[:5]]
-    return "; ".join(parts)
+    return "; ".join(f"{json_path('$', e['loc'])}: {e['msg']}" for e in exc.errors()[:5])
 
 
 def _to_jsonable(value: Any) -> Any:

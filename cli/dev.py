@@ -6,6 +6,8 @@ import asyncio
 import signal
 import threading
 
+from temporalio.client import Client
+
 from ..contracts.settings import WorkerSettings
 from ..stack import embedded_temporal
 from ..telemetry.server import start_metrics_server
@@ -20,34 +22,34 @@ async def _until_stopped() -> None:
     await stop.wait()
 
 
-async def run_dev(settings: WorkerSettings) -> int:
-    async with embedded_temporal(settings) as temporal:
-        client = await connect(settings, temporal.address)
-        ready = threading.Event()
-        metrics = start_metrics_server(settings.metrics_port, ready=ready.is_set)
-        try:
-            async with running_worker(client, settings):
-                ready.set()
-                print(f"Temporal server: {temporal.address}", flush=True)
-                if temporal.ui_url:
-                    print(f"Temporal UI:     {temporal.ui_url}", flush=True)
-                print(f"Metrics:         http://localhost:{settings.metrics_port}/metrics", flush=True)
-                print(f"Worker polling task queue {settings.task_queue!r}. Ctrl-C to stop.", flush=True)
-                await _until_stopped()
-        finally:
-            metrics.stop()
-    return 0
-
-
-async def run_worker_only(settings: WorkerSettings) -> int:
-    client = await connect(settings)
+async def _serve(client: Client, settings: WorkerSettings, banner: list[str]) -> None:
+    """Worker plus /metrics until SIGINT or SIGTERM; /readyz turns ready once the worker polls."""
     ready = threading.Event()
     metrics = start_metrics_server(settings.metrics_port, ready=ready.is_set)
     try:
         async with running_worker(client, settings):
             ready.set()
-            print(f"worker on {settings.task_queue!r}, metrics on :{settings.metrics_port}", flush=True)
+            print("\n".join(banner), flush=True)
             await _until_stopped()
     finally:
         metrics.stop()
+
+
+async def run_dev(settings: WorkerSettings) -> int:
+    async with embedded_temporal(settings) as temporal:
+        client = await connect(settings, temporal.address)
+        banner = [f"Temporal server: {temporal.address}"]
+        if temporal.ui_url:
+            banner.append(f"Temporal UI:     {temporal.ui_url}")
+        banner += [
+            f"Metrics:         http://localhost:{settings.metrics_port}/metrics",
+            f"Worker polling task queue {settings.task_queue!r}. Ctrl-C to stop.",
+        ]
+        await _serve(client, settings, banner)
+    return 0
+
+
+async def run_worker_only(settings: WorkerSettings) -> int:
+    client = await connect(settings)
+    await _serve(client, settings, [f"worker on {settings.task_queue!r}, metrics on :{settings.metrics_port}"])
     return 0

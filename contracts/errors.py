@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
-from .paths import json_path
+from .json_schema import json_path
 from .violations import Violation, ViolationKind
 
 if TYPE_CHECKING:
@@ -49,7 +49,7 @@ class InvalidSpecError(AgentStepsError):
                     contract=contract,
                     phase="pre",
                     kind=ViolationKind.invalid_config,
-                    path=json_path(e["loc"]),
+                    path=json_path("$", e["loc"]),
                     message=e["msg"],
                 )
                 for e in exc.errors()

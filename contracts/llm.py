@@ -45,6 +45,12 @@ class Usage(BaseModel):
     completion_tokens: int = 0
     total_tokens: int = 0
 
+    def billable(self) -> Usage:
+        """Prompt + completion, negatives as 0: an inconsistent reported total is a
+        postcondition violation, never what a budget is charged."""
+        prompt, completion = max(self.prompt_tokens, 0), max(self.completion_tokens, 0)
+        return Usage(prompt_tokens=prompt, completion_tokens=completion, total_tokens=prompt + completion)
+
     def __add__(self, other: Usage) -> Usage:
         return Usage(
             prompt_tokens=self.prompt_tokens + other.prompt_tokens,

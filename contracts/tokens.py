@@ -12,9 +12,11 @@ counted as the JSON the provider receives plus a small frame.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
 import warnings
+from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
 from .llm import LLMRequest
@@ -34,8 +36,14 @@ TOKENS_PER_TOOL = 8
 # 40k characters stay below both even at 4 tokens per character.
 _CHUNK_CHARS = 40_000
 
+# Every llm.call re-checks the whole history, so the same texts (tool results
+# above all) are counted again at each step. Counts are memoised by a digest
+# of the text, not the text itself, so the memo never pins large payloads.
+_MEMO_SIZE = 4096
+
 _encoding: Encoding | None = None
 _lock = threading.Lock()
+_memo: OrderedDict[bytes, int] = OrderedDict()
 
 
 def encoding() -> Encoding:
@@ -61,8 +69,18 @@ def count_text_tokens(text: str | None) -> int:
     """Tokens in ``text``; special-token markers such as ``<|endoftext|>`` count as plain text."""
     if not text:
         return 0
+    key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+    with _lock:
+        if key in _memo:
+            _memo.move_to_end(key)
+            return _memo[key]
     enc = encoding()
-    return sum(len(enc.encode_ordinary(text[i : i + _CHUNK_CHARS])) for i in range(0, len(text), _CHUNK_CHARS))
+    count = sum(len(enc.encode_ordinary(text[i : i + _CHUNK_CHARS])) for i in range(0, len(text), _CHUNK_CHARS))
+    with _lock:
+        _memo[key] = count
+        while len(_memo) > _MEMO_SIZE:
+            _memo.popitem(last=False)
+    return count
 
 
 def _dumps(value: Any) -> str:

@@ -30,7 +30,6 @@ with workflow.unsafe.imports_passed_through():
         ToolCallRecord,
         ToolCallResult,
         ToolSchema,
-        Usage,
         Violation,
     )
     from ..contracts.preconditions import check_spec
@@ -127,16 +126,10 @@ class AgentWorkflow:
 
             if response.violations:
                 self.record_step(index, "assistant", response, [], step_started)
-                decision = self.handle_violations(index, ladder, response)
-                if decision is Decision.reprompt:
-                    history = [*history, *reprompt_messages(response.message, response.violations)]
-                elif decision is Decision.fallback:
-                    history = history[:accepted]
-                elif decision is Decision.default:
-                    assert spec.default_result is not None
-                    self.result.status = "completed_with_default"
-                    self.result.output = spec.default_result.value
+                next_history = self.after_violation(spec, index, ladder, response, history, accepted)
+                if next_history is None:
                     return self.result
+                history = next_history
                 continue
 
             if response.message.tool_calls:
@@ -174,7 +167,7 @@ class AgentWorkflow:
             summary=f"chat {request.config.model}",
             **activity_options(spec.llm_policy),
         )
-        self.result.usage = self.result.usage + _billable(response.usage)
+        self.result.usage = self.result.usage + response.usage.billable()
         if self.result.usage.total_tokens > spec.token_budget:
             raise ApplicationError(
                 f"token budget exceeded: {self.result.usage.total_tokens} > {spec.token_budget}",
@@ -183,7 +176,32 @@ class AgentWorkflow:
             )
         return response
 
-    def handle_violations(self, index: int, ladder: ModelLadder, response: LLMResponse) -> Decision:
+    def after_violation(
+        self,
+        spec: AgentSpec,
+        index: int,
+        ladder: ModelLadder,
+        response: LLMResponse,
+        history: list[Message],
+        accepted: int,
+    ) -> list[Message] | None:
+        """Take the next rung after a violated answer; shared with code mode.
+
+        Returns the history for the next attempt (``accepted`` is where a fallback
+        model restarts), or None when the run ended on its declared default.
+        Raises the typed failure when no rung is left.
+        """
+        decision = self._handle_violations(index, ladder, response)
+        if decision is Decision.reprompt:
+            return [*history, *reprompt_messages(response.message, response.violations)]
+        if decision is Decision.fallback:
+            return history[:accepted]
+        assert spec.default_result is not None
+        self.result.status = "completed_with_default"
+        self.result.output = spec.default_result.value
+        return None
+
+    def _handle_violations(self, index: int, ladder: ModelLadder, response: LLMResponse) -> Decision:
         self.result.violations.extend(response.violations)
         first = response.violations[0]
         failed_model = ladder.current.model
@@ -274,12 +292,6 @@ def _final_output(response: LLMResponse, spec: AgentSpec) -> object:
     content = response.message.content or ""
     # The postcondition already proved it parses and validates.
     return json.loads(content) if spec.output_schema else content
-
-
-def _billable(usage: Usage) -> Usage:
-    """Count prompt + completion: a provider's inconsistent total is a violation, not a bill."""
-    prompt, completion = max(usage.prompt_tokens, 0), max(usage.completion_tokens, 0)
-    return Usage(prompt_tokens=prompt, completion_tokens=completion, total_tokens=prompt + completion)
 
 
 def _seconds_since(started: datetime) -> float:

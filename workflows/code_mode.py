@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import json
 from datetime import timedelta
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from temporalio import workflow
@@ -24,6 +25,7 @@ from temporalio.exceptions import ActivityError, ApplicationError
 with workflow.unsafe.imports_passed_through():
     from ..contracts import (
         AgentInput,
+        AgentSpec,
         AgentResult,
         LLMRequest,
         LLMResponse,
@@ -53,10 +55,9 @@ with workflow.unsafe.imports_passed_through():
         program_functions,
     )
     from ..contracts.json_schema import instance_violations
-    from ..contracts.reprompt import reprompt_messages
     from ..contracts.spec import ActivityPolicy
     from .activity_options import activity_options
-    from .degradation import Decision, ModelLadder
+    from .degradation import ModelLadder
 
 if TYPE_CHECKING:
     from .agent import AgentWorkflow
@@ -131,16 +132,10 @@ async def run_code_mode(wf: AgentWorkflow, inp: AgentInput, tools: list[ToolSche
         if violations:
             checked = response.model_copy(update={"violations": violations})
             wf.record_step(index, "assistant", checked, records, started)
-            decision = wf.handle_violations(index, ladder, checked)
-            if decision is Decision.reprompt:
-                history = [*history, *reprompt_messages(response.message, violations)]
-            elif decision is Decision.fallback:
-                history = history[:accepted]
-            elif decision is Decision.default:
-                assert spec.default_result is not None
-                result.status = "completed_with_default"
-                result.output = spec.default_result.value
+            next_history = wf.after_violation(spec, index, ladder, checked, history, accepted)
+            if next_history is None:
                 return result
+            history = next_history
             continue
 
         final = response.model_copy(
@@ -159,12 +154,10 @@ async def run_code_mode(wf: AgentWorkflow, inp: AgentInput, tools: list[ToolSche
     )
 
 
-def _sandbox_options(limits: ProgramLimits) -> dict[str, Any]:
+def _segment_policy(limits: ProgramLimits) -> ActivityPolicy:
     # A segment is bounded by the interpreter's own limit; the margin covers
-    # loading and storing a snapshot of several MB. A crashed worker is retried
-    # elsewhere from the same snapshot, which is deterministic.
-    policy = ActivityPolicy(start_to_close_seconds=limits.segment_seconds + 60.0, max_attempts=5)
-    return {**activity_options(policy), "heartbeat_timeout": timedelta(seconds=5)}
+    # loading and storing a snapshot of several MB.
+    return ActivityPolicy(start_to_close_seconds=limits.segment_seconds + 60.0, max_attempts=5)
 
 
 def _segment_options(limits: ProgramLimits) -> dict[str, Any]:
@@ -179,8 +172,7 @@ def _segment_options(limits: ProgramLimits) -> dict[str, Any]:
     # under local_retry_threshold). Inputs and results over 256 KiB still go
     # through ExternalStorage: the activity worker encodes the result and the
     # workflow completion encodes the input, as for any activity.
-    policy = ActivityPolicy(start_to_close_seconds=limits.segment_seconds + 60.0, max_attempts=5)
-    return {**activity_options(policy), "local_retry_threshold": timedelta(minutes=1)}
+    return {**activity_options(_segment_policy(limits)), "local_retry_threshold": timedelta(minutes=1)}
 
 
 async def _check(program: str, stubs: str, limits: ProgramLimits) -> list[Violation]:
@@ -189,14 +181,15 @@ async def _check(program: str, stubs: str, limits: ProgramLimits) -> list[Violat
         CheckProgramInput(program=program, stubs=stubs),
         result_type=CheckProgramResult,
         summary="check program",
-        **_sandbox_options(limits),
+        heartbeat_timeout=timedelta(seconds=5),
+        **activity_options(_segment_policy(limits)),
     )
     return checked.violations
 
 
 async def _execute(
     wf: AgentWorkflow,
-    spec: Any,
+    spec: AgentSpec,
     index: int,
     program: str,
     functions: list[ProgramFunction],
@@ -204,51 +197,67 @@ async def _execute(
     ladder: ModelLadder,
 ) -> tuple[ProgramStatus, list[ToolCallRecord]]:
     info = workflow.info()
-    run_key = f"{info.workflow_id}/{info.run_id}/{index}"
     by_name = {f.python_name: f for f in functions}
-    options = _segment_options(limits)
-    status = await _sandbox(
-        "code.start",
-        StartProgramInput(
-            run_key=run_key, program=program, functions=functions, limits=limits,
-            now=workflow.now().isoformat(), seed=workflow.random().randint(0, 2**62),
-        ),
-        options,
-    )
-    calls: dict[int, asyncio.Task[CallOutcome]] = {}
     records: dict[int, ToolCallRecord] = {}
+    start = StartProgramInput(
+        run_key=f"{info.workflow_id}/{info.run_id}/{index}", program=program, functions=functions, limits=limits,
+        now=workflow.now().isoformat(), seed=workflow.random().randint(0, 2**62),
+    )
+    status = await drive_program(
+        start,
+        lambda call: _run_call(wf, spec, index, info.run_id, call, by_name[call.function], ladder, records),
+    )
+    return status, [records[k] for k in sorted(records)]
 
+
+async def drive_program(
+    start: StartProgramInput,
+    run_call: Callable[[PendingCall], Awaitable[CallOutcome]],
+    *,
+    summary: str | None = None,
+) -> ProgramStatus:
+    """Run a program in the sandbox to its end; every call it makes goes to ``run_call``.
+
+    Calls that pause together run concurrently; the program resumes with their
+    outcomes. Shared by code mode and the monitor's fixed scan program.
+    """
+    options = _segment_options(start.limits)
+    calls: dict[int, asyncio.Task[CallOutcome]] = {}
+
+    def launch(new: list[PendingCall]) -> None:
+        for call in new:
+            if call.call_id not in calls:
+                calls[call.call_id] = asyncio.ensure_future(run_call(call))
+
+    status = await _sandbox("code.start", start, options, summary)
     while status.state == "pending":
-        for call in status.calls:
-            calls[call.call_id] = asyncio.ensure_future(
-                _run_call(wf, spec, index, info.run_id, call, by_name[call.function], ladder, records)
-            )
+        launch(status.calls)
         outcomes = list(await asyncio.gather(*(calls[i] for i in status.awaiting)))
         assert status.snapshot is not None
         status = await _sandbox(
             "code.resume",
             ResumeProgramInput(
-                run_key=run_key, snapshot=status.snapshot, functions=functions, outcomes=outcomes, limits=limits,
-                output=status.output, output_dropped=status.output_dropped, calls_made=status.calls_made,
-                sandbox_seconds=status.sandbox_seconds,
+                run_key=start.run_key, snapshot=status.snapshot, functions=start.functions, outcomes=outcomes,
+                limits=start.limits, output=status.output, output_dropped=status.output_dropped,
+                calls_made=status.calls_made, sandbox_seconds=status.sandbox_seconds,
             ),
             options,
+            summary,
         )
     # Calls the program started but never awaited still ran; wait so every
     # side effect is recorded before the run reports.
-    for call in status.calls if status.state == "completed" else []:
-        if call.call_id not in calls:
-            calls[call.call_id] = asyncio.ensure_future(
-                _run_call(wf, spec, index, info.run_id, call, by_name[call.function], ladder, records)
-            )
+    if status.state == "completed":
+        launch(status.calls)
     if calls:
         await asyncio.gather(*calls.values())
-    return status, [records[k] for k in sorted(records)]
+    return status
 
 
-async def _sandbox(name: str, arg: Any, options: dict[str, Any]) -> ProgramStatus:
+async def _sandbox(name: str, arg: Any, options: dict[str, Any], summary: str | None) -> ProgramStatus:
     try:
-        return await workflow.execute_local_activity(name, arg, result_type=ProgramStatus, summary=name, **options)
+        return await workflow.execute_local_activity(
+            name, arg, result_type=ProgramStatus, summary=summary or name, **options
+        )
     except ActivityError as exc:
         cause = exc.cause
         if isinstance(cause, ApplicationError) and cause.type == "SnapshotIntegrityError":
@@ -258,7 +267,7 @@ async def _sandbox(name: str, arg: Any, options: dict[str, Any]) -> ProgramStatu
 
 async def _run_call(
     wf: AgentWorkflow,
-    spec: Any,
+    spec: AgentSpec,
     index: int,
     run_id: str,
     call: PendingCall,
@@ -307,7 +316,7 @@ def _outcome(call_id: int, result: ToolCallResult) -> CallOutcome:
         return CallOutcome(call_id=call_id, value=result.content)
 
 
-async def _run_llm(wf: AgentWorkflow, spec: Any, call: PendingCall, ladder: ModelLadder) -> CallOutcome:
+async def _run_llm(wf: AgentWorkflow, spec: AgentSpec, call: PendingCall, ladder: ModelLadder) -> CallOutcome:
     args = json.loads(call.arguments)
     prompt, schema = args.get("prompt"), args.get("schema")
     if not isinstance(prompt, str) or (schema is not None and not isinstance(schema, dict)):

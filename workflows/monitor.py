@@ -28,17 +28,8 @@ with workflow.unsafe.imports_passed_through():
         ToolCallInput,
         ToolCallResult,
         ToolSchema,
-        Usage,
     )
-    from ..contracts.code_mode import (
-        CallOutcome,
-        ProgramFunction,
-        ProgramLimits,
-        ProgramStatus,
-        ResumeProgramInput,
-        StartProgramInput,
-        program_functions,
-    )
+    from ..contracts.code_mode import CallOutcome, ProgramFunction, StartProgramInput, program_functions
     from ..contracts.monitor import (
         MONITOR_WORKFLOW,
         NUDGE_SYSTEM_PROMPT,
@@ -63,9 +54,9 @@ with workflow.unsafe.imports_passed_through():
     from pydantic import ValidationError
 
     from ..contracts.reprompt import reprompt_messages
-    from ..contracts.spec import ActivityPolicy
     from ..contracts.tools import ToolsDescribeInput
     from .activity_options import activity_options
+    from .code_mode import drive_program
     from .degradation import Decision, ModelLadder
 
 
@@ -133,35 +124,17 @@ def _utc(moment: datetime) -> datetime:
 
 async def _scan(spec: MonitorSpec, as_of: datetime) -> tuple[ScanResult, int]:
     functions = await _program_functions(spec)
-    limits = spec.program_limits
     info = workflow.info()
-    run_key = f"{info.workflow_id}/{info.run_id}/scan"
-    options = _sandbox_options(limits)
-    status: ProgramStatus = await workflow.execute_activity(
-        "code.start",
-        StartProgramInput(
-            run_key=run_key, program=scan_program(spec, as_of), functions=functions, limits=limits,
-            now=as_of.isoformat(), seed=workflow.random().randint(0, 2**62),
-        ),
-        result_type=ProgramStatus, summary="scan for stalled issues", **options,
-    )
     tools = {f.python_name: f.tool for f in functions}
-    pending: dict[int, asyncio.Task[CallOutcome]] = {}
-    while status.state == "pending":
-        for call in status.calls:
-            pending[call.call_id] = asyncio.ensure_future(_read(spec, info.run_id, tools[call.function], call.call_id,
-                                                                call.arguments))
-        outcomes = list(await asyncio.gather(*(pending[i] for i in status.awaiting)))
-        assert status.snapshot is not None
-        status = await workflow.execute_activity(
-            "code.resume",
-            ResumeProgramInput(
-                run_key=run_key, snapshot=status.snapshot, functions=functions, outcomes=outcomes, limits=limits,
-                output=status.output, output_dropped=status.output_dropped, calls_made=status.calls_made,
-                sandbox_seconds=status.sandbox_seconds,
-            ),
-            result_type=ProgramStatus, summary="scan for stalled issues", **options,
-        )
+    start = StartProgramInput(
+        run_key=f"{info.workflow_id}/{info.run_id}/scan", program=scan_program(spec, as_of), functions=functions,
+        limits=spec.program_limits, now=as_of.isoformat(), seed=workflow.random().randint(0, 2**62),
+    )
+    status = await drive_program(
+        start,
+        lambda call: _read(spec, info.run_id, tools[call.function], call.call_id, call.arguments),
+        summary="scan for stalled issues",
+    )
     if status.state != "completed":
         error = status.error
         raise ApplicationError(
@@ -191,11 +164,6 @@ async def _program_functions(spec: MonitorSpec) -> list[ProgramFunction]:
         )
     # The program calls the tools by their tracker names, whatever prefix the worker's config gave them.
     return [by_tool[tool].model_copy(update={"python_name": name}) for name, tool in wanted.items()]
-
-
-def _sandbox_options(limits: ProgramLimits) -> dict[str, Any]:
-    policy = ActivityPolicy(start_to_close_seconds=limits.segment_seconds + 60.0, max_attempts=5)
-    return {**activity_options(policy), "heartbeat_timeout": timedelta(seconds=5)}
 
 
 async def _read(spec: MonitorSpec, run_id: str, tool: str, call_id: int, arguments: str) -> CallOutcome:
@@ -298,7 +266,7 @@ class _Drafter:
                 summary=f"draft nudge {issue.id}",
                 **activity_options(spec.llm_policy),
             )
-            report.usage = report.usage + _billable(response.usage)
+            report.usage = report.usage + response.usage.billable()
             violations = list(response.violations)
             value: Any = None
             if not violations:
@@ -315,11 +283,6 @@ class _Drafter:
                 history = list(prompt)
             else:
                 return None
-
-
-def _billable(usage: Usage) -> Usage:
-    prompt, completion = max(usage.prompt_tokens, 0), max(usage.completion_tokens, 0)
-    return Usage(prompt_tokens=prompt, completion_tokens=completion, total_tokens=prompt + completion)
 
 
 def _cause(exc: ActivityError) -> str:

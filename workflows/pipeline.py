@@ -203,10 +203,7 @@ class PipelineWorkflow:
             summary=f"chat {config.model}",
             **activity_options(inp.llm_policy),
         )
-        u = response.usage
-        self._result.usage = self._result.usage + u.model_copy(
-            update={"total_tokens": max(u.prompt_tokens, 0) + max(u.completion_tokens, 0)}
-        )
+        self._result.usage = self._result.usage + response.usage.billable()
         return response
 
     # --- tool steps -----------------------------------------------------------------------

@@ -50,7 +50,7 @@ class SandboxActivities:
         driver = SegmentDriver(inp.functions, inp.limits, OutputSink(inp.limits.output_bytes), 0, 0.0)
         options = checkout_options(inp.limits, datetime.fromisoformat(inp.now), inp.seed)
         started = time.perf_counter()
-        async with _heartbeating(), self.pool.session(**options) as session:
+        async with self.pool.session(**options) as session:
             status, paused = await driver.start(session, inp.program)
             if paused is not None:
                 status.snapshot = await self._vault.save(inp.run_key, paused.dump())
@@ -67,7 +67,7 @@ class SandboxActivities:
         driver = SegmentDriver(inp.functions, inp.limits, sink, inp.calls_made, inp.sandbox_seconds)
         started = time.perf_counter()
         # The dump carries the limits and OS policy it was started with.
-        async with _heartbeating(), self.pool.session() as session:
+        async with self.pool.session() as session:
             try:
                 status, paused = await driver.restore(session, blob, inp.outcomes)
             except ValueError as exc:
@@ -79,10 +79,11 @@ class SandboxActivities:
 
 @contextlib.asynccontextmanager
 async def _heartbeating(every: float = 1.0) -> AsyncIterator[None]:
-    """Heartbeat while a segment runs, so a killed worker's segment is retried
-    elsewhere after the heartbeat timeout, not after the whole activity timeout."""
-    # Local activities have no heartbeats: the workflow task timeout covers them.
-    if not activity.in_activity() or activity.info().is_local:
+    """Heartbeat while a check runs, so a killed worker's check is retried
+    elsewhere after the heartbeat timeout, not after the whole activity timeout.
+    (``code.start``/``code.resume`` run as local activities, which have no
+    heartbeats: the workflow task timeout covers them.)"""
+    if not activity.in_activity():
         yield
         return
 
