@@ -48,6 +48,7 @@ class AgentWorkflow:
     def __init__(self) -> None:
         self.result = AgentResult(status="running")
         self.cancel_requested = False
+        self._mode = "tools"
         self._model = ""
 
     @workflow.run
@@ -87,6 +88,7 @@ class AgentWorkflow:
 
     async def _run(self, inp: AgentInput) -> AgentResult:
         spec = inp.spec
+        self._mode = spec.mode
         tools = await self._describe_tools(spec)
         _reject_invalid_spec(spec, tools)
         if spec.mode == "code":
@@ -266,7 +268,7 @@ class AgentWorkflow:
                 violations=response.violations,
             )
         )
-        workflow_metrics.record_step("tools", _seconds_since(started))
+        workflow_metrics.record_step(self._mode, _seconds_since(started))
 
 
 def _reject_invalid_spec(spec: AgentSpec, tools: list[ToolSchema]) -> None:
