@@ -21,7 +21,7 @@ from ..contracts.postconditions import parse_tool_arguments
 from ..contracts.tools import ToolsDescribeInput
 from ..telemetry.metrics import TOOL_CALL_SECONDS, TOOL_CALLS
 from ..telemetry.tracing import tool_span
-from .tool_registry import ToolContext, ToolRegistry
+from .tool_registry import PythonTool, ToolContext, ToolRegistry
 from .tool_source import ToolSource
 
 
@@ -71,7 +71,7 @@ class ToolActivities:
             return await source.call(schema, call)
         return _error(call, f"unknown tool {call.name!r}")
 
-    async def _call_python(self, tool: Any, call: ToolCallInput) -> ToolCallResult:
+    async def _call_python(self, tool: PythonTool, call: ToolCallInput) -> ToolCallResult:
         raw, problem = parse_tool_arguments(call.arguments)
         if problem is not None:
             return _error(call, f"arguments are not usable: {problem}")

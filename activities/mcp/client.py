@@ -9,12 +9,11 @@ and Temporal's retry (with the same idempotency key) reconnects.
 from __future__ import annotations
 
 import asyncio
-import json
-from typing import Any
 
 import mcp_types as types
 
 from ...contracts.mcp import McpConfigError, McpUnavailableError
+from ...contracts.postconditions import parse_tool_arguments
 from ...contracts.tools import ToolCallInput, ToolCallResult, ToolSchema
 from ...contracts.violations import Violation, ViolationKind
 from .errors import is_request_rejection, translate
@@ -85,12 +84,9 @@ class McpToolClient:
         if not call.name.startswith(config.tool_prefix):
             return _error_result(call, f"unknown tool {call.name!r} for server {server!r}")
         mcp_name = call.name[len(config.tool_prefix):]
-        try:
-            arguments: Any = json.loads(call.arguments) if call.arguments.strip() else {}
-        except ValueError as exc:
-            return _arguments_violation(call, f"arguments are not valid JSON: {exc}")
-        if not isinstance(arguments, dict):
-            return _arguments_violation(call, "arguments must be a JSON object")
+        arguments, problem = parse_tool_arguments(call.arguments)
+        if arguments is None:
+            return _arguments_violation(call, f"arguments are not usable: {problem}")
 
         connection = await self.pool.connection(server)
         tool = connection.tools.get(mcp_name)
