@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from .contracts import InvalidSpecError, Violation, ViolationKind
-from .contracts.settings import WorkerSettings
+from .contracts.config.settings import WorkerSettings
 
 DEFAULT_CONFIG_FILE = "agentsteps.toml"
 

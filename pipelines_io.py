@@ -1,4 +1,4 @@
-"""Reading pipeline files: the I/O half of ``contracts.pipeline_spec``.
+"""Reading pipeline files: the I/O half of ``contracts.composition.pipeline_spec``.
 
 Reads TOML or JSON from disk and imports pydantic models named as
 ``"module:Model"``; everything else (validation, contracts, edge checks) is the
@@ -16,10 +16,10 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from .contracts.composition import Contract
+from .contracts.composition.contract import Contract
+from .contracts.composition.pipeline_spec import PipelineSpec, parse_pipeline, to_contracts
 from .contracts.errors import InvalidSpecError
-from .contracts.pipeline_spec import PipelineSpec, parse_pipeline, to_contracts
-from .contracts.violations import Violation, ViolationKind
+from .contracts.llm.violations import Violation, ViolationKind
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping
 from temporalio.client import Client, WorkflowHandle
 
 from .contracts import AgentInput, AgentResult, AgentSpec, InvalidSpecError, Step, ToolSchema, ViolationKind
-from .contracts.preconditions import check_spec
+from .contracts.llm.preconditions import check_spec
 from .workflows.agent import WORKFLOW_NAME
 
 

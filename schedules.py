@@ -1,7 +1,7 @@
 """Temporal Schedules defined in files: ``agentsteps schedule apply|list|pause|resume|trigger``.
 
 ``apply_schedules`` reads ``deploy/schedules/*.toml`` (see
-``contracts/schedules.py`` for the format) and creates or updates each
+``contracts/config/schedules.py`` for the format) and creates or updates each
 schedule. It is idempotent: the digest of what a file says is kept in the
 schedule action's memo, so an unchanged file is left alone, and a changed one
 is updated in place. A schedule's paused state belongs to operators: ``apply``
@@ -35,13 +35,8 @@ from temporalio.client import (
 )
 from temporalio.service import RPCError, RPCStatusCode
 
-from .contracts.schedules import (
-    ScheduleFile,
-    ScheduleFileError,
-    ScheduleNotFoundError,
-    ScheduleStatus,
-    parse_schedule_file,
-)
+from .contracts.config.schedules import ScheduleFile, ScheduleStatus, parse_schedule_file
+from .contracts.errors import ScheduleFileError, ScheduleNotFoundError
 
 DEFAULT_DIRECTORY = Path("deploy/schedules")
 DIGEST_MEMO = "agentsteps.schedule_digest"

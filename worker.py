@@ -24,7 +24,7 @@ from .activities.sandbox import SandboxActivities, SandboxPool, SnapshotVault, l
 from .activities.tool_registry import ToolRegistry
 from .activities.tool_source import ToolSource
 from .activities.tools import ToolActivities
-from .contracts.settings import WorkerSettings
+from .contracts.config.settings import WorkerSettings
 from .telemetry.runtime import build_runtime
 from .telemetry.tracing import tracing_interceptors
 from .workflows.agent import AgentWorkflow

@@ -14,12 +14,12 @@ import httpx
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from ..contracts.config.settings import PriceTable, ProviderSettings
 from ..contracts.errors import NonRetryableProviderError, RetryableProviderError
-from ..contracts.llm import LLMRequest, LLMResponse
-from ..contracts.postconditions import check_response
-from ..contracts.preconditions import check_request
-from ..contracts.settings import PriceTable, ProviderSettings
-from ..contracts.violations import Violation
+from ..contracts.llm.postconditions import check_response
+from ..contracts.llm.preconditions import check_request
+from ..contracts.llm.request import LLMRequest, LLMResponse
+from ..contracts.llm.violations import Violation
 from ..telemetry.tracing import llm_span
 from . import llm_metrics as metrics
 from .providers.registry import ProviderSet

@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal
 
-from ..contracts.llm import LLMConfig, Usage
-from ..contracts.settings import PriceTable
-from ..contracts.violations import Violation
+from ..contracts.config.settings import PriceTable
+from ..contracts.llm.request import LLMConfig, Usage
+from ..contracts.llm.violations import Violation
 from ..telemetry.metrics import (
     CONTRACT_CHECKS,
     CONTRACT_VIOLATIONS,

@@ -33,13 +33,10 @@ from temporalio.converter import (
     StorageDriverStoreContext,
 )
 
-from ..contracts.settings import WorkerSettings
+from ..contracts.config.settings import WorkerSettings
+from ..contracts.errors import PayloadIntegrityError
 
 _BLOB_ENCODING = b"binary/plain"
-
-
-class PayloadIntegrityError(Exception):
-    """Stored bytes no longer match their content address."""
 
 
 class LocalDirStorageDriver(StorageDriver):

@@ -17,8 +17,8 @@ from temporalio import activity
 
 from ..contracts import ToolCallInput, ToolCallResult, ToolError, ToolSchema
 from ..contracts.json_schema import json_path
-from ..contracts.postconditions import parse_tool_arguments
-from ..contracts.tools import ToolsDescribeInput
+from ..contracts.llm.arguments import parse_tool_arguments
+from ..contracts.llm.tools import ToolsDescribeInput
 from ..telemetry.metrics import TOOL_CALL_SECONDS, TOOL_CALLS
 from ..telemetry.tracing import tool_span
 from .tool_registry import PythonTool, ToolContext, ToolRegistry

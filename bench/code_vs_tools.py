@@ -4,7 +4,7 @@ The task: list N tickets, keep the stalled ones, sort them by due date, return
 the first 10 ids. The scripted model replays a correct run of each mode: in
 tools mode it calls ``tickets.list`` and then answers with the ids it read from
 the result; in code mode it answers once with a program. Tokens are counted
-with one tokenizer (o200k_base, ``contracts.tokens``) over the request bodies
+with one tokenizer (o200k_base, ``contracts.llm.tokens``) over the request bodies
 the model server received and the replies it sent, at N = 50, 500 and 5,000.
 
 Then code mode's overhead per tool call against a tool activity started
@@ -43,8 +43,8 @@ from agentsteps.activities.payload_store import build_data_converter
 from agentsteps.activities.tool_registry import ToolRegistry
 from agentsteps.activities.tools import ToolActivities
 from agentsteps.contracts import AgentInput, AgentResult, AgentSpec, LLMConfig
-from agentsteps.contracts.settings import ProviderSettings, WorkerSettings
-from agentsteps.contracts.tokens import TOKENS_PER_MESSAGE, count_text_tokens
+from agentsteps.contracts.config.settings import ProviderSettings, WorkerSettings
+from agentsteps.contracts.llm.tokens import TOKENS_PER_MESSAGE, count_text_tokens
 from agentsteps.scripted_model import ScriptedModelServer
 from agentsteps.stack import temporal_binary
 from agentsteps.worker import running_worker

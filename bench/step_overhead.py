@@ -27,7 +27,7 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from agentsteps.contracts import AgentInput, AgentResult, AgentSpec, LLMConfig
-from agentsteps.contracts.settings import ProviderSettings, WorkerSettings
+from agentsteps.contracts.config.settings import ProviderSettings, WorkerSettings
 from agentsteps.scripted_model import ScriptedModelServer
 from agentsteps.stack import temporal_binary
 from agentsteps.worker import running_worker

@@ -10,9 +10,9 @@ import json
 import sys
 from typing import TextIO
 
-from ..contracts.composition import EdgeReport, check_edges
+from ..contracts.composition.contract import EdgeReport, check_edges
+from ..contracts.composition.prover import Verdict
 from ..contracts.errors import InvalidSpecError
-from ..contracts.schema_compat import Verdict
 from ..pipelines_io import load_pipeline_file
 
 EXIT_OK, EXIT_FAILED, EXIT_INVALID = 0, 1, 2

@@ -10,8 +10,8 @@ from contextlib import AsyncExitStack
 from temporalio.client import WorkflowFailureError
 
 from ..contracts import InvalidSpecError, Violation, ViolationKind
-from ..contracts.pipeline_run import PipelineResult, pipeline_input
-from ..contracts.settings import WorkerSettings
+from ..contracts.composition.pipeline_run import PipelineResult, pipeline_input
+from ..contracts.config.settings import WorkerSettings
 from ..pipelines_io import load_pipeline_file
 from .report import print_progress, print_result
 from ..runs import follow, start_agent_run

@@ -21,8 +21,8 @@ from typing import Any
 from temporalio.exceptions import ApplicationError
 
 from ..contracts import AgentStepsError, InvalidSpecError
+from ..contracts.llm.tools import ToolCallInput, ToolSchema
 from ..contracts.mcp import McpConfigError, McpError
-from ..contracts.tools import ToolCallInput, ToolSchema
 
 EXIT_OK = 0
 EXIT_FAILED = 1

@@ -13,20 +13,11 @@ from .errors import (
     RetryableProviderError,
     ToolError,
 )
-from .llm import LLMConfig, LLMRequest, LLMResponse, ResponseFormat, Usage
-from .messages import LLMToolCall, Message
-from .spec import (
-    AgentInput,
-    AgentResult,
-    AgentSpec,
-    AgentState,
-    DefaultResult,
-    Degradation,
-    Step,
-    ToolCallRecord,
-)
-from .tools import ToolCallInput, ToolCallResult, ToolSchema
-from .violations import Violation, ViolationKind
+from .llm.messages import LLMToolCall, Message
+from .llm.request import LLMConfig, LLMRequest, LLMResponse, ResponseFormat, Usage
+from .llm.tools import ToolCallInput, ToolCallResult, ToolSchema
+from .llm.violations import Violation, ViolationKind
+from .spec import AgentInput, AgentResult, AgentSpec, AgentState, DefaultResult, Degradation, Step, ToolCallRecord
 
 __all__ = [
     "AgentInput",

@@ -1,19 +1,35 @@
-"""The project's exception tree.
+"""The project's exception tree: every error it raises on purpose, in one place.
 
     AgentStepsError
     ├── InvalidSpecError           bad AgentSpec, config or pipeline file; names the field
+    │   └── ScheduleFileError          a schedule file that cannot be applied; names file and key
+    ├── ScheduleNotFoundError      no schedule with that id on the server
     ├── CompositionError           a pipeline's edges do not compose; carries an EdgeReport per edge
     ├── ContractViolationError     re-prompts and degradations spent; names contract, kind, path
     ├── BudgetExceededError        token or step budget spent
     ├── ProviderError              an LLM provider answered badly
     │   ├── RetryableProviderError     408/409/429/5xx, timeouts, resets (Temporal retries)
     │   └── NonRetryableProviderError  400/401/403/404/422, malformed bodies
-    └── ToolError                  a tool's own failure; goes back to the model
+    ├── ToolError                  a tool's own failure; goes back to the model
+    ├── McpError                   an MCP server failed; ``retryable`` says how Temporal treats it
+    │   ├── McpConfigError             unknown server, bad config file, missing secret, name collision
+    │   ├── McpAuthError               the server rejected the credential
+    │   ├── McpUnavailableError        cannot start or reach the server, lost, timed out (retried)
+    │   └── McpProtocolError           the server answered something that is not valid MCP
+    ├── SnapshotIntegrityError     a code-mode snapshot is missing, altered or signed with another key
+    ├── PayloadIntegrityError      stored payload bytes no longer match their content address
+    ├── InvalidProgramResume       a snapshot cannot take the outcomes it was resumed with
+    └── MonitorScanError           the monitor's scan program failed or returned a malformed value
+
+The ``McpError`` branch is defined in ``contracts/mcp.py``, beside the MCP
+activity io it belongs to; everything else is defined here.
 
 Contract violations themselves are values (``Violation``); these exceptions are
 raised only once the workflow has run out of ways to handle them. Each class
 name is also the Temporal ``ApplicationError`` type, so backends in any
-language can match on it.
+language can match on it; the names are therefore persisted compatibility
+data (``InvalidProgramResume`` keeps the name it has always had on the wire).
+README's "Failure types" table lists every type a run can fail with.
 """
 
 from __future__ import annotations
@@ -23,10 +39,10 @@ from typing import TYPE_CHECKING
 from pydantic import ValidationError
 
 from .json_schema import json_path
-from .violations import Violation, ViolationKind
+from .llm.violations import Violation, ViolationKind
 
 if TYPE_CHECKING:
-    from .composition import EdgeReport
+    from .composition.contract import EdgeReport
 
 
 class AgentStepsError(Exception):
@@ -102,3 +118,44 @@ class NonRetryableProviderError(ProviderError):
 
 class ToolError(AgentStepsError):
     """Raise from a tool to report a domain failure the model should see."""
+
+
+class SnapshotIntegrityError(AgentStepsError):
+    """A stored snapshot is missing, altered, or signed with another key.
+
+    Never retried: loading interpreter state nobody vouches for is the one
+    thing the sandbox must refuse.
+    """
+
+
+class PayloadIntegrityError(AgentStepsError):
+    """Stored bytes no longer match their content address."""
+
+
+class InvalidProgramResume(AgentStepsError):
+    """A paused program rejected the call outcomes it was resumed with."""
+
+
+class MonitorScanError(AgentStepsError):
+    """The monitor's scan program failed, or returned something that is not a scan result."""
+
+
+class ScheduleFileError(InvalidSpecError):
+    """A schedule file that cannot be applied; ``field`` names the offending key (dotted)."""
+
+    def __init__(self, file: str, field: str, message: str) -> None:
+        self.file = file
+        self.field = field
+        violation = Violation(contract="schedule", phase="pre", kind=ViolationKind.invalid_config, path=field,
+                              message=message)
+        super().__init__([violation])
+        self.args = (f"{file}: {field}: {message}",)
+
+    def __str__(self) -> str:
+        return self.args[0]
+
+
+class ScheduleNotFoundError(AgentStepsError):
+    def __init__(self, schedule_id: str) -> None:
+        self.schedule_id = schedule_id
+        super().__init__(f"no schedule named {schedule_id!r}; run 'agentsteps schedule list'")

@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+from .config.mcp_config import SERVER_NAME_PATTERN
 from .errors import AgentStepsError
-from .mcp_config import SERVER_NAME_PATTERN
-from .tools import ToolCallInput
+from .llm.tools import ToolCallInput
 
 MCP_LIST_TOOLS = "mcp.list_tools"
 MCP_CALL_TOOL = "mcp.call_tool"

@@ -23,10 +23,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
-from .code_mode import ProgramLimits
-from .llm import LLMConfig, Usage
+from .code.program import ProgramLimits
+from .llm.request import LLMConfig, Usage
+from .llm.violations import Violation, ViolationKind
 from .spec import ActivityPolicy
-from .violations import Violation, ViolationKind
 
 MONITOR_WORKFLOW = "StalledTicketMonitor"
 RECORD_ACTIVITY = "monitor.record"

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from .llm import LLMConfig, LLMRequest, LLMResponse, Usage
-from .messages import LLMToolCall, Message
+from .llm.messages import LLMToolCall, Message
+from .llm.request import LLMConfig, LLMRequest, LLMResponse, Usage
+from .llm.tools import ToolSchema
+from .llm.violations import Violation
 from .spec import AgentInput, AgentResult, AgentSpec, AgentState, Step
-from .tools import ToolSchema
-from .violations import Violation
 
 PUBLIC_MODELS: tuple[type[BaseModel], ...] = (
     Message,

@@ -10,9 +10,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .code_mode import ProgramLimits
-from .llm import LLMConfig, Usage
-from .violations import Violation
+from .code.program import ProgramLimits
+from .llm.request import LLMConfig, Usage
+from .llm.violations import Violation
 
 
 class DefaultResult(BaseModel):

@@ -11,7 +11,7 @@ from contextlib import AsyncExitStack
 from importlib import resources
 
 from ..contracts import AgentSpec, LLMConfig
-from ..contracts.settings import WorkerSettings
+from ..contracts.config.settings import WorkerSettings
 from .code_mode import demo_code_mode_run
 from .monitor import demo_monitor_tick
 from ..cli.report import print_progress, print_result

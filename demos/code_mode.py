@@ -20,8 +20,8 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHandle
 
 from ..contracts import AgentResult, AgentSpec, LLMConfig, LLMResponse
-from ..contracts.code_mode import extract_program
-from ..contracts.settings import WorkerSettings
+from ..contracts.code.stubs import extract_program
+from ..contracts.config.settings import WorkerSettings
 from ..cli.report import print_progress
 from ..runs import follow, start_agent_run
 from ..scripted_model import ScriptedModelServer

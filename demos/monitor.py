@@ -25,9 +25,9 @@ from temporalio.worker import Worker
 
 from ..activities.mcp import McpSessionPool, McpToolClient, McpToolSource, SecretResolver, parse_mcp_config
 from ..activities.tool_registry import ToolRegistry
-from ..contracts.llm import LLMConfig
+from ..contracts.config.settings import WorkerSettings
+from ..contracts.llm.request import LLMConfig
 from ..contracts.monitor import MONITOR_WORKFLOW, NUDGE_MARKER, MonitorInput, MonitorReport, MonitorSpec
-from ..contracts.settings import WorkerSettings
 from ..worker import running_worker
 
 SCRIPTED_MODEL = "scripted-2026-01-01"

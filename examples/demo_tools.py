@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field
 
 from ..activities.tool_registry import ToolContext, ToolRegistry
 from ..contracts import ToolError
-from ..contracts.settings import WorkerSettings
+from ..contracts.config.settings import WorkerSettings
 
 _WEATHER = {
     "paris": (18.5, "light rain"),

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ..activities.tool_registry import ToolRegistry
 from ..contracts import ToolError
-from ..contracts.settings import WorkerSettings
+from ..contracts.config.settings import WorkerSettings
 from .support_models import TicketState, TicketUpdate
 
 SEED_TICKETS = {

@@ -30,9 +30,9 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor, SpanExporter
 from opentelemetry.trace import Span, SpanKind, Tracer
 
+from ..contracts.config.settings import TracingSettings, WorkerSettings
 from ..contracts.errors import InvalidSpecError
-from ..contracts.settings import TracingSettings, WorkerSettings
-from ..contracts.violations import Violation, ViolationKind
+from ..contracts.llm.violations import Violation, ViolationKind
 
 TRACER_NAME = "agentsteps"
 

@@ -25,7 +25,7 @@ from agentsteps.activities.payload_store import PayloadStore, build_payload_stor
 from agentsteps.activities.sandbox import SandboxActivities, SandboxPool, SnapshotVault, load_snapshot_key
 from agentsteps.activities.tool_registry import ToolContext, ToolRegistry
 from agentsteps.activities.tools import ToolActivities
-from agentsteps.contracts.settings import ProviderSettings, WorkerSettings
+from agentsteps.contracts.config.settings import ProviderSettings, WorkerSettings
 from agentsteps.workflows.agent import AgentWorkflow
 
 TICKET_BODY = "Steps to reproduce: open the app, click the thing, watch it fail. " * 16

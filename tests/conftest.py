@@ -60,7 +60,7 @@ def pytest_unconfigure(config):
 import uuid  # noqa: E402
 from dataclasses import dataclass  # noqa: E402
 
-from agentsteps.contracts.settings import ProviderSettings, WorkerSettings  # noqa: E402
+from agentsteps.contracts.config.settings import ProviderSettings, WorkerSettings  # noqa: E402
 from agentsteps.scripted_model import ScriptedModelServer  # noqa: E402
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from agentsteps.activities.mcp import McpSessionPool, McpToolClient, SecretResolver, parse_mcp_config
-from agentsteps.contracts.tools import ToolCallInput
+from agentsteps.contracts.llm.tools import ToolCallInput
 from agentsteps.examples.tickets.seed import seed
 
 FIXED_NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)

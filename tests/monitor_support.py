@@ -85,7 +85,7 @@ async def run_tick(client: Client, task_queue: str, spec: MonitorSpec, as_of: da
 async def _main(address: str, task_queue: str, base_url: str, state_dir: str, db: str) -> None:
     from temporalio.contrib.pydantic import pydantic_data_converter
 
-    from agentsteps.contracts.settings import ProviderSettings, WorkerSettings
+    from agentsteps.contracts.config.settings import ProviderSettings, WorkerSettings
     from agentsteps.demos.monitor import monitor_worker, tracker_client, tracker_server
 
     settings = WorkerSettings(state_dir=Path(state_dir), task_queue=task_queue,

@@ -15,9 +15,9 @@ import pytest_asyncio
 
 from agentsteps.activities.sandbox import SandboxPool
 from agentsteps.contracts import AgentInput, AgentResult, AgentSpec, LLMConfig
-from agentsteps.contracts.code_mode import ProgramLimits
+from agentsteps.contracts.code.program import ProgramLimits
+from agentsteps.contracts.llm.violations import ViolationKind
 from agentsteps.contracts.spec import DefaultResult
-from agentsteps.contracts.violations import ViolationKind
 from agentsteps.scripted_model import ScriptedModelServer
 
 from code_mode_support import NudgeLedger, code_worker, connect_with_store, worker_settings

@@ -8,12 +8,12 @@ import pytest
 
 from agentsteps.activities.payload_store import (
     LocalDirStorageDriver,
-    PayloadIntegrityError,
     PayloadStore,
     build_data_converter,
     build_payload_store,
 )
-from agentsteps.contracts.settings import WorkerSettings
+from agentsteps.contracts.config.settings import WorkerSettings
+from agentsteps.contracts.errors import PayloadIntegrityError
 
 
 async def test_bytes_round_trip_under_their_sha256(tmp_path):

@@ -14,18 +14,17 @@ from temporalio.exceptions import ApplicationError
 from agentsteps.activities.payload_store import LocalDirStorageDriver, PayloadStore
 from agentsteps.activities.sandbox import SandboxActivities, SandboxPool, SnapshotVault, load_snapshot_key
 from agentsteps.contracts import ToolSchema
-from agentsteps.contracts.code_mode import (
+from agentsteps.contracts.code.program import (
     CallOutcome,
     CheckProgramInput,
     ProgramLimits,
     ProgramStatus,
     ResumeProgramInput,
     StartProgramInput,
-    generate_stubs,
-    program_functions,
 )
-from agentsteps.contracts.settings import WorkerSettings
-from agentsteps.contracts.violations import ViolationKind
+from agentsteps.contracts.code.stubs import generate_stubs, program_functions
+from agentsteps.contracts.config.settings import WorkerSettings
+from agentsteps.contracts.llm.violations import ViolationKind
 
 TOOLS = [
     ToolSchema(

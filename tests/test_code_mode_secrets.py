@@ -24,7 +24,7 @@ from pydantic import BaseModel
 
 from agentsteps.activities.tool_registry import ToolRegistry
 from agentsteps.contracts import AgentInput, AgentResult, AgentSpec, LLMConfig
-from agentsteps.contracts.code_mode import generate_stubs
+from agentsteps.contracts.code.stubs import generate_stubs
 from agentsteps.worker import running_worker
 
 SECRET_ENV = "CRM_API_TOKEN"

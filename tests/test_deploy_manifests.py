@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from agentsteps.config import _ENV_FIELDS
-from agentsteps.contracts.settings import WorkerSettings
+from agentsteps.contracts.config.settings import WorkerSettings
 from agentsteps.telemetry.server import HEALTH_PATH, METRICS_PATH, READY_PATH
 
 ROOT = Path(__file__).resolve().parents[1]

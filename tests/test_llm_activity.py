@@ -18,7 +18,7 @@ from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
 from agentsteps.activities.llm import LLMActivities
 from agentsteps.contracts import LLMConfig, LLMRequest, LLMResponse, Message, ToolSchema, ViolationKind
-from agentsteps.contracts.settings import PriceTable, ProviderSettings
+from agentsteps.contracts.config.settings import PriceTable, ProviderSettings
 from agentsteps.scripted_model import ScriptedModelServer
 from agentsteps.telemetry.metrics import REGISTRY
 

@@ -16,8 +16,8 @@ from temporalio.exceptions import ActivityError, ApplicationError
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
 from agentsteps.activities.mcp import McpActivities
+from agentsteps.contracts.llm.tools import ToolCallResult, ToolSchema
 from agentsteps.contracts.mcp import MCP_CALL_TOOL, MCP_LIST_TOOLS, McpCallInput, McpListToolsInput
-from agentsteps.contracts.tools import ToolCallResult, ToolSchema
 from agentsteps.telemetry.metrics import TOOL_CALLS
 
 from mcp_support import (

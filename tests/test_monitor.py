@@ -9,6 +9,7 @@ from datetime import date, timedelta
 
 import pytest
 
+from agentsteps.contracts.llm.violations import ViolationKind
 from agentsteps.contracts.monitor import (
     NUDGE_MARKER,
     MonitorInput,
@@ -17,7 +18,6 @@ from agentsteps.contracts.monitor import (
     check_nudge,
     plan_action,
 )
-from agentsteps.contracts.violations import ViolationKind
 from agentsteps.demos.monitor import assigned_issues, monitor_worker, nudge_script, tracker_client, tracker_server
 from agentsteps.telemetry.metrics import MONITOR_ESCALATIONS, MONITOR_NUDGES, MONITOR_STALLED_TICKETS
 

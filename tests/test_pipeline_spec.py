@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from agentsteps.contracts.composition import ContractKind, compose
+from agentsteps.contracts.composition.contract import ContractKind, compose
+from agentsteps.contracts.composition.pipeline_spec import parse_pipeline, to_contracts
 from agentsteps.contracts.errors import InvalidSpecError
-from agentsteps.contracts.pipeline_spec import parse_pipeline, to_contracts
 from agentsteps.examples.support_models import TicketUpdate
 from agentsteps.pipelines_io import import_model_schema, load_pipeline_file
 
@@ -77,7 +77,7 @@ def test_a_model_reference_that_does_not_import_names_the_field():
 
 
 def test_a_reference_to_something_that_is_not_a_pydantic_model_is_rejected():
-    spec = parse_pipeline(minimal(input_schema="agentsteps.contracts.composition:compose"))
+    spec = parse_pipeline(minimal(input_schema="agentsteps.contracts.composition.contract:compose"))
     with pytest.raises(InvalidSpecError, match="not a pydantic model"):
         to_contracts(spec, import_model_schema)
 

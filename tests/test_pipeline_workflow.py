@@ -19,7 +19,7 @@ from temporalio.worker import Worker
 from agentsteps.activities.llm import LLMActivities
 from agentsteps.activities.tools import ToolActivities
 from agentsteps.contracts import DefaultResult, LLMConfig
-from agentsteps.contracts.pipeline_run import PipelineInput, PipelineResult, pipeline_input
+from agentsteps.contracts.composition.pipeline_run import PipelineInput, PipelineResult, pipeline_input
 from agentsteps.examples.support_tools import build_registry
 from agentsteps.pipelines_io import load_pipeline_file
 from agentsteps.workflows.pipeline import PipelineWorkflow

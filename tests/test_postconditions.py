@@ -20,7 +20,8 @@ from agentsteps.contracts import (
     Usage,
     ViolationKind,
 )
-from agentsteps.contracts.postconditions import check_response, check_tool_output, parse_tool_arguments
+from agentsteps.contracts.llm.arguments import parse_tool_arguments
+from agentsteps.contracts.llm.postconditions import check_response, check_tool_output
 
 K = ViolationKind
 WEATHER = ToolSchema(

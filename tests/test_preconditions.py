@@ -17,8 +17,9 @@ from agentsteps.contracts import (
     ToolSchema,
     ViolationKind,
 )
-from agentsteps.contracts.preconditions import check_model_pinned, check_request, check_spec, is_pinned
-from agentsteps.contracts.tokens import count_prompt_tokens, count_text_tokens
+from agentsteps.contracts.llm.pinning import check_model_pinned, is_pinned
+from agentsteps.contracts.llm.preconditions import check_request, check_spec
+from agentsteps.contracts.llm.tokens import count_prompt_tokens, count_text_tokens
 
 K = ViolationKind
 PINNED = "gpt-4o-2024-08-06"

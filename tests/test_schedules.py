@@ -15,8 +15,9 @@ import pytest
 from temporalio.client import ScheduleActionStartWorkflow, ScheduleOverlapPolicy
 from temporalio.service import RPCError, RPCStatusCode
 
+from agentsteps.contracts.config.schedules import parse_schedule_file
+from agentsteps.contracts.errors import ScheduleFileError, ScheduleNotFoundError
 from agentsteps.contracts.monitor import MonitorReport
-from agentsteps.contracts.schedules import ScheduleFileError, ScheduleNotFoundError, parse_schedule_file
 from agentsteps.demos.monitor import assigned_issues, monitor_worker, nudge_script, tracker_client, tracker_server
 from agentsteps.schedules import (
     apply_schedules,

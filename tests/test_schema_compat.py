@@ -14,8 +14,8 @@ import jsonschema
 import pytest
 from pydantic import BaseModel, ConfigDict, Field
 
+from agentsteps.contracts.composition.prover import Verdict, check_schema_compat
 from agentsteps.contracts.errors import AgentStepsError, InvalidSpecError
-from agentsteps.contracts.schema_compat import Verdict, check_schema_compat
 
 
 def assert_refuted(out: dict, inp: dict) -> object:

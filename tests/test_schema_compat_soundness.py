@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, reject, settings
 from hypothesis.errors import InvalidArgument
 from hypothesis import strategies as st
 
-from agentsteps.contracts.schema_compat import Verdict, check_schema_compat
+from agentsteps.contracts.composition.prover import Verdict, check_schema_compat
 
 hypothesis_jsonschema = pytest.importorskip("hypothesis_jsonschema")
 from_schema = hypothesis_jsonschema.from_schema

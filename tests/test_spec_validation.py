@@ -8,7 +8,7 @@ import pytest
 
 from agentsteps.contracts import InvalidSpecError, LLMConfig
 from agentsteps.examples.demo_tools import build_registry
-from agentsteps.contracts.settings import WorkerSettings
+from agentsteps.contracts.config.settings import WorkerSettings
 from agentsteps.runs import validate_spec
 from agentsteps.spec_files import load_spec
 

@@ -46,7 +46,7 @@ with workflow.unsafe.imports_passed_through():
     from temporalio.worker import Worker
 
     from agentsteps.contracts import AgentInput, LLMConfig
-    from agentsteps.contracts.settings import PriceTable, ProviderSettings, WorkerSettings
+    from agentsteps.contracts.config.settings import PriceTable, ProviderSettings, WorkerSettings
     from agentsteps.scripted_model import ScriptedModelServer
     from agentsteps.telemetry.metrics import REGISTRY
     from agentsteps.telemetry.runtime import TEMPORAL_WORKER_METRICS, build_runtime

@@ -21,7 +21,7 @@ with workflow.unsafe.imports_passed_through():
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
     from opentelemetry.trace import SpanKind, StatusCode
 
-    from agentsteps.contracts.settings import TracingSettings, WorkerSettings
+    from agentsteps.contracts.config.settings import TracingSettings, WorkerSettings
     from agentsteps.telemetry import tracing
     from agentsteps.telemetry.tracing import configure_tracing, llm_span, tool_span, tracing_interceptors
 

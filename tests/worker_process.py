@@ -10,7 +10,7 @@ import os
 import sys
 from pathlib import Path
 
-from agentsteps.contracts.settings import ProviderSettings, WorkerSettings
+from agentsteps.contracts.config.settings import ProviderSettings, WorkerSettings
 from agentsteps.worker import connect, running_worker
 
 

@@ -32,9 +32,9 @@ with workflow.unsafe.imports_passed_through():
         ToolSchema,
         Violation,
     )
-    from ..contracts.preconditions import check_spec
-    from ..contracts.reprompt import reprompt_messages
-    from ..contracts.tools import ToolsDescribeInput
+    from ..contracts.llm.preconditions import check_spec
+    from ..contracts.llm.reprompt import reprompt_messages
+    from ..contracts.llm.tools import ToolsDescribeInput
     from ..telemetry import workflow_metrics
     from .activity_options import activity_options
     from .code_mode import run_code_mode

@@ -25,8 +25,8 @@ from temporalio.exceptions import ActivityError, ApplicationError
 with workflow.unsafe.imports_passed_through():
     from ..contracts import (
         AgentInput,
-        AgentSpec,
         AgentResult,
+        AgentSpec,
         LLMRequest,
         LLMResponse,
         Message,
@@ -38,7 +38,7 @@ with workflow.unsafe.imports_passed_through():
         Violation,
         ViolationKind,
     )
-    from ..contracts.code_mode import (
+    from ..contracts.code.program import (
         LLM_FUNCTION,
         CallOutcome,
         CheckProgramInput,
@@ -50,10 +50,8 @@ with workflow.unsafe.imports_passed_through():
         ResumeProgramInput,
         StartProgramInput,
         capped_view,
-        extract_program,
-        generate_stubs,
-        program_functions,
     )
+    from ..contracts.code.stubs import extract_program, generate_stubs, program_functions
     from ..contracts.json_schema import instance_violations
     from ..contracts.spec import ActivityPolicy
     from .activity_options import activity_options

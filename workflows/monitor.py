@@ -29,7 +29,8 @@ with workflow.unsafe.imports_passed_through():
         ToolCallResult,
         ToolSchema,
     )
-    from ..contracts.code_mode import CallOutcome, ProgramFunction, StartProgramInput, program_functions
+    from ..contracts.code.program import CallOutcome, ProgramFunction, StartProgramInput
+    from ..contracts.code.stubs import program_functions
     from ..contracts.monitor import (
         MONITOR_WORKFLOW,
         NUDGE_SYSTEM_PROMPT,
@@ -53,8 +54,8 @@ with workflow.unsafe.imports_passed_through():
     )
     from pydantic import ValidationError
 
-    from ..contracts.reprompt import reprompt_messages
-    from ..contracts.tools import ToolsDescribeInput
+    from ..contracts.llm.reprompt import reprompt_messages
+    from ..contracts.llm.tools import ToolsDescribeInput
     from .activity_options import activity_options
     from .code_mode import drive_program
     from .degradation import Decision, ModelLadder

@@ -32,12 +32,12 @@ with workflow.unsafe.imports_passed_through():
         Violation,
         ViolationKind,
     )
-    from ..contracts.composition import ContractKind, compose, edge_name
+    from ..contracts.composition.contract import ContractKind, compose, edge_name
+    from ..contracts.composition.pipeline_run import EdgeCheck, PipelineInput, PipelineResult, PipelineStep, StepRecord
+    from ..contracts.composition.predicates import predicate_violations
     from ..contracts.errors import CompositionError, InvalidSpecError
     from ..contracts.json_schema import instance_violations, parse_json
-    from ..contracts.pipeline_run import EdgeCheck, PipelineInput, PipelineResult, PipelineStep, StepRecord
-    from ..contracts.predicates import predicate_violations
-    from ..contracts.reprompt import reprompt_messages
+    from ..contracts.llm.reprompt import reprompt_messages
     from .activity_options import activity_options
     from .degradation import Decision, ModelLadder
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 from temporalio import activity
 
+from ...contracts.llm.tools import ToolCallResult, ToolSchema
 from ...contracts.mcp import MCP_CALL_TOOL, MCP_LIST_TOOLS, McpCallInput, McpError, McpListToolsInput
-from ...contracts.tools import ToolCallResult, ToolSchema
 from ...telemetry.metrics import TOOL_CALL_SECONDS, TOOL_CALLS
 from .client import McpToolClient
 from .config import load_mcp_config

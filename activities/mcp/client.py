@@ -12,10 +12,10 @@ import asyncio
 
 import mcp_types as types
 
+from ...contracts.llm.arguments import parse_tool_arguments
+from ...contracts.llm.tools import ToolCallInput, ToolCallResult, ToolSchema
+from ...contracts.llm.violations import Violation, ViolationKind
 from ...contracts.mcp import McpConfigError, McpUnavailableError
-from ...contracts.postconditions import parse_tool_arguments
-from ...contracts.tools import ToolCallInput, ToolCallResult, ToolSchema
-from ...contracts.violations import Violation, ViolationKind
 from .errors import is_request_rejection, translate
 from .pool import McpConnection, McpSessionPool
 from .results import fill_idempotency_key, scrub, to_tool_result, to_tool_schema

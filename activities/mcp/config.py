@@ -23,8 +23,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from ...contracts.config.mcp_config import McpConfig
 from ...contracts.mcp import McpConfigError
-from ...contracts.mcp_config import McpConfig
 
 CONFIG_ENV = "AGENTSTEPS_CONFIG"
 DEFAULT_CONFIG_FILE = "agentsteps.toml"

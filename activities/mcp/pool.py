@@ -26,8 +26,8 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
+from ...contracts.config.mcp_config import HttpServerConfig, McpConfig, McpServerConfig, StdioServerConfig
 from ...contracts.mcp import McpConfigError
-from ...contracts.mcp_config import HttpServerConfig, McpConfig, McpServerConfig, StdioServerConfig
 from .errors import translate
 from .secrets import SecretResolver
 

@@ -22,9 +22,9 @@ import mcp_types as types
 from jsonschema import SchemaError, exceptions as jsonschema_exceptions
 from jsonschema.validators import validator_for
 
+from ...contracts.llm.tools import TOOL_NAME_PATTERN, ToolCallResult, ToolSchema
+from ...contracts.llm.violations import Violation, ViolationKind
 from ...contracts.mcp import IDEMPOTENCY_ARGUMENT, mcp_source
-from ...contracts.tools import TOOL_NAME_PATTERN, ToolCallResult, ToolSchema
-from ...contracts.violations import Violation, ViolationKind
 
 log = logging.getLogger(__name__)
 

@@ -11,8 +11,8 @@ import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from ...contracts.config.mcp_config import secret_references, substitute_secrets
 from ...contracts.mcp import McpConfigError
-from ...contracts.mcp_config import secret_references, substitute_secrets
 
 SECRETS_DIR_ENV = "AGENTSTEPS_SECRETS_DIR"
 

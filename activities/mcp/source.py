@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from temporalio.exceptions import ApplicationError
 
+from ...contracts.llm.tools import ToolCallInput, ToolCallResult, ToolSchema
 from ...contracts.mcp import McpError, server_of_source
-from ...contracts.tools import ToolCallInput, ToolCallResult, ToolSchema
 from .client import McpToolClient
 
 

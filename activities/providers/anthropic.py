@@ -20,8 +20,8 @@ from typing import Any
 import httpx
 from pydantic import BaseModel, SecretStr, model_validator
 
-from ...contracts.llm import FinishReason, LLMRequest, LLMResponse, Usage
-from ...contracts.messages import LLMToolCall, Message
+from ...contracts.llm.messages import LLMToolCall, Message
+from ...contracts.llm.request import FinishReason, LLMRequest, LLMResponse, Usage
 from .base import parse_wire, post_json
 
 API_VERSION = "2023-06-01"

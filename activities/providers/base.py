@@ -11,7 +11,7 @@ from typing import Any, Protocol, TypeVar
 import httpx
 from pydantic import BaseModel, ValidationError
 
-from ...contracts.llm import LLMRequest, LLMResponse
+from ...contracts.llm.request import LLMRequest, LLMResponse
 from .http_errors import classify_response, json_body, malformed, translated_transport_errors
 
 M = TypeVar("M", bound=BaseModel)

@@ -12,8 +12,8 @@ from typing import Any
 import httpx
 from pydantic import BaseModel, Field, SecretStr
 
-from ...contracts.llm import FinishReason, LLMRequest, LLMResponse, Usage
-from ...contracts.messages import LLMToolCall, Message
+from ...contracts.llm.messages import LLMToolCall, Message
+from ...contracts.llm.request import FinishReason, LLMRequest, LLMResponse, Usage
 from .base import parse_wire, post_json
 
 _FINISH: dict[str, FinishReason] = {

@@ -6,8 +6,8 @@ from urllib.parse import urlparse
 
 import httpx
 
+from ...contracts.config.settings import ProviderSettings
 from ...contracts.errors import NonRetryableProviderError
-from ...contracts.settings import ProviderSettings
 from .anthropic import AnthropicProvider
 from .base import Provider
 from .openai import OpenAIProvider

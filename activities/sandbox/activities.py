@@ -16,14 +16,14 @@ from datetime import datetime
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from ...contracts.code_mode import (
+from ...contracts.code.program import (
     CheckProgramInput,
     CheckProgramResult,
     ProgramStatus,
     ResumeProgramInput,
-    SnapshotIntegrityError,
     StartProgramInput,
 )
+from ...contracts.errors import SnapshotIntegrityError
 from ...telemetry.metrics import CODE_PROGRAMS, CODE_SANDBOX_SECONDS
 from .checker import check_program
 from .driver import OutputSink, SegmentDriver, checkout_options

@@ -29,7 +29,7 @@ from pydantic_monty import (
     MontyTypingError,
 )
 
-from ...contracts.code_mode import (
+from ...contracts.code.program import (
     CallOutcome,
     PendingCall,
     ProgramError,
@@ -37,7 +37,6 @@ from ...contracts.code_mode import (
     ProgramFunction,
     ProgramLimits,
     ProgramStatus,
-    truncation_notice,
 )
 
 _MAX_ERROR_CHARS = 2000
@@ -67,9 +66,6 @@ class OutputSink:
         if room > 0:
             self.text += chunk[:room]
         self.dropped += max(0, len(chunk) - max(room, 0))
-
-    def rendered(self) -> str:
-        return self.text + (truncation_notice(self.dropped) if self.dropped else "")
 
 
 def checkout_options(limits: ProgramLimits, now: datetime, seed: int) -> dict[str, Any]:

@@ -14,9 +14,10 @@ import os
 import secrets
 from pathlib import Path
 
-from ...contracts.code_mode import SnapshotIntegrityError, SnapshotRef
-from ...contracts.settings import WorkerSettings
-from ..payload_store import PayloadIntegrityError, PayloadStore
+from ...contracts.code.program import SnapshotRef
+from ...contracts.config.settings import WorkerSettings
+from ...contracts.errors import PayloadIntegrityError, SnapshotIntegrityError
+from ..payload_store import PayloadStore
 
 _DOMAIN = b"agentsteps.snapshot.v1"
 KEY_FILE = "snapshot.key"

@@ -1,4 +1,6 @@
-"""Schedule files (``deploy/schedules/*.toml``): their typed form and parse errors.
+"""Schedule files (``deploy/schedules/*.toml``): their typed form and parsing.
+
+A file that cannot be applied raises ``ScheduleFileError`` (``contracts/errors.py``).
 
 A file declares one Temporal Schedule: which workflow to start, with which
 input, how often, and what to do when a tick is still running (``skip``) or
@@ -27,10 +29,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
-from .errors import AgentStepsError, InvalidSpecError
-from .monitor import MONITOR_WORKFLOW, MonitorInput
-from .spec import AgentInput
-from .violations import Violation, ViolationKind
+from ..errors import ScheduleFileError
+from ..monitor import MONITOR_WORKFLOW, MonitorInput
+from ..spec import AgentInput
 
 SCHEDULE_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$"
 MAX_CATCHUP = timedelta(days=1)
@@ -117,27 +118,6 @@ class ScheduleFile(BaseModel):
         return hashlib.sha256(json.dumps(data, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:32]
 
 
-class ScheduleFileError(InvalidSpecError):
-    """A schedule file that cannot be applied; ``field`` names the offending key (dotted)."""
-
-    def __init__(self, file: str, field: str, message: str) -> None:
-        self.file = file
-        self.field = field
-        violation = Violation(contract="schedule", phase="pre", kind=ViolationKind.invalid_config, path=field,
-                              message=message)
-        super().__init__([violation])
-        self.args = (f"{file}: {field}: {message}",)
-
-    def __str__(self) -> str:
-        return self.args[0]
-
-
-class ScheduleNotFoundError(AgentStepsError):
-    def __init__(self, schedule_id: str) -> None:
-        self.schedule_id = schedule_id
-        super().__init__(f"no schedule named {schedule_id!r}; run 'agentsteps schedule list'")
-
-
 def _dotted(loc: tuple[Any, ...]) -> str:
     return ".".join(str(p) for p in loc) or "$"
 
@@ -192,8 +172,6 @@ __all__ = [
     "MAX_CATCHUP",
     "WORKFLOW_INPUTS",
     "ScheduleFile",
-    "ScheduleFileError",
-    "ScheduleNotFoundError",
     "ScheduleStatus",
     "format_duration",
     "parse_duration",

@@ -19,8 +19,8 @@ import warnings
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
-from .llm import LLMRequest
 from .messages import Message
+from .request import LLMRequest
 from .tools import ToolSchema
 
 if TYPE_CHECKING:

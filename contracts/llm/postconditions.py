@@ -14,8 +14,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from .json_schema import MAX_ERRORS, clip, describe, instance_violations, json_type_name, parse_json
-from .llm import LLMRequest, LLMResponse
+from ..json_schema import MAX_ERRORS, clip, describe, instance_violations, parse_json
+from .arguments import parse_tool_arguments
+from .request import LLMRequest, LLMResponse
 from .tools import ToolSchema
 from .violations import Violation, ViolationKind
 
@@ -26,22 +27,6 @@ _K = ViolationKind
 
 def _post(kind: ViolationKind, path: str, message: str, contract: str = CONTRACT) -> Violation:
     return Violation(contract=contract, phase="post", kind=kind, path=path, message=clip(message))
-
-
-def parse_tool_arguments(raw: str) -> tuple[dict[str, Any] | None, str | None]:
-    """Parse a tool call's ``arguments``: ``(object, None)`` or ``(None, why not)``.
-
-    Blank text means "no arguments" (some OpenAI-compatible servers send ``""``
-    for a call without parameters), so it parses as ``{}``.
-    """
-    if isinstance(raw, str) and not raw.strip():
-        return {}, None
-    value, error = parse_json(raw)
-    if error is not None:
-        return None, error
-    if not isinstance(value, dict):
-        return None, f"arguments must be a JSON object, got {json_type_name(value)} {describe(value)}"
-    return value, None
 
 
 def _check_tool_calls(request: LLMRequest, response: LLMResponse) -> list[Violation]:
@@ -188,4 +173,4 @@ def check_tool_output(tool: ToolSchema, value: Any) -> list[Violation]:
     )
 
 
-__all__ = ["CONTRACT", "check_response", "check_tool_output", "parse_tool_arguments"]
+__all__ = ["CONTRACT", "check_response", "check_tool_output"]

@@ -15,12 +15,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from .composition import Contract, ContractKind, edge_name
-from .errors import InvalidSpecError
-from .json_schema import clip, json_path
-from .llm import LLMConfig
-from .spec import DefaultResult
-from .violations import Violation, ViolationKind
+from ..errors import InvalidSpecError
+from ..json_schema import clip, json_path
+from ..llm.request import LLMConfig
+from ..llm.violations import Violation, ViolationKind
+from ..spec import DefaultResult
+from .contract import Contract, ContractKind, edge_name
 
 STEP_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$"
 MODEL_REF_PATTERN = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")

@@ -21,9 +21,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from .errors import InvalidSpecError
-from .json_schema import clip, describe
-from .violations import Phase, Violation, ViolationKind
+from ..errors import InvalidSpecError
+from ..json_schema import clip, describe
+from ..llm.violations import Phase, Violation, ViolationKind
 
 Predicate = Callable[[Any], str | None]
 

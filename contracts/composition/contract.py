@@ -4,7 +4,7 @@ A ``Contract`` is a step's interface: an input schema plus named runtime
 predicates (Pre), an output schema plus named runtime predicates (Post).
 ``compose`` checks every edge ``C_i -> C_{i+1}``: is each value allowed by
 ``Post_i``'s output schema accepted by ``Pre_{i+1}``'s input schema? (see
-``schema_compat``). When every edge holds, the derived contract has
+``prover``). When every edge holds, the derived contract has
 ``Pre_C = Pre_1`` and ``Post_C = Post_n``.
 
 An unproven edge composes only when the pipeline acknowledges it by name
@@ -21,10 +21,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .errors import CompositionError, InvalidSpecError
+from ..errors import CompositionError, InvalidSpecError
+from ..llm.violations import Violation, ViolationKind
 from .predicates import resolve_predicate
-from .schema_compat import CompatResult, Counterexample, Verdict, check_schema_compat, ensure_schema
-from .violations import Violation, ViolationKind
+from .prover import CompatResult, Counterexample, Verdict, check_schema_compat, ensure_schema
 
 
 class ContractKind(StrEnum):

@@ -11,11 +11,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from .composition import Contract
-from .llm import LLMConfig, Usage
+from ..llm.request import LLMConfig, Usage
+from ..llm.violations import Violation
+from ..spec import ActivityPolicy, DefaultResult, Degradation
+from .contract import Contract
 from .pipeline_spec import PipelineSpec
-from .spec import ActivityPolicy, DefaultResult, Degradation
-from .violations import Violation
 
 
 class PipelineStep(BaseModel):

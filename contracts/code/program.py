@@ -1,0 +1,172 @@
+"""Code mode's pure types: program limits, the sandbox activities' inputs and
+outputs, and the capped view of a finished program the model reads.
+
+A program is Python run by Monty, outside the workflow. It pauses whenever it
+awaits tool calls; the paused interpreter is a signed snapshot in the payload
+store, referenced here by ``SnapshotRef`` so workflow history holds a digest,
+never the interpreter's memory.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from ..llm.violations import Violation
+
+LLM_FUNCTION = "llm"
+"""The one non-tool function a program may call: an LLM activity under the same contracts."""
+
+DEFAULT_OUTPUT_CAP = 4096
+
+
+class ProgramLimits(BaseModel):
+    """Resource limits for one program. Every limit is enforced by the sandbox
+    or the driver, so a hostile program ends with a typed error, not a hung worker."""
+
+    segment_seconds: float = Field(default=5.0, gt=0)
+    """Interpreter time between two pauses (a pause is waiting on tool calls)."""
+    total_seconds: float = Field(default=60.0, gt=0)
+    """Interpreter time over the whole program; time spent waiting on tools is free."""
+    memory_bytes: int = Field(default=256 * 1024 * 1024, gt=0)
+    recursion_depth: int = Field(default=200, gt=0)
+    max_tool_calls: int = Field(default=1000, gt=0)
+    """Calls of tools and ``llm`` over the whole program, counted by call id."""
+    output_bytes: int = Field(default=DEFAULT_OUTPUT_CAP, gt=0)
+    """Printed output kept; the rest is dropped with a visible notice."""
+
+
+class SnapshotRef(BaseModel):
+    """Where a paused program lives, and the proof a worker wrote it."""
+
+    sha256: str
+    """Digest of the snapshot bytes: the content address."""
+    size: int
+    signature: str
+    """HMAC-SHA256, hex, over the run key and the digest, with a key only workers hold."""
+    driver: str
+    claim: dict[str, str]
+    """The payload store's claim for the bytes (local path or S3 key)."""
+
+
+class PendingCall(BaseModel):
+    """A call the program made and now waits on (or will await later)."""
+
+    call_id: int
+    function: str
+    """The Python name the program called (see ``ProgramFunction``)."""
+    arguments: str
+    """JSON object of the arguments, keyed by parameter name."""
+
+
+class CallOutcome(BaseModel):
+    """A finished call, handed back to the program."""
+
+    call_id: int
+    value: Any = None
+    error: str | None = None
+    """Set when the call failed; the program sees a ``RuntimeError`` with this text."""
+
+
+ProgramErrorKind = Literal[
+    "exception",  # the program raised and did not catch it
+    "syntax",
+    "type",
+    "timeout",
+    "memory",
+    "recursion",
+    "tool_call_limit",
+    "not_serializable",
+    "crashed",  # the interpreter process died (contained by the pool)
+]
+
+
+class ProgramError(BaseModel):
+    kind: ProgramErrorKind
+    message: str
+
+
+class ProgramStatus(BaseModel):
+    """What ``code.start`` and ``code.resume`` return: paused, completed or failed."""
+
+    state: Literal["pending", "completed", "failed"]
+    calls: list[PendingCall] = Field(default_factory=list)
+    """Calls made during this segment; the workflow runs each as its own activity."""
+    awaiting: list[int] = Field(default_factory=list)
+    """Call ids the program is blocked on; resume once all of them have outcomes."""
+    snapshot: SnapshotRef | None = None
+    value: Any = None
+    """The program's final value (JSON), when completed."""
+    output: str = ""
+    """Printed output so far, capped, with a truncation notice when cut."""
+    output_dropped: int = 0
+    """Characters of printed output dropped by the cap."""
+    error: ProgramError | None = None
+    calls_made: int = 0
+    sandbox_seconds: float = 0.0
+    """Interpreter time used so far, over all segments."""
+
+
+class ProgramFunction(BaseModel):
+    """A function the program can call: its Python name, the tool behind it and
+    the parameter order used to name positional arguments."""
+
+    python_name: str
+    tool: str
+    """Tool name, or ``llm`` for the LLM function."""
+    params: list[str] = Field(default_factory=list)
+    required: list[str] = Field(default_factory=list)
+    """Optional parameters left at ``None`` are omitted from the tool's arguments."""
+
+
+class CheckProgramInput(BaseModel):
+    program: str
+    stubs: str
+
+
+class CheckProgramResult(BaseModel):
+    violations: list[Violation] = Field(default_factory=list)
+    """Kinds ``program_syntax`` and ``program_type``, with line:column paths."""
+
+
+class StartProgramInput(BaseModel):
+    run_key: str
+    """Binds snapshots to one run: a snapshot signed for another run does not load."""
+    program: str
+    functions: list[ProgramFunction]
+    limits: ProgramLimits = Field(default_factory=ProgramLimits)
+    now: str
+    """Workflow time (ISO 8601) the program's clock is frozen at."""
+    seed: int
+    """From ``workflow.random()``: the program's ``random`` is reproducible."""
+
+
+class ResumeProgramInput(BaseModel):
+    run_key: str
+    snapshot: SnapshotRef
+    functions: list[ProgramFunction]
+    outcomes: list[CallOutcome]
+    limits: ProgramLimits = Field(default_factory=ProgramLimits)
+    output: str = ""
+    output_dropped: int = 0
+    calls_made: int = 0
+    sandbox_seconds: float = 0.0
+
+
+# The model reads a finished program through this cap, never the raw output.
+
+
+def truncation_notice(dropped: int) -> str:
+    return f"\n[output truncated: {dropped} more characters not shown]"
+
+
+def capped_view(value: Any, output: str, dropped: int, cap: int = DEFAULT_OUTPUT_CAP) -> str:
+    """What the model reads about a finished program: its value and printed
+    output, at most ``cap`` characters each, cut with a visible notice."""
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    if len(text) > cap:
+        text = text[:cap] + truncation_notice(len(text) - cap)
+    shown = output + (truncation_notice(dropped) if dropped else "")
+    return f"Program value:\n{text}\nPrinted output:\n{shown or '(none)'}"
