@@ -13,7 +13,7 @@ from typing import TextIO
 from ..contracts.composition import EdgeReport, check_edges
 from ..contracts.errors import InvalidSpecError
 from ..contracts.schema_compat import Verdict
-from ..pipelines_io import load_pipeline_file
+from ..client.pipeline_files import load_pipeline_file
 
 EXIT_OK, EXIT_FAILED, EXIT_INVALID = 0, 1, 2
 

@@ -18,13 +18,13 @@ from temporalio.service import RPCError, RPCStatusCode
 from agentsteps.contracts.monitor import MonitorReport
 from agentsteps.contracts.schedules import ScheduleFileError, ScheduleNotFoundError, parse_schedule_file
 from agentsteps.demos.monitor import assigned_issues, monitor_worker, nudge_script, tracker_client, tracker_server
-from agentsteps.schedules import (
+from agentsteps.cli.schedule import schedule_command
+from agentsteps.client.schedules import (
     apply_schedules,
     list_schedules,
     load_schedule_files,
     pause,
     resume,
-    schedule_command,
     trigger,
 )
 
@@ -223,7 +223,7 @@ async def test_the_cli_applies_and_lists_schedules(client, temporal_env, tmp_pat
 
     def run(*argv: str) -> tuple[int, str]:
         parser = argparse.ArgumentParser()
-        from agentsteps.schedules import configure_parser
+        from agentsteps.cli.schedule import configure_parser
 
         configure_parser(parser)
         out = io.StringIO()

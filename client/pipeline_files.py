@@ -16,10 +16,10 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from .contracts.composition import Contract
-from .contracts.errors import InvalidSpecError
-from .contracts.pipeline_spec import PipelineSpec, parse_pipeline, to_contracts
-from .contracts.violations import Violation, ViolationKind
+from ..contracts.composition import Contract
+from ..contracts.errors import InvalidSpecError
+from ..contracts.pipeline_spec import PipelineSpec, parse_pipeline, to_contracts
+from ..contracts.violations import Violation, ViolationKind
 
 
 @dataclass(frozen=True)
