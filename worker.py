@@ -17,13 +17,14 @@ from temporalio.runtime import Runtime
 from temporalio.worker import Worker
 
 from .activities.llm import LLMActivities
-from .activities.mcp import McpActivities, build_mcp_activities
+from .activities.mcp import McpActivities, SecretResolver, build_mcp_activities
 from .activities.monitor import MonitorActivities
 from .activities.payload_store import PayloadStore, build_data_converter, build_payload_store
 from .activities.sandbox import SandboxActivities, SandboxPool, SnapshotVault, load_snapshot_key
 from .activities.tool_registry import ToolRegistry
 from .activities.tool_source import ToolSource
 from .activities.tools import ToolActivities
+from .client.settings import load_mcp_config, secret_sources
 from .contracts.config.settings import WorkerSettings
 from .telemetry.runtime import build_runtime
 from .telemetry.tracing import tracing_interceptors
@@ -109,6 +110,12 @@ def build_worker(
     )
 
 
+def build_mcp(settings: WorkerSettings) -> McpActivities:
+    """The MCP servers of the settings' config file; secrets resolve in the worker, at connect time."""
+    env, secrets_dir = secret_sources(settings)
+    return build_mcp_activities(load_mcp_config(settings.config_file), SecretResolver(env, secrets_dir))
+
+
 def build_sandbox(settings: WorkerSettings, store: PayloadStore | None = None) -> SandboxActivities:
     """Snapshots go through the same payload store as Temporal's large payloads."""
     store = store or build_payload_store(settings)
@@ -127,7 +134,7 @@ async def running_worker(
     """A started worker with its own HTTP client; both are closed on exit."""
     # Providers never retry; Temporal owns retries, so the transport must not.
     sandbox = build_sandbox(settings)
-    mcp = build_mcp_activities(settings.config_file)
+    mcp = build_mcp(settings)
     try:
         async with httpx.AsyncClient(timeout=settings.providers.request_timeout_seconds) as http:
             worker = build_worker(

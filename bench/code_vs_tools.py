@@ -46,7 +46,7 @@ from agentsteps.contracts import AgentInput, AgentResult, AgentSpec, LLMConfig
 from agentsteps.contracts.config.settings import ProviderSettings, WorkerSettings
 from agentsteps.contracts.llm.tokens import TOKENS_PER_MESSAGE, count_text_tokens
 from agentsteps.scripted_model import ScriptedModelServer
-from agentsteps.stack import temporal_binary
+from agentsteps.client.dev_server import temporal_binary
 from agentsteps.worker import running_worker
 from direct_tools_workflow import DirectToolCalls
 

@@ -29,7 +29,7 @@ from temporalio.worker import Worker
 from agentsteps.contracts import AgentInput, AgentResult, AgentSpec, LLMConfig
 from agentsteps.contracts.config.settings import ProviderSettings, WorkerSettings
 from agentsteps.scripted_model import ScriptedModelServer
-from agentsteps.stack import temporal_binary
+from agentsteps.client.dev_server import temporal_binary
 from agentsteps.worker import running_worker
 from bare_workflow import BareRoundTrips, noop
 

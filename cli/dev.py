@@ -9,7 +9,7 @@ import threading
 from temporalio.client import Client
 
 from ..contracts.config.settings import WorkerSettings
-from ..stack import embedded_temporal
+from ..client.dev_server import embedded_temporal
 from ..telemetry.server import start_metrics_server
 from ..worker import connect, running_worker
 

@@ -74,14 +74,15 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("--json", action="store_true", help="print the edge reports as JSON")
 
     schedule = command("schedule", _schedule, "Apply, list, pause, resume or trigger the schedules in deploy/schedules.")
-    from ..schedules import configure_parser
+    from .schedule import configure_parser
 
     configure_parser(schedule)
 
     scripted = command("scripted-model", _scripted_model, "Serve the scripted model (a test double) over HTTP.")
-    scripted.add_argument("--script", required=True)
-    scripted.add_argument("--port", type=int, default=8700)
-    scripted.add_argument("--host", default="127.0.0.1")
+    # The same arguments (and default port) as ``python -m agentsteps.scripted_model``.
+    from ..scripted_model.cli import build_parser
+
+    build_parser(scripted)
 
     tools = sub.add_parser("tools", help="Inspect and exercise the tools the worker offers (Python and MCP).")
     tools_sub = tools.add_subparsers(metavar="ACTION")
@@ -102,7 +103,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _settings(args: argparse.Namespace):
-    from ..config import load_settings
+    from ..client.settings import load_settings
 
     return load_settings(args.config)
 
@@ -149,7 +150,7 @@ def _scripted_model(args: argparse.Namespace) -> int:
 
 
 def _schedule(args: argparse.Namespace) -> int:
-    from ..schedules import schedule_command
+    from .schedule import schedule_command
 
     return schedule_command(args)
 

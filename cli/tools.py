@@ -2,8 +2,8 @@
 
 Both go through the worker's own code (``ToolActivities`` over the Python
 registry plus the MCP servers of the config file), so what an operator sees is
-what a run gets. Secrets come from the environment or
-``$AGENTSTEPS_SECRETS_DIR``, exactly as in the worker.
+what a run gets. Secrets come from the secrets folder (``$AGENTSTEPS_SECRETS_DIR``)
+or the environment, exactly as in the worker.
 
 Exit codes: 0 ok; 1 the tool returned an error or a server failed; 2 bad
 input or config.
@@ -52,14 +52,13 @@ def _guarded(run: Any) -> int:
 
 
 def _build(config_path: str | Path | None):
-    from ..activities.mcp import build_mcp_activities
     from ..activities.tools import ToolActivities
-    from ..config import load_settings
-    from ..worker import load_registry
+    from ..client.settings import load_settings
+    from ..worker import build_mcp, load_registry
 
     settings = load_settings(config_path)
     registry = load_registry(settings)
-    mcp = build_mcp_activities(settings.config_file)
+    mcp = build_mcp(settings)
     return registry, mcp, ToolActivities(registry, [mcp.source()])
 
 

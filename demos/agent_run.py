@@ -15,10 +15,10 @@ from ..contracts.config.settings import WorkerSettings
 from .code_mode import demo_code_mode_run
 from .monitor import demo_monitor_tick
 from ..cli.report import print_progress, print_result
-from ..runs import follow, start_agent_run
+from ..client.runs import follow, start_agent_run
 from ..scripted_model import Script, ScriptedModelServer
-from ..spec_files import parse_spec
-from ..stack import embedded_temporal
+from ..client.spec_files import parse_spec
+from ..client.dev_server import embedded_temporal
 from ..telemetry.server import start_metrics_server
 from ..worker import connect, load_registry, running_worker
 

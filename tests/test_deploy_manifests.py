@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from agentsteps.config import _ENV_FIELDS
+from agentsteps.client.settings import _ENV_FIELDS
 from agentsteps.contracts.config.settings import WorkerSettings
 from agentsteps.telemetry.server import HEALTH_PATH, METRICS_PATH, READY_PATH
 

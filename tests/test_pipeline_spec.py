@@ -11,7 +11,7 @@ from agentsteps.contracts.composition.contract import ContractKind, compose
 from agentsteps.contracts.composition.pipeline_spec import parse_pipeline, to_contracts
 from agentsteps.contracts.errors import InvalidSpecError
 from agentsteps.examples.support_models import TicketUpdate
-from agentsteps.pipelines_io import import_model_schema, load_pipeline_file
+from agentsteps.client.pipeline_files import import_model_schema, load_pipeline_file
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "pipelines" / "support_reply.toml"
 

@@ -21,7 +21,7 @@ from agentsteps.activities.tools import ToolActivities
 from agentsteps.contracts import DefaultResult, LLMConfig
 from agentsteps.contracts.composition.pipeline_run import PipelineInput, PipelineResult, pipeline_input
 from agentsteps.examples.support_tools import build_registry
-from agentsteps.pipelines_io import load_pipeline_file
+from agentsteps.client.pipeline_files import load_pipeline_file
 from agentsteps.workflows.pipeline import PipelineWorkflow
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "pipelines" / "support_reply.toml"

@@ -19,13 +19,13 @@ from agentsteps.contracts.config.schedules import parse_schedule_file
 from agentsteps.contracts.errors import ScheduleFileError, ScheduleNotFoundError
 from agentsteps.contracts.monitor import MonitorReport
 from agentsteps.demos.monitor import assigned_issues, monitor_worker, nudge_script, tracker_client, tracker_server
-from agentsteps.schedules import (
+from agentsteps.cli.schedule import schedule_command
+from agentsteps.client.schedules import (
     apply_schedules,
     list_schedules,
     load_schedule_files,
     pause,
     resume,
-    schedule_command,
     trigger,
 )
 
@@ -224,7 +224,7 @@ async def test_the_cli_applies_and_lists_schedules(client, temporal_env, tmp_pat
 
     def run(*argv: str) -> tuple[int, str]:
         parser = argparse.ArgumentParser()
-        from agentsteps.schedules import configure_parser
+        from agentsteps.cli.schedule import configure_parser
 
         configure_parser(parser)
         out = io.StringIO()

@@ -9,8 +9,8 @@ import pytest
 from agentsteps.contracts import InvalidSpecError, LLMConfig
 from agentsteps.examples.demo_tools import build_registry
 from agentsteps.contracts.config.settings import WorkerSettings
-from agentsteps.runs import validate_spec
-from agentsteps.spec_files import load_spec
+from agentsteps.client.runs import validate_spec
+from agentsteps.client.spec_files import load_spec
 
 from agent_support import make_spec
 

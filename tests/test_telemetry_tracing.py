@@ -106,7 +106,7 @@ def test_tool_span_is_named_after_the_tool_and_types_its_error(spans):
 
 
 def test_worker_settings_carry_tracing_from_the_environment(tmp_path):
-    from agentsteps.config import load_settings
+    from agentsteps.client.settings import load_settings
 
     empty = tmp_path / "empty.toml"
     empty.write_text("")

@@ -2,7 +2,7 @@
 
 from .activities import McpActivities, build_mcp_activities
 from .client import McpToolClient
-from .config import load_mcp_config, parse_mcp_config
+from .config import parse_mcp_config
 from .pool import McpSessionPool
 from .secrets import SecretResolver
 from .source import McpToolSource
@@ -14,6 +14,5 @@ __all__ = [
     "McpToolSource",
     "SecretResolver",
     "build_mcp_activities",
-    "load_mcp_config",
     "parse_mcp_config",
 ]

@@ -8,15 +8,15 @@ workflow's retry policy needs no list of MCP error names.
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 from temporalio import activity
 
 from ...contracts.llm.tools import ToolCallResult, ToolSchema
 from ...contracts.mcp import MCP_CALL_TOOL, MCP_LIST_TOOLS, McpCallInput, McpError, McpListToolsInput
+from ...contracts.config.mcp_config import McpConfig
+from ...contracts.llm.tools import ToolCallResult, ToolSchema
 from ...telemetry.metrics import TOOL_CALL_SECONDS, TOOL_CALLS
 from .client import McpToolClient
-from .config import load_mcp_config
 from .pool import McpSessionPool
 from .secrets import SecretResolver
 from .source import McpToolSource, as_application_error
@@ -62,7 +62,6 @@ class McpActivities:
         await self.client.aclose()
 
 
-def build_mcp_activities(config_path: str | Path | None = None, secrets: SecretResolver | None = None) -> McpActivities:
-    """Activities over the servers in ``config_path`` (default: ``$AGENTSTEPS_CONFIG`` or ``./agentsteps.toml``)."""
-    config = load_mcp_config(config_path)
-    return McpActivities(McpToolClient(McpSessionPool(config, secrets or SecretResolver.from_environment())))
+def build_mcp_activities(config: McpConfig, secrets: SecretResolver) -> McpActivities:
+    """Activities over ``config``'s servers (``client.settings.load_mcp_config`` reads it from the config file)."""
+    return McpActivities(McpToolClient(McpSessionPool(config, secrets)))

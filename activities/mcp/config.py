@@ -1,4 +1,5 @@
-"""Reads ``[mcp.servers.NAME]`` tables from a TOML file into an ``McpConfig``.
+"""Turns ``[mcp.servers.NAME]`` tables (already read from the config file by
+``client/settings.py``) into an ``McpConfig``.
 
     [mcp.servers.tickets]
     transport = "stdio"
@@ -16,9 +17,6 @@
 
 from __future__ import annotations
 
-import os
-import tomllib
-from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
@@ -26,18 +24,7 @@ from pydantic import ValidationError
 from ...contracts.config.mcp_config import McpConfig
 from ...contracts.mcp import McpConfigError
 
-CONFIG_ENV = "AGENTSTEPS_CONFIG"
-DEFAULT_CONFIG_FILE = "agentsteps.toml"
 _TRANSPORT_ALIASES = {"streamable-http": "http", "streamable_http": "http", "streamable-HTTP": "http"}
-
-
-def default_config_path() -> Path | None:
-    """``$AGENTSTEPS_CONFIG``, else ``./agentsteps.toml`` when it exists."""
-    explicit = os.environ.get(CONFIG_ENV)
-    if explicit:
-        return Path(explicit)
-    local = Path(DEFAULT_CONFIG_FILE)
-    return local if local.is_file() else None
 
 
 def parse_mcp_config(document: dict[str, Any], *, origin: str = "config") -> McpConfig:
@@ -60,16 +47,3 @@ def parse_mcp_config(document: dict[str, Any], *, origin: str = "config") -> Mcp
         )
         raise McpConfigError(f"{origin}: {detail}") from None
 
-
-def load_mcp_config(path: str | Path | None = None) -> McpConfig:
-    """The MCP section of ``path`` (or the default file); an empty config when there is no file."""
-    resolved = Path(path) if path is not None else default_config_path()
-    if resolved is None:
-        return McpConfig()
-    try:
-        document = tomllib.loads(resolved.read_text())
-    except FileNotFoundError:
-        raise McpConfigError(f"config file {resolved} does not exist") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise McpConfigError(f"{resolved}: not valid TOML: {exc}") from None
-    return parse_mcp_config(document, origin=str(resolved))

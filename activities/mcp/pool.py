@@ -86,9 +86,9 @@ class McpConnection:
 class McpSessionPool:
     """Sessions keyed by server name; connect lazily, reconnect after failure."""
 
-    def __init__(self, config: McpConfig, secrets: SecretResolver | None = None) -> None:
+    def __init__(self, config: McpConfig, secrets: SecretResolver) -> None:
         self.config = config
-        self._secrets = secrets or SecretResolver.from_environment()
+        self._secrets = secrets
         self._connections: dict[str, McpConnection] = {}
         self._locks: dict[str, asyncio.Lock] = {}
 

@@ -2,30 +2,24 @@
 
 A secret is looked up first as a file ``<secrets_dir>/<NAME>`` (the shape of
 Docker and Kubernetes secret mounts), then as the environment variable
-``NAME``. Values never appear in error messages: only names do.
+``NAME``. Values never appear in error messages: only names do. Which folder
+and which environment are settings (``client.settings.secret_sources``); this
+module only reads the secrets themselves.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from ...contracts.config.mcp_config import secret_references, substitute_secrets
 from ...contracts.mcp import McpConfigError
 
-SECRETS_DIR_ENV = "AGENTSTEPS_SECRETS_DIR"
-
 
 class SecretResolver:
-    def __init__(self, env: Mapping[str, str] | None = None, secrets_dir: Path | str | None = None) -> None:
-        self._env = dict(os.environ if env is None else env)
+    def __init__(self, env: Mapping[str, str], secrets_dir: Path | str | None = None) -> None:
+        self._env = dict(env)
         self._dir = Path(secrets_dir) if secrets_dir else None
-
-    @classmethod
-    def from_environment(cls) -> SecretResolver:
-        """The worker's environment, plus ``$AGENTSTEPS_SECRETS_DIR`` when set."""
-        return cls(os.environ, os.environ.get(SECRETS_DIR_ENV) or None)
 
     def get(self, name: str, *, server: str | None = None) -> str:
         if self._dir is not None:

@@ -1,4 +1,4 @@
-"""Worker settings: loaded once (see ``config.py``) and injected, never read at import.
+"""Worker settings: loaded once (see ``client/settings.py``) and injected, never read at import.
 
 Secrets are ``SecretStr`` so a stray ``repr`` or log line shows ``**********``.
 They stay in the worker: nothing here is ever put in a workflow input.
@@ -69,5 +69,7 @@ class WorkerSettings(BaseModel):
     """``module:function`` entries; each function takes these settings and returns a ToolRegistry."""
     tracing: TracingSettings = Field(default_factory=TracingSettings)
     payload_store: PayloadStoreSettings = Field(default_factory=PayloadStoreSettings)
+    secrets_dir: Path | None = None
+    """Folder of secret files (``NAME`` holds secret ``NAME``) for ``secret:`` references; read before the environment."""
     snapshot_key: SecretStr | None = None
     """HMAC key signing code-mode snapshots; unset means a key file under ``state_dir``."""

@@ -1,7 +1,9 @@
 """Load worker settings once, from the environment and an optional TOML file.
 
-This is the only place that reads the environment; everything else receives a
-``WorkerSettings``. Secrets are wrapped in ``SecretStr`` on the way in.
+This is the only place that reads settings from the environment or the config
+file; everything else receives a ``WorkerSettings`` (or, for the MCP server
+table, the ``McpConfig`` read here from the same file). Secrets are wrapped in
+``SecretStr`` on the way in.
 """
 
 from __future__ import annotations
@@ -10,14 +12,20 @@ import os
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from .contracts import InvalidSpecError, Violation, ViolationKind
-from .contracts.config.settings import WorkerSettings
+from ..contracts import InvalidSpecError, Violation, ViolationKind
+from ..contracts.mcp import McpConfigError
+from ..contracts.config.settings import WorkerSettings
+
+if TYPE_CHECKING:
+    from ..contracts.config.mcp_config import McpConfig
 
 DEFAULT_CONFIG_FILE = "agentsteps.toml"
+CONFIG_ENV = "AGENTSTEPS_CONFIG"
+SECRETS_DIR_ENV = "AGENTSTEPS_SECRETS_DIR"
 
 _ENV_FIELDS: dict[str, tuple[str, ...]] = {
     "TEMPORAL_ADDRESS": ("temporal_address",),
@@ -25,6 +33,7 @@ _ENV_FIELDS: dict[str, tuple[str, ...]] = {
     "AGENTSTEPS_TASK_QUEUE": ("task_queue",),
     "AGENTSTEPS_STATE_DIR": ("state_dir",),
     "AGENTSTEPS_METRICS_PORT": ("metrics_port",),
+    SECRETS_DIR_ENV: ("secrets_dir",),
     "OPENAI_API_KEY": ("providers", "openai_api_key"),
     "OPENAI_BASE_URL": ("providers", "openai_base_url"),
     "ANTHROPIC_API_KEY": ("providers", "anthropic_api_key"),
@@ -40,7 +49,7 @@ _ENV_FIELDS: dict[str, tuple[str, ...]] = {
 def load_settings(config_path: str | Path | None = None, env: Mapping[str, str] | None = None) -> WorkerSettings:
     """File values first, then environment variables on top (the 12-factor order)."""
     env = os.environ if env is None else env
-    named = config_path or env.get("AGENTSTEPS_CONFIG")
+    named = config_path or env.get(CONFIG_ENV)
     path = Path(named or DEFAULT_CONFIG_FILE)
     data: dict[str, Any] = {}
     if path.is_file():
@@ -67,6 +76,40 @@ def read_toml(path: Path) -> dict[str, Any]:
         return tomllib.loads(path.read_text())
     except tomllib.TOMLDecodeError as exc:
         raise InvalidSpecError([_config_violation("$", f"{path}: not valid TOML: {exc}")]) from None
+
+
+def load_mcp_config(path: str | Path | None) -> McpConfig:
+    """The ``[mcp.servers.NAME]`` tables of ``path`` (normally ``settings.config_file``); none without a file.
+
+    MCP problems are ``McpConfigError`` rather than ``InvalidSpecError`` so
+    ``agentsteps tools`` and the worker report them as MCP configuration.
+    """
+    # Lazy: the MCP package pulls in the MCP SDK, which settings-only callers never need.
+    from ..activities.mcp.config import parse_mcp_config
+    from ..contracts.mcp_config import McpConfig
+
+    if path is None:
+        return McpConfig()
+    resolved = Path(path)
+    try:
+        document = tomllib.loads(resolved.read_text())
+    except FileNotFoundError:
+        raise McpConfigError(f"config file {resolved} does not exist") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise McpConfigError(f"{resolved}: not valid TOML: {exc}") from None
+    return parse_mcp_config(document, origin=str(resolved))
+
+
+def secret_sources(settings: WorkerSettings, env: Mapping[str, str] | None = None) -> tuple[Mapping[str, str], Path | None]:
+    """Where the worker resolves ``secret:NAME``: the secrets folder, then the environment variables.
+
+    ``load_settings`` already put ``$AGENTSTEPS_SECRETS_DIR`` into
+    ``settings.secrets_dir``; settings built in code (tests, embedding
+    backends) still honour the variable, as they always have.
+    """
+    env = os.environ if env is None else env
+    directory = settings.secrets_dir or env.get(SECRETS_DIR_ENV) or None
+    return env, Path(directory) if directory else None
 
 
 def _config_violation(path: str, message: str) -> Violation:

@@ -18,7 +18,7 @@ from pathlib import Path
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
-from .contracts.config.settings import WorkerSettings
+from ..contracts.config.settings import WorkerSettings
 
 DEV_SERVER_PORT = 7233
 UI_PORT = 8233

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from .contracts import AgentSpec, InvalidSpecError, Violation, ViolationKind
+from ..contracts import AgentSpec, InvalidSpecError, Violation, ViolationKind
 
 
 def load_spec(path: str | Path) -> AgentSpec:

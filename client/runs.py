@@ -8,9 +8,9 @@ from collections.abc import Callable, Mapping
 
 from temporalio.client import Client, WorkflowHandle
 
-from .contracts import AgentInput, AgentResult, AgentSpec, InvalidSpecError, Step, ToolSchema, ViolationKind
-from .contracts.llm.preconditions import check_spec
-from .workflows.agent import WORKFLOW_NAME
+from ..contracts import AgentInput, AgentResult, AgentSpec, InvalidSpecError, Step, ToolSchema, ViolationKind
+from ..contracts.llm.preconditions import check_spec
+from ..workflows.agent import WORKFLOW_NAME
 
 
 def validate_spec(spec: AgentSpec, known_tools: Mapping[str, ToolSchema] | None = None) -> None:

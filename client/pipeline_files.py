@@ -16,10 +16,10 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from .contracts.composition.contract import Contract
-from .contracts.composition.pipeline_spec import PipelineSpec, parse_pipeline, to_contracts
-from .contracts.errors import InvalidSpecError
-from .contracts.llm.violations import Violation, ViolationKind
+from ..contracts.composition.contract import Contract
+from ..contracts.errors import InvalidSpecError
+from ..contracts.composition.pipeline_spec import PipelineSpec, parse_pipeline, to_contracts
+from ..contracts.llm.violations import Violation, ViolationKind
 
 
 @dataclass(frozen=True)

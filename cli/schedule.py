@@ -1,0 +1,77 @@
+"""``agentsteps schedule apply|list|pause|resume|trigger``: the shell over ``client/schedules.py``."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+
+from ..client.schedules import (
+    DEFAULT_DIRECTORY,
+    apply_schedules,
+    list_schedules,
+    load_schedule_files,
+    pause,
+    resume,
+    trigger,
+)
+
+ACTIONS = ("apply", "list", "pause", "resume", "trigger")
+
+
+def configure_parser(parser: argparse.ArgumentParser) -> None:
+    """Arguments of ``agentsteps schedule``; the handler is ``schedule_command``."""
+    parser.add_argument("action", choices=ACTIONS)
+    parser.add_argument("name", nargs="?", help="schedule id (pause, resume, trigger)")
+    parser.add_argument("--dir", default=str(DEFAULT_DIRECTORY), help="schedule files (apply)")
+    parser.add_argument("--note", help="note recorded with pause or resume")
+    parser.add_argument("--json", action="store_true", help="list as JSON")
+
+
+def schedule_command(args: argparse.Namespace) -> int:
+    """``agentsteps schedule ACTION [NAME]``; returns the exit status (2 for bad usage)."""
+    action = args.action
+    name = getattr(args, "name", None)
+    if action in ("pause", "resume", "trigger") and not name:
+        print(f"error: 'agentsteps schedule {action}' needs a schedule name", file=sys.stderr)
+        return 2
+    if action == "apply":
+        load_schedule_files(getattr(args, "dir", DEFAULT_DIRECTORY))  # bad files fail before connecting
+    try:
+        return asyncio.run(_run(args, action, name))
+    except RuntimeError as exc:
+        if "connect" not in str(exc).lower():
+            raise
+        print(f"error: cannot reach Temporal ({exc}); start it with 'agentsteps dev' or set TEMPORAL_ADDRESS",
+              file=sys.stderr)
+        return 1
+
+
+async def _run(args: argparse.Namespace, action: str, name: str | None) -> int:
+    from ..client.settings import load_settings
+    from ..worker import connect
+
+    client = await connect(load_settings(getattr(args, "config", None)))
+    note = getattr(args, "note", None)
+    if action == "apply":
+        for line in await apply_schedules(client, getattr(args, "dir", DEFAULT_DIRECTORY)):
+            print(line)
+    elif action == "list":
+        rows = await list_schedules(client)
+        if getattr(args, "json", False):
+            print(json.dumps([r.model_dump(mode="json") for r in rows], indent=2))
+        for row in [] if getattr(args, "json", False) else rows:
+            state = "paused" if row.paused else "active"
+            nxt = row.next_run.isoformat() if row.next_run and not row.paused else "-"
+            print(f"{row.id:<28} {row.workflow:<24} {state:<7} next {nxt}" + (f"  ({row.note})" if row.note else ""))
+    elif action == "pause":
+        await pause(client, name or "", note)
+        print(f"paused {name}")
+    elif action == "resume":
+        await resume(client, name or "", note)
+        print(f"resumed {name}")
+    else:
+        await trigger(client, name or "")
+        print(f"triggered {name}")
+    return 0
