@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import Literal
 
 from ..contracts.llm import LLMConfig, Usage
+from ..contracts.names import LLM_CALL
 from ..contracts.settings import PriceTable
 from ..contracts.violations import Violation
 from ..telemetry.metrics import (
@@ -21,7 +22,8 @@ from ..telemetry.metrics import (
     LLM_TOKENS,
 )
 
-CONTRACT = "llm.call"
+CONTRACT = LLM_CALL
+"""The LLM contract is named after the activity that enforces it."""
 Outcome = Literal["ok", "violation", "retryable_error", "fatal_error", "precondition"]
 
 
