@@ -103,7 +103,6 @@ def build_worker(
             sandbox.check,
             sandbox.start,
             sandbox.resume,
-            *mcp.activities(),
             *MonitorActivities().activities(),
         ],
         **worker_options,

@@ -16,15 +16,15 @@ from temporalio.exceptions import ApplicationError
 
 from ..contracts.config.settings import PriceTable, ProviderSettings
 from ..contracts.errors import NonRetryableProviderError, RetryableProviderError
+from ..contracts.llm.request import LLMRequest, LLMResponse
+from ..contracts.names import LLM_CALL
 from ..contracts.llm.postconditions import check_response
 from ..contracts.llm.preconditions import check_request
-from ..contracts.llm.request import LLMRequest, LLMResponse
 from ..contracts.llm.violations import Violation
 from ..telemetry.tracing import llm_span
 from . import llm_metrics as metrics
 from .providers.registry import ProviderSet
 
-ACTIVITY_NAME = "llm.call"
 
 
 def _precondition_failure(violations: list[Violation]) -> ApplicationError:
@@ -43,7 +43,7 @@ class LLMActivities:
         self._providers = ProviderSet(settings, http)
         self._prices = prices or PriceTable()
 
-    @activity.defn(name=ACTIVITY_NAME)
+    @activity.defn(name=LLM_CALL)
     async def call(self, request: LLMRequest) -> LLMResponse:
         config = request.config
         pre = check_request(request)

@@ -9,8 +9,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal
 
-from ..contracts.config.settings import PriceTable
 from ..contracts.llm.request import LLMConfig, Usage
+from ..contracts.names import LLM_CALL
+from ..contracts.config.settings import PriceTable
 from ..contracts.llm.violations import Violation
 from ..telemetry.metrics import (
     CONTRACT_CHECKS,
@@ -21,7 +22,8 @@ from ..telemetry.metrics import (
     LLM_TOKENS,
 )
 
-CONTRACT = "llm.call"
+CONTRACT = LLM_CALL
+"""The LLM contract is named after the activity that enforces it."""
 Outcome = Literal["ok", "violation", "retryable_error", "fatal_error", "precondition"]
 
 

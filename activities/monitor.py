@@ -11,7 +11,8 @@ from collections import OrderedDict
 
 from temporalio import activity
 
-from ..contracts.monitor import RECORD_ACTIVITY, MonitorMetrics
+from ..contracts.monitor import MonitorMetrics
+from ..contracts.names import MONITOR_RECORD
 from ..telemetry.metrics import MONITOR_ESCALATIONS, MONITOR_NUDGES, MONITOR_STALLED_TICKETS
 
 _REMEMBERED_RUNS = 1024
@@ -21,7 +22,7 @@ class MonitorActivities:
     def __init__(self) -> None:
         self._recorded: OrderedDict[str, None] = OrderedDict()
 
-    @activity.defn(name=RECORD_ACTIVITY)
+    @activity.defn(name=MONITOR_RECORD)
     async def record(self, metrics: MonitorMetrics) -> None:
         MONITOR_STALLED_TICKETS.labels(monitor=metrics.monitor).set(metrics.stalled)
         if metrics.run_id in self._recorded:

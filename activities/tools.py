@@ -17,6 +17,7 @@ from temporalio import activity
 
 from ..contracts import ToolCallInput, ToolCallResult, ToolError, ToolSchema
 from ..contracts.json_schema import json_path
+from ..contracts.names import TOOLS_CALL, TOOLS_DESCRIBE
 from ..contracts.llm.arguments import parse_tool_arguments
 from ..contracts.llm.tools import ToolsDescribeInput
 from ..telemetry.metrics import TOOL_CALL_SECONDS, TOOL_CALLS
@@ -37,12 +38,12 @@ class ToolActivities:
         merged.update(self._registry.schemas())
         return merged
 
-    @activity.defn(name="tools.describe")
+    @activity.defn(name=TOOLS_DESCRIBE)
     async def describe(self, request: ToolsDescribeInput) -> list[ToolSchema]:
         catalog = await self.catalog()
         return [catalog[name] for name in request.names if name in catalog]
 
-    @activity.defn(name="tools.call")
+    @activity.defn(name=TOOLS_CALL)
     async def call(self, call: ToolCallInput) -> ToolCallResult:
         started = time.perf_counter()
         outcome = "infra_error"

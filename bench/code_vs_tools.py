@@ -43,6 +43,7 @@ from agentsteps.activities.payload_store import build_data_converter
 from agentsteps.activities.tool_registry import ToolRegistry
 from agentsteps.activities.tools import ToolActivities
 from agentsteps.contracts import AgentInput, AgentResult, AgentSpec, LLMConfig
+from agentsteps.contracts.names import AGENT_WORKFLOW
 from agentsteps.contracts.config.settings import ProviderSettings, WorkerSettings
 from agentsteps.contracts.llm.tokens import TOKENS_PER_MESSAGE, count_text_tokens
 from agentsteps.scripted_model import ScriptedModelServer
@@ -174,7 +175,7 @@ async def run_agent(client: Client, queue: str, agent: AgentSpec, text: str) -> 
     started = time.perf_counter()
     try:
         result = await client.execute_workflow(
-            "AgentWorkflow", AgentInput(spec=agent, input=text), id=f"bench-{uuid.uuid4().hex[:10]}",
+            AGENT_WORKFLOW, AgentInput(spec=agent, input=text), id=f"bench-{uuid.uuid4().hex[:10]}",
             task_queue=queue, result_type=AgentResult,
         )
     except WorkflowFailureError as exc:

@@ -13,6 +13,7 @@ from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from agentsteps.contracts import ToolCallInput, ToolCallResult
+    from agentsteps.contracts.names import TOOLS_CALL
 
 
 @workflow.defn(name="DirectToolCalls")
@@ -21,7 +22,7 @@ class DirectToolCalls:
     async def run(self, calls: int, concurrent: bool) -> int:
         def one(i: int) -> object:
             return workflow.execute_activity(
-                "tools.call",
+                TOOLS_CALL,
                 ToolCallInput(name="ping", arguments=f'{{"i": {i}}}', call_id=f"c{i}", idempotency_key=f"k{i}"),
                 result_type=ToolCallResult,
                 start_to_close_timeout=timedelta(seconds=30),

@@ -27,6 +27,7 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from agentsteps.contracts import AgentInput, AgentResult, AgentSpec, LLMConfig
+from agentsteps.contracts.names import AGENT_WORKFLOW
 from agentsteps.contracts.config.settings import ProviderSettings, WorkerSettings
 from agentsteps.scripted_model import ScriptedModelServer
 from agentsteps.client.dev_server import temporal_binary
@@ -71,7 +72,7 @@ async def main(steps: int, rounds: int) -> dict:
                 scripted.set_script(_script(steps))
                 t0 = time.perf_counter()
                 result = await env.client.execute_workflow(
-                    "AgentWorkflow",
+                    AGENT_WORKFLOW,
                     AgentInput(spec=spec, input="weather"),
                     id=f"bench-agent-{uuid.uuid4().hex[:8]}",
                     task_queue=settings.task_queue,

@@ -13,7 +13,6 @@ from typing import TextIO
 from ..contracts.composition.contract import EdgeReport, check_edges
 from ..contracts.composition.prover import Verdict
 from ..contracts.errors import InvalidSpecError
-from ..contracts.composition.prover import Verdict
 from ..client.pipeline_files import load_pipeline_file
 
 EXIT_OK, EXIT_FAILED, EXIT_INVALID = 0, 1, 2

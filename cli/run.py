@@ -10,12 +10,12 @@ from contextlib import AsyncExitStack
 from temporalio.client import WorkflowFailureError
 
 from ..contracts import InvalidSpecError, Violation, ViolationKind
+from ..contracts.names import PIPELINE_WORKFLOW
 from ..contracts.composition.pipeline_run import PipelineResult, pipeline_input
 from ..contracts.config.settings import WorkerSettings
 from ..client.pipeline_files import load_pipeline_file
 from .report import print_progress, print_result
 from ..client.runs import follow, start_agent_run
-from ..workflows.pipeline import WORKFLOW_NAME as PIPELINE_WORKFLOW
 from ..client.spec_files import load_spec
 from ..client.dev_server import embedded_temporal
 from ..worker import connect, load_registry, running_worker

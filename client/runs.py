@@ -9,8 +9,8 @@ from collections.abc import Callable, Mapping
 from temporalio.client import Client, WorkflowHandle
 
 from ..contracts import AgentInput, AgentResult, AgentSpec, InvalidSpecError, Step, ToolSchema, ViolationKind
+from ..contracts.names import AGENT_WORKFLOW, STEPS_QUERY
 from ..contracts.llm.preconditions import check_spec
-from ..workflows.agent import WORKFLOW_NAME
 
 
 def validate_spec(spec: AgentSpec, known_tools: Mapping[str, ToolSchema] | None = None) -> None:
@@ -37,7 +37,7 @@ async def start_agent_run(
 ) -> WorkflowHandle[object, AgentResult]:
     validate_spec(spec, known_tools)
     return await client.start_workflow(
-        WORKFLOW_NAME,
+        AGENT_WORKFLOW,
         AgentInput(spec=spec, input=user_input),
         id=workflow_id or f"agent-{spec.name}-{uuid.uuid4().hex[:12]}",
         task_queue=task_queue,
@@ -55,7 +55,7 @@ async def follow(
     shown = 0
     while not result_task.done():
         try:
-            steps = await handle.query("steps", shown, result_type=list[Step])
+            steps = await handle.query(STEPS_QUERY, shown, result_type=list[Step])
         except Exception:  # a query can race the run's start or end; the result has the rest
             steps = []
         for step in steps:

@@ -86,7 +86,7 @@ def load_mcp_config(path: str | Path | None) -> McpConfig:
     """
     # Lazy: the MCP package pulls in the MCP SDK, which settings-only callers never need.
     from ..activities.mcp.config import parse_mcp_config
-    from ..contracts.mcp_config import McpConfig
+    from ..contracts.config.mcp_config import McpConfig
 
     if path is None:
         return McpConfig()

@@ -1,7 +1,7 @@
-"""MCP activities: their stable names, inputs, and the errors they raise.
+"""MCP: tool sources, and the errors the worker's MCP client raises.
 
-Inputs name a server; they never carry its command, URL or credentials,
-which stay in the worker's config and secrets.
+A server's command, URL and credentials stay in the worker's config and
+secrets; nothing in a workflow input names them.
 
     McpError (AgentStepsError)        ``retryable`` says how Temporal should treat it
     ├── McpConfigError         no  unknown server, bad config file, missing secret, tool name collision
@@ -16,14 +16,8 @@ as ``ToolCallResult(is_error=True)`` for the model to read.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
-
-from .config.mcp_config import SERVER_NAME_PATTERN
 from .errors import AgentStepsError
-from .llm.tools import ToolCallInput
 
-MCP_LIST_TOOLS = "mcp.list_tools"
-MCP_CALL_TOOL = "mcp.call_tool"
 MCP_SOURCE_PREFIX = "mcp:"
 IDEMPOTENCY_ARGUMENT = "idempotency_key"
 """A tool parameter with this name is filled from ``ToolCallInput.idempotency_key`` when the caller omits it."""
@@ -36,17 +30,6 @@ def mcp_source(server: str) -> str:
 def server_of_source(source: str) -> str | None:
     """The server name in a ``ToolSchema.source`` such as ``mcp:tickets``, or None for other sources."""
     return source[len(MCP_SOURCE_PREFIX):] if source.startswith(MCP_SOURCE_PREFIX) else None
-
-
-class McpListToolsInput(BaseModel):
-    server: str | None = Field(default=None, pattern=SERVER_NAME_PATTERN)
-    """One server, or None for every configured server (names must not collide)."""
-
-
-class McpCallInput(BaseModel):
-    server: str = Field(pattern=SERVER_NAME_PATTERN)
-    call: ToolCallInput
-    """``call.name`` is the name the model saw (``tool_prefix`` included)."""
 
 
 class McpError(AgentStepsError):

@@ -21,6 +21,7 @@ from temporalio.client import Client, WorkflowHandle
 
 from ..contracts import AgentResult, AgentSpec, LLMConfig, LLMResponse
 from ..contracts.code.stubs import extract_program
+from ..contracts.names import LLM_CALL
 from ..contracts.config.settings import WorkerSettings
 from ..cli.report import print_progress
 from ..client.runs import follow, start_agent_run
@@ -104,7 +105,7 @@ async def programs_written(client: Client, handle: WorkflowHandle) -> list[str]:
     programs: list[str] = []
     async for event in handle.fetch_history_events():
         if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
-            if event.activity_task_scheduled_event_attributes.activity_type.name == "llm.call":
+            if event.activity_task_scheduled_event_attributes.activity_type.name == LLM_CALL:
                 scheduled.add(event.event_id)
         elif event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
             attrs = event.activity_task_completed_event_attributes

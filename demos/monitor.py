@@ -25,10 +25,12 @@ from temporalio.worker import Worker
 
 from ..activities.mcp import McpSessionPool, McpToolClient, McpToolSource, SecretResolver, parse_mcp_config
 from ..activities.tool_registry import ToolRegistry
-from ..contracts.config.settings import WorkerSettings
 from ..contracts.llm.request import LLMConfig
-from ..contracts.monitor import MONITOR_WORKFLOW, NUDGE_MARKER, MonitorInput, MonitorReport, MonitorSpec
+from ..contracts.monitor import MonitorInput, MonitorReport, MonitorSpec
+from ..contracts.names import MONITOR_WORKFLOW
+from ..contracts.config.settings import WorkerSettings
 from ..worker import running_worker
+from ..workflows.monitor.nudges import NUDGE_MARKER
 
 SCRIPTED_MODEL = "scripted-2026-01-01"
 OPENAI_MODEL = "gpt-4o-mini-2024-07-18"

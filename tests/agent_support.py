@@ -9,6 +9,7 @@ from temporalio.client import Client, WorkflowFailureError
 from temporalio.exceptions import ApplicationError
 
 from agentsteps.contracts import AgentInput, AgentResult, AgentSpec, LLMConfig
+from agentsteps.contracts.names import AGENT_WORKFLOW
 
 MODEL = "scripted-2026-01-01"
 FALLBACK_MODEL = "scripted-fallback-2026-02-01"
@@ -27,7 +28,7 @@ def make_spec(**overrides: Any) -> AgentSpec:
 
 async def run_agent(client: Client, task_queue: str, spec: AgentSpec, text: str = "weather please") -> AgentResult:
     return await client.execute_workflow(
-        "AgentWorkflow",
+        AGENT_WORKFLOW,
         AgentInput(spec=spec, input=text),
         id=f"test-{uuid.uuid4().hex[:10]}",
         task_queue=task_queue,

@@ -17,9 +17,11 @@ from pathlib import Path
 from temporalio.client import Client
 
 from agentsteps.contracts import LLMConfig
-from agentsteps.contracts.monitor import NUDGE_MARKER, MonitorInput, MonitorReport, MonitorSpec
+from agentsteps.contracts.monitor import MonitorInput, MonitorReport, MonitorSpec
+from agentsteps.contracts.names import MONITOR_WORKFLOW
 from agentsteps.contracts.spec import ActivityPolicy
 from agentsteps.examples.tickets.seed import seed
+from agentsteps.workflows.monitor.nudges import NUDGE_MARKER
 
 MODEL = "scripted-2026-01-01"
 
@@ -77,7 +79,7 @@ def assignee_of(db: Path, issue_id: str) -> str:
 
 async def run_tick(client: Client, task_queue: str, spec: MonitorSpec, as_of: datetime | None) -> MonitorReport:
     return await client.execute_workflow(
-        "StalledTicketMonitor", MonitorInput(spec=spec, as_of=as_of), id=f"monitor-{uuid.uuid4().hex[:10]}",
+        MONITOR_WORKFLOW, MonitorInput(spec=spec, as_of=as_of), id=f"monitor-{uuid.uuid4().hex[:10]}",
         task_queue=task_queue, result_type=MonitorReport,
     )
 

@@ -6,6 +6,7 @@ import json
 import uuid
 
 from agentsteps.contracts import AgentInput, AgentResult
+from agentsteps.contracts.names import AGENT_WORKFLOW
 from agentsteps.worker import running_worker
 
 from agent_support import make_spec
@@ -47,7 +48,7 @@ async def test_agent_reads_and_writes_tracker_tickets_through_mcp_without_leakin
     with_config = settings.model_copy(update={"config_file": config})
     async with running_worker(client, with_config):
         handle = await client.start_workflow(
-            "AgentWorkflow",
+            AGENT_WORKFLOW,
             AgentInput(spec=make_spec(tools=["list_issues", "add_comment"]), input="triage the open tickets"),
             id=f"mcp-{uuid.uuid4().hex[:8]}",
             task_queue=with_config.task_queue,

@@ -20,6 +20,7 @@ from typing import Iterator
 import pytest
 
 from agentsteps.contracts import AgentInput, AgentResult
+from agentsteps.contracts.names import AGENT_WORKFLOW
 from agentsteps.worker import running_worker
 
 from agent_support import make_spec
@@ -96,7 +97,7 @@ async def test_the_tracker_token_never_reaches_history_prompts_or_logs(
     with server:
         async with running_worker(client, with_config):
             handle = await client.start_workflow(
-                "AgentWorkflow",
+                AGENT_WORKFLOW,
                 AgentInput(spec=make_spec(tools=["list_issues", "get_issue", "add_comment"]), input="triage"),
                 id=f"mcp-secret-{uuid.uuid4().hex[:8]}", task_queue=with_config.task_queue, result_type=AgentResult)
             result = await handle.result()

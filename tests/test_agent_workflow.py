@@ -9,6 +9,7 @@ import uuid
 import pytest
 
 from agentsteps.contracts import AgentInput, AgentResult, AgentState, DefaultResult, LLMConfig
+from agentsteps.contracts.names import AGENT_WORKFLOW, CANCEL_SIGNAL, STATE_QUERY
 from agentsteps.examples.demo_tools import NotificationLedger
 
 from agent_support import (
@@ -230,16 +231,16 @@ async def test_state_query_and_graceful_cancel(engine, scripted):
         }
     )
     handle = await engine.client.start_workflow(
-        "AgentWorkflow",
+        AGENT_WORKFLOW,
         AgentInput(spec=make_spec(), input="weather"),
         id=f"cancel-{uuid.uuid4().hex[:8]}",
         task_queue=engine.task_queue,
         result_type=AgentResult,
     )
     await asyncio.sleep(0.5)
-    state = await handle.query("state", result_type=AgentState)
+    state = await handle.query(STATE_QUERY, result_type=AgentState)
     assert state.status == "running" and state.model == MODEL
-    await handle.signal("cancel")
+    await handle.signal(CANCEL_SIGNAL)
     result = await handle.result()
 
     assert result.status == "cancelled"

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from agentsteps.contracts import AgentInput, AgentResult, AgentSpec, LLMConfig
+from agentsteps.contracts.names import AGENT_WORKFLOW
 from agentsteps.contracts.spec import ActivityPolicy
 
 from code_mode_support import NudgeLedger
@@ -44,7 +45,7 @@ async def test_sigkilled_worker_mid_program_completes_and_each_side_effect_runs_
         tool_policy=ActivityPolicy(start_to_close_seconds=5, initial_interval_seconds=0.5),
     )
     handle = await client.start_workflow(
-        "AgentWorkflow", AgentInput(spec=spec, input="nudge"), id=f"kill-{uuid.uuid4().hex[:8]}",
+        AGENT_WORKFLOW, AgentInput(spec=spec, input="nudge"), id=f"kill-{uuid.uuid4().hex[:8]}",
         task_queue=task_queue, result_type=AgentResult,
     )
     second = None

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from pathlib import Path
 
 import pytest
 import pytest_asyncio
@@ -14,6 +13,7 @@ from temporalio.exceptions import ApplicationError
 
 from agentsteps.activities.sandbox import SandboxPool
 from agentsteps.contracts import AgentInput, AgentResult, AgentSpec, LLMConfig
+from agentsteps.contracts.names import AGENT_WORKFLOW
 from agentsteps.contracts.llm.violations import ViolationKind
 
 from code_mode_support import NudgeLedger, code_worker, connect_with_store, make_tickets, worker_settings
@@ -50,7 +50,7 @@ async def env(temporal_env, scripted, tmp_path):
 
 async def _run(client, settings, spec: AgentSpec, text: str = "nudge the stalled tickets") -> AgentResult:
     return await client.execute_workflow(
-        "AgentWorkflow", AgentInput(spec=spec, input=text), id=f"code-{uuid.uuid4().hex[:10]}",
+        AGENT_WORKFLOW, AgentInput(spec=spec, input=text), id=f"code-{uuid.uuid4().hex[:10]}",
         task_queue=settings.task_queue, result_type=AgentResult,
     )
 
@@ -116,7 +116,7 @@ async def test_no_sandbox_session_is_held_while_the_program_waits(env, scripted)
     client, settings, sandbox = env
     scripted.set_script({"replies": [program_reply("await wait(3)\n'done'\n")]})
     handle = await client.start_workflow(
-        "AgentWorkflow", AgentInput(spec=code_spec(), input="wait"), id=f"code-{uuid.uuid4().hex[:10]}",
+        AGENT_WORKFLOW, AgentInput(spec=code_spec(), input="wait"), id=f"code-{uuid.uuid4().hex[:10]}",
         task_queue=settings.task_queue, result_type=AgentResult,
     )
     await asyncio.sleep(2.0)
@@ -139,7 +139,7 @@ async def test_tampered_snapshot_fails_the_run_with_a_typed_error(env, scripted)
     client, settings, _ = env
     scripted.set_script({"replies": [program_reply("await wait(2)\n'done'\n")]})
     handle = await client.start_workflow(
-        "AgentWorkflow", AgentInput(spec=code_spec(), input="wait"), id=f"code-{uuid.uuid4().hex[:10]}",
+        AGENT_WORKFLOW, AgentInput(spec=code_spec(), input="wait"), id=f"code-{uuid.uuid4().hex[:10]}",
         task_queue=settings.task_queue, result_type=AgentResult,
     )
     store = settings.state_dir / "payloads" / "sha256"

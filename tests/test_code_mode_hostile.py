@@ -17,6 +17,7 @@ from agentsteps.activities.sandbox import SandboxPool
 from agentsteps.contracts import AgentInput, AgentResult, AgentSpec, LLMConfig
 from agentsteps.contracts.code.program import ProgramLimits
 from agentsteps.contracts.llm.violations import ViolationKind
+from agentsteps.contracts.names import AGENT_WORKFLOW
 from agentsteps.contracts.spec import DefaultResult
 from agentsteps.scripted_model import ScriptedModelServer
 
@@ -61,7 +62,7 @@ async def run_program(shared, server: ScriptedModelServer, program: str) -> Agen
     client, settings, _ = shared
     server.set_script({"replies": [{"content": f"```python\n{program}```\n"}]})
     return await client.execute_workflow(
-        "AgentWorkflow", AgentInput(spec=spec(), input="do the task"), id=f"hostile-{uuid.uuid4().hex[:10]}",
+        AGENT_WORKFLOW, AgentInput(spec=spec(), input="do the task"), id=f"hostile-{uuid.uuid4().hex[:10]}",
         task_queue=settings.task_queue, result_type=AgentResult,
     )
 

@@ -18,7 +18,6 @@ from agentsteps.contracts.code.program import (
     CallOutcome,
     CheckProgramInput,
     ProgramLimits,
-    ProgramStatus,
     ResumeProgramInput,
     StartProgramInput,
 )

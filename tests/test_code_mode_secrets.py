@@ -25,6 +25,7 @@ from pydantic import BaseModel
 from agentsteps.activities.tool_registry import ToolRegistry
 from agentsteps.contracts import AgentInput, AgentResult, AgentSpec, LLMConfig
 from agentsteps.contracts.code.stubs import generate_stubs
+from agentsteps.contracts.names import AGENT_WORKFLOW
 from agentsteps.worker import running_worker
 
 SECRET_ENV = "CRM_API_TOKEN"
@@ -113,7 +114,7 @@ async def test_tool_secret_stays_in_the_worker_in_code_mode(client, settings, sc
     )
     async with running_worker(client, settings, registry=registry):
         handle = await client.start_workflow(
-            "AgentWorkflow", AgentInput(spec=spec, input="which plans are acme and globex on?"),
+            AGENT_WORKFLOW, AgentInput(spec=spec, input="which plans are acme and globex on?"),
             id=f"crm-{uuid.uuid4().hex[:8]}", task_queue=settings.task_queue, result_type=AgentResult,
         )
         result = await handle.result()

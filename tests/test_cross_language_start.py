@@ -9,6 +9,7 @@ import uuid
 from temporalio.client import WorkflowHandle
 
 from agentsteps.contracts import AgentResult
+from agentsteps.contracts.names import AGENT_WORKFLOW
 
 from agent_support import MODEL
 from conftest import temporal_binary
@@ -22,7 +23,7 @@ async def test_temporal_cli_starts_agent_workflow_with_json_input(engine, script
         [
             temporal_binary(), "workflow", "start",
             "--address", temporal_env.client.service_client.config.target_host,
-            "--type", "AgentWorkflow",
+            "--type", AGENT_WORKFLOW,
             "--task-queue", engine.task_queue,
             "--workflow-id", workflow_id,
             "--input", json.dumps(payload),

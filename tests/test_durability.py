@@ -7,6 +7,7 @@ import uuid
 from pathlib import Path
 
 from agentsteps.contracts import AgentInput, AgentResult
+from agentsteps.contracts.names import AGENT_WORKFLOW
 from agentsteps.contracts.spec import ActivityPolicy
 from agentsteps.examples.demo_tools import NotificationLedger
 
@@ -37,7 +38,7 @@ async def test_sigkilled_worker_mid_tool_call_completes_on_a_new_worker_without_
     first = start_worker_process(WORKER, address, task_queue, scripted.url_openai, state_dir)
     spec = make_spec(tool_policy=ActivityPolicy(start_to_close_seconds=4, initial_interval_seconds=0.5))
     handle = await client.start_workflow(
-        "AgentWorkflow",
+        AGENT_WORKFLOW,
         AgentInput(spec=spec, input="tell carol"),
         id=f"kill-{uuid.uuid4().hex[:8]}",
         task_queue=task_queue,

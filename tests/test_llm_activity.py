@@ -18,6 +18,7 @@ from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
 from agentsteps.activities.llm import LLMActivities
 from agentsteps.contracts import LLMConfig, LLMRequest, LLMResponse, Message, ToolSchema, ViolationKind
+from agentsteps.contracts.names import LLM_CALL
 from agentsteps.contracts.config.settings import PriceTable, ProviderSettings
 from agentsteps.scripted_model import ScriptedModelServer
 from agentsteps.telemetry.metrics import REGISTRY
@@ -212,7 +213,7 @@ class LLMCallProbe:
     @workflow.run
     async def run(self, req: LLMRequest) -> LLMResponse:
         return await workflow.execute_activity(
-            "llm.call", req, result_type=LLMResponse, start_to_close_timeout=timedelta(seconds=10),
+            LLM_CALL, req, result_type=LLMResponse, start_to_close_timeout=timedelta(seconds=10),
             retry_policy=RetryPolicy(initial_interval=timedelta(milliseconds=50), maximum_attempts=3),
         )
 

@@ -1,4 +1,8 @@
-"""The ``mcp.*`` activities on a real Temporal dev server, against real MCP servers."""
+"""MCP tools through the ``tools.*`` activities on a real Temporal dev server, against real MCP servers.
+
+The worker's MCP pool is a tool source of ``tools.describe`` / ``tools.call``,
+the only way a workflow reaches an MCP server.
+"""
 
 from __future__ import annotations
 
@@ -16,8 +20,10 @@ from temporalio.exceptions import ActivityError, ApplicationError
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
 from agentsteps.activities.mcp import McpActivities
-from agentsteps.contracts.llm.tools import ToolCallResult, ToolSchema
-from agentsteps.contracts.mcp import MCP_CALL_TOOL, MCP_LIST_TOOLS, McpCallInput, McpListToolsInput
+from agentsteps.activities.tool_registry import ToolRegistry
+from agentsteps.activities.tools import ToolActivities
+from agentsteps.contracts.names import TOOLS_CALL, TOOLS_DESCRIBE
+from agentsteps.contracts.llm.tools import ToolCallInput, ToolCallResult, ToolSchema, ToolsDescribeInput
 from agentsteps.telemetry.metrics import TOOL_CALLS
 
 from mcp_support import (
@@ -34,14 +40,16 @@ from mcp_support import (
 
 
 class ProbeInput(BaseModel):
-    server: str
-    calls: list[McpCallInput]
+    describe: list[str]
+    calls: list[ToolCallInput]
     max_attempts: int = 3
 
 
 class ProbeOutput(BaseModel):
     tools: list[ToolSchema]
     results: list[ToolCallResult]
+    catalog: list[str] = []
+    """Every tool the worker discovered (what ``tools.describe`` answers from); filled in after the run."""
 
 
 @workflow.defn(name="McpProbeWorkflow")
@@ -52,12 +60,12 @@ class McpProbeWorkflow:
     async def run(self, input: ProbeInput) -> ProbeOutput:
         retry = RetryPolicy(initial_interval=timedelta(milliseconds=200), maximum_attempts=input.max_attempts)
         tools = await workflow.execute_activity(
-            MCP_LIST_TOOLS, McpListToolsInput(server=input.server), result_type=list[ToolSchema],
+            TOOLS_DESCRIBE, ToolsDescribeInput(names=input.describe), result_type=list[ToolSchema],
             start_to_close_timeout=timedelta(seconds=30), retry_policy=retry)
         results = []
         for call in input.calls:
             results.append(await workflow.execute_activity(
-                MCP_CALL_TOOL, call, result_type=ToolCallResult,
+                TOOLS_CALL, call, result_type=ToolCallResult,
                 start_to_close_timeout=timedelta(seconds=30), retry_policy=retry))
         return ProbeOutput(tools=tools, results=results)
 
@@ -75,11 +83,12 @@ def db(tmp_path_factory):
 async def _run(client, servers, secrets, probe: ProbeInput) -> tuple[ProbeOutput | BaseException, str]:
     """Run the probe on a fresh worker; returns its output (or failure) and the history as JSON."""
     task_queue = f"mcp-{uuid.uuid4().hex[:8]}"
-    activities = McpActivities(make_client(servers, secrets))
+    mcp = McpActivities(make_client(servers, secrets))
+    tools = ToolActivities(ToolRegistry(), [mcp.source()])
     workflow_id = f"mcp-probe-{uuid.uuid4().hex[:8]}"
     try:
         async with Worker(client, task_queue=task_queue, workflows=[McpProbeWorkflow],
-                          activities=activities.activities(), workflow_runner=UnsandboxedWorkflowRunner()):
+                          activities=[tools.describe, tools.call], workflow_runner=UnsandboxedWorkflowRunner()):
             try:
                 outcome: ProbeOutput | BaseException = await client.execute_workflow(
                     McpProbeWorkflow.run, probe, id=workflow_id, task_queue=task_queue,
@@ -87,13 +96,19 @@ async def _run(client, servers, secrets, probe: ProbeInput) -> tuple[ProbeOutput
             except WorkflowFailureError as exc:
                 outcome = exc
             history = await client.get_workflow_handle(workflow_id).fetch_history()
+        if isinstance(outcome, ProbeOutput):
+            outcome.catalog = sorted(await tools.catalog())
     finally:
-        await activities.aclose()
+        await mcp.aclose()
     return outcome, json.dumps(history.to_json_dict())
 
 
-def _call(server: str, name: str, args: dict, key: str | None = None) -> McpCallInput:
-    return McpCallInput(server=server, call=tool_call(name, args, key=key))
+def _call(server: str, name: str, args: dict, key: str | None = None) -> ToolCallInput:
+    # tools.call finds the server from the tool's catalog entry (its source, "mcp:<server>").
+    return tool_call(name, args, key=key)
+
+
+TRACKER_TOOLS = ["add_comment", "get_issue", "list_issues", "update_issue"]
 
 
 @pytest.mark.parametrize("transport", ["stdio", "http"])
@@ -103,14 +118,15 @@ async def test_discovery_and_calls_run_as_activities(client, db, token, transpor
              _call("tickets", "get_issue", {"id": "API-1"})]
     before = TOOL_CALLS.labels(tool="get_issue", outcome="ok")._value.get()
     if transport == "stdio":
-        out, history = await _run(client, {"tickets": stdio_tracker(db)}, secrets, ProbeInput(server="tickets",
+        out, history = await _run(client, {"tickets": stdio_tracker(db)}, secrets, ProbeInput(describe=TRACKER_TOOLS,
                                                                                              calls=calls))
     else:
         port = free_port()
         with http_tracker_process(db, port, token):
             out, history = await _run(client, {"tickets": http_tracker(port)}, secrets,
-                                      ProbeInput(server="tickets", calls=calls))
+                                      ProbeInput(describe=TRACKER_TOOLS, calls=calls))
     assert isinstance(out, ProbeOutput), out
+    assert out.catalog == TRACKER_TOOLS  # everything the server offers, discovered in the activity
     assert {t.name for t in out.tools} == {"list_issues", "get_issue", "add_comment", "update_issue"}
     assert all(t.output_schema and t.source == "mcp:tickets" for t in out.tools)
     listed, issue = out.results
@@ -123,7 +139,7 @@ async def test_discovery_and_calls_run_as_activities(client, db, token, transpor
 async def test_a_rejected_credential_fails_the_activity_without_retrying(client, db, token):
     out, history = await _run(client, {"tickets": stdio_tracker(db)},
                               {"TICKETS_API_TOKEN": "not-the-token", "TRACKER_EXPECTS": token},
-                              ProbeInput(server="tickets", calls=[], max_attempts=5))
+                              ProbeInput(describe=TRACKER_TOOLS, calls=[], max_attempts=5))
     assert isinstance(out, WorkflowFailureError)
     assert isinstance(out.cause, ActivityError)
     cause = out.cause.cause
@@ -137,7 +153,7 @@ async def test_a_server_dying_mid_call_is_retried_by_temporal_on_a_new_process(c
     marker = tmp_path / "died"
     out, history = await _run(client, {"rogue": hostile()},
                               {"HOSTILE_TOKEN": "x" * 8, "HOSTILE_MARKER": str(marker)},
-                              ProbeInput(server="rogue", calls=[_call("rogue", "die_once", {})]))
+                              ProbeInput(describe=["die_once"], calls=[_call("rogue", "die_once", {})]))
     assert isinstance(out, ProbeOutput), out
     [result] = out.results
     assert result.content and result.structured["pid"] != int(marker.read_text())
@@ -158,7 +174,7 @@ async def test_a_repeated_write_with_the_same_key_posts_one_comment(client, db, 
 
     before = count()
     out, _ = await _run(client, {"tickets": stdio_tracker(db)}, {"TICKETS_API_TOKEN": token, "TRACKER_EXPECTS": token},
-                        ProbeInput(server="tickets", calls=[write, write]))
+                        ProbeInput(describe=["add_comment"], calls=[write, write]))
     assert isinstance(out, ProbeOutput), out
     first, second = out.results
     assert first.structured == second.structured and not first.is_error
@@ -168,7 +184,7 @@ async def test_a_repeated_write_with_the_same_key_posts_one_comment(client, db, 
 async def test_an_output_schema_violation_reaches_the_workflow_as_an_error_result(client, tmp_path):
     out, _ = await _run(client, {"rogue": hostile()},
                         {"HOSTILE_TOKEN": "x" * 8, "HOSTILE_MARKER": str(tmp_path / "m")},
-                        ProbeInput(server="rogue", calls=[_call("rogue", "bad_output", {}),
+                        ProbeInput(describe=["bad_output", "fails"], calls=[_call("rogue", "bad_output", {}),
                                                           _call("rogue", "fails", {})]))
     assert isinstance(out, ProbeOutput), out
     violation, failure = out.results

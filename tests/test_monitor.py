@@ -9,17 +9,12 @@ from datetime import date, timedelta
 
 import pytest
 
+from agentsteps.contracts.monitor import MonitorInput, MonitorReport, StalledIssue
+from agentsteps.contracts.names import MONITOR_WORKFLOW
 from agentsteps.contracts.llm.violations import ViolationKind
-from agentsteps.contracts.monitor import (
-    NUDGE_MARKER,
-    MonitorInput,
-    MonitorReport,
-    StalledIssue,
-    check_nudge,
-    plan_action,
-)
 from agentsteps.demos.monitor import assigned_issues, monitor_worker, nudge_script, tracker_client, tracker_server
 from agentsteps.telemetry.metrics import MONITOR_ESCALATIONS, MONITOR_NUDGES, MONITOR_STALLED_TICKETS
+from agentsteps.workflows.monitor.nudges import NUDGE_MARKER, check_nudge, plan_action
 
 from mcp_support import free_port, http_tracker_process, new_token
 from monitor_support import (
@@ -60,7 +55,7 @@ async def mcp(request, tracker):
 
 async def _tick_with_history(client, task_queue, spec, as_of) -> tuple[MonitorReport, str]:
     handle = await client.start_workflow(
-        "StalledTicketMonitor", MonitorInput(spec=spec, as_of=as_of), id=f"monitor-{uuid.uuid4().hex[:10]}",
+        MONITOR_WORKFLOW, MonitorInput(spec=spec, as_of=as_of), id=f"monitor-{uuid.uuid4().hex[:10]}",
         task_queue=task_queue, result_type=MonitorReport,
     )
     report = await handle.result()

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import io
 
-from agentsteps.contracts.monitor import NUDGE_MARKER
 from agentsteps.demos.monitor import demo_monitor_tick
+from agentsteps.workflows.monitor.nudges import NUDGE_MARKER
 
 from monitor_support import assignee_of, nudge_comments
 

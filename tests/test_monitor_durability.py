@@ -7,6 +7,7 @@ import uuid
 from pathlib import Path
 
 from agentsteps.contracts.monitor import MonitorInput, MonitorReport
+from agentsteps.contracts.names import MONITOR_WORKFLOW
 from agentsteps.contracts.spec import ActivityPolicy
 from agentsteps.demos.monitor import assigned_issues, nudge_script
 
@@ -39,7 +40,7 @@ async def test_sigkilled_worker_mid_tick_leaves_exactly_one_nudge_comment_per_st
     state_dir = tmp_path / "state"
     first = start_worker_process(WORKER, address, task_queue, scripted.url_openai, state_dir, db, env={"TICKETS_TOKEN": token})
     handle = await client.start_workflow(
-        "StalledTicketMonitor", MonitorInput(spec=spec, as_of=now), id=f"monitor-kill-{uuid.uuid4().hex[:8]}",
+        MONITOR_WORKFLOW, MonitorInput(spec=spec, as_of=now), id=f"monitor-kill-{uuid.uuid4().hex[:8]}",
         task_queue=task_queue, result_type=MonitorReport,
     )
     second = None

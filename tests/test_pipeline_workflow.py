@@ -19,6 +19,7 @@ from temporalio.worker import Worker
 from agentsteps.activities.llm import LLMActivities
 from agentsteps.activities.tools import ToolActivities
 from agentsteps.contracts import DefaultResult, LLMConfig
+from agentsteps.contracts.names import PIPELINE_WORKFLOW
 from agentsteps.contracts.composition.pipeline_run import PipelineInput, PipelineResult, pipeline_input
 from agentsteps.examples.support_tools import build_registry
 from agentsteps.client.pipeline_files import load_pipeline_file
@@ -65,7 +66,7 @@ async def pipeline_worker(client, settings):
 
 async def run(client, task_queue: str, inp: PipelineInput) -> PipelineResult:
     return await client.execute_workflow(
-        "PipelineWorkflow", inp, id=f"pipe-{uuid.uuid4().hex[:10]}", task_queue=task_queue, result_type=PipelineResult
+        PIPELINE_WORKFLOW, inp, id=f"pipe-{uuid.uuid4().hex[:10]}", task_queue=task_queue, result_type=PipelineResult
     )
 
 

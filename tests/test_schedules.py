@@ -18,6 +18,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from agentsteps.contracts.config.schedules import parse_schedule_file
 from agentsteps.contracts.errors import ScheduleFileError, ScheduleNotFoundError
 from agentsteps.contracts.monitor import MonitorReport
+from agentsteps.contracts.names import MONITOR_WORKFLOW
 from agentsteps.demos.monitor import assigned_issues, monitor_worker, nudge_script, tracker_client, tracker_server
 from agentsteps.cli.schedule import schedule_command
 from agentsteps.client.schedules import (
@@ -76,7 +77,7 @@ def write(directory: Path, name: str, text: str) -> Path:
 
 def test_the_shipped_schedule_file_is_valid_hourly_skip_and_bounded_catch_up():
     [shipped] = load_schedule_files(REPO / "deploy" / "schedules")
-    assert shipped.id == "stalled-tickets" and shipped.workflow == "StalledTicketMonitor"
+    assert shipped.id == "stalled-tickets" and shipped.workflow == MONITOR_WORKFLOW
     assert shipped.every == timedelta(hours=1)
     assert shipped.overlap == "skip"
     assert timedelta(0) < shipped.catchup_window <= timedelta(days=1)
@@ -97,7 +98,7 @@ async def test_apply_creates_then_is_idempotent_then_updates_a_changed_file_keep
     assert schedule.policy.overlap == ScheduleOverlapPolicy.SKIP
     assert schedule.policy.catchup_window == timedelta(hours=2)
     assert isinstance(schedule.action, ScheduleActionStartWorkflow)
-    assert schedule.action.workflow == "StalledTicketMonitor"
+    assert schedule.action.workflow == MONITOR_WORKFLOW
     assert schedule.action.task_queue == "agentsteps"
     [arg] = schedule.action.args
     assert described.data_converter.payload_converter.from_payloads([arg])[0]["spec"]["lead"] == "lead.core"
@@ -128,7 +129,7 @@ async def test_pause_resume_and_list(client, tmp_path, schedule_id, cleanup):
             break
         await asyncio.sleep(0.1)
     row = rows[schedule_id]
-    assert row.workflow == "StalledTicketMonitor" and row.managed and not row.paused
+    assert row.workflow == MONITOR_WORKFLOW and row.managed and not row.paused
     assert row.next_run is not None
 
     with pytest.raises(ScheduleNotFoundError):

@@ -8,6 +8,7 @@ import uuid
 from pydantic import SecretStr
 
 from agentsteps.contracts import AgentInput, AgentResult
+from agentsteps.contracts.names import AGENT_WORKFLOW
 from agentsteps.worker import running_worker
 
 from agent_support import make_spec, weather_then_answer
@@ -25,7 +26,7 @@ async def test_api_key_never_reaches_history_prompts_or_logs(client, settings, s
     )
     async with running_worker(client, keyed):
         handle = await client.start_workflow(
-            "AgentWorkflow",
+            AGENT_WORKFLOW,
             AgentInput(spec=make_spec(), input="weather in Paris and Tokyo"),
             id=f"secret-{uuid.uuid4().hex[:8]}",
             task_queue=keyed.task_queue,

@@ -36,6 +36,7 @@ import pytest
 import yaml
 from temporalio import workflow
 
+from agentsteps.contracts.names import AGENT_WORKFLOW
 from agentsteps.demos.monitor import demo_monitor_tick
 
 with workflow.unsafe.imports_passed_through():
@@ -268,7 +269,7 @@ async def _run_workload(client: Client, settings: WorkerSettings, scripted: Scri
     for script, overrides, text in WORKLOAD:
         scripted.set_script(script)
         await client.execute_workflow(
-            "AgentWorkflow",
+            AGENT_WORKFLOW,
             AgentInput(spec=make_spec(**overrides), input=text),
             id=f"dash-{uuid.uuid4().hex[:10]}",
             task_queue=settings.task_queue,

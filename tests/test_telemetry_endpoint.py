@@ -19,6 +19,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
 from agentsteps.contracts import AgentInput
+from agentsteps.contracts.names import AGENT_WORKFLOW
 from agentsteps.telemetry.metrics import REGISTRY
 from agentsteps.telemetry.runtime import TEMPORAL_WORKER_METRICS, build_runtime, collector_for
 from agentsteps.telemetry.server import start_metrics_server
@@ -145,7 +146,7 @@ async def test_replaying_a_recorded_history_moves_no_counter(metered_client, set
     workflow_id = f"replay-{uuid.uuid4().hex[:8]}"
     async with running_worker(metered_client, settings):
         handle = await metered_client.start_workflow(
-            "AgentWorkflow",
+            AGENT_WORKFLOW,
             AgentInput(spec=make_spec(output_schema=schema), input="which city?"),
             id=workflow_id,
             task_queue=settings.task_queue,
@@ -170,5 +171,5 @@ async def test_replaying_a_recorded_history_moves_no_counter(metered_client, set
 
 
 def _labels(settings, **extra: str) -> tuple:
-    labels = {"namespace": "default", "task_queue": settings.task_queue, "workflow_type": "AgentWorkflow", **extra}
+    labels = {"namespace": "default", "task_queue": settings.task_queue, "workflow_type": AGENT_WORKFLOW, **extra}
     return tuple(sorted(labels.items()))

@@ -20,15 +20,11 @@ from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from ..contracts import (
-        AgentSpec,
-        Degradation,
         LLMConfig,
         LLMRequest,
         LLMResponse,
         Message,
         ResponseFormat,
-        ToolCallInput,
-        ToolCallResult,
         Violation,
         ViolationKind,
     )
@@ -36,12 +32,12 @@ with workflow.unsafe.imports_passed_through():
     from ..contracts.composition.pipeline_run import EdgeCheck, PipelineInput, PipelineResult, PipelineStep, StepRecord
     from ..contracts.composition.predicates import predicate_violations
     from ..contracts.errors import CompositionError, InvalidSpecError
+    from ..contracts.names import LLM_CALL, PIPELINE_WORKFLOW, TOOLS_CALL
     from ..contracts.json_schema import instance_violations, parse_json
     from ..contracts.llm.reprompt import reprompt_messages
-    from .activity_options import activity_options
-    from .degradation import Decision, ModelLadder
+    from . import calls
+    from .ladder import Decision, Rung, ViolationLadder, violation_error
 
-WORKFLOW_NAME = "PipelineWorkflow"
 JSON_INSTRUCTION = "Answer with one JSON value that matches the response schema; no prose."
 
 
@@ -49,7 +45,7 @@ def _fail(message: str, type_: str, *details: Any) -> ApplicationError:
     return ApplicationError(message, *details, type=type_, non_retryable=True)
 
 
-@workflow.defn(name=WORKFLOW_NAME)
+@workflow.defn(name=PIPELINE_WORKFLOW)
 class PipelineWorkflow:
     def __init__(self) -> None:
         self._result = PipelineResult(status="completed")
@@ -132,15 +128,7 @@ class PipelineWorkflow:
     def _edge_or_fail(self, edge: str, attempt: int, value: Any, *, checks: list[str], violations: list[Violation]) -> None:
         self._result.edges.append(EdgeCheck(edge=edge, attempt=attempt, checks=checks, violations=violations))
         if violations:
-            raise self._violation_error(edge, violations[0])
-
-    @staticmethod
-    def _violation_error(edge: str, v: Violation) -> ApplicationError:
-        return _fail(
-            f"edge {edge}: contract {v.contract!r} violated ({v.kind.value} at {v.path}): {v.message}",
-            "ContractViolationError",
-            {"edge": edge, **v.model_dump(mode="json")},
-        )
+            raise violation_error(violations[0], edge=edge)
 
     # --- LLM steps ----------------------------------------------------------------------
 
@@ -149,12 +137,7 @@ class PipelineWorkflow:
     ) -> Any:
         c = step.contract
         assert step.model is not None
-        ladder = ModelLadder(
-            AgentSpec(
-                name=c.name, model=step.model, fallback_models=step.fallback_models,
-                reprompt_budget=step.reprompt_budget, default_result=step.default_result,
-            )
-        )
+        ladder = ViolationLadder([step.model, *step.fallback_models], step.reprompt_budget, step.default_result)
         system = f"{step.prompt}\n\n{JSON_INSTRUCTION}".strip()
         start = [Message.system(system), Message.user(json.dumps(value, sort_keys=True))]
         history = list(start)
@@ -175,36 +158,27 @@ class PipelineWorkflow:
                     violations = self._edge(step, following, output, attempt, ViolationKind.response_schema_mismatch)
             else:
                 self._result.edges.append(
-                    EdgeCheck(edge=edge_name(c.name, target), attempt=attempt, checks=["llm.call postconditions"], violations=violations)
+                    EdgeCheck(edge=edge_name(c.name, target), attempt=attempt, checks=[f"{LLM_CALL} postconditions"], violations=violations)
                 )
             if not violations:
                 self._record(step, attempt, response.model or ladder.current.model, output)
                 return output
-            failed_model = ladder.current.model
-            decision = ladder.on_violation()
-            edge = edge_name(c.name, target)
-            if decision is Decision.reprompt:
+            decision = ladder.step(violations)
+            if decision.rung is Rung.reprompt:
                 history = [*history, *reprompt_messages(response.message, violations)]
-            elif decision is Decision.fallback:
-                self._degrade(index, failed_model, ladder.current.model, violations[0])
+            elif decision.rung is Rung.fallback:
+                self._result.degradations.append(decision.degradation(index))
                 history = list(start)
-            elif decision is Decision.default:
-                return self._use_default(index, step, following, failed_model, violations[0], attempt)
+            elif decision.rung is Rung.default:
+                return self._use_default(index, step, following, decision, attempt)
             else:
-                raise self._violation_error(edge, violations[0])
+                raise violation_error(decision.reason, edge=edge_name(c.name, target))
 
     async def _call_llm(
         self, inp: PipelineInput, config: LLMConfig, messages: list[Message], response_format: ResponseFormat | None
     ) -> LLMResponse:
-        response = await workflow.execute_activity(
-            "llm.call",
-            LLMRequest(config=config, messages=messages, tool_choice="none", response_format=response_format),
-            result_type=LLMResponse,
-            summary=f"chat {config.model}",
-            **activity_options(inp.llm_policy),
-        )
-        self._result.usage = self._result.usage + response.usage.billable()
-        return response
+        request = LLMRequest(config=config, messages=messages, tool_choice="none", response_format=response_format)
+        return await calls.call_llm(request, inp.llm_policy, self._result)
 
     # --- tool steps -----------------------------------------------------------------------
 
@@ -213,18 +187,13 @@ class PipelineWorkflow:
     ) -> Any:
         c = step.contract
         name = step.tool or c.name
-        result: ToolCallResult = await workflow.execute_activity(
-            "tools.call",
-            ToolCallInput(
-                name=name,
-                arguments=json.dumps(value),
-                call_id=f"{c.name}",
-                # Stable across retries and replays: a side effect runs once per run and step.
-                idempotency_key=f"{workflow.info().run_id}:{index}:{c.name}",
-            ),
-            result_type=ToolCallResult,
-            summary=f"execute_tool {name}",
-            **activity_options(inp.tool_policy),
+        result = await calls.call_tool(
+            name,
+            json.dumps(value),
+            call_id=f"{c.name}",
+            # Stable across retries and replays: a side effect runs once per run and step.
+            key=f"{workflow.info().run_id}:{index}:{c.name}",
+            policy=inp.tool_policy,
         )
         target = following.contract.name if following else "output"
         if result.is_error:
@@ -232,7 +201,7 @@ class PipelineWorkflow:
                 Violation(contract=c.name, phase="post", kind=ViolationKind.tool_output_invalid, path="$", message=result.content)
             ]
             self._result.edges.append(
-                EdgeCheck(edge=edge_name(c.name, target), attempt=1, checks=["tools.call"], violations=violations)
+                EdgeCheck(edge=edge_name(c.name, target), attempt=1, checks=[TOOLS_CALL], violations=violations)
             )
         else:
             output = result.structured
@@ -242,30 +211,28 @@ class PipelineWorkflow:
             if not violations:
                 self._record(step, 1, "", output)
                 return output
-        # A tool cannot be re-prompted; its only rung is the default result.
-        if step.default_result is not None:
-            return self._use_default(index, step, following, name, violations[0], 1)
-        raise self._violation_error(edge_name(c.name, target), violations[0])
+        # A tool cannot be re-prompted and has no model: its only rung is the default result.
+        decision = ViolationLadder([], 0, step.default_result).step(violations, source=name)
+        if decision.rung is Rung.default:
+            return self._use_default(index, step, following, decision, 1)
+        raise violation_error(decision.reason, edge=edge_name(c.name, target))
 
     # --- bookkeeping ---------------------------------------------------------------------------
 
     def _use_default(
-        self, index: int, step: PipelineStep, following: PipelineStep | None, source: str, reason: Violation, attempt: int
+        self, index: int, step: PipelineStep, following: PipelineStep | None, decision: Decision, attempt: int
     ) -> Any:
         assert step.default_result is not None
         value = step.default_result.value
-        self._degrade(index, source, "default_result", reason)
+        self._result.degradations.append(decision.degradation(index))
         self._result.status = "completed_with_default"
         # A default is still a value crossing the edge: it must meet the same checks.
-        violations = self._edge(step, following, value, attempt + 1, reason.kind)
+        violations = self._edge(step, following, value, attempt + 1, decision.reason.kind)
         if violations:
             target = following.contract.name if following else "output"
-            raise self._violation_error(edge_name(step.contract.name, target), violations[0])
-        self._record(step, attempt, "default_result", value, defaulted=True)
+            raise violation_error(violations[0], edge=edge_name(step.contract.name, target))
+        self._record(step, attempt, decision.to, value, defaulted=True)
         return value
-
-    def _degrade(self, index: int, from_: str, to: str, reason: Violation) -> None:
-        self._result.degradations.append(Degradation(step=index, from_model=from_, to=to, reason=reason))
 
     def _record(self, step: PipelineStep, attempts: int, model: str, output: Any, *, defaulted: bool = False) -> None:
         self._result.steps.append(

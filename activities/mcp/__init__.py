@@ -1,4 +1,4 @@
-"""MCP client: servers from the config file, pooled sessions, and the ``mcp.*`` activities."""
+"""MCP client: servers from the config file, pooled sessions, offered to ``tools.*`` as a tool source."""
 
 from .activities import McpActivities, build_mcp_activities
 from .client import McpToolClient

@@ -1,8 +1,7 @@
 """MCP servers as a ``ToolSource`` for the ``tools.*`` activities.
 
-With this, the agent's ordinary ``tools.call`` reaches MCP tools too (tool mode
-and code mode alike); the dedicated ``mcp.*`` activities remain for workflows
-that address a server by name.
+With this, every workflow's ordinary ``tools.call`` reaches MCP tools (tool
+mode, code mode, pipelines, the monitor); it is the only way in.
 """
 
 from __future__ import annotations

@@ -1,14 +1,11 @@
 """The Monty sandbox driver: code-mode programs run here, never in a workflow."""
 
-from .activities import CHECK, RESUME, START, SandboxActivities
+from .activities import SandboxActivities
 from .checker import check_program
 from .pool import SandboxPool
 from .snapshots import SnapshotVault, load_snapshot_key
 
 __all__ = [
-    "CHECK",
-    "RESUME",
-    "START",
     "SandboxActivities",
     "SandboxPool",
     "SnapshotVault",

@@ -24,15 +24,13 @@ from ...contracts.code.program import (
     StartProgramInput,
 )
 from ...contracts.errors import SnapshotIntegrityError
+from ...contracts.names import CODE_CHECK, CODE_RESUME, CODE_START
 from ...telemetry.metrics import CODE_PROGRAMS, CODE_SANDBOX_SECONDS
 from .checker import check_program
 from .driver import OutputSink, SegmentDriver, checkout_options
 from .pool import SandboxPool
 from .snapshots import SnapshotVault
 
-CHECK = "code.check"
-START = "code.start"
-RESUME = "code.resume"
 
 
 class SandboxActivities:
@@ -40,12 +38,12 @@ class SandboxActivities:
         self.pool = pool
         self._vault = vault
 
-    @activity.defn(name=CHECK)
+    @activity.defn(name=CODE_CHECK)
     async def check(self, inp: CheckProgramInput) -> CheckProgramResult:
         async with _heartbeating():
             return CheckProgramResult(violations=await check_program(self.pool, inp.program, inp.stubs))
 
-    @activity.defn(name=START)
+    @activity.defn(name=CODE_START)
     async def start(self, inp: StartProgramInput) -> ProgramStatus:
         driver = SegmentDriver(inp.functions, inp.limits, OutputSink(inp.limits.output_bytes), 0, 0.0)
         options = checkout_options(inp.limits, datetime.fromisoformat(inp.now), inp.seed)
@@ -56,7 +54,7 @@ class SandboxActivities:
                 status.snapshot = await self._vault.save(inp.run_key, paused.dump())
         return _observed(status, started)
 
-    @activity.defn(name=RESUME)
+    @activity.defn(name=CODE_RESUME)
     async def resume(self, inp: ResumeProgramInput) -> ProgramStatus:
         try:
             blob = await self._vault.load(inp.run_key, inp.snapshot)

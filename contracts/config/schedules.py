@@ -30,7 +30,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
 from ..errors import ScheduleFileError
-from ..monitor import MONITOR_WORKFLOW, MonitorInput
+from ..monitor import MonitorInput
+from ..names import AGENT_WORKFLOW, MONITOR_WORKFLOW
 from ..spec import AgentInput
 
 SCHEDULE_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$"
@@ -39,7 +40,7 @@ MAX_CATCHUP = timedelta(days=1)
 
 WORKFLOW_INPUTS: dict[str, type[BaseModel]] = {
     MONITOR_WORKFLOW: MonitorInput,
-    "AgentWorkflow": AgentInput,
+    AGENT_WORKFLOW: AgentInput,
 }
 """Workflows a schedule file may start, with the model their input must validate against."""
 

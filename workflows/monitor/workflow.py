@@ -4,7 +4,7 @@ Scan (a fixed code-mode program), plan (pure), act (LLM-drafted nudges and
 escalations through ``tools.call``), record metrics (an activity), report.
 Every tracker write carries a key derived from the issue and the tick's date,
 so a retried activity, a replayed workflow or a second tick the same day
-cannot write twice. See ``contracts/monitor.py`` and ``docs/monitor.md``.
+cannot write twice. See this package's docstring and ``docs/monitor.md``.
 """
 
 from __future__ import annotations
@@ -18,23 +18,12 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from ..contracts import (
-        AgentSpec,
-        DefaultResult,
-        LLMRequest,
-        LLMResponse,
-        Message,
-        ResponseFormat,
-        ToolCallInput,
-        ToolCallResult,
-        ToolSchema,
-    )
-    from ..contracts.code.program import CallOutcome, ProgramFunction, StartProgramInput
-    from ..contracts.code.stubs import program_functions
-    from ..contracts.monitor import (
-        MONITOR_WORKFLOW,
-        NUDGE_SYSTEM_PROMPT,
-        RECORD_ACTIVITY,
+    from pydantic import ValidationError
+
+    from ...contracts import DefaultResult, LLMRequest, LLMResponse, Message, ResponseFormat, ToolCallResult
+    from ...contracts.code.program import CallOutcome, ProgramFunction, StartProgramInput
+    from ...contracts.code.stubs import program_functions
+    from ...contracts.monitor import (
         IssueFailure,
         MonitorInput,
         MonitorMetrics,
@@ -42,6 +31,14 @@ with workflow.unsafe.imports_passed_through():
         MonitorSpec,
         ScanResult,
         StalledIssue,
+    )
+    from ...contracts.names import MONITOR_RECORD, MONITOR_WORKFLOW
+    from ...contracts.llm.reprompt import reprompt_messages
+    from .. import calls
+    from ..ladder import Rung, ViolationLadder
+    from ..program_driver import drive_program
+    from .nudges import (
+        NUDGE_SYSTEM_PROMPT,
         check_nudge,
         comment_body,
         escalate_key,
@@ -49,16 +46,9 @@ with workflow.unsafe.imports_passed_through():
         nudge_prompt,
         nudge_schema,
         plan_action,
-        scan_program,
         template_nudge,
     )
-    from pydantic import ValidationError
-
-    from ..contracts.llm.reprompt import reprompt_messages
-    from ..contracts.llm.tools import ToolsDescribeInput
-    from .activity_options import activity_options
-    from .code_mode import drive_program
-    from .degradation import Decision, ModelLadder
+    from .scan import scan_program
 
 
 @workflow.defn(name=MONITOR_WORKFLOW)
@@ -103,7 +93,7 @@ class MonitorWorkflow:
         report.failed.sort(key=lambda f: order.get(f.issue_id, len(order)))
 
         await workflow.execute_activity(
-            RECORD_ACTIVITY,
+            MONITOR_RECORD,
             MonitorMetrics(
                 monitor=spec.name,
                 run_id=workflow.info().run_id,
@@ -151,10 +141,7 @@ async def _scan(spec: MonitorSpec, as_of: datetime) -> tuple[ScanResult, int]:
 
 async def _program_functions(spec: MonitorSpec) -> list[ProgramFunction]:
     wanted = {"list_issues": spec.tools.list_issues, "get_issue": spec.tools.get_issue}
-    described: list[ToolSchema] = await workflow.execute_activity(
-        "tools.describe", ToolsDescribeInput(names=list(wanted.values())), result_type=list[ToolSchema],
-        **activity_options(spec.tool_policy),
-    )
+    described = await calls.describe_tools(list(wanted.values()), spec.tool_policy)
     by_tool = {f.tool: f for f in program_functions(described)}
     missing = [name for name in wanted.values() if name not in by_tool]
     if missing:
@@ -169,20 +156,11 @@ async def _program_functions(spec: MonitorSpec) -> list[ProgramFunction]:
 
 async def _read(spec: MonitorSpec, run_id: str, tool: str, call_id: int, arguments: str) -> CallOutcome:
     result = await _tool(spec, tool, arguments, call_id=f"scan-{call_id}", key=f"{run_id}:scan-{call_id}")
-    if result.is_error:
-        return CallOutcome(call_id=call_id, error=result.content)
-    value = result.structured if result.structured is not None else json.loads(result.content)
-    return CallOutcome(call_id=call_id, value=value)
+    return calls.call_outcome(call_id, result)
 
 
 async def _tool(spec: MonitorSpec, tool: str, arguments: str, *, call_id: str, key: str) -> ToolCallResult:
-    return await workflow.execute_activity(
-        "tools.call",
-        ToolCallInput(name=tool, arguments=arguments, call_id=call_id, idempotency_key=key),
-        result_type=ToolCallResult,
-        summary=f"execute_tool {tool}",
-        **activity_options(spec.tool_policy),
-    )
+    return await calls.call_tool(tool, arguments, call_id=call_id, key=key, policy=spec.tool_policy)
 
 
 # ---------------------------------------------------------------- act
@@ -210,13 +188,8 @@ class _Drafter:
         self._spec = spec
         self._as_of = as_of
         self._report = report
-        self._ladder_spec = AgentSpec(
-            name=spec.name,
-            model=spec.model,
-            fallback_models=spec.fallback_models,
-            reprompt_budget=spec.reprompt_budget,
-            default_result=DefaultResult(value=None) if spec.template_fallback else None,
-        )
+        # The "default" rung is the fixed template; its value is never read.
+        self._default = DefaultResult(value=None) if spec.template_fallback else None
 
     async def nudge(self, issue: StalledIssue) -> None:
         spec, report = self._spec, self._report
@@ -252,7 +225,7 @@ class _Drafter:
     async def _draft(self, issue: StalledIssue) -> str | None:
         """A message that meets the contract, or None once the ladder says "default"."""
         spec, report = self._spec, self._report
-        ladder = ModelLadder(self._ladder_spec)
+        ladder = ViolationLadder([spec.model, *spec.fallback_models], spec.reprompt_budget, self._default)
         prompt = [
             Message.system(NUDGE_SYSTEM_PROMPT.format(max_chars=spec.message_max_chars)),
             Message.user(nudge_prompt(issue, self._as_of.date(), spec.stalled_after_days)),
@@ -260,14 +233,10 @@ class _Drafter:
         history = list(prompt)
         schema = ResponseFormat(name="nudge", json_schema=nudge_schema(spec.message_max_chars))
         while True:
-            response: LLMResponse = await workflow.execute_activity(
-                "llm.call",
-                LLMRequest(config=ladder.current, messages=history, response_format=schema),
-                result_type=LLMResponse,
-                summary=f"draft nudge {issue.id}",
-                **activity_options(spec.llm_policy),
+            request = LLMRequest(config=ladder.current, messages=history, response_format=schema)
+            response: LLMResponse = await calls.call_llm(
+                request, spec.llm_policy, report, summary=f"draft nudge {issue.id}"
             )
-            report.usage = report.usage + response.usage.billable()
             violations = list(response.violations)
             value: Any = None
             if not violations:
@@ -276,11 +245,11 @@ class _Drafter:
             if not violations:
                 return value["message"]
             report.violations.extend(violations)
-            decision = ladder.on_violation()
-            if decision is Decision.reprompt:
+            decision = ladder.step(violations)
+            if decision.rung is Rung.reprompt:
                 report.reprompts += 1
                 history = [*history, *reprompt_messages(response.message, violations)]
-            elif decision is Decision.fallback:
+            elif decision.rung is Rung.fallback:
                 history = list(prompt)
             else:
                 return None

@@ -1,0 +1,60 @@
+"""Every workflow, activity, query and signal name the engine uses.
+
+These strings are persisted compatibility data, not labels:
+
+- Temporal writes them into every run's history; a worker replaying a run in
+  flight looks its workflow and each scheduled activity up by these names, so
+  renaming one makes every open run of the old name fail (non-determinism or
+  "activity type not registered").
+- Backends in any language start runs and send queries/signals by name
+  (``client.start_workflow("AgentWorkflow", ...)``, ``temporal workflow start
+  --type AgentWorkflow``), and schedule files name their workflow.
+
+So: nothing else in the code types one of these strings, and a change here is
+a breaking, versioned change (keep the old name registered until its runs end).
+"""
+
+from __future__ import annotations
+
+# ---------------------------------------------------------------- workflows
+AGENT_WORKFLOW = "AgentWorkflow"
+PIPELINE_WORKFLOW = "PipelineWorkflow"
+MONITOR_WORKFLOW = "StalledTicketMonitor"
+
+# ---------------------------------------------------------------- activities
+LLM_CALL = "llm.call"
+TOOLS_DESCRIBE = "tools.describe"
+TOOLS_CALL = "tools.call"
+CODE_CHECK = "code.check"
+CODE_START = "code.start"
+CODE_RESUME = "code.resume"
+MONITOR_RECORD = "monitor.record"
+
+# ---------------------------------------------------------------- AgentWorkflow queries and signals
+STATE_QUERY = "state"
+"""Returns ``AgentState``."""
+STEPS_QUERY = "steps"
+"""Takes ``since: int``; returns ``list[Step]`` from that index on."""
+CANCEL_SIGNAL = "cancel"
+"""Graceful cancel: the run stops before its next step and returns what it has."""
+
+WORKFLOWS = (AGENT_WORKFLOW, PIPELINE_WORKFLOW, MONITOR_WORKFLOW)
+ACTIVITIES = (LLM_CALL, TOOLS_DESCRIBE, TOOLS_CALL, CODE_CHECK, CODE_START, CODE_RESUME, MONITOR_RECORD)
+
+__all__ = [
+    "ACTIVITIES",
+    "AGENT_WORKFLOW",
+    "CANCEL_SIGNAL",
+    "CODE_CHECK",
+    "CODE_RESUME",
+    "CODE_START",
+    "LLM_CALL",
+    "MONITOR_RECORD",
+    "MONITOR_WORKFLOW",
+    "PIPELINE_WORKFLOW",
+    "STATE_QUERY",
+    "STEPS_QUERY",
+    "TOOLS_CALL",
+    "TOOLS_DESCRIBE",
+    "WORKFLOWS",
+]

@@ -1,0 +1,138 @@
+"""One agent run's bookkeeping, shared by the tool loop and code mode.
+
+``AgentRun`` is what a loop talks to: the run's result, its cancel flag, the
+contracted model call (token budget included), step records and the
+violation ladder's effects on the result. The workflow class only owns it and
+answers queries from it, so a loop never needs the workflow object, and a
+later loop (multi-turn sessions) can reuse it as is.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from temporalio import workflow
+
+with workflow.unsafe.imports_passed_through():
+    from ..contracts import (
+        AgentResult,
+        AgentSpec,
+        AgentState,
+        LLMRequest,
+        LLMResponse,
+        Message,
+        Step,
+        ToolCallRecord,
+    )
+    from ..contracts.llm.reprompt import reprompt_messages
+    from ..telemetry import workflow_metrics
+    from . import calls
+    from .ladder import Rung, ViolationLadder, violation_error
+
+
+class AgentRun:
+    def __init__(self) -> None:
+        self.result = AgentResult(status="running")
+        self.cancel_requested = False
+        self.mode = "tools"
+        self.model = ""
+        self._spec: AgentSpec | None = None
+
+    def begin(self, spec: AgentSpec) -> None:
+        self._spec = spec
+        self.mode = spec.mode
+
+    @property
+    def spec(self) -> AgentSpec:
+        assert self._spec is not None, "begin() first"
+        return self._spec
+
+    def ladder(self) -> ViolationLadder:
+        spec = self.spec
+        return ViolationLadder([spec.model, *spec.fallback_models], spec.reprompt_budget, spec.default_result)
+
+    def state(self) -> AgentState:
+        last = self.result.steps[-1].kind if self.result.steps else None
+        return AgentState(
+            status=self.result.status,
+            step=len(self.result.steps),
+            model=self.model,
+            usage=self.result.usage,
+            violations=len(self.result.violations),
+            degradations=len(self.result.degradations),
+            last_step=last,
+        )
+
+    def cancelled(self) -> bool:
+        """True (and the result says so) once a cancel arrived; checked before each step."""
+        if self.cancel_requested:
+            self.result.status = "cancelled"
+        return self.cancel_requested
+
+    async def call_llm(self, request: LLMRequest) -> LLMResponse:
+        """One contracted LLM call; every model call of the run goes here, so one token budget holds."""
+        self.model = request.config.model
+        spec = self.spec
+        return await calls.call_llm(request, spec.llm_policy, self.result, token_budget=spec.token_budget)
+
+    def after_violation(
+        self,
+        index: int,
+        ladder: ViolationLadder,
+        response: LLMResponse,
+        history: list[Message],
+        accepted: int,
+    ) -> list[Message] | None:
+        """Take the next rung after a violated answer.
+
+        Returns the history for the next attempt (``accepted`` is where a fallback
+        model restarts), or None when the run ended on its declared default.
+        Raises the typed failure when no rung is left.
+        """
+        self.result.violations.extend(response.violations)
+        decision = ladder.step(response.violations)
+        if decision.rung is Rung.reprompt:
+            return [*history, *reprompt_messages(response.message, response.violations)]
+        if decision.rung is Rung.fail:
+            raise violation_error(decision.reason)
+        self.result.degradations.append(decision.degradation(index))
+        if decision.rung is Rung.fallback:
+            return history[:accepted]
+        assert ladder.default is not None
+        self.result.status = "completed_with_default"
+        self.result.output = ladder.default.value
+        return None
+
+    def finish(self, model: str, output: object) -> AgentResult:
+        self.result.status = "completed"
+        self.result.model = model
+        self.result.output = output
+        return self.result
+
+    def record_step(
+        self,
+        index: int,
+        kind: str,
+        response: LLMResponse,
+        records: list[ToolCallRecord],
+        started: datetime,
+    ) -> None:
+        self.result.steps.append(
+            Step(
+                index=index,
+                kind=kind,  # type: ignore[arg-type]
+                model=response.model,
+                content=response.message.content,
+                tool_calls=records,
+                usage=response.usage,
+                violations=response.violations,
+            )
+        )
+        workflow_metrics.record_step(self.mode, seconds_since(started))
+
+
+def seconds_since(started: datetime) -> float:
+    return (workflow.now() - started).total_seconds()
+
+
+__all__ = ["AgentRun", "seconds_since"]

@@ -1,0 +1,94 @@
+"""The workflow side of the three model/tool activities, for every workflow.
+
+Agent tool loop, code mode, pipeline and monitor all call ``llm.call``,
+``tools.call`` and ``tools.describe`` through here, so the commands they issue
+(activity name, input, summary, options) and the token accounting cannot drift
+apart. Deterministic: each function only schedules an activity.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Protocol
+
+from temporalio import workflow
+from temporalio.exceptions import ApplicationError
+
+with workflow.unsafe.imports_passed_through():
+    from ..contracts import LLMRequest, LLMResponse, ToolCallInput, ToolCallResult, ToolSchema, Usage
+    from ..contracts.code.program import CallOutcome
+    from ..contracts.names import LLM_CALL, TOOLS_CALL, TOOLS_DESCRIBE
+    from ..contracts.spec import ActivityPolicy
+    from ..contracts.llm.tools import ToolsDescribeInput
+    from .activity_options import activity_options
+
+
+class UsageLedger(Protocol):
+    """Whatever a run reports its tokens on: ``AgentResult``, ``PipelineResult``, ``MonitorReport``."""
+
+    usage: Usage
+
+
+async def call_llm(
+    request: LLMRequest,
+    policy: ActivityPolicy,
+    ledger: UsageLedger,
+    *,
+    summary: str | None = None,
+    token_budget: int | None = None,
+) -> LLMResponse:
+    """One contracted model call; its billable tokens go on ``ledger``.
+
+    With ``token_budget``, going over it fails the run (typed, not retried).
+    """
+    response = await workflow.execute_activity(
+        LLM_CALL,
+        request,
+        result_type=LLMResponse,
+        summary=summary or f"chat {request.config.model}",
+        **activity_options(policy),
+    )
+    ledger.usage = ledger.usage + response.usage.billable()
+    if token_budget is not None and ledger.usage.total_tokens > token_budget:
+        raise ApplicationError(
+            f"token budget exceeded: {ledger.usage.total_tokens} > {token_budget}",
+            type="BudgetExceededError",
+            non_retryable=True,
+        )
+    return response
+
+
+async def call_tool(name: str, arguments: str, *, call_id: str, key: str, policy: ActivityPolicy) -> ToolCallResult:
+    """One tool call. ``key`` must be stable across retries, crashes and replays: the side effect runs once."""
+    return await workflow.execute_activity(
+        TOOLS_CALL,
+        ToolCallInput(name=name, arguments=arguments, call_id=call_id, idempotency_key=key),
+        result_type=ToolCallResult,
+        summary=f"execute_tool {name}",
+        **activity_options(policy),
+    )
+
+
+async def describe_tools(names: list[str], policy: ActivityPolicy) -> list[ToolSchema]:
+    """The worker's schemas for ``names``; names it does not offer are left out."""
+    return await workflow.execute_activity(
+        TOOLS_DESCRIBE,
+        ToolsDescribeInput(names=names),
+        result_type=list[ToolSchema],
+        **activity_options(policy),
+    )
+
+
+def call_outcome(call_id: int, result: ToolCallResult) -> CallOutcome:
+    """What a sandboxed program sees for a tool result: its value, or the error it raises."""
+    if result.is_error:
+        return CallOutcome(call_id=call_id, error=result.content)
+    if result.structured is not None:
+        return CallOutcome(call_id=call_id, value=result.structured)
+    try:
+        return CallOutcome(call_id=call_id, value=json.loads(result.content))
+    except json.JSONDecodeError:
+        return CallOutcome(call_id=call_id, value=result.content)
+
+
+__all__ = ["UsageLedger", "call_llm", "call_outcome", "call_tool", "describe_tools"]

@@ -1,0 +1,97 @@
+"""The declared way down after a violation: re-prompt, next model, default, fail.
+
+One ladder for the agent (tool loop and code mode), the pipeline's LLM and tool
+steps and the monitor's nudge drafts. Each ``step`` advances one rung, records
+the rung's metric (``agentsteps_reprompts`` / ``agentsteps_degradations``, the
+same label values everywhere) and returns a ``Decision``; the caller applies
+it to its own history and result. Deterministic: no I/O, replay-safe metrics.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+from temporalio import workflow
+from temporalio.exceptions import ApplicationError
+
+with workflow.unsafe.imports_passed_through():
+    from ..contracts import DefaultResult, Degradation, LLMConfig, Violation
+    from ..telemetry import workflow_metrics
+
+DEFAULT_TARGET = "default_result"
+"""``Degradation.to`` when a run falls back to its declared default."""
+
+
+class Rung(Enum):
+    reprompt = "reprompt"
+    fallback = "fallback"
+    default = "default"
+    fail = "fail"
+
+
+@dataclass(frozen=True)
+class Decision:
+    rung: Rung
+    reason: Violation
+    """The first violation: what a degradation or the typed failure reports."""
+    from_model: str
+    to: str
+    """The next model, ``default_result``, or empty for a re-prompt or a failure."""
+
+    def degradation(self, step: int) -> Degradation:
+        return Degradation(step=step, from_model=self.from_model, to=self.to, reason=self.reason)
+
+
+class ViolationLadder:
+    def __init__(self, models: Sequence[LLMConfig], reprompt_budget: int, default: DefaultResult | None) -> None:
+        """``models`` is the primary then the fallbacks; empty for a step that has no model (a tool)."""
+        self._models = list(models)
+        self._budget = reprompt_budget
+        self.default = default
+        self._index = 0
+        self.reprompts_used = 0
+
+    @property
+    def current(self) -> LLMConfig:
+        return self._models[self._index]
+
+    def _current_name(self, unnamed: str) -> str:
+        return self._models[self._index].model if self._models else unnamed
+
+    def step(self, violations: Sequence[Violation], *, source: str = "") -> Decision:
+        """Advance one rung after ``violations`` (at least one) and record it.
+
+        ``source`` names what failed when the ladder has no model (a tool step).
+        """
+        first = violations[0]
+        failed = self._current_name(source)
+        if self.reprompts_used < self._budget:
+            self.reprompts_used += 1
+            for v in violations:
+                workflow_metrics.record_reprompt(v.contract, v.kind.value)
+            return Decision(Rung.reprompt, first, failed, "")
+        if self._index + 1 < len(self._models):
+            self._index += 1
+            self.reprompts_used = 0
+            workflow_metrics.record_degradation(first.kind.value, "fallback")
+            return Decision(Rung.fallback, first, failed, self.current.model)
+        if self.default is not None:
+            workflow_metrics.record_degradation(first.kind.value, "default")
+            return Decision(Rung.default, first, failed, DEFAULT_TARGET)
+        return Decision(Rung.fail, first, failed, "")
+
+
+def violation_error(v: Violation, *, edge: str | None = None) -> ApplicationError:
+    """The typed failure once no rung is left; a pipeline names the edge it failed on."""
+    message = f"contract {v.contract!r} violated ({v.kind.value} at {v.path}): {v.message}"
+    details: dict[str, Any] = v.model_dump(mode="json")
+    if edge is not None:
+        message = f"edge {edge}: {message}"
+        details = {"edge": edge, **details}
+    return ApplicationError(message, details, type="ContractViolationError", non_retryable=True)
+
+
+__all__ = ["DEFAULT_TARGET", "Decision", "Rung", "ViolationLadder", "violation_error"]

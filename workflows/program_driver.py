@@ -1,0 +1,124 @@
+"""Driving a sandboxed program from a workflow: ``code.check``, ``code.start``, ``code.resume``.
+
+The interpreter never runs in the workflow; between segments the program is
+only a signed snapshot reference in history. Shared by code mode and the
+monitor's fixed scan program.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from datetime import timedelta
+from typing import Any
+
+from temporalio import workflow
+from temporalio.exceptions import ActivityError, ApplicationError
+
+with workflow.unsafe.imports_passed_through():
+    from ..contracts import Violation
+    from ..contracts.code.program import (
+        CallOutcome,
+        CheckProgramInput,
+        CheckProgramResult,
+        PendingCall,
+        ProgramLimits,
+        ProgramStatus,
+        ResumeProgramInput,
+        StartProgramInput,
+    )
+    from ..contracts.names import CODE_CHECK, CODE_RESUME, CODE_START
+    from ..contracts.spec import ActivityPolicy
+    from .activity_options import activity_options
+
+
+def _segment_policy(limits: ProgramLimits) -> ActivityPolicy:
+    # A segment is bounded by the interpreter's own limit; the margin covers
+    # loading and storing a snapshot of several MB.
+    return ActivityPolicy(start_to_close_seconds=limits.segment_seconds + 60.0, max_attempts=5)
+
+
+def _segment_options(limits: ProgramLimits) -> dict[str, Any]:
+    # code.start / code.resume run as LOCAL activities: a sequential tool call
+    # then costs one server round trip (tools.call), not two, since the segment
+    # runs inside the workflow task and leaves a marker. This is safe because a
+    # segment is short (the sandbox enforces segment_seconds), deterministic
+    # from its snapshot, and free of side effects (those are tools.call, keyed).
+    # A killed worker's segment is rerun from the same snapshot after the
+    # workflow task timeout (10 s default), which replaces the heartbeat timeout;
+    # a hung one is cut by start_to_close and retried in-process (backoffs stay
+    # under local_retry_threshold). Inputs and results over 256 KiB still go
+    # through ExternalStorage: the activity worker encodes the result and the
+    # workflow completion encodes the input, as for any activity.
+    return {**activity_options(_segment_policy(limits)), "local_retry_threshold": timedelta(minutes=1)}
+
+
+async def check_program(program: str, stubs: str, limits: ProgramLimits) -> list[Violation]:
+    """Syntax and types against the stubs, before anything runs."""
+    checked = await workflow.execute_activity(
+        CODE_CHECK,
+        CheckProgramInput(program=program, stubs=stubs),
+        result_type=CheckProgramResult,
+        summary="check program",
+        heartbeat_timeout=timedelta(seconds=5),
+        **activity_options(_segment_policy(limits)),
+    )
+    return checked.violations
+
+
+async def drive_program(
+    start: StartProgramInput,
+    run_call: Callable[[PendingCall], Awaitable[CallOutcome]],
+    *,
+    summary: str | None = None,
+) -> ProgramStatus:
+    """Run a program in the sandbox to its end; every call it makes goes to ``run_call``.
+
+    Calls that pause together run concurrently; the program resumes with their
+    outcomes.
+    """
+    options = _segment_options(start.limits)
+    calls: dict[int, asyncio.Task[CallOutcome]] = {}
+
+    def launch(new: list[PendingCall]) -> None:
+        for call in new:
+            if call.call_id not in calls:
+                calls[call.call_id] = asyncio.ensure_future(run_call(call))
+
+    status = await _sandbox(CODE_START, start, options, summary)
+    while status.state == "pending":
+        launch(status.calls)
+        outcomes = list(await asyncio.gather(*(calls[i] for i in status.awaiting)))
+        assert status.snapshot is not None
+        status = await _sandbox(
+            CODE_RESUME,
+            ResumeProgramInput(
+                run_key=start.run_key, snapshot=status.snapshot, functions=start.functions, outcomes=outcomes,
+                limits=start.limits, output=status.output, output_dropped=status.output_dropped,
+                calls_made=status.calls_made, sandbox_seconds=status.sandbox_seconds,
+            ),
+            options,
+            summary,
+        )
+    # Calls the program started but never awaited still ran; wait so every
+    # side effect is recorded before the run reports.
+    if status.state == "completed":
+        launch(status.calls)
+    if calls:
+        await asyncio.gather(*calls.values())
+    return status
+
+
+async def _sandbox(name: str, arg: Any, options: dict[str, Any], summary: str | None) -> ProgramStatus:
+    try:
+        return await workflow.execute_local_activity(
+            name, arg, result_type=ProgramStatus, summary=summary or name, **options
+        )
+    except ActivityError as exc:
+        cause = exc.cause
+        if isinstance(cause, ApplicationError) and cause.type == "SnapshotIntegrityError":
+            raise ApplicationError(cause.message, type="SnapshotIntegrityError", non_retryable=True) from exc
+        raise
+
+
+__all__ = ["check_program", "drive_program"]
