@@ -3,7 +3,7 @@
 Compose and Kubernetes files are YAML-parsed and cross-checked against the
 code: the image, the metrics port and path, the probe paths the metrics
 server serves, the CLI command the container runs, and the environment
-variable names ``config.py`` reads. No secret value may sit in the repository.
+variable names ``client/settings.py`` reads. No secret value may sit in the repository.
 """
 
 from __future__ import annotations

@@ -74,7 +74,7 @@ class PipelineResult(BaseModel):
 
 
 def pipeline_input(spec: PipelineSpec, contracts: list[Contract], value: Any) -> PipelineInput:
-    """Join a parsed spec with its resolved contracts (see ``pipelines_io.load_pipeline_file``)."""
+    """Join a parsed spec with its resolved contracts (see ``client.pipeline_files.load_pipeline_file``)."""
     return PipelineInput(
         name=spec.name,
         acknowledge_unproven=list(spec.acknowledge_unproven),

@@ -3,7 +3,7 @@
 Pure: ``parse_pipeline`` takes data already read from TOML or JSON, and
 ``to_contracts`` takes an injected ``resolve_model`` for ``"module:Class"``
 schema references, so neither reads files nor imports modules itself
-(``pipelines_io`` does both). Every problem is an ``InvalidSpecError`` whose
+(``client/pipeline_files.py`` does both). Every problem is an ``InvalidSpecError`` whose
 violations name the field, e.g. ``$.steps[1].kind``.
 """
 

@@ -4,7 +4,7 @@ A file that cannot be applied raises ``ScheduleFileError`` (``contracts/errors.p
 
 A file declares one Temporal Schedule: which workflow to start, with which
 input, how often, and what to do when a tick is still running (``skip``) or
-was missed (catch up within a bounded window). ``schedules.py`` applies them.
+was missed (catch up within a bounded window). ``client/schedules.py`` applies them.
 
     id = "stalled-tickets"            # optional: the file name without .toml
     workflow = "StalledTicketMonitor"

@@ -9,10 +9,11 @@ import re
 from collections.abc import Iterable
 
 from ..json_schema import clip, describe
+from ..names import LLM_CALL
 from .request import LLMConfig
 from .violations import Violation, ViolationKind
 
-CONTRACT = "llm.call"
+CONTRACT = LLM_CALL  # the LLM contract is named after its activity
 
 _TOKEN_SPLIT = re.compile(r"[-_.:/@\s]+")
 _NUMERIC_STAMP = re.compile(r"^\d{3,}$")

@@ -15,12 +15,13 @@ from typing import Any
 from pydantic import BaseModel
 
 from ..json_schema import MAX_ERRORS, clip, describe, instance_violations, parse_json
+from ..names import LLM_CALL
 from .arguments import parse_tool_arguments
 from .request import LLMRequest, LLMResponse
 from .tools import ToolSchema
 from .violations import Violation, ViolationKind
 
-CONTRACT = "llm.call"
+CONTRACT = LLM_CALL  # the LLM contract is named after its activity
 
 _K = ViolationKind
 
