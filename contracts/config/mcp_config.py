@@ -18,6 +18,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..mcp import McpConfigError
 
+from ..llm.tools import Delivery
+
 SERVER_NAME_PATTERN = r"^[A-Za-z0-9_-]{1,40}$"
 SECRET_NAME_PATTERN = r"[A-Za-z_][A-Za-z0-9_.-]{0,127}"
 
@@ -57,6 +59,9 @@ class _ServerBase(BaseModel):
     tool_prefix: str = Field(default="", pattern=r"^[A-Za-z0-9_-]{0,24}$")
     """Prepended to every tool name this server offers, e.g. ``"tickets_"``, to avoid collisions."""
     timeouts: McpTimeouts = Field(default_factory=McpTimeouts)
+    delivery: dict[Annotated[str, Field(min_length=1, max_length=64)], Delivery] = Field(default_factory=dict)
+    """Per tool (the server's name, without ``tool_prefix``): ``retry``, ``key`` or ``at_most_once``,
+    overriding what the tool's annotations and parameters imply."""
 
 
 class StdioServerConfig(_ServerBase):
