@@ -10,10 +10,11 @@ from __future__ import annotations
 import time
 from datetime import timedelta
 
-import httpx
+import httpx2
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from ..contracts.capabilities import check_capabilities
 from ..contracts.errors import NonRetryableProviderError, RetryableProviderError
 from ..contracts.llm import LLMRequest, LLMResponse
 from ..contracts.postconditions import check_response
@@ -39,14 +40,16 @@ def _precondition_failure(violations: list[Violation]) -> ApplicationError:
 
 
 class LLMActivities:
-    def __init__(self, settings: ProviderSettings, http: httpx.AsyncClient, prices: PriceTable | None = None) -> None:
+    def __init__(self, settings: ProviderSettings, http: httpx2.AsyncClient, prices: PriceTable | None = None) -> None:
         self._providers = ProviderSet(settings, http)
         self._prices = prices or PriceTable()
 
     @activity.defn(name=ACTIVITY_NAME)
     async def call(self, request: LLMRequest) -> LLMResponse:
         config = request.config
-        pre = check_request(request)
+        # The capability table is the worker's, so this part of the precondition is checked here.
+        pre = check_request(request) or check_capabilities(
+            request, self._providers.capability(config.provider, config.model))
         metrics.record_checks("pre", pre)
         if pre:
             metrics.record_outcome(config, "precondition")
