@@ -16,6 +16,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from .caching import PromptCache
 from .matching import RequestView, Wire, matches, view_of
 from .render import HttpAnswer, error_answer, render
 from .script import Reply, Script
@@ -46,6 +47,7 @@ class _ScriptState:
         self._rule_uses = [0] * len(script.rules)
         self._next_reply = 0
         self.serial = 0
+        self.cache = PromptCache()
 
     def choose(self, view: RequestView) -> tuple[Reply | None, int]:
         with self._lock:
@@ -160,7 +162,8 @@ class ScriptedModelServer:
             message = (f"scripted model: no rule matched and no replies are left "
                        f"(last message role={view.last_role!r}, text={view.last_text[:200]!r})")
             return error_answer(wire, 500, message, "no_rule_matched"), 0.0
-        return render(wire, reply, view, serial, state.script.model), reply.delay_seconds
+        cache = state.cache.anthropic(body) if wire == "anthropic" else (state.cache.openai(body), 0)
+        return render(wire, reply, view, serial, state.script.model, cache), reply.delay_seconds
 
 
 def _authorised(key: str | None, wire: Wire, headers: dict[str, str]) -> bool:
