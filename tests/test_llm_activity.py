@@ -6,7 +6,7 @@ import time
 import uuid
 from datetime import timedelta
 
-import httpx
+import httpx2
 import pytest
 from pydantic import SecretStr
 from temporalio import activity, workflow
@@ -38,7 +38,7 @@ def server():
 
 @pytest.fixture
 async def http():
-    async with httpx.AsyncClient() as client:
+    async with httpx2.AsyncClient() as client:
         yield client
 
 
