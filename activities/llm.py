@@ -18,6 +18,7 @@ from ..contracts.config.settings import PriceTable, ProviderSettings
 from ..contracts.errors import NonRetryableProviderError, RetryableProviderError
 from ..contracts.llm.request import LLMRequest, LLMResponse
 from ..contracts.names import LLM_CALL
+from ..contracts.llm.call_ids import with_engine_call_ids
 from ..contracts.llm.capabilities import check_capabilities
 from ..contracts.llm.postconditions import check_response
 from ..contracts.llm.preconditions import check_request
@@ -81,6 +82,8 @@ class LLMActivities:
             metrics.record_outcome(config, "fatal_error")
             raise ApplicationError(str(exc), type="NonRetryableProviderError", non_retryable=True) from exc
 
+        # Before the postcondition, so it and everything after see one id per call in the run.
+        response = response.model_copy(update={"message": with_engine_call_ids(response.message, request.messages)})
         post = check_response(request, response)
         metrics.record_checks("post", post)
         metrics.record_usage(config, response.usage, self._prices)

@@ -32,6 +32,7 @@ from ...contracts.llm.messages import LLMToolCall, Message
 from ...contracts.llm.request import FinishReason, LLMRequest, LLMResponse, Usage
 from .base import parse_wire, sdk_call
 from .errors import DEFAULT_RETRY_AFTER_CAP
+from .wire_names import WireNames
 
 _FINISH: dict[str, FinishReason] = {
     "end_turn": "stop",
@@ -65,9 +66,9 @@ def _tool_input(arguments: str) -> dict[str, Any]:
     return parsed if isinstance(parsed, dict) else {"_raw_arguments": arguments}
 
 
-def _blocks(message: Message) -> tuple[str, list[dict[str, Any]]]:
+def _blocks(message: Message, names: WireNames) -> tuple[str, list[dict[str, Any]]]:
     if message.role == "tool":
-        block: dict[str, Any] = {"type": "tool_result", "tool_use_id": message.tool_call_id or "",
+        block: dict[str, Any] = {"type": "tool_result", "tool_use_id": names.call_id(message.tool_call_id or ""),
                                  "content": message.content or ""}
         if message.is_error:
             block["is_error"] = True
@@ -77,16 +78,18 @@ def _blocks(message: Message) -> tuple[str, list[dict[str, Any]]]:
     if message.content:
         blocks.append({"type": "text", "text": message.content})
     for call in message.tool_calls:
-        blocks.append({"type": "tool_use", "id": call.id, "name": call.name, "input": _tool_input(call.arguments)})
+        blocks.append({"type": "tool_use", "id": names.call_id(call.id), "name": names.tool(call.name),
+                       "input": _tool_input(call.arguments)})
     return message.role, blocks
 
 
 def _messages(request: LLMRequest) -> list[MessageParam]:
     messages: list[dict[str, Any]] = []
+    names = WireNames(request)
     for message in request.messages:
         if message.role == "system":
             continue
-        role, blocks = _blocks(message)
+        role, blocks = _blocks(message, names)
         if not blocks:
             continue  # an empty answer carries nothing; the API rejects `content: []`
         if messages and messages[-1]["role"] == role:
@@ -114,7 +117,8 @@ def request_to_wire(request: LLMRequest, capability: ModelCapability | None = No
         params["system"] = system
     if request.tools:
         tools: list[ToolParam] = [
-            {"name": t.name, "description": t.description, "input_schema": t.parameters} for t in request.tools
+            {"name": WireNames.tool(t.name), "description": t.description, "input_schema": t.parameters}
+            for t in request.tools
         ]
         params["tools"] = tools
         params["tool_choice"] = _TOOL_CHOICE[request.tool_choice]
@@ -178,8 +182,9 @@ def response_from_wire(body: dict[str, Any], request: LLMRequest) -> LLMResponse
     normalised, raw_inputs = _normalised(body)
     wire = parse_wire(WireMessage, "anthropic", normalised)
     texts = [b.text for b in wire.content if b.type == "text"]
+    names = WireNames(request)
     calls = [
-        LLMToolCall(id=b.id, name=b.name, arguments=raw_inputs.get(i, _arguments_text(b.input)))
+        LLMToolCall(id=b.id, name=names.engine_tool(b.name), arguments=raw_inputs.get(i, _arguments_text(b.input)))
         for i, b in enumerate(wire.content)
         if b.type == "tool_use"
     ]

@@ -22,6 +22,7 @@ from ...contracts.llm.messages import LLMToolCall, Message
 from ...contracts.llm.request import FinishReason, LLMRequest, LLMResponse, Usage
 from .base import parse_wire, sdk_call
 from .errors import DEFAULT_RETRY_AFTER_CAP, malformed
+from .wire_names import WireNames
 
 _FINISH: dict[str, FinishReason] = {
     "stop": "stop",
@@ -32,9 +33,10 @@ _FINISH: dict[str, FinishReason] = {
 }
 
 
-def _message_to_wire(message: Message) -> ChatCompletionMessageParam | None:
+def _message_to_wire(message: Message, names: WireNames) -> ChatCompletionMessageParam | None:
     if message.role == "tool":
-        return {"role": "tool", "tool_call_id": message.tool_call_id or "", "content": message.content or ""}
+        return {"role": "tool", "tool_call_id": names.call_id(message.tool_call_id or ""),
+                "content": message.content or ""}
     if message.role == "assistant":
         if not message.content and not message.tool_calls:
             # An empty answer carries nothing, and the API rejects an assistant
@@ -43,7 +45,8 @@ def _message_to_wire(message: Message) -> ChatCompletionMessageParam | None:
             return None
         if message.tool_calls:
             return {"role": "assistant", "content": message.content, "tool_calls": [
-                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+                {"id": names.call_id(c.id), "type": "function",
+                 "function": {"name": names.tool(c.name), "arguments": c.arguments}}
                 for c in message.tool_calls
             ]}
         return {"role": "assistant", "content": message.content}
@@ -53,13 +56,14 @@ def _message_to_wire(message: Message) -> ChatCompletionMessageParam | None:
 
 
 def _tool_to_wire(tool: Any) -> ChatCompletionToolParam:
-    return {"type": "function", "function": {"name": tool.name, "description": tool.description,
+    return {"type": "function", "function": {"name": WireNames.tool(tool.name), "description": tool.description,
                                              "parameters": tool.parameters}}
 
 
 def request_to_wire(request: LLMRequest, capability: ModelCapability | None = None
                     ) -> CompletionCreateParamsNonStreaming:
-    messages = [wire for m in request.messages if (wire := _message_to_wire(m)) is not None]
+    names = WireNames(request)
+    messages = [wire for m in request.messages if (wire := _message_to_wire(m, names)) is not None]
     # max_tokens is deprecated and rejected by reasoning models; max_completion_tokens is what the API documents.
     params: CompletionCreateParamsNonStreaming = {
         "model": request.config.model,
@@ -136,8 +140,9 @@ def response_from_wire(body: dict[str, Any], request: LLMRequest) -> LLMResponse
         raise malformed("openai", "choices: the list is empty")
     choice = completion.choices[0]
     message = choice.message
+    names = WireNames(request)
     calls = [
-        LLMToolCall(id=c.id, name=c.function.name, arguments=c.function.arguments)
+        LLMToolCall(id=c.id, name=names.engine_tool(c.function.name), arguments=c.function.arguments)
         for c in message.tool_calls or []
         if c.type == "function"
     ]
