@@ -1,12 +1,14 @@
 """Proof of prompt caching: a 30-step tool-mode run against the scripted model.
 
 With cache_control marks every call after the first reads the previous prefix
-from the cache, and the cost metric (cached input priced lower) comes out below
-the same run without marks.
+from the cache, asserted on the usage the provider returned for each call as
+the run recorded it in its steps, and the cost metric (cached input priced
+lower) comes out below the same run without marks.
 """
 
 from __future__ import annotations
 
+import json
 import uuid
 
 from agent_support import make_spec, run_agent
@@ -28,7 +30,7 @@ def _script() -> dict:
     ]}
 
 
-async def _run(client, settings, scripted, *, caching: bool) -> tuple[str, list]:
+async def _run(client, settings, scripted, *, caching: bool) -> tuple[str, list, list]:
     model = f"claude-cache-{uuid.uuid4().hex[:6]}-20260101"
     providers = settings.providers.model_copy(update={"anthropic_api_key": SecretStr("sk-cache"),
                                                       "prompt_caching": caching})
@@ -42,7 +44,7 @@ async def _run(client, settings, scripted, *, caching: bool) -> tuple[str, list]
     async with running_worker(client, own):
         result = await run_agent(client, own.task_queue, spec)
     assert result.output == "Paris is sunny."
-    return model, [r.body for r in scripted.requests]
+    return model, [r.body for r in scripted.requests], result.steps
 
 
 def _cost(model: str) -> float:
@@ -55,40 +57,20 @@ def _tokens(model: str, direction: str) -> float:
 
 
 async def test_thirty_step_run_reads_the_cache_on_every_call_after_the_first(client, settings, scripted):
-    cached_model, bodies = await _run(client, settings, scripted, caching=True)
-    assert len(bodies) == STEPS
+    cached_model, bodies, steps = await _run(client, settings, scripted, caching=True)
+    assert len(bodies) == len(steps) == STEPS
     # Every request marks the conversation's end, so the next one extends a cached prefix.
     assert all(b["messages"][-1]["content"][-1].get("cache_control") == {"type": "ephemeral"} for b in bodies)
-    reads = [scripted_read(b) for b in bodies]
-    assert reads[0] == 0 and all(r > 0 for r in reads[1:])
-    assert _tokens(cached_model, "cache_read") > 0 and _tokens(cached_model, "cache_write") > 0
+    # The usage the provider returned for each call, as the run recorded it in its steps.
+    reads = [s.usage.cache_read_tokens for s in steps]
+    assert reads[0] == 0 and all(r > 0 for r in reads[1:]), reads
+    assert reads == sorted(reads)  # each call reads the longer prefix the one before it wrote
+    assert steps[0].usage.cache_write_tokens > 0
+    assert _tokens(cached_model, "cache_read") == sum(reads)
+    assert _tokens(cached_model, "cache_write") == sum(s.usage.cache_write_tokens for s in steps) > 0
 
-    plain_model, plain_bodies = await _run(client, settings, scripted, caching=False)
-    assert all("cache_control" not in json_text(b) for b in plain_bodies)
+    plain_model, plain_bodies, plain_steps = await _run(client, settings, scripted, caching=False)
+    assert all("cache_control" not in json.dumps(b) for b in plain_bodies)
+    assert all(s.usage.cache_read_tokens == 0 for s in plain_steps)
     assert _tokens(plain_model, "cache_read") == 0
     assert _cost(cached_model) < _cost(plain_model)
-
-
-def json_text(body: dict) -> str:
-    import json
-
-    return json.dumps(body)
-
-
-def scripted_read(body: dict) -> int:
-    """What the scripted model's cache reports for this body, replayed on a fresh cache of the run so far."""
-    return _READS.setdefault(id(body), _replay(body))
-
-
-_READS: dict[int, int] = {}
-_CACHE = None
-
-
-def _replay(body: dict) -> int:
-    global _CACHE
-    from agentsteps.scripted_model.caching import PromptCache
-
-    if _CACHE is None or not body["messages"][-1:] or len(body["messages"]) == 1:
-        _CACHE = PromptCache()
-    read, _ = _CACHE.anthropic(body)
-    return read
