@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
-import httpx
+import httpx2
 from temporalio.client import Client
 from temporalio.runtime import Runtime
 from temporalio.worker import Worker
@@ -81,7 +81,7 @@ def workflows() -> list[type]:
 def build_worker(
     client: Client,
     settings: WorkerSettings,
-    http: httpx.AsyncClient,
+    http: httpx2.AsyncClient,
     *,
     registry: ToolRegistry | None = None,
     sources: Sequence[ToolSource] = (),
@@ -135,7 +135,7 @@ async def running_worker(
     sandbox = build_sandbox(settings)
     mcp = build_mcp(settings)
     try:
-        async with httpx.AsyncClient(timeout=settings.providers.request_timeout_seconds) as http:
+        async with httpx2.AsyncClient(timeout=settings.providers.request_timeout_seconds) as http:
             worker = build_worker(
                 client,
                 settings,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from datetime import timedelta
 
-import httpx
+import httpx2
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
@@ -18,6 +18,8 @@ from ..contracts.config.settings import PriceTable, ProviderSettings
 from ..contracts.errors import NonRetryableProviderError, RetryableProviderError
 from ..contracts.llm.request import LLMRequest, LLMResponse
 from ..contracts.names import LLM_CALL
+from ..contracts.llm.call_ids import with_engine_call_ids
+from ..contracts.llm.capabilities import check_capabilities
 from ..contracts.llm.postconditions import check_response
 from ..contracts.llm.preconditions import check_request
 from ..contracts.llm.violations import Violation
@@ -39,14 +41,16 @@ def _precondition_failure(violations: list[Violation]) -> ApplicationError:
 
 
 class LLMActivities:
-    def __init__(self, settings: ProviderSettings, http: httpx.AsyncClient, prices: PriceTable | None = None) -> None:
+    def __init__(self, settings: ProviderSettings, http: httpx2.AsyncClient, prices: PriceTable | None = None) -> None:
         self._providers = ProviderSet(settings, http)
         self._prices = prices or PriceTable()
 
     @activity.defn(name=LLM_CALL)
     async def call(self, request: LLMRequest) -> LLMResponse:
         config = request.config
-        pre = check_request(request)
+        # The capability table is the worker's, so this part of the precondition is checked here.
+        pre = check_request(request) or check_capabilities(
+            request, self._providers.capability(config.provider, config.model))
         metrics.record_checks("pre", pre)
         if pre:
             metrics.record_outcome(config, "precondition")
@@ -78,6 +82,8 @@ class LLMActivities:
             metrics.record_outcome(config, "fatal_error")
             raise ApplicationError(str(exc), type="NonRetryableProviderError", non_retryable=True) from exc
 
+        # Before the postcondition, so it and everything after see one id per call in the run.
+        response = response.model_copy(update={"message": with_engine_call_ids(response.message, request.messages)})
         post = check_response(request, response)
         metrics.record_checks("post", post)
         metrics.record_usage(config, response.usage, self._prices)

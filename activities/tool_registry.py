@@ -16,6 +16,8 @@ from pydantic import BaseModel
 
 from ..contracts import ToolSchema
 from ..contracts.llm.tools import Delivery
+from ..contracts.errors import ToolConfigError
+from ..contracts.llm.tool_names import tool_name_collisions
 
 
 @dataclass(frozen=True)
@@ -81,6 +83,9 @@ class ToolRegistry:
         if tool.name in self._tools:
             raise ValueError(f"tool {tool.name!r} is registered twice")
         ToolSchema.model_validate(tool.schema().model_dump())  # fail at start-up, not mid-run
+        clashes = tool_name_collisions([*self._tools, tool.name])
+        if clashes:
+            raise ToolConfigError(clashes)
         self._tools[tool.name] = tool
 
     def get(self, name: str) -> PythonTool | None:

@@ -11,6 +11,7 @@
     │   ├── RetryableProviderError     408/409/429/5xx, timeouts, resets (Temporal retries)
     │   └── NonRetryableProviderError  400/401/403/404/422, malformed bodies
     ├── ToolError                  a tool's own failure; goes back to the model
+    ├── ToolConfigError            two tools share a name on the wire or in code mode (at start)
     ├── McpError                   an MCP server failed; ``retryable`` says how Temporal treats it
     │   ├── McpConfigError             unknown server, bad config file, missing secret, name collision
     │   ├── McpAuthError               the server rejected the credential
@@ -118,6 +119,18 @@ class NonRetryableProviderError(ProviderError):
 
 class ToolError(AgentStepsError):
     """Raise from a tool to report a domain failure the model should see."""
+
+
+class ToolConfigError(AgentStepsError):
+    """Tools that cannot be told apart once named for an API or a code-mode stub (``tool_name_collisions``).
+
+    Raised at start (registering a Python tool, ``tools.describe`` for a run),
+    never retried: one tool silently hiding another is the failure it prevents.
+    """
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
+        super().__init__("; ".join(problems))
 
 
 class SnapshotIntegrityError(AgentStepsError):

@@ -1,4 +1,4 @@
-"""Every workflow, activity, query and signal name the engine uses.
+"""Every workflow, activity, query, signal and patch name the engine uses.
 
 These strings are persisted compatibility data, not labels:
 
@@ -39,10 +39,15 @@ CANCEL_SIGNAL = "cancel"
 """Graceful cancel: the run stops before its next step and returns what it has."""
 
 # ---------------------------------------------------------------- workflow.patched ids
+# A patch id marks, in a run's history, that a change to the commands a
+# workflow issues was live when the run took that branch; runs started before
+# the change replay the old branch. Never reuse or rename one.
 EFFECTS_PATCH = "agentsteps.effects-once.1"
 """Issue 13: effect keys from the workflow id and the call's content (not the run id), the
 run's record of effects, delivery policies, token reservations, the monitor's record retry.
 Runs recorded without its marker keep the old commands when they replay."""
+REFUSAL_REPROMPTED_ONCE = "refusal-reprompted-once"
+"""The ladder degrades on the second refusal in a row instead of re-prompting again."""
 
 WORKFLOWS = (AGENT_WORKFLOW, PIPELINE_WORKFLOW, MONITOR_WORKFLOW)
 ACTIVITIES = (LLM_CALL, TOOLS_DESCRIBE, TOOLS_CALL, CODE_CHECK, CODE_START, CODE_RESUME, MONITOR_RECORD)
@@ -59,6 +64,7 @@ __all__ = [
     "MONITOR_RECORD",
     "MONITOR_WORKFLOW",
     "PIPELINE_WORKFLOW",
+    "REFUSAL_REPROMPTED_ONCE",
     "STATE_QUERY",
     "STEPS_QUERY",
     "TOOLS_CALL",

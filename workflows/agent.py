@@ -106,6 +106,7 @@ async def _tool_loop(run: AgentRun, inp: AgentInput, tools: list[ToolSchema]) ->
             history = next_history
             continue
 
+        ladder.accepted()
         if response.message.tool_calls:
             results = await _run_tools(run, tools, index, response)
             records = [

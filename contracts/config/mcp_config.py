@@ -56,7 +56,7 @@ class McpTimeouts(BaseModel):
 class _ServerBase(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    tool_prefix: str = Field(default="", pattern=r"^[A-Za-z0-9_-]{0,24}$")
+    tool_prefix: str = Field(default="", pattern=r"^[A-Za-z0-9_.-]{0,24}$")
     """Prepended to every tool name this server offers, e.g. ``"tickets_"``, to avoid collisions."""
     timeouts: McpTimeouts = Field(default_factory=McpTimeouts)
     delivery: dict[Annotated[str, Field(min_length=1, max_length=64)], Delivery] = Field(default_factory=dict)

@@ -10,6 +10,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field, SecretStr
 
+from ..llm.capabilities import ModelCapability
+
 
 class ProviderSettings(BaseModel):
     openai_api_key: SecretStr | None = None
@@ -17,6 +19,14 @@ class ProviderSettings(BaseModel):
     anthropic_api_key: SecretStr | None = None
     anthropic_base_url: str = "https://api.anthropic.com"
     request_timeout_seconds: float = 120.0
+    retry_after_cap_seconds: float = 120.0
+    """A provider's ``Retry-After`` is handed to Temporal, but never longer than this."""
+    anthropic_version: str | None = None
+    """The ``anthropic-version`` header; unset means the pinned SDK's own."""
+    prompt_caching: bool = True
+    """Anthropic: mark the system prompt, tools and conversation prefix with ``cache_control``."""
+    models: list[ModelCapability] = Field(default_factory=list)
+    """Per-model capabilities (temperature, structured output), before the built-in table."""
 
 
 class PriceTable(BaseModel):
@@ -24,6 +34,10 @@ class PriceTable(BaseModel):
 
     input_per_mtok: dict[str, float] = Field(default_factory=dict)
     output_per_mtok: dict[str, float] = Field(default_factory=dict)
+    cached_input_per_mtok: dict[str, float] = Field(default_factory=dict)
+    """Cache reads; a model missing here pays its full input price for them."""
+    cache_write_per_mtok: dict[str, float] = Field(default_factory=dict)
+    """Cache writes (Anthropic: 1.25x input); a model missing here pays its full input price."""
 
 
 class TracingSettings(BaseModel):
