@@ -38,6 +38,9 @@ STEPS_QUERY = "steps"
 CANCEL_SIGNAL = "cancel"
 """Graceful cancel: the run stops before its next step and returns what it has."""
 
+PATCH_TOOL_RESULT_CAP = "tool-result-cap"
+"""``workflow.patched`` id: tool-mode results are cut to ``AgentSpec.tool_result_chars`` (runs started before keep them whole)."""
+
 WORKFLOWS = (AGENT_WORKFLOW, PIPELINE_WORKFLOW, MONITOR_WORKFLOW)
 ACTIVITIES = (LLM_CALL, TOOLS_DESCRIBE, TOOLS_CALL, CODE_CHECK, CODE_START, CODE_RESUME, MONITOR_RECORD)
 
@@ -51,6 +54,7 @@ __all__ = [
     "LLM_CALL",
     "MONITOR_RECORD",
     "MONITOR_WORKFLOW",
+    "PATCH_TOOL_RESULT_CAP",
     "PIPELINE_WORKFLOW",
     "STATE_QUERY",
     "STEPS_QUERY",
