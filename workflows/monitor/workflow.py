@@ -37,7 +37,9 @@ with workflow.unsafe.imports_passed_through():
     from .. import calls
     from ..ladder import Rung, ViolationLadder
     from ..program_driver import drive_program
+    from ...telemetry import workflow_metrics
     from .nudges import (
+        NUDGE_CONTRACT,
         NUDGE_SYSTEM_PROMPT,
         check_nudge,
         comment_body,
@@ -242,6 +244,7 @@ class _Drafter:
             if not violations:
                 value = json.loads(response.message.content or "null")
                 violations = check_nudge(value, issue)
+                workflow_metrics.record_check(NUDGE_CONTRACT, "post", violations)
             if not violations:
                 return value["message"]
             report.violations.extend(violations)
