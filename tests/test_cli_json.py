@@ -20,6 +20,8 @@ import pytest
 
 from agentsteps.scripted_model import Script, ScriptedModelServer
 
+from secret_scan import SecretScan
+
 ROOT = Path(__file__).resolve().parents[1]
 AGENTSTEPS = str(Path(sys.executable).with_name("agentsteps"))
 
@@ -58,17 +60,26 @@ def demo_model():
         yield server
 
 
-def test_run_json_is_only_json_when_it_starts_the_embedded_server_itself(demo_model, tmp_path):
-    done = _run(
-        [sys.executable, "-c", _ON_FREE_PORTS, str(_free_port()), str(_free_port()),
-         "run", "--spec", "examples/demo_agent.toml", "--input", "weather in Paris and Tokyo?", "--json"],
-        _base_env(tmp_path, demo_model.url_openai),
-    )
+def test_run_json_is_only_json_when_it_starts_the_embedded_server_itself(tmp_path):
+    key = "sk-cli-" + uuid.uuid4().hex
+    script = json.loads((ROOT / "examples" / "demo_script.json").read_text())
+    script["api_key"] = key  # the model answers only requests that carry the key
+    question = "weather in Paris and Tokyo? " + uuid.uuid4().hex
+    with ScriptedModelServer(Script.model_validate(script)) as model:
+        done = _run(
+            [sys.executable, "-c", _ON_FREE_PORTS, str(_free_port()), str(_free_port()),
+             "run", "--spec", "examples/demo_agent.toml", "--input", question, "--json"],
+            {**_base_env(tmp_path, model.url_openai), "OPENAI_API_KEY": key},
+        )
 
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     assert result["status"] == "completed"
-    assert (tmp_path / "state" / "temporal.db").exists()  # the server really was started here
+    state = tmp_path / "state"
+    assert (state / "temporal.db").exists()  # the server really was started here
+    # The key stays in the worker: not in the Temporal database file, the payload store or the output.
+    assert SecretScan(question).files("state dir", state).leaks()  # the scan reads what the database holds
+    SecretScan(key).files("state dir", state).text("stdout", done.stdout).text("stderr", done.stderr).assert_clean()
 
 
 def test_run_pipeline_json_is_only_json(temporal_env, tmp_path):
