@@ -44,9 +44,14 @@ def cost_usd(prices: PriceTable, model: str, usage: Usage) -> float:
 
 
 def record_checks(phase: Literal["pre", "post"], violations: Sequence[Violation]) -> None:
+    """One check; a failed one counts one violation (its first kind), under the check's own contract.
+
+    The same rule as ``workflow_metrics.record_check``, so violations / checks
+    stays within [0, 1] per contract on every path.
+    """
     CONTRACT_CHECKS.labels(CONTRACT, phase, "fail" if violations else "pass").inc()
-    for v in violations:
-        CONTRACT_VIOLATIONS.labels(v.contract, phase, v.kind.value).inc()
+    if violations:
+        CONTRACT_VIOLATIONS.labels(CONTRACT, phase, violations[0].kind.value).inc()
 
 
 def record_outcome(config: LLMConfig, outcome: Outcome) -> None:

@@ -23,7 +23,6 @@ from ..contracts.names import TOOLS_CALL, TOOLS_DESCRIBE
 from ..contracts.llm.arguments import parse_tool_arguments
 from ..contracts.llm.tools import ToolsDescribeInput, outcome_unknown
 from ..contracts.llm.tool_names import tool_name_collisions
-from ..contracts.llm.tools import ToolsDescribeInput
 from ..telemetry.metrics import TOOL_CALL_SECONDS, TOOL_CALLS
 from ..telemetry.tracing import tool_span
 from .tool_registry import PythonTool, ToolContext, ToolRegistry

@@ -48,6 +48,8 @@ run's record of effects, delivery policies, token reservations, the monitor's re
 Runs recorded without its marker keep the old commands when they replay."""
 REFUSAL_REPROMPTED_ONCE = "refusal-reprompted-once"
 """The ladder degrades on the second refusal in a row instead of re-prompting again."""
+PATCH_TOOL_RESULT_CAP = "tool-result-cap"
+"""``workflow.patched`` id: tool-mode results are cut to ``AgentSpec.tool_result_chars`` (runs started before keep them whole)."""
 
 WORKFLOWS = (AGENT_WORKFLOW, PIPELINE_WORKFLOW, MONITOR_WORKFLOW)
 ACTIVITIES = (LLM_CALL, TOOLS_DESCRIBE, TOOLS_CALL, CODE_CHECK, CODE_START, CODE_RESUME, MONITOR_RECORD)
@@ -63,6 +65,7 @@ __all__ = [
     "LLM_CALL",
     "MONITOR_RECORD",
     "MONITOR_WORKFLOW",
+    "PATCH_TOOL_RESULT_CAP",
     "PIPELINE_WORKFLOW",
     "REFUSAL_REPROMPTED_ONCE",
     "STATE_QUERY",

@@ -30,6 +30,8 @@ class ActivityPolicy(BaseModel):
     max_attempts: int = Field(default=6, ge=1)
     initial_interval_seconds: float = Field(default=1.0, gt=0)
     maximum_interval_seconds: float = Field(default=60.0, gt=0)
+    heartbeat_seconds: float | None = Field(default=None, gt=0)
+    """Heartbeat timeout; a tool that reports MCP progress heartbeats with it, so a long call survives."""
 
 
 class AgentSpec(BaseModel):
@@ -52,6 +54,8 @@ class AgentSpec(BaseModel):
     allowed_model_aliases: list[str] = Field(default_factory=list)
     code_limits: ProgramLimits = Field(default_factory=ProgramLimits)
     """Code mode only: sandbox limits per program."""
+    tool_result_chars: int = Field(default=32_000, ge=200)
+    """Tool mode only: a longer tool result is cut to this many characters, with a notice the model reads."""
     llm_policy: ActivityPolicy = Field(default_factory=ActivityPolicy)
     tool_policy: ActivityPolicy = Field(default_factory=lambda: ActivityPolicy(start_to_close_seconds=60.0))
 

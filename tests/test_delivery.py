@@ -11,7 +11,7 @@ from pathlib import Path
 
 import mcp_types as types
 import pytest
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from agentsteps.activities.mcp.results import delivery_of
 from agentsteps.activities.mcp.source import McpToolSource

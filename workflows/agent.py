@@ -28,7 +28,8 @@ with workflow.unsafe.imports_passed_through():
         ToolCallResult,
         ToolSchema,
     )
-    from ..contracts.names import AGENT_WORKFLOW, CANCEL_SIGNAL, STATE_QUERY, STEPS_QUERY
+    from ..contracts.names import AGENT_WORKFLOW, CANCEL_SIGNAL, PATCH_TOOL_RESULT_CAP, STATE_QUERY, STEPS_QUERY
+    from ..contracts.llm.tools import capped_tool_content
     from ..contracts.llm.preconditions import check_spec
     from ..telemetry import workflow_metrics
     from . import calls
@@ -116,7 +117,9 @@ async def _tool_loop(run: AgentRun, inp: AgentInput, tools: list[ToolSchema]) ->
                 for c, r in zip(response.message.tool_calls, results)
             ]
             run.record_step(index, "tool_call", response, records, step_started)
-            history = [*history, response.message, *(_tool_message(r) for r in results)]
+            # A huge result would overflow the context precondition and end the run; cut it visibly instead.
+            cap = spec.tool_result_chars if workflow.patched(PATCH_TOOL_RESULT_CAP) else None
+            history = [*history, response.message, *(_tool_message(r, cap) for r in results)]
             accepted = len(history)
             continue
 
@@ -160,10 +163,9 @@ def _reject_invalid_spec(spec: AgentSpec, tools: list[ToolSchema]) -> None:
         )
 
 
-def _tool_message(result: ToolCallResult) -> Message:
-    return Message(
-        role="tool", tool_call_id=result.call_id, name=result.name, content=result.content, is_error=result.is_error
-    )
+def _tool_message(result: ToolCallResult, cap: int | None) -> Message:
+    content = result.content if cap is None else capped_tool_content(result.content, cap)
+    return Message(role="tool", tool_call_id=result.call_id, name=result.name, content=content, is_error=result.is_error)
 
 
 def _final_output(response: LLMResponse, spec: AgentSpec) -> object:

@@ -46,6 +46,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from ..contracts.code.stubs import extract_program, generate_stubs, program_functions
     from ..contracts.json_schema import instance_violations
+    from ..telemetry import workflow_metrics
     from . import calls
     from .agent_run import AgentRun, BudgetRefused
     from .ladder import ViolationLadder
@@ -118,6 +119,9 @@ async def run_code_mode(run: AgentRun, inp: AgentInput, tools: list[ToolSchema])
                     )
                 ]
 
+        if not response.violations:
+            # The program is the answer's contract check; llm.call counted its own.
+            workflow_metrics.record_check(CONTRACT, "post", violations)
         if violations:
             checked = response.model_copy(update={"violations": violations})
             run.record_step(index, "assistant", checked, records, started)

@@ -36,6 +36,7 @@ with workflow.unsafe.imports_passed_through():
     from ..contracts.names import EFFECTS_PATCH, LLM_CALL, PIPELINE_WORKFLOW, TOOLS_CALL
     from ..contracts.json_schema import instance_violations, parse_json
     from ..contracts.llm.reprompt import reprompt_messages
+    from ..telemetry import workflow_metrics
     from . import calls
     from .effects import effect_key, run_chain
     from .ladder import Decision, Rung, ViolationLadder, violation_error
@@ -67,7 +68,7 @@ class PipelineWorkflow:
         first = steps[0].contract
         self._edge_or_fail(
             edge_name("input", first.name), 1, value, checks=self._pre_checks(steps[0]),
-            violations=self._pre_violations(steps[0], value),
+            violations=self._pre_violations(steps[0], value), contract=first.name,
         )
         for i, step in enumerate(steps):
             following = steps[i + 1] if i + 1 < len(steps) else None
@@ -125,16 +126,22 @@ class PipelineWorkflow:
                 value, c.output_schema, contract=c.name, phase="post", kind=kind, path="$", what=f"the output of {c.name}"
             )
         violations += predicate_violations(c.post, value, contract=c.name, phase="post")
+        workflow_metrics.record_check(c.name, "post", violations)
         if following is not None:
             checks += self._pre_checks(following)
-            violations += self._pre_violations(following, value)
+            pre = self._pre_violations(following, value)
+            workflow_metrics.record_check(following.contract.name, "pre", pre)
+            violations += pre
         target = following.contract.name if following else "output"
         self._result.edges.append(
             EdgeCheck(edge=edge_name(c.name, target), attempt=attempt, checks=checks, violations=violations)
         )
         return violations
 
-    def _edge_or_fail(self, edge: str, attempt: int, value: Any, *, checks: list[str], violations: list[Violation]) -> None:
+    def _edge_or_fail(
+        self, edge: str, attempt: int, value: Any, *, checks: list[str], violations: list[Violation], contract: str
+    ) -> None:
+        workflow_metrics.record_check(contract, "pre", violations)
         self._result.edges.append(EdgeCheck(edge=edge, attempt=attempt, checks=checks, violations=violations))
         if violations:
             raise violation_error(violations[0], edge=edge)
@@ -163,6 +170,7 @@ class PipelineWorkflow:
                 output, problem = parse_json(response.message.content or "")
                 if problem is not None:
                     violations = [Violation(contract=c.name, phase="post", kind=ViolationKind.response_not_json, path="$", message=problem)]
+                    workflow_metrics.record_check(c.name, "post", violations)
                 else:
                     violations = self._edge(step, following, output, attempt, ViolationKind.response_schema_mismatch)
             else:
@@ -211,6 +219,7 @@ class PipelineWorkflow:
             violations = [
                 Violation(contract=c.name, phase="post", kind=ViolationKind.tool_output_invalid, path="$", message=result.content)
             ]
+            workflow_metrics.record_check(c.name, "post", violations)
             self._result.edges.append(
                 EdgeCheck(edge=edge_name(c.name, target), attempt=1, checks=[TOOLS_CALL], violations=violations)
             )

@@ -4,13 +4,21 @@ Used by the ``mcp.*`` activities and by ``agentsteps tools``, so operators
 exercise exactly the code path workers run. It never retries: an
 infrastructure failure drops the session and raises ``McpUnavailableError``,
 and Temporal's retry (with the same idempotency key) reconnects.
+
+A call asks the server for progress notifications; inside an activity each
+one is a heartbeat whose details carry the progress, so a long tool call
+that reports progress outlives a short heartbeat timeout, and its progress
+is visible on the pending activity.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
+from collections.abc import Awaitable, Callable
 
 import mcp_types as types
+from temporalio import activity
 
 from ...contracts.llm.arguments import parse_tool_arguments
 from ...contracts.llm.tools import ToolCallInput, ToolCallResult, ToolSchema, outcome_unknown
@@ -32,6 +40,21 @@ def _arguments_violation(call: ToolCallInput, message: str) -> ToolCallResult:
     violation = Violation(contract=f"tool.{call.name}", phase="post", kind=ViolationKind.tool_arguments_not_json,
                           path="$.arguments", message=message)
     return _error_result(call, violation.for_model())
+
+
+def _progress_heartbeat(call: ToolCallInput, secrets: list[str]) -> Callable[[float, float | None, str | None], Awaitable[None]]:
+    # The SDK calls back from the session's reader task, outside the activity's
+    # context: capture that context here, in the activity's own task.
+    context = contextvars.copy_context()
+    in_activity = context.run(activity.in_activity)
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        if in_activity:
+            details = {"tool": call.name, "progress": progress, "total": total,
+                       "message": scrub(message, secrets) if message else None}
+            context.run(activity.heartbeat, details)
+
+    return on_progress
 
 
 class McpToolClient:
@@ -97,6 +120,9 @@ class McpToolClient:
         if tool is None:
             offered = ", ".join(config.tool_prefix + n for n in sorted(connection.tools))
             return _error_result(call, f"unknown tool {call.name!r}; server {server!r} offers: {offered}")
+        if tool.execution is not None and tool.execution.task_support == "required":
+            return _error_result(call, f"tool {call.name!r} requires task augmentation, which this client does not "
+                                       "offer; it is not available")
         arguments = fill_idempotency_key(tool, arguments, call.idempotency_key)
 
         timeout = config.timeouts.call_seconds
@@ -105,8 +131,9 @@ class McpToolClient:
             # send_request, not session.call_tool: the SDK's own output-schema check raises a bare
             # RuntimeError, while a mismatch here must become a violation the model can read.
             result = await asyncio.wait_for(
-                connection.client.session.send_request(request, types.CallToolResult,
-                                                       request_read_timeout_seconds=timeout),
+                connection.client.session.send_request(
+                    request, types.CallToolResult, request_read_timeout_seconds=timeout,
+                    progress_callback=_progress_heartbeat(call, connection.secrets)),
                 timeout=timeout + _TIMEOUT_SLACK_SECONDS,
             )
         except asyncio.CancelledError:

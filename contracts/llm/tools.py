@@ -84,3 +84,15 @@ class ToolsDescribeInput(BaseModel):
     """Input of the ``tools.describe`` activity: the names an agent may use."""
 
     names: list[str]
+
+
+def capped_tool_content(content: str, limit: int) -> str:
+    """``content`` cut to ``limit`` characters, with a notice of what was cut and how to avoid it."""
+    if len(content) <= limit:
+        return content
+    return (
+        content[:limit]
+        + f"\n[tool result truncated: showing the first {limit} of {len(content)} characters. Ask for less "
+        "(filters, fewer fields, smaller pages), or run this agent in code mode (mode = \"code\"), where a "
+        "program processes large results without them passing through the model.]"
+    )

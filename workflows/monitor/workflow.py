@@ -40,6 +40,7 @@ with workflow.unsafe.imports_passed_through():
     from .. import calls
     from ..ladder import Rung, ViolationLadder
     from ..program_driver import drive_program
+    from ...telemetry import workflow_metrics
     from .nudges import (
         NUDGE_CONTRACT,
         NUDGE_SYSTEM_PROMPT,
@@ -260,6 +261,7 @@ class _Drafter:
                                path="$.content", message=problem)]
                     if problem is not None else check_nudge(value, issue)
                 )
+                workflow_metrics.record_check(NUDGE_CONTRACT, "post", violations)
             if not violations:
                 return value["message"]
             report.violations.extend(violations)
