@@ -1,0 +1,169 @@
+"""A payload that cannot be found or verified fails the run, typed; it never fails a task forever.
+
+Temporal decodes external-storage references while it builds a workflow
+activation, before any workflow code runs. An exception there fails the
+workflow *task*, which the server retries forever: the run hangs. So the
+retrieving driver never raises for an answer that will not change:
+
+| the store says                                  | becomes                        |
+|-------------------------------------------------|--------------------------------|
+| no such object, no such bucket, access denied   | ``PayloadMissingError``        |
+| bytes that do not match their digest            | ``PayloadIntegrityError``      |
+| a claim for a driver this worker does not have  | ``PayloadMissingError``        |
+| anything else (network down, 5xx, timeouts)     | raised: the task is retried    |
+
+Instead it returns a marker payload (encoding ``agentsteps/unavailable``)
+holding the error. The payload converter turns the marker into a
+non-retryable ``ApplicationError`` when the value is converted: in workflow
+code that fails the run (the SDK fails the workflow, not the task, on a
+``FailureError`` raised by payload conversion), in an activity it fails the
+attempt, in a client it raises from ``result()``. The message names the
+digest and the store.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from temporalio.api.common.v1 import Payload
+from temporalio.contrib.pydantic import PydanticPayloadConverter
+from temporalio.converter import (
+    EncodingPayloadConverter,
+    StorageDriver,
+    StorageDriverClaim,
+    StorageDriverRetrieveContext,
+    StorageDriverStoreContext,
+)
+from temporalio.exceptions import ApplicationError
+
+from ..contracts.errors import PayloadIntegrityError, PayloadMissingError
+
+UNAVAILABLE_ENCODING = "agentsteps/unavailable"
+
+# S3 error codes that are an answer, not an outage.
+_MISSING_CODES = {"NoSuchKey", "404", "NotFound", "NoSuchBucket", "AccessDenied", "403", "InvalidAccessKeyId"}
+
+
+def unavailable_payload(error: PayloadIntegrityError) -> Payload:
+    body = {"type": type(error).__name__, "message": str(error)}
+    return Payload(metadata={"encoding": UNAVAILABLE_ENCODING.encode()}, data=json.dumps(body).encode())
+
+
+def error_of(payload: Payload) -> PayloadIntegrityError | None:
+    """The error a marker payload carries, or None for a real payload."""
+    if payload.metadata.get("encoding") != UNAVAILABLE_ENCODING.encode():
+        return None
+    body = json.loads(payload.data)
+    kind = PayloadMissingError if body.get("type") == PayloadMissingError.__name__ else PayloadIntegrityError
+    return kind(body.get("message", "payload unavailable"))
+
+
+def classify(exc: BaseException, digest: str, location: str) -> PayloadIntegrityError | None:
+    """The typed error for a definitive store answer, or None for a transient failure."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, PayloadIntegrityError):
+            return seen
+        code = str(getattr(seen, "response", {}).get("Error", {}).get("Code", "")) if hasattr(seen, "response") else ""
+        if code in _MISSING_CODES:
+            return PayloadMissingError(f"payload sha256:{digest} is not readable from {location} ({code})")
+        if isinstance(seen, ValueError) and "integrity check failed" in str(seen):
+            return PayloadIntegrityError(f"payload sha256:{digest} in {location} does not match its digest")
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
+class TypedRetrievalDriver(StorageDriver):
+    """Wraps the store's driver for ``ExternalStorage``: definitive failures become markers."""
+
+    def __init__(self, inner: StorageDriver, location: str) -> None:
+        self.inner = inner
+        self.location = location
+
+    def name(self) -> str:
+        return self.inner.name()
+
+    def type(self) -> str:
+        return self.inner.type()
+
+    async def store(self, context: StorageDriverStoreContext, payloads: Sequence[Payload]) -> list[StorageDriverClaim]:
+        return await self.inner.store(context, payloads)
+
+    async def retrieve(
+        self, context: StorageDriverRetrieveContext, claims: Sequence[StorageDriverClaim]
+    ) -> list[Payload]:
+        try:
+            return await self.inner.retrieve(context, claims)
+        except Exception:
+            if len(claims) == 1:
+                return [await self._one(context, claims[0])]
+        # One claim at a time, so a single missing payload does not hide the others.
+        return [await self._one(context, claim) for claim in claims]
+
+    async def _one(self, context: StorageDriverRetrieveContext, claim: StorageDriverClaim) -> Payload:
+        try:
+            [payload] = await self.inner.retrieve(context, [claim])
+            return payload
+        except Exception as exc:
+            typed = classify(exc, claim.claim_data.get("hash_value", "?"), self.location)
+            if typed is None:
+                raise
+            return unavailable_payload(typed)
+
+
+class ForeignStoreDriver(StorageDriver):
+    """Stands in for a driver another worker used and this one does not have (e.g. a local
+    directory on another machine): every claim is a missing payload, named with its store."""
+
+    def __init__(self, driver_name: str, location: str) -> None:
+        self._name = driver_name
+        self._location = location
+
+    def name(self) -> str:
+        return self._name
+
+    def type(self) -> str:
+        return self._name
+
+    async def store(self, context: StorageDriverStoreContext, payloads: Sequence[Payload]) -> list[StorageDriverClaim]:
+        raise RuntimeError(f"{self._name} is not this worker's payload store")  # never selected
+
+    async def retrieve(
+        self, context: StorageDriverRetrieveContext, claims: Sequence[StorageDriverClaim]
+    ) -> list[Payload]:
+        return [
+            unavailable_payload(PayloadMissingError(
+                f"payload sha256:{c.claim_data.get('hash_value', '?')} was stored in {self._name} "
+                f"(another worker's store), which this worker cannot read; it uses {self._location}"
+            ))
+            for c in claims
+        ]
+
+
+class _UnavailablePayloadConverter(EncodingPayloadConverter):
+    @property
+    def encoding(self) -> str:
+        return UNAVAILABLE_ENCODING
+
+    def to_payload(self, value: Any) -> Payload | None:
+        return None  # only ever decoded
+
+    def from_payload(self, payload: Payload, type_hint: type | None = None) -> Any:
+        error = error_of(payload)
+        assert error is not None
+        raise as_failure(error)
+
+
+def as_failure(error: PayloadIntegrityError) -> ApplicationError:
+    """The non-retryable failure a run ends with; its type is the error's class name."""
+    return ApplicationError(str(error), type=type(error).__name__, non_retryable=True)
+
+
+class AgentStepsPayloadConverter(PydanticPayloadConverter):
+    """The pydantic converter, plus the marker of a payload the store could not give back."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._set_converters(*self.converters.values(), _UnavailablePayloadConverter())
