@@ -113,6 +113,9 @@ class LocalDirStorageDriver(StorageDriver):
             stat = path.stat()
             yield StoredObject(str(path), path.name, datetime.fromtimestamp(stat.st_mtime, timezone.utc), stat.st_size)
 
+    async def read_object(self, location: str) -> bytes:
+        return await asyncio.to_thread(Path(location).read_bytes)
+
     async def delete_objects(self, locations: Sequence[str]) -> None:
         for location in locations:
             Path(location).unlink(missing_ok=True)
@@ -166,12 +169,18 @@ class PayloadStore:
             async for item in client.list_objects(bucket):
                 yield item
 
+    async def read_object(self, location: str) -> bytes:
+        if isinstance(self.driver, LocalDirStorageDriver):
+            return await self.driver.read_object(location)
+        client, bucket = self._s3()
+        return await client.read_object(bucket, location)
+
     async def delete_objects(self, locations: Sequence[str]) -> None:
         if isinstance(self.driver, LocalDirStorageDriver):
             await self.driver.delete_objects(locations)
         else:
             client, bucket = self._s3()
-            await client.delete_objects(bucket, [loc for loc in locations])
+            await client.delete_objects(bucket, list(locations))
 
     def _s3(self) -> tuple[PrefixedAioboto3Client, str]:
         client = getattr(self.driver, "_client", None)

@@ -90,6 +90,12 @@ class PrefixedAioboto3Client(S3StorageDriverClient):
                 if "/d/sha256/" in key and len(digest) == 64:
                     yield StoredObject(key, digest, item["LastModified"], int(item["Size"]))
 
+    async def read_object(self, bucket: str, key: str) -> bytes:
+        """An object by its full key, as ``list_objects`` gave it (prefix included)."""
+        raw, _ = await self._open()
+        response = await raw.get_object(Bucket=bucket, Key=key)
+        return await response["Body"].read()
+
     async def delete_objects(self, bucket: str, keys: Sequence[str]) -> None:
         raw, _ = await self._open()
         for start in range(0, len(keys), 1000):  # the S3 API's batch limit
