@@ -149,7 +149,7 @@ def build_sandbox(settings: WorkerSettings, store: PayloadStore | None = None) -
     """Snapshots go through the same payload store as Temporal's large payloads."""
     store = store or build_payload_store(settings)
     vault = SnapshotVault(store, load_snapshot_key(settings), previous_snapshot_keys(settings))
-    return SandboxActivities(SandboxPool(), vault)
+    return SandboxActivities(SandboxPool(max_processes=settings.sandbox_processes), vault)
 
 
 @asynccontextmanager

@@ -89,6 +89,9 @@ class WorkerSettings(BaseModel):
     """HMAC key signing code-mode snapshots; unset means a key file under ``state_dir``."""
     snapshot_previous_keys: list[SecretStr] = Field(default_factory=list)
     """Keys rotated out: snapshots they signed still load, new ones are signed with ``snapshot_key``."""
+    sandbox_processes: int | None = Field(default=None, ge=1)
+    """Monty sandbox processes per worker; unset means the CPU count, which in a container is the
+    node's, not the pod's limit: set it where resources are limited (deploy/k8s does)."""
     single_worker: bool = False
     """The operator declares that one worker serves this cluster's task queue, so a local payload
     store and a key file are enough; without it a worker on a cluster needs a shared store and key."""
