@@ -6,6 +6,7 @@ The same code serves the embedded dev server and a production cluster; only
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -20,6 +21,7 @@ from .activities.llm import LLMActivities
 from .activities.mcp import McpActivities, SecretResolver, build_mcp_activities
 from .activities.monitor import MonitorActivities
 from .activities.payload_store import PayloadStore, build_data_converter, build_payload_store
+from .activities.payload_unavailable import terminate_unreadable_runs
 from .activities.sandbox import SandboxActivities, SandboxPool, SnapshotVault, load_snapshot_key
 from .activities.sandbox.snapshots import previous_snapshot_keys
 from .activities.tool_registry import ToolRegistry
@@ -178,7 +180,11 @@ async def running_worker(
                 mcp=mcp,
             )
             async with worker:
-                yield worker
+                reaper = asyncio.create_task(terminate_unreadable_runs(client))
+                try:
+                    yield worker
+                finally:
+                    reaper.cancel()
     finally:
         await mcp.aclose()
         await sandbox.pool.close()

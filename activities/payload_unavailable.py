@@ -19,18 +19,35 @@ code that fails the run (the SDK fails the workflow, not the task, on a
 ``FailureError`` raised by payload conversion), in an activity it fails the
 attempt, in a client it raises from ``result()``. The message names the
 digest and the store.
+
+One case needs more. A worker that takes a run over *replays* its history;
+a failure raised while replaying an old event cannot become the run's
+failure, because history already says what came next (Temporal reports a
+nondeterminism error and retries the task forever). So the converter also
+reports the workflow it converts for, and ``terminate_unreadable_runs`` (a
+task beside every worker) terminates it with the reason
+``PayloadMissingError: <message>`` if it is still running a moment later:
+still bounded, still typed by its reason. (A run that failed typed in the
+first place is closed by then and left alone.)
 """
 
 from __future__ import annotations
 
+import asyncio
+import copy
 import json
+import logging
+import queue
 from collections.abc import Sequence
 from typing import Any
 
 from temporalio.api.common.v1 import Payload
+from temporalio.api.enums.v1 import WorkflowExecutionStatus
+from temporalio.client import Client
 from temporalio.contrib.pydantic import PydanticPayloadConverter
 from temporalio.converter import (
     EncodingPayloadConverter,
+    SerializationContext,
     StorageDriver,
     StorageDriverClaim,
     StorageDriverRetrieveContext,
@@ -41,6 +58,11 @@ from temporalio.exceptions import ApplicationError
 from ..contracts.errors import PayloadIntegrityError, PayloadMissingError
 
 UNAVAILABLE_ENCODING = "agentsteps/unavailable"
+logger = logging.getLogger(__name__)
+
+# Workflows that met an unreadable payload: (workflow id, reason). Written from the workflow
+# thread by the converter, drained by ``terminate_unreadable_runs`` on the worker's loop.
+_UNREADABLE_RUNS: queue.SimpleQueue[tuple[str, str]] = queue.SimpleQueue()
 
 # S3 error codes that are an answer, not an outage.
 _MISSING_CODES = {"NoSuchKey", "404", "NotFound", "NoSuchBucket", "AccessDenied", "403", "InvalidAccessKeyId"}
@@ -143,6 +165,9 @@ class ForeignStoreDriver(StorageDriver):
 
 
 class _UnavailablePayloadConverter(EncodingPayloadConverter):
+    def __init__(self, context: SerializationContext | None = None) -> None:
+        self._context = context
+
     @property
     def encoding(self) -> str:
         return UNAVAILABLE_ENCODING
@@ -153,7 +178,11 @@ class _UnavailablePayloadConverter(EncodingPayloadConverter):
     def from_payload(self, payload: Payload, type_hint: type | None = None) -> Any:
         error = error_of(payload)
         assert error is not None
-        raise as_failure(error)
+        failure = as_failure(error)
+        workflow_id = getattr(self._context, "workflow_id", None)
+        if workflow_id:
+            _UNREADABLE_RUNS.put((workflow_id, f"{failure.type}: {failure.message}"))
+        raise failure
 
 
 def as_failure(error: PayloadIntegrityError) -> ApplicationError:
@@ -167,3 +196,32 @@ class AgentStepsPayloadConverter(PydanticPayloadConverter):
     def __init__(self) -> None:
         super().__init__()
         self._set_converters(*self.converters.values(), _UnavailablePayloadConverter())
+
+    def with_context(self, context: SerializationContext) -> AgentStepsPayloadConverter:
+        # The marker converter learns which workflow it converts for; the JSON converter (and its
+        # type-adapter cache) is shared, not rebuilt per context as the composite default would.
+        bound = copy.copy(self)
+        bound.converters = {**self.converters, UNAVAILABLE_ENCODING.encode(): _UnavailablePayloadConverter(context)}
+        return bound
+
+
+async def terminate_unreadable_runs(client: Client, every: float = 0.2, grace: float = 1.0) -> None:
+    """Terminate each reported workflow still running after ``grace`` seconds (runs until cancelled)."""
+    while True:
+        reported: dict[str, str] = {}
+        while not _UNREADABLE_RUNS.empty():
+            workflow_id, reason = _UNREADABLE_RUNS.get_nowait()
+            reported.setdefault(workflow_id, reason)
+        if reported:
+            await asyncio.sleep(grace)  # a run that failed typed is closed by now
+        for workflow_id, reason in reported.items():
+            handle = client.get_workflow_handle(workflow_id)
+            try:
+                if (await handle.describe()).raw_description.workflow_execution_info.status == (
+                    WorkflowExecutionStatus.WORKFLOW_EXECUTION_STATUS_RUNNING
+                ):
+                    await handle.terminate(reason=reason)
+                    logger.error("terminated workflow %s: %s", workflow_id, reason)
+            except Exception:  # the server is away: the next replay reports it again
+                logger.warning("could not terminate workflow %s", workflow_id, exc_info=True)
+        await asyncio.sleep(every)
