@@ -35,12 +35,11 @@ from temporalio.converter import (
 
 from ..contracts.config.settings import WorkerSettings
 from ..contracts.errors import PayloadIntegrityError, PayloadMissingError
-from .payload_unavailable import AgentStepsPayloadConverter, ForeignStoreDriver, TypedRetrievalDriver, error_of
+from .payload_unavailable import AgentStepsPayloadConverter, TypedExternalStorage, TypedRetrievalDriver, error_of
 from .s3_store import PrefixedAioboto3Client, StoredObject, s3_location
 
 _BLOB_ENCODING = b"binary/plain"
 LOCAL_DRIVER = "agentsteps.localdir"
-S3_DRIVER = "aws.s3driver"
 
 
 class LocalDirStorageDriver(StorageDriver):
@@ -143,13 +142,11 @@ class PayloadStore:
         return payload.data
 
     def external_storage(self) -> ExternalStorage:
-        main = TypedRetrievalDriver(self.driver, self.location)
-        # A reference written by a worker with the other kind of store must fail typed here too.
-        others = [ForeignStoreDriver(n, self.location) for n in (LOCAL_DRIVER, S3_DRIVER) if n != main.name()]
-        return ExternalStorage(
-            drivers=[main, *others],
-            driver_selector=lambda _context, _payload: main,
+        # A reference written by a worker with another kind of store fails typed too.
+        return TypedExternalStorage(
+            drivers=[TypedRetrievalDriver(self.driver, self.location)],
             payload_size_threshold=self.threshold_bytes,
+            location=self.location,
         )
 
     def data_converter(self) -> DataConverter:

@@ -10,6 +10,7 @@ retrieving driver never raises for an answer that will not change:
 | no such object, no such bucket, access denied   | ``PayloadMissingError``        |
 | bytes that do not match their digest            | ``PayloadIntegrityError``      |
 | a claim for a driver this worker does not have  | ``PayloadMissingError``        |
+| a malformed claim (no digest, no key)           | ``PayloadIntegrityError``      |
 | anything else (network down, 5xx, timeouts)     | raised: the task is retried    |
 
 Instead it returns a marker payload (encoding ``agentsteps/unavailable``)
@@ -35,6 +36,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import dataclasses
 import json
 import logging
 import queue
@@ -47,6 +49,7 @@ from temporalio.client import Client
 from temporalio.contrib.pydantic import PydanticPayloadConverter
 from temporalio.converter import (
     EncodingPayloadConverter,
+    ExternalStorage,
     SerializationContext,
     StorageDriver,
     StorageDriverClaim,
@@ -93,6 +96,9 @@ def classify(exc: BaseException, digest: str, location: str) -> PayloadIntegrity
             return PayloadMissingError(f"payload sha256:{digest} is not readable from {location} ({code})")
         if isinstance(seen, ValueError) and "integrity check failed" in str(seen):
             return PayloadIntegrityError(f"payload sha256:{digest} in {location} does not match its digest")
+        if isinstance(seen, KeyError | ValueError):
+            # Drivers raise these for claims they cannot use, never for an outage.
+            return PayloadIntegrityError(f"payload sha256:{digest}: unusable claim for {location} ({seen!r})")
         seen = seen.__cause__ or seen.__context__
     return None
 
@@ -133,6 +139,16 @@ class TypedRetrievalDriver(StorageDriver):
             if typed is None:
                 raise
             return unavailable_payload(typed)
+
+
+@dataclasses.dataclass(frozen=True)
+class TypedExternalStorage(ExternalStorage):
+    """``ExternalStorage`` that answers a claim for an unknown driver with a missing payload."""
+
+    location: str = ""
+
+    def _get_driver_by_name(self, name: str) -> StorageDriver:
+        return self._driver_map.get(name) or ForeignStoreDriver(name, self.location)
 
 
 class ForeignStoreDriver(StorageDriver):

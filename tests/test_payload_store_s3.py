@@ -106,3 +106,28 @@ def test_malformed_payload_store_settings_are_a_typed_config_error(tmp_path):
         load_settings(config, {})
     paths = {v.path for v in caught.value.violations}
     assert {"$.payload_store.s3_bucket", "$.payload_store.threshold_bytes"} <= paths
+
+
+async def test_hostile_references_decode_to_typed_failures_not_stuck_tasks(tmp_path, s3_endpoint, s3_bucket):
+    """Claims naming an unknown store, or missing their digest or key, as a tampered history would hold."""
+    import json
+
+    from temporalio.api.common.v1 import Payload
+
+    def reference(driver: str, claim: dict) -> Payload:
+        body = json.dumps({"driverName": driver, "claimData": claim}).encode()
+        return Payload(metadata={"encoding": b"json/protobuf",
+                                 "messageType": b"temporal.api.sdk.v1.ExternalStorageReference"}, data=body)
+
+    cases = [
+        (WorkerSettings(state_dir=tmp_path), reference("some.other.driver", {"hash_value": "0" * 64}),
+         "PayloadMissingError"),
+        (WorkerSettings(state_dir=tmp_path), reference("agentsteps.localdir", {"hash_value": "../../etc/passwd"}),
+         "PayloadIntegrityError"),
+        (s3_settings(tmp_path, s3_endpoint, s3_bucket), reference("aws.s3driver", {"hash_value": "0" * 64}),
+         "PayloadIntegrityError"),
+    ]
+    for settings, payload, expected in cases:
+        with pytest.raises(ApplicationError) as caught:
+            await build_data_converter(settings).decode([payload], [dict])
+        assert caught.value.type == expected and caught.value.non_retryable, payload.data
