@@ -41,8 +41,23 @@ _ENV_FIELDS: dict[str, tuple[str, ...]] = {
     "OTEL_SERVICE_NAME": ("tracing", "service_name"),
     "AGENTSTEPS_TRACE_CONTENT": ("tracing", "capture_content"),
     "AGENTSTEPS_SNAPSHOT_KEY": ("snapshot_key",),
+    "AGENTSTEPS_SNAPSHOT_PREVIOUS_KEYS": ("snapshot_previous_keys",),
+    "AGENTSTEPS_SINGLE_WORKER": ("single_worker",),
+    "AGENTSTEPS_SANDBOX_PROCESSES": ("sandbox_processes",),
     "AGENTSTEPS_PAYLOAD_S3_BUCKET": ("payload_store", "s3_bucket"),
+    "AGENTSTEPS_PAYLOAD_S3_PREFIX": ("payload_store", "s3_prefix"),
+    # The usual AWS variables, the more specific one last so it wins.
+    "AWS_DEFAULT_REGION": ("payload_store", "s3_region"),
+    "AWS_REGION": ("payload_store", "s3_region"),
+    "AWS_ENDPOINT_URL": ("payload_store", "s3_endpoint_url"),
+    "AWS_ENDPOINT_URL_S3": ("payload_store", "s3_endpoint_url"),
+    "AWS_ACCESS_KEY_ID": ("payload_store", "s3_access_key_id"),
+    "AWS_SECRET_ACCESS_KEY": ("payload_store", "s3_secret_access_key"),
+    "AWS_SESSION_TOKEN": ("payload_store", "s3_session_token"),
 }
+
+# Variables holding lists: comma-separated (keys are hex or base64, never commas).
+_LIST_ENV = {"AGENTSTEPS_SNAPSHOT_PREVIOUS_KEYS"}
 
 
 def load_settings(config_path: str | Path | None = None, env: Mapping[str, str] | None = None) -> WorkerSettings:
@@ -63,7 +78,7 @@ def load_settings(config_path: str | Path | None = None, env: Mapping[str, str] 
             target = data
             for key in keys[:-1]:
                 target = target.setdefault(key, {})
-            target[keys[-1]] = value
+            target[keys[-1]] = [v.strip() for v in value.split(",") if v.strip()] if var in _LIST_ENV else value
     try:
         return WorkerSettings.model_validate(data)
     except ValidationError as exc:

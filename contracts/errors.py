@@ -19,6 +19,8 @@
     │   └── McpProtocolError           the server answered something that is not valid MCP
     ├── SnapshotIntegrityError     a code-mode snapshot is missing, altered or signed with another key
     ├── PayloadIntegrityError      stored payload bytes no longer match their content address
+    │   └── PayloadMissingError        a payload is not in (or not readable from) this worker's store
+    ├── DeploymentConfigError      a worker on a cluster without a shared payload store or snapshot key
     ├── InvalidProgramResume       a snapshot cannot take the outcomes it was resumed with
     └── MonitorScanError           the monitor's scan program failed or returned a malformed value
 
@@ -142,7 +144,19 @@ class SnapshotIntegrityError(AgentStepsError):
 
 
 class PayloadIntegrityError(AgentStepsError):
-    """Stored bytes no longer match their content address."""
+    """Stored bytes no longer match their content address; names the digest and the store."""
+
+
+class PayloadMissingError(PayloadIntegrityError):
+    """A referenced payload is not in the store this worker reads (or the store refuses it).
+
+    The message names the digest and the store. Never retried: the bytes will
+    not appear by waiting, and a run that needs them cannot go on.
+    """
+
+
+class DeploymentConfigError(AgentStepsError):
+    """The worker's deployment settings cannot keep runs safe (raised before it starts)."""
 
 
 class InvalidProgramResume(AgentStepsError):

@@ -20,7 +20,6 @@ from prometheus_client.parser import text_string_to_metric_families
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 
-from agentsteps.activities.tool_registry import ToolRegistry
 from agentsteps.client.pipeline_files import load_pipeline_file
 from agentsteps.contracts import LLMConfig
 from agentsteps.contracts.composition.pipeline_run import PipelineResult, pipeline_input
