@@ -30,7 +30,7 @@ from agentsteps.contracts import AgentInput, AgentResult, AgentSpec, LLMConfig
 from agentsteps.contracts.names import AGENT_WORKFLOW
 from agentsteps.contracts.config.settings import ProviderSettings, WorkerSettings
 from agentsteps.scripted_model import ScriptedModelServer
-from agentsteps.client.dev_server import temporal_binary
+from agentsteps.client.dev_server import dev_server_args, temporal_binary
 from agentsteps.worker import running_worker
 from bare_workflow import BareRoundTrips, noop
 
@@ -48,7 +48,8 @@ def _script(steps: int) -> dict:
 
 async def main(steps: int, rounds: int) -> dict:
     env = await WorkflowEnvironment.start_local(
-        dev_server_existing_path=temporal_binary(), data_converter=pydantic_data_converter
+        dev_server_existing_path=temporal_binary(), data_converter=pydantic_data_converter,
+        dev_server_extra_args=dev_server_args(),
     )
     agent_times: list[float] = []
     bare_times: list[float] = []

@@ -75,6 +75,7 @@ async def embedded_temporal(settings: WorkerSettings) -> AsyncIterator[Stack]:
         data_converter=pydantic_data_converter,
         dev_server_existing_path=temporal_binary(),
         dev_server_database_filename=str(settings.state_dir / "temporal.db"),
+        dev_server_extra_args=dev_server_args(),
         dev_server_log_level="error",
     )
     try:
