@@ -25,3 +25,18 @@ class BareRoundTrips:
                 await workflow.execute_activity(noop, "x", start_to_close_timeout=timedelta(seconds=30))
         await workflow.execute_activity(noop, "final", start_to_close_timeout=timedelta(seconds=30))
         return steps
+
+
+@workflow.defn(name="BareAgentShape")
+class BareAgentShape:
+    """An agent run's activity shape with no-op activities: describe the tools,
+    then per step a model call and a tool call, then the final model call."""
+
+    @workflow.run
+    async def run(self, steps: int) -> int:
+        await workflow.execute_activity(noop, "describe", start_to_close_timeout=timedelta(seconds=30))
+        for _ in range(steps):
+            for _ in range(2):
+                await workflow.execute_activity(noop, "x", start_to_close_timeout=timedelta(seconds=30))
+        await workflow.execute_activity(noop, "final", start_to_close_timeout=timedelta(seconds=30))
+        return steps

@@ -16,6 +16,7 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,9 +31,16 @@ def openai_url(port: int) -> str:
     return f"http://127.0.0.1:{port}/v1"
 
 
+@dataclass(frozen=True)
+class ModelProcess:
+    url: str
+    """The OpenAI base URL."""
+    pid: int
+
+
 @contextmanager
-def scripted_model_process(script: dict[str, Any], port: int) -> Iterator[str]:
-    """Serve ``script`` on ``port`` until the block ends; yields the OpenAI base URL."""
+def scripted_model_process(script: dict[str, Any], port: int) -> Iterator[ModelProcess]:
+    """Serve ``script`` on ``port`` until the block ends."""
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "script.json"
         path.write_text(json.dumps(script))
@@ -47,7 +55,7 @@ def scripted_model_process(script: dict[str, Any], port: int) -> Iterator[str]:
                     break
             else:
                 raise RuntimeError(f"the scripted model process exited with {proc.wait()}")
-            yield openai_url(port)
+            yield ModelProcess(openai_url(port), proc.pid)
         finally:
             proc.terminate()
             proc.wait(timeout=10)

@@ -65,7 +65,7 @@ async def measure(env: WorkflowEnvironment, port: int, task_queue: str, steps: i
     agent_times: list[float] = []
     bare_times: list[float] = []
     for round_ in range(rounds + 1):  # round 0 warms both paths up
-        with scripted_model_process(_script(steps), port):
+        with scripted_model_process(_script(steps), port):  # a fresh script: its counters start at zero
             t0 = time.perf_counter()
             result = await env.client.execute_workflow(
                 AGENT_WORKFLOW,
