@@ -1,4 +1,4 @@
-"""The baseline for step_overhead.py: the same activity shape, doing nothing.
+"""The baseline for step_overhead.py and throughput.py: an agent run's activity shape, doing nothing.
 
 Its own module because Temporal's sandbox re-imports workflow modules, and the
 benchmark script itself imports the whole engine.
@@ -14,17 +14,6 @@ from temporalio import activity, workflow
 @activity.defn(name="bench.noop")
 async def noop(payload: str) -> str:
     return payload
-
-
-@workflow.defn(name="BareRoundTrips")
-class BareRoundTrips:
-    @workflow.run
-    async def run(self, steps: int) -> int:
-        for _ in range(steps):
-            for _ in range(2):  # the model call, then the tool call
-                await workflow.execute_activity(noop, "x", start_to_close_timeout=timedelta(seconds=30))
-        await workflow.execute_activity(noop, "final", start_to_close_timeout=timedelta(seconds=30))
-        return steps
 
 
 @workflow.defn(name="BareAgentShape")

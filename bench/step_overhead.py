@@ -3,7 +3,8 @@
 Both are measured in one process, against one dev server, interleaved, so the
 machine's noise hits both alike. An agent step with one tool call is two
 activities (``llm.call`` over real HTTP to the scripted model, then
-``tools.call``); the bare baseline runs the same shape with no-op activities.
+``tools.call``), after the run's one ``tools.describe``; the bare baseline
+(``BareAgentShape``) runs the same shape with no-op activities.
 The scripted model (zero delay) runs in its own process, as a model endpoint
 does, so its HTTP thread never competes with the worker for the GIL. Each
 step count is measured in turn (20 and 200 by default: the history grows
@@ -38,7 +39,7 @@ from agentsteps.contracts.names import AGENT_WORKFLOW
 from agentsteps.contracts.config.settings import ProviderSettings, WorkerSettings
 from agentsteps.client.dev_server import dev_server_args, temporal_binary
 from agentsteps.worker import running_worker
-from bare_workflow import BareRoundTrips, noop
+from bare_workflow import BareAgentShape, noop
 from model_process import free_port, openai_url, scripted_model_process
 
 
@@ -76,7 +77,7 @@ async def measure(env: WorkflowEnvironment, port: int, task_queue: str, steps: i
             )
             t1 = time.perf_counter()
         await env.client.execute_workflow(
-            BareRoundTrips.run, steps, id=f"bench-bare-{uuid.uuid4().hex[:8]}", task_queue=task_queue + "-bare",
+            BareAgentShape.run, steps, id=f"bench-bare-{uuid.uuid4().hex[:8]}", task_queue=task_queue + "-bare",
         )
         t2 = time.perf_counter()
         assert result.status == "completed" and len(result.steps) == steps + 1, result.status
@@ -106,7 +107,7 @@ async def main(step_counts: list[int], rounds: int, capped: bool) -> dict:
             providers=ProviderSettings(openai_base_url=openai_url(port)),
         )
         bare_worker = Worker(
-            env.client, task_queue=settings.task_queue + "-bare", workflows=[BareRoundTrips], activities=[noop]
+            env.client, task_queue=settings.task_queue + "-bare", workflows=[BareAgentShape], activities=[noop]
         )
         async with running_worker(env.client, settings), bare_worker:
             for steps in step_counts:

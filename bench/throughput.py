@@ -39,6 +39,7 @@ from temporalio.testing import WorkflowEnvironment
 from agentsteps.client.dev_server import dev_server_args, temporal_binary
 from agentsteps.contracts import AgentInput, AgentResult, AgentSpec, LLMConfig
 from agentsteps.contracts.names import AGENT_WORKFLOW
+from bare_workflow import BareAgentShape
 from cpu import cpu_seconds, temporal_server_pids
 from model_process import free_port, scripted_model_process
 
@@ -98,8 +99,8 @@ async def agent_run(client: Client, task_queue: str) -> None:
 
 
 async def bare_run(client: Client, task_queue: str) -> None:
-    await client.execute_workflow("BareAgentShape", STEPS, id=f"tp-bare-{uuid.uuid4().hex[:12]}",
-                                  task_queue=f"{task_queue}-bare", result_type=int)
+    await client.execute_workflow(BareAgentShape.run, STEPS, id=f"tp-bare-{uuid.uuid4().hex[:12]}",
+                                  task_queue=f"{task_queue}-bare")
 
 
 async def batch(run: Callable[[], Awaitable[None]], runs: int, pids: dict[str, list[int]]) -> dict[str, float]:
