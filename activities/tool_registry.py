@@ -16,6 +16,7 @@ from typing import Any, get_type_hints
 from pydantic import BaseModel
 
 from ..contracts import ToolSchema
+from ..contracts.llm.tools import Delivery
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,7 @@ class PythonTool:
     fn: Callable[..., Any]
     side_effects: bool
     wants_context: bool
+    delivery: Delivery = "retry"
 
     def schema(self) -> ToolSchema:
         # Generating JSON Schemas from the models costs milliseconds, and every
@@ -50,6 +52,7 @@ class PythonTool:
             parameters=self.input_model.model_json_schema(),
             output_schema=self.output_model.model_json_schema() if self.output_model else None,
             side_effects=self.side_effects,
+            delivery=self.delivery,
             source="python",
         )
 
@@ -65,12 +68,18 @@ class ToolRegistry:
         self._tools: dict[str, PythonTool] = {}
 
     def tool(
-        self, name: str | None = None, *, side_effects: bool = False
+        self, name: str | None = None, *, side_effects: bool = False, delivery: Delivery | None = None
     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-        """Register ``fn(args: InputModel[, ctx: ToolContext]) -> OutputModel``."""
+        """Register ``fn(args: InputModel[, ctx: ToolContext]) -> OutputModel``.
+
+        ``delivery`` defaults to ``retry`` for a tool without side effects, ``key``
+        for one that takes a ``ToolContext`` (it must dedupe on
+        ``ctx.idempotency_key``) and ``at_most_once`` for one that does not.
+        Declare ``retry`` for a side-effecting tool that is idempotent by nature.
+        """
 
         def register(fn: Callable[..., Any | Awaitable[Any]]) -> Callable[..., Any]:
-            self.add(_describe(fn, name=name, side_effects=side_effects))
+            self.add(_describe(fn, name=name, side_effects=side_effects, delivery=delivery))
             return fn
 
         return register
@@ -94,7 +103,9 @@ class ToolRegistry:
         return len(self._tools)
 
 
-def _describe(fn: Callable[..., Any], *, name: str | None, side_effects: bool) -> PythonTool:
+def _describe(
+    fn: Callable[..., Any], *, name: str | None, side_effects: bool, delivery: Delivery | None = None
+) -> PythonTool:
     params = list(inspect.signature(fn).parameters.values())
     hints = get_type_hints(fn)
     if not params or len(params) > 2:
@@ -104,6 +115,13 @@ def _describe(fn: Callable[..., Any], *, name: str | None, side_effects: bool) -
         raise TypeError(f"tool {fn.__name__}: the first parameter must be annotated with a pydantic model")
     output = hints.get("return")
     output_model = output if inspect.isclass(output) and issubclass(output, BaseModel) else None
+    wants_context = len(params) == 2
+    if delivery is None:
+        delivery = "retry" if not side_effects else "key" if wants_context else "at_most_once"
+    if delivery not in ("retry", "key", "at_most_once"):
+        raise TypeError(f"tool {fn.__name__}: delivery must be retry, key or at_most_once, not {delivery!r}")
+    if delivery == "key" and not wants_context:
+        raise TypeError(f"tool {fn.__name__}: delivery 'key' needs a ctx: ToolContext parameter to read the key from")
     return PythonTool(
         name=name or fn.__name__,
         description=inspect.getdoc(fn) or "",
@@ -111,5 +129,6 @@ def _describe(fn: Callable[..., Any], *, name: str | None, side_effects: bool) -
         output_model=output_model,
         fn=fn,
         side_effects=side_effects,
-        wants_context=len(params) == 2,
+        wants_context=wants_context,
+        delivery=delivery,
     )

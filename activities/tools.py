@@ -19,7 +19,7 @@ from ..contracts import ToolCallInput, ToolCallResult, ToolError, ToolSchema
 from ..contracts.json_schema import json_path
 from ..contracts.names import TOOLS_CALL, TOOLS_DESCRIBE
 from ..contracts.llm.arguments import parse_tool_arguments
-from ..contracts.llm.tools import ToolsDescribeInput
+from ..contracts.llm.tools import ToolsDescribeInput, outcome_unknown
 from ..telemetry.metrics import TOOL_CALL_SECONDS, TOOL_CALLS
 from ..telemetry.tracing import tool_span
 from .tool_registry import PythonTool, ToolContext, ToolRegistry
@@ -84,6 +84,12 @@ class ToolActivities:
             value = await tool.invoke(args, ToolContext(call_id=call.call_id, idempotency_key=call.idempotency_key))
         except ToolError as exc:
             return _error(call, str(exc))
+        except Exception as exc:
+            if call.delivery != "at_most_once":
+                raise  # Temporal retries it: the tool is idempotent or dedupes on its key
+            # The tool ran, and nothing says how far: a retry could repeat the effect. Only the
+            # exception's type goes to the model: its text may carry what the tool holds (a DSN, a token).
+            return outcome_unknown(call, f"the tool raised {type(exc).__name__}")
         structured = _to_jsonable(value)
         if tool.output_model is not None:
             try:

@@ -12,16 +12,15 @@ import os
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import ValidationError
 
 from ..contracts import InvalidSpecError, Violation, ViolationKind
 from ..contracts.mcp import McpConfigError
+from ..contracts.config.mcp_config import McpConfig, parse_mcp_config
 from ..contracts.config.settings import WorkerSettings
 
-if TYPE_CHECKING:
-    from ..contracts.config.mcp_config import McpConfig
 
 DEFAULT_CONFIG_FILE = "agentsteps.toml"
 CONFIG_ENV = "AGENTSTEPS_CONFIG"
@@ -84,10 +83,6 @@ def load_mcp_config(path: str | Path | None) -> McpConfig:
     MCP problems are ``McpConfigError`` rather than ``InvalidSpecError`` so
     ``agentsteps tools`` and the worker report them as MCP configuration.
     """
-    # Lazy: the MCP package pulls in the MCP SDK, which settings-only callers never need.
-    from ..activities.mcp.config import parse_mcp_config
-    from ..contracts.config.mcp_config import McpConfig
-
     if path is None:
         return McpConfig()
     resolved = Path(path)

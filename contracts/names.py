@@ -38,6 +38,12 @@ STEPS_QUERY = "steps"
 CANCEL_SIGNAL = "cancel"
 """Graceful cancel: the run stops before its next step and returns what it has."""
 
+# ---------------------------------------------------------------- workflow.patched ids
+EFFECTS_PATCH = "agentsteps.effects-once.1"
+"""Issue 13: effect keys from the workflow id and the call's content (not the run id), the
+run's record of effects, delivery policies, token reservations, the monitor's record retry.
+Runs recorded without its marker keep the old commands when they replay."""
+
 WORKFLOWS = (AGENT_WORKFLOW, PIPELINE_WORKFLOW, MONITOR_WORKFLOW)
 ACTIVITIES = (LLM_CALL, TOOLS_DESCRIBE, TOOLS_CALL, CODE_CHECK, CODE_START, CODE_RESUME, MONITOR_RECORD)
 
@@ -48,6 +54,7 @@ __all__ = [
     "CODE_CHECK",
     "CODE_RESUME",
     "CODE_START",
+    "EFFECTS_PATCH",
     "LLM_CALL",
     "MONITOR_RECORD",
     "MONITOR_WORKFLOW",

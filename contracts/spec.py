@@ -69,6 +69,23 @@ class ToolCallRecord(BaseModel):
     is_error: bool = False
 
 
+class EffectRecord(BaseModel):
+    """A side-effecting call that took effect in this run (or may have: ``outcome = "unknown"``).
+
+    A later identical call in the same logical step (a re-prompted program, a
+    fallback model's program) gets the same key and is answered from this record
+    without calling the tool again.
+    """
+
+    key: str
+    tool: str
+    arguments: str
+    """Canonical JSON of the arguments, capped."""
+    content: str
+    """What the call returned, capped."""
+    outcome: Literal["done", "unknown"] = "done"
+
+
 StepKind = Literal["assistant", "tool_call", "final"]
 
 
@@ -105,6 +122,8 @@ class AgentResult(BaseModel):
     degradations: list[Degradation] = Field(default_factory=list)
     model: str = ""
     """The model that produced the final answer."""
+    effects: list[EffectRecord] = Field(default_factory=list)
+    """Side-effecting calls that took effect, in the order they completed."""
 
 
 class AgentState(BaseModel):

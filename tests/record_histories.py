@@ -60,6 +60,11 @@ from monitor_support import make_spec as monitor_spec, seed_tracker  # noqa: E40
 MODEL = "scripted-2026-01-01"
 SLOW_TOOL_SECONDS = 3.0
 PIPELINE_FILE = HERE.parent / "examples" / "pipelines" / "support_reply.toml"
+FAILING_PROGRAM = 'await send_notification(recipient="kim", message="hello")\nraise ValueError("oops")\n'
+WORKING_PROGRAM = (
+    'd = await send_notification(recipient="kim", message="hello")\n'
+    'w = await llm("say hi")\n{"id": d["notification_id"], "w": w}\n'
+)
 
 
 class Pause(BaseModel):
@@ -180,6 +185,13 @@ async def record(out: Path, prefix: str) -> list[str]:
                 await rec.agent("code_mode", code_demo_spec(settings), "Which city is warmest?",
                                 {"default": {"content": f"```python\n{DEMO_PROGRAM}```"}})
                 await _pipeline(rec)
+                # A program that fails, is re-prompted, then calls a tool and the LLM from inside the sandbox.
+                await rec.agent("agent_code_mode", agent_spec(mode="code", tools=["send_notification"]),
+                                "notify kim", {"replies": [
+                                    {"content": f"```python\n{FAILING_PROGRAM}```"},
+                                    {"content": f"```python\n{WORKING_PROGRAM}```"},
+                                    {"content": "hi"},
+                                ]})
                 await rec.agent_caught_waiting("code_mode_paused_on_tool", agent_spec(mode="code"), {
                     "default": {"content": f"```python\nw = await wait({SLOW_TOOL_SECONDS})\n{{'waited': w['seconds']}}\n```"}
                 })

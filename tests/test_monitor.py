@@ -238,3 +238,59 @@ def test_plan_nudges_once_a_day_escalates_after_m_nudges_and_leaves_escalated_is
     assert plan_action(issue(nudges=1, last_nudge="2026-03-02"), spec, today) == "nudged_today"
     assert plan_action(issue(nudges=2, last_nudge="2026-02-25"), spec, today) == "escalate"
     assert plan_action(issue(nudges=5, labels=["escalated"]), spec, today) == "already_escalated"
+
+
+async def test_a_tracker_answering_in_prose_ends_the_tick_typed_and_quickly(client, settings, scripted, tmp_path):
+    """A plain-text MCP result reaches the scan program as a string, never an unguarded json.loads."""
+    import asyncio
+
+    from temporalio.client import WorkflowFailureError
+    from temporalio.exceptions import ApplicationError
+
+    from mcp_support import hostile, make_client
+
+    mcp = make_client({"tracker": hostile(env={"HOSTILE_MARKER": str(tmp_path / "m")})}, {})
+    try:
+        async with monitor_worker(client, settings, mcp):
+            with pytest.raises(WorkflowFailureError) as info:
+                await asyncio.wait_for(run_tick(client, settings.task_queue, make_spec(), None), timeout=60)
+    finally:
+        await mcp.aclose()
+    cause = info.value.cause
+    assert isinstance(cause, ApplicationError) and cause.type == "MonitorScanError"
+    assert "scan program failed" in cause.message
+
+
+async def test_monitor_record_failing_is_retried_then_reported_in_bounded_time(
+    client, settings, scripted, tracker, monkeypatch
+):
+    import asyncio
+
+    from temporalio import activity
+
+    from agentsteps import worker as worker_module
+    from agentsteps.activities.monitor import MonitorActivities
+    from agentsteps.contracts.names import MONITOR_RECORD
+
+    attempts: list[int] = []
+
+    class BrokenMetrics(MonitorActivities):
+        """Fault injection: the metrics backend is down for every attempt."""
+
+        @activity.defn(name=MONITOR_RECORD)
+        async def record(self, metrics) -> None:  # noqa: ANN001
+            attempts.append(activity.info().attempt)
+            raise RuntimeError("metrics backend unavailable")
+
+    monkeypatch.setattr(worker_module, "MonitorActivities", BrokenMetrics)
+    db, now = tracker
+    scripted.set_script(nudge_script(assigned_issues(db)))
+    mcp = tracker_client({"tickets": tracker_server(db)}, new_token())
+    try:
+        async with monitor_worker(client, settings, mcp):
+            report = await asyncio.wait_for(run_tick(client, settings.task_queue, make_spec(), now), timeout=90)
+    finally:
+        await mcp.aclose()
+    assert report.nudged, "the tick's work stands"
+    assert attempts == [1, 2, 3, 4]
+    assert report.metrics_error and "metrics backend unavailable" in report.metrics_error

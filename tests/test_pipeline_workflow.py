@@ -59,7 +59,8 @@ async def pipeline_worker(client, settings):
         llm = LLMActivities(settings.providers, http)
         tools = ToolActivities(build_registry(settings), [])
         async with Worker(
-            client, task_queue=settings.task_queue, workflows=[PipelineWorkflow], activities=[llm.call, tools.call]
+            client, task_queue=settings.task_queue, workflows=[PipelineWorkflow],
+            activities=[llm.call, tools.describe, tools.call],
         ):
             yield settings.task_queue
 

@@ -107,7 +107,7 @@ async def _tool_loop(run: AgentRun, inp: AgentInput, tools: list[ToolSchema]) ->
             continue
 
         if response.message.tool_calls:
-            results = await _run_tools(spec, index, response)
+            results = await _run_tools(run, tools, index, response)
             records = [
                 ToolCallRecord(
                     call_id=r.call_id, name=r.name, arguments=c.arguments, content=r.content, is_error=r.is_error
@@ -129,13 +129,17 @@ async def _tool_loop(run: AgentRun, inp: AgentInput, tools: list[ToolSchema]) ->
     )
 
 
-async def _run_tools(spec: AgentSpec, index: int, response: LLMResponse) -> list[ToolCallResult]:
+async def _run_tools(run: AgentRun, tools: list[ToolSchema], index: int, response: LLMResponse) -> list[ToolCallResult]:
     run_id = workflow.info().run_id
+    by_name = {t.name: t for t in tools}
+    # The logical step: tool steps taken so far. A re-prompted answer (violations) runs no tool,
+    # so its retry has the same scope, and identical calls in it the same keys.
+    scope = f"step-{sum(1 for s in run.result.steps if s.kind == 'tool_call')}"
     return await asyncio.gather(
         *(
-            # The key is stable across activity retries, worker crashes and replays.
-            calls.call_tool(
-                call.name, call.arguments, call_id=call.id, key=f"{run_id}:{index}:{call.id}", policy=spec.tool_policy
+            run.call_tool(
+                by_name.get(call.name), call.name, call.arguments, call_id=call.id, scope=scope,
+                legacy_key=f"{run_id}:{index}:{call.id}",
             )
             for call in response.message.tool_calls
         )

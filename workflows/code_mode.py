@@ -3,8 +3,10 @@
 Per step: ask the model for a program against typed stubs, check it
 (``code.check``), then run it in Monty through ``code.start`` / ``code.resume``.
 Every call the program makes is its own activity (``tools.call`` or
-``llm.call``), keyed by run id + program call id, and calls that pause
-together run concurrently. The interpreter never runs here, and between
+``llm.call``), keyed by the effect (``effects.py``: the same call in a
+re-prompted or fallback program has the same key, and a completed
+side-effecting call is answered from the run's record instead of running
+again), and calls that pause together run concurrently. The interpreter never runs here, and between
 segments the program is only a signed snapshot reference in history.
 
 Violations (no program, syntax or type errors, a failed program, a value that
@@ -45,7 +47,7 @@ with workflow.unsafe.imports_passed_through():
     from ..contracts.code.stubs import extract_program, generate_stubs, program_functions
     from ..contracts.json_schema import instance_violations
     from . import calls
-    from .agent_run import AgentRun
+    from .agent_run import AgentRun, BudgetRefused
     from .ladder import ViolationLadder
     from .program_driver import check_program, drive_program
 
@@ -73,6 +75,8 @@ async def run_code_mode(run: AgentRun, inp: AgentInput, tools: list[ToolSchema])
     limits = spec.code_limits
     stubs = generate_stubs(tools)
     functions = program_functions(tools)
+    schemas = {t.name: t for t in tools}
+    python_names = {f.tool: f.python_name for f in functions}
     system = f"{spec.system_prompt}\n\n{PROGRAM_INSTRUCTIONS.format(stubs=stubs)}"
     history = [Message.system(system), Message.user(inp.input)]
     accepted = len(history)
@@ -96,7 +100,7 @@ async def run_code_mode(run: AgentRun, inp: AgentInput, tools: list[ToolSchema])
         value: Any = None
         status = ProgramStatus(state="failed")
         if program is not None and not violations:
-            status, records = await _execute(run, index, program, functions, limits, ladder)
+            status, records = await _execute(run, index, program, functions, limits, ladder, schemas)
             if status.state == "completed":
                 value = status.value
                 if spec.output_schema is not None:
@@ -117,7 +121,8 @@ async def run_code_mode(run: AgentRun, inp: AgentInput, tools: list[ToolSchema])
         if violations:
             checked = response.model_copy(update={"violations": violations})
             run.record_step(index, "assistant", checked, records, started)
-            next_history = run.after_violation(index, ladder, checked, history, accepted)
+            note = run.effects_note(lambda tool: python_names.get(tool, tool))
+            next_history = run.after_violation(index, ladder, checked, history, accepted, note)
             if next_history is None:
                 return run.result
             history = next_history
@@ -143,8 +148,11 @@ async def _execute(
     functions: list[ProgramFunction],
     limits: ProgramLimits,
     ladder: ViolationLadder,
+    schemas: dict[str, ToolSchema],
 ) -> tuple[ProgramStatus, list[ToolCallRecord]]:
     info = workflow.info()
+    if run.effects is not None:
+        run.effects.new_attempt()
     by_name = {f.python_name: f for f in functions}
     records: dict[int, ToolCallRecord] = {}
     start = StartProgramInput(
@@ -153,7 +161,7 @@ async def _execute(
     )
     status = await drive_program(
         start,
-        lambda call: _run_call(run, index, info.run_id, call, by_name[call.function], ladder, records),
+        lambda call: _run_call(run, index, info.run_id, call, by_name[call.function], ladder, records, schemas),
     )
     return status, [records[k] for k in sorted(records)]
 
@@ -166,15 +174,18 @@ async def _run_call(
     function: ProgramFunction,
     ladder: ViolationLadder,
     records: dict[int, ToolCallRecord],
+    schemas: dict[str, ToolSchema],
 ) -> CallOutcome:
     call_id = f"p{index}-{call.call_id}"
     if function.tool == LLM_FUNCTION:
         outcome = await _run_llm(run, call, ladder)
         content = json.dumps(outcome.value) if outcome.error is None else outcome.error
     else:
-        # The key is stable across retries, crashes and replays: a side effect runs once.
-        result = await calls.call_tool(
-            function.tool, call.arguments, call_id=call_id, key=f"{run_id}:{call_id}", policy=run.spec.tool_policy
+        # One logical step per run: every program answers the same request, so an identical
+        # call in a re-prompted program is the same effect.
+        result = await run.call_tool(
+            schemas.get(function.tool), function.tool, call.arguments, call_id=call_id, scope="program",
+            legacy_key=f"{run_id}:{call_id}",
         )
         outcome = calls.call_outcome(call.call_id, result)
         content = result.content
@@ -200,7 +211,10 @@ async def _run_llm(run: AgentRun, call: PendingCall, ladder: ViolationLadder) ->
         allowed_model_aliases=run.spec.allowed_model_aliases,
     )
     # Same contracts and the same token budget as every other model call.
-    response: LLMResponse = await run.call_llm(request)
+    try:
+        response: LLMResponse = await run.call_llm(request, refusable=True)
+    except BudgetRefused as refused:
+        return CallOutcome(call_id=call.call_id, error=f"llm() refused: {refused}")
     if response.violations:
         return CallOutcome(call_id=call.call_id, error="; ".join(v.for_model() for v in response.violations))
     content = response.message.content or ""

@@ -13,9 +13,9 @@ import asyncio
 import mcp_types as types
 
 from ...contracts.llm.arguments import parse_tool_arguments
-from ...contracts.llm.tools import ToolCallInput, ToolCallResult, ToolSchema
+from ...contracts.llm.tools import ToolCallInput, ToolCallResult, ToolSchema, outcome_unknown
 from ...contracts.llm.violations import Violation, ViolationKind
-from ...contracts.mcp import McpConfigError, McpUnavailableError
+from ...contracts.mcp import McpAuthError, McpConfigError, McpUnavailableError
 from .errors import is_request_rejection, translate
 from .pool import McpConnection, McpSessionPool
 from .results import fill_idempotency_key, scrub, to_tool_result, to_tool_schema
@@ -67,7 +67,7 @@ class McpToolClient:
             config = self.pool.server_config(name)
             connection = await self.pool.connection(name)
             for tool in await self._list(connection):
-                schema = to_tool_schema(name, config.tool_prefix, tool)
+                schema = to_tool_schema(name, config.tool_prefix, tool, config.delivery.get(tool.name))
                 if schema is None:
                     continue
                 if schema.name in owner:
@@ -119,6 +119,9 @@ class McpToolClient:
                               during=f"tools/call {mcp_name}", secrets=connection.secrets)
             if isinstance(error, McpUnavailableError):
                 await self.pool.discard(connection)
+            if call.delivery == "at_most_once" and not isinstance(error, McpAuthError):
+                # The request may have reached the server: raising would let it be sent again.
+                return outcome_unknown(call, str(error))
             raise error from None
         return to_tool_result(call.call_id, call.name, result, tool.output_schema, connection.secrets)
 

@@ -22,7 +22,7 @@ import mcp_types as types
 from jsonschema import SchemaError, exceptions as jsonschema_exceptions
 from jsonschema.validators import validator_for
 
-from ...contracts.llm.tools import TOOL_NAME_PATTERN, ToolCallResult, ToolSchema
+from ...contracts.llm.tools import TOOL_NAME_PATTERN, Delivery, ToolCallResult, ToolSchema
 from ...contracts.llm.violations import Violation, ViolationKind
 from ...contracts.mcp import IDEMPOTENCY_ARGUMENT, mcp_source
 
@@ -73,7 +73,19 @@ def model_parameters(input_schema: dict[str, Any]) -> dict[str, Any]:
     return schema
 
 
-def to_tool_schema(server: str, prefix: str, tool: types.Tool) -> ToolSchema | None:
+def delivery_of(tool: types.Tool, override: Delivery | None = None) -> Delivery:
+    """``retry`` for read-only or idempotent tools (MCP annotations), ``key`` for tools that take
+    an ``idempotency_key``, ``at_most_once`` for the rest; the server's config may override it."""
+    if override is not None:
+        return override
+    annotations = tool.annotations
+    if annotations is not None and (annotations.read_only_hint or annotations.idempotent_hint):
+        return "retry"
+    properties = (tool.input_schema or {}).get("properties") or {}
+    return "key" if IDEMPOTENCY_ARGUMENT in properties else "at_most_once"
+
+
+def to_tool_schema(server: str, prefix: str, tool: types.Tool, delivery: Delivery | None = None) -> ToolSchema | None:
     name = prefix + tool.name
     if not _NAME.match(name):
         log.warning("mcp server %r: tool %r left out: name does not match %s", server, tool.name, TOOL_NAME_PATTERN)
@@ -90,6 +102,7 @@ def to_tool_schema(server: str, prefix: str, tool: types.Tool) -> ToolSchema | N
         parameters=model_parameters(input_schema),
         output_schema=tool.output_schema,
         side_effects=not read_only,
+        delivery=delivery_of(tool, delivery),
         source=mcp_source(server),
     )
 
