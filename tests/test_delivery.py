@@ -16,7 +16,7 @@ from pydantic import BaseModel, ValidationError
 from agentsteps.activities.mcp.results import delivery_of
 from agentsteps.activities.mcp.source import McpToolSource
 from agentsteps.activities.tool_registry import ToolContext, ToolRegistry
-from agentsteps.activities.mcp.config import parse_mcp_config
+from agentsteps.contracts.config.mcp_config import parse_mcp_config
 from agentsteps.contracts.mcp import McpConfigError
 from agentsteps.contracts import AgentInput, AgentResult, AgentSpec, LLMConfig
 from agentsteps.contracts.names import AGENT_WORKFLOW
