@@ -3,17 +3,18 @@
 On one dev server (transfer-task poll cap lifted), with 1, 2 and 3 worker
 processes in turn (``throughput_worker.py``: each serves the engine and the
 bare baseline), ``--runs`` agent runs are started at once and timed to the
-last result, then as many ``BareAgentShape`` workflows (describe, then per
+last result, and as many ``BareAgentShape`` workflows (describe, then per
 step a model call and a tool call, then the final call, all no-ops). An agent
 run here is three steps with one tool call each, then the final answer, from
-the scripted model (zero delay, its own process).
+the scripted model (zero delay, its own process). With ``--rounds`` (2) the
+two sides alternate which goes first, and runs/s is total runs over total time.
 
 Every line names the bare baseline it ran against. CPU seconds per run are
 the worker processes', the Temporal server's and (agent side) the scripted
 model's, read from /proc. The last line is one JSON object: runs/s per side,
 ``ratio_by_workers`` (agent / bare) and CPU seconds per run.
 
-    .venv/bin/python bench/throughput.py [--runs 200] [--workers 1,2,3]
+    .venv/bin/python bench/throughput.py [--runs 200] [--workers 1,2,3] [--rounds 2]
 """
 
 from __future__ import annotations
@@ -104,19 +105,28 @@ async def bare_run(client: Client, task_queue: str) -> None:
 
 
 async def batch(run: Callable[[], Awaitable[None]], runs: int, pids: dict[str, list[int]]) -> dict[str, float]:
-    """``runs`` runs started at once; runs/s to the last result, and CPU seconds per run by process kind."""
+    """``runs`` runs started at once, timed to the last result; CPU seconds by process kind."""
     before = {kind: sum(cpu_seconds(p) for p in ps) for kind, ps in pids.items()}
     started = time.perf_counter()
     await asyncio.gather(*(run() for _ in range(runs)))
-    elapsed = time.perf_counter() - started
-    figure = {"runs_per_s": round(runs / elapsed, 2), "seconds": round(elapsed, 2)}
+    figure = {"seconds": time.perf_counter() - started}
     for kind, ps in pids.items():
-        figure[f"{kind}_cpu_s_per_run"] = round((sum(cpu_seconds(p) for p in ps) - before[kind]) / runs, 4)
-    figure["cpu_s_per_run"] = round(sum(figure[f"{k}_cpu_s_per_run"] for k in pids), 4)
+        figure[kind] = sum(cpu_seconds(p) for p in ps) - before[kind]
     return figure
 
 
-async def main(runs: int, worker_counts: list[int]) -> dict[str, Any]:
+def summary(batches: list[dict[str, float]], runs: int) -> dict[str, float]:
+    """Runs/s over every batch of a side (total runs / total time) and CPU seconds per run by process kind."""
+    total = runs * len(batches)
+    seconds = sum(b["seconds"] for b in batches)
+    figure = {"runs_per_s": round(total / seconds, 2), "seconds": round(seconds, 2)}
+    for kind in (k for k in batches[0] if k != "seconds"):
+        figure[f"{kind}_cpu_s_per_run"] = round(sum(b[kind] for b in batches) / total, 4)
+    figure["cpu_s_per_run"] = round(sum(v for k, v in figure.items() if k.endswith("_cpu_s_per_run")), 4)
+    return figure
+
+
+async def main(runs: int, worker_counts: list[int], rounds: int) -> dict[str, Any]:
     env = await WorkflowEnvironment.start_local(
         dev_server_existing_path=temporal_binary(), dev_server_extra_args=dev_server_args(),
         data_converter=pydantic_data_converter, dev_server_log_level="error",
@@ -133,8 +143,17 @@ async def main(runs: int, worker_counts: list[int]) -> dict[str, Any]:
                 # Warm-up (not timed): sandbox imports, tokenizer, connections in every process.
                 await asyncio.gather(*(agent_run(env.client, task_queue) for _ in range(4 * count)),
                                      *(bare_run(env.client, task_queue) for _ in range(4 * count)))
-                a = await batch(lambda: agent_run(env.client, task_queue), runs, {**pids, "model": [model.pid]})
-                b = await batch(lambda: bare_run(env.client, task_queue), runs, pids)
+                agent_batches, bare_batches = [], []
+                for round_ in range(rounds):
+                    # Alternate which side goes first, so load that drifts during a run hits both alike.
+                    sides = [("agent", agent_batches), ("bare", bare_batches)]
+                    for side, into in sides if round_ % 2 == 0 else sides[::-1]:
+                        if side == "agent":
+                            into.append(await batch(lambda: agent_run(env.client, task_queue), runs,
+                                                    {**pids, "model": [model.pid]}))
+                        else:
+                            into.append(await batch(lambda: bare_run(env.client, task_queue), runs, pids))
+                a, b = summary(agent_batches, runs), summary(bare_batches, runs)
             agent[str(count)], bare[str(count)] = a, b
             print(f"{count} worker process(es): agent {a['runs_per_s']} runs/s against the bare baseline "
                   f"{b['runs_per_s']} runs/s: ratio {a['runs_per_s'] / b['runs_per_s']:.3f}; CPU s/run agent "
@@ -145,6 +164,7 @@ async def main(runs: int, worker_counts: list[int]) -> dict[str, Any]:
     ratios = {k: round(agent[k]["runs_per_s"] / bare[k]["runs_per_s"], 3) for k in agent}
     return {
         "runs": runs,
+        "rounds": rounds,
         "steps_per_run": STEPS,
         "cpus": os.cpu_count(),
         "agent": agent,
@@ -160,8 +180,9 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=200)
     parser.add_argument("--workers", default="1,2,3", help="comma-separated worker process counts")
+    parser.add_argument("--rounds", type=int, default=2, help="agent and bare batches per worker count, order alternating")
     args = parser.parse_args()
-    summary = asyncio.run(main(args.runs, [int(n) for n in args.workers.split(",")]))
-    print(json.dumps(summary), flush=True)
+    result = asyncio.run(main(args.runs, [int(n) for n in args.workers.split(",")], args.rounds))
+    print(json.dumps(result), flush=True)
     sys.stderr.flush()
     os._exit(0)  # temporalio issue #300
