@@ -32,7 +32,7 @@ with workflow.unsafe.imports_passed_through():
     from ..contracts.llm.tools import capped_tool_content
     from ..contracts.llm.preconditions import check_spec
     from ..telemetry import workflow_metrics
-    from . import calls
+    from .calls import describe_tools
     from .agent_run import AgentRun, seconds_since
     from .code_mode import run_code_mode
 
@@ -72,7 +72,7 @@ class AgentWorkflow:
     async def _run(self, inp: AgentInput) -> AgentResult:
         spec = inp.spec
         self.run_state.begin(spec)
-        tools = await calls.describe_tools(spec.tools, spec.tool_policy) if spec.tools else []
+        tools = await describe_tools(spec.tools, spec.tool_policy) if spec.tools else []
         _reject_invalid_spec(spec, tools)
         if spec.mode == "code":
             return await run_code_mode(self.run_state, inp, tools)

@@ -17,7 +17,7 @@ from ..json_schema import MAX_ERRORS, clip, describe, instance_violations, schem
 from ..spec import AgentSpec
 from .pinning import CONTRACT, check_model_pinned
 from .request import LLMConfig, LLMRequest
-from .tokens import count_prompt_tokens
+from .tokens import count_prompt_tokens, prompt_tokens_upper_bound
 from .tools import ToolSchema
 from .violations import Violation, ViolationKind
 
@@ -211,8 +211,10 @@ def check_request(request: LLMRequest) -> list[Violation]:
     max_tokens = request.config.max_tokens
     window = request.config.context_window
     if isinstance(max_tokens, int) and isinstance(window, int) and 0 < max_tokens < window:
-        prompt = count_prompt_tokens(request)
-        if prompt + max_tokens > window:
+        # Tokenize only when the cheap bound does not already prove the prompt fits.
+        fits = prompt_tokens_upper_bound(request) + max_tokens <= window
+        prompt = 0 if fits else count_prompt_tokens(request)
+        if not fits and prompt + max_tokens > window:
             out.append(
                 _pre(
                     _K.context_overflow,
