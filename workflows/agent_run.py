@@ -12,7 +12,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from temporalio import workflow
-from temporalio.exceptions import ApplicationError
+from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from ..contracts import (
@@ -28,6 +28,7 @@ with workflow.unsafe.imports_passed_through():
         ToolSchema,
     )
     from ..contracts.llm.reprompt import reprompt_messages
+    from ..contracts.llm.tokens import prompt_tokens_upper_bound
     from ..contracts.names import EFFECTS_PATCH
     from ..telemetry import workflow_metrics
     from . import calls
@@ -89,21 +90,23 @@ class AgentRun:
     async def call_llm(self, request: LLMRequest, *, refusable: bool = False) -> LLMResponse:
         """One contracted LLM call; every model call of the run goes here, so one token budget holds.
 
-        The call's ``max_tokens`` is reserved before it starts: it starts only if
-        the tokens used, every in-flight call's reservation and its own fit the
-        budget, so concurrent calls (a program's ``llm()``) cannot together
-        overshoot it by their completions. (Prompts are counted when a call
-        returns; the tokenizer does not run in workflow code.) A call that does
-        not fit raises ``BudgetExceededError``, or ``BudgetRefused`` when
-        ``refusable`` (the caller answers it another way).
+        Each call reserves its ``max_tokens`` before it starts and carries what
+        the budget has left (``token_allowance``), which the ``llm.call``
+        precondition checks against its prompt + ``max_tokens`` before anything is
+        sent. A concurrent call (a program's ``llm()``, whose prompt is short) also
+        reserves a bound on its prompt, so calls in flight cannot overshoot the
+        budget together. A call that does not fit raises ``BudgetExceededError``,
+        or ``BudgetRefused`` when ``refusable`` (the caller answers it another way).
         """
         self.model = request.config.model
         spec = self.spec
         if not self.effects_once:
             return await calls.call_llm(request, spec.llm_policy, self.result, token_budget=spec.token_budget)
-        reserve = request.config.max_tokens
         used = self.result.usage.total_tokens
-        if used + self._reserved + reserve > spec.token_budget:
+        allowance = spec.token_budget - used - self._reserved
+        # The byte bound is linear in the prompt; only the short concurrent prompts pay it here.
+        reserve = request.config.max_tokens + (prompt_tokens_upper_bound(request) if refusable else 0)
+        if reserve > allowance:
             message = (
                 f"token budget: {used} used + {self._reserved} reserved by calls in flight + {reserve} for this call "
                 f"> {spec.token_budget}"
@@ -113,7 +116,20 @@ class AgentRun:
             raise ApplicationError(message, type="BudgetExceededError", non_retryable=True)
         self._reserved += reserve
         try:
-            return await calls.call_llm(request, spec.llm_policy, self.result, token_budget=spec.token_budget)
+            return await calls.call_llm(
+                request.model_copy(update={"token_allowance": allowance}),
+                spec.llm_policy,
+                self.result,
+                token_budget=spec.token_budget,
+            )
+        except ActivityError as exc:
+            cause = exc.cause
+            if isinstance(cause, ApplicationError) and cause.type == "BudgetExceededError":
+                # The run fails (or the program's llm() is refused) as it would had the workflow seen it first.
+                if refusable:
+                    raise BudgetRefused(cause.message) from None
+                raise ApplicationError(cause.message, type="BudgetExceededError", non_retryable=True) from None
+            raise
         finally:
             self._reserved -= reserve
 

@@ -40,6 +40,9 @@ class LLMRequest(BaseModel):
     response_format: ResponseFormat | None = None
     allowed_model_aliases: list[str] = Field(default_factory=list)
     """Unpinned model names the operator allowed explicitly."""
+    token_allowance: int | None = None
+    """The most tokens (prompt + ``max_tokens``) this call may use: what the run's token budget
+    has left. Checked before anything is sent; None when the caller has no budget."""
 
 
 class Usage(BaseModel):
