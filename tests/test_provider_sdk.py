@@ -12,6 +12,7 @@ import httpx2
 import pytest
 from anthropic.types import Message as AnthropicMessage
 from anthropic.types.message_create_params import MessageCreateParamsNonStreaming
+from openai._utils import transform as openai_transform
 from openai.types.chat import ChatCompletion
 from openai.types.chat.completion_create_params import CompletionCreateParamsNonStreaming
 
@@ -56,6 +57,14 @@ def test_openai_request_is_a_valid_sdk_request(fmt, model):
     assert problems(body, CompletionCreateParamsNonStreaming) == []
     assert "max_tokens" not in body and body["max_completion_tokens"] == 64
     assert all(m["role"] != "assistant" or m.get("content") or m.get("tool_calls") for m in body["messages"])
+
+
+@pytest.mark.parametrize("fmt", [None, ResponseFormat(json_schema=SCHEMA)])
+def test_openai_request_is_what_the_sdk_transform_would_send(fmt):
+    # The provider posts these params without chat.completions.create (whose
+    # transform costs O(messages x union members)): safe only while it is an identity.
+    body = openai_wire.request_to_wire(_request("openai", "gpt-4o-2024-08-06", response_format=fmt))
+    assert openai_transform(body, CompletionCreateParamsNonStreaming) == body
 
 
 @pytest.mark.parametrize("fmt", [None, ResponseFormat(json_schema=SCHEMA)])

@@ -250,6 +250,9 @@ class AnthropicProvider:
             extra["timeout"] = self._timeout
         if not self._key:
             extra["extra_headers"] = {"Authorization": anthropic.Omit(), "X-Api-Key": anthropic.Omit()}
-        body = await sdk_call(self.name, lambda: self._client.messages.with_raw_response.create(
-            **params, **extra), secret=self._key, retry_after_cap=self._cap)
+
+        async def call() -> Any:
+            return (await self._client.messages.with_raw_response.create(**params, **extra)).http_response
+
+        body = await sdk_call(self.name, call, secret=self._key, retry_after_cap=self._cap)
         return response_from_wire(body, request)

@@ -27,10 +27,11 @@ class Provider(Protocol):
 
 
 class RawResponse(Protocol):
-    """What ``client.<resource>.with_raw_response.create(...)`` returns in both SDKs."""
+    """The HTTP response of one SDK call (``...with_raw_response.create(...).http_response``,
+    or ``client.post(..., cast_to=httpx.Response)``)."""
 
     @property
-    def http_response(self) -> Any: ...
+    def content(self) -> bytes: ...
 
 
 async def sdk_call(provider: str, call: Callable[[], Awaitable[RawResponse]], *,
@@ -42,8 +43,7 @@ async def sdk_call(provider: str, call: Callable[[], Awaitable[RawResponse]], *,
     """
     secrets = (secret,)
     try:
-        raw = await call()
-        content = raw.http_response.content
+        content = (await call()).content
     except Exception as exc:  # noqa: BLE001 - the one edge: everything the SDK raises is classified
         error = classify_sdk_error(provider, exc, secrets, retry_after_cap)
     else:
