@@ -31,6 +31,7 @@ from .telemetry.tracing import tracing_interceptors
 from .workflows.agent import AgentWorkflow
 from .workflows.monitor import MonitorWorkflow
 from .workflows.pipeline import PipelineWorkflow
+from .workflows.session import SessionWorkflow
 
 DEFAULT_ADDRESS = "127.0.0.1:7233"
 
@@ -75,7 +76,7 @@ def _import_factory(entry: str) -> Callable[[WorkerSettings], ToolRegistry]:
 
 
 def workflows() -> list[type]:
-    return [AgentWorkflow, PipelineWorkflow, MonitorWorkflow]
+    return [AgentWorkflow, PipelineWorkflow, MonitorWorkflow, SessionWorkflow]
 
 
 def build_worker(

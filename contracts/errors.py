@@ -19,7 +19,11 @@
     ├── SnapshotIntegrityError     a code-mode snapshot is missing, altered or signed with another key
     ├── PayloadIntegrityError      stored payload bytes no longer match their content address
     ├── InvalidProgramResume       a snapshot cannot take the outcomes it was resumed with
-    └── MonitorScanError           the monitor's scan program failed or returned a malformed value
+    ├── MonitorScanError           the monitor's scan program failed or returned a malformed value
+    └── SessionError               a session refused an Update before it reached history
+        ├── InvalidTurnError           empty, over-size, garbage or wrongly typed turn input
+        ├── SessionBusyError           a turn arrived while another turn was still running
+        └── SessionClosedError         a turn or close arrived after the session was closed
 
 The ``McpError`` branch is defined in ``contracts/mcp.py``, beside the MCP
 activity io it belongs to; everything else is defined here.
@@ -138,6 +142,22 @@ class InvalidProgramResume(AgentStepsError):
 
 class MonitorScanError(AgentStepsError):
     """The monitor's scan program failed, or returned something that is not a scan result."""
+
+
+class SessionError(AgentStepsError):
+    """A session refused an Update (the validator's answer; nothing reaches history)."""
+
+
+class InvalidTurnError(SessionError):
+    """The turn's input is empty, over the session's limit, holds control characters or has the wrong shape."""
+
+
+class SessionBusyError(SessionError):
+    """Turns are serial: another turn is still running. Send this one when it ends."""
+
+
+class SessionClosedError(SessionError):
+    """The session was closed (by ``close`` or its idle timeout) and takes no more turns."""
 
 
 class ScheduleFileError(InvalidSpecError):

@@ -1,4 +1,4 @@
-"""Every workflow, activity, query and signal name the engine uses.
+"""Every workflow, activity, query, signal and update name the engine uses.
 
 These strings are persisted compatibility data, not labels:
 
@@ -20,6 +20,7 @@ from __future__ import annotations
 AGENT_WORKFLOW = "AgentWorkflow"
 PIPELINE_WORKFLOW = "PipelineWorkflow"
 MONITOR_WORKFLOW = "StalledTicketMonitor"
+SESSION_WORKFLOW = "SessionWorkflow"
 
 # ---------------------------------------------------------------- activities
 LLM_CALL = "llm.call"
@@ -38,13 +39,26 @@ STEPS_QUERY = "steps"
 CANCEL_SIGNAL = "cancel"
 """Graceful cancel: the run stops before its next step and returns what it has."""
 
-WORKFLOWS = (AGENT_WORKFLOW, PIPELINE_WORKFLOW, MONITOR_WORKFLOW)
+# ---------------------------------------------------------------- SessionWorkflow updates and queries
+# The session also answers STATE_QUERY (with ``SessionState``) and CANCEL_SIGNAL (stops the running turn).
+TURN_UPDATE = "turn"
+"""Takes ``TurnInput`` (``{"input": "..."}``); returns ``TurnResult``."""
+CLOSE_UPDATE = "close"
+"""Takes ``CloseInput`` (``{"reason": "..."}``, optional); returns ``SessionState``."""
+TURNS_QUERY = "turns"
+"""Returns ``list[TurnSummary]``."""
+CURRENT_TURN_QUERY = "current_turn"
+"""Returns the running turn's ``AgentState``, or null between turns."""
+
+WORKFLOWS = (AGENT_WORKFLOW, PIPELINE_WORKFLOW, MONITOR_WORKFLOW, SESSION_WORKFLOW)
 ACTIVITIES = (LLM_CALL, TOOLS_DESCRIBE, TOOLS_CALL, CODE_CHECK, CODE_START, CODE_RESUME, MONITOR_RECORD)
 
 __all__ = [
     "ACTIVITIES",
     "AGENT_WORKFLOW",
     "CANCEL_SIGNAL",
+    "CLOSE_UPDATE",
+    "CURRENT_TURN_QUERY",
     "CODE_CHECK",
     "CODE_RESUME",
     "CODE_START",
@@ -52,9 +66,12 @@ __all__ = [
     "MONITOR_RECORD",
     "MONITOR_WORKFLOW",
     "PIPELINE_WORKFLOW",
+    "SESSION_WORKFLOW",
     "STATE_QUERY",
     "STEPS_QUERY",
     "TOOLS_CALL",
     "TOOLS_DESCRIBE",
+    "TURNS_QUERY",
+    "TURN_UPDATE",
     "WORKFLOWS",
 ]

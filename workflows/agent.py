@@ -1,39 +1,19 @@
 """AgentWorkflow: one agent run, one loop iteration per step (H, S) -> (H', S').
 
-Each step's LLM call is the ``llm.call`` activity; the tools it asks for run as
-``tools.call`` activities, concurrently. Violations come back as values and go
-down the declared ladder: re-prompt, next model, default result, typed failure.
+The one-shot API: one input, one answer. The loop itself (tool loop or code
+mode) is ``steps.run_steps``, the same one every session turn runs.
 """
 
 from __future__ import annotations
 
-import asyncio
-import json
-
 from temporalio import workflow
-from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from ..contracts import (
-        AgentInput,
-        AgentResult,
-        AgentSpec,
-        AgentState,
-        LLMRequest,
-        LLMResponse,
-        Message,
-        ResponseFormat,
-        Step,
-        ToolCallRecord,
-        ToolCallResult,
-        ToolSchema,
-    )
+    from ..contracts import AgentInput, AgentResult, AgentState, Message, Step
     from ..contracts.names import AGENT_WORKFLOW, CANCEL_SIGNAL, STATE_QUERY, STEPS_QUERY
-    from ..contracts.llm.preconditions import check_spec
     from ..telemetry import workflow_metrics
-    from . import calls
     from .agent_run import AgentRun, seconds_since
-    from .code_mode import run_code_mode
+    from .steps import opening, run_steps, spec_tools
 
 
 @workflow.defn(name=AGENT_WORKFLOW)
@@ -71,97 +51,5 @@ class AgentWorkflow:
     async def _run(self, inp: AgentInput) -> AgentResult:
         spec = inp.spec
         self.run_state.begin(spec)
-        tools = await calls.describe_tools(spec.tools, spec.tool_policy) if spec.tools else []
-        _reject_invalid_spec(spec, tools)
-        if spec.mode == "code":
-            return await run_code_mode(self.run_state, inp, tools)
-        return await _tool_loop(self.run_state, inp, tools)
-
-
-async def _tool_loop(run: AgentRun, inp: AgentInput, tools: list[ToolSchema]) -> AgentResult:
-    spec = inp.spec
-    ladder = run.ladder()
-    history = [Message.system(spec.system_prompt), Message.user(inp.input)]
-    accepted = len(history)  # history before this attempt; a fallback model restarts here
-    response_format = ResponseFormat(json_schema=spec.output_schema) if spec.output_schema else None
-
-    for index in range(spec.max_steps):
-        if run.cancelled():
-            return run.result
-        step_started = workflow.now()
-        request = LLMRequest(
-            config=ladder.current,
-            messages=history,
-            tools=tools,
-            response_format=response_format,
-            allowed_model_aliases=spec.allowed_model_aliases,
-        )
-        response = await run.call_llm(request)
-
-        if response.violations:
-            run.record_step(index, "assistant", response, [], step_started)
-            next_history = run.after_violation(index, ladder, response, history, accepted)
-            if next_history is None:
-                return run.result
-            history = next_history
-            continue
-
-        if response.message.tool_calls:
-            results = await _run_tools(spec, index, response)
-            records = [
-                ToolCallRecord(
-                    call_id=r.call_id, name=r.name, arguments=c.arguments, content=r.content, is_error=r.is_error
-                )
-                for c, r in zip(response.message.tool_calls, results)
-            ]
-            run.record_step(index, "tool_call", response, records, step_started)
-            history = [*history, response.message, *(_tool_message(r) for r in results)]
-            accepted = len(history)
-            continue
-
-        run.record_step(index, "final", response, [], step_started)
-        return run.finish(response.model or ladder.current.model, _final_output(response, spec))
-
-    raise ApplicationError(
-        f"the run used all {spec.max_steps} steps without a final answer",
-        type="BudgetExceededError",
-        non_retryable=True,
-    )
-
-
-async def _run_tools(spec: AgentSpec, index: int, response: LLMResponse) -> list[ToolCallResult]:
-    run_id = workflow.info().run_id
-    return await asyncio.gather(
-        *(
-            # The key is stable across activity retries, worker crashes and replays.
-            calls.call_tool(
-                call.name, call.arguments, call_id=call.id, key=f"{run_id}:{index}:{call.id}", policy=spec.tool_policy
-            )
-            for call in response.message.tool_calls
-        )
-    )
-
-
-def _reject_invalid_spec(spec: AgentSpec, tools: list[ToolSchema]) -> None:
-    """A spec that reached the workflow without client-side validation still fails typed."""
-    violations = check_spec(spec, {t.name: t for t in tools})
-    if violations:
-        detail = "; ".join(f"{v.path}: {v.message}" for v in violations)
-        raise ApplicationError(
-            f"invalid agent spec: {detail}",
-            *[v.model_dump(mode="json") for v in violations],
-            type="InvalidSpecError",
-            non_retryable=True,
-        )
-
-
-def _tool_message(result: ToolCallResult) -> Message:
-    return Message(
-        role="tool", tool_call_id=result.call_id, name=result.name, content=result.content, is_error=result.is_error
-    )
-
-
-def _final_output(response: LLMResponse, spec: AgentSpec) -> object:
-    content = response.message.content or ""
-    # The postcondition already proved it parses and validates.
-    return json.loads(content) if spec.output_schema else content
+        tools = await spec_tools(spec)
+        return await run_steps(self.run_state, [opening(spec, tools), Message.user(inp.input)], tools)

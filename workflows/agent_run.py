@@ -36,11 +36,16 @@ class AgentRun:
         self.cancel_requested = False
         self.mode = "tools"
         self.model = ""
+        self.history: list[Message] = []
+        """The conversation as the loop left it: the final answer last when the run completed."""
+        self.scope = ""
+        """Prefix of every step index in idempotency and program keys; a session sets ``t<turn>.``."""
         self._spec: AgentSpec | None = None
 
-    def begin(self, spec: AgentSpec) -> None:
+    def begin(self, spec: AgentSpec, *, scope: str = "") -> None:
         self._spec = spec
         self.mode = spec.mode
+        self.scope = scope
 
     @property
     def spec(self) -> AgentSpec:

@@ -21,8 +21,8 @@ from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from ..contracts import (
-        AgentInput,
         AgentResult,
+        AgentSpec,
         LLMRequest,
         LLMResponse,
         Message,
@@ -67,15 +67,19 @@ parts; the clock is fixed.
 ```"""
 
 
-async def run_code_mode(run: AgentRun, inp: AgentInput, tools: list[ToolSchema]) -> AgentResult:
-    spec = inp.spec
+def code_system_prompt(spec: AgentSpec, tools: list[ToolSchema]) -> str:
+    return f"{spec.system_prompt}\n\n{PROGRAM_INSTRUCTIONS.format(stubs=generate_stubs(tools))}"
+
+
+async def run_code_mode(run: AgentRun, history: list[Message], tools: list[ToolSchema]) -> AgentResult:
+    """Run steps from ``history`` (``code_system_prompt`` first, the user's message last) to a program's value."""
+    spec = run.spec
     ladder = run.ladder()
     limits = spec.code_limits
     stubs = generate_stubs(tools)
     functions = program_functions(tools)
-    system = f"{spec.system_prompt}\n\n{PROGRAM_INSTRUCTIONS.format(stubs=stubs)}"
-    history = [Message.system(system), Message.user(inp.input)]
     accepted = len(history)
+    run.history = history
 
     for index in range(spec.max_steps):
         if run.cancelled():
@@ -119,14 +123,16 @@ async def run_code_mode(run: AgentRun, inp: AgentInput, tools: list[ToolSchema])
             run.record_step(index, "assistant", checked, records, started)
             next_history = run.after_violation(index, ladder, checked, history, accepted)
             if next_history is None:
+                run.history = [*history, Message(role="assistant", content=json.dumps(run.result.output))]
                 return run.result
-            history = next_history
+            history = run.history = next_history
             continue
 
         final = response.model_copy(
             update={"message": Message(role="assistant", content=capped_view(value, status.output, status.output_dropped))}
         )
         run.record_step(index, "final", final, records, started)
+        run.history = [*history, final.message]
         return run.finish(response.model or ladder.current.model, value)
 
     raise ApplicationError(
@@ -148,7 +154,7 @@ async def _execute(
     by_name = {f.python_name: f for f in functions}
     records: dict[int, ToolCallRecord] = {}
     start = StartProgramInput(
-        run_key=f"{info.workflow_id}/{info.run_id}/{index}", program=program, functions=functions, limits=limits,
+        run_key=f"{info.workflow_id}/{info.run_id}/{run.scope}{index}", program=program, functions=functions, limits=limits,
         now=workflow.now().isoformat(), seed=workflow.random().randint(0, 2**62),
     )
     status = await drive_program(
@@ -167,7 +173,7 @@ async def _run_call(
     ladder: ViolationLadder,
     records: dict[int, ToolCallRecord],
 ) -> CallOutcome:
-    call_id = f"p{index}-{call.call_id}"
+    call_id = f"{run.scope}p{index}-{call.call_id}"
     if function.tool == LLM_FUNCTION:
         outcome = await _run_llm(run, call, ladder)
         content = json.dumps(outcome.value) if outcome.error is None else outcome.error
@@ -211,4 +217,4 @@ def _violation(kind: ViolationKind, path: str, message: str) -> Violation:
     return Violation(contract=CONTRACT, phase="post", kind=kind, path=path, message=message)
 
 
-__all__ = ["PROGRAM_INSTRUCTIONS", "run_code_mode"]
+__all__ = ["PROGRAM_INSTRUCTIONS", "code_system_prompt", "run_code_mode"]
