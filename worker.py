@@ -130,8 +130,12 @@ async def running_worker(
     registry: ToolRegistry | None = None,
     sources: Sequence[ToolSource] = (),
     task_queue: str | None = None,
+    **worker_options: Any,
 ) -> AsyncIterator[Worker]:
-    """A started worker with its own HTTP client; both are closed on exit."""
+    """A started worker with its own HTTP client; both are closed on exit.
+
+    ``worker_options`` go to ``temporalio.worker.Worker`` (e.g. ``max_cached_workflows``).
+    """
     # Providers never retry; Temporal owns retries, so the transport must not.
     sandbox = build_sandbox(settings)
     mcp = build_mcp(settings)
@@ -146,6 +150,7 @@ async def running_worker(
                 task_queue=task_queue,
                 sandbox=sandbox,
                 mcp=mcp,
+                **worker_options,
             )
             async with worker:
                 yield worker
