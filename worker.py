@@ -16,6 +16,7 @@ from temporalio.client import Client
 from temporalio.runtime import Runtime
 from temporalio.worker import Worker
 
+from .activities.conversations import ConversationStore
 from .activities.llm import LLMActivities
 from .activities.mcp import McpActivities, SecretResolver, build_mcp_activities
 from .activities.monitor import MonitorActivities
@@ -89,9 +90,11 @@ def build_worker(
     task_queue: str | None = None,
     sandbox: SandboxActivities,
     mcp: McpActivities,
+    store: PayloadStore | None = None,
     **worker_options: Any,
 ) -> Worker:
-    llm = LLMActivities(settings.providers, http, settings.prices)
+    conversations = ConversationStore(store or build_payload_store(settings))
+    llm = LLMActivities(settings.providers, http, settings.prices, conversations)
     tools = ToolActivities(registry if registry is not None else load_registry(settings), [mcp.source(), *sources])
     return Worker(
         client,
@@ -137,7 +140,8 @@ async def running_worker(
     ``worker_options`` go to ``temporalio.worker.Worker`` (e.g. ``max_cached_workflows``).
     """
     # Providers never retry; Temporal owns retries, so the transport must not.
-    sandbox = build_sandbox(settings)
+    store = build_payload_store(settings)
+    sandbox = build_sandbox(settings, store)
     mcp = build_mcp(settings)
     try:
         async with httpx.AsyncClient(timeout=settings.providers.request_timeout_seconds) as http:
@@ -150,6 +154,7 @@ async def running_worker(
                 task_queue=task_queue,
                 sandbox=sandbox,
                 mcp=mcp,
+                store=store,
                 **worker_options,
             )
             async with worker:

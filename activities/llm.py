@@ -16,6 +16,7 @@ from temporalio.exceptions import ApplicationError
 
 from ..contracts.config.settings import PriceTable, ProviderSettings
 from ..contracts.errors import NonRetryableProviderError, RetryableProviderError
+from ..contracts.llm.conversation import ConversationRef
 from ..contracts.llm.request import LLMRequest, LLMResponse
 from ..contracts.names import LLM_CALL
 from ..contracts.llm.postconditions import check_response
@@ -23,6 +24,7 @@ from ..contracts.llm.preconditions import check_request
 from ..contracts.llm.violations import Violation
 from ..telemetry.tracing import llm_span
 from . import llm_metrics as metrics
+from .conversations import ConversationStore
 from .providers.registry import ProviderSet
 
 
@@ -39,12 +41,38 @@ def _precondition_failure(violations: list[Violation]) -> ApplicationError:
 
 
 class LLMActivities:
-    def __init__(self, settings: ProviderSettings, http: httpx.AsyncClient, prices: PriceTable | None = None) -> None:
+    def __init__(
+        self,
+        settings: ProviderSettings,
+        http: httpx.AsyncClient,
+        prices: PriceTable | None = None,
+        conversations: ConversationStore | None = None,
+    ) -> None:
         self._providers = ProviderSet(settings, http)
         self._prices = prices or PriceTable()
+        self._conversations = conversations
 
     @activity.defn(name=LLM_CALL)
     async def call(self, request: LLMRequest) -> LLMResponse:
+        stored: ConversationRef | None = None
+        if request.chained or request.conversation is not None:
+            request, stored = await self._expand(request)
+        response = await self._call(request)
+        return response if stored is None else response.model_copy(update={"conversation": stored})
+
+    async def _expand(self, request: LLMRequest) -> tuple[LLMRequest, ConversationRef]:
+        """Load and verify the stored conversation, store the new messages after it."""
+        if self._conversations is None:
+            raise ApplicationError(
+                "this worker has no conversation store", type="NonRetryableProviderError", non_retryable=True
+            )
+        earlier = await self._conversations.load(request.conversation)
+        full = [*earlier, *request.messages]
+        # Stored before the provider call: a retry stores the same segment under the same address.
+        stored = await self._conversations.extend(request.conversation, full, request.messages)
+        return request.model_copy(update={"messages": full, "conversation": None, "chained": False}), stored
+
+    async def _call(self, request: LLMRequest) -> LLMResponse:
         config = request.config
         pre = check_request(request)
         metrics.record_checks("pre", pre)

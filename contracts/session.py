@@ -15,6 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .json_schema import json_path
+from .llm.conversation import ConversationRef
 from .llm.messages import Message
 from .llm.request import Usage
 from .spec import AgentResult, AgentSpec, RunStatus
@@ -58,8 +59,10 @@ class SessionCarry(BaseModel):
     """The compact state a session carries across continue-as-new."""
 
     turns_done: int = 0
+    conversation: ConversationRef | None = None
+    """The conversation stored in the payload store (a hash chain), system message first."""
     messages: list[Message] = Field(default_factory=list)
-    """The conversation so far, system message first."""
+    """The messages after ``conversation`` (the last turn's answer, not stored yet)."""
     turns: list[TurnSummary] = Field(default_factory=list)
     usage: Usage = Field(default_factory=Usage)
     created_at: datetime

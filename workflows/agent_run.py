@@ -27,6 +27,7 @@ with workflow.unsafe.imports_passed_through():
     from ..contracts.llm.reprompt import reprompt_messages
     from ..telemetry import workflow_metrics
     from . import calls
+    from .conversation import ConversationChain
     from .ladder import Rung, ViolationLadder, violation_error
 
 
@@ -40,6 +41,8 @@ class AgentRun:
         """The conversation as the loop left it: the final answer last when the run completed."""
         self.scope = ""
         """Prefix of every step index in idempotency and program keys; a session sets ``t<turn>.``."""
+        self.chain: ConversationChain | None = None
+        """Sessions: the conversation lives in the payload store and ``history`` is only its tail."""
         self._spec: AgentSpec | None = None
 
     def begin(self, spec: AgentSpec, *, scope: str = "") -> None:
@@ -74,11 +77,20 @@ class AgentRun:
             self.result.status = "cancelled"
         return self.cancel_requested
 
-    async def call_llm(self, request: LLMRequest) -> LLMResponse:
-        """One contracted LLM call; every model call of the run goes here, so one token budget holds."""
+    async def call_llm(self, request: LLMRequest, *, standalone: bool = False) -> LLMResponse:
+        """One contracted LLM call; every model call of the run goes here, so one token budget holds.
+
+        A loop step's request carries the run's history; a ``standalone`` one
+        (a program's ``llm()``) has its own messages and never joins the chain.
+        """
         self.model = request.config.model
         spec = self.spec
-        return await calls.call_llm(request, spec.llm_policy, self.result, token_budget=spec.token_budget)
+        chain = None if standalone else self.chain
+        sent = chain.request(request) if chain is not None else request
+        response = await calls.call_llm(sent, spec.llm_policy, self.result, token_budget=spec.token_budget)
+        if chain is not None and response.conversation is not None:
+            chain.learn(request.messages, response.conversation)
+        return response
 
     def after_violation(
         self,

@@ -206,7 +206,7 @@ async def _run_llm(run: AgentRun, call: PendingCall, ladder: ViolationLadder) ->
         allowed_model_aliases=run.spec.allowed_model_aliases,
     )
     # Same contracts and the same token budget as every other model call.
-    response: LLMResponse = await run.call_llm(request)
+    response: LLMResponse = await run.call_llm(request, standalone=True)
     if response.violations:
         return CallOutcome(call_id=call.call_id, error="; ".join(v.for_model() for v in response.violations))
     content = response.message.content or ""

@@ -47,6 +47,7 @@ with workflow.unsafe.imports_passed_through():
         preview,
     )
     from .agent_run import AgentRun
+    from .conversation import ConversationChain
     from .steps import opening, run_steps, spec_tools
 
 IDLE_TIMEOUT_REASON = "idle_timeout"
@@ -107,13 +108,15 @@ class SessionWorkflow:
         self.current, self.current_turn = run, number
         self.activity += 1
         summary = TurnSummary(turn=number, input=preview(inp.input), status="running", started_at=workflow.now())
+        run.chain = ConversationChain(self.carry.conversation)
         try:
             await workflow.wait_condition(lambda: self.tools is not None)
             assert self.tools is not None
-            before = self.carry.messages or [opening(self.inp.spec, self.tools)]
+            started = self.carry.conversation is not None or self.carry.messages
+            before = self.carry.messages if started else [opening(self.inp.spec, self.tools)]
             result = await run_steps(run, [*before, Message.user(inp.input)], self.tools)
             if result.status in ("completed", "completed_with_default"):
-                self.carry.messages = run.history
+                self.carry.conversation, self.carry.messages = run.chain.commit(run.history)
             summary.status = result.status
             summary.output = preview(result.output if isinstance(result.output, str) else _json(result.output))
             return TurnResult(**result.model_dump(), session_id=workflow.info().workflow_id, turn=number)

@@ -6,6 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from .conversation import ConversationRef
 from .messages import LLMToolCall, Message
 from .tools import ToolSchema
 from .violations import Violation
@@ -38,6 +39,10 @@ class LLMRequest(BaseModel):
     response_format: ResponseFormat | None = None
     allowed_model_aliases: list[str] = Field(default_factory=list)
     """Unpinned model names the operator allowed explicitly."""
+    conversation: ConversationRef | None = None
+    """Messages stored in the payload store that come before ``messages`` (sessions)."""
+    chained: bool = False
+    """Store the whole message list and return its ``ConversationRef`` (implied by ``conversation``)."""
 
 
 class Usage(BaseModel):
@@ -71,6 +76,8 @@ class LLMResponse(BaseModel):
     model: str = ""
     violations: list[Violation] = Field(default_factory=list)
     """Postcondition violations, returned as values for the workflow to handle."""
+    conversation: ConversationRef | None = None
+    """For a chained request: the stored request messages (not this answer)."""
 
     @property
     def tool_calls(self) -> list[LLMToolCall]:
