@@ -91,6 +91,7 @@ def build_worker(
     sandbox: SandboxActivities,
     mcp: McpActivities,
     store: PayloadStore | None = None,
+    extra_workflows: Sequence[type] = (),
     **worker_options: Any,
 ) -> Worker:
     conversations = ConversationStore(store or build_payload_store(settings))
@@ -99,7 +100,7 @@ def build_worker(
     return Worker(
         client,
         task_queue=task_queue or settings.task_queue,
-        workflows=workflows(),
+        workflows=[*workflows(), *extra_workflows],
         activities=[
             llm.call,
             tools.describe,
@@ -133,10 +134,12 @@ async def running_worker(
     registry: ToolRegistry | None = None,
     sources: Sequence[ToolSource] = (),
     task_queue: str | None = None,
+    extra_workflows: Sequence[type] = (),
     **worker_options: Any,
 ) -> AsyncIterator[Worker]:
     """A started worker with its own HTTP client; both are closed on exit.
 
+    ``extra_workflows`` (benchmarks, tests) run beside the engine's own on the same task queue;
     ``worker_options`` go to ``temporalio.worker.Worker`` (e.g. ``max_cached_workflows``).
     """
     # Providers never retry; Temporal owns retries, so the transport must not.
@@ -155,6 +158,7 @@ async def running_worker(
                 sandbox=sandbox,
                 mcp=mcp,
                 store=store,
+                extra_workflows=extra_workflows,
                 **worker_options,
             )
             async with worker:
