@@ -15,6 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .json_schema import json_path
+from .code.program import ReplMemory, VariableInfo
 from .llm.conversation import ConversationRef
 from .llm.messages import Message
 from .llm.request import Usage
@@ -69,6 +70,8 @@ class SessionCarry(BaseModel):
     last_activity: datetime
     continued: int = 0
     """How many times this session has continued-as-new."""
+    repl: ReplMemory | None = None
+    """Code mode: the REPL state (signed, in the payload store) and the variables it holds."""
 
 
 class SessionInput(BaseModel):
@@ -117,6 +120,8 @@ class SessionState(BaseModel):
     idle_timeout_seconds: float
     continued: int = 0
     closed_reason: str | None = None
+    variables: list[VariableInfo] = Field(default_factory=list)
+    """Code mode: the variables the REPL keeps (name and type)."""
 
 
 class SessionOutcome(BaseModel):

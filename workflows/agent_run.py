@@ -24,6 +24,7 @@ with workflow.unsafe.imports_passed_through():
         Step,
         ToolCallRecord,
     )
+    from ..contracts.code.program import ReplMemory
     from ..contracts.llm.reprompt import reprompt_messages
     from ..telemetry import workflow_metrics
     from . import calls
@@ -41,6 +42,8 @@ class AgentRun:
         """The conversation as the loop left it: the final answer last when the run completed."""
         self.scope = ""
         """Prefix of every step index in idempotency and program keys; a session sets ``t<turn>.``."""
+        self.repl: ReplMemory | None = None
+        """Code-mode sessions: the REPL state programs run in; a completed turn leaves the new one here."""
         self.chain: ConversationChain | None = None
         """Sessions: the conversation lives in the payload store and ``history`` is only its tail."""
         self._spec: AgentSpec | None = None

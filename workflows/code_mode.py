@@ -43,6 +43,7 @@ with workflow.unsafe.imports_passed_through():
         capped_view,
     )
     from ..contracts.code.stubs import extract_program, generate_stubs, program_functions
+    from ..contracts.code.variables import module_names, variable_stubs
     from ..contracts.json_schema import instance_violations
     from . import calls
     from .agent_run import AgentRun
@@ -76,7 +77,8 @@ async def run_code_mode(run: AgentRun, history: list[Message], tools: list[ToolS
     spec = run.spec
     ladder = run.ladder()
     limits = spec.code_limits
-    stubs = generate_stubs(tools)
+    # A session's earlier variables are declared for the type check (the prompt lists them too).
+    stubs = generate_stubs(tools) + variable_stubs(run.repl.variables if run.repl else [])
     functions = program_functions(tools)
     accepted = len(history)
     run.history = history
@@ -133,6 +135,8 @@ async def run_code_mode(run: AgentRun, history: list[Message], tools: list[ToolS
         )
         run.record_step(index, "final", final, records, started)
         run.history = [*history, final.message]
+        if run.repl is not None and status.repl is not None:
+            run.repl = status.repl
         return run.finish(response.model or ladder.current.model, value)
 
     raise ApplicationError(
@@ -157,6 +161,10 @@ async def _execute(
         run_key=f"{info.workflow_id}/{info.run_id}/{run.scope}{index}", program=program, functions=functions, limits=limits,
         now=workflow.now().isoformat(), seed=workflow.random().randint(0, 2**62),
     )
+    if run.repl is not None:
+        known = [v.name for v in run.repl.variables]
+        start.repl = run.repl
+        start.variable_names = [*known, *(n for n in module_names(program) if n not in known)]
     status = await drive_program(
         start,
         lambda call: _run_call(run, index, info.run_id, call, by_name[call.function], ladder, records),

@@ -26,6 +26,8 @@ from temporalio.exceptions import ApplicationError, FailureError
 
 with workflow.unsafe.imports_passed_through():
     from ..contracts import AgentState, Message, ToolSchema
+    from ..contracts.code.program import ReplMemory
+    from ..contracts.code.variables import variables_note
     from ..contracts.names import (
         CANCEL_SIGNAL,
         CLOSE_UPDATE,
@@ -109,14 +111,18 @@ class SessionWorkflow:
         self.activity += 1
         summary = TurnSummary(turn=number, input=preview(inp.input), status="running", started_at=workflow.now())
         run.chain = ConversationChain(self.carry.conversation)
+        if self.inp.spec.mode == "code":
+            run.repl = self.carry.repl or ReplMemory(key=f"{workflow.info().workflow_id}/repl")
         try:
             await workflow.wait_condition(lambda: self.tools is not None)
             assert self.tools is not None
             started = self.carry.conversation is not None or self.carry.messages
             before = self.carry.messages if started else [opening(self.inp.spec, self.tools)]
-            result = await run_steps(run, [*before, Message.user(inp.input)], self.tools)
+            text = inp.input + variables_note(run.repl.variables if run.repl else [])
+            result = await run_steps(run, [*before, Message.user(text)], self.tools)
             if result.status in ("completed", "completed_with_default"):
                 self.carry.conversation, self.carry.messages = run.chain.commit(run.history)
+                self.carry.repl = run.repl
             summary.status = result.status
             summary.output = preview(result.output if isinstance(result.output, str) else _json(result.output))
             return TurnResult(**result.model_dump(), session_id=workflow.info().workflow_id, turn=number)
@@ -186,6 +192,7 @@ class SessionWorkflow:
             idle_timeout_seconds=self.inp.session.idle_timeout_seconds,
             continued=self.carry.continued,
             closed_reason=self.closed_reason,
+            variables=self.carry.repl.variables if self.carry.repl else [],
         )
 
     @workflow.query(name=TURNS_QUERY)
