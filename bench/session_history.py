@@ -8,7 +8,10 @@ worker. Per LLM call it reports the bytes a turn adds to workflow history,
 and the same plus what the turn added to the payload store (the baseline's
 inputs spill there past 256 KiB), at turns 10, 100 and N, and the step time
 (turn wall time per LLM call) at turns 10 and N: each figure is the median of
-the five turns ending there. The last line is one JSON object.
+the five turns ending there. The baseline dies when its history passes
+Temporal's 50 MB limit (about turn 140 here); its ratios are then taken at the
+last turn it finished, and ``baseline.failed_at_turn`` says when. The last
+line is one JSON object.
 
     .venv/bin/python bench/session_history.py [--turns 200]
 """
@@ -27,7 +30,7 @@ import uuid
 from pathlib import Path
 
 from pydantic import BaseModel
-from temporalio.client import Client, WorkflowHandle
+from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
@@ -128,6 +131,7 @@ async def main(turns: int) -> dict:
             max_steps=4,
             token_budget=10**9,
         )
+        baseline_died: int | None = None
         session_id = f"bench-session-{uuid.uuid4().hex[:8]}"
         baseline_id = f"bench-baseline-{uuid.uuid4().hex[:8]}"
         async with running_worker(
@@ -142,33 +146,46 @@ async def main(turns: int) -> dict:
             for n in range(1, turns + 1):
                 text = f"turn {n}: read today's report"
                 await ours.turn(n, lambda: continue_session(env.client, session_id, text), n in measured)
-                await theirs.turn(
-                    n,
-                    lambda: baseline.execute_update(TURN_UPDATE, TurnInput(input=text), result_type=TurnResult),
-                    n in measured,
-                )
-                if n in marks:
+                if baseline_died is None:
+                    try:
+                        await theirs.turn(
+                            n,
+                            lambda: baseline.execute_update(TURN_UPDATE, TurnInput(input=text), result_type=TurnResult),
+                            True,
+                        )
+                    except WorkflowUpdateFailedError as exc:
+                        # Every llm.call carries the whole conversation: history reaches Temporal's limit.
+                        baseline_died = n
+                        print(f"turn {n}: baseline failed ({exc.cause}); history limit reached", flush=True)
+                if n in marks and n in theirs.history:
                     print(f"turn {n}: session {ours.at(ours.history, n):.0f} B/call history, "
                           f"{ours.at(ours.total, n):.0f} with store, {ours.at(ours.step_ms, n):.1f} ms/call | "
                           f"baseline {theirs.at(theirs.history, n):.0f} B/call history, "
                           f"{theirs.at(theirs.total, n):.0f} with store, {theirs.at(theirs.step_ms, n):.1f} ms/call",
                           flush=True)
-            await baseline.signal("finish")
+            if baseline_died is None:
+                await baseline.signal("finish")
+            else:
+                print(f"turn {turns}: session {ours.at(ours.history, turns):.0f} B/call history; "
+                      f"baseline died at turn {baseline_died}", flush=True)
     await env.shutdown()
 
-    def side(meter: Meter) -> dict:
+    def side(meter: Meter, last: int) -> dict:
+        """Figures at the marks the side reached; ratios between turn 10 and ``last``."""
+        reached = [m for m in marks if m <= last] + ([last] if last not in marks else [])
         return {
-            "history_bytes_per_call": {str(m): round(meter.at(meter.history, m)) for m in marks},
-            "bytes_per_call_with_store": {str(m): round(meter.at(meter.total, m)) for m in marks},
-            "step_ms": {str(m): round(meter.at(meter.step_ms, m), 2) for m in (marks[0], marks[-1])},
-            "bytes_per_call_ratio": round(meter.at(meter.total, marks[-1]) / meter.at(meter.total, marks[0]), 3),
-            "history_bytes_per_call_ratio": round(
-                meter.at(meter.history, marks[-1]) / meter.at(meter.history, marks[0]), 3
-            ),
-            "step_time_ratio": round(meter.at(meter.step_ms, marks[-1]) / meter.at(meter.step_ms, marks[0]), 3),
+            "last_turn": last,
+            "history_bytes_per_call": {str(m): round(meter.at(meter.history, m)) for m in reached},
+            "bytes_per_call_with_store": {str(m): round(meter.at(meter.total, m)) for m in reached},
+            "step_ms": {str(m): round(meter.at(meter.step_ms, m), 2) for m in (marks[0], last)},
+            "bytes_per_call_ratio": round(meter.at(meter.total, last) / meter.at(meter.total, marks[0]), 3),
+            "history_bytes_per_call_ratio": round(meter.at(meter.history, last) / meter.at(meter.history, marks[0]), 3),
+            "step_time_ratio": round(meter.at(meter.step_ms, last) / meter.at(meter.step_ms, marks[0]), 3),
         }
 
-    session, base = side(ours), side(theirs)
+    session = side(ours, turns)
+    base = side(theirs, turns if baseline_died is None else baseline_died - 1)
+    base["failed_at_turn"] = baseline_died
     return {
         "turns": turns,
         "session.bytes_per_call_ratio": session["bytes_per_call_ratio"],
