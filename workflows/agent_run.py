@@ -88,6 +88,8 @@ class AgentRun:
         """
         self.model = request.config.model
         spec = self.spec
+        if spec.context_policy != "none" and not standalone:
+            request = request.model_copy(update={"context_policy": spec.context_policy})
         chain = None if standalone else self.chain
         sent = chain.request(request) if chain is not None else request
         response = await calls.call_llm(sent, spec.llm_policy, self.result, token_budget=spec.token_budget)
@@ -146,6 +148,7 @@ class AgentRun:
                 tool_calls=records,
                 usage=response.usage,
                 violations=response.violations,
+                context=response.context,
             )
         )
         workflow_metrics.record_step(self.mode, seconds_since(started))

@@ -31,6 +31,10 @@ class ResponseFormat(BaseModel):
     json_schema: dict[str, Any]
 
 
+ContextPolicy = Literal["none", "truncate", "summarize"]
+"""What ``llm.call`` does with a request that does not fit the window (``contracts/llm/context.py``)."""
+
+
 class LLMRequest(BaseModel):
     config: LLMConfig
     messages: list[Message]
@@ -43,6 +47,7 @@ class LLMRequest(BaseModel):
     """Messages stored in the payload store that come before ``messages`` (sessions)."""
     chained: bool = False
     """Store the whole message list and return its ``ConversationRef`` (implied by ``conversation``)."""
+    context_policy: ContextPolicy = "none"
 
 
 class Usage(BaseModel):
@@ -64,6 +69,16 @@ class Usage(BaseModel):
         )
 
 
+class ContextAction(BaseModel):
+    """What a context policy did to one request (reported on its step and in metrics)."""
+
+    action: Literal["truncated", "summarized"]
+    dropped_messages: int
+    usage: Usage = Field(default_factory=Usage)
+    """Tokens the summary call used (billed to the run)."""
+    note: str = ""
+
+
 FinishReason = Literal["stop", "tool_calls", "length", "content_filter", "other"]
 
 
@@ -78,6 +93,8 @@ class LLMResponse(BaseModel):
     """Postcondition violations, returned as values for the workflow to handle."""
     conversation: ConversationRef | None = None
     """For a chained request: the stored request messages (not this answer)."""
+    context: ContextAction | None = None
+    """Set when the context policy compacted the request."""
 
     @property
     def tool_calls(self) -> list[LLMToolCall]:
