@@ -7,6 +7,7 @@ the output schema. Tests and the CLI can enumerate the registry.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
@@ -35,6 +36,7 @@ class PythonTool:
     fn: Callable[..., Any]
     side_effects: bool
     wants_context: bool
+    requires_approval: bool = False
 
     def schema(self) -> ToolSchema:
         return ToolSchema(
@@ -43,6 +45,7 @@ class PythonTool:
             parameters=self.input_model.model_json_schema(),
             output_schema=self.output_model.model_json_schema() if self.output_model else None,
             side_effects=self.side_effects,
+            requires_approval=self.requires_approval,
             source="python",
         )
 
@@ -58,12 +61,16 @@ class ToolRegistry:
         self._tools: dict[str, PythonTool] = {}
 
     def tool(
-        self, name: str | None = None, *, side_effects: bool = False
+        self, name: str | None = None, *, side_effects: bool = False, requires_approval: bool = False
     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-        """Register ``fn(args: InputModel[, ctx: ToolContext]) -> OutputModel``."""
+        """Register ``fn(args: InputModel[, ctx: ToolContext]) -> OutputModel``.
+
+        ``requires_approval``: every call waits for a person's ``approve`` (or is rejected).
+        """
 
         def register(fn: Callable[..., Any | Awaitable[Any]]) -> Callable[..., Any]:
-            self.add(_describe(fn, name=name, side_effects=side_effects))
+            tool = _describe(fn, name=name, side_effects=side_effects)
+            self.add(dataclasses.replace(tool, requires_approval=requires_approval))
             return fn
 
         return register

@@ -12,9 +12,21 @@ from collections.abc import Mapping
 
 from temporalio.client import Client, WithStartWorkflowOperation, WorkflowHandle
 from temporalio.common import WorkflowIDConflictPolicy
+from temporalio.service import RPCError, RPCStatusCode
 
 from ..contracts import AgentSpec, ToolSchema
-from ..contracts.names import CLOSE_UPDATE, SESSION_WORKFLOW, STATE_QUERY, TURN_UPDATE, TURNS_QUERY
+from ..contracts.approvals import ApprovalDecision, ApprovalRecord, PendingApproval
+from ..contracts.errors import SessionClosedError
+from ..contracts.names import (
+    APPROVALS_QUERY,
+    APPROVE_UPDATE,
+    CLOSE_UPDATE,
+    REJECT_UPDATE,
+    SESSION_WORKFLOW,
+    STATE_QUERY,
+    TURN_UPDATE,
+    TURNS_QUERY,
+)
 from ..contracts.session import (
     CloseInput,
     SessionConfig,
@@ -86,8 +98,35 @@ async def close_session(client: Client, session_id: str, reason: str = "closed b
     )
 
 
+async def decide_approval(
+    client: Client, workflow_id: str, approval_id: str, *, approve: bool, note: str = "", approver: str = ""
+) -> ApprovalRecord:
+    """Approve or reject a waiting call of a session (or a one-shot run).
+
+    Raises ``SessionClosedError`` when the workflow has ended; a refused decision
+    (unknown or already decided id) is a ``WorkflowUpdateFailedError`` whose cause
+    is the ``ApprovalError``.
+    """
+    try:
+        return await client.get_workflow_handle(workflow_id).execute_update(
+            APPROVE_UPDATE if approve else REJECT_UPDATE,
+            ApprovalDecision(approval_id=approval_id, note=note, approver=approver),
+            result_type=ApprovalRecord,
+        )
+    except RPCError as exc:
+        if exc.status is RPCStatusCode.NOT_FOUND:
+            raise SessionClosedError(f"{workflow_id} has ended; no call of it can be approved") from exc
+        raise
+
+
+async def pending_approvals(client: Client, workflow_id: str) -> list[PendingApproval]:
+    return await client.get_workflow_handle(workflow_id).query(APPROVALS_QUERY, result_type=list[PendingApproval])
+
+
 __all__ = [
     "close_session",
+    "decide_approval",
+    "pending_approvals",
     "continue_session",
     "new_session_id",
     "send_turn",

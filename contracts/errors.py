@@ -20,6 +20,7 @@
     ├── PayloadIntegrityError      stored payload bytes no longer match their content address
     ├── InvalidProgramResume       a snapshot cannot take the outcomes it was resumed with
     ├── MonitorScanError           the monitor's scan program failed or returned a malformed value
+    ├── ApprovalError              an approve/reject names no waiting call, one already decided, or is malformed
     └── SessionError               a session refused an Update before it reached history
         ├── InvalidTurnError           empty, over-size, garbage or wrongly typed turn input
         ├── SessionBusyError           a turn arrived while another turn was still running
@@ -142,6 +143,10 @@ class InvalidProgramResume(AgentStepsError):
 
 class MonitorScanError(AgentStepsError):
     """The monitor's scan program failed, or returned something that is not a scan result."""
+
+
+class ApprovalError(AgentStepsError):
+    """An ``approve`` / ``reject`` Update was refused: unknown or already decided ``approval_id``, bad shape."""
 
 
 class SessionError(AgentStepsError):

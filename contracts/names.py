@@ -50,12 +50,22 @@ TURNS_QUERY = "turns"
 CURRENT_TURN_QUERY = "current_turn"
 """Returns the running turn's ``AgentState``, or null between turns."""
 
+# ---------------------------------------------------------------- approvals (AgentWorkflow and SessionWorkflow)
+APPROVE_UPDATE = "approve"
+"""Takes ``ApprovalDecision`` (``{"approval_id": ..., "note": ..., "approver": ...}``); returns ``ApprovalRecord``."""
+REJECT_UPDATE = "reject"
+"""As ``approve``; the call does not run and the model reads the rejection as the tool's error."""
+APPROVALS_QUERY = "approvals"
+"""Returns ``list[PendingApproval]``: the calls waiting for a person."""
+
 WORKFLOWS = (AGENT_WORKFLOW, PIPELINE_WORKFLOW, MONITOR_WORKFLOW, SESSION_WORKFLOW)
 ACTIVITIES = (LLM_CALL, TOOLS_DESCRIBE, TOOLS_CALL, CODE_CHECK, CODE_START, CODE_RESUME, MONITOR_RECORD)
 
 __all__ = [
     "ACTIVITIES",
     "AGENT_WORKFLOW",
+    "APPROVALS_QUERY",
+    "APPROVE_UPDATE",
     "CANCEL_SIGNAL",
     "CLOSE_UPDATE",
     "CURRENT_TURN_QUERY",
@@ -66,6 +76,7 @@ __all__ = [
     "MONITOR_RECORD",
     "MONITOR_WORKFLOW",
     "PIPELINE_WORKFLOW",
+    "REJECT_UPDATE",
     "SESSION_WORKFLOW",
     "STATE_QUERY",
     "STEPS_QUERY",

@@ -50,6 +50,8 @@ class AgentSpec(BaseModel):
     fallback_models: list[LLMConfig] = Field(default_factory=list)
     default_result: DefaultResult | None = None
     allowed_model_aliases: list[str] = Field(default_factory=list)
+    approval_timeout_seconds: float = Field(default=86_400.0, gt=0)
+    """How long a tool call that requires approval waits for a person before it is rejected (default 1 day)."""
     context_policy: ContextPolicy = "none"
     """When the conversation outgrows the model's window: ``truncate`` (keep the system prompt and the
     latest turns that fit) or ``summarize`` (a contracted summary replaces the oldest turns)."""

@@ -21,6 +21,9 @@ AGENT_RUN_SECONDS = "agentsteps_agent_run_seconds"
 AGENT_STEPS_PER_RUN = "agentsteps_agent_steps_per_run"
 REPROMPTS = "agentsteps_reprompts"
 DEGRADATIONS = "agentsteps_degradations"
+APPROVALS_REQUESTED = "agentsteps_approvals_requested"
+APPROVALS_DECIDED = "agentsteps_approvals"
+APPROVAL_WAIT_SECONDS = "agentsteps_approval_wait_seconds"
 
 
 class WorkflowMetric(NamedTuple):
@@ -38,6 +41,9 @@ WORKFLOW_METRICS = (
     WorkflowMetric(AGENT_STEPS_PER_RUN, "histogram", (), "Steps per agent run."),
     WorkflowMetric(REPROMPTS, "counter", ("contract", "kind"), "Re-prompts after a violation."),
     WorkflowMetric(DEGRADATIONS, "counter", ("reason", "target"), "Degradations by reason."),
+    WorkflowMetric(APPROVALS_REQUESTED, "counter", ("tool",), "Tool calls that asked a person for approval."),
+    WorkflowMetric(APPROVALS_DECIDED, "counter", ("outcome",), "Approvals by outcome (approved, rejected, timed_out)."),
+    WorkflowMetric(APPROVAL_WAIT_SECONDS, "histogram", ("outcome",), "Time a call waited for its approval."),
 )
 """Every metric recorded here. Temporal adds ``namespace``, ``task_queue`` and ``workflow_type`` labels."""
 
@@ -67,3 +73,19 @@ def record_degradation(reason: str, target: str) -> None:
     workflow.metric_meter().create_counter(DEGRADATIONS, "Degradations by reason.").add(
         1, {"reason": reason, "target": target}
     )
+
+
+def record_approval_requested(tool: str) -> None:
+    workflow.metric_meter().create_counter(
+        APPROVALS_REQUESTED, "Tool calls that asked a person for approval."
+    ).add(1, {"tool": tool})
+
+
+def record_approval_decided(outcome: str, waited_seconds: float) -> None:
+    meter = workflow.metric_meter()
+    meter.create_counter(APPROVALS_DECIDED, "Approvals by outcome (approved, rejected, timed_out).").add(
+        1, {"outcome": outcome}
+    )
+    meter.create_histogram_float(
+        APPROVAL_WAIT_SECONDS, "Time a call waited for its approval.", _LATENCY_UNIT
+    ).record(waited_seconds, {"outcome": outcome})

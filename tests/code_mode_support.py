@@ -124,6 +124,12 @@ def build_registry(state_dir: Path) -> ToolRegistry:
             await asyncio.sleep(args.delay_seconds)
         return Nudge(id=args.id, first_time=first)
 
+    @registry.tool(name="tickets.close", side_effects=True, requires_approval=True)
+    async def close(args: NudgeArgs, ctx: ToolContext) -> Nudge:
+        """Close a ticket. A person approves every call first."""
+        first = await asyncio.to_thread(ledger.nudge, ctx.idempotency_key, args.id)
+        return Nudge(id=args.id, first_time=first)
+
     @registry.tool(name="wait")
     async def wait(args: SleepArgs) -> Nudge:
         """Sleep, then answer."""

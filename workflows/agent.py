@@ -6,11 +6,22 @@ mode) is ``steps.run_steps``, the same one every session turn runs.
 
 from __future__ import annotations
 
+from typing import Any
+
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from ..contracts import AgentInput, AgentResult, AgentState, Message, Step
-    from ..contracts.names import AGENT_WORKFLOW, CANCEL_SIGNAL, STATE_QUERY, STEPS_QUERY
+    from ..contracts.approvals import ApprovalRecord, PendingApproval
+    from ..contracts.names import (
+        AGENT_WORKFLOW,
+        APPROVALS_QUERY,
+        APPROVE_UPDATE,
+        CANCEL_SIGNAL,
+        REJECT_UPDATE,
+        STATE_QUERY,
+        STEPS_QUERY,
+    )
     from ..telemetry import workflow_metrics
     from .agent_run import AgentRun, seconds_since
     from .steps import opening, run_steps, spec_tools
@@ -42,6 +53,26 @@ class AgentWorkflow:
     def steps(self, since: int = 0) -> list[Step]:
         """Steps from index ``since`` on, so a follower fetches each step once."""
         return self.run_state.result.steps[since:]
+
+    @workflow.update(name=APPROVE_UPDATE)
+    def approve(self, decision: Any) -> ApprovalRecord:
+        return self.run_state.approvals.decide(decision, "approved")
+
+    @approve.validator
+    def _check_approve(self, decision: Any) -> None:
+        self.run_state.approvals.check(decision)
+
+    @workflow.update(name=REJECT_UPDATE)
+    def reject(self, decision: Any) -> ApprovalRecord:
+        return self.run_state.approvals.decide(decision, "rejected")
+
+    @reject.validator
+    def _check_reject(self, decision: Any) -> None:
+        self.run_state.approvals.check(decision)
+
+    @workflow.query(name=APPROVALS_QUERY)
+    def approvals(self) -> list[PendingApproval]:
+        return list(self.run_state.approvals.pending.values())
 
     @workflow.signal(name=CANCEL_SIGNAL)
     def cancel(self) -> None:

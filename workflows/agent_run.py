@@ -23,11 +23,15 @@ with workflow.unsafe.imports_passed_through():
         Message,
         Step,
         ToolCallRecord,
+        ToolCallResult,
+        ToolSchema,
     )
     from ..contracts.code.program import ReplMemory
     from ..contracts.llm.reprompt import reprompt_messages
     from ..telemetry import workflow_metrics
     from . import calls
+    from ..contracts.approvals import rejection_message
+    from .approvals import ApprovalDesk
     from .conversation import ConversationChain
     from .ladder import Rung, ViolationLadder, violation_error
 
@@ -44,6 +48,9 @@ class AgentRun:
         """Prefix of every step index in idempotency and program keys; a session sets ``t<turn>.``."""
         self.repl: ReplMemory | None = None
         """Code-mode sessions: the REPL state programs run in; a completed turn leaves the new one here."""
+        self.approvals = ApprovalDesk()
+        """A session hands every turn its own desk, so decisions outlive the turn."""
+        self.tools: dict[str, ToolSchema] = {}
         self.chain: ConversationChain | None = None
         """Sessions: the conversation lives in the payload store and ``history`` is only its tail."""
         self._spec: AgentSpec | None = None
@@ -96,6 +103,19 @@ class AgentRun:
         if chain is not None and response.conversation is not None:
             chain.learn(request.messages, response.conversation)
         return response
+
+    async def rejection(self, approval_id: str, call_id: str, tool: str, arguments: str) -> ToolCallResult | None:
+        """None when the call may run now; otherwise the tool error the model reads (rejected or timed out).
+
+        A tool that requires approval waits here for the ``approve`` / ``reject`` Update.
+        """
+        schema = self.tools.get(tool)
+        if schema is None or not ApprovalDesk.required(schema):
+            return None
+        record = await self.approvals.gate(approval_id, schema, arguments, self.spec.approval_timeout_seconds)
+        if record.outcome == "approved":
+            return None
+        return ToolCallResult(call_id=call_id, name=tool, content=rejection_message(record), is_error=True)
 
     def after_violation(
         self,

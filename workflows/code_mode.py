@@ -186,8 +186,9 @@ async def _run_call(
         outcome = await _run_llm(run, call, ladder)
         content = json.dumps(outcome.value) if outcome.error is None else outcome.error
     else:
-        # The key is stable across retries, crashes and replays: a side effect runs once.
-        result = await calls.call_tool(
+        # Waiting for approval, the program is only a snapshot: the segment ended with the call pending.
+        result = await run.rejection(call_id, call_id, function.tool, call.arguments) or await calls.call_tool(
+            # The key is stable across retries, crashes and replays: a side effect runs once.
             function.tool, call.arguments, call_id=call_id, key=f"{run_id}:{call_id}", policy=run.spec.tool_policy
         )
         outcome = calls.call_outcome(call.call_id, result)

@@ -28,10 +28,14 @@ with workflow.unsafe.imports_passed_through():
     from ..contracts import AgentState, Message, ToolSchema
     from ..contracts.code.program import ReplMemory
     from ..contracts.code.variables import variables_note
+    from ..contracts.approvals import ApprovalRecord, PendingApproval
     from ..contracts.names import (
+        APPROVALS_QUERY,
+        APPROVE_UPDATE,
         CANCEL_SIGNAL,
         CLOSE_UPDATE,
         CURRENT_TURN_QUERY,
+        REJECT_UPDATE,
         SESSION_WORKFLOW,
         STATE_QUERY,
         TURN_UPDATE,
@@ -49,6 +53,7 @@ with workflow.unsafe.imports_passed_through():
         preview,
     )
     from .agent_run import AgentRun
+    from .approvals import ApprovalDesk
     from .conversation import ConversationChain
     from .steps import opening, run_steps, spec_tools
 
@@ -66,6 +71,7 @@ class SessionWorkflow:
         self.current: AgentRun | None = None
         self.current_turn: int | None = None
         self.closed_reason: str | None = None
+        self.approvals = ApprovalDesk()
         self.activity = 0
         """Bumped at every turn's start and end: the idle timer starts over."""
 
@@ -111,6 +117,7 @@ class SessionWorkflow:
         self.activity += 1
         summary = TurnSummary(turn=number, input=preview(inp.input), status="running", started_at=workflow.now())
         run.chain = ConversationChain(self.carry.conversation)
+        run.approvals = self.approvals
         if self.inp.spec.mode == "code":
             run.repl = self.carry.repl or ReplMemory(key=f"{workflow.info().workflow_id}/repl")
         try:
@@ -171,6 +178,32 @@ class SessionWorkflow:
     def _check_close(self, inp: CloseInput) -> None:
         if self.closed_reason is not None:
             raise ApplicationError(f"the session is already closed ({self.closed_reason})", type="SessionClosedError")
+
+    @workflow.update(name=APPROVE_UPDATE)
+    def approve(self, decision: Any) -> ApprovalRecord:
+        return self.approvals.decide(decision, "approved")
+
+    @approve.validator
+    def _check_approve(self, decision: Any) -> None:
+        self._check_open()
+        self.approvals.check(decision)
+
+    @workflow.update(name=REJECT_UPDATE)
+    def reject(self, decision: Any) -> ApprovalRecord:
+        return self.approvals.decide(decision, "rejected")
+
+    @reject.validator
+    def _check_reject(self, decision: Any) -> None:
+        self._check_open()
+        self.approvals.check(decision)
+
+    @workflow.query(name=APPROVALS_QUERY)
+    def pending_approvals(self) -> list[PendingApproval]:
+        return list(self.approvals.pending.values())
+
+    def _check_open(self) -> None:
+        if self.closed_reason is not None and self.current is None:
+            raise ApplicationError(f"the session is closed ({self.closed_reason})", type="SessionClosedError")
 
     @workflow.signal(name=CANCEL_SIGNAL)
     def cancel(self) -> None:

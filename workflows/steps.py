@@ -43,6 +43,7 @@ def opening(spec: AgentSpec, tools: list[ToolSchema]) -> Message:
 
 
 async def run_steps(run: AgentRun, history: list[Message], tools: list[ToolSchema]) -> AgentResult:
+    run.tools = {t.name: t for t in tools}
     if run.spec.mode == "code":
         return await run_code_mode(run, history, tools)
     return await run_tool_loop(run, history, tools)

@@ -21,6 +21,7 @@ with workflow.unsafe.imports_passed_through():
         AgentSpec,
         LLMRequest,
         LLMResponse,
+        LLMToolCall,
         Message,
         ResponseFormat,
         ToolCallRecord,
@@ -87,19 +88,18 @@ async def run_tool_loop(run: AgentRun, history: list[Message], tools: list[ToolS
 
 async def _run_tools(run: AgentRun, index: int, response: LLMResponse) -> list[ToolCallResult]:
     run_id = workflow.info().run_id
-    return await asyncio.gather(
-        *(
-            # The key is stable across activity retries, worker crashes and replays.
-            calls.call_tool(
-                call.name,
-                call.arguments,
-                call_id=call.id,
-                key=f"{run_id}:{run.scope}{index}:{call.id}",
-                policy=run.spec.tool_policy,
-            )
-            for call in response.message.tool_calls
+
+    async def one(call: LLMToolCall) -> ToolCallResult:
+        step_call = f"{run.scope}{index}:{call.id}"
+        rejected = await run.rejection(step_call, call.id, call.name, call.arguments)
+        if rejected is not None:
+            return rejected
+        # The key is stable across activity retries, worker crashes and replays.
+        return await calls.call_tool(
+            call.name, call.arguments, call_id=call.id, key=f"{run_id}:{step_call}", policy=run.spec.tool_policy
         )
-    )
+
+    return await asyncio.gather(*(one(call) for call in response.message.tool_calls))
 
 
 def _tool_message(result: ToolCallResult) -> Message:

@@ -16,6 +16,7 @@ import copy
 import json
 import logging
 import re
+from collections.abc import Sequence
 from typing import Any
 
 import mcp_types as types
@@ -73,7 +74,9 @@ def model_parameters(input_schema: dict[str, Any]) -> dict[str, Any]:
     return schema
 
 
-def to_tool_schema(server: str, prefix: str, tool: types.Tool) -> ToolSchema | None:
+def to_tool_schema(
+    server: str, prefix: str, tool: types.Tool, require_approval: Sequence[str] = ()
+) -> ToolSchema | None:
     name = prefix + tool.name
     if not _NAME.match(name):
         log.warning("mcp server %r: tool %r left out: name does not match %s", server, tool.name, TOOL_NAME_PATTERN)
@@ -90,6 +93,7 @@ def to_tool_schema(server: str, prefix: str, tool: types.Tool) -> ToolSchema | N
         parameters=model_parameters(input_schema),
         output_schema=tool.output_schema,
         side_effects=not read_only,
+        requires_approval=tool.name in require_approval,
         source=mcp_source(server),
     )
 

@@ -55,6 +55,9 @@ class _ServerBase(BaseModel):
     tool_prefix: str = Field(default="", pattern=r"^[A-Za-z0-9_-]{0,24}$")
     """Prepended to every tool name this server offers, e.g. ``"tickets_"``, to avoid collisions."""
     timeouts: McpTimeouts = Field(default_factory=McpTimeouts)
+    require_approval: list[str] = Field(default_factory=list)
+    """Tools of this server (their names on the server, before ``tool_prefix``) whose every call a person
+    must approve before it runs."""
 
 
 class StdioServerConfig(_ServerBase):
