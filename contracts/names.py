@@ -58,6 +58,10 @@ REJECT_UPDATE = "reject"
 APPROVALS_QUERY = "approvals"
 """Returns ``list[PendingApproval]``: the calls waiting for a person."""
 
+# ---------------------------------------------------------------- progress stream (temporalio.contrib.workflow_streams)
+PROGRESS_TOPIC = "progress"
+"""A session's ``ProgressEvent`` items: turn start and end, steps, tool calls, approvals, usage."""
+
 WORKFLOWS = (AGENT_WORKFLOW, PIPELINE_WORKFLOW, MONITOR_WORKFLOW, SESSION_WORKFLOW)
 ACTIVITIES = (LLM_CALL, TOOLS_DESCRIBE, TOOLS_CALL, CODE_CHECK, CODE_START, CODE_RESUME, MONITOR_RECORD)
 
@@ -76,6 +80,7 @@ __all__ = [
     "MONITOR_RECORD",
     "MONITOR_WORKFLOW",
     "PIPELINE_WORKFLOW",
+    "PROGRESS_TOPIC",
     "REJECT_UPDATE",
     "SESSION_WORKFLOW",
     "STATE_QUERY",

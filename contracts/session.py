@@ -15,6 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .json_schema import json_path
+from .approvals import PendingApproval
 from .code.program import ReplMemory, VariableInfo
 from .llm.conversation import ConversationRef
 from .llm.messages import Message
@@ -79,6 +80,8 @@ class SessionInput(BaseModel):
     session: SessionConfig = Field(default_factory=SessionConfig)
     carried: SessionCarry | None = None
     """Set only by continue-as-new; a new session starts without it."""
+    stream: Any = None
+    """Set only by continue-as-new: the progress stream's ``WorkflowStreamState`` (recent events)."""
 
 
 class TurnInput(BaseModel):
@@ -100,6 +103,26 @@ class CloseInput(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     reason: str = "closed by caller"
+
+
+ProgressKind = Literal[
+    "turn_started", "step", "tool_call", "approval_requested", "approval_decided", "usage", "turn_ended"
+]
+
+
+class ProgressEvent(BaseModel):
+    """One item on a session's progress stream (topic ``progress``)."""
+
+    kind: ProgressKind
+    turn: int
+    at: datetime
+    step: int | None = None
+    tool: str | None = None
+    detail: str = ""
+    """Step kind, a tool call's arguments, an approval's outcome, or the turn's status and answer preview."""
+    usage: Usage | None = None
+    """``usage``: the turn's tokens so far; ``turn_ended``: the turn's total."""
+    approval: PendingApproval | None = None
 
 
 SessionStatus = Literal["idle", "running", "closed"]
@@ -173,6 +196,8 @@ def preview(text: str) -> str:
 
 __all__ = [
     "MAX_TURN_INPUT_CHARS",
+    "ProgressEvent",
+    "ProgressKind",
     "CloseInput",
     "SessionCarry",
     "SessionConfig",

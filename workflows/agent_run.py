@@ -9,7 +9,9 @@ later loop (multi-turn sessions) can reuse it as is.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
+from typing import Any
 
 from temporalio import workflow
 
@@ -31,6 +33,7 @@ with workflow.unsafe.imports_passed_through():
     from ..telemetry import workflow_metrics
     from . import calls
     from ..contracts.approvals import rejection_message
+    from ..contracts.session import ProgressEvent, ProgressKind
     from .approvals import ApprovalDesk
     from .conversation import ConversationChain
     from .ladder import Rung, ViolationLadder, violation_error
@@ -51,6 +54,9 @@ class AgentRun:
         self.approvals = ApprovalDesk()
         """A session hands every turn its own desk, so decisions outlive the turn."""
         self.tools: dict[str, ToolSchema] = {}
+        self.turn = 0
+        self.on_event: Callable[[ProgressEvent], None] | None = None
+        """Sessions: where progress events go (the session's stream); a one-shot run has none."""
         self.chain: ConversationChain | None = None
         """Sessions: the conversation lives in the payload store and ``history`` is only its tail."""
         self._spec: AgentSpec | None = None
@@ -64,6 +70,10 @@ class AgentRun:
     def spec(self) -> AgentSpec:
         assert self._spec is not None, "begin() first"
         return self._spec
+
+    def emit(self, kind: ProgressKind, **fields: Any) -> None:
+        if self.on_event is not None:
+            self.on_event(ProgressEvent(kind=kind, turn=self.turn, at=workflow.now(), **fields))
 
     def ladder(self) -> ViolationLadder:
         spec = self.spec
@@ -111,9 +121,12 @@ class AgentRun:
         """
         schema = self.tools.get(tool)
         if schema is None or not ApprovalDesk.required(schema):
+            self.emit("tool_call", tool=tool, detail=arguments[:500])
             return None
         record = await self.approvals.gate(approval_id, schema, arguments, self.spec.approval_timeout_seconds)
+        self.emit("approval_decided", tool=tool, detail=f"{record.outcome} {record.approver}".strip())
         if record.outcome == "approved":
+            self.emit("tool_call", tool=tool, detail=arguments[:500])
             return None
         return ToolCallResult(call_id=call_id, name=tool, content=rejection_message(record), is_error=True)
 
@@ -172,6 +185,8 @@ class AgentRun:
             )
         )
         workflow_metrics.record_step(self.mode, seconds_since(started))
+        self.emit("step", step=index, detail=kind)
+        self.emit("usage", step=index, usage=self.result.usage)
 
 
 def seconds_since(started: datetime) -> float:

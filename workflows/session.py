@@ -35,6 +35,7 @@ with workflow.unsafe.imports_passed_through():
         CANCEL_SIGNAL,
         CLOSE_UPDATE,
         CURRENT_TURN_QUERY,
+        PROGRESS_TOPIC,
         REJECT_UPDATE,
         SESSION_WORKFLOW,
         STATE_QUERY,
@@ -43,6 +44,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from ..contracts.session import (
         CloseInput,
+        ProgressEvent,
         SessionCarry,
         SessionInput,
         SessionOutcome,
@@ -52,12 +54,17 @@ with workflow.unsafe.imports_passed_through():
         parse_turn,
         preview,
     )
+    from pydantic import TypeAdapter
+    from temporalio.contrib.workflow_streams import WorkflowStream, WorkflowStreamState
+
+    from ..telemetry import workflow_metrics
     from .agent_run import AgentRun
     from .approvals import ApprovalDesk
     from .conversation import ConversationChain
     from .steps import opening, run_steps, spec_tools
 
 IDLE_TIMEOUT_REASON = "idle_timeout"
+_EVENTS_KEPT = 500
 
 
 @workflow.defn(name=SESSION_WORKFLOW)
@@ -72,11 +79,21 @@ class SessionWorkflow:
         self.current_turn: int | None = None
         self.closed_reason: str | None = None
         self.approvals = ApprovalDesk()
+        self.approvals.on_request = lambda pending: self._publish(
+            ProgressEvent(kind="approval_requested", turn=self.current_turn or 0, at=workflow.now(),
+                          tool=pending.tool, approval=pending)
+        )
+        prior = TypeAdapter(WorkflowStreamState).validate_python(inp.stream) if inp.stream else None
+        self.stream = WorkflowStream(prior)
+        self.stream_base = prior.base_offset if prior else 0
+        self.published = len(prior.log) if prior else 0
         self.activity = 0
         """Bumped at every turn's start and end: the idle timer starts over."""
 
     @workflow.run
     async def run(self, inp: SessionInput) -> SessionOutcome:
+        if inp.carried is None:
+            workflow_metrics.record_session_started()
         self.tools = await spec_tools(inp.spec)
         idle = timedelta(seconds=inp.session.idle_timeout_seconds)
         while True:
@@ -89,7 +106,9 @@ class SessionWorkflow:
                 if self.current is None:
                     self.closed_reason = IDLE_TIMEOUT_REASON
             if self.closed_reason is not None:
+                self.stream.detach_pollers()
                 await workflow.wait_condition(lambda: self.current is None and workflow.all_handlers_finished())
+                workflow_metrics.record_session_ended("idle_timeout" if self.closed_reason == IDLE_TIMEOUT_REASON else "closed")
                 return SessionOutcome(
                     session_id=workflow.info().workflow_id,
                     reason=self.closed_reason,
@@ -100,7 +119,12 @@ class SessionWorkflow:
                 await workflow.wait_condition(workflow.all_handlers_finished)
                 if self.current is None and self.closed_reason is None:
                     self.carry.continued += 1
-                    workflow.continue_as_new(SessionInput(spec=inp.spec, session=inp.session, carried=self.carry))
+                    workflow_metrics.record_session_continued()
+                    await self.stream.continue_as_new(
+                        lambda state: [
+                            SessionInput(spec=inp.spec, session=inp.session, carried=self.carry, stream=state)
+                        ]
+                    )
 
     # ------------------------------------------------------------------ turns
 
@@ -118,6 +142,8 @@ class SessionWorkflow:
         summary = TurnSummary(turn=number, input=preview(inp.input), status="running", started_at=workflow.now())
         run.chain = ConversationChain(self.carry.conversation)
         run.approvals = self.approvals
+        run.turn, run.on_event = number, self._publish
+        run.emit("turn_started", detail=preview(inp.input))
         if self.inp.spec.mode == "code":
             run.repl = self.carry.repl or ReplMemory(key=f"{workflow.info().workflow_id}/repl")
         try:
@@ -157,6 +183,11 @@ class SessionWorkflow:
             raise ApplicationError(str(exc), type="InvalidTurnError") from None
 
     def _finish_turn(self, summary: TurnSummary) -> None:
+        self._publish(
+            ProgressEvent(kind="turn_ended", turn=summary.turn, at=workflow.now(), usage=summary.usage,
+                          detail=f"{summary.status}: {summary.output}")
+        )
+        workflow_metrics.record_turn(summary.status, (workflow.now() - summary.started_at).total_seconds())
         carry = self.carry
         carry.turns_done = summary.turn
         carry.usage = carry.usage + summary.usage
@@ -235,6 +266,15 @@ class SessionWorkflow:
     @workflow.query(name=CURRENT_TURN_QUERY)
     def current_turn_state(self) -> AgentState | None:
         return self.current.state() if self.current is not None else None
+
+    def _publish(self, event: ProgressEvent) -> None:
+        self.stream.topic(PROGRESS_TOPIC).publish(event)
+        self.published += 1
+        # Keep the stream (and what continue-as-new carries) bounded; followers read within seconds.
+        if self.published > 2 * _EVENTS_KEPT:
+            self.stream.truncate(self.stream_base + self.published - _EVENTS_KEPT)
+            self.stream_base += self.published - _EVENTS_KEPT
+            self.published = _EVENTS_KEPT
 
     def _history_is_long(self) -> bool:
         info = workflow.info()
