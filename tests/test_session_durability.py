@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 import sys
 import uuid
@@ -15,9 +16,11 @@ from temporalio.testing import WorkflowEnvironment
 from agentsteps.client.sessions import continue_session, session_turns
 from agentsteps.contracts.names import SESSION_WORKFLOW
 from agentsteps.contracts.session import SessionInput
+from agentsteps.contracts.spec import ActivityPolicy
+from agentsteps.examples.demo_tools import NotificationLedger
 
 from agent_support import make_spec
-from process_support import kill, start_worker_process
+from process_support import kill, start_worker_process, wait_for
 from session_support import memory_script
 
 WORKER = Path(__file__).with_name("worker_process.py")
@@ -69,3 +72,40 @@ async def test_a_turn_three_days_later_on_another_worker_process_sees_the_first_
     assert first.output == "Lisbon is sunny"
     assert (second.turn, second.output) == (2, "about Lisbon")
     assert turns[1].started_at - turns[0].finished_at >= timedelta(days=3)
+
+
+async def test_sigkill_mid_turn_the_session_goes_on_elsewhere_without_repeating_the_side_effect(
+    temporal_env, client, scripted, tmp_path
+):
+    scripted.set_script({
+        "rules": [
+            {"match": {"contains": "tell carol"}, "reply": {"tool_calls": [
+                {"name": "send_notification",
+                 "arguments": {"recipient": "carol", "message": "build is red", "delay_seconds": 2}}]}},
+            {"match": {"tool_result_for": "send_notification"}, "reply": {"content": "carol knows"}},
+            {"match": {"contains": "did you", "any_contains": "carol knows"}, "reply": {"content": "yes, once"}},
+        ]
+    })
+    address = temporal_env.client.service_client.config.target_host
+    task_queue = f"skill-{uuid.uuid4().hex[:8]}"
+    state_dir = tmp_path / "state"
+    ledger_path = state_dir / "notifications.db"
+    sid = f"skill-{uuid.uuid4().hex[:8]}"
+    spec = make_spec(tool_policy=ActivityPolicy(start_to_close_seconds=4, initial_interval_seconds=0.5))
+    first = start_worker_process(WORKER, address, task_queue, scripted.url_openai, state_dir)
+    try:
+        await client.start_workflow(SESSION_WORKFLOW, SessionInput(spec=spec), id=sid, task_queue=task_queue)
+        turn = asyncio.ensure_future(continue_session(client, sid, "tell carol the build is red"))
+        await wait_for(lambda: ledger_path.exists() and len(NotificationLedger(ledger_path).delivered()) == 1)
+        kill(first)
+        second = start_worker_process(WORKER, address, task_queue, scripted.url_openai, state_dir)
+        try:
+            answered = await asyncio.wait_for(turn, timeout=60)
+            later = await continue_session(client, sid, "did you tell her?")
+        finally:
+            kill(second)
+    finally:
+        kill(first)
+    assert answered.output == "carol knows" and later.output == "yes, once"
+    delivered = NotificationLedger(ledger_path).delivered()
+    assert [(recipient, attempts) for _, recipient, attempts in delivered] == [("carol", 2)]
