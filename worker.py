@@ -6,12 +6,13 @@ The same code serves the embedded dev server and a production cluster; only
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
-import httpx
+import httpx2
 from temporalio.client import Client
 from temporalio.runtime import Runtime
 from temporalio.worker import Worker
@@ -21,12 +22,15 @@ from .activities.llm import LLMActivities
 from .activities.mcp import McpActivities, SecretResolver, build_mcp_activities
 from .activities.monitor import MonitorActivities
 from .activities.payload_store import PayloadStore, build_data_converter, build_payload_store
+from .activities.payload_unavailable import terminate_unreadable_runs
 from .activities.sandbox import SandboxActivities, SandboxPool, SnapshotVault, load_snapshot_key
+from .activities.sandbox.snapshots import previous_snapshot_keys
 from .activities.tool_registry import ToolRegistry
 from .activities.tool_source import ToolSource
 from .activities.tools import ToolActivities
 from .client.settings import load_mcp_config, secret_sources
-from .contracts.config.settings import WorkerSettings
+from .contracts.config.settings import DEMO_TOOL_FACTORIES, WorkerSettings
+from .contracts.errors import DeploymentConfigError
 from .telemetry.runtime import build_runtime
 from .telemetry.tracing import tracing_interceptors
 from .workflows.agent import AgentWorkflow
@@ -59,10 +63,38 @@ async def connect(settings: WorkerSettings, address: str | None = None) -> Clien
     )
 
 
+def check_deployment(settings: WorkerSettings) -> None:
+    """Refuse a worker on a cluster that another worker could not take runs over from.
+
+    Several workers on one task queue pass runs between them: each must read
+    the payloads and verify the snapshots the others wrote. The embedded
+    default (no ``TEMPORAL_ADDRESS``) and an operator's explicit
+    ``single_worker`` need neither.
+    """
+    if settings.temporal_address is None or settings.single_worker:
+        return
+    missing = []
+    if settings.snapshot_key is None:
+        missing.append("a shared snapshot key (set AGENTSTEPS_SNAPSHOT_KEY to the same secret on every worker)")
+    if not settings.payload_store.shared:
+        missing.append(
+            "a payload store every worker can reach (set AGENTSTEPS_PAYLOAD_S3_BUCKET, and AWS_ENDPOINT_URL "
+            "for an S3-compatible server such as MinIO)"
+        )
+    if missing:
+        raise DeploymentConfigError(
+            f"this worker connects to the Temporal cluster at {settings.temporal_address} but lacks "
+            + " and ".join(missing)
+            + ". If exactly one worker serves this cluster, say so with AGENTSTEPS_SINGLE_WORKER=1 "
+            "(single_worker = true in [worker])."
+        )
+
+
 def load_registry(settings: WorkerSettings) -> ToolRegistry:
-    """Merge every configured tool factory into one registry."""
+    """Merge every configured tool factory into one registry (the demo tools when none is configured)."""
     merged = ToolRegistry()
-    for entry in settings.tool_factories:
+    factories = settings.tool_factories if settings.tool_factories is not None else DEMO_TOOL_FACTORIES
+    for entry in factories:
         factory = _import_factory(entry)
         for tool in factory(settings):
             merged.add(tool)
@@ -83,7 +115,7 @@ def workflows() -> list[type]:
 def build_worker(
     client: Client,
     settings: WorkerSettings,
-    http: httpx.AsyncClient,
+    http: httpx2.AsyncClient,
     *,
     registry: ToolRegistry | None = None,
     sources: Sequence[ToolSource] = (),
@@ -123,7 +155,8 @@ def build_mcp(settings: WorkerSettings) -> McpActivities:
 def build_sandbox(settings: WorkerSettings, store: PayloadStore | None = None) -> SandboxActivities:
     """Snapshots go through the same payload store as Temporal's large payloads."""
     store = store or build_payload_store(settings)
-    return SandboxActivities(SandboxPool(), SnapshotVault(store, load_snapshot_key(settings)))
+    vault = SnapshotVault(store, load_snapshot_key(settings), previous_snapshot_keys(settings))
+    return SandboxActivities(SandboxPool(max_processes=settings.sandbox_processes), vault)
 
 
 @asynccontextmanager
@@ -147,7 +180,7 @@ async def running_worker(
     sandbox = build_sandbox(settings, store)
     mcp = build_mcp(settings)
     try:
-        async with httpx.AsyncClient(timeout=settings.providers.request_timeout_seconds) as http:
+        async with httpx2.AsyncClient(timeout=settings.providers.request_timeout_seconds) as http:
             worker = build_worker(
                 client,
                 settings,
@@ -162,7 +195,11 @@ async def running_worker(
                 **worker_options,
             )
             async with worker:
-                yield worker
+                reaper = asyncio.create_task(terminate_unreadable_runs(client))
+                try:
+                    yield worker
+                finally:
+                    reaper.cancel()
     finally:
         await mcp.aclose()
         await sandbox.pool.close()

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from datetime import timedelta
 
-import httpx
+import httpx2
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
@@ -20,6 +20,8 @@ from ..contracts.llm.conversation import ConversationRef
 from ..contracts.llm import context
 from ..contracts.llm.request import ContextAction, LLMRequest, LLMResponse
 from ..contracts.names import LLM_CALL
+from ..contracts.llm.call_ids import with_engine_call_ids
+from ..contracts.llm.capabilities import check_capabilities
 from ..contracts.llm.postconditions import check_response
 from ..contracts.llm.preconditions import check_request
 from ..contracts.llm.violations import Violation
@@ -45,7 +47,7 @@ class LLMActivities:
     def __init__(
         self,
         settings: ProviderSettings,
-        http: httpx.AsyncClient,
+        http: httpx2.AsyncClient,
         prices: PriceTable | None = None,
         conversations: ConversationStore | None = None,
     ) -> None:
@@ -112,7 +114,9 @@ class LLMActivities:
 
     async def _call(self, request: LLMRequest) -> LLMResponse:
         config = request.config
-        pre = check_request(request)
+        # The capability table is the worker's, so this part of the precondition is checked here.
+        pre = check_request(request) or check_capabilities(
+            request, self._providers.capability(config.provider, config.model))
         metrics.record_checks("pre", pre)
         if pre:
             metrics.record_outcome(config, "precondition")
@@ -144,6 +148,8 @@ class LLMActivities:
             metrics.record_outcome(config, "fatal_error")
             raise ApplicationError(str(exc), type="NonRetryableProviderError", non_retryable=True) from exc
 
+        # Before the postcondition, so it and everything after see one id per call in the run.
+        response = response.model_copy(update={"message": with_engine_call_ids(response.message, request.messages)})
         post = check_response(request, response)
         metrics.record_checks("post", post)
         metrics.record_usage(config, response.usage, self._prices)

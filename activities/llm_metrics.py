@@ -29,16 +29,30 @@ Outcome = Literal["ok", "violation", "retryable_error", "fatal_error", "precondi
 
 
 def cost_usd(prices: PriceTable, model: str, usage: Usage) -> float:
-    """Unknown models cost 0: the price table is the operator's, not guessed here."""
+    """Unknown models cost 0: the price table is the operator's, not guessed here.
+
+    Cache reads and writes are parts of the prompt priced on their own when the
+    table has a price for them, else at the full input price.
+    """
+    usage = usage.billable()
     per_in = prices.input_per_mtok.get(model, 0.0)
+    per_read = prices.cached_input_per_mtok.get(model, per_in)
+    per_write = prices.cache_write_per_mtok.get(model, per_in)
+    read, write = usage.cache_read_tokens, min(usage.cache_write_tokens, usage.prompt_tokens - usage.cache_read_tokens)
+    fresh = usage.prompt_tokens - read - write
     per_out = prices.output_per_mtok.get(model, 0.0)
-    return (usage.prompt_tokens * per_in + usage.completion_tokens * per_out) / 1_000_000
+    return (fresh * per_in + read * per_read + write * per_write + usage.completion_tokens * per_out) / 1_000_000
 
 
 def record_checks(phase: Literal["pre", "post"], violations: Sequence[Violation]) -> None:
+    """One check; a failed one counts one violation (its first kind), under the check's own contract.
+
+    The same rule as ``workflow_metrics.record_check``, so violations / checks
+    stays within [0, 1] per contract on every path.
+    """
     CONTRACT_CHECKS.labels(CONTRACT, phase, "fail" if violations else "pass").inc()
-    for v in violations:
-        CONTRACT_VIOLATIONS.labels(v.contract, phase, v.kind.value).inc()
+    if violations:
+        CONTRACT_VIOLATIONS.labels(CONTRACT, phase, violations[0].kind.value).inc()
 
 
 def record_outcome(config: LLMConfig, outcome: Outcome) -> None:
@@ -53,6 +67,10 @@ def record_usage(config: LLMConfig, usage: Usage, prices: PriceTable) -> None:
     # Negative counts are a postcondition violation; a counter must not go down.
     LLM_TOKENS.labels(config.provider, config.model, "input").inc(max(0, usage.prompt_tokens))
     LLM_TOKENS.labels(config.provider, config.model, "output").inc(max(0, usage.completion_tokens))
+    # Parts of input/output above, so a dashboard can show the cache hit rate and the thinking share.
+    LLM_TOKENS.labels(config.provider, config.model, "cache_read").inc(max(0, usage.cache_read_tokens))
+    LLM_TOKENS.labels(config.provider, config.model, "cache_write").inc(max(0, usage.cache_write_tokens))
+    LLM_TOKENS.labels(config.provider, config.model, "reasoning").inc(max(0, usage.reasoning_tokens))
     # Always touched, so an unpriced model shows on the cost panel as 0, not as missing.
     LLM_COST_USD.labels(config.provider, config.model).inc(cost_usd(prices, config.model, usage))
 

@@ -4,10 +4,11 @@ Temporal's ``ExternalStorage`` moves any payload of 256 KiB or more out of
 history through a ``StorageDriver``. Code-mode snapshots go through the very
 same driver instance (``PayloadStore``), so there is one mechanism, one
 configuration and one place to operate: a local directory for the embedded
-default, the SDK's S3 driver (``temporalio.contrib.aws.s3driver``) when a
-bucket is configured.
+default, the SDK's S3 driver (``temporalio.contrib.aws.s3driver``, see
+``s3_store.py``) when a bucket is configured.
 
-Both back ends address content by SHA-256 and check it on the way back.
+Both back ends address content by SHA-256 and check it on the way back. What
+happens when a payload cannot be found is in ``payload_unavailable.py``.
 """
 
 from __future__ import annotations
@@ -17,12 +18,11 @@ import dataclasses
 import hashlib
 import os
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
+from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
 
 from temporalio.api.common.v1 import Payload
-from temporalio.contrib.aws.s3driver import S3StorageDriverClient  # the ABC only; no AWS packages
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.converter import (
     DataConverter,
@@ -34,9 +34,12 @@ from temporalio.converter import (
 )
 
 from ..contracts.config.settings import WorkerSettings
-from ..contracts.errors import PayloadIntegrityError
+from ..contracts.errors import PayloadIntegrityError, PayloadMissingError
+from .payload_unavailable import AgentStepsPayloadConverter, TypedExternalStorage, TypedRetrievalDriver, error_of
+from .s3_store import PrefixedAioboto3Client, StoredObject, s3_location
 
 _BLOB_ENCODING = b"binary/plain"
+LOCAL_DRIVER = "agentsteps.localdir"
 
 
 class LocalDirStorageDriver(StorageDriver):
@@ -46,7 +49,7 @@ class LocalDirStorageDriver(StorageDriver):
     can read what another wrote.
     """
 
-    def __init__(self, root: Path, driver_name: str = "agentsteps.localdir") -> None:
+    def __init__(self, root: Path, driver_name: str = LOCAL_DRIVER) -> None:
         self._root = Path(root)
         self._name = driver_name
 
@@ -54,7 +57,7 @@ class LocalDirStorageDriver(StorageDriver):
         return self._name
 
     def type(self) -> str:
-        return "agentsteps.localdir"
+        return LOCAL_DRIVER
 
     def path_for(self, digest: str) -> Path:
         if len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
@@ -71,7 +74,9 @@ class LocalDirStorageDriver(StorageDriver):
         for data in blobs:
             digest = hashlib.sha256(data).hexdigest()
             path = self.path_for(digest)
-            if not path.exists():
+            if path.exists():
+                os.utime(path)  # a fresh reference: the GC measures age from the last store
+            else:
                 path.parent.mkdir(parents=True, exist_ok=True)
                 # Write then rename: a reader never sees half a file, and two
                 # workers storing the same content race harmlessly.
@@ -94,19 +99,34 @@ class LocalDirStorageDriver(StorageDriver):
             try:
                 data = self.path_for(digest).read_bytes()
             except FileNotFoundError:
-                raise PayloadIntegrityError(f"payload {digest} is not in the store") from None
+                raise PayloadMissingError(f"payload sha256:{digest} is not in the store {self._root}") from None
             if hashlib.sha256(data).hexdigest() != digest:
-                raise PayloadIntegrityError(f"payload {digest} does not match its digest")
+                raise PayloadIntegrityError(f"payload sha256:{digest} in {self._root} does not match its digest")
             payloads.append(Payload.FromString(data))
         return payloads
+
+    async def list_objects(self) -> AsyncIterator[StoredObject]:
+        for path in await asyncio.to_thread(lambda: sorted((self._root / "sha256").glob("??/*"))):
+            if path.name.startswith(".") or len(path.name) != 64:
+                continue
+            stat = path.stat()
+            yield StoredObject(str(path), path.name, datetime.fromtimestamp(stat.st_mtime, timezone.utc), stat.st_size)
+
+    async def read_object(self, location: str) -> bytes:
+        return await asyncio.to_thread(Path(location).read_bytes)
+
+    async def delete_objects(self, locations: Sequence[str]) -> None:
+        for location in locations:
+            Path(location).unlink(missing_ok=True)
 
 
 class PayloadStore:
     """Raw bytes in and out of the same driver Temporal uses for large payloads."""
 
-    def __init__(self, driver: StorageDriver, threshold_bytes: int = 256 * 1024) -> None:
+    def __init__(self, driver: StorageDriver, threshold_bytes: int = 256 * 1024, location: str | None = None) -> None:
         self.driver = driver
         self.threshold_bytes = threshold_bytes
+        self.location = location or driver.name()
 
     async def put(self, data: bytes) -> dict[str, str]:
         payload = Payload(metadata={"encoding": _BLOB_ENCODING}, data=data)
@@ -114,66 +134,76 @@ class PayloadStore:
         return dict(claim.claim_data)
 
     async def get(self, claim: Mapping[str, str]) -> bytes:
-        [payload] = await self.driver.retrieve(StorageDriverRetrieveContext(), [StorageDriverClaim(claim_data=claim)])
+        typed = TypedRetrievalDriver(self.driver, self.location)
+        [payload] = await typed.retrieve(StorageDriverRetrieveContext(), [StorageDriverClaim(claim_data=dict(claim))])
+        error = error_of(payload)
+        if error is not None:
+            raise error
         return payload.data
 
     def external_storage(self) -> ExternalStorage:
-        return ExternalStorage(drivers=[self.driver], payload_size_threshold=self.threshold_bytes)
+        # A reference written by a worker with another kind of store fails typed too.
+        return TypedExternalStorage(
+            drivers=[TypedRetrievalDriver(self.driver, self.location)],
+            payload_size_threshold=self.threshold_bytes,
+            location=self.location,
+        )
 
     def data_converter(self) -> DataConverter:
         """The pydantic data converter with large payloads offloaded to this store."""
-        return dataclasses.replace(pydantic_data_converter, external_storage=self.external_storage())
+        return dataclasses.replace(
+            pydantic_data_converter,
+            payload_converter_class=AgentStepsPayloadConverter,
+            external_storage=self.external_storage(),
+        )
+
+    async def list_objects(self) -> AsyncIterator[StoredObject]:
+        if isinstance(self.driver, LocalDirStorageDriver):
+            async for item in self.driver.list_objects():
+                yield item
+        else:
+            client, bucket = self._s3()
+            async for item in client.list_objects(bucket):
+                yield item
+
+    async def read_object(self, location: str) -> bytes:
+        if isinstance(self.driver, LocalDirStorageDriver):
+            return await self.driver.read_object(location)
+        client, bucket = self._s3()
+        return await client.read_object(bucket, location)
+
+    async def delete_objects(self, locations: Sequence[str]) -> None:
+        if isinstance(self.driver, LocalDirStorageDriver):
+            await self.driver.delete_objects(locations)
+        else:
+            client, bucket = self._s3()
+            await client.delete_objects(bucket, list(locations))
+
+    def _s3(self) -> tuple[PrefixedAioboto3Client, str]:
+        client = getattr(self.driver, "_client", None)
+        bucket = getattr(self.driver, "_bucket", None)
+        if not isinstance(client, PrefixedAioboto3Client) or not isinstance(bucket, str):
+            raise TypeError(f"cannot list the payload store {self.location}")
+        return client, bucket
+
+    async def aclose(self) -> None:
+        client = getattr(self.driver, "_client", None)
+        if isinstance(client, PrefixedAioboto3Client):
+            await client.aclose()
 
 
 def build_payload_store(settings: WorkerSettings) -> PayloadStore:
     cfg = settings.payload_store
     if cfg.s3_bucket:
-        driver: StorageDriver = _s3_driver(cfg.s3_bucket, cfg.s3_region, cfg.s3_endpoint_url)
-    else:
-        driver = LocalDirStorageDriver(cfg.local_dir or Path(settings.state_dir) / "payloads")
-    return PayloadStore(driver, cfg.threshold_bytes)
+        # Imported here: importing the S3 driver module needs no AWS packages, but keep the local path lean.
+        from temporalio.contrib.aws.s3driver import S3StorageDriver
+
+        driver: StorageDriver = S3StorageDriver(client=PrefixedAioboto3Client(cfg), bucket=cfg.s3_bucket)
+        return PayloadStore(driver, cfg.threshold_bytes, s3_location(cfg))
+    root = cfg.local_dir or Path(settings.state_dir) / "payloads"
+    return PayloadStore(LocalDirStorageDriver(root), cfg.threshold_bytes, f"local directory {root}")
 
 
 def build_data_converter(settings: WorkerSettings, store: PayloadStore | None = None) -> DataConverter:
     """Pass the worker's ``PayloadStore`` so snapshots and payloads share one driver."""
     return (store or build_payload_store(settings)).data_converter()
-
-
-def _s3_driver(bucket: str, region: str | None, endpoint_url: str | None) -> StorageDriver:
-    # Imported here: the S3 path needs aioboto3, which the local default does not.
-    from temporalio.contrib.aws.s3driver import S3StorageDriver
-
-    return S3StorageDriver(client=_LazyAioboto3Client(region, endpoint_url), bucket=bucket)
-
-
-class _LazyAioboto3Client(S3StorageDriverClient):
-    """Opens the aioboto3 client on first use, inside the worker's event loop,
-    so building the data converter needs no running loop and no AWS packages."""
-
-    def __init__(self, region: str | None, endpoint_url: str | None) -> None:
-        self._region = region
-        self._endpoint_url = endpoint_url
-        self._inner: Any = None
-        self._lock = asyncio.Lock()
-
-    async def _client(self) -> Any:
-        async with self._lock:
-            if self._inner is None:
-                import aioboto3
-                from temporalio.contrib.aws.s3driver.aioboto3 import new_aioboto3_client
-
-                context = aioboto3.Session().client("s3", region_name=self._region, endpoint_url=self._endpoint_url)
-                self._inner = new_aioboto3_client(await context.__aenter__())
-            return self._inner
-
-    async def put_object(self, *, bucket: str, key: str, data: bytes) -> None:
-        await (await self._client()).put_object(bucket=bucket, key=key, data=data)
-
-    async def object_exists(self, *, bucket: str, key: str) -> bool:
-        return await (await self._client()).object_exists(bucket=bucket, key=key)
-
-    async def get_object(self, *, bucket: str, key: str) -> bytes:
-        return await (await self._client()).get_object(bucket=bucket, key=key)
-
-    def describe(self) -> Mapping[str, str]:
-        return {"client": "aioboto3", "region": self._region or "", "endpoint_url": self._endpoint_url or ""}

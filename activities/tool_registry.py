@@ -16,6 +16,9 @@ from typing import Any, get_type_hints
 from pydantic import BaseModel
 
 from ..contracts import ToolSchema
+from ..contracts.llm.tools import Delivery
+from ..contracts.errors import ToolConfigError
+from ..contracts.llm.tool_names import tool_name_collisions
 
 
 @dataclass(frozen=True)
@@ -37,6 +40,7 @@ class PythonTool:
     side_effects: bool
     wants_context: bool
     requires_approval: bool = False
+    delivery: Delivery = "retry"
 
     def schema(self) -> ToolSchema:
         return ToolSchema(
@@ -46,6 +50,7 @@ class PythonTool:
             output_schema=self.output_model.model_json_schema() if self.output_model else None,
             side_effects=self.side_effects,
             requires_approval=self.requires_approval,
+            delivery=self.delivery,
             source="python",
         )
 
@@ -61,15 +66,24 @@ class ToolRegistry:
         self._tools: dict[str, PythonTool] = {}
 
     def tool(
-        self, name: str | None = None, *, side_effects: bool = False, requires_approval: bool = False
+        self,
+        name: str | None = None,
+        *,
+        side_effects: bool = False,
+        delivery: Delivery | None = None,
+        requires_approval: bool = False,
     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         """Register ``fn(args: InputModel[, ctx: ToolContext]) -> OutputModel``.
 
+        ``delivery`` defaults to ``retry`` for a tool without side effects, ``key``
+        for one that takes a ``ToolContext`` (it must dedupe on
+        ``ctx.idempotency_key``) and ``at_most_once`` for one that does not.
+        Declare ``retry`` for a side-effecting tool that is idempotent by nature.
         ``requires_approval``: every call waits for a person's ``approve`` (or is rejected).
         """
 
         def register(fn: Callable[..., Any | Awaitable[Any]]) -> Callable[..., Any]:
-            tool = _describe(fn, name=name, side_effects=side_effects)
+            tool = _describe(fn, name=name, side_effects=side_effects, delivery=delivery)
             self.add(dataclasses.replace(tool, requires_approval=requires_approval))
             return fn
 
@@ -79,6 +93,9 @@ class ToolRegistry:
         if tool.name in self._tools:
             raise ValueError(f"tool {tool.name!r} is registered twice")
         ToolSchema.model_validate(tool.schema().model_dump())  # fail at start-up, not mid-run
+        clashes = tool_name_collisions([*self._tools, tool.name])
+        if clashes:
+            raise ToolConfigError(clashes)
         self._tools[tool.name] = tool
 
     def get(self, name: str) -> PythonTool | None:
@@ -94,7 +111,9 @@ class ToolRegistry:
         return len(self._tools)
 
 
-def _describe(fn: Callable[..., Any], *, name: str | None, side_effects: bool) -> PythonTool:
+def _describe(
+    fn: Callable[..., Any], *, name: str | None, side_effects: bool, delivery: Delivery | None = None
+) -> PythonTool:
     params = list(inspect.signature(fn).parameters.values())
     hints = get_type_hints(fn)
     if not params or len(params) > 2:
@@ -104,6 +123,13 @@ def _describe(fn: Callable[..., Any], *, name: str | None, side_effects: bool) -
         raise TypeError(f"tool {fn.__name__}: the first parameter must be annotated with a pydantic model")
     output = hints.get("return")
     output_model = output if inspect.isclass(output) and issubclass(output, BaseModel) else None
+    wants_context = len(params) == 2
+    if delivery is None:
+        delivery = "retry" if not side_effects else "key" if wants_context else "at_most_once"
+    if delivery not in ("retry", "key", "at_most_once"):
+        raise TypeError(f"tool {fn.__name__}: delivery must be retry, key or at_most_once, not {delivery!r}")
+    if delivery == "key" and not wants_context:
+        raise TypeError(f"tool {fn.__name__}: delivery 'key' needs a ctx: ToolContext parameter to read the key from")
     return PythonTool(
         name=name or fn.__name__,
         description=inspect.getdoc(fn) or "",
@@ -111,5 +137,6 @@ def _describe(fn: Callable[..., Any], *, name: str | None, side_effects: bool) -
         output_model=output_model,
         fn=fn,
         side_effects=side_effects,
-        wants_context=len(params) == 2,
+        wants_context=wants_context,
+        delivery=delivery,
     )

@@ -14,12 +14,15 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 from temporalio import activity
+from temporalio.exceptions import ApplicationError
 
 from ..contracts import ToolCallInput, ToolCallResult, ToolError, ToolSchema
+from ..contracts.errors import ToolConfigError
 from ..contracts.json_schema import json_path
 from ..contracts.names import TOOLS_CALL, TOOLS_DESCRIBE
 from ..contracts.llm.arguments import parse_tool_arguments
-from ..contracts.llm.tools import ToolsDescribeInput
+from ..contracts.llm.tools import ToolsDescribeInput, outcome_unknown
+from ..contracts.llm.tool_names import tool_name_collisions
 from ..telemetry.metrics import TOOL_CALL_SECONDS, TOOL_CALLS
 from ..telemetry.tracing import tool_span
 from .tool_registry import PythonTool, ToolContext, ToolRegistry
@@ -31,6 +34,8 @@ class ToolActivities:
         self._registry = registry
         self._sources = list(sources)
         self._external: dict[str, tuple[ToolSource, ToolSchema]] | None = None
+        self._offered_by: dict[str, list[str]] = {}
+        """Tool name -> every source offering it, to refuse a name two sources share."""
 
     async def catalog(self) -> dict[str, ToolSchema]:
         external = await self._external_tools()
@@ -41,7 +46,18 @@ class ToolActivities:
     @activity.defn(name=TOOLS_DESCRIBE)
     async def describe(self, request: ToolsDescribeInput) -> list[ToolSchema]:
         catalog = await self.catalog()
-        return [catalog[name] for name in request.names if name in catalog]
+        found = [catalog[name] for name in request.names if name in catalog]
+        clashes = [
+            f"tool {name!r} is offered by {' and '.join(self._offered_by[name])}; rename or prefix one of them"
+            for name in dict.fromkeys(t.name for t in found)
+            if len(self._offered_by.get(name, ())) > 1
+        ]
+        clashes += tool_name_collisions(t.name for t in found)
+        if clashes:
+            # At the run's start: the names it would send could not be mapped back to one tool each.
+            error = ToolConfigError(clashes)
+            raise ApplicationError(str(error), clashes, type=ToolConfigError.__name__, non_retryable=True)
+        return found
 
     @activity.defn(name=TOOLS_CALL)
     async def call(self, call: ToolCallInput) -> ToolCallResult:
@@ -84,6 +100,12 @@ class ToolActivities:
             value = await tool.invoke(args, ToolContext(call_id=call.call_id, idempotency_key=call.idempotency_key))
         except ToolError as exc:
             return _error(call, str(exc))
+        except Exception as exc:
+            if call.delivery != "at_most_once":
+                raise  # Temporal retries it: the tool is idempotent or dedupes on its key
+            # The tool ran, and nothing says how far: a retry could repeat the effect. Only the
+            # exception's type goes to the model: its text may carry what the tool holds (a DSN, a token).
+            return outcome_unknown(call, f"the tool raised {type(exc).__name__}")
         structured = _to_jsonable(value)
         if tool.output_model is not None:
             try:
@@ -99,9 +121,12 @@ class ToolActivities:
     async def _external_tools(self) -> dict[str, tuple[ToolSource, ToolSchema]]:
         if self._external is None:
             found: dict[str, tuple[ToolSource, ToolSchema]] = {}
+            offered_by: dict[str, list[str]] = {name: ["python"] for name in self._registry.schemas()}
             for source in self._sources:
                 for schema in await source.describe():
                     found.setdefault(schema.name, (source, schema))
+                    offered_by.setdefault(schema.name, []).append(schema.source)
+            self._offered_by = offered_by
             self._external = found
         return self._external
 

@@ -11,7 +11,7 @@ from temporalio.client import Client
 from ..contracts.config.settings import WorkerSettings
 from ..client.dev_server import embedded_temporal
 from ..telemetry.server import start_metrics_server
-from ..worker import connect, running_worker
+from ..worker import check_deployment, connect, running_worker
 
 
 async def _until_stopped() -> None:
@@ -50,6 +50,10 @@ async def run_dev(settings: WorkerSettings) -> int:
 
 
 async def run_worker_only(settings: WorkerSettings) -> int:
+    check_deployment(settings)
+    if settings.tool_factories is None:
+        # A production worker offers only the tools its operator configured; demo tools are for demo and dev.
+        settings = settings.model_copy(update={"tool_factories": []})
     client = await connect(settings)
     await _serve(client, settings, [f"worker on {settings.task_queue!r}, metrics on :{settings.metrics_port}"])
     return 0

@@ -89,6 +89,11 @@ def _parser() -> argparse.ArgumentParser:
 
     configure_parser(schedule)
 
+    payloads = sub.add_parser("payloads", help="Operate the payload store: 'payloads gc --older-than 30d [--delete]'.")
+    from .payloads import configure_parser as configure_payloads
+
+    configure_payloads(payloads)
+
     scripted = command("scripted-model", _scripted_model, "Serve the scripted model (a test double) over HTTP.")
     # The same arguments (and default port) as ``python -m agentsteps.scripted_model``.
     from ..scripted_model.cli import build_parser

@@ -7,11 +7,12 @@ nothing is started and that server is used instead.
 
 from __future__ import annotations
 
+import os
 import shutil
 import socket
 import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,6 +46,25 @@ def _listening(host: str, port: int) -> bool:
         return sock.connect_ex((host, port)) == 0
 
 
+@contextmanager
+def _children_print_to_stderr() -> Iterator[None]:
+    """Child processes started inside get stderr as their stdout.
+
+    The dev server prints a banner on its stdout, which it inherits from us;
+    ``--json`` output must be the only thing on ours. The SDK spawns the child
+    itself, so the redirect is at the file descriptor, around the spawn only.
+    """
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        os.dup2(2, 1)
+        yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
 @asynccontextmanager
 async def embedded_temporal(settings: WorkerSettings) -> AsyncIterator[Stack]:
     if settings.temporal_address:
@@ -54,7 +74,16 @@ async def embedded_temporal(settings: WorkerSettings) -> AsyncIterator[Stack]:
         yield Stack(f"127.0.0.1:{DEV_SERVER_PORT}", f"http://localhost:{UI_PORT}", started_here=False)
         return
     settings.state_dir.mkdir(parents=True, exist_ok=True)
-    env = await WorkflowEnvironment.start_local(
+    with _children_print_to_stderr():
+        env = await _start_local(settings)
+    try:
+        yield Stack(f"127.0.0.1:{DEV_SERVER_PORT}", f"http://localhost:{UI_PORT}", started_here=True)
+    finally:
+        await env.shutdown()
+
+
+async def _start_local(settings: WorkerSettings) -> WorkflowEnvironment:
+    return await WorkflowEnvironment.start_local(
         port=DEV_SERVER_PORT,
         ui=True,
         ui_port=UI_PORT,
@@ -64,7 +93,3 @@ async def embedded_temporal(settings: WorkerSettings) -> AsyncIterator[Stack]:
         dev_server_database_filename=str(settings.state_dir / "temporal.db"),
         dev_server_log_level="error",
     )
-    try:
-        yield Stack(f"127.0.0.1:{DEV_SERVER_PORT}", f"http://localhost:{UI_PORT}", started_here=True)
-    finally:
-        await env.shutdown()

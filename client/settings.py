@@ -12,16 +12,15 @@ import os
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import ValidationError
 
 from ..contracts import InvalidSpecError, Violation, ViolationKind
 from ..contracts.mcp import McpConfigError
+from ..contracts.config.mcp_config import McpConfig, parse_mcp_config
 from ..contracts.config.settings import WorkerSettings
 
-if TYPE_CHECKING:
-    from ..contracts.config.mcp_config import McpConfig
 
 DEFAULT_CONFIG_FILE = "agentsteps.toml"
 CONFIG_ENV = "AGENTSTEPS_CONFIG"
@@ -42,8 +41,23 @@ _ENV_FIELDS: dict[str, tuple[str, ...]] = {
     "OTEL_SERVICE_NAME": ("tracing", "service_name"),
     "AGENTSTEPS_TRACE_CONTENT": ("tracing", "capture_content"),
     "AGENTSTEPS_SNAPSHOT_KEY": ("snapshot_key",),
+    "AGENTSTEPS_SNAPSHOT_PREVIOUS_KEYS": ("snapshot_previous_keys",),
+    "AGENTSTEPS_SINGLE_WORKER": ("single_worker",),
+    "AGENTSTEPS_SANDBOX_PROCESSES": ("sandbox_processes",),
     "AGENTSTEPS_PAYLOAD_S3_BUCKET": ("payload_store", "s3_bucket"),
+    "AGENTSTEPS_PAYLOAD_S3_PREFIX": ("payload_store", "s3_prefix"),
+    # The usual AWS variables, the more specific one last so it wins.
+    "AWS_DEFAULT_REGION": ("payload_store", "s3_region"),
+    "AWS_REGION": ("payload_store", "s3_region"),
+    "AWS_ENDPOINT_URL": ("payload_store", "s3_endpoint_url"),
+    "AWS_ENDPOINT_URL_S3": ("payload_store", "s3_endpoint_url"),
+    "AWS_ACCESS_KEY_ID": ("payload_store", "s3_access_key_id"),
+    "AWS_SECRET_ACCESS_KEY": ("payload_store", "s3_secret_access_key"),
+    "AWS_SESSION_TOKEN": ("payload_store", "s3_session_token"),
 }
+
+# Variables holding lists: comma-separated (keys are hex or base64, never commas).
+_LIST_ENV = {"AGENTSTEPS_SNAPSHOT_PREVIOUS_KEYS"}
 
 
 def load_settings(config_path: str | Path | None = None, env: Mapping[str, str] | None = None) -> WorkerSettings:
@@ -64,7 +78,7 @@ def load_settings(config_path: str | Path | None = None, env: Mapping[str, str] 
             target = data
             for key in keys[:-1]:
                 target = target.setdefault(key, {})
-            target[keys[-1]] = value
+            target[keys[-1]] = [v.strip() for v in value.split(",") if v.strip()] if var in _LIST_ENV else value
     try:
         return WorkerSettings.model_validate(data)
     except ValidationError as exc:
@@ -84,10 +98,6 @@ def load_mcp_config(path: str | Path | None) -> McpConfig:
     MCP problems are ``McpConfigError`` rather than ``InvalidSpecError`` so
     ``agentsteps tools`` and the worker report them as MCP configuration.
     """
-    # Lazy: the MCP package pulls in the MCP SDK, which settings-only callers never need.
-    from ..activities.mcp.config import parse_mcp_config
-    from ..contracts.config.mcp_config import McpConfig
-
     if path is None:
         return McpConfig()
     resolved = Path(path)

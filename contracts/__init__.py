@@ -17,7 +17,17 @@ from .llm.messages import LLMToolCall, Message
 from .llm.request import LLMConfig, LLMRequest, LLMResponse, ResponseFormat, Usage
 from .llm.tools import ToolCallInput, ToolCallResult, ToolSchema
 from .llm.violations import Violation, ViolationKind
-from .spec import AgentInput, AgentResult, AgentSpec, AgentState, DefaultResult, Degradation, Step, ToolCallRecord
+from .spec import (
+    AgentInput,
+    AgentResult,
+    AgentSpec,
+    AgentState,
+    DefaultResult,
+    Degradation,
+    EffectRecord,
+    Step,
+    ToolCallRecord,
+)
 
 __all__ = [
     "AgentInput",
@@ -29,6 +39,7 @@ __all__ = [
     "ContractViolationError",
     "DefaultResult",
     "Degradation",
+    "EffectRecord",
     "InvalidSpecError",
     "LLMConfig",
     "LLMRequest",

@@ -11,6 +11,7 @@
     │   ├── RetryableProviderError     408/409/429/5xx, timeouts, resets (Temporal retries)
     │   └── NonRetryableProviderError  400/401/403/404/422, malformed bodies
     ├── ToolError                  a tool's own failure; goes back to the model
+    ├── ToolConfigError            two tools share a name on the wire or in code mode (at start)
     ├── McpError                   an MCP server failed; ``retryable`` says how Temporal treats it
     │   ├── McpConfigError             unknown server, bad config file, missing secret, name collision
     │   ├── McpAuthError               the server rejected the credential
@@ -18,6 +19,8 @@
     │   └── McpProtocolError           the server answered something that is not valid MCP
     ├── SnapshotIntegrityError     a code-mode snapshot is missing, altered or signed with another key
     ├── PayloadIntegrityError      stored payload bytes no longer match their content address
+    │   └── PayloadMissingError        a payload is not in (or not readable from) this worker's store
+    ├── DeploymentConfigError      a worker on a cluster without a shared payload store or snapshot key
     ├── InvalidProgramResume       a snapshot cannot take the outcomes it was resumed with
     ├── MonitorScanError           the monitor's scan program failed or returned a malformed value
     ├── ApprovalError              an approve/reject names no waiting call, one already decided, or is malformed
@@ -125,6 +128,18 @@ class ToolError(AgentStepsError):
     """Raise from a tool to report a domain failure the model should see."""
 
 
+class ToolConfigError(AgentStepsError):
+    """Tools that cannot be told apart once named for an API or a code-mode stub (``tool_name_collisions``).
+
+    Raised at start (registering a Python tool, ``tools.describe`` for a run),
+    never retried: one tool silently hiding another is the failure it prevents.
+    """
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
+        super().__init__("; ".join(problems))
+
+
 class SnapshotIntegrityError(AgentStepsError):
     """A stored snapshot is missing, altered, or signed with another key.
 
@@ -134,7 +149,19 @@ class SnapshotIntegrityError(AgentStepsError):
 
 
 class PayloadIntegrityError(AgentStepsError):
-    """Stored bytes no longer match their content address."""
+    """Stored bytes no longer match their content address; names the digest and the store."""
+
+
+class PayloadMissingError(PayloadIntegrityError):
+    """A referenced payload is not in the store this worker reads (or the store refuses it).
+
+    The message names the digest and the store. Never retried: the bytes will
+    not appear by waiting, and a run that needs them cannot go on.
+    """
+
+
+class DeploymentConfigError(AgentStepsError):
+    """The worker's deployment settings cannot keep runs safe (raised before it starts)."""
 
 
 class InvalidProgramResume(AgentStepsError):

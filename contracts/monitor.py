@@ -125,6 +125,8 @@ class MonitorReport(BaseModel):
     scan_tool_calls: int = 0
     """Tracker calls the scan program made; their results stayed in the sandbox, never in a prompt."""
     reprompts: int = 0
+    metrics_error: str | None = None
+    """Why ``monitor.record`` could not record this tick's metrics (retried, then given up: the tick's work stands)."""
     violations: list[Violation] = Field(default_factory=list)
     usage: Usage = Field(default_factory=Usage)
 

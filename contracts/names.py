@@ -1,4 +1,4 @@
-"""Every workflow, activity, query, signal and update name the engine uses.
+"""Every workflow, activity, query, signal, update and patch name the engine uses.
 
 These strings are persisted compatibility data, not labels:
 
@@ -62,6 +62,19 @@ APPROVALS_QUERY = "approvals"
 PROGRESS_TOPIC = "progress"
 """A session's ``ProgressEvent`` items: turn start and end, steps, tool calls, approvals, usage."""
 
+# ---------------------------------------------------------------- workflow.patched ids
+# A patch id marks, in a run's history, that a change to the commands a
+# workflow issues was live when the run took that branch; runs started before
+# the change replay the old branch. Never reuse or rename one.
+EFFECTS_PATCH = "agentsteps.effects-once.1"
+"""Issue 13: effect keys from the workflow id and the call's content (not the run id), the
+run's record of effects, delivery policies, token reservations, the monitor's record retry.
+Runs recorded without its marker keep the old commands when they replay."""
+REFUSAL_REPROMPTED_ONCE = "refusal-reprompted-once"
+"""The ladder degrades on the second refusal in a row instead of re-prompting again."""
+PATCH_TOOL_RESULT_CAP = "tool-result-cap"
+"""``workflow.patched`` id: tool-mode results are cut to ``AgentSpec.tool_result_chars`` (runs started before keep them whole)."""
+
 WORKFLOWS = (AGENT_WORKFLOW, PIPELINE_WORKFLOW, MONITOR_WORKFLOW, SESSION_WORKFLOW)
 ACTIVITIES = (LLM_CALL, TOOLS_DESCRIBE, TOOLS_CALL, CODE_CHECK, CODE_START, CODE_RESUME, MONITOR_RECORD)
 
@@ -76,13 +89,16 @@ __all__ = [
     "CODE_CHECK",
     "CODE_RESUME",
     "CODE_START",
+    "EFFECTS_PATCH",
     "LLM_CALL",
     "MONITOR_RECORD",
     "MONITOR_WORKFLOW",
+    "PATCH_TOOL_RESULT_CAP",
     "PIPELINE_WORKFLOW",
     "PROGRESS_TOPIC",
     "REJECT_UPDATE",
     "SESSION_WORKFLOW",
+    "REFUSAL_REPROMPTED_ONCE",
     "STATE_QUERY",
     "STEPS_QUERY",
     "TOOLS_CALL",

@@ -30,6 +30,8 @@ class ActivityPolicy(BaseModel):
     max_attempts: int = Field(default=6, ge=1)
     initial_interval_seconds: float = Field(default=1.0, gt=0)
     maximum_interval_seconds: float = Field(default=60.0, gt=0)
+    heartbeat_seconds: float | None = Field(default=None, gt=0)
+    """Heartbeat timeout; a tool that reports MCP progress heartbeats with it, so a long call survives."""
 
 
 class AgentSpec(BaseModel):
@@ -57,6 +59,8 @@ class AgentSpec(BaseModel):
     latest turns that fit) or ``summarize`` (a contracted summary replaces the oldest turns)."""
     code_limits: ProgramLimits = Field(default_factory=ProgramLimits)
     """Code mode only: sandbox limits per program."""
+    tool_result_chars: int = Field(default=32_000, ge=200)
+    """Tool mode only: a longer tool result is cut to this many characters, with a notice the model reads."""
     llm_policy: ActivityPolicy = Field(default_factory=ActivityPolicy)
     tool_policy: ActivityPolicy = Field(default_factory=lambda: ActivityPolicy(start_to_close_seconds=60.0))
 
@@ -72,6 +76,23 @@ class ToolCallRecord(BaseModel):
     arguments: str
     content: str
     is_error: bool = False
+
+
+class EffectRecord(BaseModel):
+    """A side-effecting call that took effect in this run (or may have: ``outcome = "unknown"``).
+
+    A later identical call in the same logical step (a re-prompted program, a
+    fallback model's program) gets the same key and is answered from this record
+    without calling the tool again.
+    """
+
+    key: str
+    tool: str
+    arguments: str
+    """Canonical JSON of the arguments, capped."""
+    content: str
+    """What the call returned, capped."""
+    outcome: Literal["done", "unknown"] = "done"
 
 
 StepKind = Literal["assistant", "tool_call", "final"]
@@ -112,6 +133,8 @@ class AgentResult(BaseModel):
     degradations: list[Degradation] = Field(default_factory=list)
     model: str = ""
     """The model that produced the final answer."""
+    effects: list[EffectRecord] = Field(default_factory=list)
+    """Side-effecting calls that took effect, in the order they completed."""
 
 
 class AgentState(BaseModel):

@@ -23,7 +23,8 @@ from typing import Any, TextIO
 from temporalio.client import Client
 from temporalio.worker import Worker
 
-from ..activities.mcp import McpSessionPool, McpToolClient, McpToolSource, SecretResolver, parse_mcp_config
+from ..activities.mcp import McpSessionPool, McpToolClient, McpToolSource, SecretResolver
+from ..contracts.config.mcp_config import parse_mcp_config
 from ..activities.tool_registry import ToolRegistry
 from ..contracts.llm.request import LLMConfig
 from ..contracts.monitor import MonitorInput, MonitorReport, MonitorSpec

@@ -13,6 +13,16 @@ from .script import Fault, Reply
 _ANTHROPIC_STOP = {"stop": "end_turn", "tool_calls": "tool_use", "length": "max_tokens", "content_filter": "refusal"}
 
 
+@dataclass(frozen=True)
+class Counts:
+    prompt: int
+    completion: int
+    total: int
+    cache_read: int = 0
+    cache_write: int = 0
+    reasoning: int = 0
+
+
 @dataclass
 class HttpAnswer:
     status: int
@@ -33,17 +43,23 @@ def reply_text(reply: Reply, view: RequestView) -> str | None:
     return reply.content
 
 
-def _usage(reply: Reply, view: RequestView, text: str | None) -> tuple[int, int, int]:
+def _usage(reply: Reply, view: RequestView, text: str | None, cache: tuple[int, int]) -> Counts:
     out = (text or "") + "".join(c.name + c.arguments_text() for c in reply.tool_calls)
-    prompt = _tokens("".join(view.all_texts))
-    completion = _tokens(out)
+    reasoning = _tokens(reply.thinking) if reply.thinking else 0
+    read, write = cache
+    # The prompt holds at least what the cache read and wrote.
+    prompt = max(_tokens("".join(view.all_texts)), read + write)
+    completion = _tokens(out) + reasoning
+    total = None
     override = reply.usage
     if override is not None:
         prompt = override.prompt_tokens if override.prompt_tokens is not None else prompt
         completion = override.completion_tokens if override.completion_tokens is not None else completion
-        if override.total_tokens is not None:
-            return prompt, completion, override.total_tokens
-    return prompt, completion, prompt + completion
+        read = override.cache_read_tokens if override.cache_read_tokens is not None else read
+        write = override.cache_write_tokens if override.cache_write_tokens is not None else write
+        reasoning = override.reasoning_tokens if override.reasoning_tokens is not None else reasoning
+        total = override.total_tokens
+    return Counts(prompt, completion, prompt + completion if total is None else total, read, write, reasoning)
 
 
 def _json(status: int, payload: Any, headers: dict[str, str] | None = None) -> HttpAnswer:
@@ -67,24 +83,25 @@ def fault_answer(wire: Wire, fault: Fault) -> HttpAnswer:
     return error_answer(wire, fault.status, fault.message, fault.error_type, headers)
 
 
-def render(wire: Wire, reply: Reply, view: RequestView, serial: int, model: str | None) -> HttpAnswer:
+def render(wire: Wire, reply: Reply, view: RequestView, serial: int, model: str | None,
+           cache: tuple[int, int] = (0, 0)) -> HttpAnswer:
     if reply.raw_body is not None:
         status = reply.fault.status if reply.fault else 200
         return HttpAnswer(status, reply.raw_body.encode())
     if reply.fault is not None:
         return fault_answer(wire, reply.fault)
     text = reply_text(reply, view)
-    prompt, completion, total = _usage(reply, view, text)
+    counts = _usage(reply, view, text, cache)
     finish = reply.finish_reason or ("tool_calls" if reply.tool_calls else "stop")
     model_name = model or view.model
     if wire == "anthropic":
-        return _json(200, _anthropic_body(reply, text, serial, model_name, finish, prompt, completion))
-    return _json(200, _openai_body(reply, text, serial, model_name, finish, prompt, completion, total))
+        return _json(200, _anthropic_body(reply, text, serial, model_name, finish, counts))
+    return _json(200, _openai_body(reply, text, serial, model_name, finish, counts))
 
 
 def _openai_body(reply: Reply, text: str | None, serial: int, model: str, finish: str,
-                 prompt: int, completion: int, total: int) -> dict[str, Any]:
-    message: dict[str, Any] = {"role": "assistant", "content": text}
+                 counts: Counts) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": text, "refusal": reply.refusal}
     if reply.tool_calls:
         message["tool_calls"] = [
             {
@@ -94,13 +111,20 @@ def _openai_body(reply: Reply, text: str | None, serial: int, model: str, finish
             }
             for i, call in enumerate(reply.tool_calls)
         ]
+    usage: dict[str, Any] = {"prompt_tokens": counts.prompt, "completion_tokens": counts.completion,
+                             "total_tokens": counts.total}
+    if counts.cache_read or counts.cache_write:
+        usage["prompt_tokens_details"] = {"cached_tokens": counts.cache_read,
+                                          "cache_write_tokens": counts.cache_write}
+    if counts.reasoning:
+        usage["completion_tokens_details"] = {"reasoning_tokens": counts.reasoning}
     return {
         "id": f"chatcmpl-scripted-{serial}",
         "object": "chat.completion",
         "created": int(time.time()),
         "model": model,
         "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-        "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": total},
+        "usage": usage,
     }
 
 
@@ -115,8 +139,10 @@ def _tool_input(call_arguments: Any) -> Any:
 
 
 def _anthropic_body(reply: Reply, text: str | None, serial: int, model: str, finish: str,
-                    prompt: int, completion: int) -> dict[str, Any]:
+                    counts: Counts) -> dict[str, Any]:
     content: list[dict[str, Any]] = []
+    if reply.thinking:
+        content.append({"type": "thinking", "thinking": reply.thinking, "signature": f"scripted-{serial}"})
     if text:
         content.append({"type": "text", "text": text})
     for i, call in enumerate(reply.tool_calls):
@@ -124,13 +150,24 @@ def _anthropic_body(reply: Reply, text: str | None, serial: int, model: str, fin
             {"type": "tool_use", "id": call.id or f"toolu_{serial}_{i}", "name": call.name,
              "input": _tool_input(call.arguments)}
         )
-    return {
+    stop = "refusal" if reply.refusal is not None else _ANTHROPIC_STOP.get(finish, finish)
+    usage: dict[str, Any] = {"input_tokens": max(0, counts.prompt - counts.cache_read - counts.cache_write),
+                             "output_tokens": counts.completion}
+    if counts.cache_read or counts.cache_write:
+        usage["cache_read_input_tokens"] = counts.cache_read
+        usage["cache_creation_input_tokens"] = counts.cache_write
+    if counts.reasoning:
+        usage["output_tokens_details"] = {"thinking_tokens": counts.reasoning}
+    body: dict[str, Any] = {
         "id": f"msg_scripted_{serial}",
         "type": "message",
         "role": "assistant",
         "model": model,
         "content": content,
-        "stop_reason": _ANTHROPIC_STOP.get(finish, finish),
+        "stop_reason": stop,
         "stop_sequence": None,
-        "usage": {"input_tokens": prompt, "output_tokens": completion},
+        "usage": usage,
     }
+    if reply.refusal is not None:
+        body["stop_details"] = {"type": "refusal", "category": None, "explanation": reply.refusal}
+    return body

@@ -47,6 +47,10 @@ class UsageOverride(BaseModel):
     completion_tokens: int | None = None
     total_tokens: int | None = None
     """OpenAI wire only: Anthropic has no total, clients compute it."""
+    cache_read_tokens: int | None = None
+    """Replaces the simulated prompt-cache read (see ``docs/scripted-model.md``)."""
+    cache_write_tokens: int | None = None
+    reasoning_tokens: int | None = None
 
 
 class Fault(BaseModel):
@@ -78,7 +82,12 @@ class Reply(BaseModel):
     """Answer with the last message's text, prefixed ``echo: ``."""
     tool_calls: list[ScriptToolCall] = Field(default_factory=list)
     finish_reason: str | None = None
-    """OpenAI spelling (``stop``, ``tool_calls``, ``length``, ...); mapped for Anthropic."""
+    """OpenAI spelling (``stop``, ``tool_calls``, ``length``, ``content_filter``) is mapped for Anthropic;
+    any other value (``pause_turn``, ``model_context_window_exceeded``, ...) is sent verbatim."""
+    refusal: str | None = None
+    """A refusal: OpenAI ``message.refusal``; Anthropic ``stop_reason: refusal`` with this explanation."""
+    thinking: str | None = None
+    """Reasoning: an Anthropic ``thinking`` block; counted as reasoning tokens on both wires."""
     usage: UsageOverride | None = None
     delay_seconds: float = Field(default=0.0, ge=0)
     fault: Fault | None = None

@@ -16,6 +16,9 @@ can treat both sources alike:
 - Duration histograms (unit ``s``; the buffer reports them as float seconds)
   gain ``_seconds`` when the name lacks it, e.g.
   ``temporal_workflow_task_schedule_to_start_latency_seconds``.
+- Contract checks and violations counted in workflows are added to the
+  activities' prometheus-client counters of the same name (``_SHARED``), with
+  only those counters' labels, so each is one family on the endpoint.
 """
 
 from __future__ import annotations
@@ -38,7 +41,9 @@ from temporalio.runtime import (
     TelemetryConfig,
 )
 
-from .metrics import LATENCY_BUCKETS, REGISTRY
+from prometheus_client import Counter
+
+from .metrics import CONTRACT_CHECKS, CONTRACT_VIOLATIONS, LATENCY_BUCKETS, REGISTRY
 
 TEMPORAL_PREFIX = "temporal_"
 
@@ -46,6 +51,12 @@ TEMPORAL_PREFIX = "temporal_"
 # every second and on every scrape.
 _BUFFER_SIZE = 200_000
 _DRAIN_INTERVAL_SECONDS = 1.0
+
+_SHARED: dict[str, Counter] = {
+    "agentsteps_contract_checks": CONTRACT_CHECKS,
+    "agentsteps_contract_violations": CONTRACT_VIOLATIONS,
+}
+"""Workflow-side counters that belong to an activity-side family (see ``workflow_metrics.record_check``)."""
 
 _COUNT_BUCKETS = (1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 144)
 _BUCKETS_BY_NAME: dict[str, Sequence[float]] = {"agentsteps_agent_steps_per_run": _COUNT_BUCKETS}
@@ -132,6 +143,11 @@ class TemporalMetricsCollector:
     def _apply(self, updates: Iterable[BufferedMetricUpdate]) -> None:
         for update in updates:
             metric = update.metric
+            shared = _SHARED.get(metric.name)
+            if shared is not None:
+                labels = {name: _label_value(update.attributes.get(name, "")) for name in shared._labelnames}
+                shared.labels(**labels).inc(update.value)
+                continue
             family = self._families.get(metric.name)
             if family is None:
                 family = _Family(metric.name, metric.kind, metric.unit, metric.description or metric.name)

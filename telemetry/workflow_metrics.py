@@ -5,13 +5,22 @@ never count twice when a worker rebuilds a run from history. They reach
 ``/metrics`` through ``telemetry.runtime`` (a ``MetricBuffer`` drained into the
 prometheus-client registry): counters there gain ``_total``; names are not
 prefixed. ``WORKFLOW_METRICS`` lists them for the docs and the dashboard test.
+
+Contract checks made in workflow code (code-mode programs, pipeline edges,
+the monitor's nudge contract) go through the meter too, under the very names
+the ``llm.call`` activity uses; ``telemetry.runtime`` folds them into those
+prometheus-client counters, so one family carries every path.
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, NamedTuple
 
 from temporalio import workflow
+
+if TYPE_CHECKING:
+    from ..contracts.llm.violations import Violation
 
 _LATENCY_UNIT = "s"
 
@@ -121,3 +130,23 @@ def record_turn(outcome: str, seconds: float) -> None:
 
 def record_session_continued() -> None:
     workflow.metric_meter().create_counter(SESSION_CONTINUED, "Sessions that continued-as-new between turns.").add(1)
+CONTRACT_CHECKS = "agentsteps_contract_checks"
+CONTRACT_VIOLATIONS = "agentsteps_contract_violations"
+"""Shared with ``telemetry.metrics``: the collector adds workflow-side counts to those counters."""
+
+
+def record_check(contract: str, phase: str, violations: Sequence["Violation"]) -> None:
+    """One contract check; a failed one is one violation, labelled with its first violation's kind.
+
+    One violation per failed check keeps violations / checks within [0, 1]
+    on every path; the result lists every violation.
+    """
+    meter = workflow.metric_meter()
+    outcome = "fail" if violations else "pass"
+    meter.create_counter(CONTRACT_CHECKS, "Contract checks.").add(
+        1, {"contract": contract, "phase": phase, "outcome": outcome}
+    )
+    if violations:
+        meter.create_counter(CONTRACT_VIOLATIONS, "Contract violations.").add(
+            1, {"contract": contract, "phase": phase, "kind": violations[0].kind.value}
+        )

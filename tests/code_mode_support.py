@@ -15,7 +15,7 @@ import sys
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-import httpx
+import httpx2
 from pydantic import BaseModel
 from temporalio.client import Client
 from temporalio.worker import Worker
@@ -155,7 +155,7 @@ async def code_worker(client: Client, settings: WorkerSettings, pool: SandboxPoo
     pool = pool or SandboxPool(max_processes=2)
     sandbox = SandboxActivities(pool, SnapshotVault(store, load_snapshot_key(settings)))
     tools = ToolActivities(build_registry(settings.state_dir))
-    async with httpx.AsyncClient(timeout=10) as http:
+    async with httpx2.AsyncClient(timeout=10) as http:
         llm = LLMActivities(settings.providers, http, settings.prices, ConversationStore(store))
         async with Worker(
             client,

@@ -31,6 +31,14 @@ TOOLS = [
     {"name": "write", "inputSchema": {"type": "object", "properties": {
         "text": {"type": "string"}, "idempotency_key": {"type": "string"}}, "required": ["text", "idempotency_key"]}},
     {"name": "bad name!", "inputSchema": {"type": "object"}},
+    # Count each call in $HOSTILE_LEDGER.<name>, and die on the first: a write with no key, and a read.
+    {"name": "charge_dies_once", "inputSchema": {"type": "object", "properties": {"cents": {"type": "integer"}}}},
+    {"name": "read_dies_once", "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": True}},
+    # A tracker that answers in prose.
+    {"name": "list_issues", "inputSchema": {"type": "object", "properties": {
+        "project": {"type": "string"}, "state": {"type": "string"}, "updated_before": {"type": "string"},
+        "limit": {"type": "integer"}, "cursor": {"type": ["string", "null"]}}}},
+    {"name": "get_issue", "inputSchema": {"type": "object", "properties": {"id": {"type": "string"}}}},
 ]
 
 
@@ -66,6 +74,16 @@ def call(name: str, arguments: dict) -> dict | None:
     if name == "echo_secret":
         return {"content": text(f"my token is {os.environ.get('HOSTILE_TOKEN', '')}"),
                 "structuredContent": {"token": os.environ.get("HOSTILE_TOKEN", "")}}
+    if name in ("charge_dies_once", "read_dies_once"):
+        ledger = Path(f"{os.environ['HOSTILE_LEDGER']}.{name}")
+        calls = ledger.read_text().count("\n") if ledger.exists() else 0
+        with ledger.open("a") as out:
+            out.write(json.dumps(arguments) + "\n")
+        if calls == 0:
+            os._exit(3)
+        return {"content": text(f"done, call {calls + 1}"), "structuredContent": {"call": calls + 1}}
+    if name in ("list_issues", "get_issue"):
+        return {"content": text("Sure! Here are the issues you asked for: PROJ-1 and PROJ-2.")}
     if name == "write":
         return {"content": text(json.dumps(arguments)), "structuredContent": arguments}
     return None

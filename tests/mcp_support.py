@@ -15,7 +15,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Iterator
 
-from agentsteps.activities.mcp import McpSessionPool, McpToolClient, SecretResolver, parse_mcp_config
+from agentsteps.activities.mcp import McpSessionPool, McpToolClient, SecretResolver
+from agentsteps.contracts.config.mcp_config import parse_mcp_config
 from agentsteps.contracts.llm.tools import ToolCallInput
 from agentsteps.examples.tickets.seed import seed
 

@@ -11,6 +11,7 @@ from agentsteps.worker import running_worker
 
 from agent_support import make_spec
 from mcp_support import new_token, seeded_db
+from secret_scan import SecretScan
 
 
 def _tracker_config(path, db) -> None:
@@ -70,5 +71,4 @@ async def test_agent_reads_and_writes_tracker_tickets_through_mcp_without_leakin
     with sqlite3.connect(db) as conn:
         bodies = [r[0] for r in conn.execute("SELECT body FROM comments WHERE issue_id = 'PROJ-1'")]
     assert bodies.count("Looking into it.") == 1
-    assert token not in history.to_json()
-    assert all(token not in json.dumps(r.body) for r in scripted.requests)
+    SecretScan(token).history(history).requests(scripted.requests).assert_clean()

@@ -216,7 +216,9 @@ async def test_side_effecting_tool_gets_a_stable_idempotency_key(engine, scripte
     assert len(delivered) == 1
     key, recipient, attempts = delivered[0]
     assert recipient == "bob" and attempts == 1
-    assert key.endswith(":0:" + result.steps[0].tool_calls[0].call_id)
+    # The key names the effect (workflow chain, step, tool, arguments), and the run records it.
+    assert key.startswith("ak1-") and [e.key for e in result.effects] == [key]
+    assert result.effects[0].tool == "send_notification" and result.effects[0].outcome == "done"
 
 
 async def test_state_query_and_graceful_cancel(engine, scripted):

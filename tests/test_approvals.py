@@ -138,8 +138,8 @@ def test_mcp_tools_named_in_require_approval_are_marked_and_a_bad_setting_is_ref
     server = config.servers["tracker"]
     tool = types.Tool(name="close_issue", input_schema={"type": "object", "properties": {}})
     other = types.Tool(name="list_issues", input_schema={"type": "object", "properties": {}})
-    assert to_tool_schema("tracker", "t_", tool, server.require_approval).requires_approval
-    assert not to_tool_schema("tracker", "t_", other, server.require_approval).requires_approval
+    assert to_tool_schema("tracker", "t_", tool, require_approval=server.require_approval).requires_approval
+    assert not to_tool_schema("tracker", "t_", other, require_approval=server.require_approval).requires_approval
     with pytest.raises(ValidationError, match="require_approval"):
         McpConfig.model_validate({"servers": {"tracker": {"transport": "http", "url": "http://x/mcp",
                                                           "require_approval": "close_issue"}}})

@@ -28,6 +28,8 @@ from agentsteps.contracts.code.stubs import generate_stubs
 from agentsteps.contracts.names import AGENT_WORKFLOW
 from agentsteps.worker import running_worker
 
+from secret_scan import SecretScan
+
 SECRET_ENV = "CRM_API_TOKEN"
 SECRET = "crm-" + uuid.uuid4().hex
 PLANS = {"acme": "enterprise", "globex": "starter"}
@@ -126,11 +128,10 @@ async def test_tool_secret_stays_in_the_worker_in_code_mode(client, settings, sc
     assert result.output["leaked"].startswith("refused: os.getenv")
     assert crm["authorised"] == 2 and crm["refused"] == 0
 
-    assert SECRET not in history.to_json()
-    assert scripted.requests and all(SECRET not in json.dumps(r.body) for r in scripted.requests)
-    assert all(SECRET not in v for r in scripted.requests for v in r.headers.values())
-    assert SECRET not in generate_stubs(list(registry.schemas().values()))
+    assert scripted.requests and caplog.records
     # The program paused on its calls, so a snapshot of its memory was stored.
-    stored = [p for p in (settings.state_dir / "payloads").rglob("*") if p.is_file()]
-    assert stored and all(SECRET.encode() not in p.read_bytes() for p in stored)
-    assert caplog.records and SECRET not in caplog.text
+    assert [p for p in (settings.state_dir / "payloads").rglob("*") if p.is_file()]
+    scan = SecretScan(SECRET).history(history).requests(scripted.requests).text("worker logs", caplog.text)
+    scan.text("model request headers", json.dumps([dict(r.headers) for r in scripted.requests]))
+    scan.text("stubs", generate_stubs(list(registry.schemas().values())))
+    scan.files("payload store", settings.state_dir / "payloads").metrics().assert_clean()

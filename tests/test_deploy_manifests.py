@@ -17,16 +17,22 @@ from pathlib import Path
 import pytest
 import yaml
 
-from agentsteps.client.settings import _ENV_FIELDS
+from agentsteps.client.settings import _ENV_FIELDS, load_settings
+from agentsteps.contracts.code.program import ProgramLimits
 from agentsteps.contracts.config.settings import WorkerSettings
+from agentsteps.worker import check_deployment
 from agentsteps.telemetry.server import HEALTH_PATH, METRICS_PATH, READY_PATH
 
 ROOT = Path(__file__).resolve().parents[1]
 DEPLOY = ROOT / "deploy"
 IMAGE = "agentsteps-worker:0.1.0"
 METRICS_PORT = WorkerSettings().metrics_port
-ENV_THE_CODE_READS = set(_ENV_FIELDS) | {"AGENTSTEPS_CONFIG"}
-SECRET_NAMES = {"OPENAI_API_KEY", "ANTHROPIC_API_KEY"}
+COMPOSE_CONFIG = DEPLOY / "config" / "agentsteps.toml"
+# Settings the loader reads, plus the secrets the compose config file names ("secret:NAME").
+ENV_THE_CODE_READS = (
+    set(_ENV_FIELDS) | {"AGENTSTEPS_CONFIG"} | set(re.findall(r"secret:([A-Z_]+)", COMPOSE_CONFIG.read_text()))
+)
+SECRET_NAMES = {"OPENAI_API_KEY", "ANTHROPIC_API_KEY", "TICKETS_API_TOKEN"}
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +48,10 @@ def k8s() -> dict[str, dict]:
 
 def test_compose_runs_temporal_on_postgresql_with_ui_worker_prometheus_and_grafana(compose):
     services = compose["services"]
-    assert set(services) == {"postgresql", "temporal", "temporal-ui", "worker", "prometheus", "grafana"}
+    assert set(services) == {
+        "postgresql", "temporal", "temporal-ui", "worker", "worker-extra", "minio", "minio-setup", "tickets",
+        "prometheus", "grafana",
+    }
     assert services["temporal"]["environment"]["DB"] == "postgres12"
     assert services["temporal"]["environment"]["POSTGRES_SEEDS"] == "postgresql"
     assert services["temporal-ui"]["environment"]["TEMPORAL_ADDRESS"] == "temporal:7233"
@@ -72,6 +81,42 @@ def test_compose_secrets_come_from_the_environment_not_the_file(compose):
     env = compose["services"]["worker"]["environment"]
     for name in SECRET_NAMES:
         assert re.fullmatch(r"\$\{" + name + r":-\}", env[name]), env[name]
+    # No default for the snapshot key: compose refuses to start until the operator sets one.
+    assert env["AGENTSTEPS_SNAPSHOT_KEY"].startswith("${AGENTSTEPS_SNAPSHOT_KEY:?")
+
+
+def _compose_worker_settings(compose, service: str) -> WorkerSettings:
+    """What the worker container loads: its environment (with the operator's key) and the mounted config."""
+    env = dict(compose["services"][service]["environment"])
+    env = {k: re.sub(r"\$\{[A-Z_]+:[-?]([^}]*)\}", r"\1", str(v)) for k, v in env.items()}
+    env["AGENTSTEPS_SNAPSHOT_KEY"] = "operator-set-key-0123456789abcdef"
+    mounts = dict(v.split(":")[:2] for v in compose["services"][service]["volumes"])
+    assert mounts["./config/agentsteps.toml"] == env.pop("AGENTSTEPS_CONFIG")
+    return load_settings(COMPOSE_CONFIG, env)
+
+
+def test_compose_workers_share_minio_and_one_key_and_would_start(compose):
+    for service in ("worker", "worker-extra"):
+        settings = _compose_worker_settings(compose, service)
+        check_deployment(settings)  # the refusal a worker without shared store and key would hit
+        assert settings.temporal_address == "temporal:7233" and not settings.single_worker
+        store = settings.payload_store
+        assert store.s3_endpoint_url == "http://minio:9000" and store.s3_access_key_id is not None
+        assert settings.tool_factories == [], "a production worker offers no demo tools"
+    setup = " ".join(compose["services"]["minio-setup"]["command"])
+    assert f"mb --ignore-existing store/{settings.payload_store.s3_bucket}" in setup
+    assert compose["services"]["worker"]["depends_on"]["minio-setup"] == {"condition": "service_completed_successfully"}
+
+
+def test_compose_wires_the_ticket_tracker_the_monitor_reads(compose):
+    from agentsteps.client.settings import load_mcp_config
+
+    tickets = compose["services"]["tickets"]
+    assert tickets["entrypoint"][-1] == "agentsteps.examples.tickets"
+    port = tickets["command"][tickets["command"].index("--port") + 1]
+    server = load_mcp_config(COMPOSE_CONFIG).servers["tickets"]
+    assert server.url == f"http://tickets:{port}/mcp"
+    assert tickets["environment"]["TICKETS_EXPECTED_TOKEN"] == "${TICKETS_API_TOKEN:-}"
 
 
 def test_compose_prometheus_scrapes_the_worker_service_on_the_metrics_path(compose):
@@ -136,11 +181,95 @@ def test_k8s_env_names_are_the_ones_the_code_reads_and_secrets_are_references(k8
     assert int(configmap["data"]["AGENTSTEPS_METRICS_PORT"]) == METRICS_PORT
     names = {e["name"] for e in container["env"]}
     assert names <= ENV_THE_CODE_READS
+    secret_names = SECRET_NAMES - {"TICKETS_API_TOKEN"} | {
+        "AGENTSTEPS_SNAPSHOT_KEY", "AGENTSTEPS_SNAPSHOT_PREVIOUS_KEYS", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"}
     for entry in container["env"]:
-        if entry["name"] in SECRET_NAMES:
+        if entry["name"] in secret_names:
             assert set(entry) == {"name", "valueFrom"} and "secretKeyRef" in entry["valueFrom"]
-    assert SECRET_NAMES <= names
+    assert secret_names <= names
     assert "Secret" not in k8s, "secret values never live in the repository"
+
+
+def _k8s_worker_settings(k8s) -> WorkerSettings:
+    (container,) = k8s["Deployment"]["spec"]["template"]["spec"]["containers"]
+    env = dict(k8s["ConfigMap"]["data"])
+    for entry in container["env"]:
+        ref = entry.get("valueFrom", {}).get("secretKeyRef")
+        env[entry["name"]] = entry.get("value", "") if ref is None else ("" if ref.get("optional") else "k" * 32)
+    return load_settings(None, env)
+
+
+def test_k8s_replicas_share_an_s3_store_and_a_key_from_a_secret_and_would_start(k8s):
+    (container,) = k8s["Deployment"]["spec"]["template"]["spec"]["containers"]
+    key = next(e for e in container["env"] if e["name"] == "AGENTSTEPS_SNAPSHOT_KEY")
+    assert not key["valueFrom"]["secretKeyRef"].get("optional"), "a pod without the key must not start"
+    settings = _k8s_worker_settings(k8s)
+    check_deployment(settings)
+    assert settings.payload_store.shared and settings.snapshot_key is not None and not settings.single_worker
+    assert k8s["HorizontalPodAutoscaler"]["spec"]["minReplicas"] >= 2
+
+
+def test_k8s_emptydirs_hold_only_scratch(k8s):
+    pod = k8s["Deployment"]["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    settings = _k8s_worker_settings(k8s)
+    mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
+    for volume in pod["volumes"]:
+        assert set(volume) == {"name", "emptyDir"}, "no other volume kinds"
+        assert mounts[volume["name"]] in {str(settings.state_dir), "/tmp"}
+    # What used to live in the state dir lives elsewhere: payloads in S3, the key in a Secret,
+    # and a production worker registers no demo tools (whose ledger was a file there).
+    assert settings.payload_store.s3_bucket and settings.snapshot_key is not None
+
+
+def _quantity(value: str) -> float:
+    units = {"m": 1e-3, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30}
+    for suffix, factor in units.items():
+        if str(value).endswith(suffix):
+            return float(str(value)[: -len(suffix)]) * factor
+    return float(value)
+
+
+def test_k8s_resources_match_the_sandbox_pool_size(k8s):
+    (container,) = k8s["Deployment"]["spec"]["template"]["spec"]["containers"]
+    processes = _k8s_worker_settings(k8s).sandbox_processes
+    assert processes is not None, "unset means the node's CPU count, not the pod's"
+    limits = container["resources"]["limits"]
+    assert _quantity(limits["cpu"]) >= processes
+    assert _quantity(limits["memory"]) >= processes * ProgramLimits().memory_bytes + 512 * 2**20
+
+
+def test_dockerignore_keeps_state_keys_venvs_and_git_out_of_images():
+    patterns = [
+        line.strip() for line in (ROOT / ".dockerignore").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
+
+    def ignored(path: str) -> bool:
+        parts = path.split("/")
+        candidates = ["/".join(parts[: i + 1]) for i in range(len(parts))]
+        return any(_docker_match(p, c) for p in patterns for c in candidates)
+
+    for path in (".git/config", ".venv/bin/python", ".agentsteps/snapshot.key", ".agentsteps/temporal.db",
+                 "examples/.agentsteps/payloads/sha256/ab/x", "snapshot.key", "deploy/k8s/x.pem", ".env",
+                 "agentsteps.toml", "tickets.db", "activities/__pycache__/x.pyc", "agentsteps.egg-info/PKG-INFO"):
+        assert ignored(path), path
+    for path in ("pyproject.toml", "README.md", "worker.py", "activities/payload_store.py",
+                 "scripted_model/scripts/demo.json", "examples/demo_agent.toml", "deploy/config/agentsteps.toml"):
+        assert not ignored(path), path
+
+
+def _docker_match(pattern: str, path: str) -> bool:
+    regex = re.escape(pattern).replace(r"\*\*/", "(?:.*/)?").replace(r"\*", "[^/]*").replace(r"\?", "[^/]")
+    return re.fullmatch(regex, path) is not None
+
+
+def test_every_file_deploy_mentions_exists():
+    for path in DEPLOY.rglob("*"):
+        if path.is_file() and path.suffix in {".yml", ".yaml", ".toml", ""}:
+            for mention in re.findall(r"(?<![\w/.-])((?:deploy/)?[\w-]+(?:/[\w.-]+)*\.(?:ya?ml|toml|json))\b", path.read_text()):
+                candidates = [ROOT / mention, DEPLOY / mention, path.parent / mention]
+                assert any(c.exists() for c in candidates), f"{path.relative_to(ROOT)} mentions missing {mention}"
 
 
 def test_k8s_autoscaler_and_pod_monitor_target_the_worker(k8s):

@@ -6,7 +6,7 @@ import time
 import uuid
 from datetime import timedelta
 
-import httpx
+import httpx2
 import pytest
 from pydantic import SecretStr
 from temporalio import activity, workflow
@@ -38,7 +38,7 @@ def server():
 
 @pytest.fixture
 async def http():
-    async with httpx.AsyncClient() as client:
+    async with httpx2.AsyncClient() as client:
         yield client
 
 
@@ -53,9 +53,9 @@ def settings_for(server: ScriptedModelServer, **overrides) -> ProviderSettings:
     return ProviderSettings(**{**values, **overrides})
 
 
-def unique_model() -> str:
-    # A fresh pinned name per test keeps metric samples independent.
-    return f"scripted-{uuid.uuid4().hex[:8]}-2025-01-01"
+def unique_model(provider: str = "openai") -> str:
+    # A fresh pinned name per test keeps metric samples independent; each provider has its own snapshot form.
+    return f"scripted-{uuid.uuid4().hex[:8]}-" + ("20250101" if provider == "anthropic" else "2025-01-01")
 
 
 def llm_request(model: str, provider: str = "openai", **config) -> LLMRequest:
@@ -98,7 +98,7 @@ async def test_ok_call_returns_the_response_and_records_usage_and_cost(server, h
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])
 async def test_precondition_violation_fails_fast_without_any_http_request(server, http, provider):
     server.set_script({"default": {"content": "should never be sent"}})
-    model = unique_model()
+    model = unique_model(provider)
     checks_before = sample("agentsteps_contract_checks_total", contract="llm.call", phase="pre", outcome="fail")
     with pytest.raises(ApplicationError) as err:
         await run(LLMActivities(settings_for(server), http), llm_request(model, provider, temperature=3.0))
@@ -132,7 +132,7 @@ async def test_postcondition_violations_are_returned_as_values(server, http):
 
 async def test_anthropic_unknown_tool_is_a_postcondition_violation(server, http):
     server.set_script({"default": {"tool_calls": [{"name": "launch_rocket", "arguments": {}}]}})
-    response = await run(LLMActivities(settings_for(server), http), llm_request(unique_model(), "anthropic"))
+    response = await run(LLMActivities(settings_for(server), http), llm_request(unique_model("anthropic"), "anthropic"))
     assert [v.kind for v in response.violations] == [ViolationKind.unknown_tool]
     assert response.provider == "anthropic"
 
@@ -160,7 +160,7 @@ async def test_timeout_from_settings_becomes_a_retryable_error(server, http):
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])
 async def test_401_is_non_retryable_and_never_shows_the_key(server, http, provider):
     server.set_script({"default": {"fault": {"status": 401, "message": f"Incorrect API key provided: {KEY}"}}})
-    model = unique_model()
+    model = unique_model(provider)
     with pytest.raises(ApplicationError) as err:
         await run(LLMActivities(settings_for(server), http), llm_request(model, provider))
     assert err.value.type == "NonRetryableProviderError" and err.value.non_retryable
@@ -190,7 +190,7 @@ async def test_missing_anthropic_key_names_the_env_var(server, http):
     server.set_script({"default": {"content": "unused"}})
     activities = LLMActivities(settings_for(server, anthropic_api_key=None), http)
     with pytest.raises(ApplicationError) as err:
-        await run(activities, llm_request(unique_model(), "anthropic"))
+        await run(activities, llm_request(unique_model("anthropic"), "anthropic"))
     assert "ANTHROPIC_API_KEY" in str(err.value) and err.value.non_retryable
     assert server.requests == []
 

@@ -26,6 +26,7 @@ from agentsteps.contracts.names import TOOLS_CALL, TOOLS_DESCRIBE
 from agentsteps.contracts.llm.tools import ToolCallInput, ToolCallResult, ToolSchema, ToolsDescribeInput
 from agentsteps.telemetry.metrics import TOOL_CALLS
 
+from secret_scan import decoded_payloads
 from mcp_support import (
     free_port,
     hostile,
@@ -100,7 +101,9 @@ async def _run(client, servers, secrets, probe: ProbeInput) -> tuple[ProbeOutput
             outcome.catalog = sorted(await tools.catalog())
     finally:
         await mcp.aclose()
-    return outcome, json.dumps(history.to_json_dict())
+    # Payloads decoded: in to_json() they are base64, and a search of it sees nothing inside them.
+    as_dict = history.to_json_dict()
+    return outcome, json.dumps(as_dict) + "\n" + "\n".join(decoded_payloads(as_dict))
 
 
 def _call(server: str, name: str, args: dict, key: str | None = None) -> ToolCallInput:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import base64
 import json
 import uuid
 from datetime import date, timedelta
+from typing import Any
 
 import pytest
 
@@ -17,6 +17,7 @@ from agentsteps.telemetry.metrics import MONITOR_ESCALATIONS, MONITOR_NUDGES, MO
 from agentsteps.workflows.monitor.nudges import NUDGE_MARKER, check_nudge, plan_action
 
 from mcp_support import free_port, http_tracker_process, new_token
+from secret_scan import SecretScan, decoded_payloads
 from monitor_support import (
     assignee_of,
     make_spec,
@@ -53,24 +54,13 @@ async def mcp(request, tracker):
         await client.aclose()
 
 
-async def _tick_with_history(client, task_queue, spec, as_of) -> tuple[MonitorReport, str]:
+async def _tick_with_history(client, task_queue, spec, as_of) -> tuple[MonitorReport, Any]:
     handle = await client.start_workflow(
         MONITOR_WORKFLOW, MonitorInput(spec=spec, as_of=as_of), id=f"monitor-{uuid.uuid4().hex[:10]}",
         task_queue=task_queue, result_type=MonitorReport,
     )
     report = await handle.result()
-    return report, _decoded(json.loads((await handle.fetch_history()).to_json()))
-
-
-def _decoded(node) -> str:
-    """Every payload in a history, base64-decoded, so a test can search what history really holds."""
-    if isinstance(node, dict):
-        if "data" in node and "metadata" in node and isinstance(node["data"], str):
-            return base64.b64decode(node["data"]).decode("utf-8", "replace")
-        return "\n".join(_decoded(v) for v in node.values())
-    if isinstance(node, list):
-        return "\n".join(_decoded(v) for v in node)
-    return ""
+    return report, await handle.fetch_history()
 
 
 def _metric(metric, name: str) -> float:
@@ -105,9 +95,9 @@ async def test_a_tick_nudges_exactly_the_stalled_issues_and_a_second_tick_the_sa
     assert all(len(json.dumps(r.body)) < 3_000 for r in scripted.requests)
     assert report.scan_tool_calls >= 1 + len(expected)  # at least one page, then one get_issue per candidate
     # The tracker's token is a worker secret: not in history, not in any prompt.
-    assert "list_issues" in history and expected[0] in history
-    assert mcp.test_token not in history
-    assert not any(mcp.test_token in json.dumps(r.body) for r in scripted.requests)
+    decoded = "\n".join(decoded_payloads(history.to_json_dict()))
+    assert "list_issues" in decoded and expected[0] in decoded  # the scan reads what history really holds
+    SecretScan(mcp.test_token).history(history).requests(scripted.requests).assert_clean()
 
     # Nudging bumped updated_at, as real trackers do: nothing is stalled any more, nothing new is posted.
     assert again.nudged == [] and again.escalated == []
@@ -238,3 +228,59 @@ def test_plan_nudges_once_a_day_escalates_after_m_nudges_and_leaves_escalated_is
     assert plan_action(issue(nudges=1, last_nudge="2026-03-02"), spec, today) == "nudged_today"
     assert plan_action(issue(nudges=2, last_nudge="2026-02-25"), spec, today) == "escalate"
     assert plan_action(issue(nudges=5, labels=["escalated"]), spec, today) == "already_escalated"
+
+
+async def test_a_tracker_answering_in_prose_ends_the_tick_typed_and_quickly(client, settings, scripted, tmp_path):
+    """A plain-text MCP result reaches the scan program as a string, never an unguarded json.loads."""
+    import asyncio
+
+    from temporalio.client import WorkflowFailureError
+    from temporalio.exceptions import ApplicationError
+
+    from mcp_support import hostile, make_client
+
+    mcp = make_client({"tracker": hostile(env={"HOSTILE_MARKER": str(tmp_path / "m")})}, {})
+    try:
+        async with monitor_worker(client, settings, mcp):
+            with pytest.raises(WorkflowFailureError) as info:
+                await asyncio.wait_for(run_tick(client, settings.task_queue, make_spec(), None), timeout=60)
+    finally:
+        await mcp.aclose()
+    cause = info.value.cause
+    assert isinstance(cause, ApplicationError) and cause.type == "MonitorScanError"
+    assert "scan program failed" in cause.message
+
+
+async def test_monitor_record_failing_is_retried_then_reported_in_bounded_time(
+    client, settings, scripted, tracker, monkeypatch
+):
+    import asyncio
+
+    from temporalio import activity
+
+    from agentsteps import worker as worker_module
+    from agentsteps.activities.monitor import MonitorActivities
+    from agentsteps.contracts.names import MONITOR_RECORD
+
+    attempts: list[int] = []
+
+    class BrokenMetrics(MonitorActivities):
+        """Fault injection: the metrics backend is down for every attempt."""
+
+        @activity.defn(name=MONITOR_RECORD)
+        async def record(self, metrics) -> None:  # noqa: ANN001
+            attempts.append(activity.info().attempt)
+            raise RuntimeError("metrics backend unavailable")
+
+    monkeypatch.setattr(worker_module, "MonitorActivities", BrokenMetrics)
+    db, now = tracker
+    scripted.set_script(nudge_script(assigned_issues(db)))
+    mcp = tracker_client({"tickets": tracker_server(db)}, new_token())
+    try:
+        async with monitor_worker(client, settings, mcp):
+            report = await asyncio.wait_for(run_tick(client, settings.task_queue, make_spec(), now), timeout=90)
+    finally:
+        await mcp.aclose()
+    assert report.nudged, "the tick's work stands"
+    assert attempts == [1, 2, 3, 4]
+    assert report.metrics_error and "metrics backend unavailable" in report.metrics_error

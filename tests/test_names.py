@@ -17,6 +17,9 @@ def test_every_persisted_name_is_unchanged():
         "llm.call", "tools.describe", "tools.call", "code.check", "code.start", "code.resume", "monitor.record",
     )
     assert (names.STATE_QUERY, names.STEPS_QUERY, names.CANCEL_SIGNAL) == ("state", "steps", "cancel")
+    # A patch id is in every history recorded after its change; renaming it replays those runs the old way.
+    assert names.EFFECTS_PATCH == "agentsteps.effects-once.1"
+    assert names.REFUSAL_REPROMPTED_ONCE == "refusal-reprompted-once"
 
 
 def test_the_worker_registers_every_workflow_by_its_persisted_name():

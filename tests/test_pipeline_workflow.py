@@ -10,7 +10,7 @@ from __future__ import annotations
 import uuid
 from pathlib import Path
 
-import httpx
+import httpx2
 import pytest
 from temporalio.client import WorkflowFailureError
 from temporalio.exceptions import ApplicationError
@@ -55,11 +55,12 @@ def rules(read_email: list[dict], reply: list[dict]) -> dict:
 
 @pytest.fixture
 async def pipeline_worker(client, settings):
-    async with httpx.AsyncClient(timeout=5) as http:
+    async with httpx2.AsyncClient(timeout=5) as http:
         llm = LLMActivities(settings.providers, http)
         tools = ToolActivities(build_registry(settings), [])
         async with Worker(
-            client, task_queue=settings.task_queue, workflows=[PipelineWorkflow], activities=[llm.call, tools.call]
+            client, task_queue=settings.task_queue, workflows=[PipelineWorkflow],
+            activities=[llm.call, tools.describe, tools.call],
         ):
             yield settings.task_queue
 

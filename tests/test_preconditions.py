@@ -17,7 +17,7 @@ from agentsteps.contracts import (
     ToolSchema,
     ViolationKind,
 )
-from agentsteps.contracts.llm.pinning import check_model_pinned, is_pinned
+from agentsteps.contracts.llm.pinning import SNAPSHOT_FORMS, check_model_pinned, is_pinned
 from agentsteps.contracts.llm.preconditions import check_request, check_spec
 from agentsteps.contracts.llm.tokens import count_prompt_tokens, count_text_tokens
 
@@ -102,20 +102,18 @@ def test_prompt_tokens_handle_texts_beyond_the_tokenizer_call_limit():
 
 # ---------------------------------------------------------------- model pinning
 
-PINNED_NAMES = [
-    "gpt-4o-2024-08-06",
-    "claude-3-5-sonnet-20241022",
-    "claude-sonnet-4-5-20250929",
-    "llama3.1:8b",
-    "qwen2.5:7b-instruct-q4_K_M",
-    "qwen2.5-7b-instruct-q4",
-    "scripted-2026-01-01",
-    "scripted-model-v1",
-    "mistral-7b-instruct-v0.3",
-    "meta-llama/Llama-3.1-8B-Instruct",
-    "gpt-4-0613",
-    "gemini-1.5-pro-002",
-    "ft:gpt-4o-mini-2024-07-18:acme::abc123",
+PINNED_NAMES = [  # (provider, model): a snapshot suffix of that provider's documented forms
+    ("openai", "gpt-4o-2024-08-06"),
+    ("openai", "scripted-2026-01-01"),
+    ("openai", "gpt-4-0613"),
+    ("openai", "gpt-4-1106-preview"),
+    ("openai", "mistral-large-2411"),
+    ("openai", "gemini-1.5-pro-002"),
+    ("openai", "claude-3-5-sonnet-20241022"),
+    ("openai", "ft:gpt-4o-mini-2024-07-18:acme::abc123"),
+    ("anthropic", "claude-3-5-sonnet-20241022"),
+    ("anthropic", "claude-sonnet-4-5-20250929"),
+    ("anthropic", "claude-3-5-sonnet-v2@20241022"),
 ]
 ALIASES = [
     "gpt-4o",
@@ -128,12 +126,45 @@ ALIASES = [
     "o3-mini",
     "gemini-1.5-pro",
 ]
+# Version-looking names the old heuristic let through: families and mutable tags, not snapshots.
+NOT_SNAPSHOTS = [
+    ("openai", "deepseek-v3"),
+    ("openai", "mymodel:prod"),
+    ("openai", "gpt-4o:foo"),
+    ("openai", "llama3.1:8b"),
+    ("openai", "qwen2.5:7b-instruct-q4_K_M"),
+    ("openai", "qwen2.5-7b-instruct-q4"),
+    ("openai", "scripted-model-v1"),
+    ("openai", "mistral-7b-instruct-v0.3"),
+    ("openai", "meta-llama/Llama-3.1-8B-Instruct"),
+    ("openai", "gpt-4o-2024-13-45"),  # not a date
+    ("openai", "gpt-4o-20241399"),
+    ("openai", "ft:gpt-4o-mini"),
+    ("anthropic", "claude-sonnet-4-5-2025-09-29"),  # OpenAI's form, not Anthropic's
+    ("anthropic", "claude-3-opus-0613"),
+    ("anthropic", "claude-sonnet-4-5-20250931"),  # no 31 September
+    ("anthropic", "claude-opus-4-1"),
+]
 LATEST = ["latest", "gpt-4o-latest", "chatgpt-4o-latest", "claude-3-5-sonnet-latest", "llama3:latest", "LATEST"]
 
 
-@pytest.mark.parametrize("model", PINNED_NAMES)
-def test_versioned_model_names_count_as_pinned(model):
-    assert check_model_pinned(LLMConfig(model=model), [], "$.config") == []
+@pytest.mark.parametrize(("provider", "model"), PINNED_NAMES)
+def test_snapshot_suffixes_of_the_providers_forms_count_as_pinned(provider, model):
+    assert check_model_pinned(LLMConfig(provider=provider, model=model), [], "$.config") == []
+
+
+@pytest.mark.parametrize(("provider", "model"), NOT_SNAPSHOTS)
+def test_version_looking_names_without_a_snapshot_suffix_are_not_pinned(provider, model):
+    [v] = check_model_pinned(LLMConfig(provider=provider, model=model), [], "$.config")
+    assert v.kind == K.unpinned_model and v.path == "$.config.model"
+    assert model in v.message and "allowed_model_aliases" in v.message
+    # The operator's list is the other way in.
+    assert check_model_pinned(LLMConfig(provider=provider, model=model), [model], "$.config") == []
+
+
+def test_every_documented_form_is_named_in_the_message():
+    [v] = check_model_pinned(LLMConfig(provider="anthropic", model="claude-opus-4-1"), [], "$.config")
+    assert all(form in v.message for form in SNAPSHOT_FORMS["anthropic"])
 
 
 @pytest.mark.parametrize("model", ALIASES)

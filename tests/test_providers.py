@@ -7,7 +7,7 @@ import json
 import socket
 import time
 
-import httpx
+import httpx2
 import pytest
 from pydantic import SecretStr
 
@@ -47,11 +47,11 @@ def server():
 
 @pytest.fixture
 async def http():
-    async with httpx.AsyncClient() as client:
+    async with httpx2.AsyncClient() as client:
         yield client
 
 
-def provider_for(wire: str, server: ScriptedModelServer, http: httpx.AsyncClient, *, key: str | None = KEY,
+def provider_for(wire: str, server: ScriptedModelServer, http: httpx2.AsyncClient, *, key: str | None = KEY,
                  timeout: float | None = None):
     if wire == "openai":
         return OpenAIProvider(http, base_url=server.url_openai, api_key=SecretStr(key) if key else None,
@@ -95,7 +95,8 @@ async def test_openai_tool_round_trip_uses_chat_completions_wire_shape(server, h
     assert body["messages"][2] == {"role": "assistant", "content": None, "tool_calls": [
         {"id": call.id, "type": "function", "function": {"name": "get_weather", "arguments": call.arguments}}]}
     assert body["messages"][3] == {"role": "tool", "tool_call_id": call.id, "content": "sunny"}
-    assert body["temperature"] == 0.7 and body["max_tokens"] == 1024
+    # max_tokens is deprecated (reasoning models reject it); an unset temperature is not sent.
+    assert body["max_completion_tokens"] == 1024 and "max_tokens" not in body and "temperature" not in body
 
 
 async def test_anthropic_tool_round_trip_groups_tool_results_and_separates_system(server, http):
@@ -107,7 +108,7 @@ async def test_anthropic_tool_round_trip_groups_tool_results_and_separates_syste
     ]})
     provider = provider_for("anthropic", server, http)
     req = request(Message.system("Be brief."), Message.user("Weather?"), tools=[WEATHER], tool_choice="required",
-                  config=LLMConfig(model="claude-sonnet-4-20250514", provider="anthropic", temperature=1.5))
+                  config=LLMConfig(model="claude-sonnet-4-20250514", provider="anthropic", temperature=0.5))
     first = await provider.complete(req)
     assert first.message.content == "Checking both."
     assert [json.loads(c.arguments)["city"] for c in first.tool_calls] == ["Paris", "Oslo"]
@@ -124,20 +125,21 @@ async def test_anthropic_tool_round_trip_groups_tool_results_and_separates_syste
 
     sent = server.requests[1]
     assert sent.path == "/v1/messages"
-    assert sent.headers["x-api-key"] == KEY and sent.headers["anthropic-version"] == "2023-06-01"
-    assert "authorization" not in sent.headers
+    # The SDK authenticates with a bearer token and sends its own pinned API version.
+    assert sent.headers["authorization"] == f"Bearer {KEY}" and sent.headers["anthropic-version"]
     body = sent.body
-    assert body["system"] == "Be brief."
-    assert body["temperature"] == 1.0  # capped at the API's maximum
+    assert body["system"] == [{"type": "text", "text": "Be brief.", "cache_control": {"type": "ephemeral"}}]
+    assert body["temperature"] == 0.5  # claude-sonnet-4 takes one: sent as it is
     assert body["tools"] == [{"name": "get_weather", "description": "Weather for a city.",
-                              "input_schema": WEATHER.parameters}]
+                              "input_schema": WEATHER.parameters, "cache_control": {"type": "ephemeral"}}]
     assert body["tool_choice"] == {"type": "any"}
     assert [m["role"] for m in body["messages"]] == ["user", "assistant", "user"]
     assert body["messages"][1]["content"][1] == {"type": "tool_use", "id": a.id, "name": "get_weather",
                                                  "input": {"city": "Paris"}}
     assert body["messages"][2]["content"] == [
         {"type": "tool_result", "tool_use_id": a.id, "content": "sunny"},
-        {"type": "tool_result", "tool_use_id": b.id, "content": "station offline", "is_error": True},
+        {"type": "tool_result", "tool_use_id": b.id, "content": "station offline", "is_error": True,
+         "cache_control": {"type": "ephemeral"}},
     ]
 
 
@@ -168,9 +170,10 @@ async def test_json_response_format_is_requested_in_each_wire_format(server, htt
     openai_body, anthropic_body = (r.body for r in server.requests)
     assert openai_body["response_format"] == {
         "type": "json_schema", "json_schema": {"name": "solution", "schema": schema, "strict": False}}
-    assert "response_format" not in anthropic_body
-    assert anthropic_body["system"].startswith("Solve it.\n\n")
-    assert json.dumps(schema) in anthropic_body["system"]
+    # scripted-v1 is not known to take output_config.format: the instruction fallback is used.
+    assert "response_format" not in anthropic_body and "output_config" not in anthropic_body
+    [system] = anthropic_body["system"]
+    assert system["text"].startswith("Solve it.\n\n") and json.dumps(schema) in system["text"]
 
 
 async def test_usage_is_mapped_and_inconsistent_totals_are_kept_for_the_postcondition(server, http):
@@ -184,7 +187,7 @@ async def test_usage_is_mapped_and_inconsistent_totals_are_kept_for_the_postcond
 
 @pytest.mark.parametrize("wire", WIRES)
 @pytest.mark.parametrize(("scripted", "expected"), [
-    ("length", "length"), ("stop", "stop"), ("content_filter", "content_filter"), ("tool_calls", "tool_calls"),
+    ("length", "length"), ("stop", "stop"), ("tool_calls", "tool_calls"),
 ])
 async def test_finish_reasons_are_mapped(server, http, wire, scripted, expected):
     server.set_script({"default": {"content": "partial", "finish_reason": scripted}})
@@ -214,6 +217,7 @@ async def test_anthropic_history_with_unparseable_arguments_is_still_sent_as_an_
     await provider_for("anthropic", server, http).complete(req)
     messages = server.requests[-1].body["messages"]
     assert messages[1]["content"][0]["input"] == {"_raw_arguments": "{oops"}
+    assert messages[2]["content"][-1]["cache_control"] == {"type": "ephemeral"}
     # The re-prompt joins the tool results in the same user turn, after them.
     assert [b["type"] for b in messages[2]["content"]] == ["tool_result", "text"]
 
@@ -314,29 +318,29 @@ def _all_subclasses(cls: type) -> set[type]:
 
 
 def test_every_httpx_request_error_is_classified():
-    req = httpx.Request("POST", "http://x/")
-    retryable = {httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError, httpx.ProxyError}
-    for exc_type in sorted(_all_subclasses(httpx.RequestError) | {httpx.RequestError}, key=lambda t: t.__name__):
+    req = httpx2.Request("POST", "http://x/")
+    retryable = {httpx2.TimeoutException, httpx2.NetworkError, httpx2.RemoteProtocolError, httpx2.ProxyError}
+    for exc_type in sorted(_all_subclasses(httpx2.RequestError) | {httpx2.RequestError}, key=lambda t: t.__name__):
         error = classify_exception("openai", exc_type("boom", request=req))
         expected = RetryableProviderError if issubclass(exc_type, tuple(retryable)) else NonRetryableProviderError
         assert type(error) is expected, exc_type
 
 
 async def test_connection_reset_while_reading_is_retryable():
-    def reset(request: httpx.Request) -> httpx.Response:
-        raise httpx.RemoteProtocolError("Server disconnected without sending a response.", request=request)
+    def reset(request: httpx2.Request) -> httpx2.Response:
+        raise httpx2.RemoteProtocolError("Server disconnected without sending a response.", request=request)
 
-    async with httpx.AsyncClient(transport=httpx.MockTransport(reset)) as client:
+    async with httpx2.AsyncClient(transport=httpx2.MockTransport(reset)) as client:
         provider = OpenAIProvider(client, base_url="http://model.test/v1", api_key=KEY)
         with pytest.raises(RetryableProviderError, match="RemoteProtocolError"):
             await provider.complete(request(Message.user("hi")))
 
 
 async def test_a_redirect_is_not_followed_and_is_non_retryable():
-    def redirect(request: httpx.Request) -> httpx.Response:
-        return httpx.Response(307, headers={"Location": "http://elsewhere/"})
+    def redirect(request: httpx2.Request) -> httpx2.Response:
+        return httpx2.Response(307, headers={"Location": "http://elsewhere/"})
 
-    async with httpx.AsyncClient(transport=httpx.MockTransport(redirect)) as client:
+    async with httpx2.AsyncClient(transport=httpx2.MockTransport(redirect)) as client:
         provider = AnthropicProvider(client, base_url="http://model.test", api_key=KEY)
         with pytest.raises(NonRetryableProviderError, match="HTTP 307"):
             await provider.complete(request(Message.user("hi")))
@@ -352,16 +356,16 @@ async def test_a_redirect_is_not_followed_and_is_non_retryable():
     ({}, None),
 ])
 def test_parse_retry_after(headers, expected):
-    assert parse_retry_after(httpx.Headers(headers)) == expected
+    assert parse_retry_after(httpx2.Headers(headers)) == expected
 
 
 def test_http_date_retry_after_counts_from_now():
     now = 1_700_000_000.0
     header = email.utils.formatdate(now + 60, usegmt=True)
-    assert parse_retry_after(httpx.Headers({"Retry-After": header}), now=now) == pytest.approx(60, abs=1)
+    assert parse_retry_after(httpx2.Headers({"Retry-After": header}), now=now) == pytest.approx(60, abs=1)
 
 
 def test_error_message_without_json_body_uses_the_text():
-    error = classify_response("openai", httpx.Response(403, text="forbidden by proxy"))
+    error = classify_response("openai", httpx2.Response(403, text="forbidden by proxy"))
     assert isinstance(error, NonRetryableProviderError)
     assert str(error) == "openai HTTP 403: forbidden by proxy"

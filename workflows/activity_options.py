@@ -19,7 +19,10 @@ NON_RETRYABLE_ERRORS = [
 
 
 def activity_options(policy: ActivityPolicy) -> dict[str, Any]:
+    # Only set when asked for: an unset heartbeat timeout keeps the commands of runs in flight unchanged.
+    heartbeat = {"heartbeat_timeout": timedelta(seconds=policy.heartbeat_seconds)} if policy.heartbeat_seconds else {}
     return {
+        **heartbeat,
         "start_to_close_timeout": timedelta(seconds=policy.start_to_close_seconds),
         "retry_policy": RetryPolicy(
             initial_interval=timedelta(seconds=policy.initial_interval_seconds),

@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from temporalio import workflow
+from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from ..contracts import (
@@ -30,13 +31,19 @@ with workflow.unsafe.imports_passed_through():
     )
     from ..contracts.code.program import ReplMemory
     from ..contracts.llm.reprompt import reprompt_messages
+    from ..contracts.names import EFFECTS_PATCH
     from ..telemetry import workflow_metrics
     from . import calls
     from ..contracts.approvals import rejection_message
     from ..contracts.session import ProgressEvent, ProgressKind
     from .approvals import ApprovalDesk
     from .conversation import ConversationChain
+    from .effects import EffectLedger, run_chain, with_note
     from .ladder import Rung, ViolationLadder, violation_error
+
+
+class BudgetRefused(Exception):
+    """A model call that would not fit the token budget with every call in flight; nothing was sent."""
 
 
 class AgentRun:
@@ -60,11 +67,19 @@ class AgentRun:
         self.chain: ConversationChain | None = None
         """Sessions: the conversation lives in the payload store and ``history`` is only its tail."""
         self._spec: AgentSpec | None = None
+        self._reserved = 0
+        self.effects_once = False
+        self.effects: EffectLedger | None = None
 
     def begin(self, spec: AgentSpec, *, scope: str = "") -> None:
         self._spec = spec
         self.mode = spec.mode
         self.scope = scope
+        # Evaluated once, before the first command: a run recorded without the
+        # marker replays (and goes on) with the commands it was recorded with.
+        self.effects_once = workflow.patched(EFFECTS_PATCH)
+        if self.effects_once:
+            self.effects = EffectLedger(run_chain(), self.result.effects)
 
     @property
     def spec(self) -> AgentSpec:
@@ -97,11 +112,20 @@ class AgentRun:
             self.result.status = "cancelled"
         return self.cancel_requested
 
-    async def call_llm(self, request: LLMRequest, *, standalone: bool = False) -> LLMResponse:
+    async def call_llm(self, request: LLMRequest, *, refusable: bool = False, standalone: bool = False) -> LLMResponse:
         """One contracted LLM call; every model call of the run goes here, so one token budget holds.
 
-        A loop step's request carries the run's history; a ``standalone`` one
-        (a program's ``llm()``) has its own messages and never joins the chain.
+        The call's ``max_tokens`` is reserved before it starts: it starts only if
+        the tokens used, every in-flight call's reservation and its own fit the
+        budget, so concurrent calls (a program's ``llm()``) cannot together
+        overshoot it by their completions. (Prompts are counted when a call
+        returns; the tokenizer does not run in workflow code.) A call that does
+        not fit raises ``BudgetExceededError``, or ``BudgetRefused`` when
+        ``refusable`` (the caller answers it another way).
+
+        A loop step's request carries the run's history (in a session, the tail
+        of a stored conversation); a ``standalone`` one (a program's ``llm()``)
+        has its own messages and never joins the chain.
         """
         self.model = request.config.model
         spec = self.spec
@@ -109,10 +133,53 @@ class AgentRun:
             request = request.model_copy(update={"context_policy": spec.context_policy})
         chain = None if standalone else self.chain
         sent = chain.request(request) if chain is not None else request
-        response = await calls.call_llm(sent, spec.llm_policy, self.result, token_budget=spec.token_budget)
+        if not self.effects_once:
+            response = await calls.call_llm(sent, spec.llm_policy, self.result, token_budget=spec.token_budget)
+        else:
+            reserve = request.config.max_tokens
+            used = self.result.usage.total_tokens
+            if used + self._reserved + reserve > spec.token_budget:
+                message = (
+                    f"token budget: {used} used + {self._reserved} reserved by calls in flight + {reserve} "
+                    f"for this call > {spec.token_budget}"
+                )
+                if refusable:
+                    raise BudgetRefused(message)
+                raise ApplicationError(message, type="BudgetExceededError", non_retryable=True)
+            self._reserved += reserve
+            try:
+                response = await calls.call_llm(sent, spec.llm_policy, self.result, token_budget=spec.token_budget)
+            finally:
+                self._reserved -= reserve
         if chain is not None and response.conversation is not None:
             chain.learn(request.messages, response.conversation)
         return response
+
+    async def call_tool(
+        self, schema: ToolSchema | None, name: str, arguments: str, *, call_id: str, scope: str, legacy_key: str
+    ) -> ToolCallResult:
+        """One tool call under the run's effect keys; a repeat of a completed effect is answered from the record.
+
+        ``scope`` is prefixed with the run's own (a session's turn), so equal calls in two turns are two effects.
+        """
+        policy = self.spec.tool_policy
+        if self.effects is None:
+            return await calls.call_tool(name, arguments, call_id=call_id, key=legacy_key, policy=policy)
+        key = self.effects.key(self.scope + scope, name, arguments)  # before any await: ordinals follow call order
+        effectful = schema is not None and schema.side_effects
+        if effectful:
+            done = self.effects.completed(key, call_id)
+            if done is not None:
+                return done
+        result = await calls.call_tool(
+            name, arguments, call_id=call_id, key=key, policy=policy, delivery=schema.delivery if schema else None
+        )
+        if effectful:
+            self.effects.record(key, name, arguments, result)
+        return result
+
+    def effects_note(self, python_name=str) -> str | None:  # noqa: ANN001 - a name mapper
+        return self.effects.note(python_name) if self.effects is not None else None
 
     async def rejection(self, approval_id: str, call_id: str, tool: str, arguments: str) -> ToolCallResult | None:
         """None when the call may run now; otherwise the tool error the model reads (rejected or timed out).
@@ -137,22 +204,23 @@ class AgentRun:
         response: LLMResponse,
         history: list[Message],
         accepted: int,
+        note: str | None = None,
     ) -> list[Message] | None:
         """Take the next rung after a violated answer.
 
         Returns the history for the next attempt (``accepted`` is where a fallback
-        model restarts), or None when the run ended on its declared default.
+        model restarts; ``note``, the effects already taken, is added for either), or None when the run ended on its declared default.
         Raises the typed failure when no rung is left.
         """
         self.result.violations.extend(response.violations)
         decision = ladder.step(response.violations)
         if decision.rung is Rung.reprompt:
-            return [*history, *reprompt_messages(response.message, response.violations)]
+            return [*history, *with_note(reprompt_messages(response.message, response.violations), note)]
         if decision.rung is Rung.fail:
             raise violation_error(decision.reason)
         self.result.degradations.append(decision.degradation(index))
         if decision.rung is Rung.fallback:
-            return history[:accepted]
+            return with_note(history[:accepted], note)
         assert ladder.default is not None
         self.result.status = "completed_with_default"
         self.result.output = ladder.default.value

@@ -9,17 +9,19 @@ apart. Deterministic: each function only schedules an activity.
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 from typing import Protocol
 
 from temporalio import workflow
-from temporalio.exceptions import ApplicationError
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from ..contracts import LLMRequest, LLMResponse, ToolCallInput, ToolCallResult, ToolSchema, Usage
     from ..contracts.code.program import CallOutcome
     from ..contracts.names import LLM_CALL, TOOLS_CALL, TOOLS_DESCRIBE
     from ..contracts.spec import ActivityPolicy
-    from ..contracts.llm.tools import ToolsDescribeInput
+    from ..contracts.llm.tools import Delivery, ToolsDescribeInput, outcome_unknown
     from .activity_options import activity_options
 
 
@@ -60,15 +62,41 @@ async def call_llm(
     return response
 
 
-async def call_tool(name: str, arguments: str, *, call_id: str, key: str, policy: ActivityPolicy) -> ToolCallResult:
-    """One tool call. ``key`` must be stable across retries, crashes and replays: the side effect runs once."""
-    return await workflow.execute_activity(
-        TOOLS_CALL,
-        ToolCallInput(name=name, arguments=arguments, call_id=call_id, idempotency_key=key),
-        result_type=ToolCallResult,
-        summary=f"execute_tool {name}",
-        **activity_options(policy),
-    )
+async def call_tool(
+    name: str, arguments: str, *, call_id: str, key: str, policy: ActivityPolicy, delivery: Delivery | None = None
+) -> ToolCallResult:
+    """One tool call. ``key`` must be stable across retries, crashes and replays: the side effect runs once.
+
+    An ``at_most_once`` call is one attempt as far as Temporal knows: only a failure
+    the activity reports as "not sent" (retryable, raised before the request left
+    the worker) is tried again, here; a timeout or a lost worker becomes an
+    ``OUTCOME_UNKNOWN`` error result for the model.
+    """
+    call = ToolCallInput(name=name, arguments=arguments, call_id=call_id, idempotency_key=key, delivery=delivery)
+    if delivery != "at_most_once":
+        return await workflow.execute_activity(
+            TOOLS_CALL, call, result_type=ToolCallResult, summary=f"execute_tool {name}", **activity_options(policy)
+        )
+    options = activity_options(policy)
+    options["retry_policy"] = RetryPolicy(maximum_attempts=1)
+    delay = policy.initial_interval_seconds
+    for attempt in range(1, policy.max_attempts + 1):
+        try:
+            return await workflow.execute_activity(
+                TOOLS_CALL, call, result_type=ToolCallResult, summary=f"execute_tool {name} (at most once)", **options
+            )
+        except ActivityError as exc:
+            cause = exc.cause
+            not_sent = isinstance(cause, ApplicationError) and not cause.non_retryable
+            if isinstance(cause, ApplicationError) and cause.non_retryable:
+                raise
+            if not not_sent:
+                return outcome_unknown(call, str(cause or exc))
+            if attempt == policy.max_attempts:
+                raise
+        await workflow.sleep(timedelta(seconds=delay))
+        delay = min(delay * 2, policy.maximum_interval_seconds)
+    raise AssertionError("unreachable: the loop returns or raises")
 
 
 async def describe_tools(names: list[str], policy: ActivityPolicy) -> list[ToolSchema]:

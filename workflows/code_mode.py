@@ -3,8 +3,10 @@
 Per step: ask the model for a program against typed stubs, check it
 (``code.check``), then run it in Monty through ``code.start`` / ``code.resume``.
 Every call the program makes is its own activity (``tools.call`` or
-``llm.call``), keyed by run id + program call id, and calls that pause
-together run concurrently. The interpreter never runs here, and between
+``llm.call``), keyed by the effect (``effects.py``: the same call in a
+re-prompted or fallback program has the same key, and a completed
+side-effecting call is answered from the run's record instead of running
+again), and calls that pause together run concurrently. The interpreter never runs here, and between
 segments the program is only a signed snapshot reference in history.
 
 Violations (no program, syntax or type errors, a failed program, a value that
@@ -45,8 +47,9 @@ with workflow.unsafe.imports_passed_through():
     from ..contracts.code.stubs import extract_program, generate_stubs, program_functions
     from ..contracts.code.variables import module_names, variable_stubs
     from ..contracts.json_schema import instance_violations
+    from ..telemetry import workflow_metrics
     from . import calls
-    from .agent_run import AgentRun
+    from .agent_run import AgentRun, BudgetRefused
     from .ladder import ViolationLadder
     from .program_driver import check_program, drive_program
 
@@ -80,6 +83,8 @@ async def run_code_mode(run: AgentRun, history: list[Message], tools: list[ToolS
     # A session's earlier variables are declared for the type check (the prompt lists them too).
     stubs = generate_stubs(tools) + variable_stubs(run.repl.variables if run.repl else [])
     functions = program_functions(tools)
+    schemas = {t.name: t for t in tools}
+    python_names = {f.tool: f.python_name for f in functions}
     accepted = len(history)
     run.history = history
 
@@ -102,7 +107,7 @@ async def run_code_mode(run: AgentRun, history: list[Message], tools: list[ToolS
         value: Any = None
         status = ProgramStatus(state="failed")
         if program is not None and not violations:
-            status, records = await _execute(run, index, program, functions, limits, ladder)
+            status, records = await _execute(run, index, program, functions, limits, ladder, schemas)
             if status.state == "completed":
                 value = status.value
                 if spec.output_schema is not None:
@@ -120,10 +125,14 @@ async def run_code_mode(run: AgentRun, history: list[Message], tools: list[ToolS
                     )
                 ]
 
+        if not response.violations:
+            # The program is the answer's contract check; llm.call counted its own.
+            workflow_metrics.record_check(CONTRACT, "post", violations)
         if violations:
             checked = response.model_copy(update={"violations": violations})
             run.record_step(index, "assistant", checked, records, started)
-            next_history = run.after_violation(index, ladder, checked, history, accepted)
+            note = run.effects_note(lambda tool: python_names.get(tool, tool))
+            next_history = run.after_violation(index, ladder, checked, history, accepted, note)
             if next_history is None:
                 run.history = [*history, Message(role="assistant", content=json.dumps(run.result.output))]
                 return run.result
@@ -153,8 +162,11 @@ async def _execute(
     functions: list[ProgramFunction],
     limits: ProgramLimits,
     ladder: ViolationLadder,
+    schemas: dict[str, ToolSchema],
 ) -> tuple[ProgramStatus, list[ToolCallRecord]]:
     info = workflow.info()
+    if run.effects is not None:
+        run.effects.new_attempt()
     by_name = {f.python_name: f for f in functions}
     records: dict[int, ToolCallRecord] = {}
     start = StartProgramInput(
@@ -167,7 +179,7 @@ async def _execute(
         start.variable_names = [*known, *(n for n in module_names(program) if n not in known)]
     status = await drive_program(
         start,
-        lambda call: _run_call(run, index, info.run_id, call, by_name[call.function], ladder, records),
+        lambda call: _run_call(run, index, info.run_id, call, by_name[call.function], ladder, records, schemas),
     )
     return status, [records[k] for k in sorted(records)]
 
@@ -180,6 +192,7 @@ async def _run_call(
     function: ProgramFunction,
     ladder: ViolationLadder,
     records: dict[int, ToolCallRecord],
+    schemas: dict[str, ToolSchema],
 ) -> CallOutcome:
     call_id = f"{run.scope}p{index}-{call.call_id}"
     if function.tool == LLM_FUNCTION:
@@ -187,9 +200,11 @@ async def _run_call(
         content = json.dumps(outcome.value) if outcome.error is None else outcome.error
     else:
         # Waiting for approval, the program is only a snapshot: the segment ended with the call pending.
-        result = await run.rejection(call_id, call_id, function.tool, call.arguments) or await calls.call_tool(
-            # The key is stable across retries, crashes and replays: a side effect runs once.
-            function.tool, call.arguments, call_id=call_id, key=f"{run_id}:{call_id}", policy=run.spec.tool_policy
+        # One logical step per run (scope "program"): every program answers the same request, so an
+        # identical call in a re-prompted program is the same effect.
+        result = await run.rejection(call_id, call_id, function.tool, call.arguments) or await run.call_tool(
+            schemas.get(function.tool), function.tool, call.arguments, call_id=call_id, scope="program",
+            legacy_key=f"{run_id}:{call_id}",
         )
         outcome = calls.call_outcome(call.call_id, result)
         content = result.content
@@ -215,7 +230,10 @@ async def _run_llm(run: AgentRun, call: PendingCall, ladder: ViolationLadder) ->
         allowed_model_aliases=run.spec.allowed_model_aliases,
     )
     # Same contracts and the same token budget as every other model call.
-    response: LLMResponse = await run.call_llm(request, standalone=True)
+    try:
+        response: LLMResponse = await run.call_llm(request, refusable=True, standalone=True)
+    except BudgetRefused as refused:
+        return CallOutcome(call_id=call.call_id, error=f"llm() refused: {refused}")
     if response.violations:
         return CallOutcome(call_id=call.call_id, error="; ".join(v.for_model() for v in response.violations))
     content = response.message.content or ""

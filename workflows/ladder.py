@@ -5,6 +5,10 @@ steps and the monitor's nudge drafts. Each ``step`` advances one rung, records
 the rung's metric (``agentsteps_reprompts`` / ``agentsteps_degradations``, the
 same label values everywhere) and returns a ``Decision``; the caller applies
 it to its own history and result. Deterministic: no I/O, replay-safe metrics.
+
+A refusal is re-prompted at most once: a model that refused a call twice in a
+row will not be argued out of it, so the second refusal skips the re-prompt
+rung (gated by ``workflow.patched`` so runs in flight replay as they ran).
 """
 
 from __future__ import annotations
@@ -18,7 +22,8 @@ from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from ..contracts import DefaultResult, Degradation, LLMConfig, Violation
+    from ..contracts import DefaultResult, Degradation, LLMConfig, Violation, ViolationKind
+    from ..contracts.names import REFUSAL_REPROMPTED_ONCE
     from ..telemetry import workflow_metrics
 
 DEFAULT_TARGET = "default_result"
@@ -53,6 +58,7 @@ class ViolationLadder:
         self.default = default
         self._index = 0
         self.reprompts_used = 0
+        self._refused_last = False
 
     @property
     def current(self) -> LLMConfig:
@@ -61,6 +67,13 @@ class ViolationLadder:
     def _current_name(self, unnamed: str) -> str:
         return self._models[self._index].model if self._models else unnamed
 
+    def accepted(self) -> None:
+        """The current call got an answer that met its contract; a later refusal starts a new streak.
+
+        A caller that reuses one ladder for many calls (the agent's tool loop) says so here.
+        """
+        self._refused_last = False
+
     def step(self, violations: Sequence[Violation], *, source: str = "") -> Decision:
         """Advance one rung after ``violations`` (at least one) and record it.
 
@@ -68,7 +81,11 @@ class ViolationLadder:
         """
         first = violations[0]
         failed = self._current_name(source)
-        if self.reprompts_used < self._budget:
+        refused = any(v.kind is ViolationKind.refusal for v in violations)
+        refused_again = refused and self._refused_last
+        self._refused_last = refused
+        # patched() is asked only on the new branch, so older histories replay their re-prompt.
+        if self.reprompts_used < self._budget and not (refused_again and workflow.patched(REFUSAL_REPROMPTED_ONCE)):
             self.reprompts_used += 1
             for v in violations:
                 workflow_metrics.record_reprompt(v.contract, v.kind.value)
@@ -76,6 +93,7 @@ class ViolationLadder:
         if self._index + 1 < len(self._models):
             self._index += 1
             self.reprompts_used = 0
+            self._refused_last = False  # a new model is a new attempt at the call
             workflow_metrics.record_degradation(first.kind.value, "fallback")
             return Decision(Rung.fallback, first, failed, self.current.model)
         if self.default is not None:

@@ -25,6 +25,7 @@ with workflow.unsafe.imports_passed_through():
         LLMResponse,
         Message,
         ResponseFormat,
+        ToolSchema,
         Violation,
         ViolationKind,
     )
@@ -32,10 +33,12 @@ with workflow.unsafe.imports_passed_through():
     from ..contracts.composition.pipeline_run import EdgeCheck, PipelineInput, PipelineResult, PipelineStep, StepRecord
     from ..contracts.composition.predicates import predicate_violations
     from ..contracts.errors import CompositionError, InvalidSpecError
-    from ..contracts.names import LLM_CALL, PIPELINE_WORKFLOW, TOOLS_CALL
+    from ..contracts.names import EFFECTS_PATCH, LLM_CALL, PIPELINE_WORKFLOW, TOOLS_CALL
     from ..contracts.json_schema import instance_violations, parse_json
     from ..contracts.llm.reprompt import reprompt_messages
+    from ..telemetry import workflow_metrics
     from . import calls
+    from .effects import effect_key, run_chain
     from .ladder import Decision, Rung, ViolationLadder, violation_error
 
 JSON_INSTRUCTION = "Answer with one JSON value that matches the response schema; no prose."
@@ -49,16 +52,23 @@ def _fail(message: str, type_: str, *details: Any) -> ApplicationError:
 class PipelineWorkflow:
     def __init__(self) -> None:
         self._result = PipelineResult(status="completed")
+        self._tools: dict[str, ToolSchema] | None = None
 
     @workflow.run
     async def run(self, inp: PipelineInput) -> PipelineResult:
+        effects_once = workflow.patched(EFFECTS_PATCH)
         self._compose(inp)
         steps = inp.steps
+        if effects_once:
+            # Each tool's delivery policy decides how its step may be retried.
+            names = sorted({s.tool or s.contract.name for s in steps if s.contract.kind is ContractKind.tool})
+            described = await calls.describe_tools(names, inp.tool_policy) if names else []
+            self._tools = {t.name: t for t in described}
         value = inp.input
         first = steps[0].contract
         self._edge_or_fail(
             edge_name("input", first.name), 1, value, checks=self._pre_checks(steps[0]),
-            violations=self._pre_violations(steps[0], value),
+            violations=self._pre_violations(steps[0], value), contract=first.name,
         )
         for i, step in enumerate(steps):
             following = steps[i + 1] if i + 1 < len(steps) else None
@@ -116,16 +126,22 @@ class PipelineWorkflow:
                 value, c.output_schema, contract=c.name, phase="post", kind=kind, path="$", what=f"the output of {c.name}"
             )
         violations += predicate_violations(c.post, value, contract=c.name, phase="post")
+        workflow_metrics.record_check(c.name, "post", violations)
         if following is not None:
             checks += self._pre_checks(following)
-            violations += self._pre_violations(following, value)
+            pre = self._pre_violations(following, value)
+            workflow_metrics.record_check(following.contract.name, "pre", pre)
+            violations += pre
         target = following.contract.name if following else "output"
         self._result.edges.append(
             EdgeCheck(edge=edge_name(c.name, target), attempt=attempt, checks=checks, violations=violations)
         )
         return violations
 
-    def _edge_or_fail(self, edge: str, attempt: int, value: Any, *, checks: list[str], violations: list[Violation]) -> None:
+    def _edge_or_fail(
+        self, edge: str, attempt: int, value: Any, *, checks: list[str], violations: list[Violation], contract: str
+    ) -> None:
+        workflow_metrics.record_check(contract, "pre", violations)
         self._result.edges.append(EdgeCheck(edge=edge, attempt=attempt, checks=checks, violations=violations))
         if violations:
             raise violation_error(violations[0], edge=edge)
@@ -154,6 +170,7 @@ class PipelineWorkflow:
                 output, problem = parse_json(response.message.content or "")
                 if problem is not None:
                     violations = [Violation(contract=c.name, phase="post", kind=ViolationKind.response_not_json, path="$", message=problem)]
+                    workflow_metrics.record_check(c.name, "post", violations)
                 else:
                     violations = self._edge(step, following, output, attempt, ViolationKind.response_schema_mismatch)
             else:
@@ -187,19 +204,22 @@ class PipelineWorkflow:
     ) -> Any:
         c = step.contract
         name = step.tool or c.name
+        arguments = json.dumps(value)
+        if self._tools is None:
+            key, delivery = f"{workflow.info().run_id}:{index}:{c.name}", None
+        else:
+            # Names the effect (step and content), not the run: it survives a reset.
+            schema = self._tools.get(name)
+            key, delivery = effect_key(run_chain(), f"step-{index}", name, arguments, 0), schema.delivery if schema else None
         result = await calls.call_tool(
-            name,
-            json.dumps(value),
-            call_id=f"{c.name}",
-            # Stable across retries and replays: a side effect runs once per run and step.
-            key=f"{workflow.info().run_id}:{index}:{c.name}",
-            policy=inp.tool_policy,
+            name, arguments, call_id=f"{c.name}", key=key, policy=inp.tool_policy, delivery=delivery
         )
         target = following.contract.name if following else "output"
         if result.is_error:
             violations = [
                 Violation(contract=c.name, phase="post", kind=ViolationKind.tool_output_invalid, path="$", message=result.content)
             ]
+            workflow_metrics.record_check(c.name, "post", violations)
             self._result.edges.append(
                 EdgeCheck(edge=edge_name(c.name, target), attempt=1, checks=[TOOLS_CALL], violations=violations)
             )

@@ -28,7 +28,8 @@ with workflow.unsafe.imports_passed_through():
         ToolCallResult,
         ToolSchema,
     )
-    from . import calls
+    from ..contracts.llm.tools import capped_tool_content
+    from ..contracts.names import PATCH_TOOL_RESULT_CAP
     from .agent_run import AgentRun
 
 
@@ -62,6 +63,7 @@ async def run_tool_loop(run: AgentRun, history: list[Message], tools: list[ToolS
             history = run.history = next_history
             continue
 
+        ladder.accepted()
         if response.message.tool_calls:
             results = await _run_tools(run, index, response)
             records = [
@@ -71,7 +73,9 @@ async def run_tool_loop(run: AgentRun, history: list[Message], tools: list[ToolS
                 for c, r in zip(response.message.tool_calls, results)
             ]
             run.record_step(index, "tool_call", response, records, step_started)
-            history = run.history = [*history, response.message, *(_tool_message(r) for r in results)]
+            # A huge result would overflow the context precondition and end the run; cut it visibly instead.
+            cap = spec.tool_result_chars if workflow.patched(PATCH_TOOL_RESULT_CAP) else None
+            history = run.history = [*history, response.message, *(_tool_message(r, cap) for r in results)]
             accepted = len(history)
             continue
 
@@ -88,24 +92,28 @@ async def run_tool_loop(run: AgentRun, history: list[Message], tools: list[ToolS
 
 async def _run_tools(run: AgentRun, index: int, response: LLMResponse) -> list[ToolCallResult]:
     run_id = workflow.info().run_id
+    # The logical step: tool steps taken so far. A re-prompted answer (violations) runs no tool,
+    # so its retry has the same scope, and identical calls in it the same keys.
+    scope = f"step-{sum(1 for s in run.result.steps if s.kind == 'tool_call')}"
 
     async def one(call: LLMToolCall) -> ToolCallResult:
         step_call = f"{run.scope}{index}:{call.id}"
         rejected = await run.rejection(step_call, call.id, call.name, call.arguments)
         if rejected is not None:
             return rejected
-        # The key is stable across activity retries, worker crashes and replays.
-        return await calls.call_tool(
-            call.name, call.arguments, call_id=call.id, key=f"{run_id}:{step_call}", policy=run.spec.tool_policy
+        return await run.call_tool(
+            run.tools.get(call.name), call.name, call.arguments, call_id=call.id, scope=scope,
+            legacy_key=f"{run_id}:{step_call}",
         )
 
+    # Effect keys are taken before any await inside call_tool, but a call waiting for approval takes its
+    # key later; order does not matter for those (their ordinals are per tool and arguments).
     return await asyncio.gather(*(one(call) for call in response.message.tool_calls))
 
 
-def _tool_message(result: ToolCallResult) -> Message:
-    return Message(
-        role="tool", tool_call_id=result.call_id, name=result.name, content=result.content, is_error=result.is_error
-    )
+def _tool_message(result: ToolCallResult, cap: int | None) -> Message:
+    content = result.content if cap is None else capped_tool_content(result.content, cap)
+    return Message(role="tool", tool_call_id=result.call_id, name=result.name, content=content, is_error=result.is_error)
 
 
 def _final_output(response: LLMResponse, spec: AgentSpec) -> object:

@@ -2,7 +2,6 @@
 
 from .activities import McpActivities, build_mcp_activities
 from .client import McpToolClient
-from .config import parse_mcp_config
 from .pool import McpSessionPool
 from .secrets import SecretResolver
 from .source import McpToolSource
@@ -14,5 +13,4 @@ __all__ = [
     "McpToolSource",
     "SecretResolver",
     "build_mcp_activities",
-    "parse_mcp_config",
 ]

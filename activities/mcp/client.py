@@ -4,18 +4,26 @@ Used by the ``mcp.*`` activities and by ``agentsteps tools``, so operators
 exercise exactly the code path workers run. It never retries: an
 infrastructure failure drops the session and raises ``McpUnavailableError``,
 and Temporal's retry (with the same idempotency key) reconnects.
+
+A call asks the server for progress notifications; inside an activity each
+one is a heartbeat whose details carry the progress, so a long tool call
+that reports progress outlives a short heartbeat timeout, and its progress
+is visible on the pending activity.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
+from collections.abc import Awaitable, Callable
 
 import mcp_types as types
+from temporalio import activity
 
 from ...contracts.llm.arguments import parse_tool_arguments
-from ...contracts.llm.tools import ToolCallInput, ToolCallResult, ToolSchema
+from ...contracts.llm.tools import ToolCallInput, ToolCallResult, ToolSchema, outcome_unknown
 from ...contracts.llm.violations import Violation, ViolationKind
-from ...contracts.mcp import McpConfigError, McpUnavailableError
+from ...contracts.mcp import McpAuthError, McpConfigError, McpUnavailableError
 from .errors import is_request_rejection, translate
 from .pool import McpConnection, McpSessionPool
 from .results import fill_idempotency_key, scrub, to_tool_result, to_tool_schema
@@ -32,6 +40,21 @@ def _arguments_violation(call: ToolCallInput, message: str) -> ToolCallResult:
     violation = Violation(contract=f"tool.{call.name}", phase="post", kind=ViolationKind.tool_arguments_not_json,
                           path="$.arguments", message=message)
     return _error_result(call, violation.for_model())
+
+
+def _progress_heartbeat(call: ToolCallInput, secrets: list[str]) -> Callable[[float, float | None, str | None], Awaitable[None]]:
+    # The SDK calls back from the session's reader task, outside the activity's
+    # context: capture that context here, in the activity's own task.
+    context = contextvars.copy_context()
+    in_activity = context.run(activity.in_activity)
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        if in_activity:
+            details = {"tool": call.name, "progress": progress, "total": total,
+                       "message": scrub(message, secrets) if message else None}
+            context.run(activity.heartbeat, details)
+
+    return on_progress
 
 
 class McpToolClient:
@@ -67,7 +90,9 @@ class McpToolClient:
             config = self.pool.server_config(name)
             connection = await self.pool.connection(name)
             for tool in await self._list(connection):
-                schema = to_tool_schema(name, config.tool_prefix, tool, config.require_approval)
+                schema = to_tool_schema(
+                    name, config.tool_prefix, tool, config.delivery.get(tool.name), config.require_approval
+                )
                 if schema is None:
                     continue
                 if schema.name in owner:
@@ -97,6 +122,9 @@ class McpToolClient:
         if tool is None:
             offered = ", ".join(config.tool_prefix + n for n in sorted(connection.tools))
             return _error_result(call, f"unknown tool {call.name!r}; server {server!r} offers: {offered}")
+        if tool.execution is not None and tool.execution.task_support == "required":
+            return _error_result(call, f"tool {call.name!r} requires task augmentation, which this client does not "
+                                       "offer; it is not available")
         arguments = fill_idempotency_key(tool, arguments, call.idempotency_key)
 
         timeout = config.timeouts.call_seconds
@@ -105,8 +133,9 @@ class McpToolClient:
             # send_request, not session.call_tool: the SDK's own output-schema check raises a bare
             # RuntimeError, while a mismatch here must become a violation the model can read.
             result = await asyncio.wait_for(
-                connection.client.session.send_request(request, types.CallToolResult,
-                                                       request_read_timeout_seconds=timeout),
+                connection.client.session.send_request(
+                    request, types.CallToolResult, request_read_timeout_seconds=timeout,
+                    progress_callback=_progress_heartbeat(call, connection.secrets)),
                 timeout=timeout + _TIMEOUT_SLACK_SECONDS,
             )
         except asyncio.CancelledError:
@@ -119,6 +148,9 @@ class McpToolClient:
                               during=f"tools/call {mcp_name}", secrets=connection.secrets)
             if isinstance(error, McpUnavailableError):
                 await self.pool.discard(connection)
+            if call.delivery == "at_most_once" and not isinstance(error, McpAuthError):
+                # The request may have reached the server: raising would let it be sent again.
+                return outcome_unknown(call, str(error))
             raise error from None
         return to_tool_result(call.call_id, call.name, result, tool.output_schema, connection.secrets)
 

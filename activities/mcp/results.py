@@ -7,6 +7,12 @@
   produce a value that validates, else the model gets a ``tool_output_invalid``
   violation as an error result. Text content is the fallback, parsed as JSON
   when it is JSON.
+- Non-text content (resource links, images, audio, embedded resources) is
+  described for the model and given to programs as typed values
+  (``content.py``), annotations included.
+- Tools that require task augmentation (``execution.taskSupport:
+  "required"``) are not offered: plain calls to them always fail. A warning
+  names each one.
 - Any resolved secret value the server echoes back is redacted.
 """
 
@@ -23,9 +29,10 @@ import mcp_types as types
 from jsonschema import SchemaError, exceptions as jsonschema_exceptions
 from jsonschema.validators import validator_for
 
-from ...contracts.llm.tools import TOOL_NAME_PATTERN, ToolCallResult, ToolSchema
+from ...contracts.llm.tools import TOOL_NAME_PATTERN, Delivery, ToolCallResult, ToolSchema
 from ...contracts.llm.violations import Violation, ViolationKind
 from ...contracts.mcp import IDEMPOTENCY_ARGUMENT, mcp_source
+from .content import block_text, block_value, only_text
 
 log = logging.getLogger(__name__)
 
@@ -74,12 +81,33 @@ def model_parameters(input_schema: dict[str, Any]) -> dict[str, Any]:
     return schema
 
 
+def delivery_of(tool: types.Tool, override: Delivery | None = None) -> Delivery:
+    """``retry`` for read-only or idempotent tools (MCP annotations), ``key`` for tools that take
+    an ``idempotency_key``, ``at_most_once`` for the rest; the server's config may override it."""
+    if override is not None:
+        return override
+    annotations = tool.annotations
+    if annotations is not None and (annotations.read_only_hint or annotations.idempotent_hint):
+        return "retry"
+    properties = (tool.input_schema or {}).get("properties") or {}
+    return "key" if IDEMPOTENCY_ARGUMENT in properties else "at_most_once"
+
+
 def to_tool_schema(
-    server: str, prefix: str, tool: types.Tool, require_approval: Sequence[str] = ()
+    server: str,
+    prefix: str,
+    tool: types.Tool,
+    delivery: Delivery | None = None,
+    require_approval: Sequence[str] = (),
 ) -> ToolSchema | None:
     name = prefix + tool.name
     if not _NAME.match(name):
         log.warning("mcp server %r: tool %r left out: name does not match %s", server, tool.name, TOOL_NAME_PATTERN)
+        return None
+    execution = tool.execution
+    if execution is not None and execution.task_support == "required":
+        log.warning("mcp server %r: tool %r left out: it requires task augmentation (taskSupport: required), "
+                    "which this client does not offer", server, tool.name)
         return None
     input_schema = dict(tool.input_schema or {})
     if not _valid_schema(input_schema) or (tool.output_schema is not None and not _valid_schema(tool.output_schema)):
@@ -94,6 +122,7 @@ def to_tool_schema(
         output_schema=tool.output_schema,
         side_effects=not read_only,
         requires_approval=tool.name in require_approval,
+        delivery=delivery_of(tool, delivery),
         source=mcp_source(server),
     )
 
@@ -103,17 +132,6 @@ def fill_idempotency_key(tool: types.Tool, arguments: dict[str, Any], key: str) 
     if IDEMPOTENCY_ARGUMENT in properties and arguments.get(IDEMPOTENCY_ARGUMENT) in (None, ""):
         return {**arguments, IDEMPOTENCY_ARGUMENT: key}
     return arguments
-
-
-def _text_of(block: Any) -> str:
-    if isinstance(block, types.TextContent):
-        return block.text
-    if isinstance(block, types.EmbeddedResource):
-        resource = block.resource
-        return getattr(resource, "text", None) or f"[resource {resource.uri}]"
-    kind = getattr(block, "type", type(block).__name__)
-    mime = getattr(block, "mime_type", None)
-    return f"[{kind}{' ' + mime if mime else ''}]"
 
 
 def _as_json(text: str) -> tuple[bool, Any]:
@@ -140,7 +158,9 @@ def output_violation(name: str, schema: dict[str, Any], value: Any) -> Violation
 def to_tool_result(
     call_id: str, name: str, result: types.CallToolResult, output_schema: dict[str, Any] | None, secrets: list[str]
 ) -> ToolCallResult:
-    text = "\n".join(_text_of(block) for block in result.content or [])
+    blocks = list(result.content or [])
+    plain = only_text(blocks)
+    text = "\n".join(block_text(block, annotate_text=not plain or len(blocks) > 1) for block in blocks)
     if result.is_error:
         message = text or (json.dumps(result.structured_content) if result.structured_content is not None else "")
         return ToolCallResult(call_id=call_id, name=name, is_error=True,
@@ -148,7 +168,7 @@ def to_tool_result(
 
     has_structured = result.structured_content is not None
     value: Any = result.structured_content
-    if not has_structured:
+    if not has_structured and plain:
         has_structured, value = _as_json(text)
 
     if output_schema is not None:
@@ -167,4 +187,8 @@ def to_tool_result(
         value = scrub(value, secrets)
         return ToolCallResult(call_id=call_id, name=name, content=json.dumps(value, ensure_ascii=False),
                               structured=value)
+    if not plain:
+        # Programs get typed blocks; the model reads their descriptions.
+        return ToolCallResult(call_id=call_id, name=name, content=scrub(text, secrets),
+                              structured=scrub([block_value(b) for b in blocks], secrets))
     return ToolCallResult(call_id=call_id, name=name, content=scrub(text, secrets))

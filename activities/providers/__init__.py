@@ -1,8 +1,8 @@
-"""LLM providers over a shared ``httpx.AsyncClient``; none of them retries on its own."""
+"""LLM providers on the official SDKs over one shared ``httpx2.AsyncClient``; none of them retries on its own."""
 
 from .anthropic import AnthropicProvider
 from .base import Provider
-from .http_errors import classify_exception, classify_response, parse_retry_after, redact
+from .errors import classify_exception, classify_response, classify_sdk_error, parse_retry_after, redact
 from .openai import OpenAIProvider
 from .registry import ProviderSet
 
@@ -13,6 +13,7 @@ __all__ = [
     "ProviderSet",
     "classify_exception",
     "classify_response",
+    "classify_sdk_error",
     "parse_retry_after",
     "redact",
 ]

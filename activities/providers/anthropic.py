@@ -1,4 +1,4 @@
-"""Anthropic Messages: ``POST {base_url}/v1/messages``.
+"""Anthropic Messages on the official SDK.
 
 Differences from the Chat Completions shape, handled here:
 
@@ -6,10 +6,13 @@ Differences from the Chat Completions shape, handled here:
 - tool calls are ``tool_use`` blocks; tool messages become ``tool_result``
   blocks, and consecutive ones are grouped into one user message as the API
   requires (a following user text joins that same message);
-- the API has no JSON-schema response format, so a requested one is stated as
-  an instruction at the end of the system prompt. Whether the answer complies
-  is then checked by the postcondition, like for any provider;
-- temperature is capped at 1.0, the API's maximum.
+- a JSON answer is asked for with ``output_config.format`` where the model
+  takes it (capability table); otherwise as an instruction at the end of the
+  system prompt. Either way the postcondition checks the answer;
+- prompt caching: the tools, the system prompt and the conversation so far end
+  in ``cache_control`` marks, so each call of a run reads the previous prefix;
+- the SDK has no ``temperature`` parameter any more: it is sent (in the body)
+  only to models the capability table says accept it.
 """
 
 from __future__ import annotations
@@ -17,23 +20,31 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import httpx
-from pydantic import BaseModel, SecretStr, model_validator
+import anthropic
+import httpx2
+from anthropic.types import Message as WireMessage
+from anthropic.types import MessageParam, TextBlockParam, ToolParam
+from anthropic.types.message_create_params import MessageCreateParamsNonStreaming
+from pydantic import SecretStr
 
+from ...contracts.llm.capabilities import ModelCapability, capability_for
 from ...contracts.llm.messages import LLMToolCall, Message
 from ...contracts.llm.request import FinishReason, LLMRequest, LLMResponse, Usage
-from .base import parse_wire, post_json
-
-API_VERSION = "2023-06-01"
+from .base import parse_wire, sdk_call
+from .errors import DEFAULT_RETRY_AFTER_CAP
+from .wire_names import WireNames
 
 _FINISH: dict[str, FinishReason] = {
     "end_turn": "stop",
     "stop_sequence": "stop",
     "tool_use": "tool_calls",
     "max_tokens": "length",
-    "refusal": "content_filter",
+    "refusal": "refusal",
+    "model_context_window_exceeded": "context_window_exceeded",
+    "pause_turn": "pause_turn",
 }
-_TOOL_CHOICE = {"auto": {"type": "auto"}, "required": {"type": "any"}, "none": {"type": "none"}}
+_TOOL_CHOICE: dict[str, Any] = {"auto": {"type": "auto"}, "required": {"type": "any"}, "none": {"type": "none"}}
+_CACHE: dict[str, str] = {"type": "ephemeral"}
 
 
 def json_instruction(name: str, schema: dict[str, Any]) -> str:
@@ -44,8 +55,10 @@ def json_instruction(name: str, schema: dict[str, Any]) -> str:
 
 
 def _tool_input(arguments: str) -> dict[str, Any]:
-    # The API wants an object. History may hold arguments the model got wrong
-    # (that is what a re-prompt is about), so keep them visible instead of failing.
+    # The API wants an object. Blank text is "no arguments". History may hold arguments the
+    # model got wrong (that is what a re-prompt is about), so keep them visible instead of failing.
+    if not arguments.strip():
+        return {}
     try:
         parsed = json.loads(arguments)
     except ValueError:
@@ -53,78 +66,144 @@ def _tool_input(arguments: str) -> dict[str, Any]:
     return parsed if isinstance(parsed, dict) else {"_raw_arguments": arguments}
 
 
-def _blocks(message: Message) -> tuple[str, list[dict[str, Any]]]:
+def _blocks(message: Message, names: WireNames) -> tuple[str, list[dict[str, Any]]]:
     if message.role == "tool":
-        block: dict[str, Any] = {"type": "tool_result", "tool_use_id": message.tool_call_id,
+        block: dict[str, Any] = {"type": "tool_result", "tool_use_id": names.call_id(message.tool_call_id or ""),
                                  "content": message.content or ""}
         if message.is_error:
             block["is_error"] = True
         return "user", [block]
     blocks: list[dict[str, Any]] = []
+    # The API rejects empty text blocks, and a message with no blocks at all.
     if message.content:
         blocks.append({"type": "text", "text": message.content})
     for call in message.tool_calls:
-        blocks.append({"type": "tool_use", "id": call.id, "name": call.name, "input": _tool_input(call.arguments)})
+        blocks.append({"type": "tool_use", "id": names.call_id(call.id), "name": names.tool(call.name),
+                       "input": _tool_input(call.arguments)})
     return message.role, blocks
 
 
-def request_to_wire(request: LLMRequest) -> dict[str, Any]:
-    system_parts = [m.content for m in request.messages if m.role == "system" and m.content]
-    if request.response_format is not None:
-        system_parts.append(json_instruction(request.response_format.name, request.response_format.json_schema))
+def _messages(request: LLMRequest) -> list[MessageParam]:
     messages: list[dict[str, Any]] = []
+    names = WireNames(request)
     for message in request.messages:
         if message.role == "system":
             continue
-        role, blocks = _blocks(message)
+        role, blocks = _blocks(message, names)
+        if not blocks:
+            continue  # an empty answer carries nothing; the API rejects `content: []`
         if messages and messages[-1]["role"] == role:
             messages[-1]["content"].extend(blocks)
         else:
             messages.append({"role": role, "content": blocks})
-    payload: dict[str, Any] = {
+    return messages  # type: ignore[return-value]
+
+
+def request_to_wire(request: LLMRequest, capability: ModelCapability | None = None, *,
+                    caching: bool = True) -> tuple[MessageCreateParamsNonStreaming, dict[str, Any]]:
+    """The SDK params, and the extra body fields the SDK no longer types (``temperature``)."""
+    capability = capability or capability_for("anthropic", request.config.model)
+    system_parts = [m.content for m in request.messages if m.role == "system" and m.content]
+    fmt = request.response_format
+    if fmt is not None and not capability.structured_output:
+        system_parts.append(json_instruction(fmt.name, fmt.json_schema))
+    params: MessageCreateParamsNonStreaming = {
         "model": request.config.model,
         "max_tokens": request.config.max_tokens,
-        "messages": messages,
-        "temperature": min(request.config.temperature, 1.0),
+        "messages": _messages(request),
     }
     if system_parts:
-        payload["system"] = "\n\n".join(system_parts)
+        system: list[TextBlockParam] = [{"type": "text", "text": "\n\n".join(system_parts)}]
+        params["system"] = system
     if request.tools:
-        payload["tools"] = [
-            {"name": t.name, "description": t.description, "input_schema": t.parameters} for t in request.tools
+        tools: list[ToolParam] = [
+            {"name": WireNames.tool(t.name), "description": t.description, "input_schema": t.parameters}
+            for t in request.tools
         ]
-        payload["tool_choice"] = _TOOL_CHOICE[request.tool_choice]
-    return payload
+        params["tools"] = tools
+        params["tool_choice"] = _TOOL_CHOICE[request.tool_choice]
+    if fmt is not None and capability.structured_output:
+        params["output_config"] = {"format": {"type": "json_schema", "schema": fmt.json_schema}}
+    if caching:
+        _mark_cache(params)
+    extra: dict[str, Any] = {}
+    if request.config.temperature is not None and capability.temperature:
+        extra["temperature"] = request.config.temperature
+    return params, extra
 
 
-class _Block(BaseModel):
-    type: str
-    text: str | None = None
-    id: str | None = None
-    name: str | None = None
-    input: Any = None
+def _mark_cache(params: MessageCreateParamsNonStreaming) -> None:
+    """Cache breakpoints (at most 4 allowed): end of tools, end of system, end of the conversation.
 
-    @model_validator(mode="after")
-    def _complete(self) -> _Block:
-        if self.type == "text" and self.text is None:
-            raise ValueError("text block without text")
-        if self.type == "tool_use" and (self.id is None or self.name is None):
-            raise ValueError("tool_use block without id or name")
-        return self
+    The prefix up to a mark is cached; the next call of the run repeats that
+    prefix and extends it, so it reads everything up to the previous mark.
+    """
+    tools = list(params.get("tools") or [])
+    if tools:
+        tools[-1] = {**tools[-1], "cache_control": _CACHE}  # type: ignore[typeddict-unknown-key]
+        params["tools"] = tools
+    system = list(params.get("system") or [])
+    if system:
+        system[-1] = {**system[-1], "cache_control": _CACHE}  # type: ignore[typeddict-item]
+        params["system"] = system
+    messages = list(params["messages"])
+    if messages:
+        last = dict(messages[-1])
+        content = list(last["content"])  # type: ignore[arg-type]
+        content[-1] = {**content[-1], "cache_control": _CACHE}
+        last["content"] = content
+        messages[-1] = last  # type: ignore[assignment]
+        params["messages"] = messages
 
 
-class _Usage(BaseModel):
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_creation_input_tokens: int | None = None
-    cache_read_input_tokens: int | None = None
+def _normalised(body: dict[str, Any]) -> tuple[dict[str, Any], dict[int, str]]:
+    """Fill the envelope fields compatible servers leave out, so the SDK model can validate the rest.
+
+    A ``tool_use`` input that is not an object (a compatible server passing the
+    model's broken text through) is set aside by block index: the postcondition
+    must see that raw text, and the SDK model only takes an object.
+    """
+    body = {"id": "", "type": "message", "role": "assistant", "model": "",
+            "usage": {"input_tokens": 0, "output_tokens": 0}, **body}
+    raw: dict[int, str] = {}
+    content = body.get("content")
+    if isinstance(content, list):
+        blocks = []
+        for i, block in enumerate(content):
+            if isinstance(block, dict) and block.get("type") == "tool_use" and isinstance(block.get("input"), str):
+                raw[i] = block["input"]
+                block = {**block, "input": {}}
+            blocks.append(block)
+        body["content"] = blocks
+    return body, raw
 
 
-class _Message(BaseModel):
-    model: str | None = None
-    content: list[_Block]
-    stop_reason: str | None = None
-    usage: _Usage | None = None
+def response_from_wire(body: dict[str, Any], request: LLMRequest) -> LLMResponse:
+    normalised, raw_inputs = _normalised(body)
+    wire = parse_wire(WireMessage, "anthropic", normalised)
+    texts = [b.text for b in wire.content if b.type == "text"]
+    names = WireNames(request)
+    calls = [
+        LLMToolCall(id=b.id, name=names.engine_tool(b.name), arguments=raw_inputs.get(i, _arguments_text(b.input)))
+        for i, b in enumerate(wire.content)
+        if b.type == "tool_use"
+    ]
+    if wire.stop_reason is None:
+        finish: FinishReason = "tool_calls" if calls else "stop"
+    else:
+        finish = _FINISH.get(wire.stop_reason, "other")
+    refusal = None
+    if finish == "refusal":
+        details = wire.stop_details
+        refusal = (details.explanation if details is not None else None) or "".join(texts) or "refused"
+    return LLMResponse(
+        message=Message(role="assistant", content="".join(texts) if texts else None, tool_calls=calls),
+        usage=_usage(wire),
+        finish_reason=finish,
+        provider="anthropic",
+        model=wire.model or request.config.model,
+        refusal=refusal,
+    )
 
 
 def _arguments_text(value: Any) -> str:
@@ -132,45 +211,45 @@ def _arguments_text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps({} if value is None else value)
 
 
-def response_from_wire(body: dict[str, Any], request: LLMRequest) -> LLMResponse:
-    wire = parse_wire(_Message, "anthropic", body)
-    texts = [b.text for b in wire.content if b.type == "text" and b.text is not None]
-    calls = [
-        LLMToolCall(id=b.id or "", name=b.name or "", arguments=_arguments_text(b.input))
-        for b in wire.content
-        if b.type == "tool_use"
-    ]
-    if wire.stop_reason is None:
-        finish: FinishReason = "tool_calls" if calls else "stop"
-    else:
-        finish = _FINISH.get(wire.stop_reason, "other")
-    usage = wire.usage or _Usage()
-    # Cached prompt tokens are still prompt tokens for budgets and the context window.
-    prompt = usage.input_tokens + (usage.cache_creation_input_tokens or 0) + (usage.cache_read_input_tokens or 0)
-    return LLMResponse(
-        message=Message(role="assistant", content="".join(texts) if texts else None, tool_calls=calls),
-        usage=Usage(prompt_tokens=prompt, completion_tokens=usage.output_tokens,
-                    total_tokens=prompt + usage.output_tokens),
-        finish_reason=finish,
-        provider="anthropic",
-        model=wire.model or request.config.model,
-    )
+def _usage(wire: WireMessage) -> Usage:
+    usage = wire.usage
+    read, write = usage.cache_read_input_tokens or 0, usage.cache_creation_input_tokens or 0
+    # input_tokens excludes the cached parts; they are still prompt tokens for budgets and the context window.
+    prompt = usage.input_tokens + read + write
+    details = usage.output_tokens_details
+    return Usage(prompt_tokens=prompt, completion_tokens=usage.output_tokens,
+                 total_tokens=prompt + usage.output_tokens, cache_read_tokens=read, cache_write_tokens=write,
+                 reasoning_tokens=details.thinking_tokens if details is not None else 0)
 
 
 class AnthropicProvider:
     name = "anthropic"
 
-    def __init__(self, http: httpx.AsyncClient, *, base_url: str, api_key: SecretStr | str | None = None,
-                 timeout: float | None = None) -> None:
-        self._http = http
-        self._url = base_url.rstrip("/") + "/v1/messages"
+    def __init__(self, http: httpx2.AsyncClient, *, base_url: str, api_key: SecretStr | str | None = None,
+                 timeout: float | None = None, retry_after_cap: float | None = DEFAULT_RETRY_AFTER_CAP,
+                 api_version: str | None = None, caching: bool = True,
+                 capabilities: list[ModelCapability] | None = None) -> None:
         self._key = api_key.get_secret_value() if isinstance(api_key, SecretStr) else api_key
+        headers = {"anthropic-version": api_version} if api_version else None
+        # An explicit key (a placeholder when there is none) keeps the SDK from reading
+        # ANTHROPIC_API_KEY, profiles or credential files: settings are loaded in one place.
+        self._client = anthropic.AsyncAnthropic(api_key=self._key or "unset", base_url=base_url, http_client=http,
+                                                max_retries=0, default_headers=headers)
         self._timeout = timeout
+        self._cap = retry_after_cap
+        self._caching = caching
+        self._capabilities = list(capabilities or [])
 
     async def complete(self, request: LLMRequest) -> LLMResponse:
-        headers = {"anthropic-version": API_VERSION}
-        if self._key:
-            headers["x-api-key"] = self._key
-        body = await post_json(self._http, self.name, self._url, request_to_wire(request), headers,
-                               timeout=self._timeout, secret=self._key)
+        capability = capability_for(self.name, request.config.model, self._capabilities)
+        params, extra_body = request_to_wire(request, capability, caching=self._caching)
+        extra: dict[str, Any] = {}
+        if extra_body:
+            extra["extra_body"] = extra_body
+        if self._timeout is not None:
+            extra["timeout"] = self._timeout
+        if not self._key:
+            extra["extra_headers"] = {"Authorization": anthropic.Omit(), "X-Api-Key": anthropic.Omit()}
+        body = await sdk_call(self.name, lambda: self._client.messages.with_raw_response.create(
+            **params, **extra), secret=self._key, retry_after_cap=self._cap)
         return response_from_wire(body, request)

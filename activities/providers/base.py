@@ -1,18 +1,19 @@
-"""What every LLM provider is, and the single HTTP exchange they all share.
+"""What every LLM provider is, and the single SDK exchange they all share.
 
-Providers hold no retry logic: Temporal retries the ``llm.call`` activity, so
-each attempt is visible in history and retries never multiply.
+Providers hold no retry logic: the SDK clients are built with ``max_retries=0``
+and Temporal retries the ``llm.call`` activity, so each attempt is visible in
+history and retries never multiply.
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any, Protocol, TypeVar
 
-import httpx
 from pydantic import BaseModel, ValidationError
 
 from ...contracts.llm.request import LLMRequest, LLMResponse
-from .http_errors import classify_response, json_body, malformed, translated_transport_errors
+from .errors import DEFAULT_RETRY_AFTER_CAP, classify_sdk_error, json_body, malformed
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -25,27 +26,35 @@ class Provider(Protocol):
         ...
 
 
-async def post_json(
-    http: httpx.AsyncClient,
-    provider: str,
-    url: str,
-    payload: dict[str, Any],
-    headers: dict[str, str],
-    *,
-    timeout: float | None,
-    secret: str | None,
-) -> dict[str, Any]:
+class RawResponse(Protocol):
+    """What ``client.<resource>.with_raw_response.create(...)`` returns in both SDKs."""
+
+    @property
+    def http_response(self) -> Any: ...
+
+
+async def sdk_call(provider: str, call: Callable[[], Awaitable[RawResponse]], *,
+                   secret: str | None, retry_after_cap: float | None = DEFAULT_RETRY_AFTER_CAP) -> dict[str, Any]:
+    """Run one raw SDK call and return the JSON body; every failure becomes a typed provider error.
+
+    The raw body is parsed here, not by the SDK, so a malformed answer is a typed
+    error naming what is wrong instead of a half-built model.
+    """
     secrets = (secret,)
-    with translated_transport_errors(provider, secrets):
-        extra = {} if timeout is None else {"timeout": timeout}
-        response = await http.post(url, json=payload, headers=headers, **extra)
-    if not response.is_success:
-        raise classify_response(provider, response, secrets)
-    return json_body(provider, response, secrets)
+    try:
+        raw = await call()
+        content = raw.http_response.content
+    except Exception as exc:  # noqa: BLE001 - the one edge: everything the SDK raises is classified
+        error = classify_sdk_error(provider, exc, secrets, retry_after_cap)
+    else:
+        return json_body(provider, content, secrets)
+    # Raised outside the except block, so the SDK exception (whose text may hold
+    # the key) is neither the cause nor the context of what reaches history.
+    raise error
 
 
 def parse_wire(model: type[M], provider: str, body: dict[str, Any]) -> M:
-    """Validate a response body; missing fields or wrong types become a typed error, never a KeyError."""
+    """Validate a response body with the SDK's own model; a mismatch is a typed error, never a KeyError."""
     try:
         return model.model_validate(body)
     except ValidationError as exc:

@@ -1,7 +1,9 @@
-"""OpenAI-compatible Chat Completions (OpenAI, vLLM, Ollama, llama.cpp, LiteLLM).
+"""OpenAI-compatible Chat Completions (OpenAI, vLLM, Ollama, llama.cpp, LiteLLM) on the official SDK.
 
-``POST {base_url}/chat/completions``. The key goes in ``Authorization: Bearer``;
-without one (local servers) no Authorization header is sent.
+The request is built as the SDK's own ``CompletionCreateParamsNonStreaming``
+and the answer is validated with its ``ChatCompletion`` model; only the mapping
+between those and ``LLMRequest``/``LLMResponse`` lives here. Without a key
+(local servers) no Authorization header is sent.
 """
 
 from __future__ import annotations
@@ -9,12 +11,18 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import httpx
-from pydantic import BaseModel, Field, SecretStr
+import httpx2
+import openai
+from openai.types.chat import ChatCompletion, ChatCompletionMessageParam, ChatCompletionToolParam
+from openai.types.chat.completion_create_params import CompletionCreateParamsNonStreaming
+from pydantic import SecretStr
 
+from ...contracts.llm.capabilities import ModelCapability, capability_for
 from ...contracts.llm.messages import LLMToolCall, Message
 from ...contracts.llm.request import FinishReason, LLMRequest, LLMResponse, Usage
-from .base import parse_wire, post_json
+from .base import parse_wire, sdk_call
+from .errors import DEFAULT_RETRY_AFTER_CAP, malformed
+from .wire_names import WireNames
 
 _FINISH: dict[str, FinishReason] = {
     "stop": "stop",
@@ -25,36 +33,53 @@ _FINISH: dict[str, FinishReason] = {
 }
 
 
-def _message_to_wire(message: Message) -> dict[str, Any]:
+def _message_to_wire(message: Message, names: WireNames) -> ChatCompletionMessageParam | None:
     if message.role == "tool":
-        return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content or ""}
+        return {"role": "tool", "tool_call_id": names.call_id(message.tool_call_id or ""),
+                "content": message.content or ""}
     if message.role == "assistant":
-        wire: dict[str, Any] = {"role": "assistant", "content": message.content}
+        if not message.content and not message.tool_calls:
+            # An empty answer carries nothing, and the API rejects an assistant
+            # message with neither content nor tool calls (a re-prompt after an
+            # empty answer would otherwise die as a non-retryable 400).
+            return None
         if message.tool_calls:
-            wire["tool_calls"] = [
-                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+            return {"role": "assistant", "content": message.content, "tool_calls": [
+                {"id": names.call_id(c.id), "type": "function",
+                 "function": {"name": names.tool(c.name), "arguments": c.arguments}}
                 for c in message.tool_calls
-            ]
-        return wire
-    return {"role": message.role, "content": message.content or ""}
+            ]}
+        return {"role": "assistant", "content": message.content}
+    if message.role == "system":
+        return {"role": "system", "content": message.content or ""}
+    return {"role": "user", "content": message.content or ""}
 
 
-def request_to_wire(request: LLMRequest) -> dict[str, Any]:
-    payload: dict[str, Any] = {
+def _tool_to_wire(tool: Any) -> ChatCompletionToolParam:
+    return {"type": "function", "function": {"name": WireNames.tool(tool.name), "description": tool.description,
+                                             "parameters": tool.parameters}}
+
+
+def request_to_wire(request: LLMRequest, capability: ModelCapability | None = None
+                    ) -> CompletionCreateParamsNonStreaming:
+    names = WireNames(request)
+    messages = [wire for m in request.messages if (wire := _message_to_wire(m, names)) is not None]
+    # max_tokens is deprecated and rejected by reasoning models; max_completion_tokens is what the API documents.
+    params: CompletionCreateParamsNonStreaming = {
         "model": request.config.model,
-        "messages": [_message_to_wire(m) for m in request.messages],
-        "temperature": request.config.temperature,
-        "max_tokens": request.config.max_tokens,
+        "messages": messages,
+        "max_completion_tokens": request.config.max_tokens,
     }
+    capability = capability or capability_for("openai", request.config.model)
+    # Reasoning models reject a temperature; the precondition has already refused a set one for them.
+    if capability.temperature and request.config.temperature is not None:
+        params["temperature"] = request.config.temperature
     # OpenAI rejects tool_choice without tools, so both go together.
     if request.tools:
-        payload["tools"] = [
-            {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}
-            for t in request.tools
-        ]
-        payload["tool_choice"] = request.tool_choice
+        params["tools"] = [_tool_to_wire(t) for t in request.tools]
+        params["tool_choice"] = request.tool_choice
     if request.response_format is not None:
-        payload["response_format"] = {
+        params["response_format"] = {
             "type": "json_schema",
             "json_schema": {
                 "name": request.response_format.name,
@@ -63,82 +88,112 @@ def request_to_wire(request: LLMRequest) -> dict[str, Any]:
                 "strict": False,
             },
         }
-    return payload
+    return params
 
 
-class _Function(BaseModel):
-    name: str
-    arguments: str | dict[str, Any] | list[Any] | None = None
+def _normalised(body: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
+    """Fill what OpenAI-compatible servers leave out, so the SDK model can validate the rest.
+
+    Returns the body and the raw finish reason: compatible servers send values
+    outside the SDK's literal (or none), and the postcondition must see them.
+    """
+    body = {"id": "", "object": "chat.completion", "created": 0, **body}
+    choices = body.get("choices")
+    if not isinstance(choices, list) or not choices:
+        return body, None
+    first = choices[0]
+    if not isinstance(first, dict):
+        return body, None
+    raw_finish = first.get("finish_reason")
+    first = {"index": 0, **first, "finish_reason": raw_finish if raw_finish in _FINISH else "stop"}
+    message = first.get("message")
+    if isinstance(message, dict):
+        message = {"role": "assistant", **message}
+        calls = message.get("tool_calls")
+        if isinstance(calls, list):
+            # Some servers (Ollama) send arguments as an object; the contract keeps the raw text.
+            message["tool_calls"] = [_normalised_call(c) for c in calls]
+        first["message"] = message
+    body["choices"] = [first, *choices[1:]]
+    return body, raw_finish if isinstance(raw_finish, str) else None
 
 
-class _ToolCall(BaseModel):
-    id: str
-    function: _Function
-
-
-class _Message(BaseModel):
-    content: str | None = None
-    tool_calls: list[_ToolCall] | None = None
-
-
-class _Choice(BaseModel):
-    message: _Message
-    finish_reason: str | None = None
-
-
-class _Usage(BaseModel):
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    total_tokens: int | None = None
-
-
-class _Completion(BaseModel):
-    model: str | None = None
-    choices: list[_Choice] = Field(min_length=1)
-    usage: _Usage | None = None
-
-
-def _arguments_text(arguments: str | dict[str, Any] | list[Any] | None) -> str:
-    # Some compatible servers (Ollama) send an object; the contract wants the raw text.
-    if arguments is None:
-        return ""
-    return arguments if isinstance(arguments, str) else json.dumps(arguments)
+def _normalised_call(call: Any) -> Any:
+    if not isinstance(call, dict):
+        return call
+    call = {"type": "function", **call}
+    function = call.get("function")
+    if isinstance(function, dict):
+        arguments = function.get("arguments")
+        if arguments is None:
+            arguments = ""
+        elif not isinstance(arguments, str):
+            arguments = json.dumps(arguments)
+        call["function"] = {**function, "arguments": arguments}
+    return call
 
 
 def response_from_wire(body: dict[str, Any], request: LLMRequest) -> LLMResponse:
-    completion = parse_wire(_Completion, "openai", body)
+    body, raw_finish = _normalised(body)
+    completion = parse_wire(ChatCompletion, "openai", body)
+    if not completion.choices:
+        raise malformed("openai", "choices: the list is empty")
     choice = completion.choices[0]
+    message = choice.message
+    names = WireNames(request)
     calls = [
-        LLMToolCall(id=c.id, name=c.function.name, arguments=_arguments_text(c.function.arguments))
-        for c in choice.message.tool_calls or []
+        LLMToolCall(id=c.id, name=names.engine_tool(c.function.name), arguments=c.function.arguments)
+        for c in message.tool_calls or []
+        if c.type == "function"
     ]
-    if choice.finish_reason is None:
+    if raw_finish is None:
         finish: FinishReason = "tool_calls" if calls else "stop"
     else:
-        finish = _FINISH.get(choice.finish_reason, "other")
-    usage = completion.usage or _Usage()
-    total = usage.total_tokens if usage.total_tokens is not None else usage.prompt_tokens + usage.completion_tokens
+        finish = _FINISH.get(raw_finish, "other")
     return LLMResponse(
-        message=Message(role="assistant", content=choice.message.content, tool_calls=calls),
-        usage=Usage(prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens, total_tokens=total),
+        message=Message(role="assistant", content=message.content, tool_calls=calls),
+        usage=_usage(completion),
         finish_reason=finish,
         provider="openai",
         model=completion.model or request.config.model,
+        refusal=message.refusal,
     )
+
+
+def _usage(completion: ChatCompletion) -> Usage:
+    usage = completion.usage
+    if usage is None:
+        return Usage()
+    prompt, completion = usage.prompt_tokens_details, usage.completion_tokens_details
+    return Usage(prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens,
+                 total_tokens=usage.total_tokens,
+                 cache_read_tokens=(prompt.cached_tokens or 0) if prompt else 0,
+                 cache_write_tokens=(prompt.cache_write_tokens or 0) if prompt else 0,
+                 reasoning_tokens=(completion.reasoning_tokens or 0) if completion else 0)
 
 
 class OpenAIProvider:
     name = "openai"
 
-    def __init__(self, http: httpx.AsyncClient, *, base_url: str, api_key: SecretStr | str | None = None,
-                 timeout: float | None = None) -> None:
-        self._http = http
-        self._url = base_url.rstrip("/") + "/chat/completions"
+    def __init__(self, http: httpx2.AsyncClient, *, base_url: str, api_key: SecretStr | str | None = None,
+                 timeout: float | None = None, retry_after_cap: float | None = DEFAULT_RETRY_AFTER_CAP,
+                 capabilities: list[ModelCapability] | None = None) -> None:
         self._key = api_key.get_secret_value() if isinstance(api_key, SecretStr) else api_key
+        # The key is passed explicitly (even when empty) so the SDK never reads OPENAI_API_KEY itself:
+        # settings are loaded in one place. Retries are Temporal's.
+        self._client = openai.AsyncOpenAI(api_key=self._key or "", base_url=base_url, http_client=http,
+                                          max_retries=0, _enforce_credentials=False)
         self._timeout = timeout
+        self._cap = retry_after_cap
+        self._capabilities = list(capabilities or [])
 
     async def complete(self, request: LLMRequest) -> LLMResponse:
-        headers = {"Authorization": f"Bearer {self._key}"} if self._key else {}
-        body = await post_json(self._http, self.name, self._url, request_to_wire(request), headers,
-                               timeout=self._timeout, secret=self._key)
+        params = request_to_wire(request, capability_for(self.name, request.config.model, self._capabilities))
+        extra: dict[str, Any] = {}
+        if self._timeout is not None:
+            extra["timeout"] = self._timeout
+        if not self._key:
+            extra["extra_headers"] = {"Authorization": openai.Omit()}
+        body = await sdk_call(self.name, lambda: self._client.chat.completions.with_raw_response.create(
+            **params, **extra), secret=self._key, retry_after_cap=self._cap)
         return response_from_wire(body, request)

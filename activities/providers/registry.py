@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from urllib.parse import urlparse
 
-import httpx
+import httpx2
 
 from ...contracts.config.settings import ProviderSettings
+from ...contracts.llm.capabilities import ModelCapability, capability_for
 from ...contracts.errors import NonRetryableProviderError
 from .anthropic import AnthropicProvider
 from .base import Provider
@@ -16,15 +17,20 @@ _OFFICIAL_OPENAI_HOST = "api.openai.com"
 
 
 class ProviderSet:
-    def __init__(self, settings: ProviderSettings, http: httpx.AsyncClient) -> None:
+    def __init__(self, settings: ProviderSettings, http: httpx2.AsyncClient) -> None:
         self._settings = settings
-        timeout = settings.request_timeout_seconds
+        common = {"timeout": settings.request_timeout_seconds, "retry_after_cap": settings.retry_after_cap_seconds,
+                  "capabilities": settings.models}
         self._providers: dict[str, Provider] = {
             "openai": OpenAIProvider(http, base_url=settings.openai_base_url, api_key=settings.openai_api_key,
-                                     timeout=timeout),
+                                     **common),
             "anthropic": AnthropicProvider(http, base_url=settings.anthropic_base_url,
-                                           api_key=settings.anthropic_api_key, timeout=timeout),
+                                           api_key=settings.anthropic_api_key, api_version=settings.anthropic_version,
+                                           caching=settings.prompt_caching, **common),
         }
+
+    def capability(self, provider: str, model: str) -> ModelCapability:
+        return capability_for(provider, model, self._settings.models)
 
     def get(self, name: str) -> Provider:
         """The provider, or ``NonRetryableProviderError`` naming the missing setting."""

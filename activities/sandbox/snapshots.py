@@ -4,6 +4,11 @@ A snapshot is a Monty interpreter's whole memory. Monty does not authenticate
 dumps, so before loading one we check that a worker holding the key wrote it
 for this very run: HMAC-SHA256 over the run key and the content digest. The
 key never leaves the workers (settings/env, or a key file in the state dir).
+
+Keys rotate: each signature carries the signing key's id (a digest of the key,
+so the id reveals nothing), new snapshots are signed with the current key, and
+snapshots signed by a key listed in ``snapshot_previous_keys`` still load. A
+run paused under the old key therefore survives the rotation.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ import hashlib
 import hmac
 import os
 import secrets
+from collections.abc import Sequence
 from pathlib import Path
 
 from ...contracts.code.program import SnapshotRef
@@ -20,6 +26,7 @@ from ...contracts.errors import PayloadIntegrityError, SnapshotIntegrityError
 from ..payload_store import PayloadStore
 
 _DOMAIN = b"agentsteps.snapshot.v1"
+_KEY_ID_DOMAIN = b"agentsteps.snapshot-key-id.v1\0"
 KEY_FILE = "snapshot.key"
 
 
@@ -39,28 +46,53 @@ def load_snapshot_key(settings: WorkerSettings) -> bytes:
     return bytes.fromhex(path.read_text().strip())
 
 
+def previous_snapshot_keys(settings: WorkerSettings) -> list[bytes]:
+    return [k.get_secret_value().encode() for k in settings.snapshot_previous_keys]
+
+
+def key_id(key: bytes) -> str:
+    return hashlib.sha256(_KEY_ID_DOMAIN + key).hexdigest()[:16]
+
+
 class SnapshotVault:
-    def __init__(self, store: PayloadStore, key: bytes) -> None:
-        if len(key) < 16:
-            raise ValueError("the snapshot key must be at least 16 bytes")
+    def __init__(self, store: PayloadStore, key: bytes, previous_keys: Sequence[bytes] = ()) -> None:
+        for k in (key, *previous_keys):
+            if len(k) < 16:
+                raise ValueError("every snapshot key must be at least 16 bytes")
         self._store = store
         self._key = key
+        self._key_id = key_id(key)
+        # Current key first: a ref without a key id is tried against each in turn.
+        self._keys = {self._key_id: key}
+        for k in previous_keys:
+            self._keys.setdefault(key_id(k), k)
 
-    def _sign(self, run_key: str, digest: str) -> str:
+    @staticmethod
+    def _sign(key: bytes, run_key: str, digest: str) -> str:
         message = b"\0".join([_DOMAIN, run_key.encode(), digest.encode()])
-        return hmac.new(self._key, message, hashlib.sha256).hexdigest()
+        return hmac.new(key, message, hashlib.sha256).hexdigest()
 
     async def save(self, run_key: str, data: bytes) -> SnapshotRef:
         digest = hashlib.sha256(data).hexdigest()
         claim = await self._store.put(data)
         return SnapshotRef(
-            sha256=digest, size=len(data), signature=self._sign(run_key, digest), driver=self._store.driver.name(),
-            claim=claim,
+            sha256=digest, size=len(data), signature=self._sign(self._key, run_key, digest),
+            driver=self._store.driver.name(), claim=claim, key_id=self._key_id,
         )
 
+    def _verified(self, run_key: str, ref: SnapshotRef) -> bool:
+        if ref.key_id is not None:
+            candidates = [self._keys[ref.key_id]] if ref.key_id in self._keys else []
+        else:
+            candidates = list(self._keys.values())
+        return any(hmac.compare_digest(self._sign(k, run_key, ref.sha256), ref.signature) for k in candidates)
+
     async def load(self, run_key: str, ref: SnapshotRef) -> bytes:
-        if not hmac.compare_digest(self._sign(run_key, ref.sha256), ref.signature):
-            raise SnapshotIntegrityError(f"snapshot {ref.sha256[:12]} is not signed for this run by a worker key")
+        if not self._verified(run_key, ref):
+            known = "" if ref.key_id is None or ref.key_id in self._keys else f" (key id {ref.key_id} is not configured)"
+            raise SnapshotIntegrityError(
+                f"snapshot {ref.sha256[:12]} is not signed for this run by a worker key{known}"
+            )
         try:
             data = await self._store.get(ref.claim)
         except PayloadIntegrityError as exc:

@@ -49,6 +49,9 @@ class SnapshotRef(BaseModel):
     driver: str
     claim: dict[str, str]
     """The payload store's claim for the bytes (local path or S3 key)."""
+    key_id: str | None = None
+    """Which worker key signed it (a digest of the key, never the key); None in snapshots from
+    before key rotation, which are checked against every configured key."""
 
 
 class VariableInfo(BaseModel):

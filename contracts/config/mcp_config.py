@@ -12,9 +12,13 @@ references; it never reads a secret.
 from __future__ import annotations
 
 import re
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from ..mcp import McpConfigError
+
+from ..llm.tools import Delivery
 
 SERVER_NAME_PATTERN = r"^[A-Za-z0-9_-]{1,40}$"
 SECRET_NAME_PATTERN = r"[A-Za-z_][A-Za-z0-9_.-]{0,127}"
@@ -52,12 +56,15 @@ class McpTimeouts(BaseModel):
 class _ServerBase(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    tool_prefix: str = Field(default="", pattern=r"^[A-Za-z0-9_-]{0,24}$")
+    tool_prefix: str = Field(default="", pattern=r"^[A-Za-z0-9_.-]{0,24}$")
     """Prepended to every tool name this server offers, e.g. ``"tickets_"``, to avoid collisions."""
     timeouts: McpTimeouts = Field(default_factory=McpTimeouts)
     require_approval: list[str] = Field(default_factory=list)
     """Tools of this server (their names on the server, before ``tool_prefix``) whose every call a person
     must approve before it runs."""
+    delivery: dict[Annotated[str, Field(min_length=1, max_length=64)], Delivery] = Field(default_factory=dict)
+    """Per tool (the server's name, without ``tool_prefix``): ``retry``, ``key`` or ``at_most_once``,
+    overriding what the tool's annotations and parameters imply."""
 
 
 class StdioServerConfig(_ServerBase):
@@ -94,3 +101,28 @@ class McpConfig(BaseModel):
             for value in values:
                 names.update(secret_references(value))
         return names
+
+
+_TRANSPORT_ALIASES = {"streamable-http": "http", "streamable_http": "http", "streamable-HTTP": "http"}
+
+
+def parse_mcp_config(document: dict[str, Any], *, origin: str = "config") -> McpConfig:
+    section = document.get("mcp", {})
+    if not isinstance(section, dict):
+        raise McpConfigError(f"{origin}: [mcp] must be a table")
+    servers = section.get("servers", {})
+    if not isinstance(servers, dict):
+        raise McpConfigError(f"{origin}: [mcp.servers] must be a table")
+    normalised: dict[str, Any] = {}
+    for name, table in servers.items():
+        if isinstance(table, dict) and table.get("transport") in _TRANSPORT_ALIASES:
+            table = {**table, "transport": _TRANSPORT_ALIASES[table["transport"]]}
+        normalised[name] = table
+    try:
+        return McpConfig(servers=normalised)
+    except ValidationError as exc:
+        detail = "; ".join(
+            f"mcp.servers.{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors()
+        )
+        raise McpConfigError(f"{origin}: {detail}") from None
+

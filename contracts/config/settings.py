@@ -10,6 +10,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field, SecretStr
 
+from ..llm.capabilities import ModelCapability
+
 
 class ProviderSettings(BaseModel):
     openai_api_key: SecretStr | None = None
@@ -17,6 +19,14 @@ class ProviderSettings(BaseModel):
     anthropic_api_key: SecretStr | None = None
     anthropic_base_url: str = "https://api.anthropic.com"
     request_timeout_seconds: float = 120.0
+    retry_after_cap_seconds: float = 120.0
+    """A provider's ``Retry-After`` is handed to Temporal, but never longer than this."""
+    anthropic_version: str | None = None
+    """The ``anthropic-version`` header; unset means the pinned SDK's own."""
+    prompt_caching: bool = True
+    """Anthropic: mark the system prompt, tools and conversation prefix with ``cache_control``."""
+    models: list[ModelCapability] = Field(default_factory=list)
+    """Per-model capabilities (temperature, structured output), before the built-in table."""
 
 
 class PriceTable(BaseModel):
@@ -24,6 +34,10 @@ class PriceTable(BaseModel):
 
     input_per_mtok: dict[str, float] = Field(default_factory=dict)
     output_per_mtok: dict[str, float] = Field(default_factory=dict)
+    cached_input_per_mtok: dict[str, float] = Field(default_factory=dict)
+    """Cache reads; a model missing here pays its full input price for them."""
+    cache_write_per_mtok: dict[str, float] = Field(default_factory=dict)
+    """Cache writes (Anthropic: 1.25x input); a model missing here pays its full input price."""
 
 
 class TracingSettings(BaseModel):
@@ -44,9 +58,27 @@ class PayloadStoreSettings(BaseModel):
     local_dir: Path | None = None
     """Defaults to ``<state_dir>/payloads``."""
     s3_bucket: str | None = None
-    """Set to use the SDK's S3 driver instead of the local directory (needs ``aioboto3``)."""
+    """Set to use the SDK's S3 driver instead of the local directory (the ``s3`` extra)."""
+    s3_prefix: str = ""
+    """Key prefix inside the bucket (``agentsteps/`` keeps the bucket shareable); the same on every worker."""
     s3_endpoint_url: str | None = None
+    """An S3-compatible server (MinIO, Ceph, moto); unset means AWS."""
     s3_region: str | None = None
+    s3_access_key_id: SecretStr | None = None
+    """Unset: the AWS SDK's own chain (web identity, instance profile, ``~/.aws``)."""
+    s3_secret_access_key: SecretStr | None = None
+    s3_session_token: SecretStr | None = None
+
+    @property
+    def shared(self) -> bool:
+        """Whether every worker can reach this store (a local directory cannot be assumed to be)."""
+        return self.s3_bucket is not None
+
+
+DEMO_TOOL_FACTORIES = (
+    "agentsteps.examples.demo_tools:build_registry",
+    "agentsteps.examples.support_tools:build_registry",
+)
 
 
 class WorkerSettings(BaseModel):
@@ -60,16 +92,20 @@ class WorkerSettings(BaseModel):
     prices: PriceTable = Field(default_factory=PriceTable)
     config_file: Path | None = None
     """The TOML file these settings came from; MCP servers are declared there too."""
-    tool_factories: list[str] = Field(
-        default_factory=lambda: [
-            "agentsteps.examples.demo_tools:build_registry",
-            "agentsteps.examples.support_tools:build_registry",
-        ]
-    )
-    """``module:function`` entries; each function takes these settings and returns a ToolRegistry."""
+    tool_factories: list[str] | None = None
+    """``module:function`` entries; each function takes these settings and returns a ToolRegistry.
+    Unset: the demo tools for the embedded stack (demo, dev, tests), none for ``agentsteps worker``."""
     tracing: TracingSettings = Field(default_factory=TracingSettings)
     payload_store: PayloadStoreSettings = Field(default_factory=PayloadStoreSettings)
     secrets_dir: Path | None = None
     """Folder of secret files (``NAME`` holds secret ``NAME``) for ``secret:`` references; read before the environment."""
     snapshot_key: SecretStr | None = None
     """HMAC key signing code-mode snapshots; unset means a key file under ``state_dir``."""
+    snapshot_previous_keys: list[SecretStr] = Field(default_factory=list)
+    """Keys rotated out: snapshots they signed still load, new ones are signed with ``snapshot_key``."""
+    sandbox_processes: int | None = Field(default=None, ge=1)
+    """Monty sandbox processes per worker; unset means the CPU count, which in a container is the
+    node's, not the pod's limit: set it where resources are limited (deploy/k8s does)."""
+    single_worker: bool = False
+    """The operator declares that one worker serves this cluster's task queue, so a local payload
+    store and a key file are enough; without it a worker on a cluster needs a shared store and key."""

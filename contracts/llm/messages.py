@@ -17,8 +17,11 @@ class LLMToolCall(BaseModel):
     """
 
     id: str
+    """Unique within the run (see ``call_ids``): what tool results answer."""
     name: str
     arguments: str = "{}"
+    provider_id: str | None = None
+    """The id the provider sent, when the engine had to give the call another one; sent back on the wire."""
 
 
 class Message(BaseModel):

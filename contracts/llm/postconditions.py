@@ -10,6 +10,7 @@ Paths are rooted at the response as the model sees it: ``$.tool_calls[0].name``,
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from pydantic import BaseModel
@@ -24,6 +25,7 @@ from .violations import Violation, ViolationKind
 CONTRACT = LLM_CALL  # the LLM contract is named after its activity
 
 _K = ViolationKind
+_SNAPSHOT_SUFFIX = re.compile(r"\d{4}-\d{2}-\d{2}|\d{8}|v?\d+(\.\d+)*")
 
 
 def _post(kind: ViolationKind, path: str, message: str, contract: str = CONTRACT) -> Violation:
@@ -131,18 +133,65 @@ def _check_usage(response: LLMResponse) -> list[Violation]:
     return out
 
 
+_STOP_KINDS: dict[str, ViolationKind] = {
+    "length": _K.truncated,
+    "context_window_exceeded": _K.truncated,
+    "refusal": _K.refusal,
+    "content_filter": _K.content_filtered,
+    "pause_turn": _K.incomplete,
+    "other": _K.incomplete,
+}
+
+
+def _check_stop(request: LLMRequest, response: LLMResponse) -> list[Violation]:
+    """Only ``stop`` and ``tool_calls`` end a turn; any other reason makes the (partial) answer unusable."""
+    refusal = response.refusal
+    kind = _K.refusal if refusal is not None else _STOP_KINDS.get(response.finish_reason)
+    if kind is None:
+        return []
+    said = clip(refusal or response.message.content or "", 500)
+    quoted = f" The provider said: {said!r}." if said else ""
+    if kind is _K.refusal:
+        message = f"the model refused to answer.{quoted} Answer within the rules, or say plainly why you cannot"
+    elif kind is _K.content_filtered:
+        message = f"the provider's content filter stopped the reply.{quoted} Rephrase the answer"
+    elif response.finish_reason == "length":
+        message = (f"the reply was cut off at max_tokens ({request.config.max_tokens}); "
+                   "give a shorter answer that fits")
+    elif kind is _K.truncated:
+        message = "the reply was cut off at the model's context window; give a shorter answer that fits"
+    else:
+        message = (f"the reply stopped before it was finished (stop reason {response.finish_reason!r}); "
+                   "answer again in full")
+    return [_post(kind, "$.finish_reason", message)]
+
+
+def served_model_matches(pinned: str, served: str) -> bool:
+    """The served model is the pinned one, or its dated snapshot.
+
+    Rule (both providers): ``served == pinned``, or ``served`` is ``pinned`` plus
+    ``-`` and a date (``-2024-08-06``, ``-20250929``) or version (``-v2``, ``-001``)
+    suffix: OpenAI and Anthropic report the dated snapshot an alias resolved to.
+    An empty ``served`` (the provider reported none) cannot be checked and passes.
+    """
+    if not served or served == pinned:
+        return True
+    return served.startswith(pinned + "-") and _SNAPSHOT_SUFFIX.fullmatch(served[len(pinned) + 1:]) is not None
+
+
+def _check_served_model(request: LLMRequest, response: LLMResponse) -> list[Violation]:
+    pinned = request.config.model
+    if served_model_matches(pinned, response.model):
+        return []
+    return [_post(_K.served_model, "$.model",
+                  f"the provider served model {describe(response.model)}, not the pinned {describe(pinned)}")]
+
+
 def check_response(request: LLMRequest, response: LLMResponse) -> list[Violation]:
     """The ``llm.call`` postconditions; an empty list means the answer may be used."""
-    out: list[Violation] = []
-    if response.finish_reason == "length":
-        out.append(
-            _post(
-                _K.truncated,
-                "$.finish_reason",
-                f"the reply was cut off at max_tokens ({request.config.max_tokens}); "
-                "give a shorter answer that fits",
-            )
-        )
+    out = _check_served_model(request, response)
+    stop = _check_stop(request, response)
+    out += stop
     if response.message.role != "assistant":
         out.append(
             _post(
@@ -152,7 +201,9 @@ def check_response(request: LLMRequest, response: LLMResponse) -> list[Violation
             )
         )
     out += _check_tool_calls(request, response)[:MAX_ERRORS]
-    out += _check_content(request, response)
+    # A refused or filtered reply is judged by its stop alone: an empty text there is not a second problem.
+    if not any(v.kind in (_K.refusal, _K.content_filtered) for v in stop):
+        out += _check_content(request, response)
     out += _check_usage(response)
     return out
 
@@ -174,4 +225,4 @@ def check_tool_output(tool: ToolSchema, value: Any) -> list[Violation]:
     )
 
 
-__all__ = ["CONTRACT", "check_response", "check_tool_output"]
+__all__ = ["CONTRACT", "check_response", "check_tool_output", "served_model_matches"]

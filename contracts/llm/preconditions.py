@@ -42,7 +42,8 @@ def check_config(
     out = [v.model_copy(update={"contract": contract}) for v in check_model_pinned(config, allowed_aliases, path)]
     low, high = TEMPERATURE_RANGE
     t = config.temperature
-    if not (isinstance(t, int | float) and math.isfinite(t) and low <= t <= high):
+    # Unset means the model's default; nothing is sent.
+    if t is not None and not (isinstance(t, int | float) and math.isfinite(t) and low <= t <= high):
         out.append(
             _pre(
                 _K.temperature_out_of_range,

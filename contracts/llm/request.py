@@ -18,8 +18,10 @@ class LLMConfig(BaseModel):
     provider: Provider = "openai"
     model: str
     """A pinned model version; ``latest`` and bare aliases fail the precondition."""
-    temperature: float = 0.7
-    """Checked by the precondition (``[0, 2]``) so a bad value becomes a violation naming the field."""
+    temperature: float | None = None
+    """Unset means the model's own default and nothing is sent. A set value is
+    checked by the precondition (``[0, 2]``, then the model's capability in the
+    worker's table) and sent as it is, never silently changed."""
     max_tokens: int = 1024
     context_window: int = 128_000
 
@@ -52,20 +54,34 @@ class LLMRequest(BaseModel):
 
 class Usage(BaseModel):
     prompt_tokens: int = 0
+    """Every input token, cached or not: budgets and the context window count them all."""
     completion_tokens: int = 0
+    """Every output token, reasoning included."""
     total_tokens: int = 0
+    cache_read_tokens: int = 0
+    """Part of ``prompt_tokens`` served from the provider's prompt cache (priced lower)."""
+    cache_write_tokens: int = 0
+    """Part of ``prompt_tokens`` written to the prompt cache (Anthropic prices these higher)."""
+    reasoning_tokens: int = 0
+    """Part of ``completion_tokens`` the model spent thinking."""
 
     def billable(self) -> Usage:
         """Prompt + completion, negatives as 0: an inconsistent reported total is a
         postcondition violation, never what a budget is charged."""
         prompt, completion = max(self.prompt_tokens, 0), max(self.completion_tokens, 0)
-        return Usage(prompt_tokens=prompt, completion_tokens=completion, total_tokens=prompt + completion)
+        return Usage(prompt_tokens=prompt, completion_tokens=completion, total_tokens=prompt + completion,
+                     cache_read_tokens=min(max(self.cache_read_tokens, 0), prompt),
+                     cache_write_tokens=min(max(self.cache_write_tokens, 0), prompt),
+                     reasoning_tokens=min(max(self.reasoning_tokens, 0), completion))
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
             prompt_tokens=self.prompt_tokens + other.prompt_tokens,
             completion_tokens=self.completion_tokens + other.completion_tokens,
             total_tokens=self.total_tokens + other.total_tokens,
+            cache_read_tokens=self.cache_read_tokens + other.cache_read_tokens,
+            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
+            reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens,
         )
 
 
@@ -79,7 +95,11 @@ class ContextAction(BaseModel):
     note: str = ""
 
 
-FinishReason = Literal["stop", "tool_calls", "length", "content_filter", "other"]
+FinishReason = Literal[
+    "stop", "tool_calls", "length", "content_filter", "refusal", "context_window_exceeded", "pause_turn", "other"
+]
+"""Why the model stopped. Only ``stop`` and ``tool_calls`` are final answers;
+each other reason is a postcondition violation of its own kind."""
 
 
 class LLMResponse(BaseModel):
@@ -89,6 +109,9 @@ class LLMResponse(BaseModel):
     finish_reason: FinishReason = "stop"
     provider: Provider = "openai"
     model: str = ""
+    """The model the provider says it served; the ``served_model`` postcondition compares it with the pin."""
+    refusal: str | None = None
+    """The provider's refusal text (OpenAI ``message.refusal``, Anthropic's refusal explanation)."""
     violations: list[Violation] = Field(default_factory=list)
     """Postcondition violations, returned as values for the workflow to handle."""
     conversation: ConversationRef | None = None

@@ -2,11 +2,23 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
 TOOL_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$"
+
+Delivery = Literal["retry", "key", "at_most_once"]
+"""How a tool call may be repeated after a failure (see README, "Delivery policy").
+
+- ``retry``: read-only or idempotent; Temporal retries it freely.
+- ``key``: it takes the idempotency key and dedupes on it; retried with the same key.
+- ``at_most_once``: neither; never retried once the request may have reached the
+  tool. A call whose outcome is unknown comes back as an error result saying so.
+"""
+
+OUTCOME_UNKNOWN = "ToolOutcomeUnknown"
+"""``ToolCallResult.error_type`` of an at-most-once call that may or may not have happened."""
 
 
 class ToolSchema(BaseModel):
@@ -19,6 +31,7 @@ class ToolSchema(BaseModel):
     """Side-effecting tools get an idempotency key so a retry cannot repeat them."""
     requires_approval: bool = False
     """A person must approve each call (the ``approve`` / ``reject`` Updates) before it runs."""
+    delivery: Delivery = "retry"
     source: str = "python"
     """``python`` for the in-process registry, ``mcp:<server>`` for MCP tools."""
 
@@ -31,7 +44,11 @@ class ToolCallInput(BaseModel):
     """Raw JSON text from the model; the activity parses and validates it."""
     call_id: str
     idempotency_key: str
-    """run id + call id: stable across activity retries and worker crashes."""
+    """Names the effect, not the attempt: stable across activity retries, worker crashes,
+    re-prompts, fallback models and a Temporal reset (``workflows/effects.py``)."""
+    delivery: Delivery | None = None
+    """Set by the workflow; ``at_most_once`` makes the activity report a failure after the
+    request may have been sent as an ``OUTCOME_UNKNOWN`` result instead of raising."""
 
 
 class ToolCallResult(BaseModel):
@@ -49,9 +66,35 @@ class ToolCallResult(BaseModel):
     is_error: bool = False
     structured: Any = None
     """The validated result value, when the tool returns one."""
+    error_type: str | None = None
+    """``OUTCOME_UNKNOWN`` when the call may or may not have happened (``is_error`` is then true)."""
+
+
+def outcome_unknown(call: ToolCallInput, reason: str) -> ToolCallResult:
+    """The typed error result of an at-most-once call whose outcome nobody knows."""
+    return ToolCallResult(
+        call_id=call.call_id, name=call.name, is_error=True, error_type=OUTCOME_UNKNOWN,
+        content=(
+            f"{OUTCOME_UNKNOWN}: the call to {call.name} may or may not have happened ({reason[:300]}). "
+            "It was not retried, because this tool cannot take an idempotency key. "
+            "Check its effect before calling it again."
+        ),
+    )
 
 
 class ToolsDescribeInput(BaseModel):
     """Input of the ``tools.describe`` activity: the names an agent may use."""
 
     names: list[str]
+
+
+def capped_tool_content(content: str, limit: int) -> str:
+    """``content`` cut to ``limit`` characters, with a notice of what was cut and how to avoid it."""
+    if len(content) <= limit:
+        return content
+    return (
+        content[:limit]
+        + f"\n[tool result truncated: showing the first {limit} of {len(content)} characters. Ask for less "
+        "(filters, fewer fields, smaller pages), or run this agent in code mode (mode = \"code\"), where a "
+        "program processes large results without them passing through the model.]"
+    )

@@ -15,6 +15,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from temporalio import workflow
+from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
@@ -32,12 +33,16 @@ with workflow.unsafe.imports_passed_through():
         ScanResult,
         StalledIssue,
     )
-    from ...contracts.names import MONITOR_RECORD, MONITOR_WORKFLOW
+    from ...contracts.json_schema import parse_json
+    from ...contracts.llm.violations import Violation, ViolationKind
+    from ...contracts.names import EFFECTS_PATCH, MONITOR_RECORD, MONITOR_WORKFLOW
     from ...contracts.llm.reprompt import reprompt_messages
     from .. import calls
     from ..ladder import Rung, ViolationLadder
     from ..program_driver import drive_program
+    from ...telemetry import workflow_metrics
     from .nudges import (
+        NUDGE_CONTRACT,
         NUDGE_SYSTEM_PROMPT,
         check_nudge,
         comment_body,
@@ -56,6 +61,7 @@ class MonitorWorkflow:
     @workflow.run
     async def run(self, inp: MonitorInput) -> MonitorReport:
         spec = inp.spec
+        bounded = workflow.patched(EFFECTS_PATCH)
         as_of = _utc(inp.as_of or workflow.now())
         report = MonitorReport(monitor=spec.name, as_of=as_of, day=as_of.date().isoformat())
 
@@ -92,17 +98,26 @@ class MonitorWorkflow:
             ids.sort(key=lambda i: order.get(i, len(order)))
         report.failed.sort(key=lambda f: order.get(f.issue_id, len(order)))
 
-        await workflow.execute_activity(
-            MONITOR_RECORD,
-            MonitorMetrics(
-                monitor=spec.name,
-                run_id=workflow.info().run_id,
-                stalled=len(report.stalled_ids),
-                nudged=len(report.nudged),
-                escalated=len(report.escalated),
-            ),
-            start_to_close_timeout=timedelta(seconds=10),
+        metrics = MonitorMetrics(
+            monitor=spec.name,
+            run_id=workflow.info().run_id,
+            stalled=len(report.stalled_ids),
+            nudged=len(report.nudged),
+            escalated=len(report.escalated),
         )
+        if not bounded:
+            await workflow.execute_activity(MONITOR_RECORD, metrics, start_to_close_timeout=timedelta(seconds=10))
+            return report
+        try:
+            # Retried a few times, then given up inside a minute: metrics never hold a finished tick hostage.
+            await workflow.execute_activity(
+                MONITOR_RECORD, metrics, start_to_close_timeout=timedelta(seconds=10),
+                schedule_to_close_timeout=timedelta(seconds=60),
+                retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=5),
+                                         maximum_attempts=4),
+            )
+        except ActivityError as exc:
+            report.metrics_error = f"monitor.record failed: {_cause(exc)}"
         return report
 
 
@@ -240,8 +255,13 @@ class _Drafter:
             violations = list(response.violations)
             value: Any = None
             if not violations:
-                value = json.loads(response.message.content or "null")
-                violations = check_nudge(value, issue)
+                value, problem = parse_json(response.message.content or "")
+                violations = (
+                    [Violation(contract=NUDGE_CONTRACT, phase="post", kind=ViolationKind.response_not_json,
+                               path="$.content", message=problem)]
+                    if problem is not None else check_nudge(value, issue)
+                )
+                workflow_metrics.record_check(NUDGE_CONTRACT, "post", violations)
             if not violations:
                 return value["message"]
             report.violations.extend(violations)

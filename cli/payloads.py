@@ -1,0 +1,47 @@
+"""``agentsteps payloads gc``: the shell over ``client/payload_gc.py``."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+
+from ..contracts.config.schedules import parse_duration
+
+
+def configure_parser(parser: argparse.ArgumentParser) -> None:
+    actions = parser.add_subparsers(metavar="ACTION")
+    gc = actions.add_parser("gc", help="Delete payloads no open workflow can still need (dry run by default).")
+    gc.add_argument("--older-than", required=True, type=_duration, help="only payloads stored before this long ago, e.g. 30d")
+    gc.add_argument("--delete", action="store_true", help="delete them (default: only report)")
+    gc.add_argument("--json", action="store_true", help="print the report as one JSON object")
+    gc.add_argument("--config", default=argparse.SUPPRESS, help="TOML config file")
+    gc.set_defaults(handler=payloads_gc)
+
+
+def _duration(text: str):
+    try:
+        return parse_duration(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def payloads_gc(args: argparse.Namespace) -> int:
+    return asyncio.run(_gc(args))
+
+
+async def _gc(args: argparse.Namespace) -> int:
+    from ..activities.payload_store import build_payload_store
+    from ..client.payload_gc import collect_garbage
+    from ..client.settings import load_settings
+    from ..worker import connect
+
+    settings = load_settings(getattr(args, "config", None))
+    store = build_payload_store(settings)
+    try:
+        client = await connect(settings)
+        report = await collect_garbage(client, store, args.older_than, delete=args.delete)
+    finally:
+        await store.aclose()
+    print(json.dumps(report.as_json()) if args.json else report.summary())
+    return 0

@@ -1,0 +1,109 @@
+"""Workers that cannot read each other's payloads or snapshots: a typed failure in bounded time, never a hang."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+from temporalio.client import WorkflowFailureError
+from temporalio.exceptions import ApplicationError, TerminatedError
+
+from agentsteps.contracts import AgentInput, AgentResult
+from agentsteps.contracts.names import AGENT_WORKFLOW
+from agentsteps.worker import connect
+from agentsteps.contracts.config.settings import WorkerSettings
+
+from process_support import kill, wait_for
+from s3_support import s3_bucket, s3_client, s3_endpoint, store_settings  # noqa: F401 - fixtures
+from scale_helpers import code_spec, new_id, script, spawn, tool_spec, worker_settings
+from scale_support import Ledger
+
+BOUND = 60.0  # seconds from the takeover to the typed failure
+
+
+def _typed_failure(exc: BaseException) -> tuple[str, str]:
+    """(type, message) of a run's end: a failure with a typed ApplicationError, or a termination
+    whose reason is ``Type: message`` (a worker that met the missing payload while replaying)."""
+    cause = exc
+    while cause is not None and not isinstance(cause, ApplicationError | TerminatedError):
+        cause = cause.__cause__
+    if isinstance(cause, ApplicationError):
+        assert cause.non_retryable
+        return cause.type or "", cause.message
+    assert isinstance(cause, TerminatedError), f"expected a typed failure, got {exc!r}"
+    kind, _, message = cause.message.partition(": ")
+    return kind, message
+
+
+async def _takeover_fails_typed(temporal_env, scripted, tmp_path, spec, *, first: str, second: str,
+                                between=None) -> tuple[tuple[str, str], float]:
+    """Run on worker ``first`` until its second call is in flight, kill it, let ``second`` take over."""
+    ledger_path = tmp_path / "ledger.db"
+    ledger = Ledger(ledger_path)
+    client = await connect(WorkerSettings.model_validate_json(first))
+    worker = spawn(first, ledger_path)
+    workflow_id = new_id("takeover")
+    handle = await client.start_workflow(AGENT_WORKFLOW, AgentInput(spec=spec, input="export"), id=workflow_id,
+                                         task_queue=WorkerSettings.model_validate_json(first).task_queue,
+                                         result_type=AgentResult)
+    replacement = None
+    try:
+        await wait_for(lambda: 2 in ledger.effects(workflow_id), timeout=90)
+        kill(worker)
+        if between is not None:
+            between()
+        replacement = spawn(second, ledger_path)
+        started = time.monotonic()
+        with pytest.raises(WorkflowFailureError) as caught:
+            await asyncio.wait_for(handle.result(), timeout=BOUND)
+        return _typed_failure(caught.value), time.monotonic() - started
+    finally:
+        kill(worker)
+        if replacement is not None:
+            kill(replacement)
+
+
+async def test_separate_local_stores_fail_typed_naming_digest_and_store(temporal_env, scripted, tmp_path):
+    scripted.set_script(script(delay=2.0))
+    address = temporal_env.client.service_client.config.target_host
+    queue = new_id("stores")
+    # An operator error: "single worker" declared, but two run with separate disks.
+    first = worker_settings(address, queue, scripted.url_openai, tmp_path / "a", single_worker=True)
+    second = worker_settings(address, queue, scripted.url_openai, tmp_path / "b", single_worker=True)
+    (kind, message), took = await _takeover_fails_typed(temporal_env, scripted, tmp_path, tool_spec(2.0),
+                                                        first=first, second=second)
+    assert kind == "PayloadMissingError"
+    assert str(tmp_path / "b" / "payloads") in message and "sha256:" in message
+    assert took < BOUND
+
+
+async def test_a_payload_gone_from_s3_fails_typed(temporal_env, scripted, tmp_path, s3_endpoint, s3_bucket):
+    scripted.set_script(script(delay=2.0))
+    address = temporal_env.client.service_client.config.target_host
+    queue = new_id("s3gone")
+    s3 = store_settings(s3_endpoint, s3_bucket)
+    first = worker_settings(address, queue, scripted.url_openai, tmp_path / "a", s3=s3)
+    second = worker_settings(address, queue, scripted.url_openai, tmp_path / "b", s3=s3)
+
+    def empty_the_bucket() -> None:
+        bucket = s3_client(s3_endpoint)
+        for obj in bucket.list_objects_v2(Bucket=s3_bucket).get("Contents", []):
+            bucket.delete_object(Bucket=s3_bucket, Key=obj["Key"])
+
+    (kind, message), _ = await _takeover_fails_typed(temporal_env, scripted, tmp_path, tool_spec(2.0), first=first,
+                                                     second=second, between=empty_the_bucket)
+    assert kind == "PayloadMissingError" and f"s3://{s3_bucket}/" in message
+
+
+async def test_a_worker_with_a_foreign_snapshot_key_fails_typed(temporal_env, scripted, tmp_path, s3_endpoint, s3_bucket):
+    scripted.set_script(script(delay=2.0))
+    address = temporal_env.client.service_client.config.target_host
+    queue = new_id("foreignkey")
+    s3 = store_settings(s3_endpoint, s3_bucket)
+    first = worker_settings(address, queue, scripted.url_openai, tmp_path / "a", s3=s3)
+    second = worker_settings(address, queue, scripted.url_openai, tmp_path / "b", s3=s3,
+                             key="another-deployments-key-0123456789")
+    (kind, message), _ = await _takeover_fails_typed(temporal_env, scripted, tmp_path, code_spec(2.0), first=first,
+                                                     second=second)
+    assert kind == "SnapshotIntegrityError" and "is not configured" in message

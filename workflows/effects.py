@@ -1,0 +1,122 @@
+"""Side effects once per run: keys that name the effect, and the run's record of effects.
+
+A key is a digest of the workflow chain (workflow id + the chain's first run
+id), the logical step (``scope``), the tool, its canonical arguments, and the
+call's ordinal among identical calls in that step. It holds no run id and no
+attempt number, so it is the same across activity retries, re-prompts,
+fallback models and ``temporal workflow reset`` (the reset run keeps the
+chain's first run id), and a new run that reuses a workflow id gets new keys.
+
+The ledger answers a repeat of a completed side-effecting call from its record,
+without calling the tool again, so even a tool that does not dedupe runs once
+per key. Deterministic: pure computation on workflow state.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+
+from temporalio import workflow
+
+with workflow.unsafe.imports_passed_through():
+    from ..contracts import EffectRecord, Message, ToolCallResult
+    from ..contracts.llm.tools import OUTCOME_UNKNOWN
+
+_RECORD_CHARS = 1000
+_NOTE_CHARS = 300
+_NOTE_ENTRIES = 40
+
+
+def canonical_arguments(arguments: str) -> str:
+    """JSON text with sorted keys and no spaces, so key order and spacing never change a key."""
+    try:
+        value = json.loads(arguments)
+    except ValueError:
+        return arguments
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def effect_key(chain: str, scope: str, tool: str, arguments: str, ordinal: int) -> str:
+    material = json.dumps([chain, scope, tool, canonical_arguments(arguments), ordinal])
+    return "ak1-" + hashlib.sha256(material.encode()).hexdigest()[:40]
+
+
+def run_chain() -> str:
+    info = workflow.info()
+    return f"{info.workflow_id}/{info.first_execution_run_id}"
+
+
+def _cap(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit] + " [truncated]"
+
+
+class EffectLedger:
+    """Keys for this run's calls, and the side-effecting ones that took effect (into ``records``)."""
+
+    def __init__(self, chain: str, records: list[EffectRecord]) -> None:
+        self._chain = chain
+        self._ordinals: dict[tuple[str, str, str], int] = {}
+        self._results: dict[str, ToolCallResult] = {}
+        self.records = records
+
+    def new_attempt(self) -> None:
+        """A new answer to the same logical step (a re-prompted or fallback program): ordinals restart."""
+        self._ordinals.clear()
+
+    def key(self, scope: str, tool: str, arguments: str) -> str:
+        """The key of the next call to ``tool`` with ``arguments`` in ``scope``; call before any await."""
+        ident = (scope, tool, canonical_arguments(arguments))
+        ordinal = self._ordinals.get(ident, 0)
+        self._ordinals[ident] = ordinal + 1
+        return effect_key(self._chain, scope, tool, arguments, ordinal)
+
+    def completed(self, key: str, call_id: str) -> ToolCallResult | None:
+        found = self._results.get(key)
+        return None if found is None else found.model_copy(update={"call_id": call_id})
+
+    def record(self, key: str, tool: str, arguments: str, result: ToolCallResult) -> None:
+        """Remember a call that took effect (or may have); a tool's own refusal is not an effect."""
+        unknown = result.error_type == OUTCOME_UNKNOWN
+        if (result.is_error and not unknown) or key in self._results:
+            return
+        self._results[key] = result
+        self.records.append(
+            EffectRecord(
+                key=key, tool=tool, arguments=_cap(canonical_arguments(arguments), _RECORD_CHARS),
+                content=_cap(result.content, _RECORD_CHARS), outcome="unknown" if unknown else "done",
+            )
+        )
+
+    def note(self, python_name: Callable[[str], str] = str) -> str | None:
+        """What the model must be told before it answers again: the calls that already took effect."""
+        if not self.records:
+            return None
+        lines = [
+            "These calls with side effects already took effect in this run. They will not run again: "
+            "an identical call (same function, same arguments) returns the recorded result below. "
+            "Do not repeat them with changed arguments unless you mean a second, separate effect."
+        ]
+        for record in self.records[:_NOTE_ENTRIES]:
+            shown = "outcome unknown: it may or may not have happened" if record.outcome == "unknown" else "returned"
+            lines.append(
+                f"- {python_name(record.tool)}({_cap(record.arguments, _NOTE_CHARS)}) {shown}: "
+                f"{_cap(record.content, _NOTE_CHARS)}"
+            )
+        if len(self.records) > _NOTE_ENTRIES:
+            lines.append(f"- ... and {len(self.records) - _NOTE_ENTRIES} more")
+        return "\n".join(lines)
+
+
+def with_note(messages: list[Message], note: str | None) -> list[Message]:
+    """``messages`` with ``note`` added to the last user message (or as one), so roles still alternate."""
+    if not note:
+        return messages
+    if messages and messages[-1].role == "user":
+        last = messages[-1]
+        return [*messages[:-1], last.model_copy(update={"content": f"{last.content or ''}\n\n{note}"})]
+    return [*messages, Message.user(note)]
+
+
+__all__ = ["EffectLedger", "canonical_arguments", "effect_key", "run_chain", "with_note"]
