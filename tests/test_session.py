@@ -182,3 +182,21 @@ async def test_agent_workflow_still_runs_the_same_one_shot_loop(engine, scripted
 async def _update_events(client, sid: str) -> int:
     history = await client.get_workflow_handle(sid).fetch_history()
     return sum(1 for e in history.events if "UPDATE" in e.WhichOneof("attributes").upper())
+
+
+async def test_the_same_side_effect_asked_in_two_turns_runs_twice_once_per_turn(engine, scripted):
+    from agentsteps.examples.demo_tools import NotificationLedger
+
+    scripted.set_script({
+        "rules": [
+            {"match": {"role": "user"}, "reply": {"tool_calls": [
+                {"name": "send_notification", "arguments": {"recipient": "carol", "message": "standup"}}]}},
+            {"match": {"tool_result_for": "send_notification"}, "reply": {"content": "sent"}},
+        ]
+    })
+    sid = session_id()
+    await turn(engine, sid, "remind carol", tools=["send_notification"])
+    await turn(engine, sid, "remind carol again", tools=["send_notification"])
+    delivered = NotificationLedger(engine.settings.state_dir / "notifications.db").delivered()
+    # Effect keys are scoped by turn: turn 2's equal call is a new effect, not a repeat of turn 1's.
+    assert [recipient for _, recipient, _ in delivered] == ["carol", "carol"]
