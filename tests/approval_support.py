@@ -53,3 +53,8 @@ REFUND_SCRIPT = {
         {"match": {"tool_result_for": "refund"}, "reply": {"content": "Refunded 40."}},
     ]
 }
+
+
+def approval_factory(settings) -> ToolRegistry:  # noqa: ANN001 - a tool factory (``module:function`` in settings)
+    """For ``WorkerSettings.tool_factories``: the approval tools beside the demo ones."""
+    return approval_registry([])
