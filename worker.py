@@ -17,6 +17,7 @@ from temporalio.client import Client
 from temporalio.runtime import Runtime
 from temporalio.worker import Worker
 
+from .activities.conversations import ConversationStore
 from .activities.llm import LLMActivities
 from .activities.mcp import McpActivities, SecretResolver, build_mcp_activities
 from .activities.monitor import MonitorActivities
@@ -35,6 +36,7 @@ from .telemetry.tracing import tracing_interceptors
 from .workflows.agent import AgentWorkflow
 from .workflows.monitor import MonitorWorkflow
 from .workflows.pipeline import PipelineWorkflow
+from .workflows.session import SessionWorkflow
 
 DEFAULT_ADDRESS = "127.0.0.1:7233"
 
@@ -112,7 +114,7 @@ def _import_factory(entry: str) -> Callable[[WorkerSettings], ToolRegistry]:
 
 
 def workflows() -> list[type]:
-    return [AgentWorkflow, PipelineWorkflow, MonitorWorkflow]
+    return [AgentWorkflow, PipelineWorkflow, MonitorWorkflow, SessionWorkflow]
 
 
 def build_worker(
@@ -125,14 +127,17 @@ def build_worker(
     task_queue: str | None = None,
     sandbox: SandboxActivities,
     mcp: McpActivities,
+    store: PayloadStore | None = None,
+    extra_workflows: Sequence[type] = (),
     **worker_options: Any,
 ) -> Worker:
-    llm = LLMActivities(settings.providers, http, settings.prices)
+    conversations = ConversationStore(store or build_payload_store(settings))
+    llm = LLMActivities(settings.providers, http, settings.prices, conversations)
     tools = ToolActivities(registry if registry is not None else load_registry(settings), [mcp.source(), *sources])
     return Worker(
         client,
         task_queue=task_queue or settings.task_queue,
-        workflows=workflows(),
+        workflows=[*workflows(), *extra_workflows],
         activities=[
             llm.call,
             tools.describe,
@@ -167,10 +172,17 @@ async def running_worker(
     registry: ToolRegistry | None = None,
     sources: Sequence[ToolSource] = (),
     task_queue: str | None = None,
+    extra_workflows: Sequence[type] = (),
+    **worker_options: Any,
 ) -> AsyncIterator[Worker]:
-    """A started worker with its own HTTP client; both are closed on exit."""
+    """A started worker with its own HTTP client; both are closed on exit.
+
+    ``extra_workflows`` (benchmarks, tests) run beside the engine's own on the same task queue;
+    ``worker_options`` go to ``temporalio.worker.Worker`` (e.g. ``max_cached_workflows``).
+    """
     # Providers never retry; Temporal owns retries, so the transport must not.
-    sandbox = build_sandbox(settings)
+    store = build_payload_store(settings)
+    sandbox = build_sandbox(settings, store)
     mcp = build_mcp(settings)
     try:
         async with httpx2.AsyncClient(timeout=settings.providers.request_timeout_seconds, limits=_HTTP_LIMITS) as http:
@@ -183,6 +195,9 @@ async def running_worker(
                 task_queue=task_queue,
                 sandbox=sandbox,
                 mcp=mcp,
+                store=store,
+                extra_workflows=extra_workflows,
+                **worker_options,
             )
             async with worker:
                 reaper = asyncio.create_task(terminate_unreadable_runs(client))

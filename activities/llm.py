@@ -16,7 +16,9 @@ from temporalio.exceptions import ApplicationError
 
 from ..contracts.config.settings import PriceTable, ProviderSettings
 from ..contracts.errors import NonRetryableProviderError, RetryableProviderError
-from ..contracts.llm.request import LLMRequest, LLMResponse
+from ..contracts.llm.conversation import ConversationRef
+from ..contracts.llm import context
+from ..contracts.llm.request import ContextAction, LLMRequest, LLMResponse
 from ..contracts.names import LLM_CALL
 from ..contracts.llm.call_ids import with_engine_call_ids
 from ..contracts.llm.capabilities import check_capabilities
@@ -25,6 +27,7 @@ from ..contracts.llm.preconditions import check_request
 from ..contracts.llm.violations import Violation, ViolationKind
 from ..telemetry.tracing import llm_span
 from . import llm_metrics as metrics
+from .conversations import ConversationStore
 from .providers.registry import ProviderSet
 
 
@@ -44,12 +47,75 @@ def _precondition_failure(violations: list[Violation]) -> ApplicationError:
 
 
 class LLMActivities:
-    def __init__(self, settings: ProviderSettings, http: httpx2.AsyncClient, prices: PriceTable | None = None) -> None:
+    def __init__(
+        self,
+        settings: ProviderSettings,
+        http: httpx2.AsyncClient,
+        prices: PriceTable | None = None,
+        conversations: ConversationStore | None = None,
+    ) -> None:
         self._providers = ProviderSet(settings, http)
         self._prices = prices or PriceTable()
+        self._conversations = conversations
 
     @activity.defn(name=LLM_CALL)
     async def call(self, request: LLMRequest) -> LLMResponse:
+        chained = request.chained or request.conversation is not None
+        full = request
+        if chained:
+            earlier = await self._store().load(request.conversation)
+            full = request.model_copy(
+                update={"messages": [*earlier, *request.messages], "conversation": None, "chained": False}
+            )
+        action = None
+        if request.context_policy != "none" and not context.fits(full):
+            full, action = await self._compact(full)
+        stored: ConversationRef | None = None
+        if chained:
+            # Stored before the provider call: a retry stores the same segment under the same address.
+            # A compacted conversation starts a new chain, so later calls build on the compacted one.
+            if action is None:
+                stored = await self._store().extend(request.conversation, full.messages, request.messages)
+            else:
+                stored = await self._store().extend(None, full.messages, full.messages)
+        response = await self._call(full)
+        return response.model_copy(update={"conversation": stored, "context": action})
+
+    def _store(self) -> ConversationStore:
+        if self._conversations is None:
+            raise ApplicationError(
+                "this worker has no conversation store", type="NonRetryableProviderError", non_retryable=True
+            )
+        return self._conversations
+
+    async def _compact(self, request: LLMRequest) -> tuple[LLMRequest, ContextAction]:
+        """Apply the request's context policy; a summary that fails its contract falls back to truncation."""
+        note = ""
+        if request.context_policy == "summarize":
+            system, _ = context.split_turns(request.messages)
+            dropped, _ = context.keep_latest(request, system)
+            if dropped:
+                ask = context.summary_request(request, dropped, context.earlier_summary(request))
+                try:
+                    answer = await self._call(ask)
+                except ApplicationError as exc:
+                    if exc.type == "RetryableProviderError":
+                        raise
+                    answer, note = None, f"summary failed ({exc.type}); truncated instead"
+                if answer is not None and answer.violations:
+                    note = "summary violated its contract; truncated instead: " + answer.violations[0].for_model()
+                elif answer is not None:
+                    compacted, count = context.summarized(request, context.parse_summary(answer.message.content))
+                    metrics.record_context_action("summarized")
+                    return compacted, ContextAction(
+                        action="summarized", dropped_messages=count, usage=answer.usage.billable()
+                    )
+        compacted, action = context.truncated(request)
+        metrics.record_context_action("truncated")
+        action.note = note
+        return compacted, action
+
+    async def _call(self, request: LLMRequest) -> LLMResponse:
         config = request.config
         # The capability table is the worker's, so this part of the precondition is checked here.
         pre = check_request(request) or check_capabilities(

@@ -14,6 +14,7 @@ from ..contracts.names import LLM_CALL
 from ..contracts.config.settings import PriceTable
 from ..contracts.llm.violations import Violation
 from ..telemetry.metrics import (
+    CONTEXT_ACTIONS,
     CONTRACT_CHECKS,
     CONTRACT_VIOLATIONS,
     LLM_COST_USD,
@@ -72,3 +73,7 @@ def record_usage(config: LLMConfig, usage: Usage, prices: PriceTable) -> None:
     LLM_TOKENS.labels(config.provider, config.model, "reasoning").inc(max(0, usage.reasoning_tokens))
     # Always touched, so an unpriced model shows on the cost panel as 0, not as missing.
     LLM_COST_USD.labels(config.provider, config.model).inc(cost_usd(prices, config.model, usage))
+
+
+def record_context_action(action: Literal["truncated", "summarized"]) -> None:
+    CONTEXT_ACTIONS.labels(action).inc()

@@ -7,6 +7,7 @@ the output schema. Tests and the CLI can enumerate the registry.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
@@ -39,6 +40,7 @@ class PythonTool:
     fn: Callable[..., Any]
     side_effects: bool
     wants_context: bool
+    requires_approval: bool = False
     delivery: Delivery = "retry"
 
     def schema(self) -> ToolSchema:
@@ -54,6 +56,7 @@ class PythonTool:
             parameters=self.input_model.model_json_schema(),
             output_schema=self.output_model.model_json_schema() if self.output_model else None,
             side_effects=self.side_effects,
+            requires_approval=self.requires_approval,
             delivery=self.delivery,
             source="python",
         )
@@ -70,7 +73,12 @@ class ToolRegistry:
         self._tools: dict[str, PythonTool] = {}
 
     def tool(
-        self, name: str | None = None, *, side_effects: bool = False, delivery: Delivery | None = None
+        self,
+        name: str | None = None,
+        *,
+        side_effects: bool = False,
+        delivery: Delivery | None = None,
+        requires_approval: bool = False,
     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         """Register ``fn(args: InputModel[, ctx: ToolContext]) -> OutputModel``.
 
@@ -78,10 +86,12 @@ class ToolRegistry:
         for one that takes a ``ToolContext`` (it must dedupe on
         ``ctx.idempotency_key``) and ``at_most_once`` for one that does not.
         Declare ``retry`` for a side-effecting tool that is idempotent by nature.
+        ``requires_approval``: every call waits for a person's ``approve`` (or is rejected).
         """
 
         def register(fn: Callable[..., Any | Awaitable[Any]]) -> Callable[..., Any]:
-            self.add(_describe(fn, name=name, side_effects=side_effects, delivery=delivery))
+            tool = _describe(fn, name=name, side_effects=side_effects, delivery=delivery)
+            self.add(dataclasses.replace(tool, requires_approval=requires_approval))
             return fn
 
         return register

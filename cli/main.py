@@ -69,6 +69,17 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--json", action="store_true", help="print only the result, as one JSON object")
     run.add_argument("--no-worker", action="store_true", help="do not run an in-process worker")
 
+    chat = command("chat", _chat, "Talk to an agent in a durable session; resume it days later with --session.")
+    opened = chat.add_mutually_exclusive_group(required=True)
+    opened.add_argument("--spec", help="AgentSpec file: start a new session")
+    opened.add_argument("--session", help="resume this session id")
+    chat.add_argument("--no-worker", action="store_true", help="do not run an in-process worker")
+
+    session = command("session", _session, "List open sessions, show one, or close one.")
+    session.add_argument("action", choices=["list", "show", "close"])
+    session.add_argument("session_id", nargs="?")
+    session.add_argument("--reason", default="closed from the command line")
+
     check = command("check", _check, "Prove a pipeline's edges compatible; non-zero on a refuted or unacknowledged edge.")
     check.add_argument("file")
     check.add_argument("--json", action="store_true", help="print the edge reports as JSON")
@@ -139,6 +150,25 @@ def _run(args: argparse.Namespace) -> int:
             run_pipeline(_settings(args), args.pipeline, args.input, as_json=args.json, worker=not args.no_worker)
         )
     return asyncio.run(run_from_spec(_settings(args), args.spec, args.input, as_json=args.json, worker=not args.no_worker))
+
+
+def _chat(args: argparse.Namespace) -> int:
+    from .chat import chat
+
+    try:
+        return asyncio.run(chat(_settings(args), args.spec, args.session, worker=not args.no_worker))
+    except KeyboardInterrupt:
+        print("\nthe session stays open; resume it with agentsteps chat --session ID", file=sys.stderr)
+        return EXIT_OK
+
+
+def _session(args: argparse.Namespace) -> int:
+    from .chat import session_command
+
+    if args.action != "list" and not args.session_id:
+        print(f"error: session {args.action} needs a session id", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    return asyncio.run(session_command(_settings(args), args.action, args.session_id, args.reason, sys.stdout))
 
 
 def _check(args: argparse.Namespace) -> int:

@@ -22,7 +22,12 @@
     │   └── PayloadMissingError        a payload is not in (or not readable from) this worker's store
     ├── DeploymentConfigError      a worker on a cluster without a shared payload store or snapshot key
     ├── InvalidProgramResume       a snapshot cannot take the outcomes it was resumed with
-    └── MonitorScanError           the monitor's scan program failed or returned a malformed value
+    ├── MonitorScanError           the monitor's scan program failed or returned a malformed value
+    ├── ApprovalError              an approve/reject names no waiting call, one already decided, or is malformed
+    └── SessionError               a session refused an Update before it reached history
+        ├── InvalidTurnError           empty, over-size, garbage or wrongly typed turn input
+        ├── SessionBusyError           a turn arrived while another turn was still running
+        └── SessionClosedError         a turn or close arrived after the session was closed
 
 The ``McpError`` branch is defined in ``contracts/mcp.py``, beside the MCP
 activity io it belongs to; everything else is defined here.
@@ -165,6 +170,26 @@ class InvalidProgramResume(AgentStepsError):
 
 class MonitorScanError(AgentStepsError):
     """The monitor's scan program failed, or returned something that is not a scan result."""
+
+
+class ApprovalError(AgentStepsError):
+    """An ``approve`` / ``reject`` Update was refused: unknown or already decided ``approval_id``, bad shape."""
+
+
+class SessionError(AgentStepsError):
+    """A session refused an Update (the validator's answer; nothing reaches history)."""
+
+
+class InvalidTurnError(SessionError):
+    """The turn's input is empty, over the session's limit, holds control characters or has the wrong shape."""
+
+
+class SessionBusyError(SessionError):
+    """Turns are serial: another turn is still running. Send this one when it ends."""
+
+
+class SessionClosedError(SessionError):
+    """The session was closed (by ``close`` or its idle timeout) and takes no more turns."""
 
 
 class ScheduleFileError(InvalidSpecError):

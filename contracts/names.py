@@ -1,4 +1,4 @@
-"""Every workflow, activity, query, signal and patch name the engine uses.
+"""Every workflow, activity, query, signal, update and patch name the engine uses.
 
 These strings are persisted compatibility data, not labels:
 
@@ -20,6 +20,7 @@ from __future__ import annotations
 AGENT_WORKFLOW = "AgentWorkflow"
 PIPELINE_WORKFLOW = "PipelineWorkflow"
 MONITOR_WORKFLOW = "StalledTicketMonitor"
+SESSION_WORKFLOW = "SessionWorkflow"
 
 # ---------------------------------------------------------------- activities
 LLM_CALL = "llm.call"
@@ -38,6 +39,29 @@ STEPS_QUERY = "steps"
 CANCEL_SIGNAL = "cancel"
 """Graceful cancel: the run stops before its next step and returns what it has."""
 
+# ---------------------------------------------------------------- SessionWorkflow updates and queries
+# The session also answers STATE_QUERY (with ``SessionState``) and CANCEL_SIGNAL (stops the running turn).
+TURN_UPDATE = "turn"
+"""Takes ``TurnInput`` (``{"input": "..."}``); returns ``TurnResult``."""
+CLOSE_UPDATE = "close"
+"""Takes ``CloseInput`` (``{"reason": "..."}``, optional); returns ``SessionState``."""
+TURNS_QUERY = "turns"
+"""Returns ``list[TurnSummary]``."""
+CURRENT_TURN_QUERY = "current_turn"
+"""Returns the running turn's ``AgentState``, or null between turns."""
+
+# ---------------------------------------------------------------- approvals (AgentWorkflow and SessionWorkflow)
+APPROVE_UPDATE = "approve"
+"""Takes ``ApprovalDecision`` (``{"approval_id": ..., "note": ..., "approver": ...}``); returns ``ApprovalRecord``."""
+REJECT_UPDATE = "reject"
+"""As ``approve``; the call does not run and the model reads the rejection as the tool's error."""
+APPROVALS_QUERY = "approvals"
+"""Returns ``list[PendingApproval]``: the calls waiting for a person."""
+
+# ---------------------------------------------------------------- progress stream (temporalio.contrib.workflow_streams)
+PROGRESS_TOPIC = "progress"
+"""A session's ``ProgressEvent`` items: turn start and end, steps, tool calls, approvals, usage."""
+
 # ---------------------------------------------------------------- workflow.patched ids
 # A patch id marks, in a run's history, that a change to the commands a
 # workflow issues was live when the run took that branch; runs started before
@@ -51,13 +75,17 @@ REFUSAL_REPROMPTED_ONCE = "refusal-reprompted-once"
 PATCH_TOOL_RESULT_CAP = "tool-result-cap"
 """``workflow.patched`` id: tool-mode results are cut to ``AgentSpec.tool_result_chars`` (runs started before keep them whole)."""
 
-WORKFLOWS = (AGENT_WORKFLOW, PIPELINE_WORKFLOW, MONITOR_WORKFLOW)
+WORKFLOWS = (AGENT_WORKFLOW, PIPELINE_WORKFLOW, MONITOR_WORKFLOW, SESSION_WORKFLOW)
 ACTIVITIES = (LLM_CALL, TOOLS_DESCRIBE, TOOLS_CALL, CODE_CHECK, CODE_START, CODE_RESUME, MONITOR_RECORD)
 
 __all__ = [
     "ACTIVITIES",
     "AGENT_WORKFLOW",
+    "APPROVALS_QUERY",
+    "APPROVE_UPDATE",
     "CANCEL_SIGNAL",
+    "CLOSE_UPDATE",
+    "CURRENT_TURN_QUERY",
     "CODE_CHECK",
     "CODE_RESUME",
     "CODE_START",
@@ -67,10 +95,15 @@ __all__ = [
     "MONITOR_WORKFLOW",
     "PATCH_TOOL_RESULT_CAP",
     "PIPELINE_WORKFLOW",
+    "PROGRESS_TOPIC",
+    "REJECT_UPDATE",
+    "SESSION_WORKFLOW",
     "REFUSAL_REPROMPTED_ONCE",
     "STATE_QUERY",
     "STEPS_QUERY",
     "TOOLS_CALL",
     "TOOLS_DESCRIBE",
+    "TURNS_QUERY",
+    "TURN_UPDATE",
     "WORKFLOWS",
 ]

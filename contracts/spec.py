@@ -11,7 +11,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from .code.program import ProgramLimits
-from .llm.request import LLMConfig, Usage
+from .llm.request import ContextAction, ContextPolicy, LLMConfig, Usage
 from .llm.violations import Violation
 
 
@@ -52,6 +52,11 @@ class AgentSpec(BaseModel):
     fallback_models: list[LLMConfig] = Field(default_factory=list)
     default_result: DefaultResult | None = None
     allowed_model_aliases: list[str] = Field(default_factory=list)
+    approval_timeout_seconds: float = Field(default=86_400.0, gt=0)
+    """How long a tool call that requires approval waits for a person before it is rejected (default 1 day)."""
+    context_policy: ContextPolicy = "none"
+    """When the conversation outgrows the model's window: ``truncate`` (keep the system prompt and the
+    latest turns that fit) or ``summarize`` (a contracted summary replaces the oldest turns)."""
     code_limits: ProgramLimits = Field(default_factory=ProgramLimits)
     """Code mode only: sandbox limits per program."""
     tool_result_chars: int = Field(default=32_000, ge=200)
@@ -103,6 +108,8 @@ class Step(BaseModel):
     tool_calls: list[ToolCallRecord] = Field(default_factory=list)
     usage: Usage = Field(default_factory=Usage)
     violations: list[Violation] = Field(default_factory=list)
+    context: ContextAction | None = None
+    """Set when the context policy compacted this step's request."""
 
 
 class Degradation(BaseModel):

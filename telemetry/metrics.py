@@ -49,6 +49,10 @@ CODE_SANDBOX_SECONDS = Histogram(
     "agentsteps_code_sandbox_seconds", "Time spent executing programs in the sandbox.",
     buckets=_LATENCY_BUCKETS, registry=REGISTRY,
 )
+CONTEXT_ACTIONS = Counter(
+    "agentsteps_context_actions", "Requests compacted by a context policy, by action (truncated, summarized).",
+    ["action"], registry=REGISTRY,
+)
 MONITOR_STALLED_TICKETS = Gauge(
     "agentsteps_monitor_stalled_tickets", "Stalled tickets found by the last monitor tick.", ["monitor"],
     registry=REGISTRY,

@@ -30,6 +30,14 @@ AGENT_RUN_SECONDS = "agentsteps_agent_run_seconds"
 AGENT_STEPS_PER_RUN = "agentsteps_agent_steps_per_run"
 REPROMPTS = "agentsteps_reprompts"
 DEGRADATIONS = "agentsteps_degradations"
+SESSIONS_STARTED = "agentsteps_sessions_started"
+SESSIONS_ENDED = "agentsteps_sessions_ended"
+SESSION_TURNS = "agentsteps_session_turns"
+SESSION_TURN_SECONDS = "agentsteps_session_turn_seconds"
+SESSION_CONTINUED = "agentsteps_session_continued_as_new"
+APPROVALS_REQUESTED = "agentsteps_approvals_requested"
+APPROVALS_DECIDED = "agentsteps_approvals"
+APPROVAL_WAIT_SECONDS = "agentsteps_approval_wait_seconds"
 
 
 class WorkflowMetric(NamedTuple):
@@ -47,6 +55,14 @@ WORKFLOW_METRICS = (
     WorkflowMetric(AGENT_STEPS_PER_RUN, "histogram", (), "Steps per agent run."),
     WorkflowMetric(REPROMPTS, "counter", ("contract", "kind"), "Re-prompts after a violation."),
     WorkflowMetric(DEGRADATIONS, "counter", ("reason", "target"), "Degradations by reason."),
+    WorkflowMetric(SESSIONS_STARTED, "counter", (), "Sessions started (active = started - ended)."),
+    WorkflowMetric(SESSIONS_ENDED, "counter", ("reason",), "Sessions ended, by reason (closed, idle_timeout)."),
+    WorkflowMetric(SESSION_TURNS, "counter", ("outcome",), "Session turns by outcome."),
+    WorkflowMetric(SESSION_TURN_SECONDS, "histogram", ("outcome",), "Session turn latency."),
+    WorkflowMetric(SESSION_CONTINUED, "counter", (), "Sessions that continued-as-new between turns."),
+    WorkflowMetric(APPROVALS_REQUESTED, "counter", ("tool",), "Tool calls that asked a person for approval."),
+    WorkflowMetric(APPROVALS_DECIDED, "counter", ("outcome",), "Approvals by outcome (approved, rejected, timed_out)."),
+    WorkflowMetric(APPROVAL_WAIT_SECONDS, "histogram", ("outcome",), "Time a call waited for its approval."),
 )
 """Every metric recorded here. Temporal adds ``namespace``, ``task_queue`` and ``workflow_type`` labels."""
 
@@ -78,6 +94,42 @@ def record_degradation(reason: str, target: str) -> None:
     )
 
 
+def record_approval_requested(tool: str) -> None:
+    workflow.metric_meter().create_counter(
+        APPROVALS_REQUESTED, "Tool calls that asked a person for approval."
+    ).add(1, {"tool": tool})
+
+
+def record_approval_decided(outcome: str, waited_seconds: float) -> None:
+    meter = workflow.metric_meter()
+    meter.create_counter(APPROVALS_DECIDED, "Approvals by outcome (approved, rejected, timed_out).").add(
+        1, {"outcome": outcome}
+    )
+    meter.create_histogram_float(
+        APPROVAL_WAIT_SECONDS, "Time a call waited for its approval.", _LATENCY_UNIT
+    ).record(waited_seconds, {"outcome": outcome})
+
+
+def record_session_started() -> None:
+    workflow.metric_meter().create_counter(SESSIONS_STARTED, "Sessions started (active = started - ended).").add(1)
+
+
+def record_session_ended(reason: str) -> None:
+    workflow.metric_meter().create_counter(SESSIONS_ENDED, "Sessions ended, by reason (closed, idle_timeout).").add(
+        1, {"reason": reason}
+    )
+
+
+def record_turn(outcome: str, seconds: float) -> None:
+    meter = workflow.metric_meter()
+    meter.create_counter(SESSION_TURNS, "Session turns by outcome.").add(1, {"outcome": outcome})
+    meter.create_histogram_float(SESSION_TURN_SECONDS, "Session turn latency.", _LATENCY_UNIT).record(
+        seconds, {"outcome": outcome}
+    )
+
+
+def record_session_continued() -> None:
+    workflow.metric_meter().create_counter(SESSION_CONTINUED, "Sessions that continued-as-new between turns.").add(1)
 CONTRACT_CHECKS = "agentsteps_contract_checks"
 CONTRACT_VIOLATIONS = "agentsteps_contract_violations"
 """Shared with ``telemetry.metrics``: the collector adds workflow-side counts to those counters."""

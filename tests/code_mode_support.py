@@ -20,6 +20,7 @@ from pydantic import BaseModel
 from temporalio.client import Client
 from temporalio.worker import Worker
 
+from agentsteps.activities.conversations import ConversationStore
 from agentsteps.activities.llm import LLMActivities
 from agentsteps.activities.payload_store import PayloadStore, build_payload_store
 from agentsteps.activities.sandbox import SandboxActivities, SandboxPool, SnapshotVault, load_snapshot_key
@@ -27,6 +28,7 @@ from agentsteps.activities.tool_registry import ToolContext, ToolRegistry
 from agentsteps.activities.tools import ToolActivities
 from agentsteps.contracts.config.settings import ProviderSettings, WorkerSettings
 from agentsteps.workflows.agent import AgentWorkflow
+from agentsteps.workflows.session import SessionWorkflow
 
 TICKET_BODY = "Steps to reproduce: open the app, click the thing, watch it fail. " * 16
 
@@ -122,6 +124,12 @@ def build_registry(state_dir: Path) -> ToolRegistry:
             await asyncio.sleep(args.delay_seconds)
         return Nudge(id=args.id, first_time=first)
 
+    @registry.tool(name="tickets.close", side_effects=True, requires_approval=True)
+    async def close(args: NudgeArgs, ctx: ToolContext) -> Nudge:
+        """Close a ticket. A person approves every call first."""
+        first = await asyncio.to_thread(ledger.nudge, ctx.idempotency_key, args.id)
+        return Nudge(id=args.id, first_time=first)
+
     @registry.tool(name="wait")
     async def wait(args: SleepArgs) -> Nudge:
         """Sleep, then answer."""
@@ -148,13 +156,15 @@ async def code_worker(client: Client, settings: WorkerSettings, pool: SandboxPoo
     sandbox = SandboxActivities(pool, SnapshotVault(store, load_snapshot_key(settings)))
     tools = ToolActivities(build_registry(settings.state_dir))
     async with httpx2.AsyncClient(timeout=10) as http:
-        llm = LLMActivities(settings.providers, http, settings.prices)
+        llm = LLMActivities(settings.providers, http, settings.prices, ConversationStore(store))
         async with Worker(
             client,
             task_queue=settings.task_queue,
-            workflows=[AgentWorkflow],
+            workflows=[AgentWorkflow, SessionWorkflow],
             activities=[llm.call, tools.describe, tools.call, sandbox.check, sandbox.start, sandbox.resume],
             max_concurrent_activities=20,
+            # AGENTSTEPS_TEST_NO_CACHE=1: no sticky cache (the time-skipping server never reroutes sticky tasks).
+            max_cached_workflows=0 if os.environ.get("AGENTSTEPS_TEST_NO_CACHE") else 1000,
         ) as worker:
             yield worker, sandbox
     await pool.close()

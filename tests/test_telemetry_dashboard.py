@@ -21,6 +21,7 @@ test_deploy_promtool.py) proves when each one fires.
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import math
@@ -53,7 +54,15 @@ with workflow.unsafe.imports_passed_through():
     from agentsteps.telemetry.runtime import TEMPORAL_WORKER_METRICS, build_runtime
     from agentsteps.telemetry.server import start_metrics_server
     from agentsteps.telemetry.workflow_metrics import WORKFLOW_METRICS
-    from agentsteps.worker import running_worker
+    from agentsteps.client.sessions import (
+        close_session,
+        continue_session,
+        decide_approval,
+        pending_approvals,
+        send_turn,
+    )
+    from agentsteps.contracts.session import SessionConfig
+    from agentsteps.worker import DEMO_TOOL_FACTORIES, running_worker
 
     from agent_support import FALLBACK_MODEL, MODEL, make_spec, weather_then_answer
 
@@ -263,9 +272,47 @@ WORKLOAD = [
 ]
 
 
+SESSION_FILLER = "the quick brown fox jumps over the lazy dog " * 8
+SESSION_SCRIPT = {
+    "rules": [
+        {"match": {"contains": "refund A-17"}, "reply": {"tool_calls": [
+            {"name": "refund", "arguments": {"order": "A-17", "amount": 40.0}}]}},
+        {"match": {"tool_result_for": "refund"}, "reply": {"content": "Refunded."}},
+    ],
+    "default": {"content": "noted"},
+}
+
+
+async def _run_session_workload(client: Client, settings: WorkerSettings, scripted: ScriptedModelServer) -> None:
+    """One session: an approved tool call, turns past a small window (truncated), continue-as-new, close."""
+    scripted.set_script(SESSION_SCRIPT)
+    sid = f"dash-session-{uuid.uuid4().hex[:8]}"
+    spec = make_spec(
+        tools=["refund"], model=LLMConfig(model=MODEL, max_tokens=64, context_window=900), context_policy="truncate"
+    )
+    config = SessionConfig(continue_after_events=100)
+    first = asyncio.ensure_future(
+        send_turn(client, spec, "refund A-17", session_id=sid, task_queue=settings.task_queue, config=config)
+    )
+    for _ in range(400):
+        try:
+            pending = await pending_approvals(client, sid)
+        except Exception:  # the session is not started yet
+            pending = []
+        if pending:
+            break
+        await asyncio.sleep(0.05)
+    await decide_approval(client, sid, pending[0].approval_id, approve=True, approver="dashboard")
+    await first
+    for n in range(12):
+        await continue_session(client, sid, f"note {n}: {SESSION_FILLER}")
+    await close_session(client, sid, "dashboard test")
+
+
 async def _run_workload(client: Client, settings: WorkerSettings, scripted: ScriptedModelServer) -> None:
     # One stalled-ticket monitor tick against a fresh tracker feeds the monitor panels.
     await demo_monitor_tick(client, settings, out=io.StringIO(), issues=60)
+    await _run_session_workload(client, settings, scripted)
     for script, overrides, text in WORKLOAD:
         scripted.set_script(script)
         await client.execute_workflow(
@@ -303,6 +350,8 @@ async def scraped(temporal_env, tmp_path_factory):
                     anthropic_base_url=scripted.url_anthropic,
                     request_timeout_seconds=5,
                 ),
+                # The demo tools, plus one that requires approval (for the session panels).
+                tool_factories=[*DEMO_TOOL_FACTORIES, "approval_support:approval_factory"],
                 prices=PriceTable(
                     input_per_mtok={MODEL: 2.5, FALLBACK_MODEL: 0.15},
                     output_per_mtok={MODEL: 10.0, FALLBACK_MODEL: 0.6},

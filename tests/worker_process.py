@@ -22,7 +22,10 @@ async def main(address: str, task_queue: str, base_url: str, state_dir: str) -> 
         providers=ProviderSettings(openai_base_url=base_url),
     )
     client = await connect(settings)
-    async with running_worker(client, settings):
+    # AGENTSTEPS_TEST_NO_CACHE=1: no sticky cache, so each workflow task may go to any worker
+    # (the time-skipping test server never moves a dead worker's sticky tasks elsewhere).
+    options = {"max_cached_workflows": 0} if os.environ.get("AGENTSTEPS_TEST_NO_CACHE") else {}
+    async with running_worker(client, settings, **options):
         print("ready", flush=True)
         await asyncio.Event().wait()
 

@@ -9,7 +9,9 @@ later loop (multi-turn sessions) can reuse it as is.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
+from typing import Any
 
 from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
@@ -27,11 +29,16 @@ with workflow.unsafe.imports_passed_through():
         ToolCallResult,
         ToolSchema,
     )
+    from ..contracts.code.program import ReplMemory
     from ..contracts.llm.reprompt import reprompt_messages
     from ..contracts.llm.tokens import prompt_tokens_upper_bound
     from ..contracts.names import EFFECTS_PATCH
     from ..telemetry import workflow_metrics
-    from . import calls
+    from .calls import call_llm, call_tool
+    from ..contracts.approvals import rejection_message
+    from ..contracts.session import ProgressEvent, ProgressKind
+    from .approvals import ApprovalDesk
+    from .conversation import ConversationChain
     from .effects import EffectLedger, run_chain, with_note
     from .ladder import Rung, ViolationLadder, violation_error
 
@@ -46,14 +53,29 @@ class AgentRun:
         self.cancel_requested = False
         self.mode = "tools"
         self.model = ""
+        self.history: list[Message] = []
+        """The conversation as the loop left it: the final answer last when the run completed."""
+        self.scope = ""
+        """Prefix of every step index in idempotency and program keys; a session sets ``t<turn>.``."""
+        self.repl: ReplMemory | None = None
+        """Code-mode sessions: the REPL state programs run in; a completed turn leaves the new one here."""
+        self.approvals = ApprovalDesk()
+        """A session hands every turn its own desk, so decisions outlive the turn."""
+        self.tools: dict[str, ToolSchema] = {}
+        self.turn = 0
+        self.on_event: Callable[[ProgressEvent], None] | None = None
+        """Sessions: where progress events go (the session's stream); a one-shot run has none."""
+        self.chain: ConversationChain | None = None
+        """Sessions: the conversation lives in the payload store and ``history`` is only its tail."""
         self._spec: AgentSpec | None = None
         self._reserved = 0
         self.effects_once = False
         self.effects: EffectLedger | None = None
 
-    def begin(self, spec: AgentSpec) -> None:
+    def begin(self, spec: AgentSpec, *, scope: str = "") -> None:
         self._spec = spec
         self.mode = spec.mode
+        self.scope = scope
         # Evaluated once, before the first command: a run recorded without the
         # marker replays (and goes on) with the commands it was recorded with.
         self.effects_once = workflow.patched(EFFECTS_PATCH)
@@ -64,6 +86,10 @@ class AgentRun:
     def spec(self) -> AgentSpec:
         assert self._spec is not None, "begin() first"
         return self._spec
+
+    def emit(self, kind: ProgressKind, **fields: Any) -> None:
+        if self.on_event is not None:
+            self.on_event(ProgressEvent(kind=kind, turn=self.turn, at=workflow.now(), **fields))
 
     def ladder(self) -> ViolationLadder:
         spec = self.spec
@@ -87,7 +113,7 @@ class AgentRun:
             self.result.status = "cancelled"
         return self.cancel_requested
 
-    async def call_llm(self, request: LLMRequest, *, refusable: bool = False) -> LLMResponse:
+    async def call_llm(self, request: LLMRequest, *, refusable: bool = False, standalone: bool = False) -> LLMResponse:
         """One contracted LLM call; every model call of the run goes here, so one token budget holds.
 
         Each call reserves its ``max_tokens`` before it starts and carries what
@@ -97,11 +123,27 @@ class AgentRun:
         reserves a bound on its prompt, so calls in flight cannot overshoot the
         budget together. A call that does not fit raises ``BudgetExceededError``,
         or ``BudgetRefused`` when ``refusable`` (the caller answers it another way).
+
+        A loop step's request carries the run's history (in a session, the tail
+        of a stored conversation); a ``standalone`` one (a program's ``llm()``)
+        has its own messages and never joins the chain.
         """
         self.model = request.config.model
         spec = self.spec
+        if spec.context_policy != "none" and not standalone:
+            request = request.model_copy(update={"context_policy": spec.context_policy})
+        chain = None if standalone else self.chain
+        sent = chain.request(request) if chain is not None else request
         if not self.effects_once:
-            return await calls.call_llm(request, spec.llm_policy, self.result, token_budget=spec.token_budget)
+            response = await call_llm(sent, spec.llm_policy, self.result, token_budget=spec.token_budget)
+        else:
+            response = await self._call_within_budget(sent, refusable)
+        if chain is not None and response.conversation is not None:
+            chain.learn(request.messages, response.conversation)
+        return response
+
+    async def _call_within_budget(self, request: LLMRequest, refusable: bool) -> LLMResponse:
+        spec = self.spec
         used = self.result.usage.total_tokens
         allowance = spec.token_budget - used - self._reserved
         # The byte bound is linear in the prompt; only the short concurrent prompts pay it here.
@@ -116,7 +158,7 @@ class AgentRun:
             raise ApplicationError(message, type="BudgetExceededError", non_retryable=True)
         self._reserved += reserve
         try:
-            return await calls.call_llm(
+            return await call_llm(
                 request.model_copy(update={"token_allowance": allowance}),
                 spec.llm_policy,
                 self.result,
@@ -136,17 +178,20 @@ class AgentRun:
     async def call_tool(
         self, schema: ToolSchema | None, name: str, arguments: str, *, call_id: str, scope: str, legacy_key: str
     ) -> ToolCallResult:
-        """One tool call under the run's effect keys; a repeat of a completed effect is answered from the record."""
+        """One tool call under the run's effect keys; a repeat of a completed effect is answered from the record.
+
+        ``scope`` is prefixed with the run's own (a session's turn), so equal calls in two turns are two effects.
+        """
         policy = self.spec.tool_policy
         if self.effects is None:
-            return await calls.call_tool(name, arguments, call_id=call_id, key=legacy_key, policy=policy)
-        key = self.effects.key(scope, name, arguments)  # before any await: ordinals follow call order
+            return await call_tool(name, arguments, call_id=call_id, key=legacy_key, policy=policy)
+        key = self.effects.key(self.scope + scope, name, arguments)  # before any await: ordinals follow call order
         effectful = schema is not None and schema.side_effects
         if effectful:
             done = self.effects.completed(key, call_id)
             if done is not None:
                 return done
-        result = await calls.call_tool(
+        result = await call_tool(
             name, arguments, call_id=call_id, key=key, policy=policy, delivery=schema.delivery if schema else None
         )
         if effectful:
@@ -155,6 +200,22 @@ class AgentRun:
 
     def effects_note(self, python_name=str) -> str | None:  # noqa: ANN001 - a name mapper
         return self.effects.note(python_name) if self.effects is not None else None
+
+    async def rejection(self, approval_id: str, call_id: str, tool: str, arguments: str) -> ToolCallResult | None:
+        """None when the call may run now; otherwise the tool error the model reads (rejected or timed out).
+
+        A tool that requires approval waits here for the ``approve`` / ``reject`` Update.
+        """
+        schema = self.tools.get(tool)
+        if schema is None or not ApprovalDesk.required(schema):
+            self.emit("tool_call", tool=tool, detail=arguments[:500])
+            return None
+        record = await self.approvals.gate(approval_id, schema, arguments, self.spec.approval_timeout_seconds)
+        self.emit("approval_decided", tool=tool, detail=f"{record.outcome} {record.approver}".strip())
+        if record.outcome == "approved":
+            self.emit("tool_call", tool=tool, detail=arguments[:500])
+            return None
+        return ToolCallResult(call_id=call_id, name=tool, content=rejection_message(record), is_error=True)
 
     def after_violation(
         self,
@@ -208,9 +269,12 @@ class AgentRun:
                 tool_calls=records,
                 usage=response.usage,
                 violations=response.violations,
+                context=response.context,
             )
         )
         workflow_metrics.record_step(self.mode, seconds_since(started))
+        self.emit("step", step=index, detail=kind)
+        self.emit("usage", step=index, usage=self.result.usage)
 
 
 def seconds_since(started: datetime) -> float:

@@ -56,6 +56,8 @@ async def call_llm(
         **activity_options(policy),
     )
     ledger.usage = ledger.usage + response.usage.billable()
+    if response.context is not None:  # a summary the context policy asked for
+        ledger.usage = ledger.usage + response.context.usage
     if token_budget is not None and ledger.usage.total_tokens > token_budget:
         raise ApplicationError(
             f"token budget exceeded: {ledger.usage.total_tokens} > {token_budget}",

@@ -23,8 +23,8 @@ from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from ..contracts import (
-        AgentInput,
         AgentResult,
+        AgentSpec,
         LLMRequest,
         LLMResponse,
         Message,
@@ -45,9 +45,10 @@ with workflow.unsafe.imports_passed_through():
         capped_view,
     )
     from ..contracts.code.stubs import extract_program, generate_stubs, program_functions
+    from ..contracts.code.variables import module_names, variable_stubs
     from ..contracts.json_schema import instance_violations
     from ..telemetry import workflow_metrics
-    from . import calls
+    from .calls import call_outcome
     from .agent_run import AgentRun, BudgetRefused
     from .ladder import ViolationLadder
     from .program_driver import check_program, drive_program
@@ -70,17 +71,22 @@ parts; the clock is fixed.
 ```"""
 
 
-async def run_code_mode(run: AgentRun, inp: AgentInput, tools: list[ToolSchema]) -> AgentResult:
-    spec = inp.spec
+def code_system_prompt(spec: AgentSpec, tools: list[ToolSchema]) -> str:
+    return f"{spec.system_prompt}\n\n{PROGRAM_INSTRUCTIONS.format(stubs=generate_stubs(tools))}"
+
+
+async def run_code_mode(run: AgentRun, history: list[Message], tools: list[ToolSchema]) -> AgentResult:
+    """Run steps from ``history`` (``code_system_prompt`` first, the user's message last) to a program's value."""
+    spec = run.spec
     ladder = run.ladder()
     limits = spec.code_limits
-    stubs = generate_stubs(tools)
+    # A session's earlier variables are declared for the type check (the prompt lists them too).
+    stubs = generate_stubs(tools) + variable_stubs(run.repl.variables if run.repl else [])
     functions = program_functions(tools)
     schemas = {t.name: t for t in tools}
     python_names = {f.tool: f.python_name for f in functions}
-    system = f"{spec.system_prompt}\n\n{PROGRAM_INSTRUCTIONS.format(stubs=stubs)}"
-    history = [Message.system(system), Message.user(inp.input)]
     accepted = len(history)
+    run.history = history
 
     for index in range(spec.max_steps):
         if run.cancelled():
@@ -128,14 +134,18 @@ async def run_code_mode(run: AgentRun, inp: AgentInput, tools: list[ToolSchema])
             note = run.effects_note(lambda tool: python_names.get(tool, tool))
             next_history = run.after_violation(index, ladder, checked, history, accepted, note)
             if next_history is None:
+                run.history = [*history, Message(role="assistant", content=json.dumps(run.result.output))]
                 return run.result
-            history = next_history
+            history = run.history = next_history
             continue
 
         final = response.model_copy(
             update={"message": Message(role="assistant", content=capped_view(value, status.output, status.output_dropped))}
         )
         run.record_step(index, "final", final, records, started)
+        run.history = [*history, final.message]
+        if run.repl is not None and status.repl is not None:
+            run.repl = status.repl
         return run.finish(response.model or ladder.current.model, value)
 
     raise ApplicationError(
@@ -160,9 +170,13 @@ async def _execute(
     by_name = {f.python_name: f for f in functions}
     records: dict[int, ToolCallRecord] = {}
     start = StartProgramInput(
-        run_key=f"{info.workflow_id}/{info.run_id}/{index}", program=program, functions=functions, limits=limits,
+        run_key=f"{info.workflow_id}/{info.run_id}/{run.scope}{index}", program=program, functions=functions, limits=limits,
         now=workflow.now().isoformat(), seed=workflow.random().randint(0, 2**62),
     )
+    if run.repl is not None:
+        known = [v.name for v in run.repl.variables]
+        start.repl = run.repl
+        start.variable_names = [*known, *(n for n in module_names(program) if n not in known)]
     status = await drive_program(
         start,
         lambda call: _run_call(run, index, info.run_id, call, by_name[call.function], ladder, records, schemas),
@@ -180,18 +194,19 @@ async def _run_call(
     records: dict[int, ToolCallRecord],
     schemas: dict[str, ToolSchema],
 ) -> CallOutcome:
-    call_id = f"p{index}-{call.call_id}"
+    call_id = f"{run.scope}p{index}-{call.call_id}"
     if function.tool == LLM_FUNCTION:
         outcome = await _run_llm(run, call, ladder)
         content = json.dumps(outcome.value) if outcome.error is None else outcome.error
     else:
-        # One logical step per run: every program answers the same request, so an identical
-        # call in a re-prompted program is the same effect.
-        result = await run.call_tool(
+        # Waiting for approval, the program is only a snapshot: the segment ended with the call pending.
+        # One logical step per run (scope "program"): every program answers the same request, so an
+        # identical call in a re-prompted program is the same effect.
+        result = await run.rejection(call_id, call_id, function.tool, call.arguments) or await run.call_tool(
             schemas.get(function.tool), function.tool, call.arguments, call_id=call_id, scope="program",
             legacy_key=f"{run_id}:{call_id}",
         )
-        outcome = calls.call_outcome(call.call_id, result)
+        outcome = call_outcome(call.call_id, result)
         content = result.content
     records[call.call_id] = ToolCallRecord(
         call_id=call_id,
@@ -216,7 +231,7 @@ async def _run_llm(run: AgentRun, call: PendingCall, ladder: ViolationLadder) ->
     )
     # Same contracts and the same token budget as every other model call.
     try:
-        response: LLMResponse = await run.call_llm(request, refusable=True)
+        response: LLMResponse = await run.call_llm(request, refusable=True, standalone=True)
     except BudgetRefused as refused:
         return CallOutcome(call_id=call.call_id, error=f"llm() refused: {refused}")
     if response.violations:
@@ -229,4 +244,4 @@ def _violation(kind: ViolationKind, path: str, message: str) -> Violation:
     return Violation(contract=CONTRACT, phase="post", kind=kind, path=path, message=message)
 
 
-__all__ = ["PROGRAM_INSTRUCTIONS", "run_code_mode"]
+__all__ = ["PROGRAM_INSTRUCTIONS", "code_system_prompt", "run_code_mode"]

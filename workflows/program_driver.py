@@ -96,6 +96,7 @@ async def drive_program(
                 run_key=start.run_key, snapshot=status.snapshot, functions=start.functions, outcomes=outcomes,
                 limits=start.limits, output=status.output, output_dropped=status.output_dropped,
                 calls_made=status.calls_made, sandbox_seconds=status.sandbox_seconds,
+                repl=start.repl, variable_names=start.variable_names,
             ),
             options,
             summary,

@@ -90,7 +90,9 @@ class McpToolClient:
             config = self.pool.server_config(name)
             connection = await self.pool.connection(name)
             for tool in await self._list(connection):
-                schema = to_tool_schema(name, config.tool_prefix, tool, config.delivery.get(tool.name))
+                schema = to_tool_schema(
+                    name, config.tool_prefix, tool, config.delivery.get(tool.name), config.require_approval
+                )
                 if schema is None:
                     continue
                 if schema.name in owner:

@@ -22,6 +22,7 @@ import copy
 import json
 import logging
 import re
+from collections.abc import Sequence
 from typing import Any
 
 import mcp_types as types
@@ -92,7 +93,13 @@ def delivery_of(tool: types.Tool, override: Delivery | None = None) -> Delivery:
     return "key" if IDEMPOTENCY_ARGUMENT in properties else "at_most_once"
 
 
-def to_tool_schema(server: str, prefix: str, tool: types.Tool, delivery: Delivery | None = None) -> ToolSchema | None:
+def to_tool_schema(
+    server: str,
+    prefix: str,
+    tool: types.Tool,
+    delivery: Delivery | None = None,
+    require_approval: Sequence[str] = (),
+) -> ToolSchema | None:
     name = prefix + tool.name
     if not _NAME.match(name):
         log.warning("mcp server %r: tool %r left out: name does not match %s", server, tool.name, TOOL_NAME_PATTERN)
@@ -114,6 +121,7 @@ def to_tool_schema(server: str, prefix: str, tool: types.Tool, delivery: Deliver
         parameters=model_parameters(input_schema),
         output_schema=tool.output_schema,
         side_effects=not read_only,
+        requires_approval=tool.name in require_approval,
         delivery=delivery_of(tool, delivery),
         source=mcp_source(server),
     )

@@ -16,13 +16,19 @@ from datetime import datetime
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from pydantic_monty import AsyncMontySession, MontyError
+
 from ...contracts.code.program import (
     CheckProgramInput,
     CheckProgramResult,
     ProgramStatus,
+    ReplMemory,
     ResumeProgramInput,
+    SnapshotRef,
     StartProgramInput,
+    VariableInfo,
 )
+from ...contracts.code.variables import probe_program
 from ...contracts.errors import SnapshotIntegrityError
 from ...contracts.names import CODE_CHECK, CODE_RESUME, CODE_START
 from ...telemetry.metrics import CODE_PROGRAMS, CODE_SANDBOX_SECONDS
@@ -49,18 +55,39 @@ class SandboxActivities:
         options = checkout_options(inp.limits, datetime.fromisoformat(inp.now), inp.seed)
         started = time.perf_counter()
         async with self.pool.session(**options) as session:
+            if inp.repl is not None and inp.repl.snapshot is not None:
+                await session.load_session(await self._load(inp.repl.key, inp.repl.snapshot))
             status, paused = await driver.start(session, inp.program)
             if paused is not None:
                 status.snapshot = await self._vault.save(inp.run_key, paused.dump())
+            await self._keep_repl(session, status, inp.repl, inp.variable_names)
         return _observed(status, started)
 
-    @activity.defn(name=CODE_RESUME)
-    async def resume(self, inp: ResumeProgramInput) -> ProgramStatus:
+    async def _load(self, key: str, ref: SnapshotRef) -> bytes:
         try:
-            blob = await self._vault.load(inp.run_key, inp.snapshot)
+            return await self._vault.load(key, ref)
         except SnapshotIntegrityError as exc:
             CODE_PROGRAMS.labels(outcome="tampered").inc()
             raise ApplicationError(str(exc), type="SnapshotIntegrityError", non_retryable=True) from None
+
+    async def _keep_repl(
+        self, session: AsyncMontySession, status: ProgramStatus, repl: ReplMemory | None, names: list[str]
+    ) -> None:
+        """Sessions: dump the REPL of a completed program (signed for the session) and say what it holds."""
+        if repl is None or status.state != "completed":
+            return
+        snapshot = await self._vault.save(repl.key, await session.dump())
+        # After the dump, so the probe's helper never becomes part of the kept state.
+        try:
+            found = await session.feed_run(probe_program(names)) if names else {}
+        except MontyError:
+            found = {}
+        variables = [VariableInfo(name=n, type=str(found[n])) for n in names if n in found]
+        status.repl = ReplMemory(key=repl.key, snapshot=snapshot, variables=variables)
+
+    @activity.defn(name=CODE_RESUME)
+    async def resume(self, inp: ResumeProgramInput) -> ProgramStatus:
+        blob = await self._load(inp.run_key, inp.snapshot)
         sink = OutputSink(inp.limits.output_bytes, inp.output, inp.output_dropped)
         driver = SegmentDriver(inp.functions, inp.limits, sink, inp.calls_made, inp.sandbox_seconds)
         started = time.perf_counter()
@@ -72,6 +99,7 @@ class SandboxActivities:
                 raise ApplicationError(str(exc), type="InvalidProgramResume", non_retryable=True) from None
             if paused is not None:
                 status.snapshot = await self._vault.save(inp.run_key, paused.dump())
+            await self._keep_repl(session, status, inp.repl, inp.variable_names)
         return _observed(status, started)
 
 

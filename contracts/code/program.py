@@ -54,6 +54,23 @@ class SnapshotRef(BaseModel):
     before key rotation, which are checked against every configured key."""
 
 
+class VariableInfo(BaseModel):
+    """A variable left in a session's REPL: its name and type, never its value."""
+
+    name: str
+    type: str
+    """The Python type's name (``list``, ``dict``, ``int``, ``function`` ...)."""
+
+
+class ReplMemory(BaseModel):
+    """A code-mode session's REPL state between turns: variables are the model's memory."""
+
+    key: str
+    """What the dump is signed for (the session), so another session's state never loads."""
+    snapshot: SnapshotRef | None = None
+    variables: list[VariableInfo] = Field(default_factory=list)
+
+
 class PendingCall(BaseModel):
     """A call the program made and now waits on (or will await later)."""
 
@@ -110,6 +127,8 @@ class ProgramStatus(BaseModel):
     calls_made: int = 0
     sandbox_seconds: float = 0.0
     """Interpreter time used so far, over all segments."""
+    repl: ReplMemory | None = None
+    """Sessions, on completion: the REPL state with this program's variables, and what they are."""
 
 
 class ProgramFunction(BaseModel):
@@ -144,6 +163,10 @@ class StartProgramInput(BaseModel):
     """Workflow time (ISO 8601) the program's clock is frozen at."""
     seed: int
     """From ``workflow.random()``: the program's ``random`` is reproducible."""
+    repl: ReplMemory | None = None
+    """Sessions: run in this REPL state, and dump it again when the program completes."""
+    variable_names: list[str] = Field(default_factory=list)
+    """Names the REPL may hold afterwards (earlier variables and this program's top-level names)."""
 
 
 class ResumeProgramInput(BaseModel):
@@ -156,6 +179,9 @@ class ResumeProgramInput(BaseModel):
     output_dropped: int = 0
     calls_made: int = 0
     sandbox_seconds: float = 0.0
+    repl: ReplMemory | None = None
+    """As in ``StartProgramInput``: only ``key`` is used, to sign the dump on completion."""
+    variable_names: list[str] = Field(default_factory=list)
 
 
 # The model reads a finished program through this cap, never the raw output.

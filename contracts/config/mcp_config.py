@@ -59,6 +59,9 @@ class _ServerBase(BaseModel):
     tool_prefix: str = Field(default="", pattern=r"^[A-Za-z0-9_.-]{0,24}$")
     """Prepended to every tool name this server offers, e.g. ``"tickets_"``, to avoid collisions."""
     timeouts: McpTimeouts = Field(default_factory=McpTimeouts)
+    require_approval: list[str] = Field(default_factory=list)
+    """Tools of this server (their names on the server, before ``tool_prefix``) whose every call a person
+    must approve before it runs."""
     delivery: dict[Annotated[str, Field(min_length=1, max_length=64)], Delivery] = Field(default_factory=dict)
     """Per tool (the server's name, without ``tool_prefix``): ``retry``, ``key`` or ``at_most_once``,
     overriding what the tool's annotations and parameters imply."""

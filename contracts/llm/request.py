@@ -6,6 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from .conversation import ConversationRef
 from .messages import LLMToolCall, Message
 from .tools import ToolSchema
 from .violations import Violation
@@ -32,6 +33,10 @@ class ResponseFormat(BaseModel):
     json_schema: dict[str, Any]
 
 
+ContextPolicy = Literal["none", "truncate", "summarize"]
+"""What ``llm.call`` does with a request that does not fit the window (``contracts/llm/context.py``)."""
+
+
 class LLMRequest(BaseModel):
     config: LLMConfig
     messages: list[Message]
@@ -43,6 +48,11 @@ class LLMRequest(BaseModel):
     token_allowance: int | None = None
     """The most tokens (prompt + ``max_tokens``) this call may use: what the run's token budget
     has left. Checked before anything is sent; None when the caller has no budget."""
+    conversation: ConversationRef | None = None
+    """Messages stored in the payload store that come before ``messages`` (sessions)."""
+    chained: bool = False
+    """Store the whole message list and return its ``ConversationRef`` (implied by ``conversation``)."""
+    context_policy: ContextPolicy = "none"
 
 
 class Usage(BaseModel):
@@ -78,6 +88,16 @@ class Usage(BaseModel):
         )
 
 
+class ContextAction(BaseModel):
+    """What a context policy did to one request (reported on its step and in metrics)."""
+
+    action: Literal["truncated", "summarized"]
+    dropped_messages: int
+    usage: Usage = Field(default_factory=Usage)
+    """Tokens the summary call used (billed to the run)."""
+    note: str = ""
+
+
 FinishReason = Literal[
     "stop", "tool_calls", "length", "content_filter", "refusal", "context_window_exceeded", "pause_turn", "other"
 ]
@@ -97,6 +117,10 @@ class LLMResponse(BaseModel):
     """The provider's refusal text (OpenAI ``message.refusal``, Anthropic's refusal explanation)."""
     violations: list[Violation] = Field(default_factory=list)
     """Postcondition violations, returned as values for the workflow to handle."""
+    conversation: ConversationRef | None = None
+    """For a chained request: the stored request messages (not this answer)."""
+    context: ContextAction | None = None
+    """Set when the context policy compacted the request."""
 
     @property
     def tool_calls(self) -> list[LLMToolCall]:

@@ -29,6 +29,8 @@ class ToolSchema(BaseModel):
     output_schema: dict[str, Any] | None = None
     side_effects: bool = False
     """Side-effecting tools get an idempotency key so a retry cannot repeat them."""
+    requires_approval: bool = False
+    """A person must approve each call (the ``approve`` / ``reject`` Updates) before it runs."""
     delivery: Delivery = "retry"
     source: str = "python"
     """``python`` for the in-process registry, ``mcp:<server>`` for MCP tools."""

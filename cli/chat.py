@@ -1,0 +1,181 @@
+"""``agentsteps chat`` and ``agentsteps session list|show|close``: sessions from a terminal.
+
+``chat --spec FILE`` starts a session and prints its id; ``chat --session ID``
+resumes it (days later, from any machine that reaches the server). While a
+turn runs, its progress stream is followed: steps, tool calls and violations
+are shown as they happen, and a call that needs approval is asked inline
+(``y``/``n``, then an optional note). Ctrl-C or ``/quit`` leaves the session
+open; ``/close`` closes it. Lines are read from stdin, so the chat also runs
+from a script.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from contextlib import AsyncExitStack
+from typing import IO
+
+from temporalio.client import Client, WorkflowUpdateFailedError
+from temporalio.contrib.workflow_streams import WorkflowStreamClient
+
+from ..client.dev_server import embedded_temporal
+from ..client.sessions import (
+    close_session,
+    continue_session,
+    decide_approval,
+    new_session_id,
+    send_turn,
+    session_state,
+    session_turns,
+)
+from ..client.spec_files import load_spec
+from ..contracts import AgentSpec
+from ..contracts.names import PROGRESS_TOPIC, SESSION_WORKFLOW
+from ..contracts.session import ProgressEvent, TurnResult
+from ..contracts.config.settings import WorkerSettings
+from ..worker import connect, running_worker
+
+HELP = "Type a message. /state shows the session, /close closes it, /quit (or Ctrl-C) leaves it open."
+
+
+class Terminal:
+    """Line input from a thread (the event loop keeps following the stream), output flushed at once."""
+
+    def __init__(self, inp: IO[str], out: IO[str]) -> None:
+        self.inp, self.out = inp, out
+
+    def say(self, text: str) -> None:
+        print(text, file=self.out, flush=True)
+
+    async def ask(self, prompt: str) -> str | None:
+        self.out.write(prompt)
+        self.out.flush()
+        line = await asyncio.to_thread(self.inp.readline)
+        return None if line == "" else line.rstrip("\n")
+
+
+async def chat(
+    settings: WorkerSettings,
+    spec_path: str | None,
+    session_id: str | None,
+    *,
+    worker: bool,
+    inp: IO[str] = sys.stdin,
+    out: IO[str] = sys.stdout,
+) -> int:
+    term = Terminal(inp, out)
+    spec = load_spec(spec_path) if spec_path else None
+    async with AsyncExitStack() as stack:
+        temporal = await stack.enter_async_context(embedded_temporal(settings))
+        client = await connect(settings, temporal.address)
+        if worker:
+            await stack.enter_async_context(running_worker(client, settings))
+        sid = session_id or new_session_id(spec)  # type: ignore[arg-type]
+        if session_id:
+            state = await session_state(client, sid)
+            term.say(f"resumed session {sid}: {state.turns} turns, {state.usage.total_tokens} tokens so far")
+        else:
+            term.say(f"session {sid} (resume with: agentsteps chat --session {sid})")
+        term.say(HELP)
+        try:
+            await _loop(client, settings, spec, sid, term)
+        except (KeyboardInterrupt, asyncio.CancelledError):
+            term.say(f"\nleft session {sid} open; resume with: agentsteps chat --session {sid}")
+    return 0
+
+
+async def _loop(client: Client, settings: WorkerSettings, spec: AgentSpec | None, sid: str, term: Terminal) -> None:
+    while True:
+        line = await term.ask("you> ")
+        if line is None or line.strip() == "/quit":
+            term.say(f"left session {sid} open; resume with: agentsteps chat --session {sid}")
+            return
+        text = line.strip()
+        if not text:
+            continue
+        if text == "/close":
+            state = await close_session(client, sid, "closed from chat")
+            term.say(f"session {sid} closed after {state.turns} turns")
+            return
+        if text == "/state":
+            state = await session_state(client, sid)
+            term.say(state.model_dump_json(indent=2))
+            continue
+        await _turn(client, settings, spec, sid, text, term)
+
+
+async def _turn(client: Client, settings: WorkerSettings, spec: AgentSpec | None, sid: str, text: str, term: Terminal) -> None:
+    stream = WorkflowStreamClient.create(client, sid)
+    start = await _offset(stream)
+    if spec is not None:
+        sent = send_turn(client, spec, text, session_id=sid, task_queue=settings.task_queue)
+    else:
+        sent = continue_session(client, sid, text)
+    turn = asyncio.ensure_future(sent)
+    follower = asyncio.ensure_future(_follow(client, stream, start, sid, term))
+    try:
+        result: TurnResult = await turn
+    except WorkflowUpdateFailedError as exc:
+        term.say(f"! the turn failed: {exc.cause}")
+        return
+    finally:
+        await asyncio.sleep(0.3)  # let the last events arrive
+        follower.cancel()
+    term.say(f"agent> {_answer(result)}")
+
+
+async def _offset(stream: WorkflowStreamClient) -> int:
+    try:
+        return await stream.get_offset()
+    except Exception:  # a session that does not exist yet starts at 0
+        return 0
+
+
+async def _follow(client: Client, stream: WorkflowStreamClient, start: int, sid: str, term: Terminal) -> None:
+    async for item in stream.subscribe([PROGRESS_TOPIC], from_offset=start, result_type=ProgressEvent):
+        event: ProgressEvent = item.data
+        if event.kind == "tool_call":
+            term.say(f"  · {event.tool}({event.detail})")
+        elif event.kind == "step" and event.detail == "assistant":
+            term.say(f"  ! step {event.step}: the answer broke a contract; re-prompting")
+        elif event.kind == "approval_requested" and event.approval is not None:
+            pending = event.approval
+            answer = await term.ask(f"  ? {pending.reason}: {pending.tool}({pending.arguments}). Approve? [y/n] ")
+            note = await term.ask("    note (optional): ") or ""
+            try:
+                record = await decide_approval(
+                    client, sid, pending.approval_id, approve=(answer or "").strip().lower().startswith("y"),
+                    note=note, approver="chat",
+                )
+                term.say(f"    {record.outcome}")
+            except WorkflowUpdateFailedError as exc:
+                term.say(f"    not recorded: {exc.cause}")
+
+
+def _answer(result: TurnResult) -> str:
+    output = result.output
+    return output if isinstance(output, str) else TurnResult.model_validate(result).model_dump_json(include={"output"})
+
+
+async def session_command(settings: WorkerSettings, action: str, session_id: str | None, reason: str, out: IO[str]) -> int:
+    async with embedded_temporal(settings) as temporal:
+        client = await connect(settings, temporal.address)
+        if action == "list":
+            query = f"WorkflowType = '{SESSION_WORKFLOW}' AND ExecutionStatus = 'Running'"
+            async for wf in client.list_workflows(query):
+                print(f"{wf.id}\tstarted {wf.start_time:%Y-%m-%d %H:%M}", file=out)
+            return 0
+        assert session_id is not None
+        if action == "show":
+            state = await session_state(client, session_id)
+            print(state.model_dump_json(indent=2), file=out)
+            for t in await session_turns(client, session_id):
+                print(f"#{t.turn} {t.status:<22} {t.input!r} -> {t.output!r}", file=out)
+            return 0
+        state = await close_session(client, session_id, reason)
+        print(f"session {session_id} closed after {state.turns} turns", file=out)
+        return 0
+
+
+__all__ = ["chat", "session_command"]

@@ -1,0 +1,86 @@
+"""Human approval of tool calls: what is pending, what a person decides, what was decided.
+
+A tool that requires approval (``@registry.tool(requires_approval=True)``, or
+``require_approval`` for an MCP server's tools in the config file) does not
+run when the model or a program calls it: the run waits until the
+``approve`` or ``reject`` Update names its ``approval_id``, or until the
+spec's ``approval_timeout_seconds`` rejects it. A rejection reaches the model
+as the tool's error.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .json_schema import json_path
+
+ApprovalOutcome = Literal["approved", "rejected", "timed_out"]
+
+
+class PendingApproval(BaseModel):
+    """One call waiting for a person (the ``approvals`` query and the progress stream)."""
+
+    approval_id: str
+    tool: str
+    arguments: str
+    """The call's arguments as JSON text (as the model or program wrote them)."""
+    reason: str
+    requested_at: datetime
+    expires_at: datetime
+
+
+class ApprovalDecision(BaseModel):
+    """The argument of the ``approve`` and ``reject`` Updates."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    approval_id: str = Field(min_length=1, max_length=200)
+    note: str = Field(default="", max_length=2000)
+    approver: str = Field(default="", max_length=200)
+
+
+class ApprovalRecord(BaseModel):
+    """How a pending call was decided (the Update's result)."""
+
+    approval_id: str
+    tool: str
+    outcome: ApprovalOutcome
+    approver: str = ""
+    note: str = ""
+    decided_at: datetime
+    waited_seconds: float = 0.0
+
+
+def parse_decision(raw: Any) -> ApprovalDecision:
+    """The ``approve`` / ``reject`` argument from any client, or ``ValueError`` naming the bad field."""
+    if isinstance(raw, ApprovalDecision):
+        return raw
+    try:
+        return ApprovalDecision.model_validate(raw)
+    except ValidationError as exc:
+        detail = "; ".join(f"{json_path('$', e['loc'])}: {e['msg']}" for e in exc.errors())
+        raise ValueError(
+            f'a decision is a JSON object {{"approval_id": "...", "note": "...", "approver": "..."}}; {detail}'
+        ) from None
+
+
+def rejection_message(record: ApprovalRecord) -> str:
+    """What the model reads as the tool's error after a rejection or a timeout."""
+    if record.outcome == "timed_out":
+        return f"The call to {record.tool} was not approved in time ({record.note}); it did not run."
+    who = f" by {record.approver}" if record.approver else ""
+    note = f": {record.note}" if record.note else ""
+    return f"The call to {record.tool} was rejected{who}{note}. It did not run."
+
+
+__all__ = [
+    "ApprovalDecision",
+    "ApprovalOutcome",
+    "ApprovalRecord",
+    "PendingApproval",
+    "parse_decision",
+    "rejection_message",
+]

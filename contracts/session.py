@@ -1,0 +1,214 @@
+"""SessionWorkflow's input, update, query and result types.
+
+A session is one long-lived conversation between a caller and one
+``AgentSpec``: each turn is the ``turn`` Update, and the session ends on the
+``close`` Update or after ``idle_timeout_seconds`` without a turn. New fields
+always get defaults so histories recorded by older versions still replay.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .json_schema import json_path
+from .approvals import PendingApproval
+from .code.program import ReplMemory, VariableInfo
+from .llm.conversation import ConversationRef
+from .llm.messages import Message
+from .llm.request import Usage
+from .spec import AgentResult, AgentSpec, RunStatus
+
+DAY_SECONDS = 86_400.0
+MAX_TURN_INPUT_CHARS = 32_000
+"""Default limit on one turn's input; a session may lower or raise it (up to 1,000,000)."""
+_PREVIEW_CHARS = 200
+
+
+class SessionConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    idle_timeout_seconds: float = Field(default=7 * DAY_SECONDS, gt=0)
+    """The session closes itself after this long without a turn (default 7 days)."""
+    max_input_chars: int = Field(default=MAX_TURN_INPUT_CHARS, ge=1, le=1_000_000)
+    continue_after_events: int = Field(default=10_000, ge=100)
+    """Continue-as-new between turns once history has this many events (or Temporal suggests it)."""
+    continue_after_bytes: int = Field(default=8 * 1024 * 1024, ge=64 * 1024)
+    """... or once history is this many bytes."""
+    turns_kept: int = Field(default=100, ge=1, le=10_000)
+    """How many turn summaries the ``turns`` query keeps (older ones are counted, not listed)."""
+
+
+class TurnSummary(BaseModel):
+    """One line of the ``turns`` query: what was asked and how it ended."""
+
+    turn: int
+    input: str
+    """The first 200 characters of the turn's input."""
+    status: RunStatus
+    output: str = ""
+    """The first 200 characters of the answer (JSON text for structured answers), or the error."""
+    steps: int = 0
+    usage: Usage = Field(default_factory=Usage)
+    started_at: datetime
+    finished_at: datetime | None = None
+
+
+class SessionCarry(BaseModel):
+    """The compact state a session carries across continue-as-new."""
+
+    turns_done: int = 0
+    conversation: ConversationRef | None = None
+    """The conversation stored in the payload store (a hash chain), system message first."""
+    messages: list[Message] = Field(default_factory=list)
+    """The messages after ``conversation`` (the last turn's answer, not stored yet)."""
+    turns: list[TurnSummary] = Field(default_factory=list)
+    usage: Usage = Field(default_factory=Usage)
+    created_at: datetime
+    last_activity: datetime
+    continued: int = 0
+    """How many times this session has continued-as-new."""
+    repl: ReplMemory | None = None
+    """Code mode: the REPL state (signed, in the payload store) and the variables it holds."""
+
+
+class SessionInput(BaseModel):
+    spec: AgentSpec
+    session: SessionConfig = Field(default_factory=SessionConfig)
+    carried: SessionCarry | None = None
+    """Set only by continue-as-new; a new session starts without it."""
+    stream: Any = None
+    """Set only by continue-as-new: the progress stream's ``WorkflowStreamState`` (recent events)."""
+
+
+class TurnInput(BaseModel):
+    """The ``turn`` Update's argument: ``{"input": "..."}``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    input: str
+
+
+class TurnResult(AgentResult):
+    """The turn's result: ``AgentResult``'s fields for this turn, plus where it sits."""
+
+    session_id: str = ""
+    turn: int = 0
+
+
+class CloseInput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    reason: str = "closed by caller"
+
+
+ProgressKind = Literal[
+    "turn_started", "step", "tool_call", "approval_requested", "approval_decided", "usage", "turn_ended"
+]
+
+
+class ProgressEvent(BaseModel):
+    """One item on a session's progress stream (topic ``progress``)."""
+
+    kind: ProgressKind
+    turn: int
+    at: datetime
+    step: int | None = None
+    tool: str | None = None
+    detail: str = ""
+    """Step kind, a tool call's arguments, an approval's outcome, or the turn's status and answer preview."""
+    usage: Usage | None = None
+    """``usage``: the turn's tokens so far; ``turn_ended``: the turn's total."""
+    approval: PendingApproval | None = None
+
+
+SessionStatus = Literal["idle", "running", "closed"]
+
+
+class SessionState(BaseModel):
+    """What the session's ``state`` query returns."""
+
+    session_id: str
+    status: SessionStatus
+    turns: int
+    """Turns finished (completed or failed)."""
+    current_turn: int | None = None
+    usage: Usage = Field(default_factory=Usage)
+    """Tokens over the whole session."""
+    created_at: datetime
+    last_activity: datetime
+    idle_timeout_seconds: float
+    continued: int = 0
+    closed_reason: str | None = None
+    variables: list[VariableInfo] = Field(default_factory=list)
+    """Code mode: the variables the REPL keeps (name and type)."""
+
+
+class SessionOutcome(BaseModel):
+    """The workflow's result once the session has ended."""
+
+    session_id: str
+    reason: str
+    """``closed by caller`` (or the close note), or ``idle_timeout``."""
+    turns: int
+    usage: Usage = Field(default_factory=Usage)
+
+
+def parse_turn(raw: Any, limit: int) -> TurnInput:
+    """The ``turn`` Update's argument as sent by any client, or ``ValueError`` saying what is wrong.
+
+    The Update takes the raw JSON value, not ``TurnInput``, so a wrong type is
+    refused here with the field it concerns instead of a bare decoding error.
+    """
+    if isinstance(raw, TurnInput):
+        turn = raw
+    else:
+        try:
+            turn = TurnInput.model_validate(raw)
+        except ValidationError as exc:
+            detail = "; ".join(f"{json_path('$', e['loc'])}: {e['msg']}" for e in exc.errors())
+            raise ValueError(f'a turn is a JSON object {{"input": "<text>"}}; got {type(raw).__name__}: {detail}') from None
+    problem = turn_input_problem(turn.input, limit)
+    if problem is not None:
+        raise ValueError(problem)
+    return turn
+
+
+def turn_input_problem(text: str, limit: int) -> str | None:
+    """Why ``text`` cannot be a turn's input, or None. Pure: the Update validator calls it."""
+    if not text.strip():
+        return "the turn's input is empty"
+    if len(text) > limit:
+        return f"the turn's input has {len(text)} characters; this session accepts at most {limit}"
+    for index, char in enumerate(text):
+        category = unicodedata.category(char)
+        if (category == "Cc" and char not in "\t\n\r") or category == "Cs":
+            return f"the turn's input holds a control or invalid character (U+{ord(char):04X}) at index {index}"
+    return None
+
+
+def preview(text: str) -> str:
+    return text if len(text) <= _PREVIEW_CHARS else text[: _PREVIEW_CHARS - 1] + "…"
+
+
+__all__ = [
+    "MAX_TURN_INPUT_CHARS",
+    "ProgressEvent",
+    "ProgressKind",
+    "CloseInput",
+    "SessionCarry",
+    "SessionConfig",
+    "SessionInput",
+    "SessionOutcome",
+    "SessionState",
+    "SessionStatus",
+    "TurnInput",
+    "TurnResult",
+    "TurnSummary",
+    "parse_turn",
+    "preview",
+    "turn_input_problem",
+]

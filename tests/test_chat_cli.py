@@ -1,0 +1,48 @@
+"""``agentsteps chat`` and ``agentsteps session`` as a user runs them (a separate process, stdin scripted)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+
+from agentsteps.scripted_model import ScriptedModelServer
+
+from test_cli import AGENTSTEPS, ROOT, _agentsteps, _env
+
+
+def _chat(*args: str, stdin: str, env: dict[str, str]) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [AGENTSTEPS, "chat", *args], input=stdin, env=env, cwd=ROOT, capture_output=True, text=True, timeout=180
+    )
+
+
+def test_chat_starts_a_session_shows_tool_calls_and_resumes_it_later(temporal_env, tmp_path):
+    script = {
+        "rules": [
+            {"match": {"contains": "notify carol"}, "reply": {"tool_calls": [
+                {"name": "send_notification", "arguments": {"recipient": "carol", "message": "build is red"}}]}},
+            {"match": {"tool_result_for": "send_notification"}, "reply": {"content": "Carol is notified."}},
+            {"match": {"contains": "what did I ask", "any_contains": "notify carol"},
+             "reply": {"content": "You asked me to notify Carol."}},
+        ],
+        "default": {"content": "Hello!"},
+    }
+    spec = tmp_path / "desk.toml"
+    spec.write_text('name = "desk"\ntools = ["get_weather", "send_notification"]\n'
+                    '[model]\nmodel = "scripted-2026-01-01"\nmax_tokens = 128\ncontext_window = 16000\n')
+    with ScriptedModelServer(script) as model:
+        env = _env(temporal_env, tmp_path, model.url_openai)
+        first = _chat("--spec", str(spec), stdin="hi\nnotify carol please\n/quit\n", env=env)
+        assert first.returncode == 0, first.stderr
+        sid = re.search(r"session (\S+) \(resume with", first.stdout).group(1)
+        assert "agent> Hello!" in first.stdout
+        assert "send_notification(" in first.stdout and "agent> Carol is notified." in first.stdout
+        assert f"left session {sid} open" in first.stdout
+
+        listed = _agentsteps("session", "list", env=env)
+        assert sid in listed.stdout
+
+        again = _chat("--session", sid, stdin="what did I ask?\n/close\n", env=env)
+        assert again.returncode == 0, again.stderr
+        assert "resumed session" in again.stdout and "agent> You asked me to notify Carol." in again.stdout
+        assert f"session {sid} closed after 3 turns" in again.stdout

@@ -1,0 +1,114 @@
+"""The approval desk: tool calls that wait for a person, in the workflow.
+
+``gate`` parks a call until ``decide`` (the ``approve`` / ``reject`` Update
+handlers) records a decision for its ``approval_id`` or the timeout rejects
+it. While it waits, the run holds nothing but a timer: a tool-loop step
+waits in place, a code-mode program waits as a snapshot (its segment already
+ended with the call pending). Deterministic: only ``wait_condition``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+from temporalio import workflow
+from temporalio.exceptions import ApplicationError
+
+with workflow.unsafe.imports_passed_through():
+    from ..contracts import ToolSchema
+    from ..contracts.approvals import (
+        ApprovalDecision,
+        ApprovalOutcome,
+        ApprovalRecord,
+        PendingApproval,
+        parse_decision,
+    )
+    from ..telemetry import workflow_metrics
+
+APPROVALS_PATCH = "approvals-v1"
+"""Runs recorded before approvals existed called every tool at once; they replay that way."""
+_DECIDED_KEPT = 200
+
+
+class ApprovalDesk:
+    def __init__(self) -> None:
+        self.pending: dict[str, PendingApproval] = {}
+        self.decided: dict[str, ApprovalRecord] = {}
+        self.on_request: Callable[[PendingApproval], None] | None = None
+        """Called when a call starts waiting (the progress stream publishes it)."""
+
+    @staticmethod
+    def required(tool: ToolSchema | None) -> bool:
+        # patched() only where a gate would be added, so runs without such tools keep their commands.
+        return tool is not None and tool.requires_approval and workflow.patched(APPROVALS_PATCH)
+
+    async def gate(self, approval_id: str, tool: ToolSchema, arguments: str, timeout_seconds: float) -> ApprovalRecord:
+        now = workflow.now()
+        timeout = timedelta(seconds=timeout_seconds)
+        pending = PendingApproval(
+            approval_id=approval_id,
+            tool=tool.name,
+            arguments=arguments,
+            reason=f"{tool.name} requires a person's approval before it runs"
+            + (" (it has side effects)" if tool.side_effects else ""),
+            requested_at=now,
+            expires_at=now + timeout,
+        )
+        self.pending[approval_id] = pending
+        workflow_metrics.record_approval_requested(tool.name)
+        if self.on_request is not None:
+            self.on_request(pending)
+        try:
+            await workflow.wait_condition(lambda: approval_id in self.decided, timeout=timeout)
+        except asyncio.TimeoutError:
+            self._record(pending, "timed_out", "", f"no decision within {timeout_seconds:g} s")
+        finally:
+            self.pending.pop(approval_id, None)
+        return self.decided[approval_id]
+
+    def check(self, raw: Any) -> ApprovalDecision:
+        """Parse and validate an Update's argument: the handlers' validator."""
+        try:
+            decision = parse_decision(raw)
+        except ValueError as exc:
+            raise ApplicationError(str(exc), type="ApprovalError") from None
+        self.validate(decision)
+        return decision
+
+    def validate(self, decision: ApprovalDecision) -> None:
+        """The Update validator: unknown and already-decided ids are refused before history."""
+        done = self.decided.get(decision.approval_id)
+        if done is not None:
+            who = f" by {done.approver}" if done.approver else ""
+            raise ApplicationError(
+                f"approval {decision.approval_id!r} was already {done.outcome.replace('_', ' ')}{who}",
+                type="ApprovalError",
+            )
+        if decision.approval_id not in self.pending:
+            waiting = ", ".join(sorted(self.pending)) or "none"
+            raise ApplicationError(
+                f"no call is waiting for approval under id {decision.approval_id!r} (waiting: {waiting})",
+                type="ApprovalError",
+            )
+
+    def decide(self, raw: Any, outcome: ApprovalOutcome) -> ApprovalRecord:
+        decision = self.check(raw)  # again: two decisions accepted in one workflow task both passed the validator
+        return self._record(self.pending[decision.approval_id], outcome, decision.approver, decision.note)
+
+    def _record(self, pending: PendingApproval, outcome: ApprovalOutcome, approver: str, note: str) -> ApprovalRecord:
+        now = workflow.now()
+        record = ApprovalRecord(
+            approval_id=pending.approval_id, tool=pending.tool, outcome=outcome, approver=approver, note=note,
+            decided_at=now, waited_seconds=(now - pending.requested_at).total_seconds(),
+        )
+        self.decided[pending.approval_id] = record
+        while len(self.decided) > _DECIDED_KEPT:
+            self.decided.pop(next(iter(self.decided)))
+        workflow_metrics.record_approval_decided(outcome, record.waited_seconds)
+        return record
+
+
+__all__ = ["APPROVALS_PATCH", "ApprovalDesk"]

@@ -1,0 +1,293 @@
+"""SessionWorkflow: one long-lived conversation, a turn per ``turn`` Update.
+
+Each turn runs the one step engine (``steps.run_steps``) from the
+conversation so far, on its own ``AgentRun`` (budgets are per turn). Between
+turns the session is a workflow waiting on a condition: it holds no worker
+slot and no sandbox process, and any worker can pick it up, days later.
+
+Turns are serial: a turn that arrives while another is running is rejected by
+the validator (``SessionBusyError``) before it reaches history, never queued,
+so a caller always knows which answer belongs to which question. A turn that
+fails (budget, contract, cancel) leaves the conversation as it was before it.
+The session ends on the ``close`` Update or after ``idle_timeout_seconds``
+without a turn, and continues-as-new between turns (never inside one) when
+Temporal suggests it or history passes the configured size.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from datetime import timedelta
+from typing import Any
+
+from temporalio import workflow
+from temporalio.exceptions import ApplicationError, FailureError
+
+with workflow.unsafe.imports_passed_through():
+    from ..contracts import AgentState, Message, ToolSchema
+    from ..contracts.code.program import ReplMemory
+    from ..contracts.code.variables import variables_note
+    from ..contracts.approvals import ApprovalRecord, PendingApproval
+    from ..contracts.names import (
+        APPROVALS_QUERY,
+        APPROVE_UPDATE,
+        CANCEL_SIGNAL,
+        CLOSE_UPDATE,
+        CURRENT_TURN_QUERY,
+        PROGRESS_TOPIC,
+        REJECT_UPDATE,
+        SESSION_WORKFLOW,
+        STATE_QUERY,
+        TURN_UPDATE,
+        TURNS_QUERY,
+    )
+    from ..contracts.session import (
+        CloseInput,
+        ProgressEvent,
+        SessionCarry,
+        SessionInput,
+        SessionOutcome,
+        SessionState,
+        TurnResult,
+        TurnSummary,
+        parse_turn,
+        preview,
+    )
+    from pydantic import TypeAdapter
+    from temporalio.contrib.workflow_streams import WorkflowStream, WorkflowStreamState
+
+    from ..telemetry import workflow_metrics
+    from .agent_run import AgentRun
+    from .approvals import ApprovalDesk
+    from .conversation import ConversationChain
+    from .steps import opening, run_steps, spec_tools
+
+IDLE_TIMEOUT_REASON = "idle_timeout"
+_EVENTS_KEPT = 500
+
+
+@workflow.defn(name=SESSION_WORKFLOW)
+class SessionWorkflow:
+    @workflow.init
+    def __init__(self, inp: SessionInput) -> None:
+        now = workflow.now()
+        self.inp = inp
+        self.carry = inp.carried or SessionCarry(created_at=now, last_activity=now)
+        self.tools: list[ToolSchema] | None = None
+        self.current: AgentRun | None = None
+        self.current_turn: int | None = None
+        self.closed_reason: str | None = None
+        self.approvals = ApprovalDesk()
+        self.approvals.on_request = lambda pending: self._publish(
+            ProgressEvent(kind="approval_requested", turn=self.current_turn or 0, at=workflow.now(),
+                          tool=pending.tool, approval=pending)
+        )
+        prior = TypeAdapter(WorkflowStreamState).validate_python(inp.stream) if inp.stream else None
+        self.stream = WorkflowStream(prior)
+        self.stream_base = prior.base_offset if prior else 0
+        self.published = len(prior.log) if prior else 0
+        self.activity = 0
+        """Bumped at every turn's start and end: the idle timer starts over."""
+
+    @workflow.run
+    async def run(self, inp: SessionInput) -> SessionOutcome:
+        if inp.carried is None:
+            workflow_metrics.record_session_started()
+        self.tools = await spec_tools(inp.spec)
+        idle = timedelta(seconds=inp.session.idle_timeout_seconds)
+        while True:
+            seen = self.activity
+            try:
+                await workflow.wait_condition(
+                    lambda: self.closed_reason is not None or self.activity != seen, timeout=idle
+                )
+            except asyncio.TimeoutError:
+                if self.current is None:
+                    self.closed_reason = IDLE_TIMEOUT_REASON
+            if self.closed_reason is not None:
+                self.stream.detach_pollers()
+                await workflow.wait_condition(lambda: self.current is None and workflow.all_handlers_finished())
+                workflow_metrics.record_session_ended("idle_timeout" if self.closed_reason == IDLE_TIMEOUT_REASON else "closed")
+                return SessionOutcome(
+                    session_id=workflow.info().workflow_id,
+                    reason=self.closed_reason,
+                    turns=self.carry.turns_done,
+                    usage=self.carry.usage,
+                )
+            if self.current is None and self._history_is_long():
+                await workflow.wait_condition(workflow.all_handlers_finished)
+                if self.current is None and self.closed_reason is None:
+                    self.carry.continued += 1
+                    workflow_metrics.record_session_continued()
+                    await self.stream.continue_as_new(
+                        lambda state: [
+                            SessionInput(spec=inp.spec, session=inp.session, carried=self.carry, stream=state)
+                        ]
+                    )
+
+    # ------------------------------------------------------------------ turns
+
+    @workflow.update(name=TURN_UPDATE)
+    async def turn(self, raw: Any) -> TurnResult:
+        inp = parse_turn(raw, self.inp.session.max_input_chars)  # the validator already accepted it
+        # Two turns accepted in the same workflow task both pass the validator.
+        if self.current is not None:
+            raise ApplicationError("another turn is still running; send this one when it ends", type="SessionBusyError")
+        number = self.carry.turns_done + 1
+        run = AgentRun()
+        run.begin(self.inp.spec, scope=f"t{number}.")
+        self.current, self.current_turn = run, number
+        self.activity += 1
+        summary = TurnSummary(turn=number, input=preview(inp.input), status="running", started_at=workflow.now())
+        run.chain = ConversationChain(self.carry.conversation)
+        run.approvals = self.approvals
+        run.turn, run.on_event = number, self._publish
+        run.emit("turn_started", detail=preview(inp.input))
+        if self.inp.spec.mode == "code":
+            run.repl = self.carry.repl or ReplMemory(key=f"{workflow.info().workflow_id}/repl")
+        try:
+            await workflow.wait_condition(lambda: self.tools is not None)
+            assert self.tools is not None
+            started = self.carry.conversation is not None or self.carry.messages
+            before = self.carry.messages if started else [opening(self.inp.spec, self.tools)]
+            text = inp.input + variables_note(run.repl.variables if run.repl else [])
+            result = await run_steps(run, [*before, Message.user(text)], self.tools)
+            if result.status in ("completed", "completed_with_default"):
+                self.carry.conversation, self.carry.messages = run.chain.commit(run.history)
+                self.carry.repl = run.repl
+            summary.status = result.status
+            summary.output = preview(result.output if isinstance(result.output, str) else _json(result.output))
+            return TurnResult(**result.model_dump(), session_id=workflow.info().workflow_id, turn=number)
+        except FailureError as exc:
+            summary.status = "failed"
+            summary.output = preview(f"{type(exc).__name__}: {exc}")
+            raise
+        finally:
+            summary.steps = len(run.result.steps)
+            summary.usage = run.result.usage
+            summary.finished_at = workflow.now()
+            self._finish_turn(summary)
+
+    @turn.validator
+    def _check_turn(self, raw: Any) -> None:
+        if self.closed_reason is not None:
+            raise ApplicationError(f"the session is closed ({self.closed_reason})", type="SessionClosedError")
+        if self.current is not None:
+            raise ApplicationError(
+                f"turn {self.current_turn} is still running; send this one when it ends", type="SessionBusyError"
+            )
+        try:
+            parse_turn(raw, self.inp.session.max_input_chars)
+        except ValueError as exc:
+            raise ApplicationError(str(exc), type="InvalidTurnError") from None
+
+    def _finish_turn(self, summary: TurnSummary) -> None:
+        self._publish(
+            ProgressEvent(kind="turn_ended", turn=summary.turn, at=workflow.now(), usage=summary.usage,
+                          detail=f"{summary.status}: {summary.output}")
+        )
+        workflow_metrics.record_turn(summary.status, (workflow.now() - summary.started_at).total_seconds())
+        carry = self.carry
+        carry.turns_done = summary.turn
+        carry.usage = carry.usage + summary.usage
+        carry.turns = [*carry.turns, summary][-self.inp.session.turns_kept :]
+        carry.last_activity = workflow.now()
+        self.current, self.current_turn = None, None
+        self.activity += 1
+
+    # ------------------------------------------------------------------ close, cancel, queries
+
+    @workflow.update(name=CLOSE_UPDATE)
+    async def close(self, inp: CloseInput) -> SessionState:
+        """No new turns from now on; a running turn finishes first."""
+        self.closed_reason = inp.reason
+        await workflow.wait_condition(lambda: self.current is None)
+        return self.state()
+
+    @close.validator
+    def _check_close(self, inp: CloseInput) -> None:
+        if self.closed_reason is not None:
+            raise ApplicationError(f"the session is already closed ({self.closed_reason})", type="SessionClosedError")
+
+    @workflow.update(name=APPROVE_UPDATE)
+    def approve(self, decision: Any) -> ApprovalRecord:
+        return self.approvals.decide(decision, "approved")
+
+    @approve.validator
+    def _check_approve(self, decision: Any) -> None:
+        self._check_open()
+        self.approvals.check(decision)
+
+    @workflow.update(name=REJECT_UPDATE)
+    def reject(self, decision: Any) -> ApprovalRecord:
+        return self.approvals.decide(decision, "rejected")
+
+    @reject.validator
+    def _check_reject(self, decision: Any) -> None:
+        self._check_open()
+        self.approvals.check(decision)
+
+    @workflow.query(name=APPROVALS_QUERY)
+    def pending_approvals(self) -> list[PendingApproval]:
+        return list(self.approvals.pending.values())
+
+    def _check_open(self) -> None:
+        if self.closed_reason is not None and self.current is None:
+            raise ApplicationError(f"the session is closed ({self.closed_reason})", type="SessionClosedError")
+
+    @workflow.signal(name=CANCEL_SIGNAL)
+    def cancel(self) -> None:
+        """Stops the running turn before its next step; the session stays open."""
+        if self.current is not None:
+            self.current.cancel_requested = True
+
+    @workflow.query(name=STATE_QUERY)
+    def state(self) -> SessionState:
+        status = "closed" if self.closed_reason is not None else "running" if self.current is not None else "idle"
+        return SessionState(
+            session_id=workflow.info().workflow_id,
+            status=status,
+            turns=self.carry.turns_done,
+            current_turn=self.current_turn,
+            usage=self.carry.usage,
+            created_at=self.carry.created_at,
+            last_activity=self.carry.last_activity,
+            idle_timeout_seconds=self.inp.session.idle_timeout_seconds,
+            continued=self.carry.continued,
+            closed_reason=self.closed_reason,
+            variables=self.carry.repl.variables if self.carry.repl else [],
+        )
+
+    @workflow.query(name=TURNS_QUERY)
+    def turns(self) -> list[TurnSummary]:
+        return list(self.carry.turns)
+
+    @workflow.query(name=CURRENT_TURN_QUERY)
+    def current_turn_state(self) -> AgentState | None:
+        return self.current.state() if self.current is not None else None
+
+    def _publish(self, event: ProgressEvent) -> None:
+        self.stream.topic(PROGRESS_TOPIC).publish(event)
+        self.published += 1
+        # Keep the stream (and what continue-as-new carries) bounded; followers read within seconds.
+        if self.published > 2 * _EVENTS_KEPT:
+            self.stream.truncate(self.stream_base + self.published - _EVENTS_KEPT)
+            self.stream_base += self.published - _EVENTS_KEPT
+            self.published = _EVENTS_KEPT
+
+    def _history_is_long(self) -> bool:
+        info = workflow.info()
+        config = self.inp.session
+        return (
+            info.is_continue_as_new_suggested()
+            or info.get_current_history_length() >= config.continue_after_events
+            or info.get_current_history_size() >= config.continue_after_bytes
+        )
+
+
+def _json(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+__all__ = ["IDLE_TIMEOUT_REASON", "SessionWorkflow"]

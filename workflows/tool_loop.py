@@ -1,0 +1,125 @@
+"""The tool loop: one step per LLM call, the tools it asks for run concurrently.
+
+Each step's LLM call is the ``llm.call`` activity; the tools it asks for run as
+``tools.call`` activities. Violations come back as values and go down the
+declared ladder: re-prompt, next model, default result, typed failure.
+Called through ``steps.run_steps`` by both ``AgentWorkflow`` (one input) and
+``SessionWorkflow`` (one turn of a conversation).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+from temporalio import workflow
+from temporalio.exceptions import ApplicationError
+
+with workflow.unsafe.imports_passed_through():
+    from ..contracts import (
+        AgentResult,
+        AgentSpec,
+        LLMRequest,
+        LLMResponse,
+        LLMToolCall,
+        Message,
+        ResponseFormat,
+        ToolCallRecord,
+        ToolCallResult,
+        ToolSchema,
+    )
+    from ..contracts.llm.tools import capped_tool_content
+    from ..contracts.names import PATCH_TOOL_RESULT_CAP
+    from .agent_run import AgentRun
+
+
+async def run_tool_loop(run: AgentRun, history: list[Message], tools: list[ToolSchema]) -> AgentResult:
+    """Run steps from ``history`` (ending with the user's message) to a final answer."""
+    spec = run.spec
+    ladder = run.ladder()
+    accepted = len(history)  # history before this attempt; a fallback model restarts here
+    response_format = ResponseFormat(json_schema=spec.output_schema) if spec.output_schema else None
+    run.history = history
+
+    for index in range(spec.max_steps):
+        if run.cancelled():
+            return run.result
+        step_started = workflow.now()
+        request = LLMRequest(
+            config=ladder.current,
+            messages=history,
+            tools=tools,
+            response_format=response_format,
+            allowed_model_aliases=spec.allowed_model_aliases,
+        )
+        response = await run.call_llm(request)
+
+        if response.violations:
+            run.record_step(index, "assistant", response, [], step_started)
+            next_history = run.after_violation(index, ladder, response, history, accepted)
+            if next_history is None:
+                run.history = [*history, Message(role="assistant", content=json.dumps(run.result.output))]
+                return run.result
+            history = run.history = next_history
+            continue
+
+        ladder.accepted()
+        if response.message.tool_calls:
+            results = await _run_tools(run, index, response)
+            records = [
+                ToolCallRecord(
+                    call_id=r.call_id, name=r.name, arguments=c.arguments, content=r.content, is_error=r.is_error
+                )
+                for c, r in zip(response.message.tool_calls, results)
+            ]
+            run.record_step(index, "tool_call", response, records, step_started)
+            # A huge result would overflow the context precondition and end the run; cut it visibly instead.
+            cap = spec.tool_result_chars if workflow.patched(PATCH_TOOL_RESULT_CAP) else None
+            history = run.history = [*history, response.message, *(_tool_message(r, cap) for r in results)]
+            accepted = len(history)
+            continue
+
+        run.record_step(index, "final", response, [], step_started)
+        run.history = [*history, response.message]
+        return run.finish(response.model or ladder.current.model, _final_output(response, spec))
+
+    raise ApplicationError(
+        f"the run used all {spec.max_steps} steps without a final answer",
+        type="BudgetExceededError",
+        non_retryable=True,
+    )
+
+
+async def _run_tools(run: AgentRun, index: int, response: LLMResponse) -> list[ToolCallResult]:
+    run_id = workflow.info().run_id
+    # The logical step: tool steps taken so far. A re-prompted answer (violations) runs no tool,
+    # so its retry has the same scope, and identical calls in it the same keys.
+    scope = f"step-{sum(1 for s in run.result.steps if s.kind == 'tool_call')}"
+
+    async def one(call: LLMToolCall) -> ToolCallResult:
+        step_call = f"{run.scope}{index}:{call.id}"
+        rejected = await run.rejection(step_call, call.id, call.name, call.arguments)
+        if rejected is not None:
+            return rejected
+        return await run.call_tool(
+            run.tools.get(call.name), call.name, call.arguments, call_id=call.id, scope=scope,
+            legacy_key=f"{run_id}:{step_call}",
+        )
+
+    # Effect keys are taken before any await inside call_tool, but a call waiting for approval takes its
+    # key later; order does not matter for those (their ordinals are per tool and arguments).
+    return await asyncio.gather(*(one(call) for call in response.message.tool_calls))
+
+
+def _tool_message(result: ToolCallResult, cap: int | None) -> Message:
+    content = result.content if cap is None else capped_tool_content(result.content, cap)
+    return Message(role="tool", tool_call_id=result.call_id, name=result.name, content=content, is_error=result.is_error)
+
+
+def _final_output(response: LLMResponse, spec: AgentSpec) -> object:
+    content = response.message.content or ""
+    # The postcondition already proved it parses and validates.
+    return json.loads(content) if spec.output_schema else content
+
+
+__all__ = ["run_tool_loop"]
