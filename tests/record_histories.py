@@ -40,6 +40,7 @@ from temporalio.testing import WorkflowEnvironment
 from agentsteps.activities.tool_registry import ToolRegistry
 from agentsteps.client.dev_server import dev_server_args, temporal_binary
 from agentsteps.client.pipeline_files import load_pipeline_file
+from agentsteps.client.sessions import close_session, send_turn
 from agentsteps.client.spec_files import parse_spec
 from agentsteps.contracts import AgentInput, AgentResult, AgentSpec, LLMConfig
 from agentsteps.contracts.composition.pipeline_run import PipelineResult, pipeline_input
@@ -164,7 +165,7 @@ async def _tool_mode(rec: Recorder) -> None:
     await rec.agent("tool_mode", spec, DEMO_INPUT, script)
 
 
-async def record(out: Path, prefix: str) -> list[str]:
+async def record(out: Path, prefix: str, only: set[str] | None = None) -> list[str]:
     out.mkdir(parents=True, exist_ok=True)
     env = await WorkflowEnvironment.start_local(
         dev_server_existing_path=temporal_binary(), dev_server_extra_args=dev_server_args(),
@@ -181,29 +182,55 @@ async def record(out: Path, prefix: str) -> list[str]:
             client = await connect(settings, env.client.service_client.config.target_host)
             rec = Recorder(client, settings.task_queue, scripted, out, prefix)
             async with running_worker(client, settings, registry=recorder_registry(settings)):
-                await _tool_mode(rec)
-                await rec.agent("code_mode", code_demo_spec(settings), "Which city is warmest?",
-                                {"default": {"content": f"```python\n{DEMO_PROGRAM}```"}})
-                await _pipeline(rec)
-                # A program that fails, is re-prompted, then calls a tool and the LLM from inside the sandbox.
-                await rec.agent("agent_code_mode", agent_spec(mode="code", tools=["send_notification"]),
-                                "notify kim", {"replies": [
-                                    {"content": f"```python\n{FAILING_PROGRAM}```"},
-                                    {"content": f"```python\n{WORKING_PROGRAM}```"},
-                                    {"content": "hi"},
-                                ]})
-                await rec.agent_caught_waiting("code_mode_paused_on_tool", agent_spec(mode="code"), {
-                    "default": {"content": f"```python\nw = await wait({SLOW_TOOL_SECONDS})\n{{'waited': w['seconds']}}\n```"}
-                })
-                await rec.agent_caught_waiting("tool_mode_waiting_on_tool", agent_spec(), {"rules": [
-                    {"match": {"role": "user"}, "reply": {"tool_calls": [
-                        {"name": "wait", "arguments": {"seconds": SLOW_TOOL_SECONDS}}]}},
-                    {"match": {"tool_result_for": "wait"}, "reply": {"content": "done waiting"}},
-                ]})
-            await _monitor_tick(rec, settings, Path(state))
+                if only is None or "session" in only:
+                    await _session(rec)
+                if only is None:
+                    await _agents(rec, settings)
+            if only is None:
+                await _monitor_tick(rec, settings, Path(state))
     finally:
         await env.shutdown()
     return rec.written
+
+
+async def _agents(rec: Recorder, settings: WorkerSettings) -> None:
+    await _tool_mode(rec)
+    await rec.agent("code_mode", code_demo_spec(settings), "Which city is warmest?",
+                    {"default": {"content": f"```python\n{DEMO_PROGRAM}```"}})
+    await _pipeline(rec)
+    # A program that fails, is re-prompted, then calls a tool and the LLM from inside the sandbox.
+    await rec.agent("agent_code_mode", agent_spec(mode="code", tools=["send_notification"]),
+                    "notify kim", {"replies": [
+                        {"content": f"```python\n{FAILING_PROGRAM}```"},
+                        {"content": f"```python\n{WORKING_PROGRAM}```"},
+                        {"content": "hi"},
+                    ]})
+    await rec.agent_caught_waiting("code_mode_paused_on_tool", agent_spec(mode="code"), {
+        "default": {"content": f"```python\nw = await wait({SLOW_TOOL_SECONDS})\n{{'waited': w['seconds']}}\n```"}
+    })
+    await rec.agent_caught_waiting("tool_mode_waiting_on_tool", agent_spec(), {"rules": [
+        {"match": {"role": "user"}, "reply": {"tool_calls": [
+            {"name": "wait", "arguments": {"seconds": SLOW_TOOL_SECONDS}}]}},
+        {"match": {"tool_result_for": "wait"}, "reply": {"content": "done waiting"}},
+    ]})
+
+
+async def _session(rec: Recorder) -> None:
+    """A tool-mode session saved between turns: two turns taken, waiting (idle) for the third."""
+    rec.scripted.set_script({"rules": [
+        {"match": {"role": "user", "contains": "weather"}, "reply": {"tool_calls": [
+            {"name": "get_weather", "arguments": {"city": "Paris"}}]}},
+        {"match": {"tool_result_for": "get_weather"}, "reply": {"content": "Paris: light rain"}},
+        {"match": {"role": "user"}, "reply": {"content": "noted"}},
+    ]})
+    session_id = f"session-{uuid.uuid4().hex[:8]}"
+    spec = agent_spec(tools=["get_weather"])
+    for text in ("remember that I live in Paris", "what is the weather where I live?"):
+        turn = await send_turn(rec.client, spec, text, session_id=session_id, task_queue=rec.task_queue)
+        assert turn.status == "completed", turn.status
+    handle = rec.client.get_workflow_handle(session_id)
+    await rec.save("session_between_turns", handle)
+    await close_session(rec.client, session_id)
 
 
 async def _pipeline(rec: Recorder) -> None:
@@ -250,8 +277,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=HERE / "histories")
     parser.add_argument("--prefix", default="", help="file name prefix, e.g. the release: v0.1-")
+    parser.add_argument("--only", help="comma-separated scenarios to record, e.g. session (default: all)")
     args = parser.parse_args()
-    written = asyncio.run(record(args.out, args.prefix))
+    only = set(args.only.split(",")) if args.only else None
+    written = asyncio.run(record(args.out, args.prefix, only))
     print("\n".join(written), flush=True)
 
 
