@@ -40,6 +40,11 @@ from .workflows.session import SessionWorkflow
 
 DEFAULT_ADDRESS = "127.0.0.1:7233"
 
+# As many kept-alive provider connections as the worker runs activities at once
+# (the SDK's default, 100): httpx keeps only 20 by default, so a busy worker
+# closed and reopened connections (and TLS sessions) on every burst of model calls.
+_HTTP_LIMITS = httpx2.Limits(max_connections=100, max_keepalive_connections=100)
+
 
 _runtime: Runtime | None = None
 
@@ -180,7 +185,7 @@ async def running_worker(
     sandbox = build_sandbox(settings, store)
     mcp = build_mcp(settings)
     try:
-        async with httpx2.AsyncClient(timeout=settings.providers.request_timeout_seconds) as http:
+        async with httpx2.AsyncClient(timeout=settings.providers.request_timeout_seconds, limits=_HTTP_LIMITS) as http:
             worker = build_worker(
                 client,
                 settings,

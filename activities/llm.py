@@ -24,7 +24,7 @@ from ..contracts.llm.call_ids import with_engine_call_ids
 from ..contracts.llm.capabilities import check_capabilities
 from ..contracts.llm.postconditions import check_response
 from ..contracts.llm.preconditions import check_request
-from ..contracts.llm.violations import Violation
+from ..contracts.llm.violations import Violation, ViolationKind
 from ..telemetry.tracing import llm_span
 from . import llm_metrics as metrics
 from .conversations import ConversationStore
@@ -35,11 +35,14 @@ from .providers.registry import ProviderSet
 def _precondition_failure(violations: list[Violation]) -> ApplicationError:
     # The violations also travel as details so the workflow can report kind and path.
     summary = "; ".join(v.for_model() for v in violations)
+    details = [v.model_dump(mode="json") for v in violations]
+    if any(v.kind is ViolationKind.token_budget for v in violations):
+        # A spent budget is the run's limit, not a broken contract: it fails as the run's budget does.
+        return ApplicationError(
+            f"llm.call precondition failed: {summary}", details, type="BudgetExceededError", non_retryable=True
+        )
     return ApplicationError(
-        f"llm.call precondition failed: {summary}",
-        [v.model_dump(mode="json") for v in violations],
-        type="ContractViolationError",
-        non_retryable=True,
+        f"llm.call precondition failed: {summary}", details, type="ContractViolationError", non_retryable=True
     )
 
 

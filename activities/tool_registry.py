@@ -11,6 +11,7 @@ import dataclasses
 import inspect
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, get_type_hints
 
 from pydantic import BaseModel
@@ -43,6 +44,12 @@ class PythonTool:
     delivery: Delivery = "retry"
 
     def schema(self) -> ToolSchema:
+        # Generating JSON Schemas from the models costs milliseconds, and every
+        # run starts with tools.describe: build it once per tool.
+        return self._schema
+
+    @cached_property
+    def _schema(self) -> ToolSchema:
         return ToolSchema(
             name=self.name,
             description=self.description,

@@ -1,4 +1,4 @@
-"""The baseline for step_overhead.py: the same activity shape, doing nothing.
+"""The baseline for step_overhead.py and throughput.py: an agent run's activity shape, doing nothing.
 
 Its own module because Temporal's sandbox re-imports workflow modules, and the
 benchmark script itself imports the whole engine.
@@ -16,12 +16,16 @@ async def noop(payload: str) -> str:
     return payload
 
 
-@workflow.defn(name="BareRoundTrips")
-class BareRoundTrips:
+@workflow.defn(name="BareAgentShape")
+class BareAgentShape:
+    """An agent run's activity shape with no-op activities: describe the tools,
+    then per step a model call and a tool call, then the final model call."""
+
     @workflow.run
     async def run(self, steps: int) -> int:
+        await workflow.execute_activity(noop, "describe", start_to_close_timeout=timedelta(seconds=30))
         for _ in range(steps):
-            for _ in range(2):  # the model call, then the tool call
+            for _ in range(2):
                 await workflow.execute_activity(noop, "x", start_to_close_timeout=timedelta(seconds=30))
         await workflow.execute_activity(noop, "final", start_to_close_timeout=timedelta(seconds=30))
         return steps

@@ -47,7 +47,7 @@ from agentsteps.contracts.names import AGENT_WORKFLOW
 from agentsteps.contracts.config.settings import ProviderSettings, WorkerSettings
 from agentsteps.contracts.llm.tokens import TOKENS_PER_MESSAGE, count_text_tokens
 from agentsteps.scripted_model import ScriptedModelServer
-from agentsteps.client.dev_server import temporal_binary
+from agentsteps.client.dev_server import dev_server_args, temporal_binary
 from agentsteps.worker import running_worker
 from direct_tools_workflow import DirectToolCalls
 
@@ -251,7 +251,9 @@ async def per_call(client: Client, queue: str, direct_queue: str, scripted: Scri
 
 
 async def main(sizes: list[int], rounds: int, calls: int) -> dict[str, Any]:
-    env = await WorkflowEnvironment.start_local(dev_server_existing_path=temporal_binary())
+    env = await WorkflowEnvironment.start_local(
+        dev_server_existing_path=temporal_binary(), dev_server_extra_args=dev_server_args()
+    )
     address = env.client.service_client.config.target_host
     results: dict[str, list[dict[str, Any]]] = {"tools": [], "code": []}
     with tempfile.TemporaryDirectory() as state, ScriptedModelServer({"rules": []}) as scripted:

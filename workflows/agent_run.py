@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from temporalio import workflow
-from temporalio.exceptions import ApplicationError
+from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from ..contracts import (
@@ -31,6 +31,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from ..contracts.code.program import ReplMemory
     from ..contracts.llm.reprompt import reprompt_messages
+    from ..contracts.llm.tokens import prompt_tokens_upper_bound
     from ..contracts.names import EFFECTS_PATCH
     from ..telemetry import workflow_metrics
     from . import calls
@@ -115,45 +116,67 @@ class AgentRun:
     async def call_llm(self, request: LLMRequest, *, refusable: bool = False, standalone: bool = False) -> LLMResponse:
         """One contracted LLM call; every model call of the run goes here, so one token budget holds.
 
-        The call's ``max_tokens`` is reserved before it starts: it starts only if
-        the tokens used, every in-flight call's reservation and its own fit the
-        budget, so concurrent calls (a program's ``llm()``) cannot together
-        overshoot it by their completions. (Prompts are counted when a call
-        returns; the tokenizer does not run in workflow code.) A call that does
-        not fit raises ``BudgetExceededError``, or ``BudgetRefused`` when
-        ``refusable`` (the caller answers it another way).
+        Each call reserves its ``max_tokens`` before it starts and carries what
+        the budget has left (``token_allowance``), which the ``llm.call``
+        precondition checks against its prompt + ``max_tokens`` before anything is
+        sent. A concurrent call (a program's ``llm()``, whose prompt is short) also
+        reserves a bound on its prompt, so calls in flight cannot overshoot the
+        budget together. A call that does not fit raises ``BudgetExceededError``,
+        or ``BudgetRefused`` when ``refusable`` (the caller answers it another way).
 
         A loop step's request carries the run's history (in a session, the tail
-        of a stored conversation); a ``standalone`` one (a program's ``llm()``)
-        has its own messages and never joins the chain.
+        of a stored conversation, see ``ConversationChain``); a ``standalone`` one
+        (a program's ``llm()``) has its own messages and never joins the chain.
         """
         self.model = request.config.model
         spec = self.spec
         if spec.context_policy != "none" and not standalone:
             request = request.model_copy(update={"context_policy": spec.context_policy})
         chain = None if standalone else self.chain
-        sent = chain.request(request) if chain is not None else request
         if not self.effects_once:
+            sent = chain.request(request) if chain is not None else request
             response = await calls.call_llm(sent, spec.llm_policy, self.result, token_budget=spec.token_budget)
         else:
-            reserve = request.config.max_tokens
-            used = self.result.usage.total_tokens
-            if used + self._reserved + reserve > spec.token_budget:
-                message = (
-                    f"token budget: {used} used + {self._reserved} reserved by calls in flight + {reserve} "
-                    f"for this call > {spec.token_budget}"
-                )
-                if refusable:
-                    raise BudgetRefused(message)
-                raise ApplicationError(message, type="BudgetExceededError", non_retryable=True)
-            self._reserved += reserve
-            try:
-                response = await calls.call_llm(sent, spec.llm_policy, self.result, token_budget=spec.token_budget)
-            finally:
-                self._reserved -= reserve
+            response = await self._reserved_call(request, chain, refusable)
         if chain is not None and response.conversation is not None:
             chain.learn(request.messages, response.conversation)
         return response
+
+    async def _reserved_call(
+        self, request: LLMRequest, chain: ConversationChain | None, refusable: bool
+    ) -> LLMResponse:
+        spec = self.spec
+        used = self.result.usage.total_tokens
+        allowance = spec.token_budget - used - self._reserved
+        # The byte bound is linear in the prompt; only the short concurrent prompts pay it here.
+        reserve = request.config.max_tokens + (prompt_tokens_upper_bound(request) if refusable else 0)
+        if reserve > allowance:
+            message = (
+                f"token budget: {used} used + {self._reserved} reserved by calls in flight + {reserve} for this call "
+                f"> {spec.token_budget}"
+            )
+            if refusable:
+                raise BudgetRefused(message)
+            raise ApplicationError(message, type="BudgetExceededError", non_retryable=True)
+        self._reserved += reserve
+        sent = request.model_copy(update={"token_allowance": allowance})
+        try:
+            return await calls.call_llm(
+                chain.request(sent) if chain is not None else sent,
+                spec.llm_policy,
+                self.result,
+                token_budget=spec.token_budget,
+            )
+        except ActivityError as exc:
+            cause = exc.cause
+            if isinstance(cause, ApplicationError) and cause.type == "BudgetExceededError":
+                # The run fails (or the program's llm() is refused) as it would had the workflow seen it first.
+                if refusable:
+                    raise BudgetRefused(cause.message) from None
+                raise ApplicationError(cause.message, type="BudgetExceededError", non_retryable=True) from None
+            raise
+        finally:
+            self._reserved -= reserve
 
     async def call_tool(
         self, schema: ToolSchema | None, name: str, arguments: str, *, call_id: str, scope: str, legacy_key: str

@@ -4,6 +4,11 @@ Agent tool loop, code mode, pipeline and monitor all call ``llm.call``,
 ``tools.call`` and ``tools.describe`` through here, so the commands they issue
 (activity name, input, summary, options) and the token accounting cannot drift
 apart. Deterministic: each function only schedules an activity.
+
+Workflow modules import names from here (``from .calls import call_tool``),
+not the module (``from . import calls``): a workflow module runs again in every
+run's sandbox, and there the fromlist form skips the pass-through hook and
+loads this file from disk on every run.
 """
 
 from __future__ import annotations

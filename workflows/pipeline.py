@@ -37,7 +37,7 @@ with workflow.unsafe.imports_passed_through():
     from ..contracts.json_schema import instance_violations, parse_json
     from ..contracts.llm.reprompt import reprompt_messages
     from ..telemetry import workflow_metrics
-    from . import calls
+    from .calls import call_llm, call_tool, describe_tools
     from .effects import effect_key, run_chain
     from .ladder import Decision, Rung, ViolationLadder, violation_error
 
@@ -62,7 +62,7 @@ class PipelineWorkflow:
         if effects_once:
             # Each tool's delivery policy decides how its step may be retried.
             names = sorted({s.tool or s.contract.name for s in steps if s.contract.kind is ContractKind.tool})
-            described = await calls.describe_tools(names, inp.tool_policy) if names else []
+            described = await describe_tools(names, inp.tool_policy) if names else []
             self._tools = {t.name: t for t in described}
         value = inp.input
         first = steps[0].contract
@@ -195,7 +195,7 @@ class PipelineWorkflow:
         self, inp: PipelineInput, config: LLMConfig, messages: list[Message], response_format: ResponseFormat | None
     ) -> LLMResponse:
         request = LLMRequest(config=config, messages=messages, tool_choice="none", response_format=response_format)
-        return await calls.call_llm(request, inp.llm_policy, self._result)
+        return await call_llm(request, inp.llm_policy, self._result)
 
     # --- tool steps -----------------------------------------------------------------------
 
@@ -211,7 +211,7 @@ class PipelineWorkflow:
             # Names the effect (step and content), not the run: it survives a reset.
             schema = self._tools.get(name)
             key, delivery = effect_key(run_chain(), f"step-{index}", name, arguments, 0), schema.delivery if schema else None
-        result = await calls.call_tool(
+        result = await call_tool(
             name, arguments, call_id=f"{c.name}", key=key, policy=inp.tool_policy, delivery=delivery
         )
         target = following.contract.name if following else "output"

@@ -15,7 +15,7 @@ from temporalio.exceptions import ApplicationError
 with workflow.unsafe.imports_passed_through():
     from ..contracts import AgentResult, AgentSpec, Message, ToolSchema
     from ..contracts.llm.preconditions import check_spec
-    from . import calls
+    from .calls import describe_tools
     from .agent_run import AgentRun
     from .code_mode import code_system_prompt, run_code_mode
     from .tool_loop import run_tool_loop
@@ -23,7 +23,7 @@ with workflow.unsafe.imports_passed_through():
 
 async def spec_tools(spec: AgentSpec) -> list[ToolSchema]:
     """The worker's schemas for the spec's tools; an invalid spec fails typed (``InvalidSpecError``)."""
-    tools = await calls.describe_tools(spec.tools, spec.tool_policy) if spec.tools else []
+    tools = await describe_tools(spec.tools, spec.tool_policy) if spec.tools else []
     violations = check_spec(spec, {t.name: t for t in tools})
     if violations:
         detail = "; ".join(f"{v.path}: {v.message}" for v in violations)

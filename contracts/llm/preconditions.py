@@ -17,7 +17,7 @@ from ..json_schema import MAX_ERRORS, clip, describe, instance_violations, schem
 from ..spec import AgentSpec
 from .pinning import CONTRACT, check_model_pinned
 from .request import LLMConfig, LLMRequest
-from .tokens import count_prompt_tokens
+from .tokens import count_prompt_tokens, prompt_tokens_upper_bound
 from .tools import ToolSchema
 from .violations import Violation, ViolationKind
 
@@ -211,8 +211,8 @@ def check_request(request: LLMRequest) -> list[Violation]:
     max_tokens = request.config.max_tokens
     window = request.config.context_window
     if isinstance(max_tokens, int) and isinstance(window, int) and 0 < max_tokens < window:
-        prompt = count_prompt_tokens(request)
-        if prompt + max_tokens > window:
+        prompt = _prompt_tokens_beyond(request, window - max_tokens)
+        if prompt is not None:
             out.append(
                 _pre(
                     _K.context_overflow,
@@ -222,7 +222,31 @@ def check_request(request: LLMRequest) -> list[Violation]:
                     "shorten the conversation or tool results, or lower max_tokens",
                 )
             )
+    allowance = request.token_allowance
+    if allowance is not None and isinstance(max_tokens, int) and max_tokens > 0:
+        prompt = _prompt_tokens_beyond(request, allowance - max_tokens)
+        if prompt is not None:
+            out.append(
+                _pre(
+                    _K.token_budget,
+                    "$.token_allowance",
+                    f"the prompt is about {prompt} tokens and max_tokens is {max_tokens}: {prompt + max_tokens} "
+                    f"exceeds the {allowance} tokens left in the run's token budget",
+                )
+            )
     return out
+
+
+def _prompt_tokens_beyond(request: LLMRequest, limit: int) -> int | None:
+    """The prompt's token count when it exceeds ``limit``, else None.
+
+    Tokenizes only when the cheap byte bound does not already prove the prompt
+    fits, so a long history is not tokenized again at every step.
+    """
+    if prompt_tokens_upper_bound(request) <= limit:
+        return None
+    prompt = count_prompt_tokens(request)
+    return prompt if prompt > limit else None
 
 
 # ---------------------------------------------------------------- agent spec

@@ -50,6 +50,9 @@ class LLMRequest(BaseModel):
     chained: bool = False
     """Store the whole message list and return its ``ConversationRef`` (implied by ``conversation``)."""
     context_policy: ContextPolicy = "none"
+    token_allowance: int | None = None
+    """The most tokens (prompt + ``max_tokens``) this call may use: what the run's token budget
+    has left. Checked before anything is sent; None when the caller has no budget."""
 
 
 class Usage(BaseModel):

@@ -127,6 +127,35 @@ def count_tool_tokens(tool: ToolSchema) -> int:
     return TOKENS_PER_TOOL + count_text_tokens(_dumps(described))
 
 
+def _bytes(text: str | None) -> int:
+    if not text:
+        return 0
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+
+
+def prompt_tokens_upper_bound(request: LLMRequest) -> int:
+    """A bound ``count_prompt_tokens`` never exceeds, in time linear in the prompt's bytes.
+
+    Every BPE token stands for at least one byte of its text, so a text has at
+    most as many tokens as UTF-8 bytes. Most requests are far below their
+    window, and this lets the precondition skip tokenizing the whole history
+    again at every step.
+    """
+    total = REPLY_PRIMING
+    for m in request.messages:
+        total += TOKENS_PER_MESSAGE + _bytes(m.role) + _bytes(m.content) + _bytes(m.tool_call_id)
+        if m.name:
+            total += TOKENS_PER_NAME + _bytes(m.name)
+        for call in m.tool_calls:
+            total += TOKENS_PER_TOOL_CALL + _bytes(call.id) + _bytes(call.name) + _bytes(call.arguments)
+    for tool in request.tools:
+        described = {"name": tool.name, "description": tool.description, "parameters": tool.parameters}
+        total += TOKENS_PER_TOOL + _bytes(_dumps(described))
+    if request.response_format is not None:
+        total += _bytes(_dumps(request.response_format.json_schema))
+    return total
+
+
 def count_prompt_tokens(request: LLMRequest) -> int:
     """Estimated prompt tokens of ``request``: messages, tool definitions and response schema."""
     total = REPLY_PRIMING

@@ -17,6 +17,7 @@ class ViolationKind(StrEnum):
     # Preconditions: checked before any provider call.
     invalid_role_order = "invalid_role_order"
     context_overflow = "context_overflow"
+    token_budget = "token_budget"
     invalid_tool_schema = "invalid_tool_schema"
     temperature_out_of_range = "temperature_out_of_range"
     invalid_max_tokens = "invalid_max_tokens"

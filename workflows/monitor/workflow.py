@@ -37,7 +37,7 @@ with workflow.unsafe.imports_passed_through():
     from ...contracts.llm.violations import Violation, ViolationKind
     from ...contracts.names import EFFECTS_PATCH, MONITOR_RECORD, MONITOR_WORKFLOW
     from ...contracts.llm.reprompt import reprompt_messages
-    from .. import calls
+    from ..calls import call_llm, call_outcome, call_tool, describe_tools
     from ..ladder import Rung, ViolationLadder
     from ..program_driver import drive_program
     from ...telemetry import workflow_metrics
@@ -156,7 +156,7 @@ async def _scan(spec: MonitorSpec, as_of: datetime) -> tuple[ScanResult, int]:
 
 async def _program_functions(spec: MonitorSpec) -> list[ProgramFunction]:
     wanted = {"list_issues": spec.tools.list_issues, "get_issue": spec.tools.get_issue}
-    described = await calls.describe_tools(list(wanted.values()), spec.tool_policy)
+    described = await describe_tools(list(wanted.values()), spec.tool_policy)
     by_tool = {f.tool: f for f in program_functions(described)}
     missing = [name for name in wanted.values() if name not in by_tool]
     if missing:
@@ -171,11 +171,11 @@ async def _program_functions(spec: MonitorSpec) -> list[ProgramFunction]:
 
 async def _read(spec: MonitorSpec, run_id: str, tool: str, call_id: int, arguments: str) -> CallOutcome:
     result = await _tool(spec, tool, arguments, call_id=f"scan-{call_id}", key=f"{run_id}:scan-{call_id}")
-    return calls.call_outcome(call_id, result)
+    return call_outcome(call_id, result)
 
 
 async def _tool(spec: MonitorSpec, tool: str, arguments: str, *, call_id: str, key: str) -> ToolCallResult:
-    return await calls.call_tool(tool, arguments, call_id=call_id, key=key, policy=spec.tool_policy)
+    return await call_tool(tool, arguments, call_id=call_id, key=key, policy=spec.tool_policy)
 
 
 # ---------------------------------------------------------------- act
@@ -249,7 +249,7 @@ class _Drafter:
         schema = ResponseFormat(name="nudge", json_schema=nudge_schema(spec.message_max_chars))
         while True:
             request = LLMRequest(config=ladder.current, messages=history, response_format=schema)
-            response: LLMResponse = await calls.call_llm(
+            response: LLMResponse = await call_llm(
                 request, spec.llm_policy, report, summary=f"draft nudge {issue.id}"
             )
             violations = list(response.violations)

@@ -1,0 +1,188 @@
+"""Throughput: concurrent agent runs against bare workflows of the same activity shape.
+
+On one dev server (transfer-task poll cap lifted), with 1, 2 and 3 worker
+processes in turn (``throughput_worker.py``: each serves the engine and the
+bare baseline), ``--runs`` agent runs are started at once and timed to the
+last result, and as many ``BareAgentShape`` workflows (describe, then per
+step a model call and a tool call, then the final call, all no-ops). An agent
+run here is three steps with one tool call each, then the final answer, from
+the scripted model (zero delay, its own process). With ``--rounds`` (2) the
+two sides alternate which goes first, and runs/s is total runs over total time.
+
+Every line names the bare baseline it ran against. CPU seconds per run are
+the worker processes', the Temporal server's and (agent side) the scripted
+model's, read from /proc. The last line is one JSON object: runs/s per side,
+``ratio_by_workers`` (agent / bare) and CPU seconds per run.
+
+    .venv/bin/python bench/throughput.py [--runs 200] [--workers 1,2,3] [--rounds 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from temporalio.client import Client
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.testing import WorkflowEnvironment
+
+from agentsteps.client.dev_server import dev_server_args, temporal_binary
+from agentsteps.contracts import AgentInput, AgentResult, AgentSpec, LLMConfig
+from agentsteps.contracts.names import AGENT_WORKFLOW
+from bare_workflow import BareAgentShape
+from cpu import cpu_seconds, temporal_server_pids
+from model_process import free_port, scripted_model_process
+
+HERE = Path(__file__).resolve().parent
+STEPS = 3
+CITIES = ["Paris", "Tokyo", "London"]
+TARGET = 0.9
+
+
+def script() -> dict[str, Any]:
+    """Stateless, so one model process serves every concurrent run: each tool result names the next city."""
+    def call(city: str) -> dict[str, Any]:
+        return {"tool_calls": [{"name": "get_weather", "arguments": {"city": city}}]}
+
+    rules = [{"match": {"role": "user"}, "reply": call(CITIES[0])}]
+    rules += [{"match": {"contains": a}, "reply": call(b)} for a, b in zip(CITIES, CITIES[1:])]
+    rules.append({"match": {"contains": CITIES[-1]}, "reply": {"content": "done"}})
+    return {"rules": rules}
+
+
+SPEC = AgentSpec(
+    name="throughput",
+    model=LLMConfig(model="scripted-2026-01-01", max_tokens=64, context_window=32_000),
+    tools=["get_weather"],
+    max_steps=STEPS + 1,
+)
+
+
+@contextmanager
+def worker_processes(count: int, address: str, task_queue: str, base_url: str, state: Path) -> Iterator[list[int]]:
+    procs = []
+    try:
+        for i in range(count):
+            procs.append(subprocess.Popen(
+                [sys.executable, str(HERE / "throughput_worker.py"), address, task_queue, base_url,
+                 str(state / f"worker-{i}")],
+                stdout=subprocess.PIPE, text=True, cwd=HERE,
+            ))
+        for proc in procs:
+            assert proc.stdout is not None
+            if proc.stdout.readline().strip() != "ready":
+                raise RuntimeError(f"worker process exited with {proc.wait()}")
+        yield [p.pid for p in procs]
+    finally:
+        for proc in procs:
+            proc.terminate()
+        for proc in procs:
+            proc.wait(timeout=30)
+
+
+async def agent_run(client: Client, task_queue: str) -> None:
+    result = await client.execute_workflow(
+        AGENT_WORKFLOW, AgentInput(spec=SPEC, input="weather in three cities"),
+        id=f"tp-agent-{uuid.uuid4().hex[:12]}", task_queue=task_queue, result_type=AgentResult,
+    )
+    assert result.status == "completed" and len(result.steps) == STEPS + 1, (result.status, len(result.steps))
+
+
+async def bare_run(client: Client, task_queue: str) -> None:
+    await client.execute_workflow(BareAgentShape.run, STEPS, id=f"tp-bare-{uuid.uuid4().hex[:12]}",
+                                  task_queue=f"{task_queue}-bare")
+
+
+async def batch(run: Callable[[], Awaitable[None]], runs: int, pids: dict[str, list[int]]) -> dict[str, float]:
+    """``runs`` runs started at once, timed to the last result; CPU seconds by process kind."""
+    before = {kind: sum(cpu_seconds(p) for p in ps) for kind, ps in pids.items()}
+    started = time.perf_counter()
+    await asyncio.gather(*(run() for _ in range(runs)))
+    figure = {"seconds": time.perf_counter() - started}
+    for kind, ps in pids.items():
+        figure[kind] = sum(cpu_seconds(p) for p in ps) - before[kind]
+    return figure
+
+
+def summary(batches: list[dict[str, float]], runs: int) -> dict[str, float]:
+    """Runs/s over every batch of a side (total runs / total time) and CPU seconds per run by process kind."""
+    total = runs * len(batches)
+    seconds = sum(b["seconds"] for b in batches)
+    figure = {"runs_per_s": round(total / seconds, 2), "seconds": round(seconds, 2)}
+    for kind in (k for k in batches[0] if k != "seconds"):
+        figure[f"{kind}_cpu_s_per_run"] = round(sum(b[kind] for b in batches) / total, 4)
+    figure["cpu_s_per_run"] = round(sum(v for k, v in figure.items() if k.endswith("_cpu_s_per_run")), 4)
+    return figure
+
+
+async def main(runs: int, worker_counts: list[int], rounds: int) -> dict[str, Any]:
+    env = await WorkflowEnvironment.start_local(
+        dev_server_existing_path=temporal_binary(), dev_server_extra_args=dev_server_args(),
+        data_converter=pydantic_data_converter, dev_server_log_level="error",
+    )
+    address = env.client.service_client.config.target_host
+    server = temporal_server_pids()
+    agent: dict[str, Any] = {}
+    bare: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory() as state, scripted_model_process(script(), free_port()) as model:
+        for count in worker_counts:
+            task_queue = f"tp-{count}-{uuid.uuid4().hex[:6]}"
+            with worker_processes(count, address, task_queue, model.url, Path(state)) as workers:
+                pids = {"worker": workers, "server": server}
+                # Warm-up (not timed): sandbox imports, tokenizer, connections in every process.
+                await asyncio.gather(*(agent_run(env.client, task_queue) for _ in range(4 * count)),
+                                     *(bare_run(env.client, task_queue) for _ in range(4 * count)))
+                agent_batches, bare_batches = [], []
+                for round_ in range(rounds):
+                    # Alternate which side goes first, so load that drifts during a run hits both alike.
+                    sides = [("agent", agent_batches), ("bare", bare_batches)]
+                    for side, into in sides if round_ % 2 == 0 else sides[::-1]:
+                        if side == "agent":
+                            into.append(await batch(lambda: agent_run(env.client, task_queue), runs,
+                                                    {**pids, "model": [model.pid]}))
+                        else:
+                            into.append(await batch(lambda: bare_run(env.client, task_queue), runs, pids))
+                a, b = summary(agent_batches, runs), summary(bare_batches, runs)
+            agent[str(count)], bare[str(count)] = a, b
+            print(f"{count} worker process(es): agent {a['runs_per_s']} runs/s against the bare baseline "
+                  f"{b['runs_per_s']} runs/s: ratio {a['runs_per_s'] / b['runs_per_s']:.3f}; CPU s/run agent "
+                  f"{a['cpu_s_per_run']} (workers {a['worker_cpu_s_per_run']}, server {a['server_cpu_s_per_run']}, "
+                  f"model {a['model_cpu_s_per_run']}), bare {b['cpu_s_per_run']} (workers "
+                  f"{b['worker_cpu_s_per_run']}, server {b['server_cpu_s_per_run']})", file=sys.stderr, flush=True)
+    await env.shutdown()
+    ratios = {k: round(agent[k]["runs_per_s"] / bare[k]["runs_per_s"], 3) for k in agent}
+    return {
+        "runs": runs,
+        "rounds": rounds,
+        "steps_per_run": STEPS,
+        "cpus": os.cpu_count(),
+        "agent": agent,
+        "bare": bare,
+        "ratio_by_workers": ratios,
+        "target_ratio": TARGET,
+        "target_met": all(r >= TARGET for r in ratios.values()),
+        "dev_server_args": dev_server_args(),
+    }
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=200)
+    parser.add_argument("--workers", default="1,2,3", help="comma-separated worker process counts")
+    parser.add_argument("--rounds", type=int, default=2, help="agent and bare batches per worker count, order alternating")
+    args = parser.parse_args()
+    result = asyncio.run(main(args.runs, [int(n) for n in args.workers.split(",")], args.rounds))
+    print(json.dumps(result), flush=True)
+    sys.stderr.flush()
+    os._exit(0)  # temporalio issue #300

@@ -1,0 +1,46 @@
+"""One worker process for throughput.py: the agent worker and the bare worker, side by side.
+
+    python bench/throughput_worker.py ADDRESS TASK_QUEUE OPENAI_BASE_URL STATE_DIR
+
+Serves ``TASK_QUEUE`` (the engine, as ``agentsteps worker`` builds it: the
+worker's own client, data converter and runtime) and ``TASK_QUEUE-bare``
+(``BareAgentShape`` with no-op activities), prints ``ready`` and runs until
+it is terminated.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+from pathlib import Path
+
+from temporalio.worker import Worker
+
+from agentsteps.contracts.config.settings import ProviderSettings, WorkerSettings
+from agentsteps.worker import connect, running_worker
+from bare_workflow import BareAgentShape, noop
+
+
+async def serve(address: str, task_queue: str, base_url: str, state_dir: str) -> None:
+    settings = WorkerSettings(
+        state_dir=Path(state_dir),
+        task_queue=task_queue,
+        providers=ProviderSettings(openai_base_url=base_url, request_timeout_seconds=60),
+    )
+    client = await connect(settings, address)
+    bare = Worker(client, task_queue=f"{task_queue}-bare", workflows=[BareAgentShape], activities=[noop])
+    async with running_worker(client, settings), bare:
+        print("ready", flush=True)
+        stop = asyncio.Event()
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
+        await stop.wait()
+
+
+if __name__ == "__main__":
+    try:
+        asyncio.run(serve(*sys.argv[1:5]))
+    finally:
+        sys.stdout.flush()
+        os._exit(0)  # temporalio issue #300
