@@ -125,24 +125,26 @@ class AgentRun:
         or ``BudgetRefused`` when ``refusable`` (the caller answers it another way).
 
         A loop step's request carries the run's history (in a session, the tail
-        of a stored conversation); a ``standalone`` one (a program's ``llm()``)
-        has its own messages and never joins the chain.
+        of a stored conversation, see ``ConversationChain``); a ``standalone`` one
+        (a program's ``llm()``) has its own messages and never joins the chain.
         """
         self.model = request.config.model
         spec = self.spec
         if spec.context_policy != "none" and not standalone:
             request = request.model_copy(update={"context_policy": spec.context_policy})
         chain = None if standalone else self.chain
-        sent = chain.request(request) if chain is not None else request
         if not self.effects_once:
+            sent = chain.request(request) if chain is not None else request
             response = await call_llm(sent, spec.llm_policy, self.result, token_budget=spec.token_budget)
         else:
-            response = await self._call_within_budget(sent, refusable)
+            response = await self._reserved_call(request, chain, refusable)
         if chain is not None and response.conversation is not None:
             chain.learn(request.messages, response.conversation)
         return response
 
-    async def _call_within_budget(self, request: LLMRequest, refusable: bool) -> LLMResponse:
+    async def _reserved_call(
+        self, request: LLMRequest, chain: ConversationChain | None, refusable: bool
+    ) -> LLMResponse:
         spec = self.spec
         used = self.result.usage.total_tokens
         allowance = spec.token_budget - used - self._reserved
@@ -157,9 +159,10 @@ class AgentRun:
                 raise BudgetRefused(message)
             raise ApplicationError(message, type="BudgetExceededError", non_retryable=True)
         self._reserved += reserve
+        sent = request.model_copy(update={"token_allowance": allowance})
         try:
             return await call_llm(
-                request.model_copy(update={"token_allowance": allowance}),
+                chain.request(sent) if chain is not None else sent,
                 spec.llm_policy,
                 self.result,
                 token_budget=spec.token_budget,
