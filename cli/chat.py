@@ -155,7 +155,7 @@ async def _follow(client: Client, stream: WorkflowStreamClient, start: int, sid:
 
 def _answer(result: TurnResult) -> str:
     output = result.output
-    return output if isinstance(output, str) else TurnResult.model_validate(result).model_dump_json(include={"output"})
+    return output if isinstance(output, str) else result.model_dump_json(include={"output"})
 
 
 async def session_command(settings: WorkerSettings, action: str, session_id: str | None, reason: str, out: IO[str]) -> int:

@@ -61,7 +61,8 @@ async def _run(args: argparse.Namespace, action: str, name: str | None) -> int:
         rows = await list_schedules(client)
         if getattr(args, "json", False):
             print(json.dumps([r.model_dump(mode="json") for r in rows], indent=2))
-        for row in [] if getattr(args, "json", False) else rows:
+            return 0
+        for row in rows:
             state = "paused" if row.paused else "active"
             nxt = row.next_run.isoformat() if row.next_run and not row.paused else "-"
             print(f"{row.id:<28} {row.workflow:<24} {state:<7} next {nxt}" + (f"  ({row.note})" if row.note else ""))

@@ -64,7 +64,7 @@ async def test_gc_keeps_what_open_runs_reference_and_deletes_only_old_garbage_wi
     dry = subprocess.run([AGENTSTEPS, "payloads", "gc", "--older-than", "30d", "--json"], env=env, cwd=tmp_path,
                          capture_output=True, text=True, timeout=120)
     assert dry.returncode == 0, dry.stderr
-    assert json.loads(dry.stdout.strip().splitlines()[-1])["garbage"] == [garbage_claim["hash_value"]]
+    assert json.loads(dry.stdout)["garbage"] == [garbage_claim["hash_value"]]
     assert store.driver.path_for(garbage_claim["hash_value"]).exists()
 
     done = subprocess.run([AGENTSTEPS, "payloads", "gc", "--older-than", "30d", "--delete"], env=env, cwd=tmp_path,
