@@ -72,6 +72,8 @@ run's record of effects, delivery policies, token reservations, the monitor's re
 Runs recorded without its marker keep the old commands when they replay."""
 REFUSAL_REPROMPTED_ONCE = "refusal-reprompted-once"
 """The ladder degrades on the second refusal in a row instead of re-prompting again."""
+APPROVALS_PATCH = "approvals-v1"
+"""Runs recorded before approvals existed called every tool at once; they replay that way."""
 PATCH_TOOL_RESULT_CAP = "tool-result-cap"
 """``workflow.patched`` id: tool-mode results are cut to ``AgentSpec.tool_result_chars`` (runs started before keep them whole)."""
 

@@ -201,7 +201,7 @@ class AgentRun:
             self.effects.record(key, name, arguments, result)
         return result
 
-    def effects_note(self, python_name=str) -> str | None:  # noqa: ANN001 - a name mapper
+    def effects_note(self, python_name: Callable[[str], str] = str) -> str | None:
         return self.effects.note(python_name) if self.effects is not None else None
 
     async def rejection(self, approval_id: str, call_id: str, tool: str, arguments: str) -> ToolCallResult | None:

@@ -26,10 +26,9 @@ with workflow.unsafe.imports_passed_through():
         PendingApproval,
         parse_decision,
     )
+    from ..contracts.names import APPROVALS_PATCH
     from ..telemetry import workflow_metrics
 
-APPROVALS_PATCH = "approvals-v1"
-"""Runs recorded before approvals existed called every tool at once; they replay that way."""
 _DECIDED_KEPT = 200
 
 
@@ -111,4 +110,4 @@ class ApprovalDesk:
         return record
 
 
-__all__ = ["APPROVALS_PATCH", "ApprovalDesk"]
+__all__ = ["ApprovalDesk"]

@@ -49,12 +49,12 @@ with workflow.unsafe.imports_passed_through():
     from ..contracts.json_schema import instance_violations
     from ..telemetry import workflow_metrics
     from .calls import call_outcome
+    from .effects import RECORD_CHARS, cap
     from .agent_run import AgentRun, BudgetRefused
     from .ladder import ViolationLadder
     from .program_driver import check_program, drive_program
 
 CONTRACT = "code.program"
-_RECORD_CHARS = 1000
 
 PROGRAM_INSTRUCTIONS = """\
 Answer by writing one Python program in a ```python block. It runs in a sandbox
@@ -211,8 +211,8 @@ async def _run_call(
     records[call.call_id] = ToolCallRecord(
         call_id=call_id,
         name=function.tool,
-        arguments=call.arguments[:_RECORD_CHARS],
-        content=content[:_RECORD_CHARS] + (" [truncated]" if len(content) > _RECORD_CHARS else ""),
+        arguments=call.arguments[:RECORD_CHARS],
+        content=cap(content),
         is_error=outcome.error is not None,
     )
     return outcome

@@ -24,7 +24,7 @@ with workflow.unsafe.imports_passed_through():
     from ..contracts import EffectRecord, Message, ToolCallResult
     from ..contracts.llm.tools import OUTCOME_UNKNOWN
 
-_RECORD_CHARS = 1000
+RECORD_CHARS = 1000
 _NOTE_CHARS = 300
 _NOTE_ENTRIES = 40
 
@@ -48,7 +48,7 @@ def run_chain() -> str:
     return f"{info.workflow_id}/{info.first_execution_run_id}"
 
 
-def _cap(text: str, limit: int) -> str:
+def cap(text: str, limit: int = RECORD_CHARS) -> str:
     return text if len(text) <= limit else text[:limit] + " [truncated]"
 
 
@@ -84,8 +84,8 @@ class EffectLedger:
         self._results[key] = result
         self.records.append(
             EffectRecord(
-                key=key, tool=tool, arguments=_cap(canonical_arguments(arguments), _RECORD_CHARS),
-                content=_cap(result.content, _RECORD_CHARS), outcome="unknown" if unknown else "done",
+                key=key, tool=tool, arguments=cap(canonical_arguments(arguments), RECORD_CHARS),
+                content=cap(result.content, RECORD_CHARS), outcome="unknown" if unknown else "done",
             )
         )
 
@@ -101,8 +101,8 @@ class EffectLedger:
         for record in self.records[:_NOTE_ENTRIES]:
             shown = "outcome unknown: it may or may not have happened" if record.outcome == "unknown" else "returned"
             lines.append(
-                f"- {python_name(record.tool)}({_cap(record.arguments, _NOTE_CHARS)}) {shown}: "
-                f"{_cap(record.content, _NOTE_CHARS)}"
+                f"- {python_name(record.tool)}({cap(record.arguments, _NOTE_CHARS)}) {shown}: "
+                f"{cap(record.content, _NOTE_CHARS)}"
             )
         if len(self.records) > _NOTE_ENTRIES:
             lines.append(f"- ... and {len(self.records) - _NOTE_ENTRIES} more")
@@ -119,4 +119,4 @@ def with_note(messages: list[Message], note: str | None) -> list[Message]:
     return [*messages, Message.user(note)]
 
 
-__all__ = ["EffectLedger", "canonical_arguments", "effect_key", "run_chain", "with_note"]
+__all__ = ["RECORD_CHARS", "EffectLedger", "canonical_arguments", "cap", "effect_key", "run_chain", "with_note"]
