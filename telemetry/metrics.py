@@ -57,6 +57,12 @@ MONITOR_STALLED_TICKETS = Gauge(
     "agentsteps_monitor_stalled_tickets", "Stalled tickets found by the last monitor tick.", ["monitor"],
     registry=REGISTRY,
 )
+MONITOR_LAST_TICK = Gauge(
+    "agentsteps_monitor_last_tick_timestamp_seconds",
+    "When the last monitor tick this worker recorded was scheduled to record (Unix time). Each worker keeps the "
+    "stalled count of the last tick it ran; the newest timestamp says which worker's count is current.",
+    ["monitor"], registry=REGISTRY,
+)
 MONITOR_NUDGES = Counter("agentsteps_monitor_nudges", "Nudges posted.", ["monitor"], registry=REGISTRY)
 MONITOR_ESCALATIONS = Counter(
     "agentsteps_monitor_escalations", "Tickets escalated.", ["monitor"], registry=REGISTRY

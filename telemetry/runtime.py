@@ -68,6 +68,17 @@ TEMPORAL_WORKER_METRICS = {
     "temporal_activity_schedule_to_start_latency_seconds": "Activity task wait in the task queue.",
     "temporal_workflow_task_execution_failed_total": "Failed workflow tasks (workflow code raised or was non-deterministic).",
     "temporal_activity_execution_failed_total": "Failed activity attempts.",
+    "temporal_activity_execution_latency_seconds": "Activity attempt latency, by activity_type.",
+    "temporal_num_pollers": "Open long polls, by poller_type (workflow_task, sticky_workflow_task, activity_task).",
+    "temporal_workflow_task_queue_poll_succeed_total": "Workflow task polls that brought a task.",
+    "temporal_workflow_task_queue_poll_empty_total": "Workflow task polls that expired without a task.",
+    "temporal_activity_poll_no_task_total": "Activity task polls that expired without a task.",
+    "temporal_sticky_cache_hit_total": "Workflow tasks served from the worker's workflow cache.",
+    "temporal_sticky_cache_miss_total": "Sticky workflow tasks whose run was not cached (its history is fetched).",
+    "temporal_sticky_cache_size": "Workflows in the worker's cache.",
+    "temporal_sticky_cache_total_forced_eviction_total": "Workflows evicted from the cache to make room or after a failure.",
+    "temporal_request_failure_total": "Failed worker-to-service RPCs, by operation and status_code.",
+    "temporal_request_latency_seconds": "Worker-to-service RPC latency, by operation.",
 }
 """The Temporal SDK metrics the dashboard and alerts rely on, as exported here."""
 

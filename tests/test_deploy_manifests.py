@@ -138,8 +138,10 @@ def test_grafana_provisioning_points_at_the_dashboard_and_its_datasource(compose
     datasource = yaml.safe_load((DEPLOY / "grafana/provisioning/datasources/prometheus.yml").read_text())
     (source,) = datasource["datasources"]
     assert source["url"] == "http://prometheus:9090" and "prometheus" in compose["services"]
+    # The panels name no datasource uid: the dashboard's `datasource` variable defaults to the default Prometheus.
+    assert source["type"] == "prometheus" and source["isDefault"] is True
     uids = {p["datasource"]["uid"] for p in dashboard["panels"] if p["type"] != "row"}
-    assert uids == {source["uid"]}
+    assert uids == {"${datasource}"}
 
 
 def test_dockerfile_runs_the_worker_command_the_cli_has():

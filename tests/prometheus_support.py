@@ -1,0 +1,94 @@
+"""A real Prometheus (Debian's package; ``.ci/run`` installs it) scraping test workers every second."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRAPE_CONFIG = ROOT / "deploy" / "prometheus" / "prometheus.yml"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def prometheus_binary() -> str:
+    found = shutil.which("prometheus")
+    if found:
+        return found
+    if os.environ.get("CI"):
+        pytest.fail("prometheus is not installed; .ci/run installs Debian's prometheus package")
+    pytest.skip("prometheus not installed (apt-get install prometheus); CI fails instead of skipping")
+
+
+class Prometheus:
+    """deploy/prometheus/prometheus.yml with only the targets, a 1 s interval, rules and storage changed."""
+
+    def __init__(self, targets: list[str], workdir: Path, rule_files: list[Path] = ()) -> None:
+        config = yaml.safe_load(SCRAPE_CONFIG.read_text())
+        config["global"] = {"scrape_interval": "1s", "evaluation_interval": "1s"}
+        config["rule_files"] = [str(f) for f in rule_files]
+        config["scrape_configs"][0]["static_configs"] = [{"targets": targets}]
+        config["scrape_configs"][0].pop("dns_sd_configs", None)
+        (workdir / "prometheus.yml").write_text(yaml.safe_dump(config))
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log = (workdir / "prometheus.log").open("w")
+        self.process = subprocess.Popen(
+            [
+                prometheus_binary(),
+                f"--config.file={workdir / 'prometheus.yml'}",
+                f"--storage.tsdb.path={workdir / 'data'}",
+                f"--web.listen-address=127.0.0.1:{self.port}",
+            ],
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+        )
+        self.http = httpx.Client(base_url=self.url, timeout=10)
+
+    def wait_ready(self, timeout: float = 60) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            assert self.process.poll() is None, "prometheus exited; see prometheus.log"
+            try:
+                if self.http.get("/-/ready").status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            time.sleep(0.2)
+        raise AssertionError("prometheus never became ready")
+
+    def query(self, expr: str) -> list[dict]:
+        body = self.http.get("/api/v1/query", params={"query": expr}).json()
+        assert body["status"] == "success", f"{expr}: {body.get('error')}"
+        return body["data"]["result"]
+
+    def wait_for(self, expr: str, predicate, timeout: float = 60) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            result = self.query(expr)
+            if result and predicate(float(result[0]["value"][1])):
+                return
+            time.sleep(0.5)
+        raise AssertionError(f"timed out waiting on {expr}: {self.query(expr)}")
+
+    def stop(self) -> None:
+        self.http.close()
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self.log.close()
