@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
@@ -92,3 +93,24 @@ class Prometheus:
             self.process.kill()
             self.process.wait()
         self.log.close()
+
+
+GRAFANA_DEFAULTS = {
+    "$__rate_interval": "1m", "$job": "agentsteps-worker", "$instance": ".*", "$namespace": "default",
+    "$task_queue": ".*", "$provider": ".*", "$model": ".*", "$tool": ".*",
+}
+
+
+def as_grafana_sends(expr: str, **chosen: str) -> str:
+    """A dashboard query with the variables filled in as Grafana does for the defaults (All = ``.*``), or ``chosen``."""
+    for name, default in GRAFANA_DEFAULTS.items():
+        expr = expr.replace(name, chosen.get(name.lstrip("$"), default))
+    assert "$" not in expr, expr
+    return expr
+
+
+def dashboard_query(title: str, ref: int = 0) -> str:
+    """The query of a panel of deploy/grafana/dashboards/agentsteps.json, as written there."""
+    dashboard = json.loads((ROOT / "deploy" / "grafana" / "dashboards" / "agentsteps.json").read_text())
+    (panel,) = [p for p in dashboard["panels"] if p["title"] == title]
+    return panel["targets"][ref]["expr"]

@@ -71,7 +71,7 @@ with workflow.unsafe.imports_passed_through():
     from agentsteps.worker import DEMO_TOOL_FACTORIES, running_worker
 
     from agent_support import FALLBACK_MODEL, MODEL, make_spec, weather_then_answer
-    from prometheus_support import Prometheus
+    from prometheus_support import Prometheus, as_grafana_sends
 
 ROOT = Path(__file__).resolve().parents[1]
 DASHBOARD = ROOT / "deploy" / "grafana" / "dashboards" / "agentsteps.json"
@@ -102,20 +102,6 @@ def dashboard_queries() -> list[tuple[str, str]]:
         if p["type"] != "row"
         for t in p["targets"]
     ]
-
-
-GRAFANA_DEFAULTS = {
-    "$__rate_interval": "1m", "$job": "agentsteps-worker", "$instance": ".*", "$namespace": NAMESPACE,
-    "$task_queue": ".*", "$provider": ".*", "$model": ".*", "$tool": ".*",
-}
-
-
-def as_grafana_sends(expr: str, **chosen: str) -> str:
-    """The query with the variables filled in as Grafana does for the defaults (All = ``.*``), or ``chosen``."""
-    for name, default in GRAFANA_DEFAULTS.items():
-        expr = expr.replace(name, chosen.get(name.lstrip("$"), default))
-    assert "$" not in expr, expr
-    return expr
 
 
 def alert_rules() -> list[tuple[str, str, str]]:
