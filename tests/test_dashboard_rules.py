@@ -166,3 +166,24 @@ def test_it_imports_into_an_existing_grafana(dashboard):
     assert provider["providers"][0]["folder"] == "agentsteps"
     datasource = yaml.safe_load((GRAFANA / "provisioning" / "datasources" / "prometheus.yml").read_text())
     assert "uid" not in datasource["datasources"][0], "nothing refers to a datasource uid"
+
+
+def test_the_kustomization_ships_it_as_a_configmap_the_grafana_sidecar_loads():
+    import shutil
+    import subprocess
+
+    kustomization = yaml.safe_load((GRAFANA / "kustomization.yaml").read_text())
+    assert kustomization["generatorOptions"]["labels"]["grafana_dashboard"] == "1"
+    (generator,) = kustomization["configMapGenerator"]
+    assert [GRAFANA / f for f in generator["files"]] == [DASHBOARD]
+    if shutil.which("kubectl") is None:
+        return  # the rendering below needs it; the checks above do not
+    rendered = subprocess.run(
+        ["kubectl", "kustomize", str(GRAFANA)], capture_output=True, text=True, check=True
+    ).stdout
+    (configmap,) = list(yaml.safe_load_all(rendered))
+    assert configmap["kind"] == "ConfigMap"
+    assert configmap["metadata"]["labels"]["grafana_dashboard"] == "1"
+    assert configmap["data"] == {"agentsteps.json": DASHBOARD.read_text()}
+    # kubectl apply keeps a last-applied copy in an annotation, capped at 256 KiB.
+    assert len(DASHBOARD.read_bytes()) < 200_000
