@@ -47,7 +47,7 @@ from agentsteps.demos.monitor import demo_monitor_tick
 with workflow.unsafe.imports_passed_through():
     import httpx
     import pytest_asyncio
-    from temporalio.client import Client
+    from temporalio.client import Client, WorkflowFailureError
     from temporalio.contrib.pydantic import pydantic_data_converter
     from temporalio.testing import WorkflowEnvironment
     from temporalio.worker import Worker
@@ -152,6 +152,7 @@ def test_dashboard_has_the_panels_operators_asked_for():
         "Task slot utilisation", "Pollers", "Polls: with a task / empty", "Sticky cache hit ratio",
         "Sticky cache size, misses and forced evictions", "Temporal RPC failures",
         "LLM error ratio by model", "Tool error ratio by tool", "Run failure ratio by workflow type",
+        "Failed runs by reason",
     ):
         assert expected in titles
 
@@ -264,6 +265,13 @@ async def _run_workload(client: Client, settings: WorkerSettings, scripted: Scri
             AGENT_WORKFLOW,
             AgentInput(spec=make_spec(**overrides), input=text),
             id=f"dash-{uuid.uuid4().hex[:10]}",
+            task_queue=settings.task_queue,
+        )
+    # A provider 400 is not retried: the run fails (the failure panels need one).
+    scripted.set_script({"rules": [{"match": {}, "reply": {"fault": {"status": 400, "message": "bad request"}}}]})
+    with pytest.raises(WorkflowFailureError):
+        await client.execute_workflow(
+            AGENT_WORKFLOW, AgentInput(spec=make_spec(), input="fail"), id=f"dash-{uuid.uuid4().hex[:10]}",
             task_queue=settings.task_queue,
         )
 

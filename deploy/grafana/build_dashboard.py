@@ -82,18 +82,22 @@ def error_ratios() -> list[dict[str, Any]]:
         panel("LLM error ratio by model", "Failed provider calls (retryable or fatal) of all calls, per model.", [
             ratio(rate("agentsteps_llm_requests_total", LLM, LLM_ERRORS, temporal=False),
                   rate("agentsteps_llm_requests_total", LLM, temporal=False), "provider, model")],
-              unit="percentunit", steps=worse_above(0.02, 0.1)),
+              unit="percentunit", steps=worse_above(0.02, 0.1), width=6),
         panel("Tool error ratio by tool", "Failed calls of all calls, per tool: infra_error (the tool or its "
               "server is down) and error (the tool refused the call, often the model's bad arguments).", [
                   (ratio(rate("agentsteps_tool_calls_total", TOOL, 'outcome="infra_error"', temporal=False),
                          calls, "tool"), "{{tool}} infra"),
                   (ratio(rate("agentsteps_tool_calls_total", TOOL, 'outcome="error"', temporal=False),
                          calls, "tool"), "{{tool}} refused")],
-              unit="percentunit", steps=worse_above(0.05, 0.2)),
+              unit="percentunit", steps=worse_above(0.05, 0.2), width=6),
         panel("Run failure ratio by workflow type", "Failed runs of all runs, per workflow type. Click a series "
               "for its failed runs in the Temporal UI.", [
                   (ratio(failed, runs, "namespace, workflow_type"), "{{workflow_type}}")],
-              unit="percentunit", steps=worse_above(0.05, 0.2), data_links=drill_down("Failed")),
+              unit="percentunit", steps=worse_above(0.05, 0.2), data_links=drill_down("Failed"), width=6),
+        panel("Failed runs by reason", "Failed runs per second by why they failed: budget, contract, provider, "
+              "invalid_spec, cancelled, timeout, internal (a bug: page). Click a series for the failed runs.", [
+                  (f"sum by (namespace, workflow_type, reason) ({failed})", "{{workflow_type}} {{reason}}")],
+              unit="ops", steps=worse_above(0.01, 0.1), data_links=drill_down("Failed"), width=6),
     ]
 
 
