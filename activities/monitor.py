@@ -8,7 +8,7 @@ The stalled-tickets gauge lives in whichever worker ran the tick, and a worker
 keeps its last value after other workers take over the schedule. So each tick
 also exports when it was recorded (the activity's first schedule time: the same
 on every attempt), and the dashboard reads the stalled count from the worker
-with the newest timestamp per monitor (deploy/grafana/build_dashboard.py,
+with the newest timestamp per monitor (deploy/grafana/dashboard_rows.py,
 ``stalled_tickets``). A gauge recorded by the workflow through Temporal's meter
 would not help: that meter is per worker process too.
 """

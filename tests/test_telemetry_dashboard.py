@@ -45,7 +45,6 @@ from agentsteps.contracts.names import AGENT_WORKFLOW
 from agentsteps.demos.monitor import demo_monitor_tick
 
 with workflow.unsafe.imports_passed_through():
-    import httpx
     import pytest_asyncio
     from temporalio.client import Client, WorkflowFailureError
     from temporalio.contrib.pydantic import pydantic_data_converter
