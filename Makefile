@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test install mcp-thirdparty clean
+.PHONY: demo test install mcp-thirdparty clean dashboard
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -15,6 +15,10 @@ install: $(BIN)/python
 
 demo: install
 	$(BIN)/agentsteps demo
+
+# Regenerate the Grafana dashboard JSON from its builder (tests/test_dashboard_rules.py checks they match).
+dashboard: $(BIN)/python
+	$(BIN)/python deploy/grafana/build_dashboard.py
 
 # Published MCP servers we did not write, for tests/test_mcp_thirdparty.py. Each
 # gets its own venv (their MCP SDK pins must never touch the project's); the
