@@ -176,9 +176,9 @@ class McpFleet:
                 except McpError as error:
                     failures.append((error, wanted))
                     continue
-                for name in wanted & tools.keys():
+                for name in [n for n in missing if n in tools]:  # fetched: it answers for every name it has
                     found[name] = tools[name]
-                    missing.pop(name, None)
+                    missing.pop(name)
         for error, wanted in failures:
             if wanted & missing.keys():
                 raise self.bounded(error)
@@ -210,32 +210,48 @@ class McpFleet:
             server = self.known_owner(call.name)
             if server is None:
                 return None
+        catalog = self._catalogs.get(server)
+        if catalog is not None and catalog.stale:
+            # The server said its list changed: learn it first, so a removed tool is told apart from a failure.
+            with contextlib.suppress(McpError):
+                await self.catalog(server)
         health = self.health[server]
         try:
-            probe = health.admit()
+            return await self._guarded_call(health, call)
         except McpError as error:
-            health.record(getattr(error, "outcome", "infra_error"))
             raise self.bounded(error) from None
-        started = self._clock()
+
+    async def _guarded_call(self, health: ServerHealth, call: ToolCallInput) -> ToolCallResult:
         try:
+            probe = health.admit()  # fail fast, before waiting for a slot
             async with health.slot():
-                result = await self.client.call_tool(server, call)
+                if not probe and health.state == "circuit_open":
+                    probe = health.admit()  # the circuit opened while this call waited: no pile-up
+                started = self._clock()
+                try:
+                    result = await self.client.call_tool(health.server, call)
+                except McpError as error:
+                    health.failed(error, probe)
+                    health.record(getattr(error, "outcome", "infra_error"), self._clock() - started)
+                    error.recorded = True  # type: ignore[attr-defined]
+                    raise
+                except BaseException:
+                    if probe:
+                        health.failed(McpUnavailableError("probe cancelled", server=health.server), probe)
+                    raise
         except McpError as error:
-            health.failed(error, probe)
-            health.record(getattr(error, "outcome", "infra_error"), self._clock() - started)
-            raise self.bounded(error) from None
-        except BaseException:
-            if probe:
-                health.failed(McpUnavailableError("probe cancelled", server=server), probe)
+            if not getattr(error, "recorded", False):  # refused before reaching the server
+                health.record(getattr(error, "outcome", "infra_error"))
             raise
+        elapsed = self._clock() - started
         if result.error_type == OUTCOME_UNKNOWN:
-            health.failed(McpUnavailableError(result.content[:300], server=server), probe)
-            health.record("infra_error", self._clock() - started)
+            health.failed(McpUnavailableError(result.content[:300], server=health.server), probe)
+            health.record("infra_error", elapsed)
             return result
         health.succeeded(probe)
-        health.record("error" if result.is_error else "ok", self._clock() - started)
+        health.record("error" if result.is_error else "ok", elapsed)
         if result.error_type == TOOL_REMOVED:
-            self._list_changed(server)
+            self._list_changed(health.server)
         return result
 
     def bounded(self, error: McpError) -> McpError:

@@ -138,6 +138,14 @@ class McpConfig(BaseModel):
         return names
 
 
+def _key(loc: tuple[Any, ...]) -> str:
+    """``servers.x.stdio.breaker.failures`` (pydantic's path) as the operator wrote it: ``x.breaker.failures``."""
+    parts = list(loc[1:] if loc[:1] == ("servers",) else loc)
+    if len(parts) > 1 and parts[1] in ("stdio", "http"):  # the transport union's tag, not a key in the file
+        del parts[1]
+    return ".".join(str(p) for p in parts)
+
+
 _TRANSPORT_ALIASES = {"streamable-http": "http", "streamable_http": "http", "streamable-HTTP": "http"}
 
 
@@ -156,8 +164,6 @@ def parse_mcp_config(document: dict[str, Any], *, origin: str = "config") -> Mcp
     try:
         return McpConfig(servers=normalised)
     except ValidationError as exc:
-        detail = "; ".join(
-            f"mcp.servers.{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors()
-        )
+        detail = "; ".join(f"mcp.servers.{_key(err['loc'])}: {err['msg']}" for err in exc.errors())
         raise McpConfigError(f"{origin}: {detail}") from None
 
