@@ -126,9 +126,9 @@ class McpFleet:
             try:
                 schemas = await self.client.list_tools(server)
             except McpError as error:
-                health.failed(error, probe)
+                health.failed(error, probe, during="list")
                 raise
-            health.succeeded(probe)
+            health.succeeded(probe, during="list")
             declared = self.config.servers[server].tools
             prefix = self.config.servers[server].tool_prefix
             tools = {s.name: s for s in schemas if declared is None or s.name[len(prefix):] in declared}

@@ -9,7 +9,10 @@ States (``/readyz``, ``agentsteps tools list``, ``agentsteps_mcp_server_up``):
   for the open period; then up to ``half_open_probes`` calls go through as
   probes. A probe's success closes the circuit; its failure reopens it for
   twice as long, up to ``max_open_seconds``, so a dead stdio server is
-  restarted with backoff instead of on every call.
+  restarted with backoff instead of on every call. Failing calls are cleared
+  only by a call that works: a server whose calls hang may still answer
+  ``tools/list``, so the background watcher leaves such a server to the
+  runs' own (half-open) calls.
 - ``misconfigured``: found at worker start (missing command, bad URL,
   unresolved secret) or when starting the server; never retried.
 
@@ -47,6 +50,8 @@ class ServerHealth:
         self._open_until = 0.0
         self._open_period = config.breaker.open_seconds
         self._probes = 0
+        self._failing = ""
+        """``call`` or ``list``: what failed last. Failing calls are cleared only by a call that works."""
         self._slots = asyncio.Semaphore(config.max_concurrent_calls)
         self._connected_once = False
         # Every series exists from the start, so "down since the worker started" shows as 0s, not as no data.
@@ -80,6 +85,8 @@ class ServerHealth:
         """Whether the background watcher should try the server now (never while the circuit is open)."""
         if self.state == "misconfigured":
             return False
+        if self._failing == "call" and self.state != "up":
+            return False  # a listing would answer while calls hang: only a run's call can tell
         return self.state != "circuit_open" or self._clock() >= self._open_until
 
     def connected(self) -> None:
@@ -103,14 +110,17 @@ class ServerHealth:
         self._probes += 1
         return True
 
-    def succeeded(self, probe: bool) -> None:
+    def succeeded(self, probe: bool, during: str = "call") -> None:
         if probe:
             self._probes -= 1
+        if self._failing == "call" and during != "call" and self.state != "up":
+            return
+        self._failing = ""
         self._failures = 0
         self._open_period = self.config.breaker.open_seconds
         self._set("up", None)
 
-    def failed(self, error: McpError, probe: bool) -> None:
+    def failed(self, error: McpError, probe: bool, during: str = "call") -> None:
         if probe:
             self._probes -= 1
         message = str(error).removeprefix(f"mcp server {self.server!r}: ")
@@ -122,6 +132,7 @@ class ServerHealth:
             return
         breaker = self.config.breaker
         self._failures += 1
+        self._failing = during
         if probe:
             self._open_period = min(self._open_period * 2, breaker.max_open_seconds)
         if probe or self._failures >= breaker.failures:
