@@ -8,6 +8,7 @@ Controlled by files in the folder ``$FLEET_CONTROL`` (read on every request):
   changes, the server sends ``notifications/tools/list_changed``.
 - ``malformed``: answer ``tools/list`` with something that is not a tool list.
 - ``calls`` (written): one line per ``tools/call`` received.
+- ``leak``: refuse ``tools/list`` with an error echoing ``$FLEET_SECRET`` (the client must redact it).
 - ``quiet``: change the tool list without telling (only a TTL refresh sees it).
 
 Every tool returns ``{"tool": name, "args": arguments}`` as structured content.
@@ -68,6 +69,10 @@ def main() -> None:
                 "protocolVersion": params.get("protocolVersion", "2025-11-25"),
                 "capabilities": {"tools": {"listChanged": True}}, "serverInfo": {"name": "fleet", "version": "0"}}})
         elif method == "tools/list":
+            if (CONTROL / "leak").exists():
+                send({"jsonrpc": "2.0", "id": message_id, "error": {
+                    "code": -32050, "message": f"listing refused for token {os.environ.get('FLEET_SECRET')}"}})
+                continue
             if (CONTROL / "malformed").exists():
                 send({"jsonrpc": "2.0", "id": message_id, "result": {"tools": "not a list", "nextCursor": 7}})
                 continue

@@ -7,6 +7,7 @@ one taken down, hung, changed and brought back (files in its control folder).
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 
 import pytest
@@ -266,5 +267,23 @@ async def test_a_malformed_tools_list_is_a_protocol_error_for_that_server_only(d
         assert fleet.report()[bad]["state"] == "down" and "not valid MCP" in fleet.report()[bad]["last_error"]
         listed = {t.name for t in await fleet.describe()}  # `tools list`: the rest is still listed
         assert "get_issue" in listed and not any(n.startswith("bad_") for n in listed)
+    finally:
+        await fleet.aclose()
+
+
+async def test_a_server_echoing_its_credential_never_gets_it_into_health_reports_or_logs(tmp_path, caplog):
+    control = Control(tmp_path / "c")
+    control.set("leak")
+    secret = f"s3cr3t-{new_token()}"
+    name = unique("leaky")
+    env = {"FLEET_CONTROL": str(control.dir), "FLEET_SECRET": "secret:FLEET_SECRET"}
+    fleet = McpFleet(make_client({name: fleet_server(control, env=env)}, {"FLEET_SECRET": secret}))
+    try:
+        with pytest.raises(McpProtocolError) as err:
+            await fleet.describe(["echo"])
+        assert "[redacted]" in str(err.value) and secret not in str(err.value)
+        report = json.dumps(fleet.report())
+        assert "listing refused" in report and secret not in report
+        assert secret not in caplog.text
     finally:
         await fleet.aclose()

@@ -200,5 +200,5 @@ class McpSessionPool:
             await connection.close()
             if isinstance(exc, asyncio.CancelledError):
                 raise
-            raise translate(exc, server=server, http_status=status_box[0], during="connect") from None
+            raise translate(exc, server=server, http_status=status_box[0], during="connect", secrets=secrets) from None
         return connection
