@@ -12,7 +12,11 @@ import time
 
 import pytest
 
-from agentsteps.activities.mcp import McpFleet
+from agentsteps.activities.mcp import McpFleet, McpToolSource
+from agentsteps.activities.tools import ToolActivities
+from agentsteps.contracts.config.settings import WorkerSettings
+from agentsteps.contracts.llm.tools import ToolsDescribeInput
+from agentsteps.worker import load_registry
 from agentsteps.activities.mcp.health import ServerHealth
 from agentsteps.client.settings import load_mcp_config
 from agentsteps.contracts.config.mcp_config import parse_mcp_config
@@ -119,6 +123,22 @@ async def test_a_name_is_looked_up_only_on_the_servers_that_serve_it(db, token, 
         with pytest.raises(McpUnavailableError, match=down):
             await fleet.describe(["flaky_echo"])
         assert fleet.report()[down]["state"] == "down"
+    finally:
+        await fleet.aclose()
+
+
+async def test_a_run_naming_only_python_tools_contacts_no_mcp_server(tmp_path):
+    control = Control(tmp_path / "c")
+    control.offer("get_weather")  # even a server offering the same name is not asked
+    name = unique("unasked")
+    fleet = _fleet({name: fleet_server(control)}, "unused")
+    tools = ToolActivities(load_registry(WorkerSettings()), [McpToolSource(fleet)])
+    try:
+        [schema] = await tools.describe(ToolsDescribeInput(names=["get_weather"]))
+        result = await tools.call(tool_call("get_weather", {"city": "Paris"}))
+        assert schema.source == "python" and not result.is_error
+        assert fleet.report()[name]["last_error"] == "not connected yet"
+        assert not (control.dir / "calls").exists() and fleet.client.pool.current(name) is None
     finally:
         await fleet.aclose()
 

@@ -75,7 +75,8 @@ class Fleet:
                                                catalog_ttl_seconds=1, breaker=BREAKER),
             self.names["flaky"]: fleet_server(self.control, tool_prefix="flaky_", give_up_seconds=GIVE_UP,
                                               timeouts=FAST, breaker=BREAKER),
-            self.names["broken"]: {"transport": "stdio", "command": "/nonexistent/mcp-server", "tool_prefix": "broken_"},
+            self.names["broken"]: {"transport": "stdio", "command": "/nonexistent/mcp-server",
+                                   "tool_prefix": "broken_"},
         })
         self.settings = settings.model_copy(update={"config_file": self.config})
 
