@@ -74,6 +74,8 @@ REFUSAL_REPROMPTED_ONCE = "refusal-reprompted-once"
 """The ladder degrades on the second refusal in a row instead of re-prompting again."""
 APPROVALS_PATCH = "approvals-v1"
 """Runs recorded before approvals existed called every tool at once; they replay that way."""
+APPROVALS_CARRIED_PATCH = "approvals-carried-v1"
+"""A session carries its latest approval decisions across continue-as-new (runs before it forgot them)."""
 PATCH_TOOL_RESULT_CAP = "tool-result-cap"
 """``workflow.patched`` id: tool-mode results are cut to ``AgentSpec.tool_result_chars`` (runs started before keep them whole)."""
 
@@ -83,6 +85,7 @@ ACTIVITIES = (LLM_CALL, TOOLS_DESCRIBE, TOOLS_CALL, CODE_CHECK, CODE_START, CODE
 __all__ = [
     "ACTIVITIES",
     "AGENT_WORKFLOW",
+    "APPROVALS_CARRIED_PATCH",
     "APPROVALS_QUERY",
     "APPROVE_UPDATE",
     "CANCEL_SIGNAL",

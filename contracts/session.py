@@ -15,7 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .json_schema import json_path
-from .approvals import PendingApproval
+from .approvals import ApprovalRecord, PendingApproval
 from .code.program import ReplMemory, VariableInfo
 from .llm.conversation import ConversationRef
 from .llm.messages import Message
@@ -73,6 +73,8 @@ class SessionCarry(BaseModel):
     """How many times this session has continued-as-new."""
     repl: ReplMemory | None = None
     """Code mode: the REPL state (signed, in the payload store) and the variables it holds."""
+    decided: list[ApprovalRecord] = Field(default_factory=list)
+    """The latest approval decisions (bounded), so a late second decision is still told it came too late."""
 
 
 class SessionInput(BaseModel):
