@@ -18,6 +18,7 @@ from typing import IO
 
 from temporalio.client import Client, WorkflowUpdateFailedError
 from temporalio.contrib.workflow_streams import WorkflowStreamClient
+from temporalio.service import RPCError, RPCStatusCode
 
 from ..client.dev_server import embedded_temporal
 from ..client.sessions import (
@@ -133,24 +134,37 @@ async def _offset(stream: WorkflowStreamClient) -> int:
 
 
 async def _follow(client: Client, stream: WorkflowStreamClient, start: int, sid: str, term: Terminal) -> None:
-    async for item in stream.subscribe([PROGRESS_TOPIC], from_offset=start, result_type=ProgressEvent):
-        event: ProgressEvent = item.data
-        if event.kind == "tool_call":
-            term.say(f"  · {event.tool}({event.detail})")
-        elif event.kind == "step" and event.detail == "assistant":
-            term.say(f"  ! step {event.step}: the answer broke a contract; re-prompting")
-        elif event.kind == "approval_requested" and event.approval is not None:
-            pending = event.approval
-            answer = await term.ask(f"  ? {pending.reason}: {pending.tool}({pending.arguments}). Approve? [y/n] ")
-            note = await term.ask("    note (optional): ") or ""
-            try:
-                record = await decide_approval(
-                    client, sid, pending.approval_id, approve=(answer or "").strip().lower().startswith("y"),
-                    note=note, approver="chat",
-                )
-                term.say(f"    {record.outcome}")
-            except WorkflowUpdateFailedError as exc:
-                term.say(f"    not recorded: {exc.cause}")
+    """Show the turn's events until cancelled; a new session's first turn may start before its workflow exists."""
+    offset = start
+    while True:
+        try:
+            async for item in stream.subscribe([PROGRESS_TOPIC], from_offset=offset, result_type=ProgressEvent):
+                offset = item.offset + 1
+                await _show(client, item.data, sid, term)
+            return
+        except RPCError as exc:
+            if exc.status is not RPCStatusCode.NOT_FOUND:
+                raise
+            await asyncio.sleep(0.1)
+
+
+async def _show(client: Client, event: ProgressEvent, sid: str, term: Terminal) -> None:
+    if event.kind == "tool_call":
+        term.say(f"  · {event.tool}({event.detail})")
+    elif event.kind == "step" and event.detail == "assistant":
+        term.say(f"  ! step {event.step}: the answer broke a contract; re-prompting")
+    elif event.kind == "approval_requested" and event.approval is not None:
+        pending = event.approval
+        answer = await term.ask(f"  ? {pending.reason}: {pending.tool}({pending.arguments}). Approve? [y/n] ")
+        note = await term.ask("    note (optional): ") or ""
+        try:
+            record = await decide_approval(
+                client, sid, pending.approval_id, approve=(answer or "").strip().lower().startswith("y"),
+                note=note, approver="chat",
+            )
+            term.say(f"    {record.outcome}")
+        except WorkflowUpdateFailedError as exc:
+            term.say(f"    not recorded: {exc.cause}")
 
 
 def _answer(result: TurnResult) -> str:
