@@ -40,6 +40,10 @@ class SessionConfig(BaseModel):
     """... or once history is this many bytes."""
     turns_kept: int = Field(default=100, ge=1, le=10_000)
     """How many turn summaries the ``turns`` query keeps (older ones are counted, not listed)."""
+    stream_tokens: bool = False
+    """Stream the model's answers: text arrives on the progress stream (``token`` events, about every
+    100 ms) while the call runs. Each batch is a signal in history, so it is off unless asked for
+    (``agentsteps chat`` asks for it)."""
 
 
 class TurnSummary(BaseModel):
@@ -108,7 +112,7 @@ class CloseInput(BaseModel):
 
 
 ProgressKind = Literal[
-    "turn_started", "step", "tool_call", "approval_requested", "approval_decided", "usage", "turn_ended"
+    "turn_started", "step", "tool_call", "approval_requested", "approval_decided", "usage", "turn_ended", "token"
 ]
 
 
@@ -121,7 +125,10 @@ class ProgressEvent(BaseModel):
     step: int | None = None
     tool: str | None = None
     detail: str = ""
-    """Step kind, a tool call's arguments, an approval's outcome, or the turn's status and answer preview."""
+    """Step kind, a tool call's arguments, an approval's outcome, the turn's status and answer preview,
+    or (``token``) the next piece of the answer's text."""
+    attempt: int | None = None
+    """``token``: the ``llm.call`` attempt that streamed it; a retried call streams its answer again."""
     usage: Usage | None = None
     """``usage``: the turn's tokens so far; ``turn_ended``: the turn's total."""
     approval: PendingApproval | None = None

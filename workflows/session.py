@@ -147,6 +147,7 @@ class SessionWorkflow:
         run.chain = ConversationChain(self.carry.conversation)
         run.approvals = self.approvals
         run.turn, run.on_event = number, self._publish
+        run.stream_tokens = self.inp.session.stream_tokens
         run.emit("turn_started", detail=preview(inp.input))
         if self.inp.spec.mode == "code":
             run.repl = self.carry.repl or ReplMemory(key=f"{workflow.info().workflow_id}/repl")
@@ -274,6 +275,9 @@ class SessionWorkflow:
     def _publish(self, event: ProgressEvent) -> None:
         self.stream.topic(PROGRESS_TOPIC).publish(event)
         self.published += 1
+        if event.kind == "turn_ended":
+            # The llm.call activity publishes the answer's text too (stream_tokens): count what the log holds.
+            self.published = len(self.stream.get_state().log)
         # Keep the stream (and what continue-as-new carries) bounded; followers read within seconds.
         if self.published > 2 * _EVENTS_KEPT:
             self.stream.truncate(self.stream_base + self.published - _EVENTS_KEPT)
