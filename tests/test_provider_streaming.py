@@ -8,6 +8,7 @@ import pytest
 from pydantic import SecretStr
 
 from agentsteps.activities.providers import AnthropicProvider, OpenAIProvider
+from agentsteps.activities.providers.streams import AnthropicEvents, OpenAIChunks
 from agentsteps.contracts import LLMConfig, LLMRequest, Message
 from agentsteps.contracts.errors import NonRetryableProviderError, RetryableProviderError
 from agentsteps.scripted_model import ScriptedModelServer
@@ -96,3 +97,43 @@ async def test_an_error_status_before_the_stream_starts_is_classified_as_usual(w
         with pytest.raises(RetryableProviderError) as caught:
             await provider(wire, server, http).stream(request(wire), lambda _: None)
     assert caught.value.status == 429 and caught.value.retry_after == 2
+
+
+# ------------------------------------------------------------------ hostile events, one by one
+
+@pytest.mark.parametrize("chunk", [
+    [], "text", {"choices": "none"}, {"choices": [5]}, {"choices": [{"delta": "hi"}]},
+    {"choices": [{"delta": {"tool_calls": {"index": 0}}}]}, {"choices": [{"delta": {"tool_calls": [7]}}]},
+    {"choices": [{"delta": {"tool_calls": [{"function": "f"}]}}]},
+], ids=str)
+def test_an_openai_chunk_of_the_wrong_shape_is_a_typed_malformed_error(chunk):
+    with pytest.raises(NonRetryableProviderError, match="malformed provider response from openai"):
+        OpenAIChunks().add(chunk)
+
+
+@pytest.mark.parametrize("events", [
+    ["text"],
+    [{"type": "message_start", "message": "m"}],
+    [{"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "x"}}],
+    [{"type": "content_block_start", "index": 0, "content_block": None}],
+    [{"type": "message_delta", "delta": {}, "usage": {"output_tokens": 3}}],  # before message_start
+], ids=str)
+def test_an_anthropic_event_of_the_wrong_shape_or_order_is_a_typed_malformed_error(events):
+    assembler = AnthropicEvents()
+    with pytest.raises(NonRetryableProviderError, match="malformed provider response from anthropic"):
+        for event in events:
+            assembler.add(event)
+
+
+async def test_an_error_event_inside_an_anthropic_stream_is_retryable_and_keeps_no_secret():
+    sse = (b'event: message_start\ndata: {"type": "message_start", "message": {"id": "m", "type": "message", '
+           b'"role": "assistant", "model": "x", "content": [], "usage": {"input_tokens": 1, "output_tokens": 1}}}\n\n'
+           b'event: error\ndata: {"type": "error", "error": {"type": "overloaded_error", "message": "busy ' + KEY.encode()
+           + b'"}}\n\n')
+    transport = httpx2.MockTransport(lambda r: httpx2.Response(200, content=sse,
+                                                               headers={"content-type": "text/event-stream"}))
+    async with httpx2.AsyncClient(transport=transport) as client:
+        provider = AnthropicProvider(client, base_url="http://model.test", api_key=KEY)
+        with pytest.raises(RetryableProviderError, match="error event in the stream") as caught:
+            await provider.stream(request("anthropic"), lambda _: None)
+    assert KEY not in str(caught.value) and caught.value.__cause__ is None and caught.value.__context__ is None
