@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from contextlib import suppress
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from typing import Any
 
 from temporalio import activity
@@ -47,13 +47,14 @@ class TokenPublisher:
 
     async def __aenter__(self) -> TokenPublisher:
         self._attempt = activity.info().attempt
+        # The client's own background flusher is not used: on Python 3.11 its asyncio.wait_for can
+        # swallow the cancel that stops it, and the activity would wait for it. The ticker here flushes.
         try:
-            client = WorkflowStreamClient.from_within_activity(batch_interval=timedelta(seconds=self._every))
-            await client.__aenter__()
+            self._client = WorkflowStreamClient.from_within_activity()
         except Exception as exc:  # noqa: BLE001 - tokens are advisory: the call goes on without them
             log.warning("token stream unavailable, answering without it: %s", exc)
         else:
-            self._client, self._topic = client, client.topic(PROGRESS_TOPIC)
+            self._topic = self._client.topic(PROGRESS_TOPIC)
         self._ticker = asyncio.create_task(self._tick())
         return self
 
@@ -67,6 +68,15 @@ class TokenPublisher:
         while True:
             await asyncio.sleep(self._every)
             self._publish()
+            await self._flush()
+
+    async def _flush(self) -> None:
+        if self._client is None:
+            return
+        try:
+            await self._client.flush()
+        except Exception as exc:  # noqa: BLE001 - advisory: a lost batch never fails the call
+            log.warning("token stream: a batch was not delivered: %s", exc)
 
     def _publish(self) -> None:
         if not self._buffer:
@@ -77,7 +87,7 @@ class TokenPublisher:
             return
         event = ProgressEvent(kind="token", turn=self._target.turn, step=self._target.step, detail=text,
                               at=datetime.now(timezone.utc), attempt=self._attempt)
-        self._topic.publish(event, force_flush=True)
+        self._topic.publish(event)  # buffered in the client until the next flush: one signal per batch
         self.published += 1
 
     async def __aexit__(self, *exc: object) -> None:
@@ -86,13 +96,12 @@ class TokenPublisher:
             with suppress(asyncio.CancelledError):
                 await self._ticker
         self._publish()
-        if self._client is None:
-            return
-        # Flushed before the activity returns, so the text is on the stream before the step that used it.
+        # Flushed before the activity returns, so the text is on the stream before the step that used it
+        # (a batch the cancelled ticker left pending is sent again under its sequence number: once).
         try:
-            await asyncio.wait_for(self._client.__aexit__(None, None, None), _FLUSH_TIMEOUT_SECONDS)
-        except Exception as exc:  # noqa: BLE001 - advisory: a lost batch never fails the call
-            log.warning("token stream: the last batch was not delivered: %s", exc)
+            await asyncio.wait_for(self._flush(), _FLUSH_TIMEOUT_SECONDS)
+        except asyncio.TimeoutError:
+            log.warning("token stream: the last batch was not delivered within %s s", _FLUSH_TIMEOUT_SECONDS)
 
 
 __all__ = ["BATCH_CHARS", "BATCH_SECONDS", "TokenPublisher"]
