@@ -97,7 +97,7 @@ class Prometheus:
 
 GRAFANA_DEFAULTS = {
     "$__rate_interval": "1m", "$job": "agentsteps-worker", "$instance": ".*", "$namespace": "default",
-    "$task_queue": ".*", "$provider": ".*", "$model": ".*", "$tool": ".*",
+    "$task_queue": ".*", "$provider": ".*", "$model": ".*", "$tool": ".*", "$mcp_server": ".*",
 }
 
 

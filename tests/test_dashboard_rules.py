@@ -83,6 +83,8 @@ def test_every_selector_uses_the_template_variables(dashboard):
                 assert 'provider=~"$provider"' in selector and 'model=~"$model"' in selector, (title, metric)
             if metric.startswith(("agentsteps_tool_", "agentsteps_approvals_requested")):
                 assert 'tool=~"$tool"' in selector, (title, metric)
+            if metric.startswith("agentsteps_mcp_"):
+                assert 'server=~"$mcp_server"' in selector, (title, metric)
         if set(m for m, _ in _METRIC.findall(expr)) != {"up"}:
             # Activity-side series have no namespace or task queue: kept to the workers that poll them.
             assert '"$namespace"' in expr and '"$task_queue"' in expr, title

@@ -151,7 +151,8 @@ def test_dashboard_has_the_panels_operators_asked_for():
         "Task slot utilisation", "Pollers", "Polls: with a task / empty", "Sticky cache hit ratio",
         "Sticky cache size, misses and forced evictions", "Temporal RPC failures",
         "LLM error ratio by model", "Tool error ratio by tool", "Run failure ratio by workflow type",
-        "Failed runs by reason",
+        "Failed runs by reason", "MCP servers up", "MCP error ratio by server", "MCP call latency p95",
+        "MCP reconnects",
     ):
         assert expected in titles
 

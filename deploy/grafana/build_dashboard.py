@@ -22,7 +22,9 @@ from dashboard_kit import (  # noqa: E402
     LLM, REQUIRES, TOOL, WORKER, layout, panel, quantile, rate, ratio, row, temporal_ui_link, value, variables,
     worse_above, worse_below,
 )
-from dashboard_rows import code_and_monitor, contracts, drill_down, llm, runs, sessions, temporal_health, tools  # noqa: E402
+from dashboard_rows import (  # noqa: E402
+    code_and_monitor, contracts, drill_down, llm, mcp, runs, sessions, temporal_health, tools,
+)
 
 OUT = Path(__file__).resolve().parent / "dashboards" / "agentsteps.json"
 UID = "agentsteps-oncall"
@@ -97,8 +99,8 @@ def error_ratios() -> list[dict[str, Any]]:
 
 
 def build() -> dict[str, Any]:
-    panels = layout([*golden(), *error_ratios(), *llm(), *contracts(), *tools(), *runs(), *code_and_monitor(),
-                     *temporal_health(), *sessions()])
+    panels = layout([*golden(), *error_ratios(), *llm(), *contracts(), *tools(), *mcp(), *runs(),
+                     *code_and_monitor(), *temporal_health(), *sessions()])
     return {
         "__inputs": [],
         "__requires": REQUIRES,
@@ -106,7 +108,7 @@ def build() -> dict[str, Any]:
         "uid": UID,
         "title": "agentsteps",
         "description": "LLM agent steps on Temporal: golden signals first, then error ratios, LLM, contracts, "
-                       "tools, runs, code mode, monitor, Temporal worker health and sessions.",
+                       "tools, MCP servers, runs, code mode, monitor, Temporal worker health and sessions.",
         "tags": ["agentsteps", "temporal", "llm"],
         "timezone": "browser",
         "schemaVersion": 39,

@@ -171,6 +171,7 @@ def variables() -> list[dict[str, Any]]:
             "model", "Model", 'label_values(agentsteps_llm_requests_total{job=~"$job", provider=~"$provider"}, model)'
         ),
         _query_variable("tool", "Tool", 'label_values(agentsteps_tool_calls_total{job=~"$job"}, tool)'),
+        _query_variable("mcp_server", "MCP server", 'label_values(agentsteps_mcp_server_up{job=~"$job"}, server)'),
         {
             "type": "textbox",
             "name": "temporal_ui",

@@ -75,6 +75,35 @@ def tools() -> list[dict[str, Any]]:
     ]
 
 
+MCP = 'server=~"$mcp_server"'
+
+
+def mcp() -> list[dict[str, Any]]:
+    calls = rate("agentsteps_mcp_calls_total", MCP, temporal=False)
+    return [
+        row("MCP servers"),
+        panel("MCP servers up", "1 when the server is up on every selected worker; 0 when it is down, "
+              "misconfigured or its circuit is open on any of them. Runs using its tools fail typed; other runs "
+              "are untouched.",
+              [(f"min by (server) ({value('agentsteps_mcp_server_up', MCP, temporal=False)})", "{{server}}")],
+              unit="short", steps=worse_below(1, 1), width=4),
+        panel("MCP error ratio by server", "Calls that did not succeed (error, infra_error, timeout, "
+              "circuit_open) of all calls, per server.", [
+                  ratio(rate("agentsteps_mcp_calls_total", MCP, 'outcome!="ok"', temporal=False), calls, "server")],
+              unit="percentunit", steps=worse_above(0.05, 0.2), width=5),
+        panel("MCP calls by outcome", "Calls per second: ok, error (the tool's own error result), infra_error "
+              "(unreachable, lost, malformed), timeout, circuit_open (refused by the breaker).",
+              [(f"sum by (server, outcome) ({calls})", "{{server}} {{outcome}}")], unit="ops", width=5),
+        panel("MCP call latency p95", "95th percentile latency of calls that reached the server.", [
+            (quantile(0.95, rate("agentsteps_mcp_call_seconds_bucket", MCP, temporal=False), "server"),
+             "{{server}}")], unit="s", steps=worse_above(5, 30), width=5),
+        panel("MCP reconnects", "Sessions re-established per second after the first (a restarted stdio child, "
+              "a new HTTP session). Steady reconnects: the server keeps dropping its sessions.",
+              [(f"sum by (server) ({rate('agentsteps_mcp_reconnects_total', MCP, temporal=False)})", "{{server}}")],
+              unit="ops", steps=worse_above(0.01, 0.1), width=5),
+    ]
+
+
 def runs() -> list[dict[str, Any]]:
     return [
         row("Agent runs and steps"),
