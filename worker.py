@@ -10,6 +10,7 @@ import asyncio
 import importlib
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
+from datetime import timedelta
 from typing import Any
 
 import httpx2
@@ -134,6 +135,9 @@ def build_worker(
     conversations = ConversationStore(store or build_payload_store(settings))
     llm = LLMActivities(settings.providers, http, settings.prices, conversations)
     tools = ToolActivities(registry if registry is not None else load_registry(settings), [mcp.source(), *sources])
+    # The SDK's default (0) cancels every running activity at shutdown: a rolling
+    # restart would throw away model calls already paid for and send them again.
+    worker_options.setdefault("graceful_shutdown_timeout", timedelta(seconds=settings.graceful_shutdown_seconds))
     return Worker(
         client,
         task_queue=task_queue or settings.task_queue,

@@ -44,6 +44,7 @@ _ENV_FIELDS: dict[str, tuple[str, ...]] = {
     "AGENTSTEPS_SNAPSHOT_PREVIOUS_KEYS": ("snapshot_previous_keys",),
     "AGENTSTEPS_SINGLE_WORKER": ("single_worker",),
     "AGENTSTEPS_SANDBOX_PROCESSES": ("sandbox_processes",),
+    "AGENTSTEPS_GRACEFUL_SHUTDOWN_SECONDS": ("graceful_shutdown_seconds",),
     "AGENTSTEPS_PAYLOAD_S3_BUCKET": ("payload_store", "s3_bucket"),
     "AGENTSTEPS_PAYLOAD_S3_PREFIX": ("payload_store", "s3_prefix"),
     # The usual AWS variables, the more specific one last so it wins.

@@ -106,6 +106,10 @@ class WorkerSettings(BaseModel):
     sandbox_processes: int | None = Field(default=None, ge=1)
     """Monty sandbox processes per worker; unset means the CPU count, which in a container is the
     node's, not the pod's limit: set it where resources are limited (deploy/k8s does)."""
+    graceful_shutdown_seconds: float = Field(default=150.0, ge=0)
+    """On SIGTERM/SIGINT: stop polling, then let running activities finish for this long before
+    cancelling them. Longer than the LLM call's start-to-close (120 s), so a rolling restart never
+    throws away a paid model call; Kubernetes' terminationGracePeriodSeconds must exceed it."""
     single_worker: bool = False
     """The operator declares that one worker serves this cluster's task queue, so a local payload
     store and a key file are enough; without it a worker on a cluster needs a shared store and key."""
