@@ -59,7 +59,16 @@ _SHARED: dict[str, Counter] = {
 """Workflow-side counters that belong to an activity-side family (see ``workflow_metrics.record_check``)."""
 
 _COUNT_BUCKETS = (1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 144)
-_BUCKETS_BY_NAME: dict[str, Sequence[float]] = {"agentsteps_agent_steps_per_run": _COUNT_BUCKETS}
+RUN_LATENCY_BUCKETS = (*LATENCY_BUCKETS, 600, 900, 1800, 3600)
+"""Runs and turns take minutes: past the request buckets' 300 s top, up to an hour, so a p95 alert can fire."""
+_WAIT_BUCKETS = (*LATENCY_BUCKETS, 600, 1800, 3600, 14400, 43200, 86400)
+_BUCKETS_BY_NAME: dict[str, Sequence[float]] = {
+    "agentsteps_agent_steps_per_run": _COUNT_BUCKETS,
+    "agentsteps_agent_run_seconds": RUN_LATENCY_BUCKETS,
+    "agentsteps_session_turn_seconds": RUN_LATENCY_BUCKETS,
+    # An approval may wait for a person up to a day (the spec's default approval timeout).
+    "agentsteps_approval_wait_seconds": _WAIT_BUCKETS,
+}
 
 TEMPORAL_WORKER_METRICS = {
     "temporal_worker_task_slots_available": "Free task slots, by worker_type (workflow, activity, local activity).",
