@@ -81,3 +81,13 @@ def test_every_alert_says_how_long_how_bad_what_and_where_its_runbook_is():
         # The runbook section is about this alert: its heading names it.
         section = runbooks.split(f'<a id="{anchor}"></a>', 1)[1].split("<a id=", 1)[0]
         assert rule["alert"] in section.splitlines()[1], rule["alert"]
+
+
+def test_alerts_test_yml_is_what_its_builder_writes():
+    """The scenarios live in build_alerts_test.py; the YAML is its output (buckets and annotations imported)."""
+    import sys
+
+    done = subprocess.run([sys.executable, str(PROMETHEUS_DIR / "build_alerts_test.py")], capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == (PROMETHEUS_DIR / "alerts_test.yml").read_text(), "run build_alerts_test.py again"
