@@ -135,7 +135,7 @@ class LLMActivities:
                 try:
                     response = await provider.complete(request)
                 finally:
-                    metrics.record_latency(config, time.perf_counter() - started)
+                    metrics.record_latency(config, time.perf_counter() - started, trace_id=span.trace_id)
                 span.record_response(
                     input_tokens=response.usage.prompt_tokens,
                     output_tokens=response.usage.completion_tokens,

@@ -59,8 +59,11 @@ def record_outcome(config: LLMConfig, outcome: Outcome) -> None:
     LLM_REQUESTS.labels(config.provider, config.model, outcome).inc()
 
 
-def record_latency(config: LLMConfig, seconds: float) -> None:
-    LLM_REQUEST_SECONDS.labels(config.provider, config.model).observe(seconds)
+def record_latency(config: LLMConfig, seconds: float, trace_id: str | None = None) -> None:
+    """With a trace id, the observation carries it as an exemplar (OpenMetrics scrapes show it),
+    so a slow bucket on the dashboard links to the ``chat {model}`` span that was slow."""
+    exemplar = {"trace_id": trace_id} if trace_id else None
+    LLM_REQUEST_SECONDS.labels(config.provider, config.model).observe(seconds, exemplar=exemplar)
 
 
 def record_usage(config: LLMConfig, usage: Usage, prices: PriceTable) -> None:
