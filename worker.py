@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import os
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
+from datetime import timedelta
 from typing import Any
 
 import httpx2
@@ -31,6 +33,7 @@ from .activities.tools import ToolActivities
 from .client.settings import load_mcp_config, secret_sources
 from .contracts.config.settings import DEMO_TOOL_FACTORIES, WorkerSettings
 from .contracts.errors import DeploymentConfigError
+from .telemetry.metrics import WORKER_SLOTS
 from .telemetry.runtime import build_runtime
 from .telemetry.tracing import tracing_interceptors
 from .workflows.agent import AgentWorkflow
@@ -76,6 +79,7 @@ def check_deployment(settings: WorkerSettings) -> None:
     default (no ``TEMPORAL_ADDRESS``) and an operator's explicit
     ``single_worker`` need neither.
     """
+    check_provider_keys(settings)
     if settings.temporal_address is None or settings.single_worker:
         return
     missing = []
@@ -92,6 +96,25 @@ def check_deployment(settings: WorkerSettings) -> None:
             + " and ".join(missing)
             + ". If exactly one worker serves this cluster, say so with AGENTSTEPS_SINGLE_WORKER=1 "
             "(single_worker = true in [worker])."
+        )
+
+
+_KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+
+
+def check_provider_keys(settings: WorkerSettings) -> None:
+    """Refuse to start without the API key of a provider the operator declared required."""
+    keys = {"openai": settings.providers.openai_api_key, "anthropic": settings.providers.anthropic_api_key}
+    missing = [p for p in settings.required_providers if keys[p] is None or not keys[p].get_secret_value().strip()]
+    if missing:
+        raise DeploymentConfigError(
+            "required_providers lists "
+            + ", ".join(missing)
+            + " but the worker has no API key for "
+            + ("it" if len(missing) == 1 else "them")
+            + ": set "
+            + " and ".join(_KEY_ENV[p] for p in missing)
+            + " (in Kubernetes, the Secret agentsteps-provider-keys)."
         )
 
 
@@ -134,6 +157,17 @@ def build_worker(
     conversations = ConversationStore(store or build_payload_store(settings))
     llm = LLMActivities(settings.providers, http, settings.prices, conversations)
     tools = ToolActivities(registry if registry is not None else load_registry(settings), [mcp.source(), *sources])
+    # The SDK's default (0) cancels every running activity at shutdown: a rolling
+    # restart would throw away model calls already paid for and send them again.
+    worker_options.setdefault("graceful_shutdown_timeout", timedelta(seconds=settings.graceful_shutdown_seconds))
+    for option, value in (
+        ("max_concurrent_activities", settings.max_concurrent_activities),
+        ("max_concurrent_workflow_tasks", settings.max_concurrent_workflow_tasks),
+        ("max_cached_workflows", settings.max_cached_workflows),
+    ):
+        if value is not None:
+            worker_options.setdefault(option, value)
+    export_capacity(settings, worker_options)
     return Worker(
         client,
         task_queue=task_queue or settings.task_queue,
@@ -149,6 +183,19 @@ def build_worker(
         ],
         **worker_options,
     )
+
+
+# The SDK's defaults, for the capacity gauge when nothing overrides them.
+_SDK_DEFAULTS = {"max_concurrent_activities": 100, "max_concurrent_workflow_tasks": 100, "max_cached_workflows": 1000}
+
+
+def export_capacity(settings: WorkerSettings, worker_options: dict[str, Any]) -> None:
+    """``agentsteps_worker_slots{kind}``: what this worker was sized to, beside Temporal's slots-used gauges."""
+    effective = {name: worker_options.get(name, default) for name, default in _SDK_DEFAULTS.items()}
+    WORKER_SLOTS.labels("activity").set(effective["max_concurrent_activities"])
+    WORKER_SLOTS.labels("workflow_task").set(effective["max_concurrent_workflow_tasks"])
+    WORKER_SLOTS.labels("cached_workflows").set(effective["max_cached_workflows"])
+    WORKER_SLOTS.labels("sandbox_processes").set(settings.sandbox_processes or os.cpu_count() or 1)
 
 
 def build_mcp(settings: WorkerSettings) -> McpActivities:

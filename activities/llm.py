@@ -25,6 +25,7 @@ from ..contracts.llm.capabilities import check_capabilities
 from ..contracts.llm.postconditions import check_response
 from ..contracts.llm.preconditions import check_request
 from ..contracts.llm.violations import Violation, ViolationKind
+from ..telemetry.labels import MODELS
 from ..telemetry.tracing import llm_span
 from . import llm_metrics as metrics
 from .conversations import ConversationStore
@@ -58,6 +59,8 @@ class LLMActivities:
     ) -> None:
         self._providers = ProviderSet(settings, http)
         self._prices = prices or PriceTable()
+        # Priced models are labels from the start, even when a provider rejects a call to one.
+        MODELS.add_known([*self._prices.input_per_mtok, *self._prices.output_per_mtok])
         self._conversations = conversations
 
     @activity.defn(name=LLM_CALL)
@@ -143,8 +146,11 @@ class LLMActivities:
                         response = await provider.complete(request)
                     else:
                         response = await provider.stream(request, on_text)
-                finally:
-                    metrics.record_latency(config, time.perf_counter() - started)
+                except BaseException as exc:
+                    served = isinstance(exc, RetryableProviderError)  # the same rule as its outcome's label
+                    metrics.record_latency(config, time.perf_counter() - started, span.trace_id, served=served)
+                    raise
+                metrics.record_latency(config, time.perf_counter() - started, span.trace_id)
                 span.record_response(
                     input_tokens=response.usage.prompt_tokens,
                     output_tokens=response.usage.completion_tokens,

@@ -23,6 +23,7 @@ from ..contracts.names import TOOLS_CALL, TOOLS_DESCRIBE
 from ..contracts.llm.arguments import parse_tool_arguments
 from ..contracts.llm.tools import ToolsDescribeInput, outcome_unknown
 from ..contracts.llm.tool_names import tool_name_collisions
+from ..telemetry.labels import TOOLS
 from ..telemetry.metrics import TOOL_CALL_SECONDS, TOOL_CALLS
 from ..telemetry.tracing import tool_span
 from .tool_registry import PythonTool, ToolContext, ToolRegistry
@@ -80,30 +81,35 @@ class ToolActivities:
     async def call(self, call: ToolCallInput) -> ToolCallResult:
         started = time.perf_counter()
         outcome = "infra_error"
+        # The model names the tool: a name no source offers is "other", never a new series.
+        label = TOOLS.known(call.name) if self._registry.get(call.name) is None else call.name
         try:
             with tool_span(call.name, call_id=call.call_id, tool_type=self._tool_type(call.name)) as span:
                 span.record_arguments(call.arguments)
-                result = await self._dispatch(call)
+                result, offered = await self._dispatch(call)
                 span.record_result(result.content)
+            if offered:
+                label = TOOLS.admit(call.name)
             outcome = "error" if result.is_error else "ok"
             return result
         finally:
-            TOOL_CALLS.labels(tool=call.name, outcome=outcome).inc()
-            TOOL_CALL_SECONDS.labels(tool=call.name).observe(time.perf_counter() - started)
+            TOOL_CALLS.labels(tool=label, outcome=outcome).inc()
+            TOOL_CALL_SECONDS.labels(tool=label).observe(time.perf_counter() - started)
 
     def _tool_type(self, name: str) -> str:
         # OpenTelemetry's GenAI conventions call server-side tools "extension".
         return "function" if self._registry.get(name) is not None else "extension"
 
-    async def _dispatch(self, call: ToolCallInput) -> ToolCallResult:
+    async def _dispatch(self, call: ToolCallInput) -> tuple[ToolCallResult, bool]:
+        """The result, and whether a source offers the tool (an unknown name is the model's mistake)."""
         tool = self._registry.get(call.name)
         if tool is not None:
-            return await self._call_python(tool, call)
+            return await self._call_python(tool, call), True
         for source in self._sources:
             result = await source.call(call)
             if result is not None:
-                return result
-        return _error(call, f"unknown tool {call.name!r}")
+                return result, True
+        return _error(call, f"unknown tool {call.name!r}"), False
 
     async def _call_python(self, tool: PythonTool, call: ToolCallInput) -> ToolCallResult:
         raw, problem = parse_tool_arguments(call.arguments)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import sys
 import threading
 
 from temporalio.client import Client
@@ -24,7 +25,12 @@ async def _until_stopped() -> None:
 
 async def _serve(client: Client, settings: WorkerSettings, banner: list[str]) -> None:
     """Worker plus /metrics until SIGINT or SIGTERM; /readyz turns ready once the worker polls
-    and every required MCP server is up, and shows each server's state."""
+    and every required MCP server is up, and shows each server's state.
+
+    A stop is graceful: /readyz turns 503 first, then the worker stops polling
+    and lets running activities finish for ``graceful_shutdown_seconds``
+    (leaving ``running_worker`` shuts the Temporal worker down), then exits.
+    """
     ready = threading.Event()
     mcp = build_mcp(settings)
     metrics = start_metrics_server(
@@ -36,6 +42,12 @@ async def _serve(client: Client, settings: WorkerSettings, banner: list[str]) ->
             ready.set()
             print("\n".join(banner), flush=True)
             await _until_stopped()
+            ready.clear()
+            print(
+                f"stopping: no new tasks; running activities get up to {settings.graceful_shutdown_seconds:g} s",
+                file=sys.stderr,
+                flush=True,
+            )
     finally:
         metrics.stop()
 

@@ -44,6 +44,11 @@ _ENV_FIELDS: dict[str, tuple[str, ...]] = {
     "AGENTSTEPS_SNAPSHOT_PREVIOUS_KEYS": ("snapshot_previous_keys",),
     "AGENTSTEPS_SINGLE_WORKER": ("single_worker",),
     "AGENTSTEPS_SANDBOX_PROCESSES": ("sandbox_processes",),
+    "AGENTSTEPS_GRACEFUL_SHUTDOWN_SECONDS": ("graceful_shutdown_seconds",),
+    "AGENTSTEPS_MAX_CONCURRENT_ACTIVITIES": ("max_concurrent_activities",),
+    "AGENTSTEPS_MAX_CONCURRENT_WORKFLOW_TASKS": ("max_concurrent_workflow_tasks",),
+    "AGENTSTEPS_MAX_CACHED_WORKFLOWS": ("max_cached_workflows",),
+    "AGENTSTEPS_REQUIRED_PROVIDERS": ("required_providers",),
     "AGENTSTEPS_PAYLOAD_S3_BUCKET": ("payload_store", "s3_bucket"),
     "AGENTSTEPS_PAYLOAD_S3_PREFIX": ("payload_store", "s3_prefix"),
     # The usual AWS variables, the more specific one last so it wins.
@@ -57,7 +62,7 @@ _ENV_FIELDS: dict[str, tuple[str, ...]] = {
 }
 
 # Variables holding lists: comma-separated (keys are hex or base64, never commas).
-_LIST_ENV = {"AGENTSTEPS_SNAPSHOT_PREVIOUS_KEYS"}
+_LIST_ENV = {"AGENTSTEPS_SNAPSHOT_PREVIOUS_KEYS", "AGENTSTEPS_REQUIRED_PROVIDERS"}
 
 
 def load_settings(config_path: str | Path | None = None, env: Mapping[str, str] | None = None) -> WorkerSettings:

@@ -7,9 +7,11 @@ bounded: provider, model, tool, contract, kind, outcome. Never ids, never text.
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector
 
 REGISTRY = CollectorRegistry(auto_describe=True)
+# process_* (CPU seconds, resident memory, open fds, start time) of the worker process itself.
+ProcessCollector(registry=REGISTRY)
 
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
 _LATENCY_BUCKETS = LATENCY_BUCKETS
@@ -85,3 +87,9 @@ MCP_RECONNECTS = Counter(
     registry=REGISTRY,
 )
 MCP_CALL_OUTCOMES = ("ok", "error", "infra_error", "timeout", "circuit_open")
+
+WORKER_SLOTS = Gauge(
+    "agentsteps_worker_slots",
+    "The worker's configured capacity by kind (activity, workflow_task, cached_workflows, sandbox_processes).",
+    ["kind"], registry=REGISTRY,
+)

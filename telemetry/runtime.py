@@ -43,9 +43,15 @@ from temporalio.runtime import (
 
 from prometheus_client import Counter
 
+from .labels import BoundedLabel
 from .metrics import CONTRACT_CHECKS, CONTRACT_VIOLATIONS, LATENCY_BUCKETS, REGISTRY
 
 TEMPORAL_PREFIX = "temporal_"
+
+# Temporal's own labels on our workflow metrics: the operator's namespaces, task queues and workflow types.
+_TEMPORAL_LABELS = frozenset({"namespace", "task_queue", "workflow_type"})
+_WORKFLOW_LABEL_LIMIT = 100
+"""Distinct values per label of one workflow metric (e.g. pipeline contract names) before ``other``."""
 
 # Large, because the buffer drops updates (and logs) when full; it is drained
 # every second and on every scrape.
@@ -59,7 +65,16 @@ _SHARED: dict[str, Counter] = {
 """Workflow-side counters that belong to an activity-side family (see ``workflow_metrics.record_check``)."""
 
 _COUNT_BUCKETS = (1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 144)
-_BUCKETS_BY_NAME: dict[str, Sequence[float]] = {"agentsteps_agent_steps_per_run": _COUNT_BUCKETS}
+RUN_LATENCY_BUCKETS = (*LATENCY_BUCKETS, 600, 900, 1800, 3600)
+"""Runs and turns take minutes: past the request buckets' 300 s top, up to an hour, so a p95 alert can fire."""
+_WAIT_BUCKETS = (*LATENCY_BUCKETS, 600, 1800, 3600, 14400, 43200, 86400)
+_BUCKETS_BY_NAME: dict[str, Sequence[float]] = {
+    "agentsteps_agent_steps_per_run": _COUNT_BUCKETS,
+    "agentsteps_agent_run_seconds": RUN_LATENCY_BUCKETS,
+    "agentsteps_session_turn_seconds": RUN_LATENCY_BUCKETS,
+    # An approval may wait for a person up to a day (the spec's default approval timeout).
+    "agentsteps_approval_wait_seconds": _WAIT_BUCKETS,
+}
 
 TEMPORAL_WORKER_METRICS = {
     "temporal_worker_task_slots_available": "Free task slots, by worker_type (workflow, activity, local activity).",
@@ -139,6 +154,7 @@ class TemporalMetricsCollector:
         self._buffer = buffer
         self._lock = threading.Lock()
         self._families: dict[str, _Family] = {}
+        self._bounded: dict[tuple[str, str], BoundedLabel] = {}
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -151,19 +167,31 @@ class TemporalMetricsCollector:
         with self._lock:
             self._apply(self._buffer.retrieve_updates())
 
+    def _label(self, metric: str, name: str, value: Any) -> str:
+        """Our workflow metrics' labels are values from specs and pipelines (contract names...): bounded here."""
+        text = _label_value(value)
+        if not metric.startswith("agentsteps_") or name in _TEMPORAL_LABELS:
+            return text
+        bounded = self._bounded.get((metric, name))
+        if bounded is None:
+            bounded = self._bounded[(metric, name)] = BoundedLabel(limit=_WORKFLOW_LABEL_LIMIT)
+        return bounded.admit(text)
+
     def _apply(self, updates: Iterable[BufferedMetricUpdate]) -> None:
         for update in updates:
             metric = update.metric
             shared = _SHARED.get(metric.name)
             if shared is not None:
-                labels = {name: _label_value(update.attributes.get(name, "")) for name in shared._labelnames}
+                labels = {
+                    name: self._label(metric.name, name, update.attributes.get(name, "")) for name in shared._labelnames
+                }
                 shared.labels(**labels).inc(update.value)
                 continue
             family = self._families.get(metric.name)
             if family is None:
                 family = _Family(metric.name, metric.kind, metric.unit, metric.description or metric.name)
                 self._families[metric.name] = family
-            key = tuple(sorted((str(k), _label_value(v)) for k, v in update.attributes.items()))
+            key = tuple(sorted((str(k), self._label(metric.name, str(k), v)) for k, v in update.attributes.items()))
             if family.kind == BUFFERED_METRIC_KIND_COUNTER:
                 family.series[key] = family.series.get(key, 0) + update.value
             elif family.kind == BUFFERED_METRIC_KIND_GAUGE:

@@ -161,6 +161,14 @@ class LLMSpan:
         if self.capture_content:
             self.span.set_attribute(INPUT_MESSAGES, _json(list(messages)))
 
+    @property
+    def trace_id(self) -> str | None:
+        """The span's trace id (32 hex digits) when it is recorded, for a metric exemplar; else None."""
+        context = self.span.get_span_context()
+        if not self.span.is_recording() or not context.is_valid:
+            return None
+        return format(context.trace_id, "032x")
+
     def record_response(
         self,
         *,

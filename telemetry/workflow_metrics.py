@@ -14,10 +14,13 @@ prometheus-client counters, so one family carries every path.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 from temporalio import workflow
+from temporalio.exceptions import ApplicationError, CancelledError, FailureError
+from temporalio.exceptions import TimeoutError as TemporalTimeoutError
 
 if TYPE_CHECKING:
     from ..contracts.llm.violations import Violation
@@ -50,8 +53,8 @@ class WorkflowMetric(NamedTuple):
 
 WORKFLOW_METRICS = (
     WorkflowMetric(AGENT_STEP_SECONDS, "histogram", ("mode",), "Agent step latency."),
-    WorkflowMetric(AGENT_RUNS, "counter", ("outcome",), "Agent runs by outcome."),
-    WorkflowMetric(AGENT_RUN_SECONDS, "histogram", ("outcome",), "Agent run end-to-end latency."),
+    WorkflowMetric(AGENT_RUNS, "counter", ("outcome", "reason"), "Agent runs by outcome; failed runs say why."),
+    WorkflowMetric(AGENT_RUN_SECONDS, "histogram", ("outcome", "reason"), "Agent run end-to-end latency."),
     WorkflowMetric(AGENT_STEPS_PER_RUN, "histogram", (), "Steps per agent run."),
     WorkflowMetric(REPROMPTS, "counter", ("contract", "kind"), "Re-prompts after a violation."),
     WorkflowMetric(DEGRADATIONS, "counter", ("reason", "target"), "Degradations by reason."),
@@ -73,11 +76,59 @@ def record_step(mode: str, seconds: float) -> None:
     )
 
 
-def record_run(outcome: str, seconds: float, steps: int) -> None:
+RUN_FAILURE_REASONS = ("budget", "contract", "provider", "invalid_spec", "cancelled", "timeout", "internal")
+"""The ``reason`` label of a failed run: a fixed set, so a failure never mints a new series."""
+
+_REASON_BY_TYPE = {
+    "BudgetExceededError": "budget",
+    "ContractViolationError": "contract",
+    "RetryableProviderError": "provider",
+    "NonRetryableProviderError": "provider",
+    "InvalidSpecError": "invalid_spec",
+    "ToolConfigError": "invalid_spec",
+    "CompositionError": "invalid_spec",
+}
+
+
+def failure_reason(exc: BaseException) -> str:
+    """Why a run failed, as one of ``RUN_FAILURE_REASONS``: the first cause in the chain that says.
+
+    An activity's failure arrives as ``ActivityError`` whose cause is the
+    activity's ``ApplicationError`` (its ``type`` names our error class) or a
+    ``TimeoutError``; anything unrecognised is ``internal`` (a bug to page on).
+    """
+    seen: BaseException | None = exc
+    for _ in range(16):  # a cause chain is short; a cycle must not hang a workflow task
+        if seen is None:
+            break
+        if isinstance(seen, (asyncio.CancelledError, CancelledError)):
+            return "cancelled"
+        if isinstance(seen, (TemporalTimeoutError, TimeoutError)):
+            return "timeout"
+        if isinstance(seen, ApplicationError) and seen.type in _REASON_BY_TYPE:
+            return _REASON_BY_TYPE[seen.type]
+        seen = seen.__cause__ or getattr(seen, "cause", None)
+    return "internal"
+
+
+def fails_the_run(exc: BaseException) -> bool:
+    """Whether ``exc`` leaving the workflow fails the run; anything else fails only the workflow task.
+
+    Temporal retries a failed workflow task (a bug, non-determinism) until it is
+    fixed, so counting the run as failed there would count it once per retry.
+    """
+    return isinstance(exc, (FailureError, asyncio.CancelledError))
+
+
+def record_run(outcome: str, seconds: float, steps: int, reason: str | None = None) -> None:
+    """``reason`` only for failed runs (one of ``RUN_FAILURE_REASONS``); other outcomes carry none."""
+    attributes = {"outcome": outcome}
+    if reason is not None:
+        attributes["reason"] = reason if reason in RUN_FAILURE_REASONS else "internal"
     meter = workflow.metric_meter()
-    meter.create_counter(AGENT_RUNS, "Agent runs by outcome.").add(1, {"outcome": outcome})
+    meter.create_counter(AGENT_RUNS, "Agent runs by outcome.").add(1, attributes)
     meter.create_histogram_float(AGENT_RUN_SECONDS, "Agent run end-to-end latency.", _LATENCY_UNIT).record(
-        seconds, {"outcome": outcome}
+        seconds, attributes
     )
     meter.create_histogram(AGENT_STEPS_PER_RUN, "Steps per agent run.").record(steps)
 

@@ -9,6 +9,7 @@ variable names ``client/settings.py`` reads. No secret value may sit in the repo
 from __future__ import annotations
 
 import json
+import math
 import re
 import subprocess
 import sys
@@ -20,6 +21,7 @@ import yaml
 from agentsteps.client.settings import _ENV_FIELDS, load_settings
 from agentsteps.contracts.code.program import ProgramLimits
 from agentsteps.contracts.config.settings import WorkerSettings
+from agentsteps.contracts.errors import DeploymentConfigError, InvalidSpecError
 from agentsteps.worker import check_deployment
 from agentsteps.telemetry.server import HEALTH_PATH, METRICS_PATH, READY_PATH
 
@@ -192,13 +194,28 @@ def test_k8s_env_names_are_the_ones_the_code_reads_and_secrets_are_references(k8
     assert "Secret" not in k8s, "secret values never live in the repository"
 
 
-def _k8s_worker_settings(k8s) -> WorkerSettings:
+def _k8s_env(k8s, *, with_optional_secrets: bool = False) -> dict[str, str]:
+    """The pod's environment as Kubernetes would build it: ConfigMap, literal values, Secrets, the downward API."""
     (container,) = k8s["Deployment"]["spec"]["template"]["spec"]["containers"]
     env = dict(k8s["ConfigMap"]["data"])
     for entry in container["env"]:
-        ref = entry.get("valueFrom", {}).get("secretKeyRef")
-        env[entry["name"]] = entry.get("value", "") if ref is None else ("" if ref.get("optional") else "k" * 32)
-    return load_settings(None, env)
+        source = entry.get("valueFrom", {})
+        if "secretKeyRef" in source:
+            optional = source["secretKeyRef"].get("optional")
+            env[entry["name"]] = "k" * 32 if with_optional_secrets or not optional else ""
+        elif "resourceFieldRef" in source:
+            ref = source["resourceFieldRef"]
+            assert ref["containerName"] == container["name"]
+            section, _, resource = ref["resource"].partition(".")
+            quantity = _quantity(container["resources"][section][resource])
+            env[entry["name"]] = str(math.ceil(quantity / _quantity(ref.get("divisor", "1"))))  # k8s rounds up
+        else:
+            env[entry["name"]] = entry.get("value", "")
+    return env
+
+
+def _k8s_worker_settings(k8s) -> WorkerSettings:
+    return load_settings(None, _k8s_env(k8s))
 
 
 def test_k8s_replicas_share_an_s3_store_and_a_key_from_a_secret_and_would_start(k8s):
@@ -209,6 +226,8 @@ def test_k8s_replicas_share_an_s3_store_and_a_key_from_a_secret_and_would_start(
     check_deployment(settings)
     assert settings.payload_store.shared and settings.snapshot_key is not None and not settings.single_worker
     assert k8s["HorizontalPodAutoscaler"]["spec"]["minReplicas"] >= 2
+    # The autoscaler owns the replica count; a fixed one would be reapplied and fight it.
+    assert "replicas" not in k8s["Deployment"]["spec"]
 
 
 def test_k8s_emptydirs_hold_only_scratch(k8s):
@@ -301,3 +320,106 @@ def test_no_secret_values_anywhere_in_deploy():
             text = path.read_text()
             assert not re.search(r"sk-[A-Za-z0-9]{16,}", text), path
             assert not re.search(r"(API_KEY|apiKey)\s*[:=]\s*['\"]?[A-Za-z0-9]{12,}", text), path
+
+
+# --- operability: graceful stop, sizing, keys, scraping, rules, disruptions, autoscaling ---
+
+
+def test_k8s_grace_period_outlasts_the_graceful_shutdown_which_outlasts_an_llm_call(k8s):
+    from agentsteps.contracts.spec import ActivityPolicy
+
+    settings = _k8s_worker_settings(k8s)
+    grace = k8s["Deployment"]["spec"]["template"]["spec"]["terminationGracePeriodSeconds"]
+    assert ActivityPolicy().start_to_close_seconds < settings.graceful_shutdown_seconds < grace
+
+
+def test_k8s_slots_cache_and_sandbox_pool_are_sized_from_the_pod(k8s):
+    (container,) = k8s["Deployment"]["spec"]["template"]["spec"]["containers"]
+    entry = next(e for e in container["env"] if e["name"] == "AGENTSTEPS_SANDBOX_PROCESSES")
+    assert entry["valueFrom"]["resourceFieldRef"]["resource"] == "limits.cpu"
+    settings = _k8s_worker_settings(k8s)
+    assert settings.sandbox_processes == math.ceil(_quantity(container["resources"]["limits"]["cpu"]))
+    for value in (settings.max_concurrent_activities, settings.max_concurrent_workflow_tasks,
+                  settings.max_cached_workflows):
+        assert value is not None, "unset means the SDK's defaults, sized for no pod in particular"
+    # Not more activity slots than kept-alive provider connections.
+    assert settings.max_concurrent_activities <= 100
+
+
+def test_k8s_a_pod_without_its_required_provider_key_does_not_start(k8s):
+    (container,) = k8s["Deployment"]["spec"]["template"]["spec"]["containers"]
+    settings = _k8s_worker_settings(k8s)
+    assert settings.required_providers, "declare the providers the deployment needs"
+    env_of = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+    for provider in settings.required_providers:
+        entry = next(e for e in container["env"] if e["name"] == env_of[provider])
+        assert not entry["valueFrom"]["secretKeyRef"].get("optional"), f"{provider}'s key must be required"
+    check_deployment(settings)  # with the Secret present, the worker starts
+    env = _k8s_env(k8s)
+    for provider in settings.required_providers:
+        env[env_of[provider]] = ""
+    with pytest.raises(DeploymentConfigError, match="OPENAI_API_KEY"):
+        check_deployment(load_settings(None, env))
+
+
+def test_hostile_required_providers_are_a_config_error():
+    for bad in ("openai,mistral", "OPENAI", "openai;rm -rf /"):
+        with pytest.raises(InvalidSpecError, match="required_providers"):
+            load_settings(None, {"AGENTSTEPS_REQUIRED_PROVIDERS": bad})
+
+
+def test_k8s_pod_monitor_is_selected_by_kube_prometheus_stack_and_keeps_temporal_namespace(k8s):
+    monitor = k8s["PodMonitor"]
+    assert "release" in monitor["metadata"]["labels"]
+    (endpoint,) = monitor["spec"]["podMetricsEndpoints"]
+    relabel = endpoint["metricRelabelings"]
+    assert {"action": "replace", "sourceLabels": ["exported_namespace"], "targetLabel": "temporal_namespace"} in relabel
+    assert {"action": "labeldrop", "regex": "exported_namespace"} in relabel
+    assert not endpoint.get("honorLabels"), "honorLabels would let a target overwrite the pod's namespace"
+
+
+def test_k8s_prometheus_rule_carries_exactly_the_alert_rules(k8s):
+    rule = k8s["PrometheusRule"]
+    alerts = yaml.safe_load((DEPLOY / "prometheus" / "alerts.yml").read_text())
+    assert rule["spec"]["groups"] == alerts["groups"], "copy alerts.yml's groups into prometheusrule.yaml"
+    assert rule["metadata"]["labels"]["release"] == k8s["PodMonitor"]["metadata"]["labels"]["release"]
+
+
+def test_k8s_disruption_budget_keeps_workers_polling_through_drains(k8s):
+    pdb = k8s["PodDisruptionBudget"]
+    pod_labels = k8s["Deployment"]["spec"]["template"]["metadata"]["labels"]
+    assert pdb["spec"]["selector"]["matchLabels"].items() <= pod_labels.items()
+    assert pdb["spec"]["maxUnavailable"] == 1
+    assert k8s["HorizontalPodAutoscaler"]["spec"]["minReplicas"] > pdb["spec"]["maxUnavailable"]
+
+
+def test_keda_overlay_scales_on_the_task_queue_backlog_instead_of_the_cpu_hpa(k8s):
+    overlay = yaml.safe_load((DEPLOY / "k8s-keda" / "kustomization.yaml").read_text())
+    assert "../k8s" in overlay["resources"] and "scaledobject.yaml" in overlay["resources"]
+    (patch,) = overlay["patches"]
+    deleted = yaml.safe_load(patch["patch"])
+    assert deleted["$patch"] == "delete" and deleted["kind"] == "HorizontalPodAutoscaler"
+    assert deleted["metadata"]["name"] == k8s["HorizontalPodAutoscaler"]["metadata"]["name"]
+    scaled = yaml.safe_load((DEPLOY / "k8s-keda" / "scaledobject.yaml").read_text())
+    assert scaled["spec"]["scaleTargetRef"]["name"] == k8s["Deployment"]["metadata"]["name"]
+    triggers = {t["type"]: t for t in scaled["spec"]["triggers"]}
+    temporal, config = triggers["temporal"]["metadata"], k8s["ConfigMap"]["data"]
+    assert temporal["endpoint"] == config["TEMPORAL_ADDRESS"]
+    assert temporal["namespace"] == config["TEMPORAL_NAMESPACE"]
+    assert temporal["taskQueue"] == config["AGENTSTEPS_TASK_QUEUE"]
+    assert "cpu" in triggers, "CPU stays as the fallback signal"
+    assert scaled["spec"]["minReplicaCount"] > k8s["PodDisruptionBudget"]["spec"]["maxUnavailable"]
+
+
+@pytest.mark.parametrize("directory, autoscaler", [("k8s", "HorizontalPodAutoscaler"), ("k8s-keda", "ScaledObject")])
+def test_kustomize_builds_each_variant_with_exactly_one_autoscaler(directory, autoscaler):
+    import shutil
+
+    kubectl = shutil.which("kubectl")
+    if kubectl is None:
+        pytest.skip("kubectl not installed; the structural tests above still ran")
+    done = subprocess.run([kubectl, "kustomize", str(DEPLOY / directory)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    kinds = [d["kind"] for d in yaml.safe_load_all(done.stdout) if d]
+    assert {"HorizontalPodAutoscaler", "ScaledObject"} & set(kinds) == {autoscaler}
+    assert {"Deployment", "PodDisruptionBudget", "PodMonitor", "PrometheusRule", "ConfigMap"} <= set(kinds)

@@ -100,6 +100,7 @@ async def test_precondition_violation_fails_fast_without_any_http_request(server
     server.set_script({"default": {"content": "should never be sent"}})
     model = unique_model(provider)
     checks_before = sample("agentsteps_contract_checks_total", contract="llm.call", phase="pre", outcome="fail")
+    others_before = sample("agentsteps_llm_requests_total", provider=provider, model="other", outcome="precondition")
     with pytest.raises(ApplicationError) as err:
         await run(LLMActivities(settings_for(server), http), llm_request(model, provider, temperature=3.0))
 
@@ -110,7 +111,10 @@ async def test_precondition_violation_fails_fast_without_any_http_request(server
     assert violations[0]["path"].endswith("temperature")
     assert "temperature" in str(err.value)
     assert server.requests == []
-    assert sample("agentsteps_llm_requests_total", provider=provider, model=model, outcome="precondition") == 1
+    # A model no provider served and the operator did not price is "other": a spec cannot mint series.
+    assert sample("agentsteps_llm_requests_total", provider=provider, model="other",
+                  outcome="precondition") == others_before + 1
+    assert sample("agentsteps_llm_requests_total", provider=provider, model=model, outcome="precondition") == 0
     assert sample("agentsteps_contract_checks_total", contract="llm.call", phase="pre",
                   outcome="fail") == checks_before + 1
 
@@ -161,13 +165,16 @@ async def test_timeout_from_settings_becomes_a_retryable_error(server, http):
 async def test_401_is_non_retryable_and_never_shows_the_key(server, http, provider):
     server.set_script({"default": {"fault": {"status": 401, "message": f"Incorrect API key provided: {KEY}"}}})
     model = unique_model(provider)
+    others_before = sample("agentsteps_llm_requests_total", provider=provider, model="other", outcome="fatal_error")
     with pytest.raises(ApplicationError) as err:
         await run(LLMActivities(settings_for(server), http), llm_request(model, provider))
     assert err.value.type == "NonRetryableProviderError" and err.value.non_retryable
     assert "Incorrect API key provided" in str(err.value)
     chain = [err.value, err.value.__cause__]
     assert all(KEY not in str(e) and KEY not in repr(getattr(e, "args", ())) for e in chain if e is not None)
-    assert sample("agentsteps_llm_requests_total", provider=provider, model=model, outcome="fatal_error") == 1
+    # Rejected and never served nor priced: counted under "other" (a 404 for a made-up model mints nothing).
+    assert sample("agentsteps_llm_requests_total", provider=provider, model="other",
+                  outcome="fatal_error") == others_before + 1
 
 
 async def test_malformed_body_is_a_non_retryable_typed_failure(server, http):

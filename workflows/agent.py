@@ -38,9 +38,11 @@ class AgentWorkflow:
         result = self.run_state.result
         try:
             result = await self._run(inp)
-        except BaseException:
+        except BaseException as exc:
             result.status = "failed"
-            workflow_metrics.record_run("failed", seconds_since(started), len(result.steps))
+            if workflow_metrics.fails_the_run(exc):
+                reason = workflow_metrics.failure_reason(exc)
+                workflow_metrics.record_run("failed", seconds_since(started), len(result.steps), reason)
             raise
         workflow_metrics.record_run(result.status, seconds_since(started), len(result.steps))
         return result

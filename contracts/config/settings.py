@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from typing import Literal
+
 from pydantic import BaseModel, Field, SecretStr
 
 from ..llm.capabilities import ModelCapability
@@ -106,6 +108,19 @@ class WorkerSettings(BaseModel):
     sandbox_processes: int | None = Field(default=None, ge=1)
     """Monty sandbox processes per worker; unset means the CPU count, which in a container is the
     node's, not the pod's limit: set it where resources are limited (deploy/k8s does)."""
+    max_concurrent_activities: int | None = Field(default=None, ge=1)
+    """Activity slots (LLM and tool calls at once); unset: the SDK's 100. Size it to the pod (deploy/k8s does)."""
+    max_concurrent_workflow_tasks: int | None = Field(default=None, ge=1)
+    """Workflow-task slots; unset: the SDK's 100."""
+    max_cached_workflows: int | None = Field(default=None, ge=0)
+    """Runs kept in memory between tasks (the sticky cache); unset: the SDK's 1000. Each holds its history."""
+    required_providers: list[Literal["openai", "anthropic"]] = Field(default_factory=list)
+    """Providers this deployment's runs use: ``agentsteps worker`` refuses to start without their API key,
+    so a pod missing its Secret fails at once with a message instead of failing every run later."""
+    graceful_shutdown_seconds: float = Field(default=150.0, ge=0)
+    """On SIGTERM/SIGINT: stop polling, then let running activities finish for this long before
+    cancelling them. Longer than the LLM call's start-to-close (120 s), so a rolling restart never
+    throws away a paid model call; Kubernetes' terminationGracePeriodSeconds must exceed it."""
     single_worker: bool = False
     """The operator declares that one worker serves this cluster's task queue, so a local payload
     store and a key file are enough; without it a worker on a cluster needs a shared store and key."""
