@@ -25,6 +25,7 @@ from .activities.mcp import McpActivities, SecretResolver, build_mcp_activities
 from .activities.monitor import MonitorActivities
 from .activities.payload_store import PayloadStore, build_data_converter, build_payload_store
 from .activities.payload_unavailable import terminate_unreadable_runs
+from .activities.providers.http_transport import provider_http_client
 from .activities.sandbox import SandboxActivities, SandboxPool, SnapshotVault, load_snapshot_key
 from .activities.sandbox.snapshots import previous_snapshot_keys
 from .activities.tool_registry import ToolRegistry
@@ -42,12 +43,6 @@ from .workflows.pipeline import PipelineWorkflow
 from .workflows.session import SessionWorkflow
 
 DEFAULT_ADDRESS = "127.0.0.1:7233"
-
-# As many kept-alive provider connections as the worker runs activities at once
-# (the SDK's default, 100): httpx keeps only 20 by default, so a busy worker
-# closed and reopened connections (and TLS sessions) on every burst of model calls.
-_HTTP_LIMITS = httpx2.Limits(max_connections=100, max_keepalive_connections=100)
-
 
 _runtime: Runtime | None = None
 
@@ -238,7 +233,7 @@ async def running_worker(
     mcp = mcp or build_mcp(settings)
     mcp.start()
     try:
-        async with httpx2.AsyncClient(timeout=settings.providers.request_timeout_seconds, limits=_HTTP_LIMITS) as http:
+        async with provider_http_client(settings.providers.request_timeout_seconds) as http:
             worker = build_worker(
                 client,
                 settings,

@@ -40,10 +40,10 @@ class ConversationStore:
                 data = await self._store.get(current.claim)
                 current, messages = decode_node(current, data)
             except (PayloadIntegrityError, ValueError) as exc:
+                # Typed as what went wrong (a missing segment is PayloadMissingError), and never retried.
+                kind = type(exc).__name__ if isinstance(exc, PayloadIntegrityError) else "PayloadIntegrityError"
                 raise ApplicationError(
-                    f"the session's stored conversation cannot be read: {exc}",
-                    type="PayloadIntegrityError",
-                    non_retryable=True,
+                    f"the run's stored conversation cannot be read: {exc}", type=kind, non_retryable=True
                 ) from None
             segments.append(messages)
         full = list(base)

@@ -82,6 +82,10 @@ TOKEN_STREAM_PATCH = "token-stream-v1"
 PATCH_TOOL_RESULT_CAP = "tool-result-cap"
 """``workflow.patched`` id: tool-mode results are cut to ``AgentSpec.tool_result_chars`` (runs started before keep them whole)."""
 
+CONVERSATION_REF_PATCH = "agentsteps.conversation-by-ref.1"
+"""``AgentWorkflow`` sends each ``llm.call`` the stored conversation's ref plus only the messages
+added since (as a session turn does), not the whole history; runs started before send it whole."""
+
 WORKFLOWS = (AGENT_WORKFLOW, PIPELINE_WORKFLOW, MONITOR_WORKFLOW, SESSION_WORKFLOW)
 ACTIVITIES = (LLM_CALL, TOOLS_DESCRIBE, TOOLS_CALL, CODE_CHECK, CODE_START, CODE_RESUME, MONITOR_RECORD)
 
@@ -97,6 +101,7 @@ __all__ = [
     "CODE_CHECK",
     "CODE_RESUME",
     "CODE_START",
+    "CONVERSATION_REF_PATCH",
     "EFFECTS_PATCH",
     "LLM_CALL",
     "MONITOR_RECORD",

@@ -22,6 +22,7 @@ from agentsteps.contracts.names import LLM_CALL
 from agentsteps.contracts.config.settings import PriceTable, ProviderSettings
 from agentsteps.scripted_model import ScriptedModelServer
 from agentsteps.telemetry.metrics import REGISTRY
+from agentsteps.activities.providers.http_transport import provider_http_client
 
 KEY = "sk-activity-secret-9f8e7d6c"
 WEATHER = ToolSchema(
@@ -38,7 +39,7 @@ def server():
 
 @pytest.fixture
 async def http():
-    async with httpx2.AsyncClient() as client:
+    async with provider_http_client(5.0) as client:  # the worker's client: SDK types, aiohttp socket work
         yield client
 
 

@@ -29,6 +29,7 @@ from agentsteps.contracts import (
     ToolSchema,
 )
 from agentsteps.scripted_model import ScriptedModelServer
+from agentsteps.activities.providers.http_transport import provider_http_client
 
 KEY = "sk-test-a1b2c3d4e5f6"
 WEATHER = ToolSchema(
@@ -47,7 +48,7 @@ def server():
 
 @pytest.fixture
 async def http():
-    async with httpx2.AsyncClient() as client:
+    async with provider_http_client(5.0) as client:  # the worker's client: SDK types, aiohttp socket work
         yield client
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import socket
 import subprocess
@@ -11,9 +12,12 @@ from importlib import resources
 
 import httpx
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from agentsteps.scripted_model import Script, ScriptedModelServer, bundled_script
+from agentsteps.scripted_model.caching import _prefixes
 
 
 @pytest.fixture(scope="module")
@@ -202,3 +206,21 @@ def test_cli_serves_a_script_file_until_interrupted(tmp_path):
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@given(st.lists(_JSON, max_size=12))
+def test_prompt_cache_prefixes_count_what_encoding_each_prefix_would(items):
+    """The incremental count and hash equal encoding every prefix whole, as the cache once did."""
+    digests, tokens = _prefixes(items)
+    running = hashlib.sha256()
+    for i, item in enumerate(items):
+        running.update(json.dumps(item, sort_keys=True).encode())
+        assert digests[i] == running.copy().hexdigest()
+        assert tokens[i] == len(json.dumps(items[: i + 1], sort_keys=True)) // 4

@@ -1,7 +1,9 @@
 """AgentWorkflow: one agent run, one loop iteration per step (H, S) -> (H', S').
 
 The one-shot API: one input, one answer. The loop itself (tool loop or code
-mode) is ``steps.run_steps``, the same one every session turn runs.
+mode) is ``steps.run_steps``, the same one every session turn runs, and like a
+turn it keeps the conversation in the payload store (``ConversationChain``):
+each ``llm.call`` carries the stored prefix's ref and the new messages only.
 """
 
 from __future__ import annotations
@@ -18,12 +20,14 @@ with workflow.unsafe.imports_passed_through():
         APPROVALS_QUERY,
         APPROVE_UPDATE,
         CANCEL_SIGNAL,
+        CONVERSATION_REF_PATCH,
         REJECT_UPDATE,
         STATE_QUERY,
         STEPS_QUERY,
     )
     from ..telemetry import workflow_metrics
     from .agent_run import AgentRun, seconds_since
+    from .conversation import ConversationChain
     from .steps import opening, run_steps, spec_tools
 
 
@@ -84,5 +88,10 @@ class AgentWorkflow:
     async def _run(self, inp: AgentInput) -> AgentResult:
         spec = inp.spec
         self.run_state.begin(spec)
+        # The conversation goes to the payload store as a session's does, so a step's llm.call carries
+        # only what the step added: history per step stops growing with the run. Asked before the
+        # first command; runs recorded without the marker replay sending the whole history.
+        if workflow.patched(CONVERSATION_REF_PATCH):
+            self.run_state.chain = ConversationChain(None)
         tools = await spec_tools(spec)
         return await run_steps(self.run_state, [opening(spec, tools), Message.user(inp.input)], tools)

@@ -67,9 +67,10 @@ class AgentRun:
         self.on_event: Callable[[ProgressEvent], None] | None = None
         """Sessions: where progress events go (the session's stream); a one-shot run has none."""
         self.chain: ConversationChain | None = None
+        """The conversation lives in the payload store (every session turn; a one-shot run since
+        ``CONVERSATION_REF_PATCH``) and each step sends only what came after the stored prefix."""
         self.stream_tokens = False
         """Sessions with ``stream_tokens``: loop steps ask ``llm.call`` to stream the answer's text."""
-        """Sessions: the conversation lives in the payload store and ``history`` is only its tail."""
         self._spec: AgentSpec | None = None
         self._reserved = 0
         self.effects_once = False

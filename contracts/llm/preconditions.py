@@ -210,8 +210,9 @@ def check_request(request: LLMRequest) -> list[Violation]:
         )
     max_tokens = request.config.max_tokens
     window = request.config.context_window
+    bound = _Bound(request)
     if isinstance(max_tokens, int) and isinstance(window, int) and 0 < max_tokens < window:
-        prompt = _prompt_tokens_beyond(request, window - max_tokens)
+        prompt = bound.beyond(window - max_tokens)
         if prompt is not None:
             out.append(
                 _pre(
@@ -224,7 +225,7 @@ def check_request(request: LLMRequest) -> list[Violation]:
             )
     allowance = request.token_allowance
     if allowance is not None and isinstance(max_tokens, int) and max_tokens > 0:
-        prompt = _prompt_tokens_beyond(request, allowance - max_tokens)
+        prompt = bound.beyond(allowance - max_tokens)
         if prompt is not None:
             out.append(
                 _pre(
@@ -237,16 +238,27 @@ def check_request(request: LLMRequest) -> list[Violation]:
     return out
 
 
-def _prompt_tokens_beyond(request: LLMRequest, limit: int) -> int | None:
-    """The prompt's token count when it exceeds ``limit``, else None.
+class _Bound:
+    """The prompt's size for the window and the budget checks, each measured at most once per request."""
 
-    Tokenizes only when the cheap byte bound does not already prove the prompt
-    fits, so a long history is not tokenized again at every step.
-    """
-    if prompt_tokens_upper_bound(request) <= limit:
-        return None
-    prompt = count_prompt_tokens(request)
-    return prompt if prompt > limit else None
+    def __init__(self, request: LLMRequest) -> None:
+        self._request = request
+        self._upper: int | None = None
+        self._exact: int | None = None
+
+    def beyond(self, limit: int) -> int | None:
+        """The prompt's token count when it exceeds ``limit``, else None.
+
+        Tokenizes only when the cheap byte bound does not already prove the prompt
+        fits, so a long history is not tokenized again at every step.
+        """
+        if self._upper is None:
+            self._upper = prompt_tokens_upper_bound(self._request)
+        if self._upper <= limit:
+            return None
+        if self._exact is None:
+            self._exact = count_prompt_tokens(self._request)
+        return self._exact if self._exact > limit else None
 
 
 # ---------------------------------------------------------------- agent spec
