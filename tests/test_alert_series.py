@@ -35,7 +35,6 @@ with workflow.unsafe.imports_passed_through():
     from agentsteps.contracts import AgentInput
     from agentsteps.contracts.config.settings import PriceTable
     from agentsteps.contracts.names import AGENT_WORKFLOW
-    from agentsteps.telemetry.metrics import REGISTRY
     from agentsteps.telemetry.runtime import build_runtime
     from agentsteps.telemetry.server import start_metrics_server
     from agentsteps.worker import running_worker

@@ -6,7 +6,6 @@ import time
 import uuid
 from datetime import timedelta
 
-import httpx2
 import pytest
 from pydantic import SecretStr
 from temporalio import activity, workflow

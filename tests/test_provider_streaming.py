@@ -3,11 +3,14 @@ exactly the non-streamed one, text arrives in order as it streams, and a broken 
 
 from __future__ import annotations
 
+import time
+
 import httpx2
 import pytest
 from pydantic import SecretStr
 
 from agentsteps.activities.providers import AnthropicProvider, OpenAIProvider
+from agentsteps.activities.providers.http_transport import provider_http_client
 from agentsteps.activities.providers.streams import AnthropicEvents, OpenAIChunks
 from agentsteps.contracts import LLMConfig, LLMRequest, Message
 from agentsteps.contracts.errors import NonRetryableProviderError, RetryableProviderError
@@ -33,7 +36,7 @@ def request(wire: str) -> LLMRequest:
 
 @pytest.fixture
 async def http():
-    async with httpx2.AsyncClient() as client:
+    async with provider_http_client(30.0) as client:  # the worker's own client and transport
         yield client
 
 
@@ -68,6 +71,19 @@ async def test_a_streamed_call_assembles_exactly_the_non_streamed_answer(wire, c
     if wire == "openai":
         assert sent_streamed.pop("stream_options") == {"include_usage": True}
     assert sent_streamed == sent_plain  # otherwise the very same request
+
+
+@pytest.mark.parametrize("wire", WIRES)
+async def test_text_reaches_the_caller_while_the_model_is_still_writing(wire, http):
+    # Ten pieces 0.2 s apart: a transport that read the whole body first would deliver nothing for 2 s.
+    reply = {"content": "0123456789" * 5, "stream": {"chunk_chars": 5, "delay_seconds": 0.2}}
+    seen_at: list[float] = []
+    with ScriptedModelServer({"default": reply}) as server:
+        started = time.monotonic()
+        await provider(wire, server, http).stream(request(wire), lambda _: seen_at.append(time.monotonic()))
+        finished = time.monotonic()
+
+    assert len(seen_at) > 1 and seen_at[0] - started < (finished - started) - 1.0
 
 
 @pytest.mark.parametrize("wire", WIRES)
