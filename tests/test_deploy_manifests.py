@@ -372,10 +372,13 @@ def test_k8s_pod_monitor_is_selected_by_kube_prometheus_stack_and_keeps_temporal
     monitor = k8s["PodMonitor"]
     assert "release" in monitor["metadata"]["labels"]
     (endpoint,) = monitor["spec"]["podMetricsEndpoints"]
-    relabel = endpoint["metricRelabelings"]
-    assert {"action": "replace", "sourceLabels": ["exported_namespace"], "targetLabel": "temporal_namespace"} in relabel
-    assert {"action": "labeldrop", "regex": "exported_namespace"} in relabel
-    assert not endpoint.get("honorLabels"), "honorLabels would let a target overwrite the pod's namespace"
+    # The pod's namespace leaves `namespace` before the scrape, so Temporal's arrives unrenamed.
+    assert endpoint["relabelings"] == [
+        {"action": "replace", "sourceLabels": ["namespace"], "targetLabel": "kubernetes_namespace"},
+        {"action": "labeldrop", "regex": "namespace"},
+    ]
+    assert "metricRelabelings" not in endpoint
+    assert not endpoint.get("honorLabels"), "honorLabels would let any scraped label overwrite the target's"
 
 
 def test_k8s_prometheus_rule_carries_exactly_the_alert_rules(k8s):
