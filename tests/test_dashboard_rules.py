@@ -68,7 +68,7 @@ def test_every_datasource_is_the_variable_and_no_datasource_uid_is_hard_coded(da
     assert [where for where, _ in uids if _ == dashboard["uid"]] == [".uid"]
 
 
-_METRIC = re.compile(r"\b((?:agentsteps|temporal)_[a-z0-9_]+|up)\b(\{[^}]*\})?")
+_METRIC = re.compile(r"\b((?:agentsteps|temporal|process)_[a-z0-9_]+|up)\b(\{[^}]*\})?")
 _WORKFLOW_SIDE = re.compile(r"^(temporal_(?!request)|agentsteps_(agent|reprompts|degradations|session|approval))")
 
 

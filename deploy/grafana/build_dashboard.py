@@ -23,7 +23,7 @@ from dashboard_kit import (  # noqa: E402
     worse_above, worse_below,
 )
 from dashboard_rows import (  # noqa: E402
-    code_and_monitor, contracts, drill_down, llm, mcp, runs, sessions, temporal_health, tools,
+    code_and_monitor, contracts, drill_down, llm, mcp, runs, sessions, temporal_health, tools, worker_processes,
 )
 
 OUT = Path(__file__).resolve().parent / "dashboards" / "agentsteps.json"
@@ -100,7 +100,7 @@ def error_ratios() -> list[dict[str, Any]]:
 
 def build() -> dict[str, Any]:
     panels = layout([*golden(), *error_ratios(), *llm(), *contracts(), *tools(), *mcp(), *runs(),
-                     *code_and_monitor(), *temporal_health(), *sessions()])
+                     *code_and_monitor(), *temporal_health(), *worker_processes(), *sessions()])
     return {
         "__inputs": [],
         "__requires": REQUIRES,
@@ -108,7 +108,7 @@ def build() -> dict[str, Any]:
         "uid": UID,
         "title": "agentsteps",
         "description": "LLM agent steps on Temporal: golden signals first, then error ratios, LLM, contracts, "
-                       "tools, MCP servers, runs, code mode, monitor, Temporal worker health and sessions.",
+                       "tools, MCP servers, runs, code mode, monitor, Temporal worker health, worker processes and sessions.",
         "tags": ["agentsteps", "temporal", "llm"],
         "timezone": "browser",
         "schemaVersion": 39,

@@ -104,6 +104,30 @@ def mcp() -> list[dict[str, Any]]:
     ]
 
 
+def worker_processes() -> list[dict[str, Any]]:
+    gib = 1024**3
+    return [
+        row("Worker processes"),
+        panel("Configured capacity", "What each worker was sized to at start (from the pod's resources or its "
+              "settings): activity and workflow-task slots, cached workflows, sandbox processes. Compare with the "
+              "slot panels under Temporal worker health.",
+              [(f"sum by (instance, kind) ({value('agentsteps_worker_slots', temporal=False)})",
+                "{{instance}} {{kind}}")], unit="short", width=6),
+        panel("CPU per worker", "CPU seconds per second (1 = one core). Near the pod's limit, schedule-to-start "
+              "latency climbs: add workers before raising slots.",
+              [(f"sum by (instance) ({rate('process_cpu_seconds_total', temporal=False)})", "{{instance}}")],
+              unit="percentunit", steps=worse_above(0.8, 0.95), width=6),
+        panel("Resident memory per worker", "Resident set size. Thresholds assume the shipped 1 GiB limit: a "
+              "worker over it is OOM-killed, and its running activities are retried elsewhere.",
+              [(f"sum by (instance) ({value('process_resident_memory_bytes', temporal=False)})", "{{instance}}")],
+              unit="bytes", steps=worse_above(0.8 * gib, 0.95 * gib), width=6),
+        panel("Open file descriptors", "Open of allowed file descriptors. Leaked MCP or HTTP connections show "
+              "here first.", [(f"sum by (instance) ({value('process_open_fds', temporal=False)}) / sum by "
+                               f"(instance) ({value('process_max_fds', temporal=False)})", "{{instance}}")],
+              unit="percentunit", steps=worse_above(0.5, 0.8), width=6),
+    ]
+
+
 def runs() -> list[dict[str, Any]]:
     return [
         row("Agent runs and steps"),
