@@ -168,9 +168,14 @@ async def running_worker(
     sources: Sequence[ToolSource] = (),
     task_queue: str | None = None,
     extra_workflows: Sequence[type] = (),
+    mcp: McpActivities | None = None,
     **worker_options: Any,
 ) -> AsyncIterator[Worker]:
     """A started worker with its own HTTP client; both are closed on exit.
+
+    ``mcp`` (default: ``build_mcp(settings)``) is started here (background
+    connects, catalog refresh, probes) and closed on exit; pass your own to read
+    its ``fleet`` health (``/readyz`` does).
 
     ``extra_workflows`` (benchmarks, tests) run beside the engine's own on the same task queue;
     ``worker_options`` go to ``temporalio.worker.Worker`` (e.g. ``max_cached_workflows``).
@@ -178,7 +183,8 @@ async def running_worker(
     # Providers never retry; Temporal owns retries, so the transport must not.
     store = build_payload_store(settings)
     sandbox = build_sandbox(settings, store)
-    mcp = build_mcp(settings)
+    mcp = mcp or build_mcp(settings)
+    mcp.start()
     try:
         async with provider_http_client(settings.providers.request_timeout_seconds) as http:
             worker = build_worker(

@@ -29,6 +29,8 @@ from ..telemetry.tracing import llm_span
 from . import llm_metrics as metrics
 from .conversations import ConversationStore
 from .providers.registry import ProviderSet
+from .providers.streams import TextSink
+from .token_stream import TokenPublisher
 
 
 
@@ -78,7 +80,11 @@ class LLMActivities:
                 stored = await self._store().extend(request.conversation, full.messages, request.messages)
             else:
                 stored = await self._store().extend(None, full.messages, full.messages)
-        response = await self._call(full)
+        if request.stream is None:
+            response = await self._call(full)
+        else:
+            async with TokenPublisher(request.stream) as tokens:
+                response = await self._call(full, on_text=tokens.add)
         return response.model_copy(update={"conversation": stored, "context": action})
 
     def _store(self) -> ConversationStore:
@@ -115,7 +121,7 @@ class LLMActivities:
         action.note = note
         return compacted, action
 
-    async def _call(self, request: LLMRequest) -> LLMResponse:
+    async def _call(self, request: LLMRequest, on_text: TextSink | None = None) -> LLMResponse:
         config = request.config
         # The capability table is the worker's, so this part of the precondition is checked here.
         pre = check_request(request) or check_capabilities(
@@ -133,7 +139,10 @@ class LLMActivities:
             ) as span:
                 span.record_input(request.messages)
                 try:
-                    response = await provider.complete(request)
+                    if on_text is None:
+                        response = await provider.complete(request)
+                    else:
+                        response = await provider.stream(request, on_text)
                 finally:
                     metrics.record_latency(config, time.perf_counter() - started)
                 span.record_response(

@@ -2,18 +2,30 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol
 
 from ..contracts import ToolCallInput, ToolCallResult, ToolSchema
 
 
 class ToolSource(Protocol):
-    """A set of tools served from elsewhere, such as an MCP server pool."""
+    """A set of tools served from elsewhere, such as the worker's MCP servers."""
 
-    async def describe(self) -> list[ToolSchema]:
-        """Every tool this source offers; raises a retryable error when unreachable."""
+    async def describe(self, names: Sequence[str] | None = None) -> list[ToolSchema]:
+        """The schemas of ``names`` this source offers (all it can reach when None).
+
+        Asks only what serves those names; raises a retryable error when a part
+        that may serve a name it could not find is unreachable.
+        """
         ...
 
-    async def call(self, schema: ToolSchema, call: ToolCallInput) -> ToolCallResult:
-        """Run one call. Tool failures come back as ``is_error`` results, infrastructure failures raise."""
+    def known_owner(self, name: str) -> str | None:
+        """Who is known to serve ``name``, without contacting anything (None if nobody is known)."""
+        ...
+
+    async def call(self, call: ToolCallInput) -> ToolCallResult | None:
+        """Run one call (None: this source has no tool of that name).
+
+        Tool failures come back as ``is_error`` results, infrastructure failures raise.
+        """
         ...

@@ -33,31 +33,48 @@ class ToolActivities:
     def __init__(self, registry: ToolRegistry, sources: Sequence[ToolSource] = ()) -> None:
         self._registry = registry
         self._sources = list(sources)
-        self._external: dict[str, tuple[ToolSource, ToolSchema]] | None = None
-        self._offered_by: dict[str, list[str]] = {}
-        """Tool name -> every source offering it, to refuse a name two sources share."""
 
     async def catalog(self) -> dict[str, ToolSchema]:
-        external = await self._external_tools()
-        merged = {name: schema for name, (_, schema) in external.items()}
+        """Every tool: the registry's, and every reachable one of each source (``agentsteps tools``)."""
+        merged: dict[str, ToolSchema] = {}
+        for source in self._sources:
+            for schema in await source.describe():
+                merged.setdefault(schema.name, schema)
         merged.update(self._registry.schemas())
         return merged
 
     @activity.defn(name=TOOLS_DESCRIBE)
     async def describe(self, request: ToolsDescribeInput) -> list[ToolSchema]:
-        catalog = await self.catalog()
-        found = [catalog[name] for name in request.names if name in catalog]
+        """The schemas of the run's tools. Registry names never reach a source; the rest ask only the
+        sources (and, for MCP, the servers) that serve them, so one down server fails only its runs."""
+        python = self._registry.schemas()
+        found: dict[str, ToolSchema] = {n: python[n] for n in request.names if n in python}
+        offered_by: dict[str, list[str]] = {n: ["python"] for n in found}
+        for name in found:
+            for source in self._sources:
+                owner = source.known_owner(name)
+                if owner is not None:
+                    offered_by[name].append(owner)
+        rest = [n for n in request.names if n not in python]
+        for source in self._sources:
+            if not rest:
+                break
+            for schema in await source.describe(rest):
+                offered_by.setdefault(schema.name, []).append(schema.source)
+                found.setdefault(schema.name, schema)
+            rest = [n for n in rest if n not in found]
+        tools = [found[n] for n in dict.fromkeys(request.names) if n in found]
         clashes = [
-            f"tool {name!r} is offered by {' and '.join(self._offered_by[name])}; rename or prefix one of them"
-            for name in dict.fromkeys(t.name for t in found)
-            if len(self._offered_by.get(name, ())) > 1
+            f"tool {name!r} is offered by {' and '.join(offered_by[name])}; rename or prefix one of them"
+            for name in dict.fromkeys(t.name for t in tools)
+            if len(offered_by.get(name, ())) > 1
         ]
-        clashes += tool_name_collisions(t.name for t in found)
+        clashes += tool_name_collisions(t.name for t in tools)
         if clashes:
             # At the run's start: the names it would send could not be mapped back to one tool each.
             error = ToolConfigError(clashes)
             raise ApplicationError(str(error), clashes, type=ToolConfigError.__name__, non_retryable=True)
-        return found
+        return tools
 
     @activity.defn(name=TOOLS_CALL)
     async def call(self, call: ToolCallInput) -> ToolCallResult:
@@ -82,10 +99,10 @@ class ToolActivities:
         tool = self._registry.get(call.name)
         if tool is not None:
             return await self._call_python(tool, call)
-        external = (await self._external_tools()).get(call.name)
-        if external is not None:
-            source, schema = external
-            return await source.call(schema, call)
+        for source in self._sources:
+            result = await source.call(call)
+            if result is not None:
+                return result
         return _error(call, f"unknown tool {call.name!r}")
 
     async def _call_python(self, tool: PythonTool, call: ToolCallInput) -> ToolCallResult:
@@ -117,18 +134,6 @@ class ToolActivities:
         return ToolCallResult(
             call_id=call.call_id, name=call.name, content=json.dumps(structured, default=str), structured=structured
         )
-
-    async def _external_tools(self) -> dict[str, tuple[ToolSource, ToolSchema]]:
-        if self._external is None:
-            found: dict[str, tuple[ToolSource, ToolSchema]] = {}
-            offered_by: dict[str, list[str]] = {name: ["python"] for name in self._registry.schemas()}
-            for source in self._sources:
-                for schema in await source.describe():
-                    found.setdefault(schema.name, (source, schema))
-                    offered_by.setdefault(schema.name, []).append(schema.source)
-            self._offered_by = offered_by
-            self._external = found
-        return self._external
 
 
 def _error(call: ToolCallInput, message: str) -> ToolCallResult:

@@ -2,7 +2,8 @@
 
 ``chat --spec FILE`` starts a session and prints its id; ``chat --session ID``
 resumes it (days later, from any machine that reaches the server). While a
-turn runs, its progress stream is followed: steps, tool calls and violations
+turn runs, its progress stream is followed: the answer's text as it streams
+(a session started here has ``stream_tokens`` on), tool calls and violations
 are shown as they happen, and a call that needs approval is asked inline
 (``y``/``n``, then an optional note). Ctrl-C or ``/quit`` leaves the session
 open; ``/close`` closes it. Lines are read from stdin, so the chat also runs
@@ -18,6 +19,7 @@ from typing import IO
 
 from temporalio.client import Client, WorkflowUpdateFailedError
 from temporalio.contrib.workflow_streams import WorkflowStreamClient
+from temporalio.service import RPCError, RPCStatusCode
 
 from ..client.dev_server import embedded_temporal
 from ..client.sessions import (
@@ -32,10 +34,12 @@ from ..client.sessions import (
 from ..client.spec_files import load_spec
 from ..contracts import AgentSpec
 from ..contracts.names import PROGRESS_TOPIC, SESSION_WORKFLOW
-from ..contracts.session import ProgressEvent, TurnResult
+from ..contracts.approvals import PendingApproval
+from ..contracts.session import ProgressEvent, SessionConfig, TurnResult
 from ..contracts.config.settings import WorkerSettings
 from ..worker import connect, running_worker
 
+STREAMING = SessionConfig(stream_tokens=True)
 HELP = "Type a message. /state shows the session, /close closes it, /quit (or Ctrl-C) leaves it open."
 
 
@@ -47,6 +51,10 @@ class Terminal:
 
     def say(self, text: str) -> None:
         print(text, file=self.out, flush=True)
+
+    def write(self, text: str) -> None:
+        self.out.write(text)
+        self.out.flush()
 
     async def ask(self, prompt: str) -> str | None:
         self.out.write(prompt)
@@ -109,20 +117,25 @@ async def _turn(client: Client, settings: WorkerSettings, spec: AgentSpec | None
     stream = WorkflowStreamClient.create(client, sid)
     start = await _offset(stream)
     if spec is not None:
-        sent = send_turn(client, spec, text, session_id=sid, task_queue=settings.task_queue)
+        # A session this chat starts streams its answers; one it resumes keeps the settings it started with.
+        sent = send_turn(client, spec, text, session_id=sid, task_queue=settings.task_queue, config=STREAMING)
     else:
         sent = continue_session(client, sid, text)
     turn = asyncio.ensure_future(sent)
-    follower = asyncio.ensure_future(_follow(client, stream, start, sid, term))
+    view = Follower(client, sid, term)
+    follower = asyncio.ensure_future(view.follow(stream, start))
     try:
         result: TurnResult = await turn
     except WorkflowUpdateFailedError as exc:
+        follower.cancel()
+        view.end_line()
         term.say(f"! the turn failed: {exc.cause}")
         return
-    finally:
-        await asyncio.sleep(0.3)  # let the last events arrive
+    try:  # the stream's last events (the answer's last text) may still be on their way
+        await asyncio.wait_for(follower, timeout=2)
+    except (asyncio.TimeoutError, RPCError):
         follower.cancel()
-    term.say(f"agent> {_answer(result)}")
+    view.finish(_answer(result))
 
 
 async def _offset(stream: WorkflowStreamClient) -> int:
@@ -132,25 +145,80 @@ async def _offset(stream: WorkflowStreamClient) -> int:
         return 0
 
 
-async def _follow(client: Client, stream: WorkflowStreamClient, start: int, sid: str, term: Terminal) -> None:
-    async for item in stream.subscribe([PROGRESS_TOPIC], from_offset=start, result_type=ProgressEvent):
-        event: ProgressEvent = item.data
-        if event.kind == "tool_call":
-            term.say(f"  · {event.tool}({event.detail})")
-        elif event.kind == "step" and event.detail == "assistant":
-            term.say(f"  ! step {event.step}: the answer broke a contract; re-prompting")
-        elif event.kind == "approval_requested" and event.approval is not None:
-            pending = event.approval
-            answer = await term.ask(f"  ? {pending.reason}: {pending.tool}({pending.arguments}). Approve? [y/n] ")
-            note = await term.ask("    note (optional): ") or ""
+class Follower:
+    """Shows one turn's progress stream: the answer's text as it streams, tool calls, approvals (asked inline)."""
+
+    def __init__(self, client: Client, sid: str, term: Terminal) -> None:
+        self.client, self.sid, self.term = client, sid, term
+        self.line = ""
+        """The answer text on the current ``agent>`` line, streamed so far."""
+        self.open = False
+        self.attempt: int | None = None
+
+    async def follow(self, stream: WorkflowStreamClient, start: int) -> None:
+        """Until the turn's end; a new session's first turn may start before its workflow exists."""
+        offset = start
+        while True:
             try:
-                record = await decide_approval(
-                    client, sid, pending.approval_id, approve=(answer or "").strip().lower().startswith("y"),
-                    note=note, approver="chat",
-                )
-                term.say(f"    {record.outcome}")
-            except WorkflowUpdateFailedError as exc:
-                term.say(f"    not recorded: {exc.cause}")
+                async for item in stream.subscribe([PROGRESS_TOPIC], from_offset=offset, result_type=ProgressEvent):
+                    offset = item.offset + 1
+                    if item.data.kind == "turn_ended":
+                        return
+                    await self.show(item.data)
+                return
+            except RPCError as exc:
+                if exc.status is not RPCStatusCode.NOT_FOUND:
+                    raise
+                await asyncio.sleep(0.1)
+
+    def end_line(self) -> None:
+        if self.open:
+            self.term.write("\n")
+            self.open = False
+
+    def finish(self, answer: str) -> None:
+        """The completed answer is what counts: shown again unless the streamed line already says it."""
+        streamed, self.line = self.line, ""
+        if self.open and streamed.strip() == answer.strip():
+            self.end_line()
+            return
+        self.end_line()
+        self.term.say(f"agent> {answer}")
+
+    async def show(self, event: ProgressEvent) -> None:
+        if event.kind == "token":
+            if self.open and event.attempt != self.attempt:
+                self.end_line()
+                self.term.say("  (the model call was retried; its answer again:)")
+            if not self.open:
+                self.term.write("agent> ")
+                self.open, self.line = True, ""
+            self.attempt = event.attempt
+            self.line += event.detail
+            self.term.write(event.detail)
+            return
+        if event.kind == "tool_call":
+            self.end_line()
+            self.term.say(f"  · {event.tool}({event.detail})")
+        elif event.kind == "step" and event.detail == "assistant":
+            self.end_line()
+            self.term.say(f"  ! step {event.step}: the answer broke a contract; re-prompting")
+        elif event.kind == "approval_requested" and event.approval is not None:
+            self.end_line()
+            await self.ask_approval(event.approval)
+
+    async def ask_approval(self, pending: PendingApproval) -> None:
+        term = self.term
+        answer = await term.ask(f"  ? {pending.reason}: {pending.tool}({pending.arguments}). Approve? [y/n] ")
+        note = await term.ask("    note (optional): ") or ""
+        try:
+            record = await decide_approval(
+                self.client, self.sid, pending.approval_id, approve=(answer or "").strip().lower().startswith("y"),
+                note=note, approver="chat",
+            )
+            term.say(f"    {record.outcome}")
+        except WorkflowUpdateFailedError as exc:
+            term.say(f"    not recorded: {exc.cause}")
 
 
 def _answer(result: TurnResult) -> str:

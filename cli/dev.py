@@ -11,7 +11,7 @@ from temporalio.client import Client
 from ..contracts.config.settings import WorkerSettings
 from ..client.dev_server import embedded_temporal
 from ..telemetry.server import start_metrics_server
-from ..worker import check_deployment, connect, running_worker
+from ..worker import build_mcp, check_deployment, connect, running_worker
 
 
 async def _until_stopped() -> None:
@@ -23,11 +23,16 @@ async def _until_stopped() -> None:
 
 
 async def _serve(client: Client, settings: WorkerSettings, banner: list[str]) -> None:
-    """Worker plus /metrics until SIGINT or SIGTERM; /readyz turns ready once the worker polls."""
+    """Worker plus /metrics until SIGINT or SIGTERM; /readyz turns ready once the worker polls
+    and every required MCP server is up, and shows each server's state."""
     ready = threading.Event()
-    metrics = start_metrics_server(settings.metrics_port, ready=ready.is_set)
+    mcp = build_mcp(settings)
+    metrics = start_metrics_server(
+        settings.metrics_port, ready=lambda: ready.is_set() and mcp.fleet.ready(),
+        details=lambda: {"mcp_servers": mcp.fleet.report()},
+    )
     try:
-        async with running_worker(client, settings):
+        async with running_worker(client, settings, mcp=mcp):
             ready.set()
             print("\n".join(banner), flush=True)
             await _until_stopped()

@@ -7,6 +7,7 @@ import asyncio
 import json
 import sys
 
+from ..contracts.config.schedules import ScheduleChange
 from ..client.schedules import (
     DEFAULT_DIRECTORY,
     apply_schedules,
@@ -26,7 +27,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("name", nargs="?", help="schedule id (pause, resume, trigger)")
     parser.add_argument("--dir", default=str(DEFAULT_DIRECTORY), help="schedule files (apply)")
     parser.add_argument("--note", help="note recorded with pause or resume")
-    parser.add_argument("--json", action="store_true", help="list as JSON")
+    parser.add_argument("--json", action="store_true", help="print JSON: the rows (list) or the changes made")
 
 
 def schedule_command(args: argparse.Namespace) -> int:
@@ -54,25 +55,31 @@ async def _run(args: argparse.Namespace, action: str, name: str | None) -> int:
 
     client = await connect(load_settings(getattr(args, "config", None)))
     note = getattr(args, "note", None)
-    if action == "apply":
-        for line in await apply_schedules(client, getattr(args, "dir", DEFAULT_DIRECTORY)):
-            print(line)
-    elif action == "list":
+    as_json = getattr(args, "json", False)
+    if action == "list":
         rows = await list_schedules(client)
-        if getattr(args, "json", False):
+        if as_json:
             print(json.dumps([r.model_dump(mode="json") for r in rows], indent=2))
             return 0
         for row in rows:
             state = "paused" if row.paused else "active"
             nxt = row.next_run.isoformat() if row.next_run and not row.paused else "-"
             print(f"{row.id:<28} {row.workflow:<24} {state:<7} next {nxt}" + (f"  ({row.note})" if row.note else ""))
+        return 0
+    if action == "apply":
+        changes = await apply_schedules(client, getattr(args, "dir", DEFAULT_DIRECTORY))
     elif action == "pause":
         await pause(client, name or "", note)
-        print(f"paused {name}")
+        changes = [ScheduleChange(id=name or "", outcome="paused")]
     elif action == "resume":
         await resume(client, name or "", note)
-        print(f"resumed {name}")
+        changes = [ScheduleChange(id=name or "", outcome="resumed")]
     else:
         await trigger(client, name or "")
-        print(f"triggered {name}")
+        changes = [ScheduleChange(id=name or "", outcome="triggered")]
+    if as_json:
+        print(json.dumps([c.model_dump(mode="json") for c in changes], indent=2))
+        return 0
+    for change in changes:
+        print(f"{change.outcome} {change.id}")
     return 0

@@ -5,8 +5,11 @@ registry plus the MCP servers of the config file), so what an operator sees is
 what a run gets. Secrets come from the secrets folder (``$AGENTSTEPS_SECRETS_DIR``)
 or the environment, exactly as in the worker.
 
-Exit codes: 0 ok; 1 the tool returned an error or a server failed; 2 bad
-input or config.
+``list`` shows every reachable tool and each MCP server's state (up, down,
+misconfigured, circuit_open) instead of failing as a whole.
+
+Exit codes: 0 ok; 1 the tool returned an error, a server failed (``call``) or
+a ``required`` server is not up (``list``); 2 bad input or config.
 """
 
 from __future__ import annotations
@@ -66,20 +69,27 @@ async def _tools_list(config_path: str | Path | None, as_json: bool) -> int:
     registry, mcp, _ = _build(config_path)
     try:
         python_tools = list(registry.schemas().values())
-        mcp_tools = await mcp.client.list_tools()
+        mcp_tools = await mcp.fleet.describe()  # every reachable server's tools; the others say why below
+        servers = mcp.fleet.report()
     finally:
         await mcp.aclose()
     shadowed = {t.name for t in python_tools} & {t.name for t in mcp_tools}
     everything = python_tools + [t for t in mcp_tools if t.name not in shadowed]
     if as_json:
-        print(json.dumps([t.model_dump(mode="json") for t in everything], indent=2))
+        print(json.dumps({"tools": [t.model_dump(mode="json") for t in everything], "servers": servers}, indent=2))
     else:
         for tool in everything:
             print(_describe(tool))
+        if servers:
+            print("MCP servers:")
+        for name, health in servers.items():
+            detail = f" since {health['since']}: {health['last_error']}" if health["state"] != "up" else ""
+            print(f"  {name}  {health['state']}{' (required)' if health['required'] else ''}{detail}")
         for name in sorted(shadowed):
             print(f"warning: MCP tool {name!r} is hidden by the Python tool of the same name; "
                   "set tool_prefix on its server", file=sys.stderr)
-    return EXIT_OK
+    # One optional server down is shown, not fatal; a required one is a failure, as in /readyz.
+    return EXIT_OK if all(h["state"] == "up" for h in servers.values() if h["required"]) else EXIT_FAILED
 
 
 async def _tools_call(name: str, args_json: str, config_path: str | Path | None) -> int:

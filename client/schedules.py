@@ -33,7 +33,7 @@ from temporalio.client import (
 )
 from temporalio.service import RPCError, RPCStatusCode
 
-from ..contracts.config.schedules import ScheduleFile, ScheduleStatus, parse_schedule_file
+from ..contracts.config.schedules import ScheduleChange, ScheduleFile, ScheduleStatus, parse_schedule_file
 from ..contracts.errors import ScheduleFileError, ScheduleNotFoundError
 
 DEFAULT_DIRECTORY = Path("deploy/schedules")
@@ -124,14 +124,14 @@ async def apply_schedule(client: Client, file: ScheduleFile) -> str:
     return "updated"
 
 
-async def apply_schedules(client: Client, directory: str | Path = DEFAULT_DIRECTORY) -> list[str]:
-    """Apply every file in ``directory``; one line per schedule: ``"<outcome> <id>"``.
+async def apply_schedules(client: Client, directory: str | Path = DEFAULT_DIRECTORY) -> list[ScheduleChange]:
+    """Apply every file in ``directory``; one change per schedule.
 
     All files are validated before anything is applied, so one bad file
     changes nothing.
     """
     files = load_schedule_files(directory)
-    return [f"{await apply_schedule(client, file)} {file.id}" for file in files]
+    return [ScheduleChange(id=file.id, outcome=await apply_schedule(client, file)) for file in files]
 
 
 async def list_schedules(client: Client) -> list[ScheduleStatus]:

@@ -15,7 +15,8 @@
     ├── McpError                   an MCP server failed; ``retryable`` says how Temporal treats it
     │   ├── McpConfigError             unknown server, bad config file, missing secret, name collision
     │   ├── McpAuthError               the server rejected the credential
-    │   ├── McpUnavailableError        cannot start or reach the server, lost, timed out (retried)
+    │   ├── McpUnavailableError        cannot start or reach the server, lost, timed out, circuit open (retried)
+    │   ├── McpServerDownError         down longer than the server's give_up_seconds (not retried)
     │   └── McpProtocolError           the server answered something that is not valid MCP
     ├── SnapshotIntegrityError     a code-mode snapshot is missing, altered or signed with another key
     ├── PayloadIntegrityError      stored payload bytes no longer match their content address

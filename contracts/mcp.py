@@ -6,7 +6,8 @@ secrets; nothing in a workflow input names them.
     McpError (AgentStepsError)        ``retryable`` says how Temporal should treat it
     ├── McpConfigError         no  unknown server, bad config file, missing secret, tool name collision
     ├── McpAuthError           no  the server rejected the credential (HTTP 401/403, tracker code -32030)
-    ├── McpUnavailableError    yes cannot start or reach the server, connection lost, timeout, 5xx
+    ├── McpUnavailableError    yes cannot start or reach the server, connection lost, timeout, 5xx, circuit open
+    ├── McpServerDownError     no  the server has been down longer than its ``give_up_seconds``
     └── McpProtocolError       no  the server answered something that is not valid MCP
 
 A tool's own failure (``is_error``), arguments the server rejects, and a
@@ -50,6 +51,15 @@ class McpAuthError(McpError):
 
 class McpUnavailableError(McpError):
     retryable = True
+
+    def __init__(self, message: str, *, server: str | None = None, outcome: str = "infra_error") -> None:
+        self.outcome = outcome
+        """The ``agentsteps_mcp_calls_total`` outcome: ``infra_error``, ``timeout`` or ``circuit_open``."""
+        super().__init__(message, server=server)
+
+
+class McpServerDownError(McpError):
+    """A run's server stayed down past its ``give_up_seconds``: the run fails instead of waiting on."""
 
 
 class McpProtocolError(McpError):

@@ -60,7 +60,8 @@ APPROVALS_QUERY = "approvals"
 
 # ---------------------------------------------------------------- progress stream (temporalio.contrib.workflow_streams)
 PROGRESS_TOPIC = "progress"
-"""A session's ``ProgressEvent`` items: turn start and end, steps, tool calls, approvals, usage."""
+"""A session's ``ProgressEvent`` items: turn start and end, steps, tool calls, approvals, usage, and
+(``stream_tokens``) the answer's text, published by the ``llm.call`` activity."""
 
 # ---------------------------------------------------------------- workflow.patched ids
 # A patch id marks, in a run's history, that a change to the commands a
@@ -74,6 +75,10 @@ REFUSAL_REPROMPTED_ONCE = "refusal-reprompted-once"
 """The ladder degrades on the second refusal in a row instead of re-prompting again."""
 APPROVALS_PATCH = "approvals-v1"
 """Runs recorded before approvals existed called every tool at once; they replay that way."""
+APPROVALS_CARRIED_PATCH = "approvals-carried-v1"
+"""A session carries its latest approval decisions across continue-as-new (runs before it forgot them)."""
+TOKEN_STREAM_PATCH = "token-stream-v1"
+"""A session with ``stream_tokens`` asks ``llm.call`` to stream (runs before it never do)."""
 PATCH_TOOL_RESULT_CAP = "tool-result-cap"
 """``workflow.patched`` id: tool-mode results are cut to ``AgentSpec.tool_result_chars`` (runs started before keep them whole)."""
 
@@ -87,6 +92,7 @@ ACTIVITIES = (LLM_CALL, TOOLS_DESCRIBE, TOOLS_CALL, CODE_CHECK, CODE_START, CODE
 __all__ = [
     "ACTIVITIES",
     "AGENT_WORKFLOW",
+    "APPROVALS_CARRIED_PATCH",
     "APPROVALS_QUERY",
     "APPROVE_UPDATE",
     "CANCEL_SIGNAL",
@@ -108,6 +114,7 @@ __all__ = [
     "REFUSAL_REPROMPTED_ONCE",
     "STATE_QUERY",
     "STEPS_QUERY",
+    "TOKEN_STREAM_PATCH",
     "TOOLS_CALL",
     "TOOLS_DESCRIBE",
     "TURNS_QUERY",

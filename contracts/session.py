@@ -15,7 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .json_schema import json_path
-from .approvals import PendingApproval
+from .approvals import ApprovalRecord, PendingApproval
 from .code.program import ReplMemory, VariableInfo
 from .llm.conversation import ConversationRef
 from .llm.messages import Message
@@ -40,6 +40,10 @@ class SessionConfig(BaseModel):
     """... or once history is this many bytes."""
     turns_kept: int = Field(default=100, ge=1, le=10_000)
     """How many turn summaries the ``turns`` query keeps (older ones are counted, not listed)."""
+    stream_tokens: bool = False
+    """Stream the model's answers: text arrives on the progress stream (``token`` events, about every
+    100 ms) while the call runs. Each batch is a signal in history, so it is off unless asked for
+    (``agentsteps chat`` asks for it)."""
 
 
 class TurnSummary(BaseModel):
@@ -73,6 +77,8 @@ class SessionCarry(BaseModel):
     """How many times this session has continued-as-new."""
     repl: ReplMemory | None = None
     """Code mode: the REPL state (signed, in the payload store) and the variables it holds."""
+    decided: list[ApprovalRecord] = Field(default_factory=list)
+    """The latest approval decisions (bounded), so a late second decision is still told it came too late."""
 
 
 class SessionInput(BaseModel):
@@ -106,7 +112,7 @@ class CloseInput(BaseModel):
 
 
 ProgressKind = Literal[
-    "turn_started", "step", "tool_call", "approval_requested", "approval_decided", "usage", "turn_ended"
+    "turn_started", "step", "tool_call", "approval_requested", "approval_decided", "usage", "turn_ended", "token"
 ]
 
 
@@ -119,7 +125,10 @@ class ProgressEvent(BaseModel):
     step: int | None = None
     tool: str | None = None
     detail: str = ""
-    """Step kind, a tool call's arguments, an approval's outcome, or the turn's status and answer preview."""
+    """Step kind, a tool call's arguments, an approval's outcome, the turn's status and answer preview,
+    or (``token``) the next piece of the answer's text."""
+    attempt: int | None = None
+    """``token``: the ``llm.call`` attempt that streamed it; a retried call streams its answer again."""
     usage: Usage | None = None
     """``usage``: the turn's tokens so far; ``turn_ended``: the turn's total."""
     approval: PendingApproval | None = None

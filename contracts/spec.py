@@ -135,6 +135,9 @@ class AgentResult(BaseModel):
     """The model that produced the final answer."""
     effects: list[EffectRecord] = Field(default_factory=list)
     """Side-effecting calls that took effect, in the order they completed."""
+    catalog_digest: str = ""
+    """``sha256:`` digest of the tool schemas the run was given (``contracts.llm.tools.catalog_digest``);
+    empty for runs recorded before it existed, or without tools."""
 
 
 class AgentState(BaseModel):

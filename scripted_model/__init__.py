@@ -7,7 +7,7 @@ from importlib import resources
 from pathlib import Path
 
 from .cli import run_cli
-from .script import Fault, Match, Reply, Rule, Script, ScriptToolCall, UsageOverride
+from .script import Fault, Match, Reply, Rule, Script, ScriptToolCall, StreamShape, UsageOverride
 from .server import RecordedRequest, ScriptedModelServer
 
 __all__ = [
@@ -20,6 +20,7 @@ __all__ = [
     "Script",
     "ScriptToolCall",
     "ScriptedModelServer",
+    "StreamShape",
     "UsageOverride",
     "run_cli",
 ]

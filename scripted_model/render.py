@@ -28,6 +28,9 @@ class HttpAnswer:
     status: int
     body: bytes
     headers: dict[str, str] = field(default_factory=lambda: {"Content-Type": "application/json"})
+    events: list[bytes] | None = None
+    """Set for a streamed answer: Server-Sent Events, sent one by one instead of ``body``."""
+    event_delay: float = 0.0
 
 
 def _tokens(text: str) -> int:

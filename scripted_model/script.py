@@ -70,6 +70,21 @@ class Fault(BaseModel):
         return str(value) if isinstance(value, int | float) else value
 
 
+class StreamShape(BaseModel):
+    """How a reply is streamed when the request asks for ``stream: true`` (SSE)."""
+
+    model_config = _STRICT
+
+    chunk_chars: int = Field(default=8, ge=1)
+    """Text and tool arguments are cut into deltas of this many characters."""
+    delay_seconds: float = Field(default=0.0, ge=0, le=10)
+    """Sleep between events: lets a test see deltas arrive over time."""
+    fault: Literal["malformed", "truncated", "no_usage"] | None = None
+    """``malformed``: one event in the middle is not JSON; ``truncated``: the connection closes halfway,
+    without the closing events; ``no_usage``: no usage is sent (OpenAI: no usage chunk; Anthropic:
+    ``message_delta`` without ``usage``)."""
+
+
 class Reply(BaseModel):
     """One answer. At most one of ``content``, ``json``, ``echo`` gives the text."""
 
@@ -93,6 +108,8 @@ class Reply(BaseModel):
     fault: Fault | None = None
     raw_body: str | None = None
     """Sent verbatim (status 200 unless ``fault`` says otherwise): a malformed body."""
+    stream: StreamShape = Field(default_factory=StreamShape)
+    """Used only when the request asks for a stream."""
 
     @model_validator(mode="after")
     def _one_text_source(self) -> Reply:

@@ -19,6 +19,7 @@ from typing import Any
 from .caching import PromptCache
 from .matching import RequestView, Wire, matches, view_of
 from .render import HttpAnswer, error_answer, render
+from .streaming import anthropic_events, openai_events
 from .script import Reply, Script
 
 _ROUTES: dict[str, Wire] = {
@@ -163,7 +164,17 @@ class ScriptedModelServer:
                        f"(last message role={view.last_role!r}, text={view.last_text[:200]!r})")
             return error_answer(wire, 500, message, "no_rule_matched"), 0.0
         cache = state.cache.anthropic(body) if wire == "anthropic" else (state.cache.openai(body), 0)
-        return render(wire, reply, view, serial, state.script.model, cache), reply.delay_seconds
+        answer = render(wire, reply, view, serial, state.script.model, cache)
+        if body.get("stream") is True and answer.status == 200 and reply.raw_body is None:
+            rendered = json.loads(answer.body)
+            if wire == "anthropic":
+                answer.events = anthropic_events(rendered, reply.stream)
+            else:
+                options = body.get("stream_options")
+                usage = isinstance(options, dict) and options.get("include_usage") is True
+                answer.events = openai_events(rendered, reply.stream, usage)
+            answer.event_delay = reply.stream.delay_seconds
+        return answer, reply.delay_seconds
 
 
 def _authorised(key: str | None, wire: Wire, headers: dict[str, str]) -> bool:
@@ -197,6 +208,9 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
     def _send(self, answer: HttpAnswer) -> None:
+        if answer.events is not None:
+            self._send_events(answer)
+            return
         self.send_response(answer.status)
         for name, value in answer.headers.items():
             self.send_header(name, value)
@@ -204,6 +218,21 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(answer.body)
         self.wfile.flush()
+
+    def _send_events(self, answer: HttpAnswer) -> None:
+        # No length is known up front: the stream ends when the connection closes,
+        # which is also how a truncated stream looks to the client.
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.close_connection = True
+        for i, event in enumerate(answer.events or []):
+            if i and answer.event_delay:
+                time.sleep(answer.event_delay)
+            self.wfile.write(event)
+            self.wfile.flush()
 
     def do_GET(self) -> None:
         if self.path.rstrip("/") in ("/v1/models", "/models"):

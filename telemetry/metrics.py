@@ -62,3 +62,20 @@ MONITOR_ESCALATIONS = Counter(
     "agentsteps_monitor_escalations", "Tickets escalated.", ["monitor"], registry=REGISTRY
 )
 
+# Per MCP server; ``server`` is a configured server name only (bounded), every series pre-created at start.
+MCP_SERVER_UP = Gauge(
+    "agentsteps_mcp_server_up", "1 when the MCP server is up; 0 when down, misconfigured or its circuit is open.",
+    ["server"], registry=REGISTRY,
+)
+MCP_CALLS = Counter(
+    "agentsteps_mcp_calls", "MCP tool calls by outcome (ok, error, infra_error, timeout, circuit_open).",
+    ["server", "outcome"], registry=REGISTRY,
+)
+MCP_CALL_SECONDS = Histogram(
+    "agentsteps_mcp_call_seconds", "MCP tool call latency.", ["server"], buckets=_LATENCY_BUCKETS, registry=REGISTRY
+)
+MCP_RECONNECTS = Counter(
+    "agentsteps_mcp_reconnects", "Sessions to the MCP server re-established after the first.", ["server"],
+    registry=REGISTRY,
+)
+MCP_CALL_OUTCOMES = ("ok", "error", "infra_error", "timeout", "circuit_open")

@@ -5,7 +5,10 @@
   collector. OpenMetrics is served when the scraper asks for it.
 - ``/healthz``: liveness; 200 while the process serves HTTP.
 - ``/readyz``: readiness; 200 when the ``ready`` callback says so (the worker
-  passes "my Temporal worker is polling"), else 503.
+  passes "my Temporal worker is polling, and every ``required`` MCP server is
+  up"), else 503. The body is JSON: ``{"status": "ready" | "not ready", ...}``
+  plus what the ``details`` callback adds (the worker: each MCP server's
+  ``state``, ``last_error``, ``since`` and ``required``).
 
 A stdlib threading server: it must keep answering while the event loop is
 busy, and it needs nothing the worker does not already have.
@@ -13,8 +16,10 @@ busy, and it needs nothing the worker does not already have.
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable
+from typing import Any
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from prometheus_client import CollectorRegistry
@@ -45,7 +50,23 @@ class MetricsServer:
         self._thread.join(timeout=5)
 
 
-def _handler(registry: CollectorRegistry, ready: Callable[[], bool]) -> type[BaseHTTPRequestHandler]:
+def _readiness(ready: Callable[[], bool], details: Callable[[], dict[str, Any]] | None) -> tuple[bool, bytes]:
+    try:
+        is_ready = bool(ready())
+    except Exception:  # a broken probe callback means "not ready", not a crashed server
+        is_ready = False
+    body: dict[str, Any] = {"status": "ready" if is_ready else "not ready"}
+    if details is not None:
+        try:
+            body.update(details())
+        except Exception as exc:
+            body["details_error"] = type(exc).__name__
+    return is_ready, (json.dumps(body, indent=2) + "\n").encode()
+
+
+def _handler(
+    registry: CollectorRegistry, ready: Callable[[], bool], details: Callable[[], dict[str, Any]] | None
+) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:  # noqa: N802 (http.server's name)
             path = self.path.split("?", 1)[0]
@@ -55,11 +76,8 @@ def _handler(registry: CollectorRegistry, ready: Callable[[], bool]) -> type[Bas
             elif path == HEALTH_PATH:
                 self._send(200, b"ok\n")
             elif path == READY_PATH:
-                try:
-                    is_ready = bool(ready())
-                except Exception:  # a broken probe callback means "not ready", not a crashed server
-                    is_ready = False
-                self._send(200 if is_ready else 503, b"ready\n" if is_ready else b"not ready\n")
+                is_ready, body = _readiness(ready, details)
+                self._send(200 if is_ready else 503, body, "application/json")
             else:
                 self._send(404, b"not found\n")
 
@@ -83,9 +101,10 @@ def start_metrics_server(
     *,
     registry: CollectorRegistry = REGISTRY,
     ready: Callable[[], bool] = lambda: True,
+    details: Callable[[], dict[str, Any]] | None = None,
 ) -> MetricsServer:
     """Serve ``/metrics``, ``/healthz`` and ``/readyz`` on a daemon thread; call ``.stop()`` at shutdown."""
-    httpd = ThreadingHTTPServer((host, port), _handler(registry, ready))
+    httpd = ThreadingHTTPServer((host, port), _handler(registry, ready, details))
     httpd.daemon_threads = True
     thread = threading.Thread(target=httpd.serve_forever, name="metrics-server", daemon=True)
     thread.start()

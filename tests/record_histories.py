@@ -35,17 +35,19 @@ from typing import Any
 
 from pydantic import BaseModel
 from temporalio.client import Client, WorkflowHandle
+from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 
 from agentsteps.activities.tool_registry import ToolRegistry
 from agentsteps.client.dev_server import dev_server_args, temporal_binary
 from agentsteps.client.pipeline_files import load_pipeline_file
-from agentsteps.client.sessions import close_session, send_turn
+from agentsteps.client.sessions import close_session, decide_approval, pending_approvals, send_turn, session_state
 from agentsteps.client.spec_files import parse_spec
 from agentsteps.contracts import AgentInput, AgentResult, AgentSpec, LLMConfig
 from agentsteps.contracts.composition.pipeline_run import PipelineResult, pipeline_input
 from agentsteps.contracts.config.settings import ProviderSettings, WorkerSettings
 from agentsteps.contracts.monitor import MonitorInput, MonitorReport
+from agentsteps.contracts.session import SessionConfig
 from agentsteps.contracts.names import AGENT_WORKFLOW, MONITOR_WORKFLOW, PIPELINE_WORKFLOW, TOOLS_CALL
 from agentsteps.demos.agent_run import DEMO_INPUT
 from agentsteps.demos.code_mode import DEMO_PROGRAM, code_demo_spec
@@ -57,6 +59,7 @@ from agentsteps.worker import connect, running_worker
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from monitor_support import make_spec as monitor_spec, seed_tracker  # noqa: E402
+from approval_support import approval_registry  # noqa: E402
 
 MODEL = "scripted-2026-01-01"
 SLOW_TOOL_SECONDS = 3.0
@@ -77,9 +80,10 @@ class Waited(BaseModel):
 
 
 def recorder_registry(settings: WorkerSettings) -> ToolRegistry:
-    """The demo tools, the pipeline's ticket tool, and a slow tool to be caught waiting on."""
+    """The demo tools, the pipeline's ticket tool, a refund that needs approval, and a slow tool to be caught
+    waiting on."""
     registry = demo_tools.build_registry(settings)
-    for tool in support_tools.build_registry(settings):
+    for tool in [*support_tools.build_registry(settings), *approval_registry([])]:
         registry.add(tool)
 
     @registry.tool(name="wait")
@@ -184,6 +188,8 @@ async def record(out: Path, prefix: str, only: set[str] | None = None) -> list[s
             async with running_worker(client, settings, registry=recorder_registry(settings)):
                 if only is None or "session" in only:
                     await _session(rec)
+                if only is None or "session_streaming" in only:
+                    await _session_streaming(rec)
                 if only is None:
                     await _agents(rec, settings)
             if only is None:
@@ -230,6 +236,41 @@ async def _session(rec: Recorder) -> None:
         assert turn.status == "completed", turn.status
     handle = rec.client.get_workflow_handle(session_id)
     await rec.save("session_between_turns", handle)
+    await close_session(rec.client, session_id)
+
+
+async def _session_streaming(rec: Recorder) -> None:
+    """A session that streams its answers, has a call approved, then continues as new: its first run."""
+    rec.scripted.set_script({"rules": [
+        {"match": {"role": "user", "contains": "refund"}, "reply": {"tool_calls": [
+            {"name": "refund", "arguments": {"order": "A-17", "amount": 40.0}}]}},
+        {"match": {"tool_result_for": "refund"},
+         "reply": {"content": "Refunded 40 EUR for order A-17.", "stream": {"chunk_chars": 3, "delay_seconds": 0.05}}},
+        {"match": {"role": "user"}, "reply": {"content": "noted"}},
+    ]})
+    session_id = f"session-{uuid.uuid4().hex[:8]}"
+    spec = agent_spec(tools=["refund"])
+    config = SessionConfig(stream_tokens=True, continue_after_events=100)
+    first = asyncio.ensure_future(
+        send_turn(rec.client, spec, "refund A-17", session_id=session_id, task_queue=rec.task_queue, config=config))
+
+    async def waiting() -> bool:
+        try:
+            return bool(await pending_approvals(rec.client, session_id))
+        except RPCError:  # not started yet
+            return False
+
+    await _until(waiting, timeout=30)
+    [pending] = await pending_approvals(rec.client, session_id)
+    await decide_approval(rec.client, session_id, pending.approval_id, approve=True, approver="recorder")
+    assert (await first).output == "Refunded 40 EUR for order A-17."
+    first_run = (await rec.client.get_workflow_handle(session_id).describe()).run_id
+    for n in range(40):
+        await send_turn(rec.client, spec, f"note {n}", session_id=session_id, task_queue=rec.task_queue, config=config)
+        if (await session_state(rec.client, session_id)).continued:
+            break
+    assert (await session_state(rec.client, session_id)).continued == 1
+    await rec.save("session_streamed_continued", rec.client.get_workflow_handle(session_id, run_id=first_run))
     await close_session(rec.client, session_id)
 
 

@@ -7,10 +7,11 @@ import asyncio
 import pytest
 from temporalio.service import RPCError
 
-from agentsteps.client.sessions import close_session, decide_approval, session_handle
+from agentsteps.client.sessions import close_session, decide_approval, session_handle, session_state
 from agentsteps.contracts.errors import SessionClosedError
 from agentsteps.contracts import AgentInput, AgentResult
 from agentsteps.contracts.approvals import ApprovalRecord, PendingApproval
+from agentsteps.contracts.session import SessionConfig
 from agentsteps.contracts.names import AGENT_WORKFLOW, APPROVALS_QUERY, APPROVE_UPDATE, REJECT_UPDATE
 
 from agent_support import make_spec
@@ -111,6 +112,26 @@ async def test_approval_misuse_gets_clear_errors(approving, scripted, ran):
     assert len(ran) == 1
     with pytest.raises(SessionClosedError, match="has ended"):
         await decide_approval(approving.client, sid, waiting.approval_id, approve=True)
+
+
+async def test_a_decision_is_still_remembered_after_the_session_continues_as_new(approving, scripted, ran):
+    scripted.set_script(REFUND_SCRIPT)
+    sid = session_id()
+    config = SessionConfig(continue_after_events=100)
+    running = asyncio.ensure_future(turn(approving, sid, "refund A-17", tools=["refund"], config=config))
+    waiting = await wait_pending(approving.client, sid)
+    await decide(approving.client, sid, APPROVE_UPDATE, waiting.approval_id, approver="ana")
+    await running
+    scripted.set_script({"default": {"content": "noted"}})
+    for n in range(40):  # short turns until history passes 100 events and the session continues as new
+        await turn(approving, sid, f"note {n}", tools=["refund"], config=config)
+        if (await session_state(approving.client, sid)).continued:
+            break
+    assert (await session_state(approving.client, sid)).continued >= 1
+
+    late = await rejected(approving.client, sid, REJECT_UPDATE, {"approval_id": waiting.approval_id})
+    assert late.type == "ApprovalError" and "already approved by ana" in late.message
+    assert len(ran) == 1
 
 
 async def test_a_one_shot_agent_run_waits_for_approval_too(approving, scripted, ran):

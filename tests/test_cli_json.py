@@ -113,7 +113,8 @@ def test_tools_list_json_is_only_json(tmp_path):
     done = _run([AGENTSTEPS, "tools", "list", "--json"], _base_env(tmp_path))
 
     assert done.returncode == 0, done.stderr
-    assert "get_weather" in {t["name"] for t in json.loads(done.stdout)}
+    listed = json.loads(done.stdout)
+    assert "get_weather" in {t["name"] for t in listed["tools"]} and listed["servers"] == {}
 
 
 def test_tools_call_prints_the_result_as_json(tmp_path):

@@ -70,6 +70,14 @@ async def test_images_and_audio_become_a_described_placeholder_and_a_typed_value
     assert calls.call_outcome(1, result).value == [value]
 
 
+@pytest.mark.parametrize("content", ["[" * 100_000 + "]" * 100_000, '{"total": NaN}', "{not json"])
+def test_a_tool_result_that_is_not_strict_json_reaches_a_program_as_text(content):
+    # Deep nesting once raised RecursionError inside the workflow task, which then failed forever.
+    outcome = calls.call_outcome(3, ToolCallResult(call_id="c3", name="report", content=content))
+
+    assert (outcome.value, outcome.error) == (content, None)
+
+
 async def test_a_tool_that_requires_tasks_is_not_offered_and_a_warning_names_it(rich, caplog):
     with caplog.at_level(logging.WARNING):
         names = {t.name for t in await rich.list_tools()}

@@ -117,7 +117,7 @@ async def test_tools_cli_calls_the_published_server_through_the_worker_code(tmp_
     listed = subprocess.run([*agentsteps, "tools", "list", "--json", "--config", str(config)],
                             capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert listed.returncode == 0, listed.stderr
-    names = {t["name"] for t in json.loads(listed.stdout) if t["source"] == "mcp:time"}
+    names = {t["name"] for t in json.loads(listed.stdout)["tools"] if t["source"] == "mcp:time"}
     assert names == {"time_get_current_time", "time_convert_time"}
     called = subprocess.run(
         [*agentsteps, "tools", "call", "time_convert_time", "--config", str(config), "--args",

@@ -15,7 +15,7 @@ import pytest
 from temporalio.client import ScheduleActionStartWorkflow, ScheduleOverlapPolicy
 from temporalio.service import RPCError, RPCStatusCode
 
-from agentsteps.contracts.config.schedules import parse_schedule_file
+from agentsteps.contracts.config.schedules import ScheduleChange, parse_schedule_file
 from agentsteps.contracts.errors import ScheduleFileError, ScheduleNotFoundError
 from agentsteps.contracts.monitor import MonitorReport
 from agentsteps.contracts.names import MONITOR_WORKFLOW
@@ -89,8 +89,8 @@ async def test_apply_creates_then_is_idempotent_then_updates_a_changed_file_keep
 ):
     cleanup.append(schedule_id)
     write(tmp_path, schedule_id, monitor_file(schedule_id))
-    assert await apply_schedules(client, tmp_path) == [f"created {schedule_id}"]
-    assert await apply_schedules(client, tmp_path) == [f"unchanged {schedule_id}"]
+    assert await apply_schedules(client, tmp_path) == [ScheduleChange(id=schedule_id, outcome="created")]
+    assert await apply_schedules(client, tmp_path) == [ScheduleChange(id=schedule_id, outcome="unchanged")]
 
     described = await client.get_schedule_handle(schedule_id).describe()
     schedule = described.schedule
@@ -105,8 +105,8 @@ async def test_apply_creates_then_is_idempotent_then_updates_a_changed_file_keep
 
     await pause(client, schedule_id, "maintenance")
     write(tmp_path, schedule_id, monitor_file(schedule_id, every="30m"))
-    assert await apply_schedules(client, tmp_path) == [f"updated {schedule_id}"]
-    assert await apply_schedules(client, tmp_path) == [f"unchanged {schedule_id}"]
+    assert await apply_schedules(client, tmp_path) == [ScheduleChange(id=schedule_id, outcome="updated")]
+    assert await apply_schedules(client, tmp_path) == [ScheduleChange(id=schedule_id, outcome="unchanged")]
     described = await client.get_schedule_handle(schedule_id).describe()
     assert [i.every for i in described.schedule.spec.intervals] == [timedelta(minutes=30)]
     assert described.schedule.state.paused and described.schedule.state.note == "maintenance"
@@ -244,3 +244,8 @@ async def test_the_cli_applies_and_lists_schedules(client, temporal_env, tmp_pat
             break
         await asyncio.sleep(0.1)
     assert status == 0 and rows[schedule_id]["paused"] is True
+
+    status, text = await asyncio.to_thread(run, "resume", schedule_id, "--json")
+    assert status == 0 and json.loads(text) == [{"id": schedule_id, "outcome": "resumed"}]
+    status, text = await asyncio.to_thread(run, "apply", "--dir", str(tmp_path), "--json")
+    assert status == 0 and json.loads(text) == [{"id": schedule_id, "outcome": "unchanged"}]

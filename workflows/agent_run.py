@@ -32,7 +32,8 @@ with workflow.unsafe.imports_passed_through():
     from ..contracts.code.program import ReplMemory
     from ..contracts.llm.reprompt import reprompt_messages
     from ..contracts.llm.tokens import prompt_tokens_upper_bound
-    from ..contracts.names import EFFECTS_PATCH
+    from ..contracts.llm.request import TokenStream
+    from ..contracts.names import EFFECTS_PATCH, TOKEN_STREAM_PATCH
     from ..telemetry import workflow_metrics
     from .calls import call_llm, call_tool
     from ..contracts.approvals import rejection_message
@@ -68,6 +69,8 @@ class AgentRun:
         self.chain: ConversationChain | None = None
         """The conversation lives in the payload store (every session turn; a one-shot run since
         ``CONVERSATION_REF_PATCH``) and each step sends only what came after the stored prefix."""
+        self.stream_tokens = False
+        """Sessions with ``stream_tokens``: loop steps ask ``llm.call`` to stream the answer's text."""
         self._spec: AgentSpec | None = None
         self._reserved = 0
         self.effects_once = False
@@ -133,6 +136,8 @@ class AgentRun:
         spec = self.spec
         if spec.context_policy != "none" and not standalone:
             request = request.model_copy(update={"context_policy": spec.context_policy})
+        if self.stream_tokens and not standalone and workflow.patched(TOKEN_STREAM_PATCH):
+            request = request.model_copy(update={"stream": TokenStream(turn=self.turn, step=len(self.result.steps))})
         chain = None if standalone else self.chain
         if not self.effects_once:
             sent = chain.request(request) if chain is not None else request

@@ -39,6 +39,15 @@ class ApprovalDesk:
         self.on_request: Callable[[PendingApproval], None] | None = None
         """Called when a call starts waiting (the progress stream publishes it)."""
 
+    def remember(self, records: list[ApprovalRecord]) -> None:
+        """Decisions carried over continue-as-new: a late second decision still gets "already decided"."""
+        for record in records[-_DECIDED_KEPT:]:
+            self.decided[record.approval_id] = record
+
+    def recent(self) -> list[ApprovalRecord]:
+        """What a session carries over continue-as-new (at most the last 200 decisions)."""
+        return list(self.decided.values())[-_DECIDED_KEPT:]
+
     @staticmethod
     def required(tool: ToolSchema | None) -> bool:
         # patched() only where a gate would be added, so runs without such tools keep their commands.

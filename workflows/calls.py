@@ -13,7 +13,6 @@ loads this file from disk on every run.
 
 from __future__ import annotations
 
-import json
 from datetime import timedelta
 from typing import Protocol
 
@@ -24,6 +23,7 @@ from temporalio.exceptions import ActivityError, ApplicationError
 with workflow.unsafe.imports_passed_through():
     from ..contracts import LLMRequest, LLMResponse, ToolCallInput, ToolCallResult, ToolSchema, Usage
     from ..contracts.code.program import CallOutcome
+    from ..contracts.json_schema import parse_json
     from ..contracts.names import LLM_CALL, TOOLS_CALL, TOOLS_DESCRIBE
     from ..contracts.spec import ActivityPolicy
     from ..contracts.llm.tools import Delivery, ToolsDescribeInput, outcome_unknown
@@ -120,10 +120,9 @@ def call_outcome(call_id: int, result: ToolCallResult) -> CallOutcome:
         return CallOutcome(call_id=call_id, error=result.content)
     if result.structured is not None:
         return CallOutcome(call_id=call_id, value=result.structured)
-    try:
-        return CallOutcome(call_id=call_id, value=json.loads(result.content))
-    except json.JSONDecodeError:
-        return CallOutcome(call_id=call_id, value=result.content)
+    # Strict parsing: a hostile result nested 100k deep must not crash the workflow task.
+    value, why_not_json = parse_json(result.content)
+    return CallOutcome(call_id=call_id, value=result.content if why_not_json else value)
 
 
 __all__ = ["UsageLedger", "call_llm", "call_outcome", "call_tool", "describe_tools"]

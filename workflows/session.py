@@ -30,6 +30,7 @@ with workflow.unsafe.imports_passed_through():
     from ..contracts.code.variables import variables_note
     from ..contracts.approvals import ApprovalRecord, PendingApproval
     from ..contracts.names import (
+        APPROVALS_CARRIED_PATCH,
         APPROVALS_QUERY,
         APPROVE_UPDATE,
         CANCEL_SIGNAL,
@@ -79,6 +80,7 @@ class SessionWorkflow:
         self.current_turn: int | None = None
         self.closed_reason: str | None = None
         self.approvals = ApprovalDesk()
+        self.approvals.remember(self.carry.decided)
         self.approvals.on_request = lambda pending: self._publish(
             ProgressEvent(kind="approval_requested", turn=self.current_turn or 0, at=workflow.now(),
                           tool=pending.tool, approval=pending)
@@ -119,6 +121,8 @@ class SessionWorkflow:
                 await workflow.wait_condition(workflow.all_handlers_finished)
                 if self.current is None and self.closed_reason is None:
                     self.carry.continued += 1
+                    if workflow.patched(APPROVALS_CARRIED_PATCH):
+                        self.carry.decided = self.approvals.recent()
                     workflow_metrics.record_session_continued()
                     await self.stream.continue_as_new(
                         lambda state: [
@@ -143,6 +147,7 @@ class SessionWorkflow:
         run.chain = ConversationChain(self.carry.conversation)
         run.approvals = self.approvals
         run.turn, run.on_event = number, self._publish
+        run.stream_tokens = self.inp.session.stream_tokens
         run.emit("turn_started", detail=preview(inp.input))
         if self.inp.spec.mode == "code":
             run.repl = self.carry.repl or ReplMemory(key=f"{workflow.info().workflow_id}/repl")
@@ -270,6 +275,9 @@ class SessionWorkflow:
     def _publish(self, event: ProgressEvent) -> None:
         self.stream.topic(PROGRESS_TOPIC).publish(event)
         self.published += 1
+        if event.kind == "turn_ended":
+            # The llm.call activity publishes the answer's text too (stream_tokens): count what the log holds.
+            self.published = len(self.stream.get_state().log)
         # Keep the stream (and what continue-as-new carries) bounded; followers read within seconds.
         if self.published > 2 * _EVENTS_KEPT:
             self.stream.truncate(self.stream_base + self.published - _EVENTS_KEPT)

@@ -15,6 +15,7 @@ from temporalio.exceptions import ApplicationError
 with workflow.unsafe.imports_passed_through():
     from ..contracts import AgentResult, AgentSpec, Message, ToolSchema
     from ..contracts.llm.preconditions import check_spec
+    from ..contracts.llm.tools import catalog_digest
     from .calls import describe_tools
     from .agent_run import AgentRun
     from .code_mode import code_system_prompt, run_code_mode
@@ -44,6 +45,9 @@ def opening(spec: AgentSpec, tools: list[ToolSchema]) -> Message:
 
 async def run_steps(run: AgentRun, history: list[Message], tools: list[ToolSchema]) -> AgentResult:
     run.tools = {t.name: t for t in tools}
+    # The schemas themselves are in history (the tools.describe result); the digest lets an audit compare
+    # them with a catalog. Pure, no command: runs recorded before it replay unchanged.
+    run.result.catalog_digest = catalog_digest(tools) if tools else ""
     if run.spec.mode == "code":
         return await run_code_mode(run, history, tools)
     return await run_tool_loop(run, history, tools)

@@ -1,6 +1,7 @@
 """MCP client: servers from the config file, pooled sessions, offered to ``tools.*`` as a tool source."""
 
 from .activities import McpActivities, build_mcp_activities
+from .fleet import McpFleet
 from .client import McpToolClient
 from .pool import McpSessionPool
 from .secrets import SecretResolver
@@ -8,6 +9,7 @@ from .source import McpToolSource
 
 __all__ = [
     "McpActivities",
+    "McpFleet",
     "McpSessionPool",
     "McpToolClient",
     "McpToolSource",

@@ -21,7 +21,7 @@ import mcp_types as types
 from temporalio import activity
 
 from ...contracts.llm.arguments import parse_tool_arguments
-from ...contracts.llm.tools import ToolCallInput, ToolCallResult, ToolSchema, outcome_unknown
+from ...contracts.llm.tools import ToolCallInput, ToolCallResult, ToolSchema, outcome_unknown, tool_removed
 from ...contracts.llm.violations import Violation, ViolationKind
 from ...contracts.mcp import McpAuthError, McpConfigError, McpUnavailableError
 from .errors import is_request_rejection, translate
@@ -120,8 +120,8 @@ class McpToolClient:
             await self._list(connection)
             tool = connection.tools.get(mcp_name)
         if tool is None:
-            offered = ", ".join(config.tool_prefix + n for n in sorted(connection.tools))
-            return _error_result(call, f"unknown tool {call.name!r}; server {server!r} offers: {offered}")
+            offered = [config.tool_prefix + n for n in sorted(connection.tools)]
+            return tool_removed(call, server, offered)
         if tool.execution is not None and tool.execution.task_support == "required":
             return _error_result(call, f"tool {call.name!r} requires task augmentation, which this client does not "
                                        "offer; it is not available")

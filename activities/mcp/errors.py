@@ -62,7 +62,7 @@ def _translate(exc: BaseException, *, server: str, http_status: int | None, duri
         if exc.code in AUTH_ERROR_CODES or http_status in (401, 403):
             return McpAuthError(f"{during}: credential rejected: {exc.message}", server=server)
         if exc.code == REQUEST_TIMEOUT:
-            return McpUnavailableError(f"{during}: timed out", server=server)
+            return McpUnavailableError(f"{during}: timed out", server=server, outcome="timeout")
         if exc.code == CONNECTION_CLOSED:
             return McpUnavailableError(f"{during}: connection closed", server=server)
         if exc.code == INTERNAL_ERROR or (http_status is not None and (http_status >= 500 or http_status in (408, 429))):
@@ -70,7 +70,7 @@ def _translate(exc: BaseException, *, server: str, http_status: int | None, duri
             return McpUnavailableError(f"{during}: server error{status}: {exc.message}", server=server)
         return McpProtocolError(f"{during}: error {exc.code}: {exc.message}", server=server)
     if isinstance(exc, TimeoutError):
-        return McpUnavailableError(f"{during}: timed out", server=server)
+        return McpUnavailableError(f"{during}: timed out", server=server, outcome="timeout")
     if isinstance(exc, FileNotFoundError | PermissionError):
         return McpConfigError(f"{during}: cannot start the server: {exc}", server=server)
     if isinstance(exc, OSError | httpx2.HTTPError | ClosedResourceError | BrokenResourceError | EndOfStream):

@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import logging
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -91,6 +92,14 @@ class McpSessionPool:
         self._secrets = secrets
         self._connections: dict[str, McpConnection] = {}
         self._locks: dict[str, asyncio.Lock] = {}
+        self.on_connect: Callable[[str], None] = lambda server: None
+        """Called after each session is established (the fleet counts reconnects)."""
+        self.on_list_changed: Callable[[str], None] = lambda server: None
+        """Called on ``notifications/tools/list_changed`` (the fleet drops its cached catalog)."""
+
+    @property
+    def secrets(self) -> SecretResolver:
+        return self._secrets
 
     def server_config(self, server: str) -> McpServerConfig:
         try:
@@ -111,6 +120,7 @@ class McpSessionPool:
                 await current.close()
             connection = await self._connect(server, config)
             self._connections[server] = connection
+            self.on_connect(server)
             return connection
 
     def current(self, server: str) -> McpConnection | None:
@@ -152,8 +162,12 @@ class McpSessionPool:
             transport = streamable_http_client(config.url, http_client=http)
         else:  # pragma: no cover - the config union is closed
             raise McpConfigError(f"unsupported transport {config!r}", server=server)
+        async def on_message(message: Any) -> None:
+            if isinstance(message, types.ToolListChangedNotification):
+                self.on_list_changed(server)
+
         # Client-side response caching would hide a server restart's new tool list.
-        client = Client(transport, read_timeout_seconds=timeouts.call_seconds, cache=None)
+        client = Client(transport, read_timeout_seconds=timeouts.call_seconds, cache=None, message_handler=on_message)
         return client, secrets, http
 
     async def _connect(self, server: str, config: McpServerConfig) -> McpConnection:
@@ -186,5 +200,5 @@ class McpSessionPool:
             await connection.close()
             if isinstance(exc, asyncio.CancelledError):
                 raise
-            raise translate(exc, server=server, http_status=status_box[0], during="connect") from None
+            raise translate(exc, server=server, http_status=status_box[0], during="connect", secrets=secrets) from None
         return connection

@@ -1,16 +1,21 @@
 """MCP servers as a ``ToolSource`` for the ``tools.*`` activities.
 
 With this, every workflow's ordinary ``tools.call`` reaches MCP tools (tool
-mode, code mode, pipelines, the monitor); it is the only way in.
+mode, code mode, pipelines, the monitor); it is the only way in. It goes
+through the fleet (``fleet.py``): only the servers serving the names asked
+are contacted, each behind its own circuit breaker.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from temporalio.exceptions import ApplicationError
 
 from ...contracts.llm.tools import ToolCallInput, ToolCallResult, ToolSchema
-from ...contracts.mcp import McpError, server_of_source
+from ...contracts.mcp import McpError, mcp_source
 from .client import McpToolClient
+from .fleet import McpFleet
 
 
 def as_application_error(error: McpError) -> ApplicationError:
@@ -19,20 +24,23 @@ def as_application_error(error: McpError) -> ApplicationError:
 
 
 class McpToolSource:
-    def __init__(self, client: McpToolClient) -> None:
-        self.client = client
+    def __init__(self, fleet: McpFleet | McpToolClient) -> None:
+        if isinstance(fleet, McpToolClient):  # a bare client (tests, demos)
+            fleet = McpFleet(fleet)
+        self.fleet = fleet
 
-    async def describe(self) -> list[ToolSchema]:
+    async def describe(self, names: Sequence[str] | None = None) -> list[ToolSchema]:
         try:
-            return await self.client.list_tools()
+            return await self.fleet.describe(names)
         except McpError as error:
             raise as_application_error(error) from None
 
-    async def call(self, schema: ToolSchema, call: ToolCallInput) -> ToolCallResult:
-        server = server_of_source(schema.source)
-        if server is None:
-            raise ValueError(f"tool {schema.name!r} does not come from an MCP server (source {schema.source!r})")
+    def known_owner(self, name: str) -> str | None:
+        owner = self.fleet.known_owner(name)
+        return mcp_source(owner) if owner is not None else None
+
+    async def call(self, call: ToolCallInput) -> ToolCallResult | None:
         try:
-            return await self.client.call_tool(server, call)
+            return await self.fleet.call(call)
         except McpError as error:
             raise as_application_error(error) from None

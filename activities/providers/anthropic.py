@@ -32,6 +32,7 @@ from ...contracts.llm.messages import LLMToolCall, Message
 from ...contracts.llm.request import FinishReason, LLMRequest, LLMResponse, Usage
 from .base import parse_wire, sdk_call
 from .errors import DEFAULT_RETRY_AFTER_CAP
+from .streams import AnthropicEvents, TextSink, read_stream
 from .wire_names import WireNames
 
 _FINISH: dict[str, FinishReason] = {
@@ -256,3 +257,23 @@ class AnthropicProvider:
 
         body = await sdk_call(self.name, call, secret=self._key, retry_after_cap=self._cap)
         return response_from_wire(body, request)
+
+    async def stream(self, request: LLMRequest, on_text: TextSink) -> LLMResponse:
+        """The same call with ``stream: true``; text deltas go to ``on_text``, the assembled answer is returned."""
+        capability = capability_for(self.name, request.config.model, self._capabilities)
+        params, extra_body = request_to_wire(request, capability, caching=self._caching)
+        options: dict[str, Any] = {}
+        if self._timeout is not None:
+            options["timeout"] = self._timeout
+        if not self._key:
+            options["headers"] = {"Authorization": anthropic.Omit(), "X-Api-Key": anthropic.Omit()}
+        body = {**params, **extra_body, "stream": True}
+
+        async def open_stream() -> Any:
+            # Posted like messages.create(stream=True), but each event comes back as its parsed JSON.
+            return await self._client.post("/v1/messages", cast_to=object, body=body, options=options,  # type: ignore[arg-type]
+                                           stream=True, stream_cls=anthropic.AsyncStream[object])
+
+        assembled = await read_stream(self.name, open_stream, AnthropicEvents(), on_text, secret=self._key,
+                                      retry_after_cap=self._cap)
+        return response_from_wire(assembled, request)

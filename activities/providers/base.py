@@ -25,6 +25,10 @@ class Provider(Protocol):
         """One provider call; raises ``RetryableProviderError`` or ``NonRetryableProviderError``."""
         ...
 
+    async def stream(self, request: LLMRequest, on_text: Callable[[str], None]) -> LLMResponse:
+        """The same call streamed: answer text goes to ``on_text`` as it arrives; returns what ``complete`` would."""
+        ...
+
 
 class RawResponse(Protocol):
     """The HTTP response of one SDK call (``...with_raw_response.create(...).http_response``,

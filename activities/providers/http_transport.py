@@ -48,31 +48,50 @@ class AiohttpTransport(httpx2.AsyncBaseTransport):
         headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in request.headers.raw if k.lower() not in _DROPPED]
         body = await request.aread()
         try:
-            async with self._open().request(
+            response = await self._open().request(
                 request.method, str(request.url), headers=headers, data=body or None, allow_redirects=False,
                 timeout=aiohttp.ClientTimeout(
                     total=None, connect=timeout.get("pool"), sock_connect=timeout.get("connect"),
                     sock_read=timeout.get("read"),
                 ),
-            ) as response:
-                content = await response.read()
-                return httpx2.Response(
-                    response.status,
-                    headers=list(response.raw_headers),
-                    content=content,
-                    request=request,
-                    extensions={"http_version": b"HTTP/1.1", "reason_phrase": (response.reason or "").encode()},
-                )
+            )
         except Exception as exc:  # noqa: BLE001 - mapped onto httpx2's classes, or raised as is
             mapped = _httpx_error(exc, request)
             if mapped is None:
                 raise
             raise mapped from exc
+        # The body is a stream, as with httpx2's own transport: a streamed answer (SSE) is read as it arrives.
+        return httpx2.Response(
+            response.status,
+            headers=list(response.raw_headers),
+            stream=_Body(response, request),
+            request=request,
+            extensions={"http_version": b"HTTP/1.1", "reason_phrase": (response.reason or "").encode()},
+        )
 
     async def aclose(self) -> None:
         if self._session is not None:
             await self._session.close()
             self._session = None
+
+
+class _Body(httpx2.AsyncByteStream):
+    def __init__(self, response: aiohttp.ClientResponse, request: httpx2.Request) -> None:
+        self._response = response
+        self._request = request
+
+    async def __aiter__(self):  # noqa: ANN204 - an async generator of bytes
+        try:
+            async for chunk in self._response.content.iter_any():
+                yield chunk
+        except Exception as exc:  # noqa: BLE001 - mapped onto httpx2's classes, or raised as is
+            mapped = _httpx_error(exc, self._request)
+            if mapped is None:
+                raise
+            raise mapped from exc
+
+    async def aclose(self) -> None:
+        self._response.release()
 
 
 def _httpx_error(exc: Exception, request: httpx2.Request) -> Exception | None:

@@ -23,6 +23,7 @@ from ...contracts.llm.messages import LLMToolCall, Message
 from ...contracts.llm.request import FinishReason, LLMRequest, LLMResponse, Usage
 from .base import parse_wire, sdk_call
 from .errors import DEFAULT_RETRY_AFTER_CAP, malformed
+from .streams import OpenAIChunks, TextSink, read_stream
 from .wire_names import WireNames
 
 CHAT_COMPLETIONS_PATH = "/chat/completions"
@@ -190,13 +191,31 @@ class OpenAIProvider:
         self._cap = retry_after_cap
         self._capabilities = list(capabilities or [])
 
-    async def complete(self, request: LLMRequest) -> LLMResponse:
+    def _prepared(self, request: LLMRequest) -> tuple[CompletionCreateParamsNonStreaming, RequestOptions]:
         params = request_to_wire(request, capability_for(self.name, request.config.model, self._capabilities))
         options: RequestOptions = {}
         if self._timeout is not None:
             options["timeout"] = self._timeout
         if not self._key:
             options["headers"] = {"Authorization": openai.Omit()}
+        return params, options
+
+    async def stream(self, request: LLMRequest, on_text: TextSink) -> LLMResponse:
+        """The same call with ``stream: true``; text deltas go to ``on_text``, the assembled answer is returned."""
+        params, options = self._prepared(request)
+        body = {**params, "stream": True, "stream_options": {"include_usage": True}}
+
+        async def open_stream() -> Any:
+            # cast_to=object: the SDK parses each event's JSON and hands it over as is; the assembler checks it.
+            return await self._client.post(CHAT_COMPLETIONS_PATH, cast_to=object, body=body, options=options,
+                                           stream=True, stream_cls=openai.AsyncStream[object])
+
+        assembled = await read_stream(self.name, open_stream, OpenAIChunks(), on_text, secret=self._key,
+                                      retry_after_cap=self._cap)
+        return response_from_wire(assembled, request)
+
+    async def complete(self, request: LLMRequest) -> LLMResponse:
+        params, options = self._prepared(request)
         # Posted by the SDK client (auth, headers, timeout, errors) but not through
         # chat.completions.create: its per-field param transform tries every message
         # against every member of the message union (~60 ms CPU at 400 messages, the

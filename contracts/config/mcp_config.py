@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from ..mcp import McpConfigError
 
@@ -53,8 +53,43 @@ class McpTimeouts(BaseModel):
     list_seconds: float = Field(default=30.0, gt=0)
 
 
+class McpBreaker(BaseModel):
+    """The per-server circuit breaker: a hung or dead server is not retried into a pile of stuck calls."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    failures: int = Field(default=3, ge=1, le=1000)
+    """Infrastructure failures (unreachable, lost, timed out) in a row that open the circuit."""
+    open_seconds: float = Field(default=5.0, gt=0, le=3600)
+    """How long an open circuit fails calls at once before letting probes through (half-open)."""
+    max_open_seconds: float = Field(default=120.0, gt=0, le=86400)
+    """Each failed probe doubles the open period, up to this (a dead stdio server is restarted with backoff)."""
+    half_open_probes: int = Field(default=1, ge=1, le=100)
+    """Calls let through at once while half-open; one success closes the circuit."""
+
+    @model_validator(mode="after")
+    def _open_within_max(self) -> McpBreaker:
+        if self.max_open_seconds < self.open_seconds:
+            raise ValueError("max_open_seconds must be at least open_seconds")
+        return self
+
+
 class _ServerBase(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+    required: bool = False
+    """A required server that is not up makes ``/readyz`` answer 503; an optional one only shows there."""
+    tools: list[Annotated[str, Field(min_length=1, max_length=128)]] | None = None
+    """The tools this server serves (its names, before ``tool_prefix``). Set, a run naming other tools never
+    contacts it, and only these are offered; unset, it is asked for names no other server is known to serve."""
+    catalog_ttl_seconds: float = Field(default=300.0, gt=0, le=86400 * 7)
+    """The tool list is fetched again after this long (and at once on ``notifications/tools/list_changed``)."""
+    give_up_seconds: float = Field(default=60.0, gt=0, le=86400)
+    """How long runs using this server's tools retry while it is down; past it they fail with
+    ``McpServerDownError`` (not retried)."""
+    max_concurrent_calls: int = Field(default=16, ge=1, le=10000)
+    """Calls in flight to this server at once; further calls wait up to ``call_seconds`` for a slot."""
+    breaker: McpBreaker = Field(default_factory=McpBreaker)
 
     tool_prefix: str = Field(default="", pattern=r"^[A-Za-z0-9_.-]{0,24}$")
     """Prepended to every tool name this server offers, e.g. ``"tickets_"``, to avoid collisions."""
@@ -103,6 +138,14 @@ class McpConfig(BaseModel):
         return names
 
 
+def _key(loc: tuple[Any, ...]) -> str:
+    """``servers.x.stdio.breaker.failures`` (pydantic's path) as the operator wrote it: ``x.breaker.failures``."""
+    parts = list(loc[1:] if loc[:1] == ("servers",) else loc)
+    if len(parts) > 1 and parts[1] in ("stdio", "http"):  # the transport union's tag, not a key in the file
+        del parts[1]
+    return ".".join(str(p) for p in parts)
+
+
 _TRANSPORT_ALIASES = {"streamable-http": "http", "streamable_http": "http", "streamable-HTTP": "http"}
 
 
@@ -121,8 +164,6 @@ def parse_mcp_config(document: dict[str, Any], *, origin: str = "config") -> Mcp
     try:
         return McpConfig(servers=normalised)
     except ValidationError as exc:
-        detail = "; ".join(
-            f"mcp.servers.{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors()
-        )
+        detail = "; ".join(f"mcp.servers.{_key(err['loc'])}: {err['msg']}" for err in exc.errors())
         raise McpConfigError(f"{origin}: {detail}") from None
 

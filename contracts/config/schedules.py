@@ -156,6 +156,13 @@ def parse_schedule_file(text: str, *, name: str, origin: str | None = None) -> S
     return parsed
 
 
+class ScheduleChange(BaseModel):
+    """What ``agentsteps schedule`` did to one schedule."""
+
+    id: str
+    outcome: Literal["created", "updated", "unchanged", "paused", "resumed", "triggered"]
+
+
 class ScheduleStatus(BaseModel):
     """One row of ``agentsteps schedule list``."""
 
@@ -172,6 +179,7 @@ class ScheduleStatus(BaseModel):
 __all__ = [
     "MAX_CATCHUP",
     "WORKFLOW_INPUTS",
+    "ScheduleChange",
     "ScheduleFile",
     "ScheduleStatus",
     "format_duration",

@@ -37,6 +37,13 @@ ContextPolicy = Literal["none", "truncate", "summarize"]
 """What ``llm.call`` does with a request that does not fit the window (``contracts/llm/context.py``)."""
 
 
+class TokenStream(BaseModel):
+    """Where a streamed call's text goes: the calling workflow's progress stream, labelled with this."""
+
+    turn: int = 0
+    step: int = 0
+
+
 class LLMRequest(BaseModel):
     config: LLMConfig
     messages: list[Message]
@@ -53,6 +60,10 @@ class LLMRequest(BaseModel):
     chained: bool = False
     """Store the whole message list and return its ``ConversationRef`` (implied by ``conversation``)."""
     context_policy: ContextPolicy = "none"
+    stream: TokenStream | None = None
+    """Call the provider with streaming and publish the answer's text, batched, on the calling
+    workflow's progress stream (sessions with ``stream_tokens``). Advisory: a retried call streams
+    again, and the returned (completed) message is what the contracts check."""
 
 
 class Usage(BaseModel):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -18,6 +20,8 @@ Delivery = Literal["retry", "key", "at_most_once"]
 """
 
 OUTCOME_UNKNOWN = "ToolOutcomeUnknown"
+TOOL_REMOVED = "ToolRemoved"
+"""``error_type`` of a call to a tool its server no longer offers (removed after the run described it)."""
 """``ToolCallResult.error_type`` of an at-most-once call that may or may not have happened."""
 
 
@@ -67,7 +71,8 @@ class ToolCallResult(BaseModel):
     structured: Any = None
     """The validated result value, when the tool returns one."""
     error_type: str | None = None
-    """``OUTCOME_UNKNOWN`` when the call may or may not have happened (``is_error`` is then true)."""
+    """``OUTCOME_UNKNOWN`` when the call may or may not have happened, ``TOOL_REMOVED`` when its server no
+    longer offers the tool (``is_error`` is then true)."""
 
 
 def outcome_unknown(call: ToolCallInput, reason: str) -> ToolCallResult:
@@ -80,6 +85,25 @@ def outcome_unknown(call: ToolCallInput, reason: str) -> ToolCallResult:
             "Check its effect before calling it again."
         ),
     )
+
+
+def tool_removed(call: ToolCallInput, server: str, offered: list[str]) -> ToolCallResult:
+    """The typed error result of a call to a tool its server stopped offering after the run began."""
+    return ToolCallResult(
+        call_id=call.call_id, name=call.name, is_error=True, error_type=TOOL_REMOVED,
+        content=(
+            f"{TOOL_REMOVED}: unknown tool {call.name!r}: the server {server!r} does not (or no longer) offer "
+            f"it; it was not called. Tools that server offers now: {', '.join(offered[:50]) or 'none'}."
+        ),
+    )
+
+
+def catalog_digest(tools: list[ToolSchema]) -> str:
+    """``sha256:<hex>`` of the schemas a run was given, whatever their order: an audit compares it with a
+    catalog to know the run saw exactly those tools (pure, so a workflow computes it)."""
+    canonical = sorted((t.model_dump(mode="json") for t in tools), key=lambda t: t["name"])
+    text = json.dumps(canonical, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
 
 
 class ToolsDescribeInput(BaseModel):

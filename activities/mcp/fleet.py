@@ -1,0 +1,281 @@
+"""The worker's MCP servers as a fleet: one down server never touches runs that do not use it.
+
+- **Which servers a run asks.** ``describe(names)`` maps each tool name to
+  its server without contacting the others: first the servers known to serve
+  it (their ``tools = [...]`` in the config, or their cached catalog), then,
+  for names still unknown, the servers that may serve it (no ``tools`` list,
+  and the name starts with their ``tool_prefix``), healthy ones first. A
+  server's failure matters only if a name the run needs is still unresolved.
+- **A catalog that stays fresh.** Each server's catalog is cached for its
+  ``catalog_ttl_seconds`` and dropped on ``notifications/tools/list_changed``;
+  a background watcher refreshes it and probes servers that are down.
+- **Bounded failure.** While a run's server is down, its activity fails
+  retryable; once the server has been down (or the activity has been
+  retrying) for the server's ``give_up_seconds``, it fails with
+  ``McpServerDownError`` (not retried), naming the server.
+- **Health.** ``health`` (per server, ``health.py``) drives ``/readyz``,
+  ``agentsteps tools list`` and the ``agentsteps_mcp_*`` metrics.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from temporalio import activity
+
+from ...contracts.llm.tools import OUTCOME_UNKNOWN, TOOL_REMOVED, ToolCallInput, ToolCallResult, ToolSchema
+from ...contracts.mcp import McpConfigError, McpError, McpServerDownError, McpUnavailableError
+from .client import McpToolClient
+from .health import ServerHealth
+from .preflight import config_problem
+
+log = logging.getLogger(__name__)
+
+WATCH_INTERVAL_SECONDS = 1.0
+"""How often the watcher looks for stale catalogs and servers due a probe (it contacts them far less often)."""
+
+
+@dataclass
+class _Catalog:
+    tools: dict[str, ToolSchema]
+    fetched: float
+    stale: bool = False
+
+
+class McpFleet:
+    def __init__(self, client: McpToolClient, clock: Callable[[], float] = time.monotonic) -> None:
+        self.client = client
+        self.config = client.pool.config
+        self._secrets = client.pool.secrets
+        self._clock = clock
+        self.health = {name: ServerHealth(name, cfg, clock) for name, cfg in sorted(self.config.servers.items())}
+        self._catalogs: dict[str, _Catalog] = {}
+        self._owner: dict[str, str] = {}
+        """Tool name -> the server that last offered it; kept after removal, so a call reaches it and is told."""
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._probes: dict[str, asyncio.Task[Any]] = {}
+        self._watcher: asyncio.Task[None] | None = None
+        client.pool.on_connect = lambda server: self.health[server].connected()
+        client.pool.on_list_changed = self._list_changed
+        self.preflight()
+
+    # ------------------------------------------------------------ lifecycle
+
+    def preflight(self) -> None:
+        for name, health in self.health.items():
+            problem = config_problem(self.config.servers[name], self._secrets)
+            if problem is not None:
+                health.misconfigured(problem)
+                log.error("mcp server %r is misconfigured: %s (runs using its tools fail; others are untouched)",
+                          name, problem)
+
+    def start(self) -> None:
+        """Connect to every server in the background, then keep catalogs fresh and probe the down ones."""
+        if self._watcher is None and self.health:
+            self._watcher = asyncio.create_task(self._watch(), name="mcp-fleet-watcher")
+
+    async def aclose(self) -> None:
+        tasks = [t for t in [self._watcher, *self._probes.values()] if t is not None]
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(BaseException):
+                await task
+        await self.client.aclose()
+
+    async def _watch(self) -> None:
+        while True:
+            for name, health in self.health.items():
+                if name in self._probes and not self._probes[name].done():
+                    continue
+                if (health.state != "up" and health.probe_due()) or (health.state == "up" and not self._fresh(name)):
+                    self._probes[name] = asyncio.create_task(self._probe(name), name=f"mcp-probe-{name}")
+            await asyncio.sleep(WATCH_INTERVAL_SECONDS)
+
+    async def _probe(self, server: str) -> None:
+        with contextlib.suppress(McpError):
+            await self.catalog(server, force=True)
+
+    # ------------------------------------------------------------ catalogs
+
+    def _fresh(self, server: str) -> bool:
+        catalog = self._catalogs.get(server)
+        ttl = self.config.servers[server].catalog_ttl_seconds
+        return catalog is not None and not catalog.stale and self._clock() - catalog.fetched < ttl
+
+    def _list_changed(self, server: str) -> None:
+        catalog = self._catalogs.get(server)
+        if catalog is not None:
+            catalog.stale = True
+        log.info("mcp server %r: tool list changed; the catalog is fetched again", server)
+
+    async def catalog(self, server: str, *, force: bool = False) -> dict[str, ToolSchema]:
+        """``server``'s tools, from cache while fresh; a fetch goes through the breaker and updates health."""
+        lock = self._locks.setdefault(server, asyncio.Lock())
+        async with lock:
+            if self._fresh(server) and not force:
+                return self._catalogs[server].tools
+            health = self.health[server]
+            probe = health.admit()
+            try:
+                schemas = await self.client.list_tools(server)
+            except McpError as error:
+                health.failed(error, probe, during="list")
+                raise
+            health.succeeded(probe, during="list")
+            declared = self.config.servers[server].tools
+            prefix = self.config.servers[server].tool_prefix
+            tools = {s.name: s for s in schemas if declared is None or s.name[len(prefix):] in declared}
+            self._catalogs[server] = _Catalog(tools, self._clock())
+            for name in tools:
+                self._owner[name] = server
+            return tools
+
+    def _known(self, server: str, name: str) -> bool:
+        config = self.config.servers[server]
+        if config.tools is not None:
+            return name.startswith(config.tool_prefix) and name[len(config.tool_prefix):] in config.tools
+        catalog = self._catalogs.get(server)
+        return catalog is not None and name in catalog.tools
+
+    def _may_serve(self, server: str, name: str) -> bool:
+        config = self.config.servers[server]
+        return config.tools is None and name.startswith(config.tool_prefix)
+
+    def known_owner(self, name: str) -> str | None:
+        """The server known to serve ``name`` (config or cache), without contacting any."""
+        return next((s for s in self.health if self._known(s, name)), self._owner.get(name))
+
+    async def describe(self, names: Sequence[str] | None = None) -> list[ToolSchema]:
+        """Schemas for ``names`` (every reachable tool when None), asking only the servers that serve them.
+
+        A name offered by no reachable server, while a server that may serve it
+        failed, raises that server's error (bounded, see ``bounded``).
+        """
+        if names is None:
+            return await self._describe_all()
+        missing = dict.fromkeys(names)
+        found: dict[str, ToolSchema] = {}
+        failures: list[tuple[McpError, set[str]]] = []
+        tried: set[str] = set()
+        up_first = sorted(self.health, key=lambda s: self.health[s].state != "up")
+        for test in (self._known, self._may_serve):
+            for server in up_first:
+                wanted = {n for n in missing if test(server, n)}
+                if not wanted or server in tried:
+                    continue
+                tried.add(server)
+                try:
+                    tools = await self.catalog(server)
+                except McpError as error:
+                    failures.append((error, wanted))
+                    continue
+                for name in [n for n in missing if n in tools]:  # fetched: it answers for every name it has
+                    found[name] = tools[name]
+                    missing.pop(name)
+        for error, wanted in failures:
+            if wanted & missing.keys():
+                raise self.bounded(error)
+        return [found[n] for n in names if n in found]
+
+    async def _describe_all(self) -> list[ToolSchema]:
+        schemas: list[ToolSchema] = []
+        owner: dict[str, str] = {}
+        for server in self.health:
+            try:
+                tools = await self.catalog(server)
+            except McpError:
+                continue  # the server's state says why; the rest are still listed
+            for name, schema in tools.items():
+                if name in owner:
+                    raise McpConfigError(f"tool {name!r} is offered by servers {owner[name]!r} and {server!r}; "
+                                         "set tool_prefix on one of them")
+                owner[name] = server
+                schemas.append(schema)
+        return schemas
+
+    # ------------------------------------------------------------ calls
+
+    async def call(self, call: ToolCallInput) -> ToolCallResult | None:
+        """Run ``call`` on the server of its tool; None when no server serves a tool of that name."""
+        server = self.known_owner(call.name)
+        if server is None:
+            await self.describe([call.name])
+            server = self.known_owner(call.name)
+            if server is None:
+                return None
+        catalog = self._catalogs.get(server)
+        if catalog is not None and catalog.stale:
+            # The server said its list changed: learn it first, so a removed tool is told apart from a failure.
+            with contextlib.suppress(McpError):
+                await self.catalog(server)
+        health = self.health[server]
+        try:
+            return await self._guarded_call(health, call)
+        except McpError as error:
+            raise self.bounded(error) from None
+
+    async def _guarded_call(self, health: ServerHealth, call: ToolCallInput) -> ToolCallResult:
+        try:
+            probe = health.admit()  # fail fast, before waiting for a slot
+            async with health.slot():
+                if not probe and health.state == "circuit_open":
+                    probe = health.admit()  # the circuit opened while this call waited: no pile-up
+                started = self._clock()
+                try:
+                    result = await self.client.call_tool(health.server, call)
+                except McpError as error:
+                    health.failed(error, probe)
+                    health.record(getattr(error, "outcome", "infra_error"), self._clock() - started)
+                    error.recorded = True  # type: ignore[attr-defined]
+                    raise
+                except BaseException:
+                    if probe:
+                        health.failed(McpUnavailableError("probe cancelled", server=health.server), probe)
+                    raise
+        except McpError as error:
+            if not getattr(error, "recorded", False):  # refused before reaching the server
+                health.record(getattr(error, "outcome", "infra_error"))
+            raise
+        elapsed = self._clock() - started
+        if result.error_type == OUTCOME_UNKNOWN:
+            health.failed(McpUnavailableError(result.content[:300], server=health.server), probe)
+            health.record("infra_error", elapsed)
+            return result
+        health.succeeded(probe)
+        health.record("error" if result.is_error else "ok", elapsed)
+        if result.error_type == TOOL_REMOVED:
+            self._list_changed(health.server)
+        return result
+
+    def bounded(self, error: McpError) -> McpError:
+        """``error``, or ``McpServerDownError`` once its server has been down past ``give_up_seconds``."""
+        if not isinstance(error, McpUnavailableError) or error.server not in self.health:
+            return error
+        health = self.health[error.server]
+        bound = health.config.give_up_seconds
+        down = health.down_for() or 0.0
+        retrying = 0.0
+        if activity.in_activity():
+            retrying = time.time() - activity.info().scheduled_time.timestamp()
+        if max(down, retrying) < bound:
+            return error
+        return McpServerDownError(
+            f"down for {max(down, retrying):.0f} s, past give_up_seconds = {bound:g}; last error: {health.last_error}",
+            server=error.server,
+        )
+
+    # ------------------------------------------------------------ health
+
+    def report(self) -> dict[str, dict[str, Any]]:
+        return {name: health.report() for name, health in self.health.items()}
+
+    def ready(self) -> bool:
+        """False while a ``required`` server is not up."""
+        return all(h.state == "up" for h in self.health.values() if h.config.required)
