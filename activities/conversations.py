@@ -13,7 +13,7 @@ from collections import OrderedDict
 
 from temporalio.exceptions import ApplicationError
 
-from ..contracts.errors import PayloadIntegrityError
+from ..contracts.errors import PayloadIntegrityError, PayloadMissingError
 from ..contracts.llm.conversation import ConversationRef, decode_node, encode_node
 from ..contracts.llm.messages import Message
 from .payload_store import PayloadStore
@@ -41,10 +41,10 @@ class ConversationStore:
                 current, messages = decode_node(current, data)
             except (PayloadIntegrityError, ValueError) as exc:
                 # Typed as what went wrong (a missing segment is PayloadMissingError), and never retried.
-                kind = type(exc).__name__ if isinstance(exc, PayloadIntegrityError) else "PayloadIntegrityError"
-                raise ApplicationError(
-                    f"the run's stored conversation cannot be read: {exc}", type=kind, non_retryable=True
-                ) from None
+                message = f"the run's stored conversation cannot be read: {exc}"
+                if isinstance(exc, PayloadMissingError):
+                    raise ApplicationError(message, type=PayloadMissingError.__name__, non_retryable=True) from None
+                raise ApplicationError(message, type=PayloadIntegrityError.__name__, non_retryable=True) from None
             segments.append(messages)
         full = list(base)
         for messages in reversed(segments):

@@ -98,3 +98,27 @@ async def test_a_silent_server_is_a_retryable_timeout_within_the_configured_time
     with pytest.raises(RetryableProviderError, match="Timeout"):
         await _complete(handler, timeout=0.3)
     assert loop.time() - started < 3
+
+
+async def test_a_streamed_body_is_read_as_it_arrives_not_when_it_ends():
+    async def handler(reader, writer):
+        await _read_request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+                     b"6\r\ndata:1\r\n")
+        await writer.drain()
+        await asyncio.sleep(1.0)
+        writer.write(b"6\r\ndata:2\r\n0\r\n\r\n")
+        await writer.drain()
+        writer.close()
+
+    loop = asyncio.get_running_loop()
+    async for url in _server(handler):
+        async with provider_http_client(5.0) as http:
+            started = loop.time()
+            async with http.stream("POST", f"{url}/chat/completions", content=b"{}",
+                                   headers={"Content-Length": "2"}) as response:
+                chunks = []
+                async for chunk in response.aiter_bytes():
+                    chunks.append((chunk, loop.time() - started))
+    assert b"".join(c for c, _ in chunks) == b"data:1data:2"
+    assert chunks[0][1] < 0.8, chunks  # the first event before the server finished the body
