@@ -180,16 +180,18 @@ def build_worker(
     )
 
 
-# The SDK's defaults, for the capacity gauge when nothing overrides them.
-_SDK_DEFAULTS = {"max_concurrent_activities": 100, "max_concurrent_workflow_tasks": 100, "max_cached_workflows": 1000}
+# Gauge kind -> the Worker option that sizes it, and the SDK's default when nothing overrides it.
+_SLOT_OPTIONS = {
+    "activity": ("max_concurrent_activities", 100),
+    "workflow_task": ("max_concurrent_workflow_tasks", 100),
+    "cached_workflows": ("max_cached_workflows", 1000),
+}
 
 
 def export_capacity(settings: WorkerSettings, worker_options: dict[str, Any]) -> None:
     """``agentsteps_worker_slots{kind}``: what this worker was sized to, beside Temporal's slots-used gauges."""
-    effective = {name: worker_options.get(name, default) for name, default in _SDK_DEFAULTS.items()}
-    WORKER_SLOTS.labels("activity").set(effective["max_concurrent_activities"])
-    WORKER_SLOTS.labels("workflow_task").set(effective["max_concurrent_workflow_tasks"])
-    WORKER_SLOTS.labels("cached_workflows").set(effective["max_cached_workflows"])
+    for kind, (option, sdk_default) in _SLOT_OPTIONS.items():
+        WORKER_SLOTS.labels(kind).set(worker_options.get(option, sdk_default))
     WORKER_SLOTS.labels("sandbox_processes").set(settings.sandbox_processes or os.cpu_count() or 1)
 
 

@@ -87,6 +87,19 @@ class RunningEngine:
         return self.settings.task_queue
 
 
+@pytest_asyncio.fixture(scope="module")
+async def metered_client(temporal_env) -> Client:
+    """A client on the metering runtime (``telemetry.runtime.build_runtime``): Temporal's metrics reach /metrics."""
+    from agentsteps.telemetry.runtime import build_runtime
+
+    return await Client.connect(
+        temporal_env.client.service_client.config.target_host,
+        namespace=temporal_env.client.namespace,
+        data_converter=pydantic_data_converter,
+        runtime=build_runtime(),
+    )
+
+
 @pytest_asyncio.fixture
 async def engine(client, settings):
     from agentsteps.worker import running_worker

@@ -15,10 +15,7 @@ import urllib.request
 import uuid
 from pathlib import Path
 
-import pytest_asyncio
 from prometheus_client.parser import text_string_to_metric_families
-from temporalio.client import Client
-from temporalio.contrib.pydantic import pydantic_data_converter
 
 from agentsteps.client.pipeline_files import load_pipeline_file
 from agentsteps.contracts import LLMConfig
@@ -26,7 +23,7 @@ from agentsteps.contracts.composition.pipeline_run import PipelineResult, pipeli
 from agentsteps.contracts.names import PIPELINE_WORKFLOW
 from agentsteps.demos.monitor import assigned_issues, monitor_worker, nudge_script, tracker_client, tracker_server
 from agentsteps.examples.support_tools import build_registry as support_registry
-from agentsteps.telemetry.runtime import build_runtime, collector_for
+from agentsteps.telemetry.runtime import collector_for
 from agentsteps.telemetry.server import start_metrics_server
 from agentsteps.worker import running_worker
 
@@ -37,14 +34,6 @@ from monitor_support import run_tick, seed_tracker, stalled_by_sql
 
 PIPELINE = Path(__file__).resolve().parent.parent / "examples" / "pipelines" / "support_reply.toml"
 PATHS = {"llm.call", "code.program", "reply", "monitor.nudge"}
-
-
-@pytest_asyncio.fixture
-async def metered_client(temporal_env) -> Client:
-    return await Client.connect(
-        temporal_env.client.service_client.config.target_host, namespace=temporal_env.client.namespace,
-        data_converter=pydantic_data_converter, runtime=build_runtime(),
-    )
 
 
 def _once_then(first: dict, then: dict, match: dict | None = None) -> dict:

@@ -11,32 +11,20 @@ import asyncio
 import uuid
 
 import pytest
-import pytest_asyncio
-from temporalio.client import Client, WorkflowFailureError
-from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.client import WorkflowFailureError
 from temporalio.exceptions import ActivityError, ApplicationError, CancelledError, RetryState, TimeoutError, TimeoutType
 
 from agentsteps.contracts import AgentInput
 from agentsteps.contracts.names import AGENT_WORKFLOW
 from agentsteps.contracts.spec import ActivityPolicy
 from agentsteps.telemetry.metrics import REGISTRY
-from agentsteps.telemetry.runtime import build_runtime, collector_for
+from agentsteps.telemetry.runtime import collector_for
 from agentsteps.telemetry.workflow_metrics import RUN_FAILURE_REASONS, failure_reason, fails_the_run
 from agentsteps.worker import running_worker
 
 from agent_support import make_spec
 
 SCHEMA = {"type": "object", "required": ["city"], "properties": {"city": {"type": "string"}}}
-
-
-@pytest_asyncio.fixture(scope="module")
-async def metered_client(temporal_env) -> Client:
-    return await Client.connect(
-        temporal_env.client.service_client.config.target_host,
-        namespace=temporal_env.client.namespace,
-        data_converter=pydantic_data_converter,
-        runtime=build_runtime(),
-    )
 
 
 def failed_runs(task_queue: str) -> dict[str, float]:

@@ -15,34 +15,21 @@ import re
 import urllib.request
 
 import pytest
-import pytest_asyncio
 from prometheus_client.parser import text_string_to_metric_families
 from temporalio import workflow
-from temporalio.client import Client
-from temporalio.contrib.pydantic import pydantic_data_converter
 
 with workflow.unsafe.imports_passed_through():
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from agentsteps.contracts.config.settings import TracingSettings
 from agentsteps.telemetry import tracing
-from agentsteps.telemetry.runtime import build_runtime, collector_for
+from agentsteps.telemetry.runtime import collector_for
 from agentsteps.telemetry.server import start_metrics_server
 from agentsteps.worker import running_worker
 
 from agent_support import make_spec, run_agent
 
 OPENMETRICS = "application/openmetrics-text; version=1.0.0; charset=utf-8"
-
-
-@pytest_asyncio.fixture(scope="module")
-async def metered_client(temporal_env) -> Client:
-    return await Client.connect(
-        temporal_env.client.service_client.config.target_host,
-        namespace=temporal_env.client.namespace,
-        data_converter=pydantic_data_converter,
-        runtime=build_runtime(),
-    )
 
 
 @pytest.fixture
