@@ -37,6 +37,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import dataclasses
+import functools
 import json
 import logging
 import queue
@@ -201,6 +202,11 @@ class _UnavailablePayloadConverter(EncodingPayloadConverter):
         raise failure
 
 
+@functools.cache
+def _process_converters() -> tuple[EncodingPayloadConverter, ...]:
+    return (*PydanticPayloadConverter().converters.values(), _UnavailablePayloadConverter())
+
+
 def as_failure(error: PayloadIntegrityError) -> ApplicationError:
     """The non-retryable failure a run ends with; its type is the error's class name."""
     return ApplicationError(str(error), type=type(error).__name__, non_retryable=True)
@@ -210,8 +216,10 @@ class AgentStepsPayloadConverter(PydanticPayloadConverter):
     """The pydantic converter, plus the marker of a payload the store could not give back."""
 
     def __init__(self) -> None:
-        super().__init__()
-        self._set_converters(*self.converters.values(), _UnavailablePayloadConverter())
+        # Temporal builds one of these for every serialization context it derives (several per
+        # workflow task, most thrown away at once): build the converters once per process, which
+        # also gives every context the one type-adapter cache.
+        self._set_converters(*_process_converters())
 
     def with_context(self, context: SerializationContext) -> AgentStepsPayloadConverter:
         # The marker converter learns which workflow it converts for; the JSON converter (and its

@@ -19,7 +19,7 @@ from pathlib import Path
 from temporalio.worker import Worker
 
 from agentsteps.contracts.config.settings import ProviderSettings, WorkerSettings
-from agentsteps.worker import connect, running_worker
+from agentsteps.worker import connect, running_worker, settle_heap
 from bare_workflow import BareAgentShape, noop
 
 
@@ -32,6 +32,7 @@ async def serve(address: str, task_queue: str, base_url: str, state_dir: str) ->
     client = await connect(settings, address)
     bare = Worker(client, task_queue=f"{task_queue}-bare", workflows=[BareAgentShape], activities=[noop])
     async with running_worker(client, settings), bare:
+        settle_heap()  # as agentsteps worker does
         print("ready", flush=True)
         stop = asyncio.Event()
         asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)

@@ -12,7 +12,7 @@ from temporalio.client import Client
 from ..contracts.config.settings import WorkerSettings
 from ..client.dev_server import embedded_temporal
 from ..telemetry.server import start_metrics_server
-from ..worker import build_mcp, check_deployment, connect, running_worker
+from ..worker import build_mcp, check_deployment, connect, running_worker, settle_heap
 
 
 async def _until_stopped() -> None:
@@ -39,6 +39,7 @@ async def _serve(client: Client, settings: WorkerSettings, banner: list[str]) ->
     )
     try:
         async with running_worker(client, settings, mcp=mcp):
+            settle_heap()
             ready.set()
             print("\n".join(banner), flush=True)
             await _until_stopped()
