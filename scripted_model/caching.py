@@ -12,7 +12,6 @@ double, deterministic on purpose.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import threading
 from typing import Any
@@ -46,10 +45,36 @@ _ENCODER = json.JSONEncoder(sort_keys=True)
 """``json.dumps(x, sort_keys=True)`` without building an encoder per call (most of its cost per message)."""
 
 
+class _Prefix:
+    """One prefix: what it counts as (its length as sorted JSON) and whether it is cached."""
+
+    __slots__ = ("chars", "cached", "next")
+
+    def __init__(self, chars: int) -> None:
+        self.chars = chars
+        self.cached = False
+        self.next: list[tuple[Any, _Prefix]] = []
+        """Each item seen after this prefix, with the longer prefix it makes."""
+
+    @property
+    def tokens(self) -> int:
+        return self.chars // 4
+
+
 class PromptCache:
+    """Every prefix a request has had, as a tree of items.
+
+    A request walks down it comparing items as values (a message equal to one
+    seen before is the same message; dict equality runs in C) and encodes only
+    the items past the longest prefix it shares with an earlier request. A
+    conversation repeats itself whole on every request, so encoding and hashing
+    every message of every request was the scripted model's largest cost at a
+    few hundred messages.
+    """
+
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._prefixes: set[str] = set()
+        self._root = _Prefix(2)  # ``[]``
 
     def anthropic(self, body: dict[str, Any]) -> tuple[int, int]:
         """``(cache_read, cache_write)`` tokens for a Messages request; records its marked prefixes."""
@@ -57,12 +82,12 @@ class PromptCache:
         marks = [i for i, (_, marked) in enumerate(blocks) if marked]
         if not marks:
             return 0, 0
-        digests, tokens = _prefixes([b for b, _ in blocks])
         with self._lock:
-            hit = max((i for i in range(len(blocks)) if digests[i] in self._prefixes), default=-1)
-            self._prefixes.update(digests[i] for i in marks)
-        read = tokens[hit] if hit >= 0 else 0
-        written = tokens[marks[-1]] - read if marks[-1] > hit else 0
+            path, hit = self._walk([b for b, _ in blocks])
+            for i in marks:
+                path[i].cached = True
+        read = path[hit].tokens if hit >= 0 else 0
+        written = path[marks[-1]].tokens - read if marks[-1] > hit else 0
         return read, max(0, written)
 
     def openai(self, body: dict[str, Any]) -> int:
@@ -70,30 +95,28 @@ class PromptCache:
         messages = [m for m in body.get("messages") or []]
         if not messages:
             return 0
-        digests, tokens = _prefixes(messages)
         with self._lock:
-            hit = max((i for i in range(len(messages)) if digests[i] in self._prefixes), default=-1)
-            self._prefixes.update(digests)
-        return tokens[hit] if hit >= 0 else 0
+            path, hit = self._walk(messages)
+            for prefix in path:
+                prefix.cached = True
+        return path[hit].tokens if hit >= 0 else 0
 
+    def _walk(self, items: list[Any]) -> tuple[list[_Prefix], int]:
+        """The prefix ``items[: i + 1]`` for every ``i`` (added where new), and the last cached one's index.
 
-def _prefixes(items: list[Any]) -> tuple[list[str], list[int]]:
-    """Per prefix ``items[: i + 1]``: a running hash that identifies it, and its tokens.
-
-    Tokens are the scripted model's rough 4 characters per token of the prefix as
-    sorted JSON, ``len(json.dumps(items[: i + 1], sort_keys=True)) // 4``, added
-    up from each item's encoding (``[``, items joined by ``, ``, ``]``) instead
-    of encoding every prefix again: a request repeats the whole conversation,
-    so this runs over every message of every request.
-    """
-    running = hashlib.sha256()
-    digests: list[str] = []
-    tokens: list[int] = []
-    chars = 2
-    for i, item in enumerate(items):
-        encoded = _ENCODER.encode(item)
-        running.update(encoded.encode())
-        digests.append(running.copy().hexdigest())
-        chars += len(encoded) + (2 if i else 0)
-        tokens.append(chars // 4)
-    return digests, tokens
+        A prefix counts ``len(json.dumps(items[: i + 1], sort_keys=True))``
+        characters: ``[``, the items joined by ``, ``, ``]``.
+        """
+        path: list[_Prefix] = []
+        hit = -1
+        prefix = self._root
+        for i, item in enumerate(items):
+            longer = next((p for seen, p in prefix.next if seen == item), None)
+            if longer is None:
+                longer = _Prefix(prefix.chars + len(_ENCODER.encode(item)) + (2 if i else 0))
+                prefix.next.append((item, longer))
+            elif longer.cached:
+                hit = i
+            path.append(longer)
+            prefix = longer
+        return path, hit
