@@ -154,9 +154,9 @@ def build_worker(
     conversations = ConversationStore(store or build_payload_store(settings))
     llm = LLMActivities(settings.providers, http, settings.prices, conversations)
     tools = ToolActivities(registry if registry is not None else load_registry(settings), [mcp.source(), *sources])
+    worker_options.setdefault("workflow_runner", ENGINE_SANDBOX)
     # The SDK's default (0) cancels every running activity at shutdown: a rolling
     # restart would throw away model calls already paid for and send them again.
-    worker_options.setdefault("workflow_runner", ENGINE_SANDBOX)
     worker_options.setdefault("graceful_shutdown_timeout", timedelta(seconds=settings.graceful_shutdown_seconds))
     for option, value in (
         ("max_concurrent_activities", settings.max_concurrent_activities),
