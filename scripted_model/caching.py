@@ -45,20 +45,47 @@ _ENCODER = json.JSONEncoder(sort_keys=True)
 """``json.dumps(x, sort_keys=True)`` without building an encoder per call (most of its cost per message)."""
 
 
+_SCAN = 8
+"""Items after one prefix compared one by one; past this many (the runs of a benchmark all
+branch off one system prompt) they are looked up by a hashable copy instead."""
+
+
 class _Prefix:
     """One prefix: what it counts as (its length as sorted JSON) and whether it is cached."""
 
-    __slots__ = ("chars", "cached", "next")
+    __slots__ = ("chars", "cached", "next", "index")
 
     def __init__(self, chars: int) -> None:
         self.chars = chars
         self.cached = False
         self.next: list[tuple[Any, _Prefix]] = []
         """Each item seen after this prefix, with the longer prefix it makes."""
+        self.index: dict[Any, _Prefix] | None = None
 
     @property
     def tokens(self) -> int:
         return self.chars // 4
+
+    def after(self, item: Any) -> _Prefix | None:
+        if self.index is not None:
+            return self.index.get(_hashable(item))
+        return next((p for seen, p in self.next if seen == item), None)
+
+    def add(self, item: Any, longer: _Prefix) -> None:
+        self.next.append((item, longer))
+        if self.index is not None:
+            self.index[_hashable(item)] = longer
+        elif len(self.next) > _SCAN:
+            self.index = {_hashable(seen): p for seen, p in self.next}
+
+
+def _hashable(item: Any) -> Any:
+    """Equal for equal JSON values, whatever the key order."""
+    if isinstance(item, dict):
+        return frozenset((k, _hashable(v)) for k, v in item.items())
+    if isinstance(item, list):
+        return tuple(_hashable(v) for v in item)
+    return item
 
 
 class PromptCache:
@@ -111,10 +138,10 @@ class PromptCache:
         hit = -1
         prefix = self._root
         for i, item in enumerate(items):
-            longer = next((p for seen, p in prefix.next if seen == item), None)
+            longer = prefix.after(item)
             if longer is None:
                 longer = _Prefix(prefix.chars + len(_ENCODER.encode(item)) + (2 if i else 0))
-                prefix.next.append((item, longer))
+                prefix.add(item, longer)
             elif longer.cached:
                 hit = i
             path.append(longer)

@@ -236,3 +236,17 @@ def test_prompt_cache_reads_what_encoding_every_prefix_whole_would(base, request
     for keep, extra in requests:
         messages = base[:keep] + extra
         assert cache.openai({"messages": messages}) == reference.openai(messages)
+
+
+def test_prompt_cache_reads_the_same_when_hundreds_of_conversations_branch_off_one_prompt():
+    """Past a few branches the items after a prefix are looked up by value, not compared in turn."""
+    cache, reference = PromptCache(), _EveryPrefixEncoded()
+    system = {"role": "system", "content": "be brief"}
+    for step in range(3):
+        for run in range(40):
+            messages = [system, {"role": "user", "content": f"run {run}"}]
+            messages += [{"content": f"answer {i}", "role": "assistant", "n": [i, {"run": run}]} for i in range(step)]
+            assert cache.openai({"messages": messages}) == reference.openai(messages)
+            # The same conversation with its keys in another order is the same prompt.
+            reordered = [dict(reversed(list(m.items()))) for m in messages]
+            assert cache.openai({"messages": reordered}) == reference.openai(messages)
