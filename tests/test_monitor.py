@@ -114,7 +114,8 @@ async def test_later_ticks_nudge_again_skip_issues_nudged_today_and_escalate_aft
     scripted.set_script(nudge_script(assigned_issues(db)))
     spec = make_spec(escalate_after_nudges=2)
     mcp = tracker_client({"tickets": tracker_server(db)}, new_token())
-    day2 = now + timedelta(days=spec.stalled_after_days + 1)
+    # Noon, so that five minutes later is still the same day whatever time the test runs.
+    day2 = (now + timedelta(days=spec.stalled_after_days + 1)).replace(hour=12, minute=0, second=0)
     day3 = day2 + timedelta(days=spec.stalled_after_days + 1)
     try:
         async with monitor_worker(client, settings, mcp):
