@@ -141,6 +141,7 @@ class LLMActivities:
                 config.provider, config.model, temperature=config.temperature, max_tokens=config.max_tokens
             ) as span:
                 span.record_input(request.messages)
+                served = True
                 try:
                     if on_text is None:
                         response = await provider.complete(request)
@@ -148,9 +149,9 @@ class LLMActivities:
                         response = await provider.stream(request, on_text)
                 except BaseException as exc:
                     served = isinstance(exc, RetryableProviderError)  # the same rule as its outcome's label
-                    metrics.record_latency(config, time.perf_counter() - started, span.trace_id, served=served)
                     raise
-                metrics.record_latency(config, time.perf_counter() - started, span.trace_id)
+                finally:
+                    metrics.record_latency(config, time.perf_counter() - started, span.trace_id, served=served)
                 span.record_response(
                     input_tokens=response.usage.prompt_tokens,
                     output_tokens=response.usage.completion_tokens,

@@ -31,19 +31,14 @@ _FLUSH_TIMEOUT_SECONDS = 5.0
 
 
 class TokenPublisher:
-    def __init__(self, target: TokenStream, *, batch_seconds: float = BATCH_SECONDS,
-                 batch_chars: int = BATCH_CHARS) -> None:
+    def __init__(self, target: TokenStream) -> None:
         self._target = target
-        self._every = batch_seconds
-        self._chars = batch_chars
         self._buffer: list[str] = []
         self._size = 0
         self._attempt = 1
         self._client: WorkflowStreamClient | None = None
         self._topic: Any = None
         self._ticker: asyncio.Task[None] | None = None
-        self.published = 0
-        """Events (batches) published so far."""
 
     async def __aenter__(self) -> TokenPublisher:
         self._attempt = activity.info().attempt
@@ -61,12 +56,12 @@ class TokenPublisher:
     def add(self, text: str) -> None:
         self._buffer.append(text)
         self._size += len(text)
-        if self._size >= self._chars:
+        if self._size >= BATCH_CHARS:
             self._publish()
 
     async def _tick(self) -> None:
         while True:
-            await asyncio.sleep(self._every)
+            await asyncio.sleep(BATCH_SECONDS)
             self._publish()
             await self._flush()
 
@@ -88,7 +83,6 @@ class TokenPublisher:
         event = ProgressEvent(kind="token", turn=self._target.turn, step=self._target.step, detail=text,
                               at=datetime.now(timezone.utc), attempt=self._attempt)
         self._topic.publish(event)  # buffered in the client until the next flush: one signal per batch
-        self.published += 1
 
     async def __aexit__(self, *exc: object) -> None:
         if self._ticker is not None:

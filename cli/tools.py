@@ -89,7 +89,7 @@ async def _tools_list(config_path: str | Path | None, as_json: bool) -> int:
             print(f"warning: MCP tool {name!r} is hidden by the Python tool of the same name; "
                   "set tool_prefix on its server", file=sys.stderr)
     # One optional server down is shown, not fatal; a required one is a failure, as in /readyz.
-    return EXIT_OK if all(h["state"] == "up" for h in servers.values() if h["required"]) else EXIT_FAILED
+    return EXIT_OK if mcp.fleet.ready() else EXIT_FAILED
 
 
 async def _tools_call(name: str, args_json: str, config_path: str | Path | None) -> int:

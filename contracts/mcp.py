@@ -28,11 +28,6 @@ def mcp_source(server: str) -> str:
     return f"{MCP_SOURCE_PREFIX}{server}"
 
 
-def server_of_source(source: str) -> str | None:
-    """The server name in a ``ToolSchema.source`` such as ``mcp:tickets``, or None for other sources."""
-    return source[len(MCP_SOURCE_PREFIX):] if source.startswith(MCP_SOURCE_PREFIX) else None
-
-
 class McpError(AgentStepsError):
     retryable: bool = False
 

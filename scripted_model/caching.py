@@ -72,10 +72,11 @@ class _Prefix:
         return next((p for seen, p in self.next if seen == item), None)
 
     def add(self, item: Any, longer: _Prefix) -> None:
-        self.next.append((item, longer))
         if self.index is not None:
             self.index[_hashable(item)] = longer
-        elif len(self.next) > _SCAN:
+            return
+        self.next.append((item, longer))
+        if len(self.next) > _SCAN:
             self.index = {_hashable(seen): p for seen, p in self.next}
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import time
 from pathlib import Path
@@ -14,23 +13,20 @@ import httpx
 import pytest
 import yaml
 
+from mcp_support import free_port
+
 ROOT = Path(__file__).resolve().parents[1]
 SCRAPE_CONFIG = ROOT / "deploy" / "prometheus" / "prometheus.yml"
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def prometheus_binary() -> str:
-    found = shutil.which("prometheus")
+def prometheus_tool(name: str) -> str:
+    """``prometheus`` or ``promtool``, both from Debian's prometheus package."""
+    found = shutil.which(name)
     if found:
         return found
     if os.environ.get("CI"):
-        pytest.fail("prometheus is not installed; .ci/run installs Debian's prometheus package")
-    pytest.skip("prometheus not installed (apt-get install prometheus); CI fails instead of skipping")
+        pytest.fail(f"{name} is not installed; .ci/run installs Debian's prometheus package")
+    pytest.skip(f"{name} not installed (apt-get install prometheus); CI fails instead of skipping")
 
 
 class Prometheus:
@@ -48,7 +44,7 @@ class Prometheus:
         self.log = (workdir / "prometheus.log").open("w")
         self.process = subprocess.Popen(
             [
-                prometheus_binary(),
+                prometheus_tool("prometheus"),
                 f"--config.file={workdir / 'prometheus.yml'}",
                 f"--storage.tsdb.path={workdir / 'data'}",
                 f"--web.listen-address=127.0.0.1:{self.port}",

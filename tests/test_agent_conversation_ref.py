@@ -13,23 +13,15 @@ from temporalio.exceptions import ApplicationError
 from temporalio.worker import Replayer
 
 from agentsteps.contracts import AgentInput, AgentResult, LLMConfig
-from agentsteps.contracts.names import AGENT_WORKFLOW, APPROVE_UPDATE, CONVERSATION_REF_PATCH, LLM_CALL
+from agentsteps.contracts.names import AGENT_WORKFLOW, APPROVE_UPDATE, CONVERSATION_REF_PATCH
 from agentsteps.workflows.agent import AgentWorkflow
 
 from agent_support import make_spec
 from approval_support import REFUND_SCRIPT, approval_worker
 from test_approvals import decide, wait_pending
+from test_session_history import _llm_input_sizes
 
 STEPS = 30
-
-
-def _llm_inputs(history) -> list[int]:
-    return [
-        sum(len(p.data) for p in e.activity_task_scheduled_event_attributes.input.payloads)
-        for e in history.events
-        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
-        and e.activity_task_scheduled_event_attributes.activity_type.name == LLM_CALL
-    ]
 
 
 def _marked(history, patch_id: str) -> bool:
@@ -63,7 +55,7 @@ async def test_each_step_adds_its_new_messages_to_history_never_the_conversation
     assert result.status == "completed" and len(result.steps) == STEPS + 1
     # The model still got the whole conversation: system, user, then a call and its result per step.
     assert len(scripted.requests[-1].body["messages"]) == 2 + 2 * STEPS
-    sizes = _llm_inputs(history)
+    sizes = _llm_input_sizes(history)
     assert len(sizes) == STEPS + 1
     # With the whole history each input would grow by a step's messages every step (~30x here).
     assert max(sizes[2:]) <= 1.2 * sizes[1], sizes

@@ -7,28 +7,17 @@ developer machine without it they are skipped, and the skip says why.
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
-import pytest
+from prometheus_support import prometheus_tool
 
 PROMETHEUS_DIR = Path(__file__).resolve().parents[1] / "deploy" / "prometheus"
 
 
-def promtool() -> str:
-    found = shutil.which("promtool")
-    if found:
-        return found
-    if os.environ.get("CI"):
-        pytest.fail("promtool is not installed; .ci/run installs Debian's prometheus package")
-    pytest.skip("promtool not installed (apt-get install prometheus); CI fails instead of skipping")
-
-
 def run_promtool(*args: str) -> str:
-    done = subprocess.run([promtool(), *args], cwd=PROMETHEUS_DIR, capture_output=True, text=True, timeout=60)
+    done = subprocess.run([prometheus_tool("promtool"), *args], cwd=PROMETHEUS_DIR, capture_output=True, text=True, timeout=60)
     output = done.stdout + done.stderr
     assert done.returncode == 0, output
     return output

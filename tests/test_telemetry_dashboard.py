@@ -127,9 +127,6 @@ def defined_metrics() -> set[str]:
 # --- completeness: dashboard <-> telemetry ---------------------------------------
 
 
-# Defined by the operations change (i15-ops) and exported; the dashboard shows it once its panel lands.
-
-
 def test_every_metric_defined_in_telemetry_is_on_the_dashboard():
     on_dashboard = set().union(*(metrics_in(expr) for _, expr in dashboard_queries()))
     assert defined_metrics() - on_dashboard == set()

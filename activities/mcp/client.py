@@ -153,9 +153,3 @@ class McpToolClient:
                 return outcome_unknown(call, str(error))
             raise error from None
         return to_tool_result(call.call_id, call.name, result, tool.output_schema, connection.secrets)
-
-    def is_known(self, server: str, name: str) -> bool:
-        """Whether ``name`` was in ``server``'s last listing (without connecting)."""
-        connection = self.pool.current(server)
-        prefix = self.pool.config.servers[server].tool_prefix if server in self.pool.config.servers else ""
-        return connection is not None and name.startswith(prefix) and name[len(prefix):] in connection.tools

@@ -241,16 +241,25 @@ class AnthropicProvider:
         self._caching = caching
         self._capabilities = list(capabilities or [])
 
-    async def complete(self, request: LLMRequest) -> LLMResponse:
+    def _prepared(self, request: LLMRequest) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+        """Wire params, the body fields the SDK's params do not declare, and request options
+        (timeout; no auth headers at all without a key)."""
         capability = capability_for(self.name, request.config.model, self._capabilities)
         params, extra_body = request_to_wire(request, capability, caching=self._caching)
-        extra: dict[str, Any] = {}
-        if extra_body:
-            extra["extra_body"] = extra_body
+        options: dict[str, Any] = {}
         if self._timeout is not None:
-            extra["timeout"] = self._timeout
+            options["timeout"] = self._timeout
         if not self._key:
-            extra["extra_headers"] = {"Authorization": anthropic.Omit(), "X-Api-Key": anthropic.Omit()}
+            options["headers"] = {"Authorization": anthropic.Omit(), "X-Api-Key": anthropic.Omit()}
+        return params, extra_body, options
+
+    async def complete(self, request: LLMRequest) -> LLMResponse:
+        params, extra_body, options = self._prepared(request)
+        extra: dict[str, Any] = {"extra_body": extra_body} if extra_body else {}
+        if "timeout" in options:
+            extra["timeout"] = options["timeout"]
+        if "headers" in options:
+            extra["extra_headers"] = options["headers"]
 
         async def call() -> Any:
             return (await self._client.messages.with_raw_response.create(**params, **extra)).http_response
@@ -260,13 +269,7 @@ class AnthropicProvider:
 
     async def stream(self, request: LLMRequest, on_text: TextSink) -> LLMResponse:
         """The same call with ``stream: true``; text deltas go to ``on_text``, the assembled answer is returned."""
-        capability = capability_for(self.name, request.config.model, self._capabilities)
-        params, extra_body = request_to_wire(request, capability, caching=self._caching)
-        options: dict[str, Any] = {}
-        if self._timeout is not None:
-            options["timeout"] = self._timeout
-        if not self._key:
-            options["headers"] = {"Authorization": anthropic.Omit(), "X-Api-Key": anthropic.Omit()}
+        params, extra_body, options = self._prepared(request)
         body = {**params, **extra_body, "stream": True}
 
         async def open_stream() -> Any:

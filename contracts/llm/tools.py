@@ -20,9 +20,9 @@ Delivery = Literal["retry", "key", "at_most_once"]
 """
 
 OUTCOME_UNKNOWN = "ToolOutcomeUnknown"
+"""``ToolCallResult.error_type`` of an at-most-once call that may or may not have happened."""
 TOOL_REMOVED = "ToolRemoved"
 """``error_type`` of a call to a tool its server no longer offers (removed after the run described it)."""
-"""``ToolCallResult.error_type`` of an at-most-once call that may or may not have happened."""
 
 
 class ToolSchema(BaseModel):
