@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test install mcp-thirdparty clean dashboard
+.PHONY: demo test test-fast dist install mcp-thirdparty clean dashboard
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -38,5 +38,14 @@ mcp-thirdparty: $(THIRDPARTY_SERVERS)
 test: install mcp-thirdparty
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
+# Everything but the slow tests (the wheel build and install); CI runs `make test`.
+test-fast: install
+	$(BIN)/python -m pytest -q -m "not slow" $(PYTEST_ARGS)
+
+# The sdist and the wheel, as a release publishes them (dist/).
+dist: install
+	rm -rf dist
+	$(BIN)/python -m build --outdir dist .
+
 clean:
-	rm -rf $(VENV) $(THIRDPARTY) .agentsteps
+	rm -rf $(VENV) $(THIRDPARTY) .agentsteps build dist

@@ -15,6 +15,7 @@ import sys
 from collections.abc import Callable
 from typing import NoReturn
 
+from .. import __version__
 from ..contracts import AgentStepsError, InvalidSpecError
 
 EXIT_OK = 0
@@ -49,6 +50,7 @@ def _exit(status: int) -> NoReturn:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="agentsteps", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"agentsteps {__version__}")
     parser.add_argument("--config", help="TOML config file (default: ./agentsteps.toml if present)")
     sub = parser.add_subparsers(metavar="COMMAND")
 
