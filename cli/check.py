@@ -14,6 +14,7 @@ from ..contracts.composition.contract import EdgeReport, check_edges
 from ..contracts.composition.prover import Verdict
 from ..contracts.errors import InvalidSpecError
 from ..client.pipeline_files import load_pipeline_file
+from .json_output import CHECK, print_json
 
 EXIT_OK, EXIT_FAILED, EXIT_INVALID = 0, 1, 2
 
@@ -62,7 +63,7 @@ def check_command(path: str, as_json: bool, out: TextIO | None = None) -> int:
     except InvalidSpecError as exc:
         if as_json:
             body = {"ok": False, "error": "InvalidSpecError", "violations": [v.model_dump(mode="json") for v in exc.violations]}
-            print(json.dumps(body, indent=2), file=out)
+            print_json(CHECK, body, out)
         else:
             print(f"{path}: invalid pipeline", file=out)
             for v in exc.violations:
@@ -75,7 +76,7 @@ def check_command(path: str, as_json: bool, out: TextIO | None = None) -> int:
             "ok": ok,
             "edges": [{**e.model_dump(mode="json"), "ok": e.ok} for e in edges],
         }
-        print(json.dumps(body, indent=2), file=out)
+        print_json(CHECK, body, out)
     else:
         last = loaded.contracts[-1]
         finals = [f"post {last.name}: {p}" for p in last.post]

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 
 from ..contracts.config.schedules import parse_duration
+from .json_output import PAYLOADS_GC, print_json
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
@@ -43,5 +43,8 @@ async def _gc(args: argparse.Namespace) -> int:
         report = await collect_garbage(client, store, args.older_than, delete=args.delete)
     finally:
         await store.aclose()
-    print(json.dumps(report.as_json()) if args.json else report.summary())
+    if args.json:
+        print_json(PAYLOADS_GC, report.as_json(), indent=None)
+    else:
+        print(report.summary())
     return 0

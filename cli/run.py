@@ -14,6 +14,7 @@ from ..contracts.names import PIPELINE_WORKFLOW
 from ..contracts.composition.pipeline_run import PipelineResult, pipeline_input
 from ..contracts.config.settings import WorkerSettings
 from ..client.pipeline_files import load_pipeline_file
+from .json_output import PIPELINE_RUN, RUN, print_json
 from .report import print_progress, print_result
 from ..client.runs import follow, start_agent_run
 from ..client.spec_files import load_spec
@@ -41,7 +42,7 @@ async def run_from_spec(settings: WorkerSettings, spec_path: str, user_input: st
             print(f"run failed: {cause}", file=sys.stderr)
             return 1
     if as_json:
-        print(result.model_dump_json())
+        print_json(RUN, result.model_dump(mode="json"), indent=None)
     else:
         print_result(result, sys.stdout)
     return 0
@@ -75,7 +76,7 @@ async def run_pipeline(settings: WorkerSettings, path: str, input_json: str, *, 
             print(f"pipeline failed: {exc.cause}", file=sys.stderr)
             return 1
     if as_json:
-        print(result.model_dump_json())
+        print_json(PIPELINE_RUN, result.model_dump(mode="json"), indent=None)
         return 0
     print(f"status: {result.status}")
     for edge in result.edges:

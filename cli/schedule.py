@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import sys
 
 from ..contracts.config.schedules import ScheduleChange
@@ -17,6 +16,7 @@ from ..client.schedules import (
     resume,
     trigger,
 )
+from .json_output import SCHEDULE_CHANGES, SCHEDULE_LIST, print_json
 
 ACTIONS = ("apply", "list", "pause", "resume", "trigger")
 
@@ -27,7 +27,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("name", nargs="?", help="schedule id (pause, resume, trigger)")
     parser.add_argument("--dir", default=str(DEFAULT_DIRECTORY), help="schedule files (apply)")
     parser.add_argument("--note", help="note recorded with pause or resume")
-    parser.add_argument("--json", action="store_true", help="print JSON: the rows (list) or the changes made")
+    parser.add_argument("--json", action="store_true", help="print one JSON object: the rows (list) or the changes made")
 
 
 def schedule_command(args: argparse.Namespace) -> int:
@@ -59,7 +59,7 @@ async def _run(args: argparse.Namespace, action: str, name: str | None) -> int:
     if action == "list":
         rows = await list_schedules(client)
         if as_json:
-            print(json.dumps([r.model_dump(mode="json") for r in rows], indent=2))
+            print_json(SCHEDULE_LIST, {"schedules": [r.model_dump(mode="json") for r in rows]})
             return 0
         for row in rows:
             state = "paused" if row.paused else "active"
@@ -78,7 +78,7 @@ async def _run(args: argparse.Namespace, action: str, name: str | None) -> int:
         await trigger(client, name or "")
         changes = [ScheduleChange(id=name or "", outcome="triggered")]
     if as_json:
-        print(json.dumps([c.model_dump(mode="json") for c in changes], indent=2))
+        print_json(SCHEDULE_CHANGES, {"changes": [c.model_dump(mode="json") for c in changes]})
         return 0
     for change in changes:
         print(f"{change.outcome} {change.id}")

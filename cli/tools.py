@@ -26,6 +26,7 @@ from temporalio.exceptions import ApplicationError
 from ..contracts import AgentStepsError, InvalidSpecError
 from ..contracts.llm.tools import ToolCallInput, ToolSchema
 from ..contracts.mcp import McpConfigError, McpError
+from .json_output import TOOLS_LIST, print_json
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -76,7 +77,7 @@ async def _tools_list(config_path: str | Path | None, as_json: bool) -> int:
     shadowed = {t.name for t in python_tools} & {t.name for t in mcp_tools}
     everything = python_tools + [t for t in mcp_tools if t.name not in shadowed]
     if as_json:
-        print(json.dumps({"tools": [t.model_dump(mode="json") for t in everything], "servers": servers}, indent=2))
+        print_json(TOOLS_LIST, {"tools": [t.model_dump(mode="json") for t in everything], "servers": servers})
     else:
         for tool in everything:
             print(_describe(tool))

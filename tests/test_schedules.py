@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import io
-import json
 import uuid
 from contextlib import redirect_stdout
 from datetime import timedelta
@@ -20,6 +19,7 @@ from agentsteps.contracts.errors import ScheduleFileError, ScheduleNotFoundError
 from agentsteps.contracts.monitor import MonitorReport
 from agentsteps.contracts.names import MONITOR_WORKFLOW
 from agentsteps.demos.monitor import assigned_issues, monitor_worker, nudge_script, tracker_client, tracker_server
+from agentsteps.cli.json_output import SCHEDULE_CHANGES, SCHEDULE_LIST
 from agentsteps.cli.schedule import schedule_command
 from agentsteps.client.schedules import (
     apply_schedules,
@@ -30,6 +30,7 @@ from agentsteps.client.schedules import (
     trigger,
 )
 
+from cli_json_support import pinned
 from mcp_support import new_token
 from monitor_support import MODEL, nudge_comments, seed_tracker, stalled_by_sql, make_spec
 
@@ -239,13 +240,13 @@ async def test_the_cli_applies_and_lists_schedules(client, temporal_env, tmp_pat
     assert await asyncio.to_thread(run, "pause", schedule_id) == (0, f"paused {schedule_id}\n")
     for _ in range(100):
         status, text = await asyncio.to_thread(run, "list", "--json")
-        rows = {row["id"]: row for row in json.loads(text)}
+        rows = {row["id"]: row for row in pinned(text, SCHEDULE_LIST)["schedules"]}
         if schedule_id in rows:
             break
         await asyncio.sleep(0.1)
     assert status == 0 and rows[schedule_id]["paused"] is True
 
     status, text = await asyncio.to_thread(run, "resume", schedule_id, "--json")
-    assert status == 0 and json.loads(text) == [{"id": schedule_id, "outcome": "resumed"}]
+    assert status == 0 and pinned(text, SCHEDULE_CHANGES)["changes"] == [{"id": schedule_id, "outcome": "resumed"}]
     status, text = await asyncio.to_thread(run, "apply", "--dir", str(tmp_path), "--json")
-    assert status == 0 and json.loads(text) == [{"id": schedule_id, "outcome": "unchanged"}]
+    assert status == 0 and pinned(text, SCHEDULE_CHANGES)["changes"] == [{"id": schedule_id, "outcome": "unchanged"}]
