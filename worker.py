@@ -16,6 +16,7 @@ from datetime import timedelta
 from typing import Any
 
 import httpx2
+from pydantic import SecretStr
 from temporalio.client import Client
 from temporalio.runtime import Runtime
 from temporalio.worker import Worker
@@ -102,7 +103,7 @@ _KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 def check_provider_keys(settings: WorkerSettings) -> None:
     """Refuse to start without the API key of a provider the operator declared required."""
     keys = {"openai": settings.providers.openai_api_key, "anthropic": settings.providers.anthropic_api_key}
-    missing = [p for p in settings.required_providers if keys[p] is None or not keys[p].get_secret_value().strip()]
+    missing = [p for p in settings.required_providers if not _has_value(keys[p])]
     if missing:
         raise DeploymentConfigError(
             "required_providers lists "
@@ -126,11 +127,16 @@ def load_registry(settings: WorkerSettings) -> ToolRegistry:
     return merged
 
 
+def _has_value(secret: SecretStr | None) -> bool:
+    return secret is not None and bool(secret.get_secret_value().strip())
+
+
 def _import_factory(entry: str) -> Callable[[WorkerSettings], ToolRegistry]:
     module_name, _, attr = entry.partition(":")
     if not attr:
         raise ValueError(f"tool factory {entry!r} must look like 'package.module:function'")
-    return getattr(importlib.import_module(module_name), attr)
+    factory: Callable[[WorkerSettings], ToolRegistry] = getattr(importlib.import_module(module_name), attr)
+    return factory
 
 
 def workflows() -> list[type]:

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, get_type_hints
+from typing import Any, TypeVar, get_type_hints
 
 from pydantic import BaseModel
 
@@ -20,6 +20,10 @@ from ..contracts import ToolSchema
 from ..contracts.llm.tools import Delivery
 from ..contracts.errors import ToolConfigError
 from ..contracts.llm.tool_names import tool_name_collisions
+
+
+_Fn = TypeVar("_Fn", bound=Callable[..., Any])
+"""A tool function; ``@registry.tool`` hands it back unchanged, so its type is kept."""
 
 
 @dataclass(frozen=True)
@@ -79,7 +83,7 @@ class ToolRegistry:
         side_effects: bool = False,
         delivery: Delivery | None = None,
         requires_approval: bool = False,
-    ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    ) -> Callable[[_Fn], _Fn]:
         """Register ``fn(args: InputModel[, ctx: ToolContext]) -> OutputModel``.
 
         ``delivery`` defaults to ``retry`` for a tool without side effects, ``key``
@@ -89,7 +93,7 @@ class ToolRegistry:
         ``requires_approval``: every call waits for a person's ``approve`` (or is rejected).
         """
 
-        def register(fn: Callable[..., Any | Awaitable[Any]]) -> Callable[..., Any]:
+        def register(fn: _Fn) -> _Fn:
             tool = _describe(fn, name=name, side_effects=side_effects, delivery=delivery)
             self.add(dataclasses.replace(tool, requires_approval=requires_approval))
             return fn

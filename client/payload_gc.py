@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
+from typing import Any
 
 from temporalio.client import Client
 
@@ -51,7 +52,7 @@ class GcReport:
             f"{self.referenced} referenced by {self.open_workflows} open workflows and {self.recent} younger than the cutoff"
         )
 
-    def as_json(self) -> dict:
+    def as_json(self) -> dict[str, Any]:
         return {
             "store": self.store, "deleted": self.deleted, "garbage": [o.digest for o in self.garbage],
             "garbage_bytes": self.garbage_bytes, "referenced": self.referenced, "recent": self.recent,

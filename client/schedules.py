@@ -16,6 +16,7 @@ does); deleting production schedules should never be a side effect.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from temporalio.client import (
     Client,
@@ -94,7 +95,8 @@ def _digest_of(description: ScheduleDescription) -> str | None:
         return None
     if isinstance(payload, str):
         return payload
-    return description.data_converter.payload_converter.from_payloads([payload])[0]
+    digest: str | None = description.data_converter.payload_converter.from_payloads([payload])[0]
+    return digest
 
 
 async def _describe(handle: ScheduleHandle) -> ScheduleDescription | None:
@@ -106,7 +108,7 @@ async def _describe(handle: ScheduleHandle) -> ScheduleDescription | None:
         raise
 
 
-async def apply_schedule(client: Client, file: ScheduleFile) -> str:
+async def apply_schedule(client: Client, file: ScheduleFile) -> Literal["created", "updated", "unchanged"]:
     """Create or update one schedule; returns ``created``, ``updated`` or ``unchanged``."""
     handle = client.get_schedule_handle(file.id)
     current = await _describe(handle)

@@ -60,7 +60,7 @@ async def send_turn(
     open session keeps the spec it started with.
     """
     validate_spec(spec, known_tools)
-    start = WithStartWorkflowOperation(
+    start: WithStartWorkflowOperation[object, SessionOutcome] = WithStartWorkflowOperation(
         SESSION_WORKFLOW,
         SessionInput(spec=spec, session=config or SessionConfig()),
         id=session_id,
@@ -68,9 +68,11 @@ async def send_turn(
         id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
         result_type=SessionOutcome,
     )
-    return await client.execute_update_with_start_workflow(
+    # A string-named update's result is typed Any by the SDK; result_type decides what it is.
+    result: TurnResult = await client.execute_update_with_start_workflow(
         TURN_UPDATE, TurnInput(input=text), start_workflow_operation=start, result_type=TurnResult
     )
+    return result
 
 
 def session_handle(client: Client, session_id: str) -> WorkflowHandle[object, SessionOutcome]:
@@ -79,23 +81,28 @@ def session_handle(client: Client, session_id: str) -> WorkflowHandle[object, Se
 
 async def continue_session(client: Client, session_id: str, text: str) -> TurnResult:
     """A turn on a session that must already be open (no spec needed)."""
-    return await session_handle(client, session_id).execute_update(
+    result: TurnResult = await session_handle(client, session_id).execute_update(
         TURN_UPDATE, TurnInput(input=text), result_type=TurnResult
     )
+    return result
 
 
 async def session_state(client: Client, session_id: str) -> SessionState:
-    return await session_handle(client, session_id).query(STATE_QUERY, result_type=SessionState)
+    state: SessionState = await session_handle(client, session_id).query(STATE_QUERY, result_type=SessionState)
+    return state
 
 
 async def session_turns(client: Client, session_id: str) -> list[TurnSummary]:
-    return await session_handle(client, session_id).query(TURNS_QUERY, result_type=list[TurnSummary])
+    turns: list[TurnSummary] = await session_handle(client, session_id).query(
+        TURNS_QUERY, result_type=list[TurnSummary])
+    return turns
 
 
 async def close_session(client: Client, session_id: str, reason: str = "closed by caller") -> SessionState:
-    return await session_handle(client, session_id).execute_update(
+    state: SessionState = await session_handle(client, session_id).execute_update(
         CLOSE_UPDATE, CloseInput(reason=reason), result_type=SessionState
     )
+    return state
 
 
 async def decide_approval(
@@ -108,11 +115,12 @@ async def decide_approval(
     is the ``ApprovalError``.
     """
     try:
-        return await client.get_workflow_handle(workflow_id).execute_update(
+        record: ApprovalRecord = await client.get_workflow_handle(workflow_id).execute_update(
             APPROVE_UPDATE if approve else REJECT_UPDATE,
             ApprovalDecision(approval_id=approval_id, note=note, approver=approver),
             result_type=ApprovalRecord,
         )
+        return record
     except RPCError as exc:
         if exc.status is RPCStatusCode.NOT_FOUND:
             raise SessionClosedError(f"{workflow_id} has ended; no call of it can be approved") from exc
@@ -120,7 +128,9 @@ async def decide_approval(
 
 
 async def pending_approvals(client: Client, workflow_id: str) -> list[PendingApproval]:
-    return await client.get_workflow_handle(workflow_id).query(APPROVALS_QUERY, result_type=list[PendingApproval])
+    pending: list[PendingApproval] = await client.get_workflow_handle(workflow_id).query(
+        APPROVALS_QUERY, result_type=list[PendingApproval])
+    return pending
 
 
 __all__ = [

@@ -205,7 +205,7 @@ class ScheduleFileError(InvalidSpecError):
         self.args = (f"{file}: {field}: {message}",)
 
     def __str__(self) -> str:
-        return self.args[0]
+        return str(self.args[0])
 
 
 class ScheduleNotFoundError(AgentStepsError):

@@ -124,12 +124,13 @@ def _schema_key(schema: Any) -> str | None:
 
 
 def _validator_class(schema: dict[str, Any]) -> type[Validator]:
-    return validator_for(schema, default=Draft202012Validator)
+    found: type[Validator] = validator_for(schema, default=Draft202012Validator)
+    return found
 
 
 def _message(error: ValidationError) -> str:
     """jsonschema's message, with a long quoted value cut so the rule it broke stays visible."""
-    message = error.message
+    message: str = error.message
     if len(message) > 160:
         try:
             quoted = repr(error.instance)

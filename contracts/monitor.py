@@ -41,7 +41,7 @@ class MonitorSpec(BaseModel):
     """Metric label and report name."""
     project: str | None = None
     """Tracker project key; None watches every project."""
-    states: list[IssueState] = Field(default_factory=lambda: ["open", "in_progress"], min_length=1)
+    states: list[IssueState] = Field(default_factory=lambda: list[IssueState](["open", "in_progress"]), min_length=1)
     """"Open" means not closed: an issue stuck in progress is the typical stall."""
     stalled_after_days: int = Field(default=7, ge=1, le=365)
     escalate_after_nudges: int = Field(default=2, ge=1, le=50)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel
 
 from .llm.messages import LLMToolCall, Message
@@ -27,12 +29,12 @@ PUBLIC_MODELS: tuple[type[BaseModel], ...] = (
 )
 
 
-def export_schemas() -> dict[str, dict]:
+def export_schemas() -> dict[str, dict[str, Any]]:
     """``{model name: JSON Schema}`` of what each model accepts (pydantic's validation mode).
 
     Each schema is self-contained (``$defs`` inline) and declares Draft 2020-12.
     """
-    out: dict[str, dict] = {}
+    out: dict[str, dict[str, Any]] = {}
     for model in PUBLIC_MODELS:
         schema = model.model_json_schema(mode="validation")
         out[model.__name__] = {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema}

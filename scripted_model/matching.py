@@ -66,15 +66,20 @@ def view_openai(body: dict[str, Any]) -> RequestView:
     )
 
 
+def _blocks(message: dict[str, Any]) -> list[Any]:
+    content = message.get("content")
+    return content if isinstance(content, list) else []
+
+
 def view_anthropic(body: dict[str, Any]) -> RequestView:
     messages = [m for m in body.get("messages") or [] if isinstance(m, dict)]
     names: dict[str, str] = {}
     for m in messages:
-        for block in m.get("content") if isinstance(m.get("content"), list) else []:
+        for block in _blocks(m):
             if isinstance(block, dict) and block.get("type") == "tool_use":
                 names[str(block.get("id"))] = str(block.get("name"))
     last = messages[-1] if messages else {}
-    blocks = last.get("content") if isinstance(last.get("content"), list) else []
+    blocks = _blocks(last)
     results = [b for b in blocks if isinstance(b, dict) and b.get("type") == "tool_result"]
     role = str(last.get("role", ""))
     # A user turn that only carries tool results is what OpenAI calls tool messages.

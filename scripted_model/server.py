@@ -118,7 +118,7 @@ class ScriptedModelServer:
         if self._httpd is None:
             raise RuntimeError("the scripted model server is not started")
         host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://{host.decode() if isinstance(host, bytes) else host}:{port}"
 
     @property
     def url_openai(self) -> str:

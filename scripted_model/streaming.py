@@ -57,6 +57,7 @@ def anthropic_events(body: dict[str, Any], shape: StreamShape) -> list[bytes]:
              "usage": {**usage, "output_tokens": 1}}
     start.pop("stop_details", None)
     events = [_sse({"type": "message_start", "message": start}, "message_start")]
+    opening: dict[str, Any]
     for index, block in enumerate(body["content"]):
         kind = block["type"]
         if kind == "text":

@@ -13,6 +13,7 @@ import math
 import re
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -27,7 +28,7 @@ from agentsteps.telemetry.server import HEALTH_PATH, METRICS_PATH, READY_PATH
 
 ROOT = Path(__file__).resolve().parents[1]
 DEPLOY = ROOT / "deploy"
-IMAGE = "agentsteps-worker:0.1.0"
+IMAGE = f"agentsteps-worker:{tomllib.loads((ROOT / 'pyproject.toml').read_text())['project']['version']}"
 METRICS_PORT = WorkerSettings().metrics_port
 COMPOSE_CONFIG = DEPLOY / "config" / "agentsteps.toml"
 # Settings the loader reads, plus the secrets the compose config file names ("secret:NAME").

@@ -210,3 +210,22 @@ def test_a_run_uses_the_installed_scripted_model_and_tickets_mcp_server(installe
     (call,) = result["steps"][0]["tool_calls"]
     assert call["name"] == "list_issues" and not call["is_error"]
     assert len(json.loads(call["content"])["issues"]) == 3  # answered by the installed tracker over MCP stdio
+
+
+def test_a_users_type_checker_sees_the_installed_types(installed):
+    consumer = installed.work / "consumer.py"
+    consumer.write_text(
+        "from agentsteps.client import start_agent_run\n"
+        "from agentsteps.contracts import AgentSpec, LLMConfig\n"
+        'spec = AgentSpec(model=LLMConfig(provider="openai", model="gpt-4o-mini-2024-07-18"))\n'
+        "steps: str = spec.max_steps\n"  # the mistake a user's checker must catch
+        "reveal_type(start_agent_run)\n"
+    )
+    # The repository's mypy, reading the venv's site-packages: only py.typed makes the wheel's types visible.
+    done = installed.run([sys.executable, "-m", "mypy", "--python-executable", str(installed.bin / "python"),
+                          "--cache-dir", str(installed.work / ".mypy_cache"), str(consumer)])
+
+    assert "py.typed" not in done.stdout and "import-untyped" not in done.stdout, done.stdout
+    assert 'expression has type "int", variable has type "str"' in done.stdout, done.stdout
+    assert "AgentResult" in done.stdout  # start_agent_run's signature came through, return type included
+    assert done.returncode == 1  # exactly the planted error

@@ -46,9 +46,10 @@ def usage_consistent(value: Any) -> str | None:
     if not isinstance(usage, dict):
         return "expected a usage object with prompt_tokens, completion_tokens and total_tokens"
     parts = [usage.get(k) for k in ("prompt_tokens", "completion_tokens", "total_tokens")]
-    if not all(isinstance(p, int) and not isinstance(p, bool) for p in parts):
+    counts = [p for p in parts if isinstance(p, int) and not isinstance(p, bool)]
+    if len(counts) != len(parts):
         return "usage must carry integer prompt_tokens, completion_tokens and total_tokens"
-    prompt, completion, total = parts
+    prompt, completion, total = counts
     if total != prompt + completion:
         return f"usage.total_tokens is {total}, expected prompt_tokens + completion_tokens = {prompt + completion}"
     return None

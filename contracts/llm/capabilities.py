@@ -47,7 +47,7 @@ DEFAULT_CAPABILITIES: tuple[ModelCapability, ...] = (
     ModelCapability(provider="anthropic", pattern="claude-*", temperature=False, structured_output=True),
 )
 
-_FALLBACK = {
+_FALLBACK: dict[str, ModelCapability] = {
     # OpenAI-compatible servers (vLLM, Ollama, ...) take a temperature in [0, 2].
     "openai": ModelCapability(provider="openai", pattern="*"),
     "anthropic": ModelCapability(provider="anthropic", pattern="*", max_temperature=1.0),
@@ -56,7 +56,8 @@ _FALLBACK = {
 
 def capability_for(provider: str, model: str, table: tuple[ModelCapability, ...] | list[ModelCapability] = ()
                    ) -> ModelCapability:
-    for row in (*table, *DEFAULT_CAPABILITIES):
+    rows: tuple[ModelCapability, ...] = (*table, *DEFAULT_CAPABILITIES)
+    for row in rows:
         if row.provider == provider and fnmatchcase(model, row.pattern):
             return row
     return _FALLBACK.get(provider, _FALLBACK["openai"])

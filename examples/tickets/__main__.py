@@ -35,7 +35,8 @@ def _expected_token(args: argparse.Namespace) -> str | None:
     return token
 
 
-def main(argv: list[str] | None = None) -> None:
+def build_parser() -> argparse.ArgumentParser:
+    """The tracker's arguments (``tests/test_deploy_commands.py`` checks what deploy/ passes against them)."""
     parser = argparse.ArgumentParser(prog="python -m agentsteps.examples.tickets", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--transport", choices=["stdio", "http"], default="stdio")
@@ -47,7 +48,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed-issues", type=int, default=0, help="seed this many issues if the database is empty")
     parser.add_argument("--seed", type=int, default=7, help="generator seed")
     parser.add_argument("--seed-only", action="store_true", help="seed and exit without serving")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = build_parser().parse_args(argv)
 
     if args.seed_issues:
         written = seed(args.db, issues=args.seed_issues, seed=args.seed)

@@ -94,8 +94,8 @@ class _Search:
                 lengths.update({lo, lo + 1, lo - 1})
             if isinstance(hi, int):
                 lengths.update({hi, hi + 1, hi - 1})
-        for n in sorted(x for x in lengths if 0 <= x <= 10_000):
-            yield "a" * n
+        for length in sorted(x for x in lengths if 0 <= x <= 10_000):
+            yield "a" * length
         yield from ("0", "A", " ", "-", "a b", "hello")
 
     def _array_candidates(self, node: dict[str, Any], h: dict[str, Any], depth: int) -> Iterator[list[Any]]:
@@ -115,13 +115,13 @@ class _Search:
                 lengths.update({lo, lo - 1})
             if isinstance(hi, int):
                 lengths.update({hi, hi + 1})
-        for n in sorted(x for x in lengths if 0 <= x <= 1000):
-            if n == 0:
+        for length in sorted(x for x in lengths if 0 <= x <= 1000):
+            if length == 0:
                 yield []
             elif witnesses:
-                yield [witnesses[0]] * n
-                if len(witnesses) >= n:
-                    yield witnesses[:n]
+                yield [witnesses[0]] * length
+                if len(witnesses) >= length:
+                    yield witnesses[:length]
 
     def witness(self, node: Any, depth: int = 0) -> tuple[bool, Any]:
         """Some value valid against ``node`` (output side): ``(found, value)``."""

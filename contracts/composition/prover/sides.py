@@ -30,7 +30,8 @@ class _Side:
     def valid(self, node: Any, value: Any, *, strict: bool) -> bool | None:
         """Does ``value`` validate against ``node`` (a subschema of this root)? ``None``: cannot tell."""
         try:
-            return (self._strict if strict else self._loose).evolve(schema=node).is_valid(value)
+            valid: bool = (self._strict if strict else self._loose).evolve(schema=node).is_valid(value)
+            return valid
         except RecursionError:
             return None
         except Exception:  # noqa: BLE001 - unresolvable refs, bad regexes: cannot tell, never crash
