@@ -17,7 +17,7 @@ demo: install
 	$(BIN)/agentsteps demo
 
 # Regenerate the Grafana dashboard JSON from its builder (tests/test_dashboard_rules.py checks they match).
-dashboard: $(BIN)/python
+dashboard: install
 	$(BIN)/python deploy/grafana/build_dashboard.py
 
 # Published MCP servers we did not write, for tests/test_mcp_thirdparty.py. Each

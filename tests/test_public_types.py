@@ -43,6 +43,17 @@ def test_public_modules_pass_mypy_strict():
     assert done.stdout.startswith("Success: no issues found"), done.stdout
 
 
+def test_the_dashboard_builder_is_type_clean_against_grafanas_typed_builders():
+    grafana = ROOT / "deploy" / "grafana"
+    done = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-namespace-packages", "--cache-dir",
+         str(_source_link() / "cache-grafana"), "build_dashboard.py", "dashboard_kit.py", "dashboard_rows.py"],
+        cwd=grafana, capture_output=True, text=True, timeout=280,
+    )
+
+    assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-2000:]
+
+
 def test_the_checked_modules_are_the_documented_public_api():
     checked = set(CONFIG["packages"]) | set(CONFIG["modules"])
     documented = set(re.findall(r"^\| `(agentsteps(?:\.\w+)*)` \|", (ROOT / "docs" / "api.md").read_text(), re.M))

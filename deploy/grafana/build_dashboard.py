@@ -18,9 +18,13 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from grafana_foundation_sdk.builders.dashboard import Dashboard  # noqa: E402
+from grafana_foundation_sdk.cog.encoder import JSONEncoder  # noqa: E402
+from grafana_foundation_sdk.models.dashboard import DashboardCursorSync  # noqa: E402
+
 from dashboard_kit import (  # noqa: E402
-    LLM, REQUIRES, TOOL, WORKER, layout, panel, quantile, rate, ratio, row, temporal_ui_link, value, variables,
-    worse_above, worse_below,
+    DEFINITIONS, LLM, REQUIRES, TOOL, WORKER, PanelModel, layout, panel, quantile, rate, ratio, row, temporal_ui_link,
+    value, variables, worse_above, worse_below,
 )
 from dashboard_rows import (  # noqa: E402
     code_and_monitor, contracts, drill_down, llm, mcp, runs, sessions, temporal_health, tools, worker_processes,
@@ -35,7 +39,7 @@ RUN_FAILED = 'outcome="failed"'
 FAILED_AGENT_RUNS = "WorkflowType%3D%22AgentWorkflow%22%20AND%20ExecutionStatus%3D%22Failed%22"
 
 
-def golden() -> list[dict[str, Any]]:
+def golden() -> list[PanelModel]:
     all_runs, failed_runs = rate("agentsteps_agent_runs_total"), rate("agentsteps_agent_runs_total", RUN_FAILED)
     llm_calls, llm_errors = rate("agentsteps_llm_requests_total", LLM, temporal=False), rate(
         "agentsteps_llm_requests_total", LLM, LLM_ERRORS, temporal=False)
@@ -71,7 +75,7 @@ def golden() -> list[dict[str, Any]]:
     ]
 
 
-def error_ratios() -> list[dict[str, Any]]:
+def error_ratios() -> list[PanelModel]:
     all_runs, failed_runs = rate("agentsteps_agent_runs_total"), rate("agentsteps_agent_runs_total", RUN_FAILED)
     calls = rate("agentsteps_tool_calls_total", TOOL, temporal=False)
     return [
@@ -101,26 +105,24 @@ def error_ratios() -> list[dict[str, Any]]:
 def build() -> dict[str, Any]:
     panels = layout([*golden(), *error_ratios(), *llm(), *contracts(), *tools(), *mcp(), *runs(),
                      *code_and_monitor(), *temporal_health(), *worker_processes(), *sessions()])
-    return {
-        "__inputs": [],
-        "__requires": REQUIRES,
-        "id": None,
-        "uid": UID,
-        "title": "agentsteps",
-        "description": "LLM agent steps on Temporal: golden signals first, then error ratios, LLM, contracts, "
-                       "tools, MCP servers, runs, code mode, monitor, Temporal worker health, worker processes and sessions.",
-        "tags": ["agentsteps", "temporal", "llm"],
-        "timezone": "browser",
-        "schemaVersion": 39,
-        "version": 2,
-        "editable": True,
-        "graphTooltip": 1,
-        "refresh": "30s",
-        "time": {"from": "now-6h", "to": "now"},
-        "templating": {"list": variables()},
-        "annotations": {"list": []},
-        "panels": panels,
-    }
+    built = (
+        Dashboard("agentsteps").uid(UID)
+        .description("LLM agent steps on Temporal: golden signals first, then error ratios, LLM, contracts, "
+                     "tools, MCP servers, runs, code mode, monitor, Temporal worker health, worker processes and "
+                     "sessions.")
+        .tags(["agentsteps", "temporal", "llm"]).timezone("browser").version(2).editable()
+        .tooltip(DashboardCursorSync.CROSSHAIR).refresh("30s").time("now-6h", "now")
+        .variables(variables())
+        .build()
+    )
+    built.panels = panels  # laid out by dashboard_kit.layout: the builder's own placement lets a panel overflow
+    out: dict[str, Any] = json.loads(JSONEncoder().encode(built))
+    for variable in out["templating"]["list"]:
+        if variable["name"] in DEFINITIONS:
+            variable["definition"] = DEFINITIONS[variable["name"]]
+    # What Grafana's "export for sharing externally" adds around the model: no id (importing must not
+    # overwrite whichever dashboard has it) and what the dashboard needs installed.
+    return {"__inputs": [], "__requires": REQUIRES, "id": None, **out}
 
 
 def render() -> str:

@@ -5,6 +5,11 @@ the dashboard test checks: one datasource variable (never a datasource uid),
 the selection variables in every selector, ``$__rate_interval`` for every
 window, a description and a unit on every panel, thresholds drawn as lines.
 
+Panels, queries, variables and links are Grafana's own typed builders
+(``grafana-foundation-sdk``, pinned to the Grafana 11.2 types that compose
+runs); this module only decides what every panel shares, and where it goes on
+the grid.
+
 Activity-side metrics (prometheus-client, ``telemetry/metrics.py``) carry no
 Temporal namespace or task queue label: a worker process serves one of each,
 so those series are kept to the workers (job, instance) that poll the selected
@@ -15,7 +20,17 @@ from __future__ import annotations
 
 from typing import Any
 
-DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
+from grafana_foundation_sdk.builders import common as common_builders
+from grafana_foundation_sdk.builders import dashboard as builders
+from grafana_foundation_sdk.builders import prometheus, stat, timeseries
+from grafana_foundation_sdk.cog.builder import Builder
+from grafana_foundation_sdk.models import common
+from grafana_foundation_sdk.models import dashboard as model
+
+DATASOURCE = model.DataSourceRef(type_val="prometheus", uid="${datasource}")
+
+PanelModel = model.Panel | model.RowPanel
+Link = Builder[model.DashboardLink]
 
 WORKER = 'job=~"$job", instance=~"$instance"'
 """Prometheus' own target labels: which scrape job and which worker pods."""
@@ -62,15 +77,18 @@ def quantile(q: float, bucket_rate: str, by: str = "") -> str:
     return f"histogram_quantile({q}, sum by ({keys}) ({bucket_rate}))"
 
 
-def thresholds(*steps: tuple[str, float | None]) -> dict[str, Any]:
-    return {"mode": "absolute", "steps": [{"color": c, "value": v} for c, v in steps]}
+Steps = tuple[tuple[str, float | None], ...]
 
 
-def worse_above(warn: float, crit: float) -> dict[str, Any]:
+def thresholds(*steps: tuple[str, float | None]) -> Steps:
+    return steps
+
+
+def worse_above(warn: float, crit: float) -> Steps:
     return thresholds(("green", None), ("orange", warn), ("red", crit))
 
 
-def worse_below(crit: float, warn: float) -> dict[str, Any]:
+def worse_below(crit: float, warn: float) -> Steps:
     return thresholds(("red", None), ("orange", crit), ("green", warn))
 
 
@@ -78,13 +96,14 @@ INFO = thresholds(("green", None))
 """Volume panels: no level is good or bad in itself."""
 
 
-def target(expr: str, legend: str = "", ref: int = 0) -> dict[str, Any]:
-    return {
-        "datasource": DATASOURCE,
-        "expr": expr,
-        "legendFormat": legend or "__auto",
-        "refId": chr(ord("A") + ref),
-    }
+def _thresholds(steps: Steps) -> builders.ThresholdsConfig:
+    return builders.ThresholdsConfig().mode(model.ThresholdsMode.ABSOLUTE).steps(
+        [model.Threshold(color=color, value=value) for color, value in steps])
+
+
+def target(expr: str, legend: str = "", ref: int = 0) -> prometheus.Dataquery:
+    return (prometheus.Dataquery().datasource(DATASOURCE).expr(expr).legend_format(legend or "__auto")
+            .ref_id(chr(ord("A") + ref)))
 
 
 def panel(
@@ -93,109 +112,103 @@ def panel(
     queries: list[tuple[str, str]] | list[str],
     *,
     unit: str,
-    steps: dict[str, Any] = INFO,
+    steps: Steps = INFO,
     kind: str = "timeseries",
     width: int = 8,
     height: int = 8,
-    links: list[dict[str, Any]] | None = None,
-    data_links: list[dict[str, Any]] | None = None,
-) -> dict[str, Any]:
+    links: list[Link] | None = None,
+    data_links: list[Link] | None = None,
+) -> model.Panel:
     pairs = [(q, "") if isinstance(q, str) else q for q in queries]
-    defaults: dict[str, Any] = {"unit": unit, "thresholds": steps}
+    built: timeseries.Panel | stat.Panel
     if kind == "timeseries":
-        drawn = "off" if steps is INFO else "line"
-        defaults["custom"] = {"thresholdsStyle": {"mode": drawn}}
+        drawn = common.GraphThresholdsStyleMode.OFF if steps is INFO else common.GraphThresholdsStyleMode.LINE
+        built = timeseries.Panel().thresholds_style(common_builders.GraphThresholdsStyleConfig().mode(drawn))
+    elif kind == "stat":
+        built = (stat.Panel().color_scheme(builders.FieldColor().mode(model.FieldColorModeId.THRESHOLDS))
+                 .reduce_options(common_builders.ReduceDataOptions().calcs(["lastNotNull"]))
+                 .color_mode(common.BigValueColorMode.BACKGROUND).graph_mode(common.BigValueGraphMode.AREA))
     else:
-        defaults["color"] = {"mode": "thresholds"}
-    if data_links:
-        defaults["links"] = data_links
-    out: dict[str, Any] = {
-        "type": kind,
-        "title": title,
-        "description": description,
-        "datasource": DATASOURCE,
-        "fieldConfig": {"defaults": defaults, "overrides": []},
-        "targets": [target(expr, legend, n) for n, (expr, legend) in enumerate(pairs)],
-        "gridPos": {"w": width, "h": height},
-    }
-    if kind == "stat":
-        out["options"] = {"reduceOptions": {"calcs": ["lastNotNull"]}, "colorMode": "background", "graphMode": "area"}
+        raise ValueError(f"no panel kind {kind!r}")
+    built = (built.title(title).description(description).datasource(DATASOURCE).unit(unit)
+             .thresholds(_thresholds(steps)).targets([target(e, legend, n) for n, (e, legend) in enumerate(pairs)])
+             .grid_pos(model.GridPos(w=width, h=height)))
     if links:
-        out["links"] = links
-    return out
+        built = built.links(links)
+    if data_links:
+        built = built.data_links(data_links)
+    return built.build()
 
 
-def row(title: str) -> dict[str, Any]:
-    return {"type": "row", "title": title, "collapsed": False, "panels": [], "gridPos": {"w": 24, "h": 1}}
+def row(title: str) -> model.RowPanel:
+    return builders.Row(title).collapsed(False).grid_pos(model.GridPos(w=24, h=1)).build()
 
 
-def temporal_ui_link(title: str, namespace: str, query: str) -> dict[str, Any]:
+def temporal_ui_link(title: str, namespace: str, query: str) -> Link:
     """A link to the Temporal UI's list of runs matching a visibility ``query`` (already URL-encoded)."""
-    return {
-        "title": title,
-        "url": f"${{temporal_ui}}/namespaces/{namespace}/workflows?query={query}",
-        "targetBlank": True,
-    }
+    return (builders.DashboardLink(title).url(f"${{temporal_ui}}/namespaces/{namespace}/workflows?query={query}")
+            .target_blank(True))
 
 
-def _query_variable(name: str, label: str, query: str, *, multi: bool = True) -> dict[str, Any]:
-    return {
-        "type": "query",
-        "name": name,
-        "label": label,
-        "datasource": DATASOURCE,
-        "definition": query,
-        "query": {"query": query, "refId": f"{name}-values"},
-        "refresh": 2,
-        "sort": 1,
-        "multi": multi,
-        "includeAll": multi,
-        **({"allValue": ".*", "current": {"text": "All", "value": "$__all"}} if multi else {}),
-    }
+def _query_variable(name: str, label: str, query: str, *, multi: bool = True) -> builders.QueryVariable:
+    variable = (builders.QueryVariable(name).label(label).datasource(DATASOURCE)
+                .query({"query": query, "refId": f"{name}-values"})
+                .refresh(model.VariableRefresh.ON_TIME_RANGE_CHANGED).sort(model.VariableSort.ALPHABETICAL_ASC)
+                .multi(multi).include_all(multi))
+    if multi:
+        variable = variable.all_value(".*").current(model.VariableOption(text="All", value="$__all"))
+    return variable
 
 
-def variables() -> list[dict[str, Any]]:
-    pollers = "temporal_num_pollers"
+TEMPORAL_UI = "http://localhost:8233"
+
+# Grafana writes a query variable's text as ``definition`` too; the SDK's schema has no field for it.
+DEFINITIONS = {
+    "job": "label_values(temporal_num_pollers, job)",
+    "instance": 'label_values(temporal_num_pollers{job=~"$job"}, instance)',
+    "namespace": 'label_values(temporal_num_pollers{job=~"$job"}, namespace)',
+    "task_queue": 'label_values(temporal_num_pollers{job=~"$job", namespace=~"$namespace"}, task_queue)',
+    "provider": 'label_values(agentsteps_llm_requests_total{job=~"$job"}, provider)',
+    "model": 'label_values(agentsteps_llm_requests_total{job=~"$job", provider=~"$provider"}, model)',
+    "tool": 'label_values(agentsteps_tool_calls_total{job=~"$job"}, tool)',
+    "mcp_server": 'label_values(agentsteps_mcp_server_up{job=~"$job"}, server)',
+}
+
+
+def variables() -> list[Builder[model.VariableModel]]:
+    d = DEFINITIONS
     return [
-        {"type": "datasource", "name": "datasource", "label": "Prometheus", "query": "prometheus", "refresh": 1},
-        _query_variable("job", "Job", f"label_values({pollers}, job)"),
-        _query_variable("instance", "Worker", f'label_values({pollers}{{job=~"$job"}}, instance)'),
+        builders.DatasourceVariable("datasource").label("Prometheus").type("prometheus"),
+        _query_variable("job", "Job", d["job"]),
+        _query_variable("instance", "Worker", d["instance"]),
         # One namespace at a time, so the Temporal UI links can name it.
-        _query_variable("namespace", "Namespace", f'label_values({pollers}{{job=~"$job"}}, namespace)', multi=False),
-        _query_variable(
-            "task_queue", "Task queue",
-            f'label_values({pollers}{{job=~"$job", namespace=~"$namespace"}}, task_queue)',
-        ),
-        _query_variable("provider", "Provider", 'label_values(agentsteps_llm_requests_total{job=~"$job"}, provider)'),
-        _query_variable(
-            "model", "Model", 'label_values(agentsteps_llm_requests_total{job=~"$job", provider=~"$provider"}, model)'
-        ),
-        _query_variable("tool", "Tool", 'label_values(agentsteps_tool_calls_total{job=~"$job"}, tool)'),
-        _query_variable("mcp_server", "MCP server", 'label_values(agentsteps_mcp_server_up{job=~"$job"}, server)'),
-        {
-            "type": "textbox",
-            "name": "temporal_ui",
-            "label": "Temporal UI base URL",
-            "query": "http://localhost:8233",
-            "current": {"text": "http://localhost:8233", "value": "http://localhost:8233"},
-            "description": "Where the drill-down links open, e.g. https://temporal.example.com or Temporal Cloud's UI.",
-        },
+        _query_variable("namespace", "Namespace", d["namespace"], multi=False),
+        _query_variable("task_queue", "Task queue", d["task_queue"]),
+        _query_variable("provider", "Provider", d["provider"]),
+        _query_variable("model", "Model", d["model"]),
+        _query_variable("tool", "Tool", d["tool"]),
+        _query_variable("mcp_server", "MCP server", d["mcp_server"]),
+        builders.TextBoxVariable("temporal_ui").label("Temporal UI base URL").default_value(TEMPORAL_UI)
+        .current(model.VariableOption(text=TEMPORAL_UI, value=TEMPORAL_UI))
+        .description("Where the drill-down links open, e.g. https://temporal.example.com or Temporal Cloud's UI."),
     ]
 
 
-def layout(panels: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def layout(panels: list[PanelModel]) -> list[PanelModel]:
     """Ids and positions: panels flow left to right, wrapping at 24 columns; a row starts a new line."""
     x = y = line_height = 0
     for n, p in enumerate(panels, start=1):
-        grid = p["gridPos"]
-        if p["type"] == "row" or x + grid["w"] > 24:
+        grid = p.grid_pos
+        assert grid is not None
+        is_row = isinstance(p, model.RowPanel)
+        if is_row or x + grid.w > 24:
             x, y, line_height = 0, y + line_height, 0
-        grid["x"], grid["y"] = x, y
-        p["id"] = n
-        x += grid["w"]
-        line_height = max(line_height, grid["h"])
-        if p["type"] == "row":
-            x, y, line_height = 0, y + grid["h"], 0
+        grid.x, grid.y = x, y
+        p.id_val = n
+        x += grid.w
+        line_height = max(line_height, grid.h)
+        if is_row:
+            x, y, line_height = 0, y + grid.h, 0
     return panels
 
 

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from dashboard_kit import (
-    INFO, LLM, POLLING_WORKERS, TOOL, WORKER, panel, quantile, rate, ratio, row, temporal_ui_link, value,
+    INFO, LLM, Link, PanelModel, POLLING_WORKERS, TOOL, WORKER, panel, quantile, rate, ratio, row, temporal_ui_link, value,
     worse_above, worse_below,
 )
 
@@ -14,13 +12,13 @@ RPC = WORKER + ', namespace=~"$namespace"'
 """RPC metrics carry a namespace but no task queue."""
 
 
-def drill_down(status: str = "") -> list[dict[str, Any]]:
+def drill_down(status: str = "") -> list[Link]:
     query = RUNS_OF_SERIES_TYPE + (f"%20AND%20ExecutionStatus%3D%22{status}%22" if status else "")
     return [temporal_ui_link("Runs of ${__field.labels.workflow_type} in the Temporal UI",
                              "${__field.labels.namespace}", query)]
 
 
-def llm() -> list[dict[str, Any]]:
+def llm() -> list[PanelModel]:
     bucket = rate("agentsteps_llm_request_seconds_bucket", LLM, temporal=False)
     return [
         row("LLM: tokens, cost, latency"),
@@ -41,7 +39,7 @@ def llm() -> list[dict[str, Any]]:
     ]
 
 
-def contracts() -> list[dict[str, Any]]:
+def contracts() -> list[PanelModel]:
     checks = rate("agentsteps_contract_checks_total", temporal=False)
     return [
         row("Contracts"),
@@ -59,7 +57,7 @@ def contracts() -> list[dict[str, Any]]:
     ]
 
 
-def tools() -> list[dict[str, Any]]:
+def tools() -> list[PanelModel]:
     calls = rate("agentsteps_tool_calls_total", TOOL, temporal=False)
     return [
         row("Tools"),
@@ -78,7 +76,7 @@ def tools() -> list[dict[str, Any]]:
 MCP = 'server=~"$mcp_server"'
 
 
-def mcp() -> list[dict[str, Any]]:
+def mcp() -> list[PanelModel]:
     calls = rate("agentsteps_mcp_calls_total", MCP, temporal=False)
     return [
         row("MCP servers"),
@@ -104,7 +102,7 @@ def mcp() -> list[dict[str, Any]]:
     ]
 
 
-def worker_processes() -> list[dict[str, Any]]:
+def worker_processes() -> list[PanelModel]:
     gib = 1024**3
     return [
         row("Worker processes"),
@@ -128,7 +126,7 @@ def worker_processes() -> list[dict[str, Any]]:
     ]
 
 
-def runs() -> list[dict[str, Any]]:
+def runs() -> list[PanelModel]:
     return [
         row("Agent runs and steps"),
         panel("Run end-to-end latency p50 / p95 / p99", "Workflow time from start to finish.", [
@@ -149,7 +147,7 @@ def runs() -> list[dict[str, Any]]:
     ]
 
 
-def code_and_monitor() -> list[dict[str, Any]]:
+def code_and_monitor() -> list[PanelModel]:
     return [
         row("Code mode"),
         panel("Programs by outcome", "Code-mode programs finished: completed or the error kind.",
@@ -181,7 +179,7 @@ def stalled_tickets() -> str:
     return f"max by (monitor) ({stalled} and on (job, instance, monitor) {newest})"
 
 
-def temporal_health() -> list[dict[str, Any]]:
+def temporal_health() -> list[PanelModel]:
     used, free = value("temporal_worker_task_slots_used"), value("temporal_worker_task_slots_available")
     hit, miss = rate("temporal_sticky_cache_hit_total"), rate("temporal_sticky_cache_miss_total")
     return [
@@ -241,7 +239,7 @@ def temporal_health() -> list[dict[str, Any]]:
     ]
 
 
-def sessions() -> list[dict[str, Any]]:
+def sessions() -> list[PanelModel]:
     started, ended = value("agentsteps_sessions_started_total"), value("agentsteps_sessions_ended_total")
     return [
         row("Sessions"),
