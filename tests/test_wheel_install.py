@@ -132,6 +132,16 @@ def test_wheel_ships_the_type_marker_and_data_files_and_no_tests(installed):
     assert in_tree <= shipped, sorted(in_tree - shipped)
 
 
+def test_sdist_carries_the_changelog_and_the_reference(installed):
+    import tarfile
+
+    with tarfile.open(installed.sdist) as sdist:
+        names = {n.split("/", 1)[1] for n in sdist.getnames() if "/" in n}
+    assert {"CHANGELOG.md", "README.md", "pyproject.toml", "docs/compatibility.md", "docs/api.md",
+            "py.typed"} <= names
+    assert {p.relative_to(ROOT).as_posix() for p in (ROOT / "docs" / "cli-json").glob("*.json")} <= names
+
+
 def test_worker_help_runs_from_the_installed_console_script(installed):
     done = installed.run([str(installed.bin / "agentsteps"), "worker", "--help"])
 
