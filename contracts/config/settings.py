@@ -1,5 +1,9 @@
 """Worker settings: loaded once (see ``client/settings.py``) and injected, never read at import.
 
+Every section refuses keys it does not define: a misspelt or removed key in a
+config file fails at start-up, naming it, instead of being silently ignored
+(``docs/compatibility.md``).
+
 Secrets are ``SecretStr`` so a stray ``repr`` or log line shows ``**********``.
 They stay in the worker: nothing here is ever put in a workflow input.
 """
@@ -10,12 +14,14 @@ from pathlib import Path
 
 from typing import Literal
 
-from pydantic import BaseModel, Field, SecretStr
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from ..llm.capabilities import ModelCapability
 
 
 class ProviderSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
     openai_api_key: SecretStr | None = None
     openai_base_url: str = "https://api.openai.com/v1"
     anthropic_api_key: SecretStr | None = None
@@ -34,6 +40,8 @@ class ProviderSettings(BaseModel):
 class PriceTable(BaseModel):
     """USD per million tokens, by model name; unknown models cost 0 and say so in docs."""
 
+    model_config = ConfigDict(extra="forbid")
+
     input_per_mtok: dict[str, float] = Field(default_factory=dict)
     output_per_mtok: dict[str, float] = Field(default_factory=dict)
     cached_input_per_mtok: dict[str, float] = Field(default_factory=dict)
@@ -45,6 +53,8 @@ class PriceTable(BaseModel):
 class TracingSettings(BaseModel):
     """OpenTelemetry tracing; nothing is exported unless ``otlp_endpoint`` is set."""
 
+    model_config = ConfigDict(extra="forbid")
+
     otlp_endpoint: str | None = None
     """OTLP/HTTP base URL (e.g. ``http://collector:4318``); needs the ``otlp`` extra."""
     capture_content: bool = False
@@ -54,6 +64,8 @@ class TracingSettings(BaseModel):
 
 class PayloadStoreSettings(BaseModel):
     """Where large payloads and code-mode snapshots live (one store for both)."""
+
+    model_config = ConfigDict(extra="forbid")
 
     threshold_bytes: int = 256 * 1024
     """Payloads at least this large leave Temporal history for the store."""
@@ -84,6 +96,8 @@ DEMO_TOOL_FACTORIES = (
 
 
 class WorkerSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
     temporal_address: str | None = None
     """A cluster's ``host:port``; unset means the embedded dev server."""
     namespace: str = "default"
