@@ -55,7 +55,7 @@ def _guarded(run: Any) -> int:
 
 
 def _build(config_path: str | Path | None):
-    from ..activities.tools import ToolActivities
+    from ..activities.tools.activities import ToolActivities
     from ..client.settings import load_settings
     from ..worker import build_mcp, load_registry
 

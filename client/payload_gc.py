@@ -24,8 +24,8 @@ from datetime import datetime, timedelta, timezone
 
 from temporalio.client import Client
 
-from ..activities.payload_store import PayloadStore
-from ..activities.s3_store import StoredObject
+from ..storage.payload_store import PayloadStore
+from ..storage.s3_store import StoredObject
 
 _DIGEST = re.compile(rb"(?<![0-9a-f])[0-9a-f]{64}(?![0-9a-f])")
 OPEN_WORKFLOWS = "ExecutionStatus = 'Running'"

@@ -31,7 +31,9 @@
         └── SessionClosedError         a turn or close arrived after the session was closed
 
 The ``McpError`` branch is defined in ``contracts/mcp.py``, beside the MCP
-activity io it belongs to; everything else is defined here.
+activity io it belongs to, and ``CompositionError`` in
+``contracts/composition/contract.py``, beside the ``EdgeReport`` it carries;
+everything else is defined here.
 
 Contract violations themselves are values (``Violation``); these exceptions are
 raised only once the workflow has run out of ways to handle them. Each class
@@ -43,15 +45,10 @@ README's "Failure types" table lists every type a run can fail with.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from pydantic import ValidationError
 
 from .json_schema import json_path
-from .llm.violations import Violation, ViolationKind
-
-if TYPE_CHECKING:
-    from .composition.contract import EdgeReport
+from .violations import Violation, ViolationKind
 
 
 class AgentStepsError(Exception):
@@ -80,20 +77,6 @@ class InvalidSpecError(AgentStepsError):
                 for e in exc.errors()
             ]
         )
-
-
-class CompositionError(AgentStepsError):
-    """``compose`` found a refuted edge or an unproven edge nobody acknowledged."""
-
-    def __init__(self, edges: list[EdgeReport]) -> None:
-        self.edges = edges
-        failing = [e for e in edges if not e.ok]
-        detail = "; ".join(f"{e.edge}: {e.verdict.value} ({e.reason})" for e in failing)
-        super().__init__(f"contracts do not compose: {detail}")
-
-    @property
-    def failing(self) -> list[EdgeReport]:
-        return [e for e in self.edges if not e.ok]
 
 
 class ContractViolationError(AgentStepsError):

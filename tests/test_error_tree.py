@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+import agentsteps.contracts.composition.contract  # noqa: F401 - defines CompositionError
 import agentsteps.contracts.mcp  # noqa: F401 - defines the McpError branch of the tree
 from agentsteps.contracts import errors
 from agentsteps.contracts.errors import AgentStepsError

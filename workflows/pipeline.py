@@ -29,10 +29,10 @@ with workflow.unsafe.imports_passed_through():
         Violation,
         ViolationKind,
     )
-    from ..contracts.composition.contract import ContractKind, compose, edge_name
+    from ..contracts.composition.contract import CompositionError, ContractKind, compose, edge_name
     from ..contracts.composition.pipeline_run import EdgeCheck, PipelineInput, PipelineResult, PipelineStep, StepRecord
     from ..contracts.composition.predicates import predicate_violations
-    from ..contracts.errors import CompositionError, InvalidSpecError
+    from ..contracts.errors import InvalidSpecError
     from ..contracts.names import EFFECTS_PATCH, LLM_CALL, PIPELINE_WORKFLOW, TOOLS_CALL
     from ..contracts.json_schema import instance_violations, parse_json
     from ..contracts.llm.reprompt import reprompt_messages

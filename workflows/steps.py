@@ -14,7 +14,7 @@ from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from ..contracts import AgentResult, AgentSpec, Message, ToolSchema
-    from ..contracts.llm.preconditions import check_spec
+    from ..contracts.spec_check import check_spec
     from ..contracts.llm.tools import catalog_digest
     from .calls import describe_tools
     from .agent_run import AgentRun

@@ -34,7 +34,7 @@ from datetime import date
 from ..json_schema import clip, describe
 from ..names import LLM_CALL
 from .request import LLMConfig
-from .violations import Violation, ViolationKind
+from ..violations import Violation, ViolationKind
 
 CONTRACT = LLM_CALL  # the LLM contract is named after its activity
 

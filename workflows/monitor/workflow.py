@@ -34,7 +34,7 @@ with workflow.unsafe.imports_passed_through():
         StalledIssue,
     )
     from ...contracts.json_schema import parse_json
-    from ...contracts.llm.violations import Violation, ViolationKind
+    from ...contracts.violations import Violation, ViolationKind
     from ...contracts.names import EFFECTS_PATCH, MONITOR_RECORD, MONITOR_WORKFLOW
     from ...contracts.llm.reprompt import reprompt_messages
     from ..calls import call_llm, call_outcome, call_tool, describe_tools

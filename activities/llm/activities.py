@@ -14,21 +14,21 @@ import httpx2
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from ..contracts.config.settings import PriceTable, ProviderSettings
-from ..contracts.errors import NonRetryableProviderError, RetryableProviderError
-from ..contracts.llm.conversation import ConversationRef
-from ..contracts.llm import context
-from ..contracts.llm.request import ContextAction, LLMRequest, LLMResponse
-from ..contracts.names import LLM_CALL
-from ..contracts.llm.call_ids import with_engine_call_ids
-from ..contracts.llm.capabilities import check_capabilities
-from ..contracts.llm.postconditions import check_response
-from ..contracts.llm.preconditions import check_request
-from ..contracts.llm.violations import Violation, ViolationKind
-from ..telemetry.labels import MODELS
-from ..telemetry.tracing import llm_span
-from . import llm_metrics as metrics
-from .conversations import ConversationStore
+from ...contracts.config.settings import PriceTable, ProviderSettings
+from ...contracts.errors import NonRetryableProviderError, RetryableProviderError
+from ...contracts.llm.conversation import ConversationRef
+from ...contracts.llm import context
+from ...contracts.llm.request import ContextAction, LLMRequest, LLMResponse
+from ...contracts.names import LLM_CALL
+from ...contracts.llm.call_ids import with_engine_call_ids
+from ...contracts.llm.capabilities import check_capabilities
+from ...contracts.llm.postconditions import check_response
+from ...contracts.llm.preconditions import check_request
+from ...contracts.violations import Violation, ViolationKind
+from ...telemetry.labels import MODELS
+from ...telemetry.tracing import llm_span
+from . import metrics
+from ...storage.conversations import ConversationStore
 from .providers.registry import ProviderSet
 from .providers.streams import TextSink
 from .token_stream import TokenPublisher
