@@ -40,10 +40,14 @@ raised only once the workflow has run out of ways to handle them. Each class
 name is also the Temporal ``ApplicationError`` type, so backends in any
 language can match on it; the names are therefore persisted compatibility
 data (``InvalidProgramResume`` keeps the name it has always had on the wire).
+Each class says whether Temporal may retry it (``retryable``); ``failures.py``
+is the one seam that turns an error into an ``ApplicationError`` and back.
 README's "Failure types" table lists every type a run can fail with.
 """
 
 from __future__ import annotations
+
+from typing import Any, ClassVar, Self
 
 from pydantic import ValidationError
 
@@ -53,6 +57,25 @@ from .violations import Violation, ViolationKind
 
 class AgentStepsError(Exception):
     """Base of every error this project raises on purpose."""
+
+    retryable: ClassVar[bool | None] = False
+    """How Temporal treats it: ``False`` fails at once (``non_retryable``), ``True`` is retried by the
+    activity's policy, ``None`` leaves the flag unset: an Update refused, which Temporal never retries."""
+
+    details: tuple[Any, ...] = ()
+    """What crossed Temporal with it: set on an error ``failures.from_failure`` rebuilt."""
+
+    @classmethod
+    def with_message(cls, message: str, details: tuple[Any, ...] = ()) -> Self:
+        """This class with exactly ``message``, not the one its constructor would word.
+
+        For a failure worded where it is raised, or rebuilt from Temporal; the
+        fields the constructor sets (``violation``, ``edges``) stay unset.
+        """
+        error = cls.__new__(cls)
+        Exception.__init__(error, message)
+        error.details = details
+        return error
 
 
 class InvalidSpecError(AgentStepsError):
@@ -99,6 +122,7 @@ class ProviderError(AgentStepsError):
 
 
 class RetryableProviderError(ProviderError):
+    retryable = True
     def __init__(self, message: str, *, status: int | None = None, retry_after: float | None = None) -> None:
         self.retry_after = retry_after
         super().__init__(message, status=status)
@@ -159,9 +183,13 @@ class MonitorScanError(AgentStepsError):
 class ApprovalError(AgentStepsError):
     """An ``approve`` / ``reject`` Update was refused: unknown or already decided ``approval_id``, bad shape."""
 
+    retryable = None
+
 
 class SessionError(AgentStepsError):
     """A session refused an Update (the validator's answer; nothing reaches history)."""
+
+    retryable = None
 
 
 class InvalidTurnError(SessionError):

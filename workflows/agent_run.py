@@ -14,9 +14,10 @@ from datetime import datetime
 from typing import Any
 
 from temporalio import workflow
-from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
+    from ..contracts.errors import BudgetExceededError
     from ..contracts import (
         AgentResult,
         AgentSpec,
@@ -38,6 +39,7 @@ with workflow.unsafe.imports_passed_through():
     from .calls import call_llm, call_tool
     from ..contracts.approvals import rejection_message
     from ..contracts.session import ProgressEvent, ProgressKind
+    from ..failures import from_failure, to_application_error
     from .approvals import ApprovalDesk
     from .conversation import ConversationChain
     from .effects import EffectLedger, run_chain, with_note
@@ -163,7 +165,7 @@ class AgentRun:
             )
             if refusable:
                 raise BudgetRefused(message)
-            raise ApplicationError(message, type="BudgetExceededError", non_retryable=True)
+            raise to_application_error(BudgetExceededError(message))
         self._reserved += reserve
         sent = request.model_copy(update={"token_allowance": allowance})
         try:
@@ -174,12 +176,12 @@ class AgentRun:
                 token_budget=spec.token_budget,
             )
         except ActivityError as exc:
-            cause = exc.cause
-            if isinstance(cause, ApplicationError) and cause.type == "BudgetExceededError":
+            error = from_failure(exc)
+            if isinstance(error, BudgetExceededError):
                 # The run fails (or the program's llm() is refused) as it would had the workflow seen it first.
                 if refusable:
-                    raise BudgetRefused(cause.message) from None
-                raise ApplicationError(cause.message, type="BudgetExceededError", non_retryable=True) from None
+                    raise BudgetRefused(str(error)) from None
+                raise to_application_error(error) from None
             raise
         finally:
             self._reserved -= reserve

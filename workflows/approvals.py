@@ -15,9 +15,9 @@ from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
-from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
+    from ..contracts.errors import ApprovalError
     from ..contracts import ToolSchema
     from ..contracts.approvals import (
         ApprovalDecision,
@@ -27,6 +27,7 @@ with workflow.unsafe.imports_passed_through():
         parse_decision,
     )
     from ..contracts.names import APPROVALS_PATCH
+    from ..failures import to_application_error
     from ..telemetry import workflow_metrics
 
 _DECIDED_KEPT = 200
@@ -82,7 +83,7 @@ class ApprovalDesk:
         try:
             decision = parse_decision(raw)
         except ValueError as exc:
-            raise ApplicationError(str(exc), type="ApprovalError") from None
+            raise to_application_error(ApprovalError(str(exc))) from None
         self.validate(decision)
         return decision
 
@@ -91,15 +92,13 @@ class ApprovalDesk:
         done = self.decided.get(decision.approval_id)
         if done is not None:
             who = f" by {done.approver}" if done.approver else ""
-            raise ApplicationError(
-                f"approval {decision.approval_id!r} was already {done.outcome.replace('_', ' ')}{who}",
-                type="ApprovalError",
+            raise to_application_error(
+                ApprovalError(f"approval {decision.approval_id!r} was already {done.outcome.replace('_', ' ')}{who}")
             )
         if decision.approval_id not in self.pending:
             waiting = ", ".join(sorted(self.pending)) or "none"
-            raise ApplicationError(
-                f"no call is waiting for approval under id {decision.approval_id!r} (waiting: {waiting})",
-                type="ApprovalError",
+            raise to_application_error(
+                ApprovalError(f"no call is waiting for approval under id {decision.approval_id!r} (waiting: {waiting})")
             )
 
     def decide(self, raw: Any, outcome: ApprovalOutcome) -> ApprovalRecord:

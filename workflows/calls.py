@@ -21,12 +21,14 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
+    from ..contracts.errors import BudgetExceededError
     from ..contracts import LLMRequest, LLMResponse, ToolCallInput, ToolCallResult, ToolSchema, Usage
     from ..contracts.code.program import CallOutcome
     from ..contracts.json_schema import parse_json
     from ..contracts.names import LLM_CALL, TOOLS_CALL, TOOLS_DESCRIBE
     from ..contracts.spec import ActivityPolicy
     from ..contracts.llm.tools import Delivery, ToolsDescribeInput, outcome_unknown
+    from ..failures import to_application_error
     from .activity_options import activity_options
 
 
@@ -59,10 +61,8 @@ async def call_llm(
     if response.context is not None:  # a summary the context policy asked for
         ledger.usage = ledger.usage + response.context.usage
     if token_budget is not None and ledger.usage.total_tokens > token_budget:
-        raise ApplicationError(
-            f"token budget exceeded: {ledger.usage.total_tokens} > {token_budget}",
-            type="BudgetExceededError",
-            non_retryable=True,
+        raise to_application_error(
+            BudgetExceededError(f"token budget exceeded: {ledger.usage.total_tokens} > {token_budget}")
         )
     return response
 

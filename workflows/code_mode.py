@@ -19,9 +19,9 @@ import json
 from typing import Any
 
 from temporalio import workflow
-from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
+    from ..contracts.errors import BudgetExceededError
     from ..contracts import (
         AgentResult,
         AgentSpec,
@@ -47,6 +47,7 @@ with workflow.unsafe.imports_passed_through():
     from ..contracts.code.stubs import extract_program, generate_stubs, program_functions
     from ..contracts.code.variables import module_names, variable_stubs
     from ..contracts.json_schema import instance_violations
+    from ..failures import to_application_error
     from ..telemetry import workflow_metrics
     from .calls import call_outcome
     from .effects import RECORD_CHARS, cap
@@ -148,10 +149,8 @@ async def run_code_mode(run: AgentRun, history: list[Message], tools: list[ToolS
             run.repl = status.repl
         return run.finish(response.model or ladder.current.model, value)
 
-    raise ApplicationError(
-        f"the run used all {spec.max_steps} steps without a finished program",
-        type="BudgetExceededError",
-        non_retryable=True,
+    raise to_application_error(
+        BudgetExceededError(f"the run used all {spec.max_steps} steps without a finished program")
     )
 
 

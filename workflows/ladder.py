@@ -22,8 +22,10 @@ from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
+    from ..contracts.errors import ContractViolationError
     from ..contracts import DefaultResult, Degradation, LLMConfig, Violation, ViolationKind
     from ..contracts.names import REFUSAL_REPROMPTED_ONCE
+    from ..failures import to_application_error
     from ..telemetry import workflow_metrics
 
 DEFAULT_TARGET = "default_result"
@@ -109,7 +111,7 @@ def violation_error(v: Violation, *, edge: str | None = None) -> ApplicationErro
     if edge is not None:
         message = f"edge {edge}: {message}"
         details = {"edge": edge, **details}
-    return ApplicationError(message, details, type="ContractViolationError", non_retryable=True)
+    return to_application_error(ContractViolationError.with_message(message), details)
 
 
 __all__ = ["DEFAULT_TARGET", "Decision", "Rung", "ViolationLadder", "violation_error"]

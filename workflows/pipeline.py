@@ -36,6 +36,7 @@ with workflow.unsafe.imports_passed_through():
     from ..contracts.names import EFFECTS_PATCH, LLM_CALL, PIPELINE_WORKFLOW, TOOLS_CALL
     from ..contracts.json_schema import instance_violations, parse_json
     from ..contracts.llm.reprompt import reprompt_messages
+    from ..failures import to_application_error
     from ..telemetry import workflow_metrics
     from .calls import call_llm, call_tool, describe_tools
     from .effects import effect_key, run_chain
@@ -44,8 +45,8 @@ with workflow.unsafe.imports_passed_through():
 JSON_INSTRUCTION = "Answer with one JSON value that matches the response schema; no prose."
 
 
-def _fail(message: str, type_: str, *details: Any) -> ApplicationError:
-    return ApplicationError(message, *details, type=type_, non_retryable=True)
+def _invalid(message: str) -> ApplicationError:
+    return to_application_error(InvalidSpecError.with_message(message))
 
 
 @workflow.defn(name=PIPELINE_WORKFLOW)
@@ -83,18 +84,18 @@ class PipelineWorkflow:
 
     def _compose(self, inp: PipelineInput) -> None:
         if not inp.steps:
-            raise _fail("a pipeline needs at least one step", "InvalidSpecError")
+            raise _invalid("a pipeline needs at least one step")
         for i, s in enumerate(inp.steps):
             if s.contract.kind is ContractKind.code:
-                raise _fail(f"$.steps[{i}]: code steps are not runnable in pipelines yet", "InvalidSpecError")
+                raise _invalid(f"$.steps[{i}]: code steps are not runnable in pipelines yet")
             if s.contract.kind is not ContractKind.tool and s.model is None:
-                raise _fail(f"$.steps[{i}].model: LLM step {s.contract.name!r} has no model", "InvalidSpecError")
+                raise _invalid(f"$.steps[{i}].model: LLM step {s.contract.name!r} has no model")
         try:
             compose(*(s.contract for s in inp.steps), acknowledged_unproven=inp.acknowledge_unproven, name=inp.name)
         except CompositionError as exc:
-            raise _fail(str(exc), "CompositionError", *[e.model_dump(mode="json") for e in exc.edges]) from None
+            raise to_application_error(exc, *[e.model_dump(mode="json") for e in exc.edges]) from None
         except InvalidSpecError as exc:
-            raise _fail(str(exc), "InvalidSpecError", *[v.model_dump(mode="json") for v in exc.violations]) from None
+            raise to_application_error(exc, *[v.model_dump(mode="json") for v in exc.violations]) from None
 
     # --- edge checks ----------------------------------------------------------------
 

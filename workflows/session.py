@@ -22,9 +22,10 @@ from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
-from temporalio.exceptions import ApplicationError, FailureError
+from temporalio.exceptions import FailureError
 
 with workflow.unsafe.imports_passed_through():
+    from ..contracts.errors import InvalidTurnError, SessionBusyError, SessionClosedError
     from ..contracts import AgentState, Message, ToolSchema
     from ..contracts.code.program import ReplMemory
     from ..contracts.code.variables import variables_note
@@ -55,6 +56,7 @@ with workflow.unsafe.imports_passed_through():
         parse_turn,
         preview,
     )
+    from ..failures import to_application_error
     from pydantic import TypeAdapter
     from temporalio.contrib.workflow_streams import WorkflowStream, WorkflowStreamState
 
@@ -137,7 +139,7 @@ class SessionWorkflow:
         inp = parse_turn(raw, self.inp.session.max_input_chars)  # the validator already accepted it
         # Two turns accepted in the same workflow task both pass the validator.
         if self.current is not None:
-            raise ApplicationError("another turn is still running; send this one when it ends", type="SessionBusyError")
+            raise to_application_error(SessionBusyError("another turn is still running; send this one when it ends"))
         number = self.carry.turns_done + 1
         run = AgentRun()
         run.begin(self.inp.spec, scope=f"t{number}.")
@@ -177,15 +179,15 @@ class SessionWorkflow:
     @turn.validator
     def _check_turn(self, raw: Any) -> None:
         if self.closed_reason is not None:
-            raise ApplicationError(f"the session is closed ({self.closed_reason})", type="SessionClosedError")
+            raise to_application_error(SessionClosedError(f"the session is closed ({self.closed_reason})"))
         if self.current is not None:
-            raise ApplicationError(
-                f"turn {self.current_turn} is still running; send this one when it ends", type="SessionBusyError"
+            raise to_application_error(
+                SessionBusyError(f"turn {self.current_turn} is still running; send this one when it ends")
             )
         try:
             parse_turn(raw, self.inp.session.max_input_chars)
         except ValueError as exc:
-            raise ApplicationError(str(exc), type="InvalidTurnError") from None
+            raise to_application_error(InvalidTurnError(str(exc))) from None
 
     def _finish_turn(self, summary: TurnSummary) -> None:
         self._publish(
@@ -213,7 +215,7 @@ class SessionWorkflow:
     @close.validator
     def _check_close(self, inp: CloseInput) -> None:
         if self.closed_reason is not None:
-            raise ApplicationError(f"the session is already closed ({self.closed_reason})", type="SessionClosedError")
+            raise to_application_error(SessionClosedError(f"the session is already closed ({self.closed_reason})"))
 
     @workflow.update(name=APPROVE_UPDATE)
     def approve(self, decision: Any) -> ApprovalRecord:
@@ -239,7 +241,7 @@ class SessionWorkflow:
 
     def _check_open(self) -> None:
         if self.closed_reason is not None and self.current is None:
-            raise ApplicationError(f"the session is closed ({self.closed_reason})", type="SessionClosedError")
+            raise to_application_error(SessionClosedError(f"the session is closed ({self.closed_reason})"))
 
     @workflow.signal(name=CANCEL_SIGNAL)
     def cancel(self) -> None:

@@ -10,12 +10,13 @@ the history they start from and the ``scope`` of their keys.
 from __future__ import annotations
 
 from temporalio import workflow
-from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
+    from ..contracts.errors import InvalidSpecError
     from ..contracts import AgentResult, AgentSpec, Message, ToolSchema
     from ..contracts.spec_check import check_spec
     from ..contracts.llm.tools import catalog_digest
+    from ..failures import to_application_error
     from .calls import describe_tools
     from .agent_run import AgentRun
     from .code_mode import code_system_prompt, run_code_mode
@@ -27,13 +28,7 @@ async def spec_tools(spec: AgentSpec) -> list[ToolSchema]:
     tools = await describe_tools(spec.tools, spec.tool_policy) if spec.tools else []
     violations = check_spec(spec, {t.name: t for t in tools})
     if violations:
-        detail = "; ".join(f"{v.path}: {v.message}" for v in violations)
-        raise ApplicationError(
-            f"invalid agent spec: {detail}",
-            *[v.model_dump(mode="json") for v in violations],
-            type="InvalidSpecError",
-            non_retryable=True,
-        )
+        raise to_application_error(InvalidSpecError(violations), *[v.model_dump(mode="json") for v in violations])
     return tools
 
 

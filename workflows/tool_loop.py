@@ -13,9 +13,9 @@ import asyncio
 import json
 
 from temporalio import workflow
-from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
+    from ..contracts.errors import BudgetExceededError
     from ..contracts import (
         AgentResult,
         AgentSpec,
@@ -30,6 +30,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from ..contracts.llm.tools import capped_tool_content
     from ..contracts.names import PATCH_TOOL_RESULT_CAP
+    from ..failures import to_application_error
     from .agent_run import AgentRun
 
 
@@ -83,11 +84,7 @@ async def run_tool_loop(run: AgentRun, history: list[Message], tools: list[ToolS
         run.history = [*history, response.message]
         return run.finish(response.model or ladder.current.model, _final_output(response, spec))
 
-    raise ApplicationError(
-        f"the run used all {spec.max_steps} steps without a final answer",
-        type="BudgetExceededError",
-        non_retryable=True,
-    )
+    raise to_application_error(BudgetExceededError(f"the run used all {spec.max_steps} steps without a final answer"))
 
 
 async def _run_tools(run: AgentRun, index: int, response: LLMResponse) -> list[ToolCallResult]:

@@ -16,7 +16,7 @@ from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
     from pydantic import ValidationError
@@ -37,6 +37,8 @@ with workflow.unsafe.imports_passed_through():
     from ...contracts.violations import Violation, ViolationKind
     from ...contracts.names import EFFECTS_PATCH, MONITOR_RECORD, MONITOR_WORKFLOW
     from ...contracts.llm.reprompt import reprompt_messages
+    from ...contracts.errors import InvalidSpecError, MonitorScanError
+    from ...failures import to_application_error
     from ..calls import call_llm, call_outcome, call_tool, describe_tools
     from ..ladder import Rung, ViolationLadder
     from ..program_driver import drive_program
@@ -143,15 +145,13 @@ async def _scan(spec: MonitorSpec, as_of: datetime) -> tuple[ScanResult, int]:
     )
     if status.state != "completed":
         error = status.error
-        raise ApplicationError(
-            f"the scan program failed: [{error.kind if error else '?'}] {error.message if error else ''}",
-            type="MonitorScanError", non_retryable=True,
-        )
+        raise to_application_error(MonitorScanError(
+            f"the scan program failed: [{error.kind if error else '?'}] {error.message if error else ''}"
+        ))
     try:
         return ScanResult.model_validate(status.value), status.calls_made
     except ValidationError as exc:
-        raise ApplicationError(f"the scan program returned an unexpected value: {exc}", type="MonitorScanError",
-                               non_retryable=True) from None
+        raise to_application_error(MonitorScanError(f"the scan program returned an unexpected value: {exc}")) from None
 
 
 async def _program_functions(spec: MonitorSpec) -> list[ProgramFunction]:
@@ -160,11 +160,10 @@ async def _program_functions(spec: MonitorSpec) -> list[ProgramFunction]:
     by_tool = {f.tool: f for f in program_functions(described)}
     missing = [name for name in wanted.values() if name not in by_tool]
     if missing:
-        raise ApplicationError(
+        raise to_application_error(InvalidSpecError.with_message(
             f"the worker offers no tracker tool named {', '.join(map(repr, missing))}; "
-            "check the MCP server config and MonitorSpec.tools",
-            type="InvalidSpecError", non_retryable=True,
-        )
+            "check the MCP server config and MonitorSpec.tools"
+        ))
     # The program calls the tools by their tracker names, whatever prefix the worker's config gave them.
     return [by_tool[tool].model_copy(update={"python_name": name}) for name, tool in wanted.items()]
 
