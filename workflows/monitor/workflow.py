@@ -180,19 +180,33 @@ async def _tool(spec: MonitorSpec, tool: str, arguments: str, *, call_id: str, k
 # ---------------------------------------------------------------- act
 
 
-async def _escalate(spec: MonitorSpec, issue: StalledIssue, report: MonitorReport) -> None:
-    key = escalate_key(issue.id)
-    arguments = {"issue_id": issue.id, "assignee": spec.lead, "add_labels": [spec.escalation_label],
-                 "idempotency_key": key}
+async def _write(
+    spec: MonitorSpec, report: MonitorReport, issue_id: str, tool: str, arguments: dict[str, Any], *,
+    key: str, what: str, done: list[str], already: list[str] | None = None,
+) -> None:
+    """One tracker write under its idempotency key; where the issue lands in the report says how it went.
+
+    ``done`` on success, ``already`` when the tracker says another tick made
+    this very write first, else ``failed`` with ``what`` and the reason.
+    """
+    arguments = {**arguments, "idempotency_key": key}
     try:
-        result = await _tool(spec, spec.tools.update_issue, json.dumps(arguments), call_id=key, key=key)
+        result = await _tool(spec, tool, json.dumps(arguments), call_id=key, key=key)
     except ActivityError as exc:
-        report.failed.append(IssueFailure(issue_id=issue.id, reason=f"escalation failed: {_cause(exc)}"))
+        report.failed.append(IssueFailure(issue_id=issue_id, reason=f"{what} failed: {_cause(exc)}"))
         return
-    if result.is_error:
-        report.failed.append(IssueFailure(issue_id=issue.id, reason=f"escalation refused: {result.content[:300]}"))
+    if not result.is_error:
+        done.append(issue_id)
+    elif already is not None and "IdempotencyConflict" in result.content:
+        already.append(issue_id)
     else:
-        report.escalated.append(issue.id)
+        report.failed.append(IssueFailure(issue_id=issue_id, reason=f"{what} refused: {result.content[:300]}"))
+
+
+async def _escalate(spec: MonitorSpec, issue: StalledIssue, report: MonitorReport) -> None:
+    arguments = {"issue_id": issue.id, "assignee": spec.lead, "add_labels": [spec.escalation_label]}
+    await _write(spec, report, issue.id, spec.tools.update_issue, arguments,
+                 key=escalate_key(issue.id), what="escalation", done=report.escalated)
 
 
 class _Drafter:
@@ -220,21 +234,10 @@ class _Drafter:
             report.template_nudges.append(issue.id)
 
         day = self._as_of.date()
-        key = nudge_key(issue.id, day)
-        arguments = {"issue_id": issue.id, "body": comment_body(message, day), "author": spec.author,
-                     "idempotency_key": key}
-        try:
-            result = await _tool(spec, spec.tools.add_comment, json.dumps(arguments), call_id=key, key=key)
-        except ActivityError as exc:
-            report.failed.append(IssueFailure(issue_id=issue.id, reason=f"posting failed: {_cause(exc)}"))
-            return
-        if not result.is_error:
-            report.nudged.append(issue.id)
-        elif "IdempotencyConflict" in result.content:
-            # Another tick posted today's nudge between our scan and our write.
-            report.nudged_today.append(issue.id)
-        else:
-            report.failed.append(IssueFailure(issue_id=issue.id, reason=f"posting refused: {result.content[:300]}"))
+        arguments = {"issue_id": issue.id, "body": comment_body(message, day), "author": spec.author}
+        # A conflict: another tick posted today's nudge between our scan and our write.
+        await _write(spec, report, issue.id, spec.tools.add_comment, arguments, key=nudge_key(issue.id, day),
+                     what="posting", done=report.nudged, already=report.nudged_today)
 
     async def _draft(self, issue: StalledIssue) -> str | None:
         """A message that meets the contract, or None once the ladder says "default"."""
