@@ -94,10 +94,6 @@ class AgentRun:
         return self.config.scope
 
     @property
-    def schemas(self) -> dict[str, ToolSchema]:
-        return dict(self.config.schemas)
-
-    @property
     def result(self) -> AgentResult:
         return self.progress.result
 

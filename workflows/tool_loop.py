@@ -25,7 +25,6 @@ with workflow.unsafe.imports_passed_through():
         ResponseFormat,
         ToolCallRecord,
         ToolCallResult,
-        ToolSchema,
     )
     from ..contracts.llm.tools import capped_tool_content
     from .agent_run import AgentRun
