@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 Role = Literal["system", "user", "assistant", "tool"]
 
@@ -38,7 +38,7 @@ class Message(BaseModel):
 
     role: Role
     content: str | None = None
-    tool_calls: tuple[LLMToolCall, ...] = ()
+    tool_calls: tuple[LLMToolCall, ...] = Field(default_factory=tuple)
     """Only on assistant messages."""
     tool_call_id: str | None = None
     """Only on tool messages: the id of the call this message answers."""
