@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
 from temporalio import workflow
 
@@ -107,7 +108,7 @@ class RunConfig:
     schemas: Mapping[str, ToolSchema] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "schemas", {t.name: t for t in self.tools})
+        object.__setattr__(self, "schemas", MappingProxyType({t.name: t for t in self.tools}))
 
     @property
     def mode(self) -> str:
