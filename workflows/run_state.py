@@ -14,8 +14,9 @@ A run (a one-shot ``AgentWorkflow`` or one session turn) has three parts:
 - ``Features``: the patched behaviours the run takes, each chosen once and
   read by name (``run.features.token_stream``), never asked again at a call.
 
-Deterministic: no I/O; ``Features`` is the only caller of ``workflow.patched``
-on the run's path.
+Deterministic: no I/O. ``Features`` asks every patch on the run's path but one:
+the ladder's refusal patch, which ``ViolationLadder`` (shared with pipelines and
+the monitor) asks itself at that rung.
 """
 
 from __future__ import annotations
