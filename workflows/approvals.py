@@ -26,7 +26,7 @@ with workflow.unsafe.imports_passed_through():
         PendingApproval,
         parse_decision,
     )
-    from ..contracts.names import APPROVALS_PATCH
+    from ..contracts.names import APPROVALS_QUERY, APPROVE_UPDATE, REJECT_UPDATE
     from ..failures import to_application_error
     from ..telemetry import workflow_metrics
 
@@ -48,11 +48,6 @@ class ApprovalDesk:
     def recent(self) -> list[ApprovalRecord]:
         """What a session carries over continue-as-new (at most the last 200 decisions)."""
         return list(self.decided.values())[-_DECIDED_KEPT:]
-
-    @staticmethod
-    def required(tool: ToolSchema | None) -> bool:
-        # patched() only where a gate would be added, so runs without such tools keep their commands.
-        return tool is not None and tool.requires_approval and workflow.patched(APPROVALS_PATCH)
 
     async def gate(self, approval_id: str, tool: ToolSchema, arguments: str, timeout_seconds: float) -> ApprovalRecord:
         now = workflow.now()
@@ -118,4 +113,39 @@ class ApprovalDesk:
         return record
 
 
-__all__ = ["ApprovalDesk"]
+class ApprovalHandlers:
+    """The ``approve`` / ``reject`` Updates and the pending-approvals Query, one shape for every workflow.
+
+    A workflow class inherits them and keeps its desk in ``self.approvals``;
+    ``_check_decisions_open`` is where it refuses decisions (a closed session).
+    """
+
+    approvals: ApprovalDesk
+
+    def _check_decisions_open(self) -> None:
+        """Raise ``ApplicationError`` when decisions are no longer taken; by default they always are."""
+
+    @workflow.update(name=APPROVE_UPDATE)
+    def approve(self, decision: Any) -> ApprovalRecord:
+        return self.approvals.decide(decision, "approved")
+
+    @approve.validator
+    def _check_approve(self, decision: Any) -> None:
+        self._check_decisions_open()
+        self.approvals.check(decision)
+
+    @workflow.update(name=REJECT_UPDATE)
+    def reject(self, decision: Any) -> ApprovalRecord:
+        return self.approvals.decide(decision, "rejected")
+
+    @reject.validator
+    def _check_reject(self, decision: Any) -> None:
+        self._check_decisions_open()
+        self.approvals.check(decision)
+
+    @workflow.query(name=APPROVALS_QUERY)
+    def pending_approvals(self) -> list[PendingApproval]:
+        return list(self.approvals.pending.values())
+
+
+__all__ = ["ApprovalDesk", "ApprovalHandlers"]

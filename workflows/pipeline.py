@@ -35,12 +35,11 @@ with workflow.unsafe.imports_passed_through():
     from ..contracts.errors import InvalidSpecError
     from ..contracts.names import EFFECTS_PATCH, LLM_CALL, PIPELINE_WORKFLOW, TOOLS_CALL
     from ..contracts.json_schema import instance_violations, parse_json
-    from ..contracts.llm.reprompt import reprompt_messages
     from ..failures import to_application_error
     from ..telemetry import workflow_metrics
     from .calls import call_llm, call_tool, describe_tools
     from .effects import effect_key, run_chain
-    from .ladder import Decision, Rung, ViolationLadder, violation_error
+    from .ladder import Decision, Rung, ViolationLadder, retry_history, violation_error
 
 JSON_INSTRUCTION = "Answer with one JSON value that matches the response schema; no prose."
 
@@ -182,15 +181,15 @@ class PipelineWorkflow:
                 self._record(step, attempt, response.model or ladder.current.model, output)
                 return output
             decision = ladder.step(violations)
-            if decision.rung is Rung.reprompt:
-                history = [*history, *reprompt_messages(response.message, violations)]
-            elif decision.rung is Rung.fallback:
-                self._result.degradations.append(decision.degradation(index))
-                history = list(start)
-            elif decision.rung is Rung.default:
+            if decision.rung is Rung.default:
                 return self._use_default(index, step, following, decision, attempt)
-            else:
+            if decision.rung is Rung.fail:
                 raise violation_error(decision.reason, edge=edge_name(c.name, target))
+            if decision.rung is Rung.fallback:
+                self._result.degradations.append(decision.degradation(index))
+            following_history = retry_history(decision, history, start, response.message, violations)
+            assert following_history is not None, "the default and fail rungs returned above"
+            history = following_history
 
     async def _call_llm(
         self, inp: PipelineInput, config: LLMConfig, messages: list[Message], response_format: ResponseFormat | None

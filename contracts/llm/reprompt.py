@@ -33,9 +33,9 @@ def reprompt_messages(bad_answer: Message, violations: list[Violation]) -> list[
     bad_answer = bad_answer.model_copy(
         update={
             "content": _clip(bad_answer.content),
-            "tool_calls": [
+            "tool_calls": tuple(
                 LLMToolCall(id=c.id, name=c.name, arguments=_clip(c.arguments) or "") for c in bad_answer.tool_calls
-            ],
+            ),
         }
     )
     if not bad_answer.tool_calls:

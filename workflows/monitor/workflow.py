@@ -36,11 +36,10 @@ with workflow.unsafe.imports_passed_through():
     from ...contracts.json_schema import parse_json
     from ...contracts.violations import Violation, ViolationKind
     from ...contracts.names import EFFECTS_PATCH, MONITOR_RECORD, MONITOR_WORKFLOW
-    from ...contracts.llm.reprompt import reprompt_messages
     from ...contracts.errors import InvalidSpecError, MonitorScanError
     from ...failures import to_application_error
     from ..calls import call_llm, call_outcome, call_tool, describe_tools
-    from ..ladder import Rung, ViolationLadder
+    from ..ladder import Rung, ViolationLadder, retry_history
     from ..program_driver import drive_program
     from ...telemetry import workflow_metrics
     from .nudges import (
@@ -270,11 +269,10 @@ class _Drafter:
             decision = ladder.step(violations)
             if decision.rung is Rung.reprompt:
                 report.reprompts += 1
-                history = [*history, *reprompt_messages(response.message, violations)]
-            elif decision.rung is Rung.fallback:
-                history = list(prompt)
-            else:
+            following = retry_history(decision, history, prompt, response.message, violations)
+            if following is None:  # the default or fail rung: the caller goes on without a draft
                 return None
+            history = following
 
 
 def _cause(exc: ActivityError) -> str:
