@@ -40,7 +40,7 @@ raised only once the workflow has run out of ways to handle them. Each class
 name is also the Temporal ``ApplicationError`` type, so backends in any
 language can match on it; the names are therefore persisted compatibility
 data (``InvalidProgramResume`` keeps the name it has always had on the wire).
-Each class says whether Temporal may retry it (``retryable``); ``failures.py``
+Each class says whether Temporal may retry it (``retryable``); ``failures/``
 is the one seam that turns an error into an ``ApplicationError`` and back.
 README's "Failure types" table lists every type a run can fail with.
 """

@@ -1,5 +1,5 @@
 """Every failure a run can end with is one class in the exception tree, and
-every class crosses Temporal through one seam (``failures.py``).
+every class crosses Temporal through one seam (``failures/``).
 
 The tree is read from the classes themselves, not from the source: each is
 drawn in ``contracts/errors.py``'s docstring, listed in README's "Failure
@@ -24,7 +24,7 @@ from agentsteps.failures import from_failure, to_application_error, tree
 
 ROOT = Path(__file__).resolve().parent.parent
 NOT_PACKAGE = {"tests", "docs", "deploy", "bench", "__pycache__"}
-SEAM = ROOT / "failures.py"
+SEAM = ROOT / "failures" / "seam.py"
 
 
 def package_files() -> list[Path]:

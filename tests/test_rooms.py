@@ -19,7 +19,7 @@ NOT_PACKAGE = {"tests", "docs", "deploy", "bench", "__pycache__"}
 # room -> the other rooms it may import. A room missing here may import anything.
 MAY_IMPORT: dict[str, set[str]] = {
     "contracts": set(),
-    # failures.py: the one seam between the exception tree and Temporal's ApplicationError.
+    # failures/: the one seam between the exception tree and Temporal's ApplicationError.
     "failures": {"contracts"},
     "telemetry": {"contracts"},
     "storage": {"contracts", "failures"},

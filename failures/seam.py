@@ -36,9 +36,9 @@ from typing import Any
 from temporalio.exceptions import ActivityError, ApplicationError
 
 # Imported for their branches of the tree: a class is found only once it is loaded.
-from .contracts import mcp as _mcp  # noqa: F401
-from .contracts.composition import contract as _composition  # noqa: F401
-from .contracts.errors import AgentStepsError, RetryableProviderError
+from ..contracts import mcp as _mcp  # noqa: F401
+from ..contracts.composition import contract as _composition  # noqa: F401
+from ..contracts.errors import AgentStepsError, RetryableProviderError
 
 
 def to_application_error(error: AgentStepsError, *details: Any) -> ApplicationError:
