@@ -38,7 +38,7 @@ raised only once the workflow has run out of ways to handle them. Each class
 name is also the Temporal ``ApplicationError`` type, so backends in any
 language can match on it; the names are therefore persisted compatibility
 data (``InvalidProgramResume`` keeps the name it has always had on the wire).
-README's "Failure types" table lists every type a run can fail with.
+The table in docs/failures.md lists every type a run can fail with.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Every failure type a run can end with is one class in the exception tree,
-drawn in ``contracts/errors.py``'s docstring and listed in README's table.
+drawn in ``contracts/errors.py``'s docstring and listed in ``docs/failures.md``'s table.
 
 The types are found in the source, not in a hand-kept list: every
 ``ApplicationError(type=...)`` the package raises, whether the type is a
@@ -151,9 +151,9 @@ def docstring_tree() -> set[str]:
     return set(re.findall(r"^ {4}[ │├└─]*([A-Z]\w+)\b", doc, re.MULTILINE))
 
 
-def readme_failure_types() -> set[str]:
-    text = (ROOT / "README.md").read_text()
-    section = text.split("### Failure types", 1)[1]
+def documented_failure_types() -> set[str]:
+    text = (ROOT / "docs" / "failures.md").read_text()
+    section = text.split("## Every type", 1)[1]
     section = re.split(r"^#{1,3} ", section, maxsplit=1, flags=re.MULTILINE)[0]
     rows = [line for line in section.splitlines() if line.startswith("|") and not line.startswith("|---")]
     first_cells = [row.split("|")[1] for row in rows[1:]]
@@ -185,8 +185,12 @@ def test_every_class_in_the_tree_is_drawn_in_the_errors_docstring():
     assert drawn - set(tree_classes()) == set(), "the docstring draws classes that do not exist"
 
 
-def test_every_raised_failure_type_is_in_the_readme_table():
+def test_every_raised_failure_type_is_in_the_failures_page():
     found, _ = raised_types()
-    listed = readme_failure_types()
+    listed = documented_failure_types()
     missing = {name: sorted(where) for name, where in found.items() if name not in listed}
-    assert missing == {}, f'failure types missing from README "### Failure types": {missing}'
+    assert missing == {}, f"failure types missing from docs/failures.md: {missing}"
+
+
+def test_every_type_the_failures_page_lists_is_a_class_in_the_tree():
+    assert documented_failure_types() - set(tree_classes()) == set(), "docs/failures.md lists types that do not exist"
