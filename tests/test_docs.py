@@ -29,7 +29,8 @@ from agentsteps.telemetry import metrics
 from agentsteps.telemetry.runtime import TEMPORAL_WORKER_METRICS
 from agentsteps.telemetry.workflow_metrics import WORKFLOW_METRICS
 
-ROOT = Path(__file__).resolve().parent.parent
+# The repository root, wherever in tests/ this file sits.
+ROOT = next(p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").exists())
 DOCS = ROOT / "docs"
 README = ROOT / "README.md"
 
