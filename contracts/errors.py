@@ -42,7 +42,7 @@ language can match on it; the names are therefore persisted compatibility
 data (``InvalidProgramResume`` keeps the name it has always had on the wire).
 Each class says whether Temporal may retry it (``retryable``); ``failures/``
 is the one seam that turns an error into an ``ApplicationError`` and back.
-README's "Failure types" table lists every type a run can fail with.
+The table in docs/failures.md lists every type a run can fail with.
 """
 
 from __future__ import annotations

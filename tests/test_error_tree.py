@@ -2,8 +2,8 @@
 every class crosses Temporal through one seam (``failures/``).
 
 The tree is read from the classes themselves, not from the source: each is
-drawn in ``contracts/errors.py``'s docstring, listed in README's "Failure
-types" table with the retry behaviour its ``retryable`` says, and goes to an
+drawn in ``contracts/errors.py``'s docstring, listed in docs/failures.md's
+table with the retry behaviour its ``retryable`` says, and goes to an
 ``ApplicationError`` and back unchanged. No module of the package builds an
 ``ApplicationError`` by hand or compares a failure's type with a string: the
 seam is the only place a type name is spelt.
@@ -42,10 +42,10 @@ def docstring_tree() -> set[str]:
     return set(re.findall(r"^ {4}[ │├└─]*([A-Z]\w+)\b", doc, re.MULTILINE))
 
 
-def readme_failure_rows() -> dict[str, str]:
-    """Failure type -> its "retried" cell in README's "Failure types" table."""
-    text = (ROOT / "README.md").read_text()
-    section = text.split("### Failure types", 1)[1]
+def documented_failure_rows() -> dict[str, str]:
+    """Failure type -> its "retried" cell in docs/failures.md's table."""
+    text = (ROOT / "docs" / "failures.md").read_text()
+    section = text.split("## Every type", 1)[1]
     section = re.split(r"^#{1,3} ", section, maxsplit=1, flags=re.MULTILINE)[0]
     rows = [line for line in section.splitlines() if line.startswith("|") and not line.startswith("|---")]
     found: dict[str, str] = {}
@@ -120,14 +120,14 @@ NOT_A_RUN_FAILURE = {
 }
 
 
-def test_every_failure_type_is_in_the_readme_table_with_its_retry_behaviour():
-    rows = readme_failure_rows()
+def test_every_failure_type_is_in_the_docs_table_with_its_retry_behaviour():
+    rows = documented_failure_rows()
     missing = sorted(set(tree()) - NOT_A_RUN_FAILURE - set(rows))
-    assert missing == [], f'failure types missing from README "### Failure types": {missing}'
+    assert missing == [], f'failure types missing from docs/failures.md: {missing}'
     for name, retried in rows.items():
         cls = tree()[name]
         says_yes = retried.startswith("yes") or (retried.startswith("only") and f"`{name}`" in retried)
-        assert says_yes is bool(cls.retryable), f"README says {name} is retried {retried!r}; retryable={cls.retryable}"
+        assert says_yes is bool(cls.retryable), f"docs/failures.md says {name} is retried {retried!r}; retryable={cls.retryable}"
 
 
 def _is_application_error(node: ast.AST) -> bool:
