@@ -9,7 +9,7 @@ from pydantic import BaseModel, Field
 from .conversation import ConversationRef
 from .messages import LLMToolCall, Message
 from .tools import ToolSchema
-from .violations import Violation
+from ..violations import Violation
 
 Provider = Literal["openai", "anthropic"]
 
@@ -134,5 +134,5 @@ class LLMResponse(BaseModel):
     """Set when the context policy compacted the request."""
 
     @property
-    def tool_calls(self) -> list[LLMToolCall]:
+    def tool_calls(self) -> tuple[LLMToolCall, ...]:
         return self.message.tool_calls
