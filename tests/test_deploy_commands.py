@@ -225,6 +225,19 @@ def test_the_image_runs_as_the_non_root_user_the_manifests_expect():
         assert pod["securityContext"]["runAsUser"] == int(user)
 
 
+def test_the_named_volumes_the_image_mounts_are_writable_by_its_user():
+    user = IMAGE_STAGE.last("USER")
+    owned = set(re.findall(rf"install -d -o {user} -g {user} (\S+)", " ".join(IMAGE_STAGE.all("RUN"))))
+    services = yaml.safe_load((DEPLOY / "docker-compose.yml").read_text())["services"]
+    mounts = [(name, volume.split(":")[1]) for name, service in services.items()
+              if service.get("image", "").startswith("agentsteps-worker:")
+              for volume in service.get("volumes", []) if not volume.startswith((".", "/"))]
+    assert mounts, "the tracker keeps its database on a named volume"
+    for name, target in mounts:
+        # A new named volume takes the owner of the image's directory: root, unless the image made it the user's.
+        assert target in owned or target.startswith("/home/agentsteps/"), f"{name}: {target} is root's in the image"
+
+
 def test_every_image_reference_is_this_version():
     references = [s["image"] for s in yaml.safe_load((DEPLOY / "docker-compose.yml").read_text())["services"].values()
                   if s["image"].startswith("agentsteps-worker:")]
