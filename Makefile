@@ -16,11 +16,11 @@ install: $(BIN)/python
 demo: install
 	$(BIN)/agentsteps demo
 
-# Regenerate the Grafana dashboard JSON from its builder (tests/test_dashboard_rules.py checks they match).
+# Regenerate the Grafana dashboard JSON from its builder (tests/deploy/test_dashboard_rules.py checks they match).
 dashboard: $(BIN)/python
 	$(BIN)/python deploy/grafana/build_dashboard.py
 
-# Published MCP servers we did not write, for tests/test_mcp_thirdparty.py. Each
+# Published MCP servers we did not write, for tests/activities/test_mcp_thirdparty.py. Each
 # gets its own venv (their MCP SDK pins must never touch the project's); the
 # stamp is the pinned requirements file, so a changed pin reinstalls.
 THIRDPARTY := .venv-mcp-thirdparty
