@@ -35,6 +35,14 @@ def client(temporal_env) -> Client:
     return temporal_env.client
 
 
+def pytest_ignore_collect(collection_path, config):
+    # The fast lane (`-m fast`) skips importing modules that mark nothing fast:
+    # importing them is most of what the lane would otherwise spend.
+    if config.getoption("markexpr") == "fast" and collection_path.name.startswith("test_") and collection_path.suffix == ".py":
+        return True if "pytest.mark.fast" not in collection_path.read_text() else None
+    return None
+
+
 def pytest_sessionfinish(session, exitstatus):
     global _exit_status
     _exit_status = int(exitstatus)

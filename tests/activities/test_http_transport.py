@@ -14,6 +14,8 @@ from agentsteps.activities.providers.openai import OpenAIProvider
 from agentsteps.contracts import LLMConfig, LLMRequest, Message
 from agentsteps.contracts.errors import NonRetryableProviderError, RetryableProviderError
 
+pytestmark = pytest.mark.fast  # pure and quick: in `make test-fast`
+
 KEY = "sk-transport-secret-0123456789"
 ANSWER = {
     "id": "c1", "object": "chat.completion", "created": 0, "model": "scripted-2026-01-01",

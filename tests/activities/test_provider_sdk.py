@@ -27,6 +27,8 @@ from agentsteps.contracts.llm.violations import ViolationKind as K
 
 from sdk_types import problems
 
+pytestmark = pytest.mark.fast  # pure and quick: in `make test-fast`
+
 WEATHER = ToolSchema(name="get_weather", description="Weather.",
                      parameters={"type": "object", "properties": {"city": {"type": "string"}}})
 SCHEMA = {"type": "object", "properties": {"answer": {"type": "integer"}}, "required": ["answer"]}

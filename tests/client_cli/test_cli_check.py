@@ -7,8 +7,11 @@ import json
 from pathlib import Path
 
 import jsonschema
+import pytest
 
 from agentsteps.cli.check import EXIT_FAILED, EXIT_INVALID, EXIT_OK, check_command
+
+pytestmark = pytest.mark.fast  # pure and quick: in `make test-fast`
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "pipelines" / "support_reply.toml"
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import pytest_asyncio
 
 from agentsteps.activities.sandbox import SandboxPool, check_program
@@ -9,6 +10,8 @@ from agentsteps.contracts import ToolSchema
 from agentsteps.contracts.code.program import capped_view
 from agentsteps.contracts.code.stubs import extract_program, generate_stubs, program_functions, python_name
 from agentsteps.contracts.llm.violations import ViolationKind
+
+pytestmark = pytest.mark.fast  # pure and quick: in `make test-fast`
 
 TICKETS = ToolSchema(
     name="tickets.search",

@@ -14,6 +14,8 @@ from agentsteps.contracts.composition.prover import Verdict
 from agentsteps.contracts.errors import AgentStepsError, CompositionError, InvalidSpecError
 from agentsteps.contracts.llm.violations import ViolationKind
 
+pytestmark = pytest.mark.fast  # pure and quick: in `make test-fast`
+
 
 class Email(BaseModel):
     sender: str

@@ -6,7 +6,11 @@ rename must fail here and be made a deliberate, versioned change.
 
 from __future__ import annotations
 
+import pytest
+
 from agentsteps.contracts import names
+
+pytestmark = pytest.mark.fast  # pure and quick: in `make test-fast`
 
 
 def test_every_persisted_name_is_unchanged():

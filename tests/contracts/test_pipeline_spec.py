@@ -13,6 +13,8 @@ from agentsteps.contracts.errors import InvalidSpecError
 from agentsteps.examples.support_models import TicketUpdate
 from agentsteps.client.pipeline_files import import_model_schema, load_pipeline_file
 
+pytestmark = pytest.mark.fast  # pure and quick: in `make test-fast`
+
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "pipelines" / "support_reply.toml"
 
 

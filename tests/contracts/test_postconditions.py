@@ -23,6 +23,8 @@ from agentsteps.contracts import (
 from agentsteps.contracts.llm.arguments import parse_tool_arguments
 from agentsteps.contracts.llm.postconditions import check_response, check_tool_output
 
+pytestmark = pytest.mark.fast  # pure and quick: in `make test-fast`
+
 K = ViolationKind
 WEATHER = ToolSchema(
     name="get_weather",

@@ -21,6 +21,8 @@ from agentsteps.contracts.llm.pinning import SNAPSHOT_FORMS, check_model_pinned,
 from agentsteps.contracts.llm.preconditions import check_request, check_spec
 from agentsteps.contracts.llm.tokens import count_prompt_tokens, count_text_tokens
 
+pytestmark = pytest.mark.fast  # pure and quick: in `make test-fast`
+
 K = ViolationKind
 PINNED = "gpt-4o-2024-08-06"
 WEATHER = ToolSchema(

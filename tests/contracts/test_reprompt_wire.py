@@ -29,6 +29,8 @@ from agentsteps.contracts.llm.reprompt import reprompt_messages
 
 from sdk_types import problems
 
+pytestmark = pytest.mark.fast  # pure and quick: in `make test-fast`
+
 API_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 MODELS = {"openai": "gpt-4o-2024-08-06", "anthropic": "claude-sonnet-4-5-20250929"}
 TOOLS = [

@@ -17,6 +17,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from agentsteps.contracts.composition.prover import Verdict, check_schema_compat
 from agentsteps.contracts.errors import AgentStepsError, InvalidSpecError
 
+pytestmark = pytest.mark.fast  # pure and quick: in `make test-fast`
+
 
 def assert_refuted(out: dict, inp: dict) -> object:
     result = check_schema_compat(out, inp)

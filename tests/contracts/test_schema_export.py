@@ -28,6 +28,8 @@ from agentsteps.contracts import (
 )
 from agentsteps.contracts.schema_export import PUBLIC_MODELS, export_schemas
 
+pytestmark = pytest.mark.fast  # pure and quick: in `make test-fast`
+
 REQUIRED = [
     "Message",
     "ToolSchema",

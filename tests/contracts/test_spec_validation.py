@@ -14,6 +14,8 @@ from agentsteps.client.spec_files import load_spec
 
 from agent_support import make_spec
 
+pytestmark = pytest.mark.fast  # pure and quick: in `make test-fast`
+
 
 @pytest.fixture
 def known_tools(tmp_path):

@@ -8,6 +8,7 @@ still pass (the exact count decides).
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings, strategies as st
 
 from agentsteps.contracts import LLMConfig, LLMRequest, Message, ToolSchema
@@ -15,6 +16,8 @@ from agentsteps.contracts.llm.messages import LLMToolCall
 from agentsteps.contracts.llm.preconditions import check_request
 from agentsteps.contracts.llm.tokens import count_prompt_tokens, count_text_tokens, prompt_tokens_upper_bound
 from agentsteps.contracts.llm.violations import ViolationKind
+
+pytestmark = pytest.mark.fast  # pure and quick: in `make test-fast`
 
 PINNED = "gpt-4o-mini-2024-07-18"
 TOOL = ToolSchema(name="get_weather", description="Weather for a city.",

@@ -30,6 +30,8 @@ from agentsteps.contracts.llm.tool_names import API_TOOL_NAME, api_tool_name, to
 
 from sdk_types import problems
 
+pytestmark = pytest.mark.fast  # pure and quick: in `make test-fast`
+
 API = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")  # both APIs' documented pattern, spelt out independently
 SEARCH = ToolSchema(name="tickets.search", parameters={"type": "object", "properties": {"q": {"type": "string"}}})
 WEATHER = ToolSchema(name="get_weather", parameters={"type": "object", "properties": {"city": {"type": "string"}}})

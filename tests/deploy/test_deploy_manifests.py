@@ -25,6 +25,8 @@ from agentsteps.contracts.errors import DeploymentConfigError, InvalidSpecError
 from agentsteps.worker import check_deployment
 from agentsteps.telemetry.server import HEALTH_PATH, METRICS_PATH, READY_PATH
 
+pytestmark = pytest.mark.fast  # pure and quick: in `make test-fast`
+
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
 IMAGE = "agentsteps-worker:0.1.0"

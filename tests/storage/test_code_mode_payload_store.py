@@ -15,6 +15,8 @@ from agentsteps.activities.payload_store import (
 from agentsteps.contracts.config.settings import WorkerSettings
 from agentsteps.contracts.errors import PayloadIntegrityError
 
+pytestmark = pytest.mark.fast  # pure and quick: in `make test-fast`
+
 
 async def test_bytes_round_trip_under_their_sha256(tmp_path):
     store = PayloadStore(LocalDirStorageDriver(tmp_path))

@@ -9,6 +9,8 @@ from agentsteps.activities.sandbox.snapshots import SnapshotVault, key_id, previ
 from agentsteps.client.settings import load_settings
 from agentsteps.contracts.errors import SnapshotIntegrityError
 
+pytestmark = pytest.mark.fast  # pure and quick: in `make test-fast`
+
 OLD = b"old-key-0123456789abcdef"
 NEW = b"new-key-0123456789abcdef"
 

@@ -28,6 +28,8 @@ from agentsteps.telemetry.runtime import TemporalMetricsCollector
 from agentsteps.worker import load_registry
 from agentsteps.contracts.config.settings import WorkerSettings
 
+pytestmark = pytest.mark.fast  # pure and quick: in `make test-fast`
+
 PRICED = "priced-model-2026-01-01"
 HOSTILE = ["", " ", "a\nb", 'x"} 1\nevil_metric{a="', "é" * 10, "x" * 500, "../../etc/passwd", "{{ $labels }}"]
 
