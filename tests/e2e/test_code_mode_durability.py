@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from agentsteps.contracts import AgentInput, AgentResult, AgentSpec, LLMConfig
+from agentsteps.contracts.code.program import ProgramLimits
 from agentsteps.contracts.names import AGENT_WORKFLOW
 from agentsteps.contracts.spec import ActivityPolicy
 
@@ -43,6 +44,9 @@ async def test_sigkilled_worker_mid_program_completes_and_each_side_effect_runs_
         model=LLMConfig(model="scripted-2026-01-01", max_tokens=256, context_window=64_000),
         tools=["tickets.nudge"], mode="code", max_steps=2,
         tool_policy=ActivityPolicy(start_to_close_seconds=5, initial_interval_seconds=0.5),
+        # The spin is the kill point, not a limit under test: on a loaded machine (or beside
+        # parallel test processes) it must not run into the 5 s default segment limit.
+        code_limits=ProgramLimits(segment_seconds=60.0),
     )
     handle = await client.start_workflow(
         AGENT_WORKFLOW, AgentInput(spec=spec, input="nudge"), id=f"kill-{uuid.uuid4().hex[:8]}",
