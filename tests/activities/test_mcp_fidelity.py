@@ -31,7 +31,7 @@ from agentsteps.workflows import calls
 from agentsteps.worker import running_worker
 
 from agent_support import make_spec
-from mcp_support import make_client, tool_call
+from mcp_support import make_client, tool_call, write_mcp_config
 
 RICH = str(Path(__file__).parents[1] / "support" / "mcp_rich_server.py")
 SERVER = {"transport": "stdio", "command": sys.executable, "args": [RICH]}
@@ -130,8 +130,7 @@ async def test_a_long_call_reporting_progress_outlives_a_short_heartbeat_timeout
 
 async def test_a_huge_tool_result_is_cut_with_a_notice_and_the_run_goes_on(client, settings, scripted, tmp_path):
     config = tmp_path / "agentsteps.toml"
-    config.write_text(f"[mcp.servers.rich]\ntransport = \"stdio\"\ncommand = {json.dumps(sys.executable)}\n"
-                      f"args = [{json.dumps(RICH)}]\n")
+    write_mcp_config(config, {"rich": {"transport": "stdio", "command": sys.executable, "args": [RICH]}})
     scripted.set_script({"rules": [
         {"match": {"role": "user"}, "reply": {"tool_calls": [{"name": "big", "arguments": {"chars": 2_000_000}}]}},
         {"match": {"tool_result_for": "big"}, "reply": {"content": "too much to read; summarised"}},

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from jsonschema import Draft202012Validator
 
-from mcp_support import make_client, tool_call
+from mcp_support import make_client, tool_call, write_mcp_config
 
 ROOT = Path(__file__).resolve().parents[2]
 PINS = Path(__file__).parents[1] / "mcp_thirdparty"
@@ -111,8 +111,8 @@ async def test_the_published_servers_tool_errors_come_back_as_error_results(time
 async def test_tools_cli_calls_the_published_server_through_the_worker_code(tmp_path):
     command = _server_executable("time-sdk2")
     config = tmp_path / "agentsteps.toml"
-    config.write_text(f'[mcp.servers.time]\ntransport = "stdio"\ncommand = {json.dumps(str(command))}\n'
-                      'args = ["--local-timezone", "UTC"]\ntool_prefix = "time_"\n')
+    write_mcp_config(config, {"time": {"transport": "stdio", "command": str(command),
+                                       "args": ["--local-timezone", "UTC"], "tool_prefix": "time_"}})
     agentsteps = [str(Path(sys.executable).with_name("agentsteps"))]
     listed = subprocess.run([*agentsteps, "tools", "list", "--json", "--config", str(config)],
                             capture_output=True, text=True, timeout=120, cwd=tmp_path)

@@ -8,14 +8,9 @@ is refused, so error paths are scanned too.
 
 from __future__ import annotations
 
-import json
 import logging
-import subprocess
-import sys
 import uuid
-from contextlib import contextmanager, nullcontext
-from pathlib import Path
-from typing import Iterator
+from contextlib import nullcontext
 
 import pytest
 
@@ -24,7 +19,7 @@ from agentsteps.contracts.names import AGENT_WORKFLOW
 from agentsteps.worker import running_worker
 
 from agent_support import make_spec
-from mcp_support import free_port, new_token, seeded_db, wait_for_port
+from mcp_support import free_port, http_tracker, http_tracker_process, new_token, seeded_db, stdio_tracker, write_mcp_config
 from secret_scan import SecretScan
 
 SCRIPT = {
@@ -40,26 +35,6 @@ SCRIPT = {
 }
 
 
-@contextmanager
-def http_tracker_logging_to(db: Path, port: int, token: str, log: Path) -> Iterator[None]:
-    """The HTTP tracker with its own output kept, so it can be scanned for the token too."""
-    with log.open("w") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "agentsteps.examples.tickets", "--transport", "http", "--db", str(db),
-             "--port", str(port)],
-            env={"PATH": "/usr/bin:/bin", "TICKETS_EXPECTED_TOKEN": token}, stdout=out, stderr=subprocess.STDOUT)
-        try:
-            wait_for_port(port)
-            yield
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-
-
 @pytest.mark.parametrize("transport", ["stdio", "http"])
 async def test_the_tracker_token_never_reaches_history_prompts_or_logs(
     transport, client, settings, scripted, tmp_path, monkeypatch, caplog, capfd
@@ -71,12 +46,7 @@ async def test_the_tracker_token_never_reaches_history_prompts_or_logs(
     if transport == "stdio":
         monkeypatch.setenv("TICKETS_API_TOKEN", token)
         monkeypatch.setenv("TRACKER_EXPECTS", token)
-        config.write_text(
-            '[mcp.servers.tracker]\ntransport = "stdio"\n'
-            f"command = {json.dumps(sys.executable)}\n"
-            f'args = ["-m", "agentsteps.examples.tickets", "--transport", "stdio", "--db", {json.dumps(str(db))}]\n'
-            'env = { TICKETS_API_TOKEN = "secret:TICKETS_API_TOKEN", TICKETS_EXPECTED_TOKEN = "secret:TRACKER_EXPECTS" }\n'
-        )
+        write_mcp_config(config, {"tracker": stdio_tracker(db)})
         server = nullcontext()
     else:
         secrets_dir = tmp_path / "secrets"
@@ -85,12 +55,9 @@ async def test_the_tracker_token_never_reaches_history_prompts_or_logs(
         monkeypatch.setenv("AGENTSTEPS_SECRETS_DIR", str(secrets_dir))
         monkeypatch.delenv("TRACKER_TOKEN", raising=False)
         port = free_port()
-        config.write_text(
-            '[mcp.servers.tracker]\ntransport = "streamable-http"\n'
-            f'url = "http://127.0.0.1:{port}/mcp"\n'
-            'headers = { Authorization = "Bearer ${secret:TRACKER_TOKEN}" }\n'
-        )
-        server = http_tracker_logging_to(db, port, token, server_log)
+        write_mcp_config(config, {"tracker": http_tracker(port, headers={"Authorization": "Bearer ${secret:TRACKER_TOKEN}"})})
+        # The tracker's own output is kept so it can be scanned for the token too.
+        server = http_tracker_process(db, port, token, env={"PATH": "/usr/bin:/bin"}, log=server_log)
 
     caplog.set_level(logging.DEBUG)
     scripted.set_script(SCRIPT)

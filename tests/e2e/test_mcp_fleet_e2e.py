@@ -27,8 +27,10 @@ from agentsteps.telemetry.server import start_metrics_server
 from agentsteps.worker import build_mcp, running_worker
 
 from agent_support import make_spec, run_agent, run_agent_failure
-from fleet_support import Control, eventually, fleet_server, sample, unique, write_config
-from mcp_support import free_port, http_tracker, http_tracker_process, new_token, seeded_db, stdio_tracker
+from fleet_support import Control, eventually, fleet_server, sample, unique
+from mcp_support import (
+    free_port, http_tracker, http_tracker_process, new_token, seeded_db, stdio_tracker, write_mcp_config,
+)
 
 GIVE_UP = 3.0
 FAST = {"connect_seconds": 5, "call_seconds": 1, "list_seconds": 5}
@@ -69,7 +71,7 @@ class Fleet:
         db = seeded_db(tmp_path, issues=10)
         self.names = {k: unique(k) for k in ("tickets", "remote", "flaky", "broken")}
         self.http_db = db
-        self.config = write_config(tmp_path / "agentsteps.toml", {
+        self.config = write_mcp_config(tmp_path / "agentsteps.toml", {
             self.names["tickets"]: stdio_tracker(db),
             self.names["remote"]: http_tracker(self.port, tool_prefix="remote_", required=True,
                                                catalog_ttl_seconds=1, breaker=BREAKER),

@@ -13,7 +13,8 @@ import urllib.request
 import uuid
 from pathlib import Path
 
-from fleet_support import Control, fleet_server, write_config
+from fleet_support import Control, fleet_server
+from mcp_support import write_mcp_config
 from mcp_support import free_port
 
 
@@ -40,7 +41,7 @@ def _until(port: int, check, timeout: float = 60.0) -> tuple[int, dict]:
 def test_the_worker_logs_a_misconfigured_server_and_readyz_follows_its_required_server(temporal_env, tmp_path):
     control = Control(tmp_path / "c")
     control.set("down")
-    config = write_config(tmp_path / "agentsteps.toml", {
+    config = write_mcp_config(tmp_path / "agentsteps.toml", {
         "needed": fleet_server(control, required=True, breaker={"failures": 1, "open_seconds": 0.3,
                                                                    "max_open_seconds": 0.5}),
         "broken": {"transport": "http", "url": "http:///mcp", "tool_prefix": "b_"},

@@ -8,7 +8,7 @@ import json
 from agentsteps.worker import running_worker
 
 from agent_support import make_spec, run_agent, run_agent_failure
-from mcp_support import new_token, seeded_db, stdio_tracker
+from mcp_support import new_token, seeded_db, stdio_tracker, write_mcp_config
 
 
 async def test_a_model_reusing_call_0_every_turn_completes_with_engine_ids(engine, scripted):
@@ -26,23 +26,11 @@ async def test_a_model_reusing_call_0_every_turn_completes_with_engine_ids(engin
     assert [m["tool_call_id"] for m in last if m["role"] == "tool"] == ["call_0"] * 3
 
 
-def _tracker_config(tmp_path, servers: dict[str, dict]) -> object:
-    path = tmp_path / "agentsteps.toml"
-    lines = []
-    for name, table in servers.items():
-        lines.append(f"[mcp.servers.{name}]")
-        lines += [f"{k} = {json.dumps(v)}" for k, v in table.items() if k != "env"]
-        env = ", ".join(f"{k} = {json.dumps(v)}" for k, v in table["env"].items())
-        lines.append(f"env = {{ {env} }}")
-    path.write_text("\n".join(lines) + "\n")
-    return path
-
-
 async def test_dotted_mcp_tool_names_go_out_api_safe_and_come_back(client, settings, scripted, tmp_path, monkeypatch):
     token = new_token()
     monkeypatch.setenv("TICKETS_API_TOKEN", token)
     monkeypatch.setenv("TRACKER_EXPECTS", token)
-    config = _tracker_config(tmp_path, {"tracker": stdio_tracker(seeded_db(tmp_path, issues=5), tool_prefix="tracker.")})
+    config = write_mcp_config(tmp_path / "agentsteps.toml", {"tracker": stdio_tracker(seeded_db(tmp_path, issues=5), tool_prefix="tracker.")})
     scripted.set_script({"rules": [
         {"match": {"role": "user"}, "reply": {"tool_calls": [
             {"name": "tracker_list_issues", "arguments": {"state": "open", "limit": 2}}]}},
@@ -65,7 +53,7 @@ async def test_two_mcp_tools_sharing_a_wire_name_fail_the_run_at_start(client, s
     token = new_token()
     monkeypatch.setenv("TICKETS_API_TOKEN", token)
     monkeypatch.setenv("TRACKER_EXPECTS", token)
-    config = _tracker_config(tmp_path, {
+    config = write_mcp_config(tmp_path / "agentsteps.toml", {
         "dotted": stdio_tracker(seeded_db(tmp_path, issues=3), tool_prefix="t."),
         "underscored": stdio_tracker(seeded_db(tmp_path, issues=3), tool_prefix="t_"),
     })

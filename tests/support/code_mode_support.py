@@ -30,6 +30,8 @@ from agentsteps.contracts.config.settings import ProviderSettings, WorkerSetting
 from agentsteps.workflows.agent import AgentWorkflow
 from agentsteps.workflows.session import SessionWorkflow
 
+from child_main import run_child, serve_until_killed
+
 TICKET_BODY = "Steps to reproduce: open the app, click the thing, watch it fail. " * 16
 
 
@@ -178,12 +180,8 @@ async def _main(address: str, task_queue: str, base_url: str, state_dir: str) ->
     settings = worker_settings(Path(state_dir), task_queue, base_url)
     client = await connect_with_store(address, settings)
     async with code_worker(client, settings):
-        print("ready", flush=True)
-        await asyncio.Event().wait()
+        await serve_until_killed()
 
 
 if __name__ == "__main__":
-    try:
-        asyncio.run(_main(*sys.argv[1:5]))
-    finally:
-        os._exit(0)
+    run_child(_main, *sys.argv[1:5])

@@ -61,23 +61,3 @@ async def eventually(check: Callable[[], Awaitable[bool] | bool], timeout: float
         if time.monotonic() > deadline:
             raise AssertionError(f"not within {timeout} s: {what}")
         await asyncio.sleep(0.1)
-
-
-def _toml_value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, dict):
-        return "{ " + ", ".join(f"{k} = {_toml_value(v)}" for k, v in value.items()) + " }"
-    if isinstance(value, list):
-        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
-    return json.dumps(value)
-
-
-def write_config(path: Path, servers: dict[str, dict[str, Any]]) -> Path:
-    """An ``agentsteps.toml`` declaring ``servers`` (inline tables for env, headers, timeouts, breaker)."""
-    lines = []
-    for name, table in servers.items():
-        lines.append(f"[mcp.servers.{name}]")
-        lines += [f"{key} = {_toml_value(value)}" for key, value in table.items()]
-    path.write_text("\n".join(lines) + "\n")
-    return path

@@ -69,6 +69,27 @@ def hostile(**extra: Any) -> dict[str, Any]:
     return table
 
 
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{k} = {_toml_value(v)}" for k, v in value.items()) + " }"
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    return json.dumps(value)
+
+
+def write_mcp_config(path: Path, servers: dict[str, dict[str, Any]]) -> Path:
+    """An ``agentsteps.toml`` declaring ``servers`` (tables as ``stdio_tracker``/``http_tracker`` build them;
+    env, headers, timeouts and breaker as inline tables). The one writer of MCP config files in the tests."""
+    lines = []
+    for name, table in servers.items():
+        lines.append(f"[mcp.servers.{name}]")
+        lines += [f"{key} = {_toml_value(value)}" for key, value in table.items()]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
 def make_client(servers: dict[str, dict[str, Any]], secrets: dict[str, str]) -> McpToolClient:
     config = parse_mcp_config({"mcp": {"servers": servers}})
     return McpToolClient(McpSessionPool(config, SecretResolver(env=secrets)))
@@ -92,24 +113,28 @@ def wait_for_port(port: int, timeout: float = 20.0) -> None:
 
 
 @contextmanager
-def http_tracker_process(db: Path, port: int, token: str) -> Iterator[subprocess.Popen]:
-    env = {**os.environ, "TICKETS_EXPECTED_TOKEN": token}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "agentsteps.examples.tickets", "--transport", "http", "--db", str(db),
-         "--port", str(port)],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
-    try:
-        wait_for_port(port)
-        yield proc
-    finally:
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+def http_tracker_process(
+    db: Path, port: int, token: str, *, env: dict[str, str] | None = None, log: Path | None = None
+) -> Iterator[subprocess.Popen]:
+    """The tracker over HTTP on ``port``; ``env`` replaces this process's environment, ``log`` keeps its output."""
+    env = {**(os.environ if env is None else env), "TICKETS_EXPECTED_TOKEN": token}
+    with log.open("w") if log else open(os.devnull, "w") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "agentsteps.examples.tickets", "--transport", "http", "--db", str(db),
+             "--port", str(port)],
+            env=env, stdout=out, stderr=subprocess.STDOUT,
+        )
+        try:
+            wait_for_port(port)
+            yield proc
+        finally:
+            if proc.poll() is None:
+                proc.terminate()
+                try:
+                    proc.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
 
 
 def child_pids(marker: str) -> list[int]:

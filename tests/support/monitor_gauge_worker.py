@@ -1,12 +1,11 @@
 """A worker process that runs only ``monitor.record``, with its own ``/metrics``: one of the gauge test's two workers.
 
 Usage: monitor_gauge_worker.py TEMPORAL_ADDRESS NAMESPACE TASK_QUEUE. Prints
-``ready`` and then the metrics port; runs until killed.
+``ready`` and then the metrics port; runs until killed (``child_main``).
 """
 
 from __future__ import annotations
 
-import asyncio
 import sys
 
 from temporalio.client import Client
@@ -17,6 +16,8 @@ from agentsteps.activities.monitor import MonitorActivities
 from agentsteps.telemetry.runtime import build_runtime
 from agentsteps.telemetry.server import start_metrics_server
 
+from child_main import run_child, serve_until_killed
+
 
 async def main(address: str, namespace: str, task_queue: str) -> None:
     client = await Client.connect(
@@ -24,10 +25,8 @@ async def main(address: str, namespace: str, task_queue: str) -> None:
     )
     server = start_metrics_server(0, host="127.0.0.1")
     async with Worker(client, task_queue=task_queue, activities=MonitorActivities().activities()):
-        print("ready", flush=True)
-        print(server.port, flush=True)
-        await asyncio.Event().wait()
+        await serve_until_killed(server.port)
 
 
 if __name__ == "__main__":
-    asyncio.run(main(*sys.argv[1:4]))
+    run_child(main, *sys.argv[1:4])

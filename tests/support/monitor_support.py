@@ -6,7 +6,6 @@ usage as a process (the token comes from the environment, never argv):
 
 from __future__ import annotations
 
-import asyncio
 import os
 import sqlite3
 import sys
@@ -22,6 +21,8 @@ from agentsteps.contracts.names import MONITOR_WORKFLOW
 from agentsteps.contracts.spec import ActivityPolicy
 from agentsteps.examples.tickets.seed import seed
 from agentsteps.workflows.monitor.nudges import NUDGE_MARKER
+
+from child_main import run_child, serve_until_killed
 
 MODEL = "scripted-2026-01-01"
 
@@ -95,12 +96,8 @@ async def _main(address: str, task_queue: str, base_url: str, state_dir: str, db
     client = await Client.connect(address, data_converter=pydantic_data_converter)
     mcp = tracker_client({"tickets": tracker_server(db)}, os.environ["TICKETS_TOKEN"])
     async with monitor_worker(client, settings, mcp):
-        print("ready", flush=True)
-        await asyncio.Event().wait()
+        await serve_until_killed()
 
 
 if __name__ == "__main__":
-    try:
-        asyncio.run(_main(*sys.argv[1:6]))
-    finally:
-        os._exit(0)
+    run_child(_main, *sys.argv[1:6])

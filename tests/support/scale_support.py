@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import os
 import sqlite3
-import sys
 import time
 from contextlib import closing
 from pathlib import Path
@@ -24,6 +23,8 @@ from temporalio import activity
 
 from agentsteps.activities.tool_registry import ToolContext, ToolRegistry
 from agentsteps.contracts.config.settings import WorkerSettings
+
+from child_main import run_child, serve_until_killed
 
 ROW = "x" * 1000
 ROWS = 300  # 300 KB: every result goes through the payload store
@@ -99,8 +100,7 @@ async def _main() -> None:
     settings = WorkerSettings.model_validate_json(os.environ["SCALE_SETTINGS"])
     client = await connect(settings)
     async with running_worker(client, settings):
-        print("ready", flush=True)
-        await asyncio.Event().wait()
+        await serve_until_killed()
 
 
 if __name__ == "__main__":
@@ -108,8 +108,4 @@ if __name__ == "__main__":
         import logging
 
         logging.basicConfig(filename=os.environ["SCALE_LOG"], level=logging.INFO)
-    try:
-        asyncio.run(_main())
-    finally:
-        sys.stdout.flush()
-        os._exit(0)
+    run_child(_main)

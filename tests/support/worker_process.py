@@ -5,13 +5,14 @@ usage: python worker_process.py ADDRESS TASK_QUEUE OPENAI_BASE_URL STATE_DIR
 
 from __future__ import annotations
 
-import asyncio
 import os
 import sys
 from pathlib import Path
 
 from agentsteps.contracts.config.settings import ProviderSettings, WorkerSettings
 from agentsteps.worker import connect, running_worker
+
+from child_main import run_child, serve_until_killed
 
 
 async def main(address: str, task_queue: str, base_url: str, state_dir: str) -> None:
@@ -26,12 +27,8 @@ async def main(address: str, task_queue: str, base_url: str, state_dir: str) -> 
     # (the time-skipping test server never moves a dead worker's sticky tasks elsewhere).
     options = {"max_cached_workflows": 0} if os.environ.get("AGENTSTEPS_TEST_NO_CACHE") else {}
     async with running_worker(client, settings, **options):
-        print("ready", flush=True)
-        await asyncio.Event().wait()
+        await serve_until_killed()
 
 
 if __name__ == "__main__":
-    try:
-        asyncio.run(main(*sys.argv[1:5]))
-    finally:
-        os._exit(0)
+    run_child(main, *sys.argv[1:5])

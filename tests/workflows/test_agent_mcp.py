@@ -10,18 +10,8 @@ from agentsteps.contracts.names import AGENT_WORKFLOW
 from agentsteps.worker import running_worker
 
 from agent_support import make_spec
-from mcp_support import new_token, seeded_db
+from mcp_support import new_token, seeded_db, stdio_tracker, write_mcp_config
 from secret_scan import SecretScan
-
-
-def _tracker_config(path, db) -> None:
-    path.write_text(
-        "[mcp.servers.tracker]\n"
-        'transport = "stdio"\n'
-        f'command = {json.dumps(__import__("sys").executable)}\n'
-        f'args = ["-m", "agentsteps.examples.tickets", "--transport", "stdio", "--db", {json.dumps(str(db))}]\n'
-        'env = { TICKETS_API_TOKEN = "secret:TICKETS_API_TOKEN", TICKETS_EXPECTED_TOKEN = "secret:TRACKER_EXPECTS" }\n'
-    )
 
 
 async def test_agent_reads_and_writes_tracker_tickets_through_mcp_without_leaking_the_token(
@@ -32,7 +22,7 @@ async def test_agent_reads_and_writes_tracker_tickets_through_mcp_without_leakin
     monkeypatch.setenv("TRACKER_EXPECTS", token)
     db = seeded_db(tmp_path, issues=40)
     config = tmp_path / "agentsteps.toml"
-    _tracker_config(config, db)
+    write_mcp_config(config, {"tracker": stdio_tracker(db)})
     scripted.set_script(
         {
             "rules": [
