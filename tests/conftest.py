@@ -43,6 +43,16 @@ def pytest_ignore_collect(collection_path, config):
     return None
 
 
+# Under xdist (`make test`) files are handed out in collection order, so the
+# longest go first: end-to-end files (child processes, kills, restarts), then
+# the CLI's and storage's (subprocesses, S3), then the rest. Order within a file is kept.
+_FIRST = {"e2e": 0, "client_cli": 1, "storage": 1}
+
+
+def pytest_collection_modifyitems(session, config, items):
+    items.sort(key=lambda item: _FIRST.get(item.path.parent.name, 2))
+
+
 def pytest_sessionfinish(session, exitstatus):
     global _exit_status
     _exit_status = int(exitstatus)
