@@ -4,7 +4,7 @@ For each provider and each kind of bad answer (empty, refused, bad tool
 calls), the answer is built with the SDK's own response model, parsed by the
 adapter, judged by the postcondition, turned into the re-prompt the ladder
 sends, and the next request body is checked twice: against the SDK's request
-``TypedDict`` (tests/sdk_types.py) and against the API's rules the types do
+``TypedDict`` (tests/support/sdk_types.py) and against the API's rules the types do
 not express (no empty assistant turn, no empty content list or text block,
 every tool result answering a call of the turn before, safe tool names).
 """
@@ -19,8 +19,8 @@ from anthropic.types.message_create_params import MessageCreateParamsNonStreamin
 from openai.types.chat import ChatCompletion
 from openai.types.chat.completion_create_params import CompletionCreateParamsNonStreaming
 
-from agentsteps.activities.providers import anthropic as anthropic_wire
-from agentsteps.activities.providers import openai as openai_wire
+from agentsteps.activities.llm.providers import anthropic as anthropic_wire
+from agentsteps.activities.llm.providers import openai as openai_wire
 from agentsteps.contracts import LLMConfig, LLMRequest, LLMToolCall, Message, ToolSchema
 from agentsteps.contracts.llm.call_ids import with_engine_call_ids
 from agentsteps.contracts.llm.postconditions import check_response

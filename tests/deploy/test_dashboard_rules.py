@@ -1,6 +1,6 @@
 """The Grafana dashboard follows the rules on-call relies on, checked on the committed JSON.
 
-tests/test_telemetry_dashboard.py proves every query returns data from a real
+tests/deploy/test_telemetry_dashboard.py proves every query returns data from a real
 Prometheus; these check that the dashboard is the builder's output, reusable
 (variables, no datasource uid, ``$__rate_interval``), explained (descriptions,
 units, thresholds), ordered (golden signals first), linked into the Temporal UI,

@@ -3,7 +3,7 @@
 The module fixture starts its own Temporal dev server (long polls expire after
 1 s, so empty polls happen), the worker (``worker.running_worker`` on a client
 whose Runtime comes from ``telemetry.runtime.build_runtime``) with the
-``/metrics`` server, and a real Prometheus (tests/prometheus_support.py) using
+``/metrics`` server, and a real Prometheus (tests/support/prometheus_support.py) using
 deploy/prometheus/prometheus.yml and alerts.yml, with only the target, a 1 s
 interval and a temporary storage directory changed. It then runs agent
 workflows twice over, with injected violations, a degradation to the fallback
@@ -20,7 +20,7 @@ golden signals first, drill-down links into the Temporal UI).
 
 Alert expressions end in ``<op> <threshold>``. A healthy test workload cannot
 make them fire (one is "the worker is down"), so here each whole expression
-must be accepted and loaded healthy by this Prometheus; tests/test_alert_series.py
+must be accepted and loaded healthy by this Prometheus; tests/deploy/test_alert_series.py
 proves every metric, label and bucket they read is on a real worker's
 ``/metrics``, and ``alerts_test.yml`` (promtool, see test_deploy_promtool.py)
 proves when each one fires and when it stays quiet.
@@ -133,7 +133,7 @@ def test_every_metric_defined_in_telemetry_is_on_the_dashboard():
 
 
 def test_every_metric_the_dashboard_and_alerts_query_is_defined_in_telemetry():
-    # The alerts' metrics are checked against a real scrape instead (tests/test_alert_series.py).
+    # The alerts' metrics are checked against a real scrape instead (tests/deploy/test_alert_series.py).
     queried = set().union(*(metrics_in(expr) for _, expr in dashboard_queries()))
     assert queried - defined_metrics() - {"up"} == set()
 

@@ -12,7 +12,7 @@ Controlled by files in the folder ``$FLEET_CONTROL`` (read on every request):
 - ``quiet``: change the tool list without telling (only a TTL refresh sees it).
 
 Every tool returns ``{"tool": name, "args": arguments}`` as structured content.
-Run as ``python tests/mcp_fleet_server.py``.
+Run as ``python tests/support/mcp_fleet_server.py``.
 """
 
 from __future__ import annotations

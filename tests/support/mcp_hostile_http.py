@@ -7,7 +7,7 @@ opening a GET stream. Requests are served on threads, so one hanging call
 does not stop the others; ``die`` ends the whole process mid-request, as a
 crashing server would.
 
-Run as ``python tests/mcp_hostile_http.py PORT``.
+Run as ``python tests/support/mcp_hostile_http.py PORT``.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 It speaks just enough JSON-RPC (legacy ``initialize`` handshake) to be
 connected to, then answers each tool in a different wrong way: output that
 breaks its schema, results that are not valid MCP, errors, silence, death.
-Run as ``python tests/mcp_hostile_server.py``.
+Run as ``python tests/support/mcp_hostile_server.py``.
 """
 
 from __future__ import annotations

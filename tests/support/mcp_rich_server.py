@@ -4,7 +4,7 @@ Resource links, images and audio, content annotations, progress
 notifications during a long call, a tool that requires task augmentation,
 and a result far larger than any context window. It echoes the client's
 protocol version, so the newest fields (``execution.taskSupport``) survive.
-Run as ``python tests/mcp_rich_server.py``.
+Run as ``python tests/support/mcp_rich_server.py``.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A workflow outside the engine, for tests/test_workflow_sandbox.py: its own module, because the
+"""A workflow outside the engine, for tests/workflows/test_workflow_sandbox.py: its own module, because the
 sandbox re-imports it for every run."""
 
 from __future__ import annotations

@@ -95,7 +95,7 @@ async def test_endpoint_serves_agent_workflow_and_temporal_sdk_metrics_together(
                 "_forced_eviction_total")
     for name in TEMPORAL_WORKER_METRICS:
         if name.endswith(on_event):
-            continue  # tests/test_telemetry_dashboard.py makes each of these happen
+            continue  # tests/deploy/test_telemetry_dashboard.py makes each of these happen
         sample = name + "_count" if name.endswith("_seconds") else name
         assert sample in samples, name
     slot_types = {s.labels["worker_type"] for s in samples["temporal_worker_task_slots_available"]}

@@ -5,7 +5,7 @@ release (some taken while the run was paused on a tool). If a change to
 workflow code makes a workflow issue different commands for the same history,
 the Replayer raises a non-determinism error here, before any deployed worker
 does. Gate such a change with ``workflow.patched(...)`` and keep the old file
-(docs/upgrades.md). Recorded by tests/record_histories.py.
+(docs/upgrades.md). Recorded by tests/support/record_histories.py.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import pytest
 from temporalio.client import WorkflowHistory
 from temporalio.worker import Replayer
 
-from agentsteps.activities.payload_store import build_data_converter
+from agentsteps.storage.payload_store import build_data_converter
 from agentsteps.contracts.config.settings import WorkerSettings
 from agentsteps.contracts.names import WORKFLOWS
 from agentsteps.worker import workflows
