@@ -4,7 +4,7 @@ Each one is a JSON object whose first key is ``"schema": "agentsteps/<shape>@<ma
 The major number changes only on an incompatible change (a key removed or
 renamed, a type or meaning changed); a new key keeps it, so consumers ignore
 keys they do not know. The JSON Schema of each shape is in ``docs/cli-json/``;
-``tests/test_cli_json.py`` validates real output against it, and refuses a
+``tests/client_cli/test_cli_json.py`` validates real output against it, and refuses a
 change to a released shape that an old consumer could not read (the policy:
 ``docs/compatibility.md``).
 

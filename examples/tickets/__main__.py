@@ -36,7 +36,7 @@ def _expected_token(args: argparse.Namespace) -> str | None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The tracker's arguments (``tests/test_deploy_commands.py`` checks what deploy/ passes against them)."""
+    """The tracker's arguments (``tests/deploy/test_deploy_commands.py`` checks what deploy/ passes against them)."""
     parser = argparse.ArgumentParser(prog="python -m agentsteps.examples.tickets", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--transport", choices=["stdio", "http"], default="stdio")

@@ -1,0 +1,67 @@
+"""The public API is type-clean under ``mypy --strict``, and the list of public modules is the documented one.
+
+The modules are listed once, in ``pyproject.toml`` (``[tool.mypy]``), and
+``docs/api.md`` names the same ones. The repository root is the ``agentsteps``
+package, so mypy reads it through a link named ``agentsteps`` in a directory
+outside the repository (kept between runs, with mypy's cache, so a re-run is
+quick). That the installed wheel gives a user's type checker these types
+(``py.typed``) is proven in ``tests/e2e/test_wheel_install.py``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import subprocess
+import sys
+import tempfile
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+CONFIG = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mypy"]
+
+
+def _source_link() -> Path:
+    home = Path(tempfile.gettempdir()) / f"agentsteps-typecheck-{hashlib.sha256(str(ROOT).encode()).hexdigest()[:12]}"
+    home.mkdir(exist_ok=True)
+    link = home / "agentsteps"
+    if not link.is_symlink() or link.resolve() != ROOT:
+        link.unlink(missing_ok=True)
+        link.symlink_to(ROOT, target_is_directory=True)
+    return home
+
+
+def test_public_modules_pass_mypy_strict():
+    home = _source_link()
+    done = subprocess.run(
+        [sys.executable, "-m", "mypy", "--config-file", str(ROOT / "pyproject.toml"), "--cache-dir", str(home / "cache")],
+        cwd=home, capture_output=True, text=True, timeout=280,
+    )
+
+    assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-2000:]
+    assert done.stdout.startswith("Success: no issues found"), done.stdout
+
+
+def test_the_dashboard_builder_is_type_clean_against_grafanas_typed_builders():
+    grafana = ROOT / "deploy" / "grafana"
+    done = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-namespace-packages", "--cache-dir",
+         str(_source_link() / "cache-grafana"), "build_dashboard.py", "dashboard_kit.py", "dashboard_rows.py"],
+        cwd=grafana, capture_output=True, text=True, timeout=280,
+    )
+
+    assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-2000:]
+
+
+def test_the_checked_modules_are_the_documented_public_api():
+    checked = set(CONFIG["packages"]) | set(CONFIG["modules"])
+    documented = set(re.findall(r"^\| `(agentsteps(?:\.\w+)*)` \|", (ROOT / "docs" / "api.md").read_text(), re.M))
+    assert checked == documented
+    assert CONFIG["strict"] is True
+
+
+def test_the_package_ships_its_type_marker():
+    assert (ROOT / "py.typed").is_file()
+    package_data = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
+    assert "py.typed" in package_data["agentsteps"]
