@@ -13,7 +13,7 @@ from temporalio.exceptions import ApplicationError
 from temporalio.worker import Replayer
 
 from agentsteps.contracts import AgentInput, AgentResult, LLMConfig
-from agentsteps.contracts.names import AGENT_WORKFLOW, APPROVE_UPDATE, CONVERSATION_REF_PATCH
+from agentsteps.contracts.names import AGENT_WORKFLOW, APPROVE_UPDATE, RELEASE_PATCH
 from agentsteps.workflows.agent import AgentWorkflow
 
 from agent_support import make_spec
@@ -59,7 +59,11 @@ async def test_each_step_adds_its_new_messages_to_history_never_the_conversation
     assert len(sizes) == STEPS + 1
     # With the whole history each input would grow by a step's messages every step (~30x here).
     assert max(sizes[2:]) <= 1.2 * sizes[1], sizes
-    assert _marked(history, CONVERSATION_REF_PATCH)
+    # Every patched behaviour under one release marker: one marker and one upsert a run (billable actions).
+    assert _marked(history, RELEASE_PATCH)
+    kinds = [e.event_type for e in history.events]
+    assert kinds.count(EventType.EVENT_TYPE_MARKER_RECORDED) == 1
+    assert kinds.count(EventType.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES) == 1
     await Replayer(workflows=[AgentWorkflow], data_converter=pydantic_data_converter).replay_workflow(history)
 
 

@@ -125,7 +125,10 @@ class AgentRun:
 
     def ladder(self) -> ViolationLadder:
         spec = self.spec
-        return ViolationLadder([spec.model, *spec.fallback_models], spec.reprompt_budget, spec.default_result)
+        return ViolationLadder(
+            [spec.model, *spec.fallback_models], spec.reprompt_budget, spec.default_result,
+            release=self.features.release,
+        )
 
     def cancelled(self) -> bool:
         """True (and the result says so) once a cancel arrived; checked before each step."""
