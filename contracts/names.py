@@ -90,7 +90,8 @@ RELEASE_PATCH = "agentsteps.release.2026-12"
 """One id for a release's worth of changes: a run that takes it takes every behaviour gated by the ids
 above (effects once, conversation by ref, the tool-result cap, approvals, token streaming, one re-prompt
 after a refusal) and asks none of them, so a run pays one marker and one ``TemporalChangeVersion``
-upsert instead of one of each per id (billable actions). Runs recorded before it ask the ids above
+upsert instead of one of each per id (billable actions). New under it: a one-shot tool-mode run's
+first ``llm.call`` resolves its tool names (no ``tools.describe`` activity). Runs recorded before it ask the ids above
 where they always did. A command change after this release ships needs a new id."""
 
 WORKFLOWS = (AGENT_WORKFLOW, PIPELINE_WORKFLOW, MONITOR_WORKFLOW, SESSION_WORKFLOW)

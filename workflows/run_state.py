@@ -117,6 +117,9 @@ class RunConfig:
     """Sessions: where progress events go (the session's stream); a one-shot run has none."""
     stream_tokens: bool = False
     """Sessions with ``stream_tokens``: loop steps ask ``llm.call`` to stream the answer's text."""
+    pending_tools: tuple[str, ...] = ()
+    """Tool names the run's first ``llm.call`` resolves on the worker (a one-shot tool-mode run under
+    ``RELEASE_PATCH``: no ``tools.describe`` activity); ``AgentRun.learn_tools`` then sets ``tools``."""
     schemas: Mapping[str, ToolSchema] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
