@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from pydantic import BaseModel
 from agentsteps.activities.tools.activities import ToolActivities
 from agentsteps.activities.tools.registry import ToolRegistry
 from agentsteps.contracts.llm.tools import ToolCallInput, ToolCallResult, result_value, stored_once
 from agentsteps.workflows.calls import call_outcome
+
+pytestmark = pytest.mark.fast
 
 
 def _result(content: str, structured: object) -> ToolCallResult:
