@@ -158,8 +158,8 @@ def build_worker(
     **worker_options: Any,
 ) -> Worker:
     conversations = ConversationStore(store or build_payload_store(settings))
-    llm = LLMActivities(settings.providers, http, settings.prices, conversations)
     tools = ToolActivities(registry if registry is not None else load_registry(settings), [mcp.source(), *sources])
+    llm = LLMActivities(settings.providers, http, settings.prices, conversations, describe=tools.describe)
     worker_options.setdefault("workflow_runner", ENGINE_SANDBOX)
     # The SDK's default (0) cancels every running activity at shutdown: a rolling
     # restart would throw away model calls already paid for and send them again.

@@ -18,12 +18,11 @@ async def noop(payload: str) -> str:
 
 @workflow.defn(name="BareAgentShape")
 class BareAgentShape:
-    """An agent run's activity shape with no-op activities: describe the tools,
-    then per step a model call and a tool call, then the final model call."""
+    """A one-shot tool-mode run's activity shape with no-op activities: per step a model call and a
+    tool call, then the final model call (the first model call resolves the tools: no describe)."""
 
     @workflow.run
     async def run(self, steps: int) -> int:
-        await workflow.execute_activity(noop, "describe", start_to_close_timeout=timedelta(seconds=30))
         for _ in range(steps):
             for _ in range(2):
                 await workflow.execute_activity(noop, "x", start_to_close_timeout=timedelta(seconds=30))

@@ -1,9 +1,15 @@
-"""One task in both modes: tool calling against code mode.
+"""One task three ways: tool calling with whole results, tool calling with cut results, code mode.
 
 The task: list N tickets, keep the stalled ones, sort them by due date, return
 the first 10 ids. The scripted model replays a correct run of each mode: in
-tools mode it calls ``tickets.list`` and then answers with the ids it read from
-the result; in code mode it answers once with a program. Tokens are counted
+tool mode it calls ``tickets.list`` and then answers with the ids; in code
+mode it answers once with a program. Tool calling is measured as the
+frameworks do it (``tools_whole``: every result whole) and as the engine's
+tool mode sends it by default (``tools_cut``: results cut at
+``tool_result_chars``). Since the scripted model answers right whatever it was
+sent, each tool-mode answer is checked against what the model received: the
+answer a perfect reader of that tool message could give
+(``answer_correct``, ``tickets_the_model_could_read``). Tokens are counted
 with one tokenizer (o200k_base, ``contracts.llm.tokens``) over the request bodies
 the model server received and the replies it sent, at N = 50, 500 and 5,000.
 
@@ -137,11 +143,29 @@ def tools_script(count: int) -> dict[str, Any]:
     ]}
 
 
+MODES = ("tools_whole", "tools_cut", "code")
+"""Tool calling as the frameworks do it (every result whole), tool calling with results cut at the
+default ``tool_result_chars`` (what the engine's tool mode sends), and code mode."""
+
+
 def spec(mode: str, tools: list[str]) -> AgentSpec:
+    whole = {"tool_result_chars": 10**12} if mode == "tools_whole" else {}
     return AgentSpec(
         name=f"bench-{mode}", model=LLMConfig(model=MODEL, max_tokens=1024, context_window=CONTEXT_WINDOW),
-        tools=tools, mode=mode, max_steps=3, reprompt_budget=0, token_budget=100_000_000,  # type: ignore[arg-type]
+        tools=tools, mode="code" if mode == "code" else "tools", max_steps=3, reprompt_budget=0,  # type: ignore[arg-type]
+        token_budget=100_000_000, **whole,
     )
+
+
+_TICKET = re.compile(r'\{"id": (\d+), [^{}]*?"stalled": (true|false), "due": "([0-9-]+)"')
+
+
+def answerable_ids(seen: str) -> tuple[list[int], int]:
+    """The answer a perfect reader of ``seen`` (the tool result as the model received it) would give,
+    and how many tickets it could read there: only tickets shown whole count."""
+    found = [(int(i), stalled == "true", due) for i, stalled, due in _TICKET.findall(seen)]
+    stalled = sorted(((due, i) for i, is_stalled, due in found if is_stalled))
+    return [i for _, i in stalled[:10]], len(found)
 
 
 # ----------------------------------------------------------------- tokens
@@ -188,8 +212,15 @@ async def run_agent(client: Client, queue: str, agent: AgentSpec, text: str) -> 
 
 async def task_in_mode(client: Client, queue: str, scripted: ScriptedModelServer, mode: str, count: int,
                        rounds: int) -> dict[str, Any]:
+    """Tokens and wall time of the task in ``mode``, and whether its answer is right.
+
+    The scripted model always answers with the right ids; in tool mode that is honest only when the
+    result it was sent holds them, so ``answer_correct`` is the answer a perfect reader of what the
+    model received would give, compared with the right one (code mode: the program's own output)."""
     script = {"replies": [fenced(PROGRAM.format(count=count))]} if mode == "code" else tools_script(count)
     agent = spec(mode, ["tickets.list"])
+    correct: bool | None = None
+    readable: int | None = None
     times: list[float] = []
     sent = received = None
     for _ in range(rounds):
@@ -200,6 +231,7 @@ async def task_in_mode(client: Client, queue: str, scripted: ScriptedModelServer
             kind = re.search(r"\[(\w+)\] at", error)
             refused = re.search(r"the prompt is about (\d+) tokens", error)
             return {"n": count, "tokens": None, "sent": None, "received": None, "wall_s": round(elapsed, 3),
+                    "answer_correct": False,
                     "error": kind.group(1) if kind else error[:300], "requests_sent": len(scripted.requests),
                     "refused_prompt_tokens": int(refused.group(1)) if refused else None}
         assert result is not None
@@ -207,11 +239,18 @@ async def task_in_mode(client: Client, queue: str, scripted: ScriptedModelServer
         assert output == expected_ids(count), (mode, count, output)
         times.append(elapsed)
         bodies = [r.body for r in scripted.requests]
+        if mode == "code":
+            correct, readable = True, count
+        else:
+            seen = "".join(m.get("content") or "" for m in bodies[-1]["messages"] if m.get("role") == "tool")
+            answer, readable = answerable_ids(seen)
+            correct = answer == expected_ids(count)
         sent = sum(request_tokens(b) for b in bodies)
         received = sum(reply_tokens(r) for r in script["replies"][: len(bodies)])
     assert sent is not None and received is not None
     return {"n": count, "tokens": sent + received, "sent": sent, "received": received,
-            "wall_s": round(statistics.median(times), 3), "error": None}
+            "wall_s": round(statistics.median(times), 3), "error": None, "answer_correct": correct,
+            "tickets_the_model_could_read": readable}
 
 
 async def per_call(client: Client, queue: str, direct_queue: str, scripted: ScriptedModelServer, calls: int,
@@ -255,7 +294,7 @@ async def main(sizes: list[int], rounds: int, calls: int) -> dict[str, Any]:
         dev_server_existing_path=temporal_binary(), dev_server_extra_args=dev_server_args()
     )
     address = env.client.service_client.config.target_host
-    results: dict[str, list[dict[str, Any]]] = {"tools": [], "code": []}
+    results: dict[str, list[dict[str, Any]]] = {mode: [] for mode in MODES}
     with tempfile.TemporaryDirectory() as state, ScriptedModelServer({"rules": []}) as scripted:
         settings = WorkerSettings(
             state_dir=Path(state), task_queue=f"bench-{uuid.uuid4().hex[:6]}", tool_factories=[],
@@ -269,7 +308,7 @@ async def main(sizes: list[int], rounds: int, calls: int) -> dict[str, Any]:
                         activities=[ToolActivities(reg).call])
         async with running_worker(client, settings, registry=reg), direct:
             for count in sizes:
-                for mode in ("tools", "code"):
+                for mode in MODES:
                     figure = await task_in_mode(client, settings.task_queue, scripted, mode, count, rounds)
                     results[mode].append(figure)
                     print(f"{mode} N={count}: {figure}", file=sys.stderr, flush=True)
@@ -281,20 +320,25 @@ async def main(sizes: list[int], rounds: int, calls: int) -> dict[str, Any]:
 def summarise(results: dict[str, list[dict[str, Any]]], overhead: dict[str, Any], rounds: int,
               calls: int) -> dict[str, Any]:
     by = {mode: {f["n"]: f for f in figures} for mode, figures in results.items()}
-    tools_500, code_500 = by["tools"].get(500, {}).get("tokens"), by["code"].get(500, {}).get("tokens")
-    saving = 1 - code_500 / tools_500 if tools_500 and code_500 else None
+    code_500 = by["code"].get(500, {}).get("tokens")
+    savings = {}
+    for mode in ("tools_whole", "tools_cut"):
+        tools_500 = by[mode].get(500, {}).get("tokens")
+        savings[mode] = round(1 - code_500 / tools_500, 5) if tools_500 and code_500 else None
+    saving = savings["tools_whole"]  # the honest comparison: the frameworks send results whole
     code_50, code_5000 = by["code"].get(50, {}).get("tokens"), by["code"].get(5000, {}).get("tokens")
     growth = code_5000 / code_50 - 1 if code_50 and code_5000 else None
     ratio = overhead["sequential"]["ratio"]
     return {
         "tokenizer": "o200k_base",
         "context_window": CONTEXT_WINDOW,
-        "tools": results["tools"],
-        "code": results["code"],
+        **results,
+        "answers_correct": {mode: [f.get("answer_correct") for f in figures] for mode, figures in results.items()},
         "per_call_overhead": overhead,
         "rounds": rounds,
         "calls_per_run": calls,
-        "token_saving_at_500": round(saving, 5) if saving is not None else None,
+        "token_saving_at_500": saving,
+        "token_saving_at_500_by_tool_mode": savings,
         "code_token_growth_50_to_5000": round(growth, 5) if growth is not None else None,
         "targets": {
             "saving_at_500_ge_0.99": saving is not None and saving >= 0.99,

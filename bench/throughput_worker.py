@@ -4,7 +4,8 @@
 
 Serves ``TASK_QUEUE`` (the engine, as ``agentsteps worker`` builds it: the
 worker's own client, data converter and runtime) and ``TASK_QUEUE-bare``
-(``BareAgentShape`` with no-op activities), prints ``ready`` and runs until
+(``BareAgentShape`` with no-op activities) and ``TASK_QUEUE-hand`` (the
+hand-written loop, ``HandwrittenAgentLoop``), prints ``ready`` and runs until
 it is terminated.
 """
 
@@ -21,6 +22,7 @@ from temporalio.worker import Worker
 from agentsteps.contracts.config.settings import ProviderSettings, WorkerSettings
 from agentsteps.worker import connect, running_worker, settle_heap
 from bare_workflow import BareAgentShape, noop
+from handwritten_workflow import HandwrittenActivities, HandwrittenAgentLoop
 
 
 async def serve(address: str, task_queue: str, base_url: str, state_dir: str) -> None:
@@ -31,7 +33,10 @@ async def serve(address: str, task_queue: str, base_url: str, state_dir: str) ->
     )
     client = await connect(settings, address)
     bare = Worker(client, task_queue=f"{task_queue}-bare", workflows=[BareAgentShape], activities=[noop])
-    async with running_worker(client, settings), bare:
+    hand = HandwrittenActivities(base_url)
+    handwritten = Worker(client, task_queue=f"{task_queue}-hand", workflows=[HandwrittenAgentLoop],
+                         activities=[hand.chat, hand.get_weather])
+    async with running_worker(client, settings), bare, handwritten:
         settle_heap()  # as agentsteps worker does
         print("ready", flush=True)
         stop = asyncio.Event()

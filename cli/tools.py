@@ -24,7 +24,7 @@ from typing import Any
 from temporalio.exceptions import ApplicationError
 
 from ..contracts import AgentStepsError, InvalidSpecError
-from ..contracts.llm.tools import ToolCallInput, ToolSchema
+from ..contracts.llm.tools import ToolCallInput, ToolSchema, result_value
 from ..contracts.mcp import McpConfigError, McpError
 from ..failures import from_failure
 from .json_output import TOOLS_LIST, print_json
@@ -118,10 +118,8 @@ async def _tools_call(name: str, args_json: str, config_path: str | Path | None)
     if result.is_error:
         print(result.content, file=sys.stderr)
         return EXIT_FAILED
-    if result.structured is not None:
-        print(json.dumps(result.structured, indent=2, ensure_ascii=False))
-    else:
-        print(result.content)
+    value = result_value(result)
+    print(result.content if value is result.content else json.dumps(value, indent=2, ensure_ascii=False))
     return EXIT_OK
 
 

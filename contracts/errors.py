@@ -21,7 +21,8 @@
     ├── SnapshotIntegrityError     a code-mode snapshot is missing, altered or signed with another key
     ├── PayloadIntegrityError      stored payload bytes no longer match their content address
     │   └── PayloadMissingError        a payload is not in (or not readable from) this worker's store
-    ├── DeploymentConfigError      a worker on a cluster without a shared payload store or snapshot key
+    ├── DeploymentConfigError      a worker on a cluster without a shared payload store or snapshot key;
+    │                              an llm.call worker older than its workflow worker
     ├── InvalidProgramResume       a snapshot cannot take the outcomes it was resumed with
     ├── MonitorScanError           the monitor's scan program failed or returned a malformed value
     ├── ApprovalError              an approve/reject names no waiting call, one already decided, or is malformed

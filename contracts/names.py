@@ -86,6 +86,14 @@ CONVERSATION_REF_PATCH = "agentsteps.conversation-by-ref.1"
 """``AgentWorkflow`` sends each ``llm.call`` the stored conversation's ref plus only the messages
 added since (as a session turn does), not the whole history; runs started before send it whole."""
 
+RELEASE_PATCH = "agentsteps.release.2026-12"
+"""One id for a release's worth of changes: a run that takes it takes every behaviour gated by the ids
+above (effects once, conversation by ref, the tool-result cap, approvals, token streaming, one re-prompt
+after a refusal) and asks none of them, so a run pays one marker and one ``TemporalChangeVersion``
+upsert instead of one of each per id (billable actions). New under it: a one-shot tool-mode run's
+first ``llm.call`` resolves its tool names (no ``tools.describe`` activity). Runs recorded before it ask the ids above
+where they always did. A command change after this release ships needs a new id."""
+
 WORKFLOWS = (AGENT_WORKFLOW, PIPELINE_WORKFLOW, MONITOR_WORKFLOW, SESSION_WORKFLOW)
 ACTIVITIES = (LLM_CALL, TOOLS_DESCRIBE, TOOLS_CALL, CODE_CHECK, CODE_START, CODE_RESUME, MONITOR_RECORD)
 
@@ -110,6 +118,7 @@ __all__ = [
     "PIPELINE_WORKFLOW",
     "PROGRESS_TOPIC",
     "REJECT_UPDATE",
+    "RELEASE_PATCH",
     "SESSION_WORKFLOW",
     "REFUSAL_REPROMPTED_ONCE",
     "STATE_QUERY",

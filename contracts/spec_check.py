@@ -8,7 +8,7 @@ result means the run is refused before it starts.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from .json_schema import clip, describe, instance_violations, schema_violations
 from .llm.preconditions import check_config, check_tool_schemas, pre_violation
@@ -21,15 +21,27 @@ SPEC_CONTRACT = "agent_spec"
 _K = ViolationKind
 
 
-def check_spec(spec: AgentSpec, known_tools: Mapping[str, ToolSchema]) -> list[Violation]:
-    """Static checks before a run starts; paths name the spec field (``$.model.temperature``)."""
+def check_spec(spec: AgentSpec, known_tools: Mapping[str, ToolSchema] | None) -> list[Violation]:
+    """Static checks before a run starts; paths name the spec field (``$.model.temperature``).
+
+    ``known_tools`` None leaves the tools to ``check_spec_tools``, where they are resolved
+    (the ``llm.call`` that resolves a run's tool names).
+    """
     aliases = spec.allowed_model_aliases
     out = check_config(spec.model, aliases, "$.model", SPEC_CONTRACT)
     for i, fallback in enumerate(spec.fallback_models):
         out += check_config(fallback, aliases, f"$.fallback_models[{i}]", SPEC_CONTRACT)
+    if known_tools is not None:
+        out += check_spec_tools(spec.tools, known_tools)
+    out += _check_rest(spec)
+    return out
 
+
+def check_spec_tools(names: Sequence[str], known_tools: Mapping[str, ToolSchema]) -> list[Violation]:
+    """The spec's tools: each registered, each schema usable; paths ``$.tools[i]``."""
+    out: list[Violation] = []
     available = ", ".join(sorted(known_tools)) or "none"
-    for i, name in enumerate(spec.tools):
+    for i, name in enumerate(names):
         at = f"$.tools[{i}]"
         tool = known_tools.get(name)
         if tool is None:
@@ -46,7 +58,11 @@ def check_spec(spec: AgentSpec, known_tools: Mapping[str, ToolSchema]) -> list[V
             # Point at the spec's entry; the tool's own field stays in the message.
             inner = v.path.removeprefix("$.tools[0]")
             out.append(v.model_copy(update={"path": at, "message": clip(f"{inner.lstrip('.')}: {v.message}")}))
+    return out
 
+
+def _check_rest(spec: AgentSpec) -> list[Violation]:
+    out: list[Violation] = []
     if spec.output_schema is not None:
         schema_problems = schema_violations(
             spec.output_schema,
@@ -86,4 +102,4 @@ def check_spec(spec: AgentSpec, known_tools: Mapping[str, ToolSchema]) -> list[V
     return out
 
 
-__all__ = ["SPEC_CONTRACT", "check_spec"]
+__all__ = ["SPEC_CONTRACT", "check_spec", "check_spec_tools"]

@@ -63,6 +63,8 @@ CONTENT_ATTRIBUTES = frozenset({INPUT_MESSAGES, OUTPUT_MESSAGES, TOOL_CALL_ARGUM
 class _State:
     provider: TracerProvider | None = None
     capture_content: bool = False
+    exporting: bool = False
+    """The provider has a span processor: spans leave the process."""
 
 
 def _tracing_settings(settings: WorkerSettings | TracingSettings | None) -> TracingSettings:
@@ -89,6 +91,7 @@ def configure_tracing(
         provider.add_span_processor(BatchSpanProcessor(_otlp_exporter(config.otlp_endpoint)))
     previous = _State.provider
     _State.provider = provider
+    _State.exporting = exporter is not None or bool(config.otlp_endpoint)
     _State.capture_content = config.capture_content
     if previous is not None:
         previous.shutdown()
@@ -119,12 +122,18 @@ def shutdown_tracing() -> None:
     if _State.provider is not None:
         _State.provider.shutdown()
         _State.provider = None
+        _State.exporting = False
+
+
+_NO_OP = opentelemetry.trace.NoOpTracer()
 
 
 def tracer() -> Tracer:
-    """The configured tracer, or OpenTelemetry's global one (a no-op until someone configures it)."""
+    """The configured tracer; a no-op one when it exports nothing (a span no one receives is pure cost,
+    and a metric exemplar must not name a trace that does not exist); OpenTelemetry's global one
+    (a no-op until someone configures it) before anything is configured."""
     if _State.provider is not None:
-        return _State.provider.get_tracer(TRACER_NAME)
+        return _State.provider.get_tracer(TRACER_NAME) if _State.exporting else _NO_OP
     return opentelemetry.trace.get_tracer(TRACER_NAME)
 
 
@@ -134,11 +143,20 @@ def tracing_interceptors(settings: WorkerSettings | TracingSettings | None = Non
     Configures tracing from ``settings`` first if nothing is configured yet.
     Pass them to the client only: giving them to the Worker as well would
     trace every task twice.
+
+    None when nothing exports spans (no ``otlp_endpoint``): the interceptor
+    would open spans for every workflow task and activity and write a trace
+    header into every command's payloads, all for spans that go nowhere
+    (measured in bench/throughput.py, see docs/benchmarks.md). Configure every
+    worker of a deployment alike: one that exports nothing neither traces nor
+    passes a trace on.
     """
     from temporalio.contrib.opentelemetry import TracingInterceptor
 
     if _State.provider is None:
         configure_tracing(settings)
+    if not _State.exporting:
+        return []
     return [TracingInterceptor(tracer())]
 
 

@@ -17,7 +17,7 @@ with workflow.unsafe.imports_passed_through():
     from .agent_run import AgentRun, seconds_since
     from .approvals import ApprovalDesk, ApprovalHandlers
     from .run_state import Features, RunProgress
-    from .steps import opening, run_steps, spec_tools
+    from .steps import check_spec_but_tools, opening, resolves_tools_lazily, run_steps, spec_tools
 
 
 @workflow.defn(name=AGENT_WORKFLOW)
@@ -62,6 +62,11 @@ class AgentWorkflow(ApprovalHandlers):
         # session's does, so a step's llm.call carries only what the step added; runs recorded without the
         # marker replay sending the whole history.
         features = Features.at_start(one_shot=True)
+        if resolves_tools_lazily(spec, features.release):
+            check_spec_but_tools(spec)
+            run = AgentRun.one_shot(spec, [], features, progress=self.progress, approvals=self.approvals,
+                                    pending_tools=spec.tools)
+            return await run_steps(run, [opening(spec, []), Message.user(inp.input)])
         tools = await spec_tools(spec)
         run = AgentRun.one_shot(spec, tools, features, progress=self.progress, approvals=self.approvals)
         return await run_steps(run, [opening(spec, tools), Message.user(inp.input)])

@@ -11,6 +11,7 @@ queries from the progress, so a loop never needs the workflow object.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable, Sequence
 from datetime import datetime
@@ -20,7 +21,7 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
-    from ..contracts.errors import BudgetExceededError
+    from ..contracts.errors import BudgetExceededError, DeploymentConfigError, InvalidSpecError, ToolConfigError
     from ..contracts import (
         AgentResult,
         AgentSpec,
@@ -66,11 +67,15 @@ class AgentRun:
     @classmethod
     def one_shot(
         cls, spec: AgentSpec, tools: Sequence[ToolSchema], features: Features, *,
-        progress: RunProgress, approvals: ApprovalDesk,
+        progress: RunProgress, approvals: ApprovalDesk, pending_tools: Sequence[str] = (),
     ) -> AgentRun:
-        """An ``AgentWorkflow`` run; its conversation is stored when ``features.conversation_ref``."""
+        """An ``AgentWorkflow`` run; its conversation is stored when ``features.conversation_ref``.
+
+        With ``pending_tools`` (and no ``tools``) the first model call resolves the names on the worker."""
         chain = ConversationChain(None) if features.conversation_ref else None
-        return cls(RunConfig(spec=spec, tools=tuple(tools), approvals=approvals, chain=chain), features, progress)
+        config = RunConfig(spec=spec, tools=tuple(tools), approvals=approvals, chain=chain,
+                           pending_tools=tuple(pending_tools))
+        return cls(config, features, progress)
 
     @classmethod
     def for_turn(
@@ -109,6 +114,12 @@ class AgentRun:
 
     # ------------------------------------------------------------------ changing it
 
+    def learn_tools(self, tools: Sequence[ToolSchema]) -> None:
+        """The schemas the first model call resolved the run's tool names to: the run keeps them (in
+        history as that call's result) as it keeps a ``tools.describe`` result."""
+        self.config = dataclasses.replace(self.config, tools=tuple(tools), pending_tools=())
+        self.result.catalog_digest = catalog_digest(list(tools)) if tools else ""
+
     def advance(self, history: list[Message]) -> list[Message]:
         """The one way the run's history changes: the loop's conversation as it now stands (returned as is)."""
         self.progress._history = history
@@ -125,7 +136,10 @@ class AgentRun:
 
     def ladder(self) -> ViolationLadder:
         spec = self.spec
-        return ViolationLadder([spec.model, *spec.fallback_models], spec.reprompt_budget, spec.default_result)
+        return ViolationLadder(
+            [spec.model, *spec.fallback_models], spec.reprompt_budget, spec.default_result,
+            release=self.features.release,
+        )
 
     def cancelled(self) -> bool:
         """True (and the result says so) once a cancel arrived; checked before each step."""
@@ -155,11 +169,29 @@ class AgentRun:
         if config.stream_tokens and not standalone and self.features.token_stream:
             request = request.model_copy(update={"stream": TokenStream(turn=config.turn, step=len(self.result.steps))})
         chain = None if standalone else config.chain
-        if not self.features.effects_once:
-            sent = chain.request(request) if chain is not None else request
-            response = await call_llm(sent, spec.llm_policy, self.result, token_budget=spec.token_budget)
-        else:
-            response = await self._reserved_call(request, chain, refusable)
+        resolving = bool(config.pending_tools) and not standalone
+        if resolving:
+            request = request.model_copy(update={"tool_names": list(config.pending_tools)})
+        try:
+            if not self.features.effects_once:
+                sent = chain.request(request) if chain is not None else request
+                response = await call_llm(sent, spec.llm_policy, self.result, token_budget=spec.token_budget)
+            else:
+                response = await self._reserved_call(request, chain, refusable)
+        except ActivityError as exc:
+            # A spec whose tools do not resolve fails the run as tools.describe and the spec check did.
+            if resolving and isinstance(from_failure(exc), (InvalidSpecError, ToolConfigError)):
+                raise exc.cause from None  # type: ignore[misc]
+            raise
+        if resolving:
+            if response.tools is None:
+                # An older llm.call worker ignored tool_names and called the model with no tools: never go on
+                # as if the run had none (a rolling upgrade reaches activity workers first; see docs/upgrades.md).
+                raise to_application_error(DeploymentConfigError(
+                    "the worker that ran llm.call did not resolve the run's tool names: it is older than this "
+                    "workflow's worker; upgrade every worker (no tool was called)"
+                ))
+            self.learn_tools(response.tools)
         if chain is not None and response.conversation is not None:
             chain.learn(request.messages, response.conversation)
         return response

@@ -24,10 +24,9 @@ with workflow.unsafe.imports_passed_through():
     from ..contracts import LLMRequest, LLMResponse, ToolCallInput, ToolCallResult, ToolSchema, Usage
     from ..contracts.errors import BudgetExceededError
     from ..contracts.code.program import CallOutcome
-    from ..contracts.json_schema import parse_json
     from ..contracts.names import LLM_CALL, TOOLS_CALL, TOOLS_DESCRIBE
     from ..contracts.spec import ActivityPolicy
-    from ..contracts.llm.tools import Delivery, ToolsDescribeInput, outcome_unknown
+    from ..contracts.llm.tools import Delivery, ToolsDescribeInput, outcome_unknown, result_value
     from ..failures import to_application_error
     from .activity_options import activity_options
 
@@ -121,11 +120,8 @@ def call_outcome(call_id: int, result: ToolCallResult) -> CallOutcome:
     """What a sandboxed program sees for a tool result: its value, or the error it raises."""
     if result.is_error:
         return CallOutcome(call_id=call_id, error=result.content)
-    if result.structured is not None:
-        return CallOutcome(call_id=call_id, value=result.structured)
     # Strict parsing: a hostile result nested 100k deep must not crash the workflow task.
-    value, why_not_json = parse_json(result.content)
-    return CallOutcome(call_id=call_id, value=result.content if why_not_json else value)
+    return CallOutcome(call_id=call_id, value=result_value(result))
 
 
 __all__ = [

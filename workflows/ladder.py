@@ -56,8 +56,15 @@ class Decision:
 
 
 class ViolationLadder:
-    def __init__(self, models: Sequence[LLMConfig], reprompt_budget: int, default: DefaultResult | None) -> None:
-        """``models`` is the primary then the fallbacks; empty for a step that has no model (a tool)."""
+    def __init__(
+        self, models: Sequence[LLMConfig], reprompt_budget: int, default: DefaultResult | None, *,
+        release: bool = False,
+    ) -> None:
+        """``models`` is the primary then the fallbacks; empty for a step that has no model (a tool).
+
+        ``release``: the run took ``RELEASE_PATCH``, so the refusal rule holds without asking its own id.
+        """
+        self._release = release
         self._models = list(models)
         self._budget = reprompt_budget
         self.default = default
@@ -90,7 +97,9 @@ class ViolationLadder:
         refused_again = refused and self._refused_last
         self._refused_last = refused
         # patched() is asked only on the new branch, so older histories replay their re-prompt.
-        if self.reprompts_used < self._budget and not (refused_again and workflow.patched(REFUSAL_REPROMPTED_ONCE)):
+        if self.reprompts_used < self._budget and not (
+            refused_again and (self._release or workflow.patched(REFUSAL_REPROMPTED_ONCE))
+        ):
             self.reprompts_used += 1
             for v in violations:
                 workflow_metrics.record_reprompt(v.contract, v.kind.value)

@@ -35,6 +35,7 @@ with workflow.unsafe.imports_passed_through():
         CONVERSATION_REF_PATCH,
         EFFECTS_PATCH,
         PATCH_TOOL_RESULT_CAP,
+        RELEASE_PATCH,
         TOKEN_STREAM_PATCH,
     )
     from ..contracts.session import ProgressEvent
@@ -51,23 +52,33 @@ class Features:
     ``at_start``; the rest only where their branch first comes up (asking them
     up front would add a marker to runs that never take the branch), and the
     answer is kept here.
+
+    A new run asks ``RELEASE_PATCH`` first and, taking it, every behaviour below
+    without asking its own id: one marker a run, not one per id. A run recorded
+    before it (the release marker absent) asks each id as it always did.
     """
 
-    def __init__(self, *, effects_once: bool, conversation_ref: bool) -> None:
+    def __init__(self, *, effects_once: bool, conversation_ref: bool, release: bool = False) -> None:
         self.effects_once = effects_once
         """Effect keys, the effect ledger and the token-budget reservation (``EFFECTS_PATCH``)."""
         self.conversation_ref = conversation_ref
         """A one-shot run keeps its conversation in the payload store (``CONVERSATION_REF_PATCH``); a turn always does."""
+        self.release = release
+        """``RELEASE_PATCH``: every behaviour gated by an earlier id, none of them asked."""
         self._asked: dict[str, bool] = {}
 
     @classmethod
     def at_start(cls, *, one_shot: bool) -> Features:
         """Asked before the run's first command, in the order runs have always asked them."""
+        if workflow.patched(RELEASE_PATCH):
+            return cls(effects_once=True, conversation_ref=True, release=True)
         effects_once = workflow.patched(EFFECTS_PATCH)
         conversation_ref = workflow.patched(CONVERSATION_REF_PATCH) if one_shot else True
         return cls(effects_once=effects_once, conversation_ref=conversation_ref)
 
     def _ask(self, patch_id: str) -> bool:
+        if self.release:
+            return True
         if patch_id not in self._asked:
             self._asked[patch_id] = workflow.patched(patch_id)
         return self._asked[patch_id]
@@ -106,6 +117,9 @@ class RunConfig:
     """Sessions: where progress events go (the session's stream); a one-shot run has none."""
     stream_tokens: bool = False
     """Sessions with ``stream_tokens``: loop steps ask ``llm.call`` to stream the answer's text."""
+    pending_tools: tuple[str, ...] = ()
+    """Tool names the run's first ``llm.call`` resolves on the worker (a one-shot tool-mode run under
+    ``RELEASE_PATCH``: no ``tools.describe`` activity); ``AgentRun.learn_tools`` then sets ``tools``."""
     schemas: Mapping[str, ToolSchema] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:

@@ -26,10 +26,24 @@ with workflow.unsafe.imports_passed_through():
 async def spec_tools(spec: AgentSpec) -> list[ToolSchema]:
     """The worker's schemas for the spec's tools; an invalid spec fails typed (``InvalidSpecError``)."""
     tools = await describe_tools(spec.tools, spec.tool_policy) if spec.tools else []
-    violations = check_spec(spec, {t.name: t for t in tools})
+    _refuse(check_spec(spec, {t.name: t for t in tools}))
+    return tools
+
+
+def resolves_tools_lazily(spec: AgentSpec, release: bool) -> bool:
+    """A one-shot tool-mode run under ``RELEASE_PATCH`` has its first ``llm.call`` resolve its tool names:
+    one activity (a billable action) less. Code mode needs the schemas for its prompt first."""
+    return release and spec.mode == "tools" and bool(spec.tools)
+
+
+def check_spec_but_tools(spec: AgentSpec) -> None:
+    """Everything ``spec_tools`` checks but the tools, which the first ``llm.call`` checks as it resolves them."""
+    _refuse(check_spec(spec, None))
+
+
+def _refuse(violations: list) -> None:
     if violations:
         raise to_application_error(InvalidSpecError(violations), *[v.model_dump(mode="json") for v in violations])
-    return tools
 
 
 def opening(spec: AgentSpec, tools: list[ToolSchema]) -> Message:
@@ -44,4 +58,4 @@ async def run_steps(run: AgentRun, history: list[Message]) -> AgentResult:
     return await run_tool_loop(run, history)
 
 
-__all__ = ["opening", "run_steps", "spec_tools"]
+__all__ = ["check_spec_but_tools", "opening", "resolves_tools_lazily", "run_steps", "spec_tools"]

@@ -8,6 +8,7 @@ for the workflow to re-prompt or degrade.
 from __future__ import annotations
 
 import time
+from collections.abc import Awaitable, Callable
 
 import httpx2
 from temporalio import activity
@@ -17,12 +18,15 @@ from ...contracts.config.settings import PriceTable, ProviderSettings
 from ...contracts.errors import (
     BudgetExceededError,
     ContractViolationError,
+    InvalidSpecError,
     NonRetryableProviderError,
     RetryableProviderError,
 )
 from ...contracts.llm.conversation import ConversationRef
 from ...contracts.llm import context
 from ...contracts.llm.request import ContextAction, LLMRequest, LLMResponse
+from ...contracts.llm.tools import ToolSchema, ToolsDescribeInput
+from ...contracts.spec_check import check_spec_tools
 from ...contracts.names import LLM_CALL
 from ...contracts.llm.call_ids import with_engine_call_ids
 from ...contracts.llm.capabilities import check_capabilities
@@ -57,7 +61,10 @@ class LLMActivities:
         http: httpx2.AsyncClient,
         prices: PriceTable | None = None,
         conversations: ConversationStore | None = None,
+        describe: Callable[[ToolsDescribeInput], Awaitable[list[ToolSchema]]] | None = None,
     ) -> None:
+        """``describe`` is the worker's ``tools.describe`` lookup, for requests that name their tools."""
+        self._describe = describe
         self._providers = ProviderSet(settings, http)
         self._prices = prices or PriceTable()
         # Priced models are labels from the start, even when a provider rejects a call to one.
@@ -66,6 +73,25 @@ class LLMActivities:
 
     @activity.defn(name=LLM_CALL)
     async def call(self, request: LLMRequest) -> LLMResponse:
+        tools = None
+        if request.tool_names is not None:
+            tools = await self._resolve_tools(request.tool_names)
+            request = request.model_copy(update={"tools": tools, "tool_names": None})
+        response = await self._chat(request)
+        return response if tools is None else response.model_copy(update={"tools": tools})
+
+    async def _resolve_tools(self, names: list[str]) -> list[ToolSchema]:
+        """What ``tools.describe`` and the spec's tool check did before a run's first call; nothing is sent
+        to the model when a name is unknown or a schema unusable (typed, not retried)."""
+        if self._describe is None:
+            raise to_application_error(NonRetryableProviderError("this worker cannot resolve tool names"))
+        tools = await self._describe(ToolsDescribeInput(names=names))
+        violations = check_spec_tools(names, {t.name: t for t in tools})
+        if violations:
+            raise to_application_error(InvalidSpecError(violations), *[v.model_dump(mode="json") for v in violations])
+        return tools
+
+    async def _chat(self, request: LLMRequest) -> LLMResponse:
         chained = request.chained or request.conversation is not None
         full = request
         if chained:

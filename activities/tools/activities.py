@@ -20,7 +20,7 @@ from ...contracts.errors import ToolConfigError
 from ...contracts.json_schema import json_path
 from ...contracts.names import TOOLS_CALL, TOOLS_DESCRIBE
 from ...contracts.llm.arguments import parse_tool_arguments
-from ...contracts.llm.tools import ToolsDescribeInput, outcome_unknown
+from ...contracts.llm.tools import ToolsDescribeInput, outcome_unknown, stored_once
 from ...contracts.tool_names import tool_name_collisions
 from ...failures import to_application_error
 from ...telemetry.labels import TOOLS
@@ -90,7 +90,7 @@ class ToolActivities:
             if offered:
                 label = TOOLS.admit(call.name)
             outcome = "error" if result.is_error else "ok"
-            return result
+            return stored_once(result)  # history keeps the value once, as content
         finally:
             TOOL_CALLS.labels(tool=label, outcome=outcome).inc()
             TOOL_CALL_SECONDS.labels(tool=label).observe(time.perf_counter() - started)

@@ -48,6 +48,10 @@ class LLMRequest(BaseModel):
     config: LLMConfig
     messages: list[Message]
     tools: list[ToolSchema] = Field(default_factory=list)
+    tool_names: list[str] | None = None
+    """Tools the worker resolves to their schemas before anything else (``tools.describe``'s lookup
+    and the spec's tool checks, inside this activity) and sends as ``tools``; the response returns
+    them. A one-shot tool-mode run's first call, so the run needs no ``tools.describe`` activity."""
     tool_choice: Literal["auto", "none", "required"] = "auto"
     response_format: ResponseFormat | None = None
     allowed_model_aliases: list[str] = Field(default_factory=list)
@@ -132,6 +136,8 @@ class LLMResponse(BaseModel):
     """For a chained request: the stored request messages (not this answer)."""
     context: ContextAction | None = None
     """Set when the context policy compacted the request."""
+    tools: list[ToolSchema] | None = None
+    """For a request with ``tool_names``: the schemas they resolved to, which the run keeps."""
 
     @property
     def tool_calls(self) -> tuple[LLMToolCall, ...]:

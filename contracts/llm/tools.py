@@ -8,6 +8,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from ..json_schema import parse_json
+
 TOOL_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$"
 
 Delivery = Literal["retry", "key", "at_most_once"]
@@ -69,10 +71,31 @@ class ToolCallResult(BaseModel):
     """What the model reads: JSON text of the result, or the error message."""
     is_error: bool = False
     structured: Any = None
-    """The validated result value, when the tool returns one."""
+    """The validated result value, when the tool returns one and ``content`` is not its JSON text: the
+    ``tools.call`` activity leaves it out when parsing ``content`` gives it back (``stored_once``), so a
+    result is in history once. Read the value with ``result_value``."""
     error_type: str | None = None
     """``OUTCOME_UNKNOWN`` when the call may or may not have happened, ``TOOL_REMOVED`` when its server no
     longer offers the tool (``is_error`` is then true)."""
+
+
+def stored_once(result: ToolCallResult) -> ToolCallResult:
+    """``result`` without ``structured`` when ``content`` is its JSON text (the usual case), so history
+    carries the value once; kept when parsing ``content`` would not give the same value back."""
+    if result.structured is None or result.is_error:
+        return result
+    value, why_not = parse_json(result.content)
+    if why_not is not None or value != result.structured:
+        return result
+    return result.model_copy(update={"structured": None})
+
+
+def result_value(result: ToolCallResult) -> Any:
+    """The value of a successful result: ``structured``, else the JSON ``content`` holds, else the text."""
+    if result.structured is not None:
+        return result.structured
+    value, why_not = parse_json(result.content)
+    return result.content if why_not is not None else value
 
 
 def outcome_unknown(call: ToolCallInput, reason: str) -> ToolCallResult:

@@ -7,7 +7,7 @@ import uuid
 from datetime import timedelta
 
 import pytest
-from pydantic import SecretStr
+from pydantic import BaseModel, SecretStr
 from temporalio import activity, workflow
 from temporalio.client import WorkflowFailureError
 from temporalio.common import RetryPolicy
@@ -16,12 +16,18 @@ from temporalio.testing import ActivityEnvironment
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
 from agentsteps.activities.llm.activities import LLMActivities
+from agentsteps.activities.tools.activities import ToolActivities
+from agentsteps.activities.tools.registry import ToolRegistry
 from agentsteps.contracts import LLMConfig, LLMRequest, LLMResponse, Message, ToolSchema, ViolationKind
 from agentsteps.contracts.names import LLM_CALL
 from agentsteps.contracts.config.settings import PriceTable, ProviderSettings
 from agentsteps.scripted_model import ScriptedModelServer
 from agentsteps.telemetry.metrics import REGISTRY
 from agentsteps.activities.llm.providers.http_transport import provider_http_client
+
+class CityQuery(BaseModel):
+    city: str
+
 
 KEY = "sk-activity-secret-9f8e7d6c"
 WEATHER = ToolSchema(
@@ -254,3 +260,43 @@ async def test_temporal_does_not_retry_a_401(client, server, http):
     assert isinstance(cause, ApplicationError) and cause.type == "NonRetryableProviderError"
     assert "invalid x-api-key" in cause.message
     assert len(server.requests) == 1
+
+
+def _weather_tools() -> ToolActivities:
+    registry = ToolRegistry()
+
+    @registry.tool()
+    def get_weather(query: CityQuery) -> dict:
+        """Current weather for a city."""
+        return {"city": query.city}
+
+    return ToolActivities(registry)
+
+
+async def test_a_request_naming_its_tools_gets_them_resolved_and_returned(server, http):
+    server.set_script({"default": {"tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}]}})
+    tools = _weather_tools()
+    request = llm_request(unique_model()).model_copy(update={"tools": [], "tool_names": ["get_weather"]})
+    response = await run(LLMActivities(settings_for(server), http, describe=tools.describe), request)
+
+    assert [t.name for t in response.tools] == ["get_weather"]
+    # The model was offered the resolved schema, and the call was checked against it.
+    assert [t["function"]["name"] for t in server.requests[-1].body["tools"]] == ["get_weather"]
+    assert not response.violations and response.tool_calls[0].name == "get_weather"
+
+
+async def test_unknown_or_hostile_tool_names_fail_typed_before_anything_is_sent(server, http):
+    tools = _weather_tools()
+    sent = len(server.requests)
+    for names in (["get_weather", "no_such_tool"], ["x" * 10_000], ["get_weather\u0000; rm -rf /"]):
+        request = llm_request(unique_model()).model_copy(update={"tools": [], "tool_names": names})
+        with pytest.raises(ApplicationError) as caught:
+            await run(LLMActivities(settings_for(server), http, describe=tools.describe), request)
+        assert caught.value.type == "InvalidSpecError" and caught.value.non_retryable
+        assert any(d["path"].startswith("$.tools[") for d in caught.value.details)
+    # A worker that cannot resolve names refuses too, typed.
+    with pytest.raises(ApplicationError) as caught:
+        await run(LLMActivities(settings_for(server), http),
+                  llm_request(unique_model()).model_copy(update={"tool_names": ["get_weather"]}))
+    assert caught.value.non_retryable
+    assert len(server.requests) == sent

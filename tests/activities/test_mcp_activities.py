@@ -23,7 +23,7 @@ from agentsteps.activities.mcp import McpActivities
 from agentsteps.activities.tools.registry import ToolRegistry
 from agentsteps.activities.tools.activities import ToolActivities
 from agentsteps.contracts.names import TOOLS_CALL, TOOLS_DESCRIBE
-from agentsteps.contracts.llm.tools import ToolCallInput, ToolCallResult, ToolSchema, ToolsDescribeInput
+from agentsteps.contracts.llm.tools import ToolCallInput, ToolCallResult, ToolSchema, ToolsDescribeInput, result_value
 from agentsteps.telemetry.metrics import TOOL_CALLS
 
 from secret_scan import decoded_payloads
@@ -133,7 +133,7 @@ async def test_discovery_and_calls_run_as_activities(client, db, token, transpor
     assert {t.name for t in out.tools} == {"list_issues", "get_issue", "add_comment", "update_issue"}
     assert all(t.output_schema and t.source == "mcp:tickets" for t in out.tools)
     listed, issue = out.results
-    assert len(listed.structured["issues"]) == 5 and issue.structured["id"] == "API-1"
+    assert len(result_value(listed)["issues"]) == 5 and result_value(issue)["id"] == "API-1"
     assert TOOL_CALLS.labels(tool="get_issue", outcome="ok")._value.get() == before + 1
     # The credential stays in the worker: not in inputs, results or anything else in history.
     assert token not in history
@@ -159,7 +159,7 @@ async def test_a_server_dying_mid_call_is_retried_by_temporal_on_a_new_process(c
                               ProbeInput(describe=["die_once"], calls=[_call("rogue", "die_once", {})]))
     assert isinstance(out, ProbeOutput), out
     [result] = out.results
-    assert result.content and result.structured["pid"] != int(marker.read_text())
+    assert result.content and result_value(result)["pid"] != int(marker.read_text())
     assert "McpUnavailableError" in history  # the first attempt's failure, recorded on the retry
 
 
@@ -180,7 +180,7 @@ async def test_a_repeated_write_with_the_same_key_posts_one_comment(client, db, 
                         ProbeInput(describe=["add_comment"], calls=[write, write]))
     assert isinstance(out, ProbeOutput), out
     first, second = out.results
-    assert first.structured == second.structured and not first.is_error
+    assert result_value(first) == result_value(second) and not first.is_error
     assert count() == before + 1
 
 

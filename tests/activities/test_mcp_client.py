@@ -14,6 +14,7 @@ from agentsteps.activities.mcp import McpToolSource
 from agentsteps.activities.tools.registry import ToolRegistry
 from agentsteps.activities.tools.activities import ToolActivities
 from agentsteps.client.settings import load_mcp_config
+from agentsteps.contracts.llm.tools import result_value
 from agentsteps.contracts.mcp import McpAuthError, McpConfigError, McpProtocolError, McpUnavailableError
 
 from mcp_support import (
@@ -332,7 +333,7 @@ async def test_tools_call_reaches_mcp_tools_through_the_tool_source(db, token):
         tools = ToolActivities(ToolRegistry(), [McpToolSource(client)])
         assert TRACKER_TOOLS <= set(await tools.catalog())
         result = await tools.call(tool_call("get_issue", {"id": "PROJ-1"}))
-        assert not result.is_error and result.structured["id"] == "PROJ-1"
+        assert not result.is_error and result_value(result)["id"] == "PROJ-1"
     finally:
         await client.aclose()
 

@@ -24,7 +24,7 @@ from agentsteps.activities.mcp import McpActivities
 from agentsteps.activities.tools.registry import ToolRegistry
 from agentsteps.activities.tools.activities import ToolActivities
 from agentsteps.contracts import AgentInput, AgentResult
-from agentsteps.contracts.llm.tools import ToolCallResult
+from agentsteps.contracts.llm.tools import ToolCallResult, result_value
 from agentsteps.contracts.names import AGENT_WORKFLOW
 from agentsteps.contracts.spec import ActivityPolicy
 from agentsteps.workflows import calls
@@ -97,7 +97,7 @@ async def test_progress_notifications_are_published_as_heartbeat_details(rich):
 
     result = await env.run(tools.call, tool_call("slow", {"seconds": 1}))
 
-    assert not result.is_error and result.structured == {"steps": 4}
+    assert not result.is_error and result_value(result) == {"steps": 4}
     assert [b["progress"] for b in beats] == [1, 2, 3, 4]
     assert beats[-1] == {"tool": "slow", "progress": 4, "total": 4, "message": "step 4 of 4"}
 
@@ -125,7 +125,7 @@ async def test_a_long_call_reporting_progress_outlives_a_short_heartbeat_timeout
                                                task_queue=task_queue, result_type=ToolCallResult,
                                                execution_timeout=timedelta(seconds=60))
 
-    assert not result.is_error and result.structured == {"steps": 16}
+    assert not result.is_error and result_value(result) == {"steps": 16}
 
 
 async def test_a_huge_tool_result_is_cut_with_a_notice_and_the_run_goes_on(client, settings, scripted, tmp_path):

@@ -24,6 +24,7 @@ def test_every_persisted_name_is_unchanged():
     # A patch id is in every history recorded after its change; renaming it replays those runs the old way.
     assert names.EFFECTS_PATCH == "agentsteps.effects-once.1"
     assert names.REFUSAL_REPROMPTED_ONCE == "refusal-reprompted-once"
+    assert names.RELEASE_PATCH == "agentsteps.release.2026-12"
 
 
 def test_the_worker_registers_every_workflow_by_its_persisted_name():

@@ -202,3 +202,23 @@ def test_no_exporter_is_configured_by_default():
         assert provider._active_span_processor._span_processors == ()
     finally:
         tracing.shutdown_tracing()
+
+
+def test_a_worker_that_exports_nothing_makes_no_spans_and_installs_no_interceptor():
+    configure_tracing(WorkerSettings())
+    try:
+        # No trace header in every command, no span per task: nothing would receive them.
+        assert tracing.tracing_interceptors(WorkerSettings()) == []
+        with llm_span("openai", "gpt-4o-2024-08-06") as span:
+            assert not span.span.is_recording() and span.trace_id is None
+    finally:
+        tracing.shutdown_tracing()
+    exporter = InMemorySpanExporter()
+    configure_tracing(TracingSettings(), exporter=exporter)
+    try:
+        assert len(tracing.tracing_interceptors(WorkerSettings())) == 1
+        with llm_span("openai", "gpt-4o-2024-08-06"):
+            pass
+        assert [s.name for s in exporter.get_finished_spans()] == ["chat gpt-4o-2024-08-06"]
+    finally:
+        tracing.shutdown_tracing()

@@ -6,17 +6,18 @@ import asyncio
 import shutil
 import uuid
 
+from temporalio import activity
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowFailureError
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.exceptions import ApplicationError
-from temporalio.worker import Replayer
+from temporalio.worker import Replayer, UnsandboxedWorkflowRunner, Worker
 
-from agentsteps.contracts import AgentInput, AgentResult, LLMConfig
-from agentsteps.contracts.names import AGENT_WORKFLOW, APPROVE_UPDATE, CONVERSATION_REF_PATCH
+from agentsteps.contracts import AgentInput, AgentResult, LLMConfig, LLMRequest, LLMResponse, Message
+from agentsteps.contracts.names import AGENT_WORKFLOW, APPROVE_UPDATE, LLM_CALL, RELEASE_PATCH
 from agentsteps.workflows.agent import AgentWorkflow
 
-from agent_support import make_spec
+from agent_support import make_spec, run_agent_failure
 from approval_support import REFUND_SCRIPT, approval_worker
 from test_approvals import decide, wait_pending
 from test_session_history import _llm_input_sizes
@@ -59,7 +60,16 @@ async def test_each_step_adds_its_new_messages_to_history_never_the_conversation
     assert len(sizes) == STEPS + 1
     # With the whole history each input would grow by a step's messages every step (~30x here).
     assert max(sizes[2:]) <= 1.2 * sizes[1], sizes
-    assert _marked(history, CONVERSATION_REF_PATCH)
+    # Every patched behaviour under one release marker: one marker and one upsert a run (billable actions).
+    assert _marked(history, RELEASE_PATCH)
+    kinds = [e.event_type for e in history.events]
+    assert kinds.count(EventType.EVENT_TYPE_MARKER_RECORDED) == 1
+    assert kinds.count(EventType.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES) == 1
+    # No tools.describe: the first llm.call resolved the tool names; one activity per model or tool call.
+    scheduled = [e.activity_task_scheduled_event_attributes.activity_type.name for e in history.events
+                 if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED]
+    assert "tools.describe" not in scheduled and len(scheduled) == 2 * STEPS + 1
+    assert result.catalog_digest.startswith("sha256:")
     await Replayer(workflows=[AgentWorkflow], data_converter=pydantic_data_converter).replay_workflow(history)
 
 
@@ -91,3 +101,20 @@ async def test_a_run_whose_stored_conversation_is_gone_fails_typed_naming_digest
     assert cause.type == "PayloadMissingError"
     assert "stored conversation" in cause.message and "sha256:" in cause.message and str(store) in cause.message
     assert len(ran) == 1  # the approved refund ran once; the model call after it is what failed
+
+
+@activity.defn(name=LLM_CALL)
+async def older_llm_call(request: LLMRequest) -> LLMResponse:
+    """An llm.call from before tool_names: it ignores them and answers without tools."""
+    return LLMResponse(message=Message(role="assistant", content="no tools needed"), model=request.config.model)
+
+
+async def test_a_first_call_that_an_older_worker_ran_without_the_tools_fails_typed(client):
+    spec = make_spec(tools=["get_weather"])
+    task_queue = f"older-{uuid.uuid4().hex[:8]}"
+    async with Worker(client, task_queue=task_queue, workflows=[AgentWorkflow], activities=[older_llm_call],
+                      workflow_runner=UnsandboxedWorkflowRunner()):
+        error = await run_agent_failure(client, task_queue, spec)
+
+    assert error.type == "DeploymentConfigError" and error.non_retryable
+    assert "older" in error.message
