@@ -178,6 +178,7 @@ def build_worker(
         workflows=[*workflows(), *extra_workflows],
         activities=[
             llm.call,
+            llm.call_resolving_tools,
             tools.describe,
             tools.call,
             sandbox.check,

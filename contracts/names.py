@@ -24,6 +24,10 @@ SESSION_WORKFLOW = "SessionWorkflow"
 
 # ---------------------------------------------------------------- activities
 LLM_CALL = "llm.call"
+LLM_CALL_RESOLVING_TOOLS = "llm.call.resolving_tools"
+"""``llm.call`` for a request that names its tools instead of carrying them (a one-shot tool-mode run's
+first call). Its own name, so a worker older than tool-name resolution never takes it: Temporal retries
+the task until an upgraded worker does, and no model is ever called without the run's tools."""
 TOOLS_DESCRIBE = "tools.describe"
 TOOLS_CALL = "tools.call"
 CODE_CHECK = "code.check"
@@ -95,7 +99,7 @@ first ``llm.call`` resolves its tool names (no ``tools.describe`` activity). Run
 where they always did. A command change after this release ships needs a new id."""
 
 WORKFLOWS = (AGENT_WORKFLOW, PIPELINE_WORKFLOW, MONITOR_WORKFLOW, SESSION_WORKFLOW)
-ACTIVITIES = (LLM_CALL, TOOLS_DESCRIBE, TOOLS_CALL, CODE_CHECK, CODE_START, CODE_RESUME, MONITOR_RECORD)
+ACTIVITIES = (LLM_CALL, LLM_CALL_RESOLVING_TOOLS, TOOLS_DESCRIBE, TOOLS_CALL, CODE_CHECK, CODE_START, CODE_RESUME, MONITOR_RECORD)
 
 __all__ = [
     "ACTIVITIES",
@@ -112,6 +116,7 @@ __all__ = [
     "CONVERSATION_REF_PATCH",
     "EFFECTS_PATCH",
     "LLM_CALL",
+    "LLM_CALL_RESOLVING_TOOLS",
     "MONITOR_RECORD",
     "MONITOR_WORKFLOW",
     "PATCH_TOOL_RESULT_CAP",

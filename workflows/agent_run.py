@@ -185,11 +185,10 @@ class AgentRun:
             raise
         if resolving:
             if response.tools is None:
-                # An older llm.call worker ignored tool_names and called the model with no tools: never go on
-                # as if the run had none (a rolling upgrade reaches activity workers first; see docs/upgrades.md).
+                # llm.call.resolving_tools always returns them; a worker that did not is misbuilt, never
+                # a reason to go on as if the run had no tools.
                 raise to_application_error(DeploymentConfigError(
-                    "the worker that ran llm.call did not resolve the run's tool names: it is older than this "
-                    "workflow's worker; upgrade every worker (no tool was called)"
+                    "the worker that ran the run's first model call did not resolve its tool names"
                 ))
             self.learn_tools(response.tools)
         if chain is not None and response.conversation is not None:

@@ -24,7 +24,7 @@ with workflow.unsafe.imports_passed_through():
     from ..contracts import LLMRequest, LLMResponse, ToolCallInput, ToolCallResult, ToolSchema, Usage
     from ..contracts.errors import BudgetExceededError
     from ..contracts.code.program import CallOutcome
-    from ..contracts.names import LLM_CALL, TOOLS_CALL, TOOLS_DESCRIBE
+    from ..contracts.names import LLM_CALL, LLM_CALL_RESOLVING_TOOLS, TOOLS_CALL, TOOLS_DESCRIBE
     from ..contracts.spec import ActivityPolicy
     from ..contracts.llm.tools import Delivery, ToolsDescribeInput, outcome_unknown, result_value
     from ..failures import to_application_error
@@ -50,7 +50,7 @@ async def call_llm(
     With ``token_budget``, going over it fails the run (typed, not retried).
     """
     response = await workflow.execute_activity(
-        LLM_CALL,
+        LLM_CALL if request.tool_names is None else LLM_CALL_RESOLVING_TOOLS,
         request,
         result_type=LLMResponse,
         summary=summary or f"chat {request.config.model}",

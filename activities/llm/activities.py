@@ -27,7 +27,7 @@ from ...contracts.llm import context
 from ...contracts.llm.request import ContextAction, LLMRequest, LLMResponse
 from ...contracts.llm.tools import ToolSchema, ToolsDescribeInput
 from ...contracts.spec_check import check_spec_tools
-from ...contracts.names import LLM_CALL
+from ...contracts.names import LLM_CALL, LLM_CALL_RESOLVING_TOOLS
 from ...contracts.llm.call_ids import with_engine_call_ids
 from ...contracts.llm.capabilities import check_capabilities
 from ...contracts.llm.postconditions import check_response
@@ -79,6 +79,11 @@ class LLMActivities:
             request = request.model_copy(update={"tools": tools, "tool_names": None})
         response = await self._chat(request)
         return response if tools is None else response.model_copy(update={"tools": tools})
+
+    @activity.defn(name=LLM_CALL_RESOLVING_TOOLS)
+    async def call_resolving_tools(self, request: LLMRequest) -> LLMResponse:
+        """``llm.call`` under the name only workers that resolve ``tool_names`` register."""
+        return await self.call(request)
 
     async def _resolve_tools(self, names: list[str]) -> list[ToolSchema]:
         """What ``tools.describe`` and the spec's tool check did before a run's first call; nothing is sent

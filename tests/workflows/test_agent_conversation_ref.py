@@ -8,16 +8,16 @@ import uuid
 
 from temporalio import activity
 from temporalio.api.enums.v1 import EventType
-from temporalio.client import WorkflowFailureError
+from temporalio.client import Client, WorkflowFailureError
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.exceptions import ApplicationError
 from temporalio.worker import Replayer, UnsandboxedWorkflowRunner, Worker
 
 from agentsteps.contracts import AgentInput, AgentResult, LLMConfig, LLMRequest, LLMResponse, Message
-from agentsteps.contracts.names import AGENT_WORKFLOW, APPROVE_UPDATE, LLM_CALL, RELEASE_PATCH
+from agentsteps.contracts.names import AGENT_WORKFLOW, APPROVE_UPDATE, LLM_CALL, LLM_CALL_RESOLVING_TOOLS, RELEASE_PATCH
 from agentsteps.workflows.agent import AgentWorkflow
 
-from agent_support import make_spec, run_agent_failure
+from agent_support import make_spec, weather_then_answer
 from approval_support import REFUND_SCRIPT, approval_worker
 from test_approvals import decide, wait_pending
 from test_session_history import _llm_input_sizes
@@ -103,18 +103,51 @@ async def test_a_run_whose_stored_conversation_is_gone_fails_typed_naming_digest
     assert len(ran) == 1  # the approved refund ran once; the model call after it is what failed
 
 
+older_calls: list[LLMRequest] = []
+
+
 @activity.defn(name=LLM_CALL)
 async def older_llm_call(request: LLMRequest) -> LLMResponse:
-    """An llm.call from before tool_names: it ignores them and answers without tools."""
+    """An llm.call from before tool_names: it would ignore them and answer without tools."""
+    older_calls.append(request)
     return LLMResponse(message=Message(role="assistant", content="no tools needed"), model=request.config.model)
 
 
-async def test_a_first_call_that_an_older_worker_ran_without_the_tools_fails_typed(client):
-    spec = make_spec(tools=["get_weather"])
-    task_queue = f"older-{uuid.uuid4().hex[:8]}"
-    async with Worker(client, task_queue=task_queue, workflows=[AgentWorkflow], activities=[older_llm_call],
-                      workflow_runner=UnsandboxedWorkflowRunner()):
-        error = await run_agent_failure(client, task_queue, spec)
+async def _resolving_call_attempts(handle) -> int:
+    description = await handle.describe()
+    return max(
+        (a.attempt for a in description.raw_description.pending_activities
+         if a.activity_type.name == LLM_CALL_RESOLVING_TOOLS),
+        default=0,
+    )
 
-    assert error.type == "DeploymentConfigError" and error.non_retryable
-    assert "older" in error.message
+
+async def test_an_older_worker_never_takes_the_call_that_resolves_tools_and_the_run_completes(client, settings, scripted):
+    """A rolling upgrade in either order: the first call waits for an upgraded worker, never runs without tools."""
+    from agentsteps.worker import running_worker
+
+    scripted.set_script(weather_then_answer())
+    older_calls.clear()
+    spec = make_spec(tools=["get_weather"])
+    async with Worker(client, task_queue=settings.task_queue, workflows=[AgentWorkflow], activities=[older_llm_call],
+                      workflow_runner=UnsandboxedWorkflowRunner()):
+        handle = await client.start_workflow(
+            AGENT_WORKFLOW, AgentInput(spec=spec, input="weather"), id=f"test-older-{uuid.uuid4().hex[:10]}",
+            task_queue=settings.task_queue, result_type=AgentResult,
+        )
+        # The older worker is the only one polling: its attempts fail (the name is not registered there).
+        for _ in range(300):
+            if await _resolving_call_attempts(handle) >= 2:
+                break
+            await asyncio.sleep(0.1)
+        assert await _resolving_call_attempts(handle) >= 2
+        # The upgraded worker is another process in a real rollout: its own client connection.
+        upgraded = await Client.connect(
+            client.service_client.config.target_host, namespace=client.namespace, data_converter=pydantic_data_converter
+        )
+        async with running_worker(upgraded, settings):
+            result = await handle.result()
+
+    assert result.status == "completed" and [r.name for s in result.steps for r in s.tool_calls] == ["get_weather"] * 2
+    # The older worker may take later calls (they carry the schemas), never the one that names its tools.
+    assert all(r.tool_names is None and r.tools for r in older_calls)
