@@ -14,6 +14,7 @@ per key. Deterministic: pure computation on workflow state.
 
 from __future__ import annotations
 
+import decimal
 import hashlib
 import json
 from collections.abc import Callable
@@ -30,12 +31,29 @@ _NOTE_ENTRIES = 40
 
 
 def canonical_arguments(arguments: str) -> str:
-    """JSON text with sorted keys and no spaces, so key order and spacing never change a key."""
+    """JSON text canonical by value: sorted keys, no spaces, escapes decoded, and a number that is
+    a whole number written as an integer (``1``, ``1.0``, ``1e0`` and ``1.00`` are one value in JSON, so
+    one key). Text that is not JSON is kept as it is."""
     try:
-        value = json.loads(arguments)
+        value = json.loads(arguments, parse_float=_number, parse_constant=_not_json)
     except ValueError:
         return arguments
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def _number(text: str) -> int | float:
+    value = float(text)
+    # Exact: a float that is a whole number, or a decimal too long for a float but whole (1.0000000000000001
+    # stays a float; 10000000000000000000.0 becomes that integer).
+    if value.is_integer():
+        whole = decimal.Decimal(text)
+        if whole == whole.to_integral_value():
+            return int(whole)
+    return value
+
+
+def _not_json(text: str) -> object:
+    raise ValueError(f"{text} is not a JSON value")
 
 
 def effect_key(chain: str, scope: str, tool: str, arguments: str, ordinal: int) -> str:
