@@ -39,7 +39,7 @@ _FINISH: dict[str, FinishReason] = {
 
 def _message_to_wire(message: Message, names: WireNames) -> ChatCompletionMessageParam | None:
     if message.role == "tool":
-        return {"role": "tool", "tool_call_id": names.call_id(message.tool_call_id or ""),
+        return {"role": "tool", "tool_call_id": message.tool_call_id or "",
                 "content": message.content or ""}
     if message.role == "assistant":
         if not message.content and not message.tool_calls:
@@ -49,7 +49,7 @@ def _message_to_wire(message: Message, names: WireNames) -> ChatCompletionMessag
             return None
         if message.tool_calls:
             return {"role": "assistant", "content": message.content, "tool_calls": [
-                {"id": names.call_id(c.id), "type": "function",
+                {"id": c.id, "type": "function",
                  "function": {"name": names.tool(c.name), "arguments": c.arguments}}
                 for c in message.tool_calls
             ]}
