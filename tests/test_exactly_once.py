@@ -6,13 +6,21 @@ effects are counted at the tool.
 
 from __future__ import annotations
 
+import asyncio
 import uuid
+from datetime import timedelta
 
+import pytest
 from agentsteps.activities.tool_registry import ToolContext, ToolRegistry
 from agentsteps.contracts import AgentInput, AgentResult, AgentSpec, LLMConfig
-from agentsteps.contracts.names import AGENT_WORKFLOW
+from agentsteps.contracts.composition.pipeline_run import PipelineResult
+from agentsteps.contracts.names import AGENT_WORKFLOW, PIPELINE_WORKFLOW
+from agentsteps.examples.support_models import TicketState, TicketUpdate
 from agentsteps.worker import running_worker
 from pydantic import BaseModel
+from test_pipeline_workflow import REPLY, UPDATE, example_input, rules
+from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError
+from temporalio.exceptions import CancelledError
 
 MODEL = LLMConfig(model="scripted-2026-01-01", max_tokens=50, context_window=16_000)
 
@@ -71,3 +79,98 @@ async def test_json_equal_arguments_are_one_effect_whatever_their_spelling(clien
     assert [c[0] for c in charges] == ["kim", "kim"], charges
     assert result.output == [1, 2]
     assert len({k for _, k in charges}) == 2
+
+
+# ------------------------------------------------------------------ 1. at most once means at most once
+
+
+class Invoice(BaseModel):
+    customer: str
+
+
+def invoicing_registry(sent: list[str], first_call_seconds: float) -> ToolRegistry:
+    """``send_invoice`` takes no key: at most once. Its first call is slow (it hangs past a shutdown's grace)."""
+    registry = ToolRegistry()
+
+    @registry.tool(side_effects=True)
+    async def send_invoice(args: Invoice) -> Receipt:
+        """Send an invoice."""
+        sent.append(args.customer)
+        if len(sent) == 1:
+            await asyncio.sleep(first_call_seconds)
+        return Receipt(receipt=len(sent))
+
+    return registry
+
+
+INVOICE_SCRIPT = {"rules": [
+    {"match": {"role": "user"}, "reply": {"tool_calls": [{"name": "send_invoice", "arguments": {"customer": "kim"}}]}},
+    {"match": {"tool_result_for": "send_invoice"}, "reply": {"content": "over"}},
+]}
+
+
+async def _until(predicate, seconds: float = 20.0) -> None:
+    for _ in range(int(seconds / 0.05)):
+        if predicate():
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("timed out waiting")
+
+
+async def test_a_call_cut_by_a_worker_shutdown_is_an_unknown_outcome_and_never_runs_again(client, settings, scripted):
+    sent: list[str] = []
+    registry = invoicing_registry(sent, first_call_seconds=30)
+    scripted.set_script(INVOICE_SCRIPT)
+    spec = AgentSpec(name="once", model=MODEL, tools=["send_invoice"], max_steps=3)
+    handle = await client.start_workflow(
+        AGENT_WORKFLOW, AgentInput(spec=spec, input="invoice kim"), id=f"once-{uuid.uuid4().hex[:8]}",
+        task_queue=settings.task_queue, result_type=AgentResult,
+    )
+    # The tool outlives the first worker's grace period: the SDK reports the cut as a retryable
+    # WorkerShutdown, which proves nothing about whether the invoice went out.
+    async with running_worker(client, settings, registry=registry, graceful_shutdown_timeout=timedelta(seconds=0.5)):
+        await _until(lambda: len(sent) == 1)
+    async with running_worker(client, settings, registry=registry):
+        result = await handle.result()
+
+    assert sent == ["kim"], "the invoice was sent again after the shutdown"
+    assert result.status == "completed"
+    [call] = result.steps[0].tool_calls
+    assert call.is_error and "ToolOutcomeUnknown" in call.content and "WorkerShutdown" in call.content
+    assert [e.outcome for e in result.effects] == ["unknown"]
+    told = scripted.requests[-1].body["messages"][-1]["content"]
+    assert "may or may not have happened" in told
+
+
+def slow_ticket_registry(updates: list[str]) -> ToolRegistry:
+    """``update_ticket`` without a key: at most once; it takes a few seconds."""
+    registry = ToolRegistry()
+
+    @registry.tool(side_effects=True)
+    async def update_ticket(update: TicketUpdate) -> TicketState:
+        """Change a ticket's state."""
+        updates.append(update.issue_id)
+        await asyncio.sleep(3)
+        return TicketState(issue_id=update.issue_id, state=update.state or "open", comment_count=1)
+
+    return registry
+
+
+async def test_a_workflow_cancel_during_an_at_most_once_call_cancels_the_run(client, settings, scripted):
+    updates: list[str] = []
+    pipeline = example_input()
+    scripted.set_script(rules([{"json": UPDATE}], [{"json": REPLY}]))
+    async with running_worker(client, settings, registry=slow_ticket_registry(updates)):
+        handle = await client.start_workflow(
+            PIPELINE_WORKFLOW, pipeline, id=f"once-{uuid.uuid4().hex[:8]}", task_queue=settings.task_queue,
+            result_type=PipelineResult,
+        )
+        await _until(lambda: len(updates) == 1)
+        await handle.cancel()
+        with pytest.raises(WorkflowFailureError) as failure:
+            await handle.result()
+
+    assert isinstance(failure.value.cause, CancelledError), failure.value.cause
+    assert (await handle.describe()).status == WorkflowExecutionStatus.CANCELED
+    assert len(scripted.requests) == 1, "the cancel was swallowed as an outcome and the next step ran"
+    assert updates == ["PROJ-1"]

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from temporalio.exceptions import ApplicationError
 
 from ...contracts.llm.tools import ToolCallInput, ToolCallResult, ToolSchema
+from ...contracts.errors import ToolNotSentError
 from ...contracts.mcp import McpError, mcp_source
 from .client import McpToolClient
 from .fleet import McpFleet
@@ -21,6 +22,11 @@ from .fleet import McpFleet
 def as_application_error(error: McpError) -> ApplicationError:
     """Type = class name; ``non_retryable`` follows ``McpError.retryable``."""
     return ApplicationError(str(error), type=type(error).__name__, non_retryable=not error.retryable)
+
+
+def not_sent(error: McpError) -> ApplicationError:
+    """An at-most-once call that failed before its request was sent: the one failure it is retried after."""
+    return ApplicationError(f"not sent: {error}", type=ToolNotSentError.__name__, non_retryable=False)
 
 
 class McpToolSource:
@@ -43,4 +49,9 @@ class McpToolSource:
         try:
             return await self.fleet.call(call)
         except McpError as error:
+            # For an at-most-once call the client answers every failure after the request may have left
+            # with an outcome-unknown result (``McpToolClient.call_tool``), so a retryable error that
+            # reaches here was raised before sending: no connection, no catalog, the circuit open.
+            if call.delivery == "at_most_once" and error.retryable:
+                raise not_sent(error) from None
             raise as_application_error(error) from None
