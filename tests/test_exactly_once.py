@@ -12,13 +12,18 @@ from datetime import timedelta
 
 import pytest
 from agentsteps.activities.tool_registry import ToolContext, ToolRegistry
+from agentsteps.client.sessions import decide_approval, pending_approvals
 from agentsteps.contracts import AgentInput, AgentResult, AgentSpec, LLMConfig
 from agentsteps.contracts.composition.pipeline_run import PipelineResult
 from agentsteps.contracts.names import AGENT_WORKFLOW, PIPELINE_WORKFLOW
 from agentsteps.examples.support_models import TicketState, TicketUpdate
 from agentsteps.worker import running_worker
 from pydantic import BaseModel
+from approval_support import Refund, RefundArgs
 from test_pipeline_workflow import REPLY, UPDATE, example_input, rules
+from temporalio.api.common.v1 import WorkflowExecution
+from temporalio.api.enums.v1 import EventType
+from temporalio.api.workflowservice.v1 import ResetWorkflowExecutionRequest
 from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError
 from temporalio.exceptions import CancelledError
 
@@ -174,3 +179,83 @@ async def test_a_workflow_cancel_during_an_at_most_once_call_cancels_the_run(cli
     assert (await handle.describe()).status == WorkflowExecutionStatus.CANCELED
     assert len(scripted.requests) == 1, "the cancel was swallowed as an outcome and the next step ran"
     assert updates == ["PROJ-1"]
+
+
+# ------------------------------------------------------------------ 2. reset of a paused code-mode run
+
+
+RESET_PROGRAM = (
+    'r = await charge(customer="kim", amount=5)\n'
+    'f = await refund(order="A-17", amount=40.0)\n'
+    '[r["receipt"], f["refunded"]]\n'
+)
+
+
+def reset_registry(charged: list[str], refunded: list[str]) -> ToolRegistry:
+    """Two keyed tools (one needs approval), each applying an effect once per key, as keyed tools must."""
+    registry = ToolRegistry()
+    receipts: dict[str, int] = {}
+
+    @registry.tool(side_effects=True)
+    def charge(args: Charge, ctx: ToolContext) -> Receipt:
+        """Charge a customer."""
+        charged.append(ctx.idempotency_key)
+        return Receipt(receipt=receipts.setdefault(ctx.idempotency_key, len(receipts) + 1))
+
+    @registry.tool(side_effects=True, requires_approval=True)
+    def refund(args: RefundArgs, ctx: ToolContext) -> Refund:
+        """Refund an order."""
+        refunded.append(ctx.idempotency_key)
+        return Refund(order=args.order, refunded=args.amount)
+
+    return registry
+
+
+async def _approve_until_done(client, handle) -> AgentResult:
+    """The run's result, approving its refund whenever it waits for one."""
+    for _ in range(600):
+        description = await handle.describe()
+        if description.status != WorkflowExecutionStatus.RUNNING:
+            return await handle.result()
+        waiting = await pending_approvals(client, handle.id)
+        for call in waiting:
+            try:
+                await decide_approval(client, handle.id, call.approval_id, approve=True, approver="ana")
+            except Exception:  # noqa: BLE001 - decided meanwhile (a reapplied Update); the next look tells
+                pass
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"run {handle.result_run_id} did not finish")
+
+
+async def test_a_reset_to_any_workflow_task_of_a_paused_code_mode_run_completes_with_each_effect_once(
+    client, settings, scripted
+):
+    charged: list[str] = []
+    refunded: list[str] = []
+    scripted.set_script({"default": program(RESET_PROGRAM)})
+    spec = AgentSpec(name="once", model=MODEL, tools=["charge", "refund"], mode="code", max_steps=3)
+    async with running_worker(client, settings, registry=reset_registry(charged, refunded)):
+        handle = await client.start_workflow(
+            AGENT_WORKFLOW, AgentInput(spec=spec, input="charge and refund"), id=f"once-{uuid.uuid4().hex[:8]}",
+            task_queue=settings.task_queue, result_type=AgentResult,
+        )
+        first = await _approve_until_done(client, handle)
+        assert first.status == "completed" and first.output == [1, 40.0]
+        tasks = [e.event_id async for e in handle.fetch_history_events()
+                 if e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED]
+        assert len(tasks) >= 4, "the program paused across several workflow tasks"
+        for event_id in tasks:
+            reset = await client.workflow_service.reset_workflow_execution(ResetWorkflowExecutionRequest(
+                namespace=client.namespace,
+                workflow_execution=WorkflowExecution(workflow_id=handle.id, run_id=handle.result_run_id),
+                reason=f"test: reset to workflow task {event_id}", workflow_task_finish_event_id=event_id,
+                request_id=str(uuid.uuid4()),
+            ))
+            again = await _approve_until_done(client, client.get_workflow_handle(
+                handle.id, run_id=reset.run_id, result_type=AgentResult))
+            assert again.status == "completed", f"reset to event {event_id}: {again}"
+            assert again.output == first.output, f"reset to event {event_id}"
+            assert [e.key for e in again.effects] == [e.key for e in first.effects], f"reset to event {event_id}"
+
+    # Each effect has one key across the run and every reset of it: a keyed tool applied each once.
+    assert len(set(charged)) == 1 and len(set(refunded)) == 1, (charged, refunded)

@@ -52,7 +52,7 @@ with workflow.unsafe.imports_passed_through():
     from .effects import RECORD_CHARS, cap
     from .agent_run import AgentRun, BudgetRefused
     from .ladder import ViolationLadder
-    from .program_driver import check_program, drive_program
+    from .program_driver import check_program, drive_program, program_keys
 
 CONTRACT = "code.program"
 
@@ -169,8 +169,9 @@ async def _execute(
         run.effects.new_attempt()
     by_name = {f.python_name: f for f in functions}
     records: dict[int, ToolCallRecord] = {}
+    run_key, legacy_run_key = program_keys(f"{run.scope}{index}")
     start = StartProgramInput(
-        run_key=f"{info.workflow_id}/{info.run_id}/{run.scope}{index}", program=program, functions=functions, limits=limits,
+        run_key=run_key, legacy_run_key=legacy_run_key, program=program, functions=functions, limits=limits,
         now=workflow.now().isoformat(), seed=workflow.random().randint(0, 2**62),
     )
     if run.repl is not None:
