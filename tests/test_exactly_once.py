@@ -12,10 +12,10 @@ from datetime import timedelta
 
 import pytest
 from agentsteps.activities.tool_registry import ToolContext, ToolRegistry
-from agentsteps.client.sessions import decide_approval, pending_approvals
+from agentsteps.client.sessions import decide_approval, pending_approvals, send_turn, session_state
 from agentsteps.contracts import AgentInput, AgentResult, AgentSpec, LLMConfig
 from agentsteps.contracts.composition.pipeline_run import PipelineResult
-from agentsteps.contracts.names import AGENT_WORKFLOW, PIPELINE_WORKFLOW
+from agentsteps.contracts.names import AGENT_WORKFLOW, CANCEL_SIGNAL, PIPELINE_WORKFLOW
 from agentsteps.examples.support_models import TicketState, TicketUpdate
 from agentsteps.worker import running_worker
 from pydantic import BaseModel
@@ -24,7 +24,7 @@ from test_pipeline_workflow import REPLY, UPDATE, example_input, rules
 from temporalio.api.common.v1 import WorkflowExecution
 from temporalio.api.enums.v1 import EventType
 from temporalio.api.workflowservice.v1 import ResetWorkflowExecutionRequest
-from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError
+from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError, WorkflowUpdateFailedError
 from temporalio.exceptions import CancelledError
 
 MODEL = LLMConfig(model="scripted-2026-01-01", max_tokens=50, context_window=16_000)
@@ -259,3 +259,37 @@ async def test_a_reset_to_any_workflow_task_of_a_paused_code_mode_run_completes_
 
     # Each effect has one key across the run and every reset of it: a keyed tool applied each once.
     assert len(set(charged)) == 1 and len(set(refunded)) == 1, (charged, refunded)
+
+
+# ------------------------------------------------------------------ 5. a recorded effect is never asked for again
+
+
+async def test_a_reprompted_program_repeating_an_approved_call_is_answered_from_the_record_not_asked_again(
+    client, settings, scripted
+):
+    charged: list[str] = []
+    refunded: list[str] = []
+    scripted.set_script({"replies": [
+        program('f = await refund(order="A-17", amount=40.0)\nraise ValueError("then it broke")\n'),
+        program('f = await refund(order="A-17", amount=40.0)\nf["refunded"]\n'),
+    ]})
+    spec = AgentSpec(name="once", model=MODEL, tools=["refund"], mode="code", max_steps=4, reprompt_budget=1)
+    asked: list[str] = []
+    async with running_worker(client, settings, registry=reset_registry(charged, refunded)):
+        handle = await client.start_workflow(
+            AGENT_WORKFLOW, AgentInput(spec=spec, input="refund A-17"), id=f"once-{uuid.uuid4().hex[:8]}",
+            task_queue=settings.task_queue, result_type=AgentResult,
+        )
+        while (await handle.describe()).status == WorkflowExecutionStatus.RUNNING:
+            for call in await pending_approvals(client, handle.id):
+                if call.approval_id not in asked:
+                    asked.append(call.approval_id)
+                    # The first request is approved; a second would be a person asked about a refund that
+                    # already happened, and its rejection would tell the model it did not run.
+                    await decide_approval(client, handle.id, call.approval_id, approve=len(asked) == 1)
+            await asyncio.sleep(0.05)
+        result = await handle.result()
+
+    assert len(asked) == 1, f"the approver was asked again for a recorded effect: {asked}"
+    assert refunded == [result.effects[0].key]
+    assert result.status == "completed" and result.output == 40.0

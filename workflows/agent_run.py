@@ -33,7 +33,7 @@ with workflow.unsafe.imports_passed_through():
     from ..contracts.llm.reprompt import reprompt_messages
     from ..contracts.llm.tokens import prompt_tokens_upper_bound
     from ..contracts.llm.request import TokenStream
-    from ..contracts.names import EFFECTS_PATCH, TOKEN_STREAM_PATCH
+    from ..contracts.names import EFFECTS_PATCH, EXACTLY_ONCE_PATCH, TOKEN_STREAM_PATCH
     from ..telemetry import workflow_metrics
     from .calls import call_llm, call_tool
     from ..contracts.approvals import rejection_message
@@ -185,21 +185,40 @@ class AgentRun:
             self._reserved -= reserve
 
     async def call_tool(
-        self, schema: ToolSchema | None, name: str, arguments: str, *, call_id: str, scope: str, legacy_key: str
+        self,
+        schema: ToolSchema | None,
+        name: str,
+        arguments: str,
+        *,
+        call_id: str,
+        scope: str,
+        legacy_key: str,
+        approval_id: str,
     ) -> ToolCallResult:
-        """One tool call under the run's effect keys; a repeat of a completed effect is answered from the record.
+        """One tool call under the run's effect keys, after its approval if the tool requires one.
 
-        ``scope`` is prefixed with the run's own (a session's turn), so equal calls in two turns are two effects.
+        A repeat of a completed effect is answered from the record, before any approval is asked:
+        what already happened is not a person's decision to make again (and a rejection would tell the
+        model it did not run). ``scope`` is prefixed with the run's own (a session's turn), so equal calls
+        in two turns are two effects.
         """
         policy = self.spec.tool_policy
         if self.effects is None:
+            rejected = await self.rejection(approval_id, call_id, name, arguments)
+            if rejected is not None:
+                return rejected
             return await call_tool(name, arguments, call_id=call_id, key=legacy_key, policy=policy)
         key = self.effects.key(self.scope + scope, name, arguments)  # before any await: ordinals follow call order
         effectful = schema is not None and schema.side_effects
         if effectful:
             done = self.effects.completed(key, call_id)
-            if done is not None:
+            # Runs recorded before EXACTLY_ONCE_PATCH asked the approver first; they replay that way.
+            if done is not None and (not ApprovalDesk.required(schema) or workflow.patched(EXACTLY_ONCE_PATCH)):
+                self.emit("tool_call", tool=name, detail=f"answered from the record: {arguments[:460]}")
                 return done
+        rejected = await self.rejection(approval_id, call_id, name, arguments)
+        if rejected is not None:
+            return rejected
         result = await call_tool(
             name, arguments, call_id=call_id, key=key, policy=policy, delivery=schema.delivery if schema else None
         )

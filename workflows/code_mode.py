@@ -203,9 +203,9 @@ async def _run_call(
         # Waiting for approval, the program is only a snapshot: the segment ended with the call pending.
         # One logical step per run (scope "program"): every program answers the same request, so an
         # identical call in a re-prompted program is the same effect.
-        result = await run.rejection(call_id, call_id, function.tool, call.arguments) or await run.call_tool(
+        result = await run.call_tool(
             schemas.get(function.tool), function.tool, call.arguments, call_id=call_id, scope="program",
-            legacy_key=f"{run_id}:{call_id}",
+            legacy_key=f"{run_id}:{call_id}", approval_id=call_id,
         )
         outcome = call_outcome(call.call_id, result)
         content = result.content
