@@ -293,3 +293,56 @@ async def test_a_reprompted_program_repeating_an_approved_call_is_answered_from_
     assert len(asked) == 1, f"the approver was asked again for a recorded effect: {asked}"
     assert refunded == [result.effects[0].key]
     assert result.status == "completed" and result.output == 40.0
+
+
+# ------------------------------------------------------------------ 3. a failed turn's effects are not forgotten
+
+
+@pytest.mark.parametrize("ending", ["failed", "cancelled"])
+async def test_a_failed_or_cancelled_turns_effects_are_told_to_the_next_turn_and_shown_in_the_state(
+    client, settings, scripted, ending
+):
+    charged: list[str] = []
+    release = asyncio.Event()
+    registry = ToolRegistry()
+
+    @registry.tool(side_effects=True)
+    async def send_invoice(args: Invoice, ctx: ToolContext) -> Receipt:
+        """Send an invoice."""
+        charged.append(ctx.idempotency_key)
+        await release.wait()  # the test cancels the turn while the invoice is out
+        return Receipt(receipt=len(charged))
+
+    scripted.set_script({"rules": [
+        {"match": {"contains": "again"}, "reply": {"content": "It was already sent in the last turn."}},
+        {"match": {"role": "user"}, "reply": {"tool_calls": [
+            {"name": "send_invoice", "arguments": {"customer": "kim"}}]}},
+        # The turn then fails: the provider refuses the next call outright.
+        {"match": {"tool_result_for": "send_invoice"}, "reply": {"fault": {"status": 400, "message": "no"}}},
+    ]})
+    spec = AgentSpec(name="once", model=MODEL, tools=["send_invoice"], max_steps=3)
+    sid = f"session-{uuid.uuid4().hex[:10]}"
+    async with running_worker(client, settings, registry=registry):
+        first = asyncio.ensure_future(send_turn(client, spec, "invoice kim", session_id=sid, task_queue=settings.task_queue))
+        await _until(lambda: len(charged) == 1)
+        if ending == "cancelled":
+            await client.get_workflow_handle(sid).signal(CANCEL_SIGNAL)
+        release.set()
+        if ending == "cancelled":
+            assert (await first).status == "cancelled"
+        else:
+            with pytest.raises(WorkflowUpdateFailedError):
+                await first
+        state = await session_state(client, sid)
+        second = await send_turn(client, spec, "invoice kim again", session_id=sid, task_queue=settings.task_queue)
+        after = await session_state(client, sid)
+
+    assert charged == [charged[0]], "the invoice went out once"
+    [untold] = state.untold_effects
+    assert (untold.turn, untold.status) == (1, ending)
+    assert [(e.tool, e.content) for e in untold.effects] == [("send_invoice", '{"receipt": 1}')]
+    told = scripted.requests[-1].body["messages"][-1]["content"]
+    assert "invoice kim again" in told and "took effect" in told
+    assert 'send_invoice({"customer":"kim"}) returned: {"receipt": 1}' in told
+    assert second.output == "It was already sent in the last turn."
+    assert after.untold_effects == [], "the completed turn's conversation now holds them"

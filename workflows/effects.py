@@ -24,6 +24,7 @@ from temporalio import workflow
 with workflow.unsafe.imports_passed_through():
     from ..contracts import EffectRecord, Message, ToolCallResult
     from ..contracts.llm.tools import OUTCOME_UNKNOWN
+    from ..contracts.session import UntoldEffects
 
 RECORD_CHARS = 1000
 _NOTE_CHARS = 300
@@ -127,6 +128,27 @@ class EffectLedger:
         return "\n".join(lines)
 
 
+def untold_note(turns: list[UntoldEffects]) -> str:
+    """What the next turn's model must know: calls that took effect in turns whose answer was lost."""
+    if not turns:
+        return ""
+    lines = [
+        "Earlier turns that failed or were cancelled still had side effects: these calls took effect "
+        "(the conversation above does not show them). Do not repeat one unless the user asks for a "
+        "second, separate effect."
+    ]
+    for told in turns:
+        for record in told.effects:
+            shown = "outcome unknown: it may or may not have happened" if record.outcome == "unknown" else "returned"
+            lines.append(
+                f"- turn {told.turn} ({told.status}): {record.tool}({cap(record.arguments, _NOTE_CHARS)}) {shown}: "
+                f"{cap(record.content, _NOTE_CHARS)}"
+            )
+        if told.more:
+            lines.append(f"- turn {told.turn}: ... and {told.more} more")
+    return "\n\n" + "\n".join(lines)
+
+
 def with_note(messages: list[Message], note: str | None) -> list[Message]:
     """``messages`` with ``note`` added to the last user message (or as one), so roles still alternate."""
     if not note:
@@ -137,4 +159,6 @@ def with_note(messages: list[Message], note: str | None) -> list[Message]:
     return [*messages, Message.user(note)]
 
 
-__all__ = ["RECORD_CHARS", "EffectLedger", "canonical_arguments", "cap", "effect_key", "run_chain", "with_note"]
+__all__ = [
+    "RECORD_CHARS", "EffectLedger", "canonical_arguments", "cap", "effect_key", "run_chain", "untold_note", "with_note",
+]

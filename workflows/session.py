@@ -44,6 +44,8 @@ with workflow.unsafe.imports_passed_through():
         TURNS_QUERY,
     )
     from ..contracts.session import (
+        EFFECTS_KEPT_PER_TURN,
+        UNTOLD_TURNS_KEPT,
         CloseInput,
         ProgressEvent,
         SessionCarry,
@@ -52,6 +54,7 @@ with workflow.unsafe.imports_passed_through():
         SessionState,
         TurnResult,
         TurnSummary,
+        UntoldEffects,
         parse_turn,
         preview,
     )
@@ -62,6 +65,7 @@ with workflow.unsafe.imports_passed_through():
     from .agent_run import AgentRun
     from .approvals import ApprovalDesk
     from .conversation import ConversationChain
+    from .effects import untold_note
     from .steps import opening, run_steps, spec_tools
 
 IDLE_TIMEOUT_REASON = "idle_timeout"
@@ -157,10 +161,12 @@ class SessionWorkflow:
             started = self.carry.conversation is not None or self.carry.messages
             before = self.carry.messages if started else [opening(self.inp.spec, self.tools)]
             text = inp.input + variables_note(run.repl.variables if run.repl else [])
+            text += untold_note(self.carry.untold_effects)
             result = await run_steps(run, [*before, Message.user(text)], self.tools)
             if result.status in ("completed", "completed_with_default"):
                 self.carry.conversation, self.carry.messages = run.chain.commit(run.history)
                 self.carry.repl = run.repl
+                self.carry.untold_effects = []  # the committed turn's message told them
             summary.status = result.status
             summary.output = preview(result.output if isinstance(result.output, str) else _json(result.output))
             return TurnResult(**result.model_dump(), session_id=workflow.info().workflow_id, turn=number)
@@ -172,6 +178,12 @@ class SessionWorkflow:
             summary.steps = len(run.result.steps)
             summary.usage = run.result.usage
             summary.finished_at = workflow.now()
+            if summary.status not in ("completed", "completed_with_default") and run.result.effects:
+                # Rolled back, but what it did happened: carried until a turn's conversation says so.
+                effects = run.result.effects
+                untold = UntoldEffects(turn=number, status=summary.status, effects=effects[:EFFECTS_KEPT_PER_TURN],
+                                       more=max(0, len(effects) - EFFECTS_KEPT_PER_TURN))
+                self.carry.untold_effects = [*self.carry.untold_effects, untold][-UNTOLD_TURNS_KEPT:]
             self._finish_turn(summary)
 
     @turn.validator
@@ -262,6 +274,7 @@ class SessionWorkflow:
             continued=self.carry.continued,
             closed_reason=self.closed_reason,
             variables=self.carry.repl.variables if self.carry.repl else [],
+            untold_effects=list(self.carry.untold_effects),
         )
 
     @workflow.query(name=TURNS_QUERY)
