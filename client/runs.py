@@ -8,9 +8,12 @@ from collections.abc import Callable, Mapping
 
 from temporalio.client import Client, WorkflowHandle
 
-from ..contracts import AgentInput, AgentResult, AgentSpec, InvalidSpecError, Step, ToolSchema, ViolationKind
+from ..contracts import (
+    AgentInput, AgentResult, AgentSpec, InvalidSpecError, Step, ToolSchema, Violation, ViolationKind,
+)
 from ..contracts.names import AGENT_WORKFLOW, STEPS_QUERY
 from ..contracts.llm.preconditions import check_spec
+from ..contracts.spec import key_scope_problem
 
 
 def validate_spec(spec: AgentSpec, known_tools: Mapping[str, ToolSchema] | None = None) -> None:
@@ -34,11 +37,17 @@ async def start_agent_run(
     task_queue: str = "agentsteps",
     workflow_id: str | None = None,
     known_tools: Mapping[str, ToolSchema] | None = None,
+    key_scope: str | None = None,
 ) -> WorkflowHandle[object, AgentResult]:
+    """Validate ``spec`` and start a run. ``key_scope``: see ``AgentInput.key_scope`` (dedupe across runs)."""
     validate_spec(spec, known_tools)
+    problem = key_scope_problem(key_scope)
+    if problem is not None:
+        raise InvalidSpecError([Violation(contract="agent_input", phase="pre", kind=ViolationKind.invalid_config,
+                                          path="$.key_scope", message=problem)])
     return await client.start_workflow(
         AGENT_WORKFLOW,
-        AgentInput(spec=spec, input=user_input),
+        AgentInput(spec=spec, input=user_input, key_scope=key_scope),
         id=workflow_id or f"agent-{spec.name}-{uuid.uuid4().hex[:12]}",
         task_queue=task_queue,
         result_type=AgentResult,

@@ -108,6 +108,8 @@ class SessionInput(BaseModel):
     """Set only by continue-as-new; a new session starts without it."""
     stream: Any = None
     """Set only by continue-as-new: the progress stream's ``WorkflowStreamState`` (recent events)."""
+    key_scope: str | None = None
+    """As ``AgentInput.key_scope``: where the session's effect keys are unique (unset: this session)."""
 
 
 class TurnInput(BaseModel):

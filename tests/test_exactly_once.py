@@ -7,25 +7,29 @@ effects are counted at the tool.
 from __future__ import annotations
 
 import asyncio
+import json
 import uuid
 from datetime import timedelta
 
 import pytest
 from agentsteps.activities.tool_registry import ToolContext, ToolRegistry
+from agentsteps.client.runs import start_agent_run
 from agentsteps.client.sessions import decide_approval, pending_approvals, send_turn, session_state
-from agentsteps.contracts import AgentInput, AgentResult, AgentSpec, LLMConfig
+from agentsteps.contracts import AgentInput, AgentResult, AgentSpec, InvalidSpecError, LLMConfig
 from agentsteps.contracts.composition.pipeline_run import PipelineResult
 from agentsteps.contracts.names import AGENT_WORKFLOW, CANCEL_SIGNAL, PIPELINE_WORKFLOW
 from agentsteps.examples.support_models import TicketState, TicketUpdate
+from agentsteps.examples.tickets.db import TicketStore
 from agentsteps.worker import running_worker
 from pydantic import BaseModel
 from approval_support import Refund, RefundArgs
+from mcp_support import new_token, seeded_db, stdio_tracker
 from test_pipeline_workflow import REPLY, UPDATE, example_input, rules
 from temporalio.api.common.v1 import WorkflowExecution
 from temporalio.api.enums.v1 import EventType
 from temporalio.api.workflowservice.v1 import ResetWorkflowExecutionRequest
 from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError, WorkflowUpdateFailedError
-from temporalio.exceptions import CancelledError
+from temporalio.exceptions import ApplicationError, CancelledError
 
 MODEL = LLMConfig(model="scripted-2026-01-01", max_tokens=50, context_window=16_000)
 
@@ -346,3 +350,87 @@ async def test_a_failed_or_cancelled_turns_effects_are_told_to_the_next_turn_and
     assert 'send_invoice({"customer":"kim"}) returned: {"receipt": 1}' in told
     assert second.output == "It was already sent in the last turn."
     assert after.untold_effects == [], "the completed turn's conversation now holds them"
+
+
+# ------------------------------------------------------------------ 4. the engine owns the idempotency key
+
+
+def _tracker(tmp_path, monkeypatch, settings):
+    token = new_token()
+    monkeypatch.setenv("TICKETS_API_TOKEN", token)
+    monkeypatch.setenv("TRACKER_EXPECTS", token)
+    db = seeded_db(tmp_path, issues=3)
+    config = tmp_path / "agentsteps.toml"
+    table = stdio_tracker(db)
+    lines = ["[mcp.servers.tracker]", *(f"{k} = {json.dumps(v)}" for k, v in table.items() if k != "env")]
+    lines.append("env = { " + ", ".join(f"{k} = {json.dumps(v)}" for k, v in table["env"].items()) + " }")
+    config.write_text("\n".join(lines) + "\n")
+    return db, settings.model_copy(update={"config_file": config})
+
+
+REMINDER = {"rules": [
+    # A model that picked its own key, as the reporter's did: it must not reach the server.
+    {"match": {"role": "user"}, "reply": {"tool_calls": [{"name": "add_comment", "arguments": {
+        "issue_id": "PROJ-1", "body": "Friendly reminder", "author": "bot", "idempotency_key": "reminder-001"}}]}},
+    {"match": {"tool_result_for": "add_comment"}, "reply": {"content": "reminded"}},
+]}
+
+
+async def _remind(client, settings, **start) -> AgentResult:
+    spec = AgentSpec(name="once", model=MODEL, tools=["add_comment"], max_steps=3)
+    handle = await client.start_workflow(
+        AGENT_WORKFLOW, AgentInput(spec=spec, input="remind PROJ-1", **start), id=f"once-{uuid.uuid4().hex[:8]}",
+        task_queue=settings.task_queue, result_type=AgentResult,
+    )
+    return await handle.result()
+
+
+def _comments(db) -> list[str]:
+    return [c.body for c in TicketStore(db).get_issue("PROJ-1").comments if c.body == "Friendly reminder"]
+
+
+async def test_the_model_never_sees_nor_sets_an_idempotency_key_so_two_runs_are_two_effects(
+    client, settings, scripted, tmp_path, monkeypatch
+):
+    db, own = _tracker(tmp_path, monkeypatch, settings)
+    scripted.set_script(REMINDER)
+    async with running_worker(client, own):
+        first = await _remind(client, own)
+        second = await _remind(client, own)
+
+    offered = scripted.requests[0].body["tools"][0]["function"]["parameters"]
+    assert "idempotency_key" not in offered["properties"] and "idempotency_key" not in offered.get("required", [])
+    assert len(_comments(db)) == 2, "the second run's reminder was deduped against the first's by a model's key"
+    assert first.effects[0].key != second.effects[0].key
+    assert json.loads(first.steps[0].tool_calls[0].content)["id"] != json.loads(second.steps[0].tool_calls[0].content)["id"]
+
+
+async def test_a_backend_key_scope_makes_two_runs_one_effect(client, settings, scripted, tmp_path, monkeypatch):
+    db, own = _tracker(tmp_path, monkeypatch, settings)
+    scripted.set_script(REMINDER)
+    async with running_worker(client, own):
+        first = await _remind(client, own, key_scope="order-42/reminder")
+        second = await _remind(client, own, key_scope="order-42/reminder")
+        other = await _remind(client, own, key_scope="order-43/reminder")
+
+    assert first.effects[0].key == second.effects[0].key != other.effects[0].key
+    assert len(_comments(db)) == 2, "one reminder per key scope"
+
+
+@pytest.mark.parametrize("scope", ["", "bad\nscope", "x" * 201])
+async def test_a_malformed_key_scope_fails_the_run_typed_before_anything_runs(client, settings, scripted, scope):
+    scripted.set_script({"default": {"content": "never asked"}})
+    spec = AgentSpec(name="once", model=MODEL, tools=[], max_steps=2)
+    async with running_worker(client, settings, registry=ToolRegistry()):
+        with pytest.raises(WorkflowFailureError) as failure:
+            await _run_input(client, settings, AgentInput(spec=spec, input="hi", key_scope=scope))
+    cause = failure.value.cause
+    assert isinstance(cause, ApplicationError) and cause.type == "InvalidSpecError" and "key_scope" in cause.message
+    assert scripted.requests == []
+    with pytest.raises(InvalidSpecError, match="key_scope"):
+        await start_agent_run(client, spec, "hi", task_queue=settings.task_queue, key_scope=scope)
+
+
+async def _run_input(client, settings, inp: AgentInput) -> AgentResult:
+    return await client.execute_workflow(AGENT_WORKFLOW, inp, id=f"once-{uuid.uuid4().hex[:8]}",
+                                         task_queue=settings.task_queue, result_type=AgentResult)

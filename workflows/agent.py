@@ -28,7 +28,7 @@ with workflow.unsafe.imports_passed_through():
     from ..telemetry import workflow_metrics
     from .agent_run import AgentRun, seconds_since
     from .conversation import ConversationChain
-    from .steps import opening, run_steps, spec_tools
+    from .steps import check_key_scope, opening, run_steps, spec_tools
 
 
 @workflow.defn(name=AGENT_WORKFLOW)
@@ -87,7 +87,8 @@ class AgentWorkflow:
 
     async def _run(self, inp: AgentInput) -> AgentResult:
         spec = inp.spec
-        self.run_state.begin(spec)
+        check_key_scope(inp.key_scope)
+        self.run_state.begin(spec, key_scope=inp.key_scope)
         # The conversation goes to the payload store as a session's does, so a step's llm.call carries
         # only what the step added: history per step stops growing with the run. Asked before the
         # first command; runs recorded without the marker replay sending the whole history.

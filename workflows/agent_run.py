@@ -76,7 +76,8 @@ class AgentRun:
         self.effects_once = False
         self.effects: EffectLedger | None = None
 
-    def begin(self, spec: AgentSpec, *, scope: str = "") -> None:
+    def begin(self, spec: AgentSpec, *, scope: str = "", key_scope: str | None = None) -> None:
+        """``key_scope``: the backend's scope for effect keys (validated by the caller), else the run's chain."""
         self._spec = spec
         self.mode = spec.mode
         self.scope = scope
@@ -84,7 +85,7 @@ class AgentRun:
         # marker replays (and goes on) with the commands it was recorded with.
         self.effects_once = workflow.patched(EFFECTS_PATCH)
         if self.effects_once:
-            self.effects = EffectLedger(run_chain(), self.result.effects)
+            self.effects = EffectLedger(run_chain(key_scope), self.result.effects)
 
     @property
     def spec(self) -> AgentSpec:

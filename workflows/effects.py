@@ -62,7 +62,10 @@ def effect_key(chain: str, scope: str, tool: str, arguments: str, ordinal: int) 
     return "ak1-" + hashlib.sha256(material.encode()).hexdigest()[:40]
 
 
-def run_chain() -> str:
+def run_chain(key_scope: str | None = None) -> str:
+    """What effect keys are unique in: the workflow chain, or the backend's ``key_scope`` for the run."""
+    if key_scope is not None:
+        return f"scope:{key_scope}"
     info = workflow.info()
     return f"{info.workflow_id}/{info.first_execution_run_id}"
 

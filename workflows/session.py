@@ -66,7 +66,7 @@ with workflow.unsafe.imports_passed_through():
     from .approvals import ApprovalDesk
     from .conversation import ConversationChain
     from .effects import untold_note
-    from .steps import opening, run_steps, spec_tools
+    from .steps import check_key_scope, opening, run_steps, spec_tools
 
 IDLE_TIMEOUT_REASON = "idle_timeout"
 _EVENTS_KEPT = 500
@@ -98,6 +98,7 @@ class SessionWorkflow:
 
     @workflow.run
     async def run(self, inp: SessionInput) -> SessionOutcome:
+        check_key_scope(inp.key_scope)
         if inp.carried is None:
             workflow_metrics.record_session_started()
         self.tools = await spec_tools(inp.spec)
@@ -130,7 +131,8 @@ class SessionWorkflow:
                     workflow_metrics.record_session_continued()
                     await self.stream.continue_as_new(
                         lambda state: [
-                            SessionInput(spec=inp.spec, session=inp.session, carried=self.carry, stream=state)
+                            SessionInput(spec=inp.spec, session=inp.session, carried=self.carry, stream=state,
+                                         key_scope=inp.key_scope)
                         ]
                     )
 
@@ -144,7 +146,7 @@ class SessionWorkflow:
             raise ApplicationError("another turn is still running; send this one when it ends", type="SessionBusyError")
         number = self.carry.turns_done + 1
         run = AgentRun()
-        run.begin(self.inp.spec, scope=f"t{number}.")
+        run.begin(self.inp.spec, scope=f"t{number}.", key_scope=self.inp.key_scope)
         self.current, self.current_turn = run, number
         self.activity += 1
         summary = TurnSummary(turn=number, input=preview(inp.input), status="running", started_at=workflow.now())

@@ -15,6 +15,7 @@ from temporalio.exceptions import ApplicationError
 with workflow.unsafe.imports_passed_through():
     from ..contracts import AgentResult, AgentSpec, Message, ToolSchema
     from ..contracts.llm.preconditions import check_spec
+    from ..contracts.spec import key_scope_problem
     from ..contracts.llm.tools import catalog_digest
     from .calls import describe_tools
     from .agent_run import AgentRun
@@ -37,6 +38,14 @@ async def spec_tools(spec: AgentSpec) -> list[ToolSchema]:
     return tools
 
 
+def check_key_scope(scope: str | None) -> None:
+    """A bad ``key_scope`` fails the run typed before anything runs (no command: nothing changes for valid ones)."""
+    problem = key_scope_problem(scope)
+    if problem is not None:
+        raise ApplicationError(f"invalid run input: $.key_scope: {problem}", type="InvalidSpecError",
+                               non_retryable=True)
+
+
 def opening(spec: AgentSpec, tools: list[ToolSchema]) -> Message:
     if spec.mode == "code":
         return Message.system(code_system_prompt(spec, tools))
@@ -53,4 +62,4 @@ async def run_steps(run: AgentRun, history: list[Message], tools: list[ToolSchem
     return await run_tool_loop(run, history, tools)
 
 
-__all__ = ["opening", "run_steps", "spec_tools"]
+__all__ = ["check_key_scope", "opening", "run_steps", "spec_tools"]
