@@ -151,6 +151,30 @@ async def test_a_call_cut_by_a_worker_shutdown_is_an_unknown_outcome_and_never_r
     assert "may or may not have happened" in told
 
 
+async def test_a_failure_after_the_tool_ran_is_an_unknown_outcome_and_never_runs_it_again(client, settings, scripted):
+    sent: list[str] = []
+    registry = ToolRegistry()
+
+    class Opaque:
+        """A value the tool returns that no payload converter can encode: the activity fails after the call."""
+
+    @registry.tool(side_effects=True)
+    def send_invoice(args: Invoice) -> dict:
+        """Send an invoice."""
+        sent.append(args.customer)
+        return {"receipt": len(sent), "handle": Opaque()}
+
+    scripted.set_script(INVOICE_SCRIPT)
+    spec = AgentSpec(name="once", model=MODEL, tools=["send_invoice"], max_steps=3)
+    async with running_worker(client, settings, registry=registry):
+        result = await _run(client, settings.task_queue, spec, "invoice kim")
+
+    assert sent == ["kim"], "the invoice was sent again after a failure that came after the call"
+    [call] = result.steps[0].tool_calls
+    assert call.is_error and "ToolOutcomeUnknown" in call.content
+    assert [e.outcome for e in result.effects] == ["unknown"]
+
+
 def slow_ticket_registry(updates: list[str]) -> ToolRegistry:
     """``update_ticket`` without a key: at most once; it takes a few seconds."""
     registry = ToolRegistry()
