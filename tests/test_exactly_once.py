@@ -12,6 +12,7 @@ import uuid
 from datetime import timedelta
 
 import pytest
+from agentsteps.activities.mcp.source import McpToolSource
 from agentsteps.activities.tool_registry import ToolContext, ToolRegistry
 from agentsteps.client.runs import start_agent_run
 from agentsteps.client.sessions import decide_approval, pending_approvals, send_turn, session_state
@@ -23,7 +24,7 @@ from agentsteps.examples.tickets.db import TicketStore
 from agentsteps.worker import running_worker
 from pydantic import BaseModel
 from approval_support import Refund, RefundArgs
-from mcp_support import new_token, seeded_db, stdio_tracker
+from mcp_support import free_port, http_tracker, make_client, new_token, seeded_db, stdio_tracker, tool_call
 from test_pipeline_workflow import REPLY, UPDATE, example_input, rules
 from temporalio.api.common.v1 import WorkflowExecution
 from temporalio.api.enums.v1 import EventType
@@ -173,6 +174,20 @@ async def test_a_failure_after_the_tool_ran_is_an_unknown_outcome_and_never_runs
     [call] = result.steps[0].tool_calls
     assert call.is_error and "ToolOutcomeUnknown" in call.content
     assert [e.outcome for e in result.effects] == ["unknown"]
+
+
+@pytest.mark.parametrize(("delivery", "error_type"), [("at_most_once", "ToolNotSentError"),
+                                                      ("retry", "McpUnavailableError")])
+async def test_a_call_to_an_mcp_server_that_cannot_be_reached_was_not_sent_and_says_so(delivery, error_type):
+    # The one failure an at-most-once call is retried after: the activity knows no request left the worker.
+    mcp = make_client({"down": http_tracker(free_port(), tools=["add_comment"])}, {"TICKETS_API_TOKEN": new_token()})
+    call = tool_call("add_comment", {"issue_id": "PROJ-1", "body": "hi", "author": "bot"})
+    try:
+        with pytest.raises(ApplicationError) as raised:
+            await McpToolSource(mcp).call(call.model_copy(update={"delivery": delivery}))
+    finally:
+        await mcp.aclose()
+    assert raised.value.type == error_type and not raised.value.non_retryable
 
 
 def slow_ticket_registry(updates: list[str]) -> ToolRegistry:
