@@ -13,7 +13,7 @@ from datetime import timedelta
 
 import pytest
 from agentsteps.activities.mcp.source import McpToolSource
-from agentsteps.activities.tool_registry import ToolContext, ToolRegistry
+from agentsteps.activities.tools.registry import ToolContext, ToolRegistry
 from agentsteps.client.runs import start_agent_run
 from agentsteps.client.sessions import decide_approval, pending_approvals, send_turn, session_state
 from agentsteps.contracts import AgentInput, AgentResult, AgentSpec, InvalidSpecError, LLMConfig

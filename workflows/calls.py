@@ -22,12 +22,13 @@ from temporalio.exceptions import ActivityError, ApplicationError, CancelledErro
 
 with workflow.unsafe.imports_passed_through():
     from ..contracts import LLMRequest, LLMResponse, ToolCallInput, ToolCallResult, ToolSchema, Usage
+    from ..contracts.errors import BudgetExceededError, ToolNotSentError
     from ..contracts.code.program import CallOutcome
     from ..contracts.json_schema import parse_json
-    from ..contracts.errors import ToolNotSentError
     from ..contracts.names import EXACTLY_ONCE_PATCH, LLM_CALL, TOOLS_CALL, TOOLS_DESCRIBE
     from ..contracts.spec import ActivityPolicy
     from ..contracts.llm.tools import Delivery, ToolsDescribeInput, outcome_unknown
+    from ..failures import failure_type, to_application_error
     from .activity_options import activity_options
 
 
@@ -60,12 +61,13 @@ async def call_llm(
     if response.context is not None:  # a summary the context policy asked for
         ledger.usage = ledger.usage + response.context.usage
     if token_budget is not None and ledger.usage.total_tokens > token_budget:
-        raise ApplicationError(
-            f"token budget exceeded: {ledger.usage.total_tokens} > {token_budget}",
-            type="BudgetExceededError",
-            non_retryable=True,
-        )
+        raise budget_exceeded(f"token budget exceeded: {ledger.usage.total_tokens} > {token_budget}")
     return response
+
+
+def budget_exceeded(message: str) -> ApplicationError:
+    """The run's typed failure for a spent token or step budget: not retried."""
+    return to_application_error(BudgetExceededError(message))
 
 
 async def call_tool(
@@ -101,7 +103,7 @@ async def call_tool(
             if isinstance(cause, CancelledError) and workflow.patched(EXACTLY_ONCE_PATCH):
                 raise  # the run was cancelled: not an outcome to tell the model
             retryable = isinstance(cause, ApplicationError)
-            not_sent = retryable and (cause.type == ToolNotSentError.__name__ or not workflow.patched(EXACTLY_ONCE_PATCH))
+            not_sent = retryable and (cause.type == failure_type(ToolNotSentError) or not workflow.patched(EXACTLY_ONCE_PATCH))
             if not not_sent:
                 return outcome_unknown(call, _why(cause or exc))
             if attempt == policy.max_attempts:
@@ -137,4 +139,6 @@ def call_outcome(call_id: int, result: ToolCallResult) -> CallOutcome:
     return CallOutcome(call_id=call_id, value=result.content if why_not_json else value)
 
 
-__all__ = ["UsageLedger", "call_llm", "call_outcome", "call_tool", "describe_tools"]
+__all__ = [
+    "UsageLedger", "budget_exceeded", "call_llm", "call_outcome", "call_tool", "describe_tools",
+]

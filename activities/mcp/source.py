@@ -10,23 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from temporalio.exceptions import ApplicationError
-
 from ...contracts.llm.tools import ToolCallInput, ToolCallResult, ToolSchema
 from ...contracts.errors import ToolNotSentError
 from ...contracts.mcp import McpError, mcp_source
+from ...failures import to_application_error
 from .client import McpToolClient
 from .fleet import McpFleet
-
-
-def as_application_error(error: McpError) -> ApplicationError:
-    """Type = class name; ``non_retryable`` follows ``McpError.retryable``."""
-    return ApplicationError(str(error), type=type(error).__name__, non_retryable=not error.retryable)
-
-
-def not_sent(error: McpError) -> ApplicationError:
-    """An at-most-once call that failed before its request was sent: the one failure it is retried after."""
-    return ApplicationError(f"not sent: {error}", type=ToolNotSentError.__name__, non_retryable=False)
 
 
 class McpToolSource:
@@ -39,7 +28,7 @@ class McpToolSource:
         try:
             return await self.fleet.describe(names)
         except McpError as error:
-            raise as_application_error(error) from None
+            raise to_application_error(error) from None
 
     def known_owner(self, name: str) -> str | None:
         owner = self.fleet.known_owner(name)
@@ -53,5 +42,5 @@ class McpToolSource:
             # with an outcome-unknown result (``McpToolClient.call_tool``), so a retryable error that
             # reaches here was raised before sending: no connection, no catalog, the circuit open.
             if call.delivery == "at_most_once" and error.retryable:
-                raise not_sent(error) from None
-            raise as_application_error(error) from None
+                raise to_application_error(ToolNotSentError(f"not sent: {error}")) from None
+            raise to_application_error(error) from None

@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 import anthropic
 import openai
 
-from ...contracts.errors import ProviderError, RetryableProviderError
+from ....contracts.errors import ProviderError, RetryableProviderError
 from .errors import DEFAULT_RETRY_AFTER_CAP, classify_sdk_error, malformed, stream_error
 
 TextSink = Callable[[str], None]

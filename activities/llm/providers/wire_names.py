@@ -9,8 +9,8 @@ in every answer would otherwise send one id twice, which Anthropic rejects.
 
 from __future__ import annotations
 
-from ...contracts.llm.request import LLMRequest
-from ...contracts.llm.tool_names import api_tool_name
+from ....contracts.llm.request import LLMRequest
+from ....contracts.tool_names import api_tool_name
 
 
 class WireNames:
