@@ -228,15 +228,16 @@ class AgentRun:
             return await call_tool(name, arguments, call_id=call_id, key=legacy_key, policy=policy)
         key = self.effects.key(self.scope + scope, name, arguments)  # before any await: ordinals follow call order
         effectful = schema is not None and schema.side_effects
-        if effectful:
-            done = self.effects.completed(key, call_id)
-            # Runs recorded before EXACTLY_ONCE_PATCH asked the approver first; they replay that way.
-            if done is not None and (not schema.requires_approval or self.features.recorded_not_reasked):
-                self.emit("tool_call", tool=name, detail=f"answered from the record: {arguments[:460]}")
-                return done
+        done = self.effects.completed(key, call_id) if effectful else None
+        # Runs recorded before EXACTLY_ONCE_PATCH asked the approver again first; they replay that way.
+        if done is not None and (not schema.requires_approval or self.features.recorded_not_reasked):
+            self.emit("tool_call", tool=name, detail=f"answered from the record: {arguments[:460]}")
+            return done
         rejected = await self.rejection(approval_id, call_id, name, arguments)
         if rejected is not None:
             return rejected
+        if done is not None:
+            return done
         result = await call_tool(
             name, arguments, call_id=call_id, key=key, policy=policy, delivery=schema.delivery if schema else None
         )
