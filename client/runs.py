@@ -16,6 +16,14 @@ from ..contracts.spec import key_scope_problem
 from ..contracts.spec_check import check_spec
 
 
+def validate_key_scope(key_scope: str | None) -> None:
+    """Raise InvalidSpecError for a ``key_scope`` the workflow would refuse (``AgentInput.key_scope``)."""
+    problem = key_scope_problem(key_scope)
+    if problem is not None:
+        raise InvalidSpecError([Violation(contract="run_input", phase="pre", kind=ViolationKind.invalid_config,
+                                          path="$.key_scope", message=problem)])
+
+
 def validate_spec(spec: AgentSpec, known_tools: Mapping[str, ToolSchema] | None = None) -> None:
     """Raise InvalidSpecError naming the field, before anything is started.
 
@@ -41,10 +49,7 @@ async def start_agent_run(
 ) -> WorkflowHandle[object, AgentResult]:
     """Validate ``spec`` and start a run. ``key_scope``: see ``AgentInput.key_scope`` (dedupe across runs)."""
     validate_spec(spec, known_tools)
-    problem = key_scope_problem(key_scope)
-    if problem is not None:
-        raise InvalidSpecError([Violation(contract="agent_input", phase="pre", kind=ViolationKind.invalid_config,
-                                          path="$.key_scope", message=problem)])
+    validate_key_scope(key_scope)
     return await client.start_workflow(
         AGENT_WORKFLOW,
         AgentInput(spec=spec, input=user_input, key_scope=key_scope),

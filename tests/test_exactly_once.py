@@ -456,6 +456,26 @@ async def test_a_backend_key_scope_makes_two_runs_one_effect(client, settings, s
     assert len(_comments(db)) == 2, "one reminder per key scope"
 
 
+async def test_sessions_sharing_a_key_scope_give_the_same_call_the_same_key(client, settings, scripted):
+    charged: list[str] = []
+    scripted.set_script({"rules": [
+        {"match": {"role": "user"}, "reply": {"tool_calls": [
+            {"name": "charge", "arguments": {"customer": "kim", "amount": 5}}]}},
+        {"match": {"tool_result_for": "charge"}, "reply": {"content": "charged"}},
+    ]})
+    spec = AgentSpec(name="once", model=MODEL, tools=["charge"], max_steps=3)
+    async with running_worker(client, settings, registry=charging_registry(charged)):
+        for sid, scope in [("a", "order-42"), ("b", "order-42"), ("c", None)]:
+            await send_turn(client, spec, "charge kim", session_id=f"session-{sid}-{uuid.uuid4().hex[:8]}",
+                            task_queue=settings.task_queue, key_scope=scope)
+        with pytest.raises(InvalidSpecError, match="key_scope"):
+            await send_turn(client, spec, "charge kim", session_id=f"session-{uuid.uuid4().hex[:8]}",
+                            task_queue=settings.task_queue, key_scope="bad\x00scope")
+
+    keys = [key for _, key in charged]
+    assert keys[0] == keys[1] != keys[2], "the scope, not the session, names the effect"
+
+
 @pytest.mark.parametrize("scope", ["", "bad\nscope", "x" * 201])
 async def test_a_malformed_key_scope_fails_the_run_typed_before_anything_runs(client, settings, scripted, scope):
     scripted.set_script({"default": {"content": "never asked"}})
