@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 import uuid
 from datetime import timedelta
 
@@ -24,6 +25,7 @@ from agentsteps.examples.tickets.db import TicketStore
 from agentsteps.worker import running_worker
 from pydantic import BaseModel
 from approval_support import Refund, RefundArgs
+from code_mode_support import connect_with_store
 from mcp_support import free_port, http_tracker, make_client, new_token, seeded_db, stdio_tracker, tool_call
 from test_pipeline_workflow import REPLY, UPDATE, example_input, rules
 from temporalio.api.common.v1 import WorkflowExecution
@@ -171,6 +173,42 @@ async def test_a_failure_after_the_tool_ran_is_an_unknown_outcome_and_never_runs
         result = await _run(client, settings.task_queue, spec, "invoice kim")
 
     assert sent == ["kim"], "the invoice was sent again after a failure that came after the call"
+    [call] = result.steps[0].tool_calls
+    assert call.is_error and "ToolOutcomeUnknown" in call.content
+    assert [e.outcome for e in result.effects] == ["unknown"]
+
+
+async def test_a_large_result_that_fails_to_upload_after_the_call_is_an_unknown_outcome(temporal_env, settings, scripted):
+    # A client (and so a worker) with the payload store, as deployed: results of 256 KiB or more go to it.
+    client = await connect_with_store(temporal_env.client.service_client.config.target_host, settings)
+    sent: list[str] = []
+    store = settings.state_dir / "payloads" / "sha256"
+    away = store.with_name("sha256.away")
+
+    def restore() -> None:
+        store.unlink()
+        away.rename(store)
+
+    registry = ToolRegistry()
+
+    @registry.tool(side_effects=True)
+    def send_invoice(args: Invoice) -> dict:
+        """Send an invoice (and return its 300 KB PDF, which goes to the payload store)."""
+        sent.append(args.customer)
+        if len(sent) == 1:
+            # The store breaks for the upload of this result only: a file where its folder was.
+            store.mkdir(parents=True, exist_ok=True)
+            store.rename(away)
+            store.write_text("not a folder")
+            threading.Timer(1.0, restore).start()
+        return {"receipt": len(sent), "pdf": "x" * 300_000}
+
+    scripted.set_script(INVOICE_SCRIPT)
+    spec = AgentSpec(name="once", model=MODEL, tools=["send_invoice"], max_steps=3, tool_result_chars=2000)
+    async with running_worker(client, settings, registry=registry):
+        result = await _run(client, settings.task_queue, spec, "invoice kim")
+
+    assert sent == ["kim"], "the invoice was sent again after its result failed to upload"
     [call] = result.steps[0].tool_calls
     assert call.is_error and "ToolOutcomeUnknown" in call.content
     assert [e.outcome for e in result.effects] == ["unknown"]
