@@ -211,6 +211,7 @@ async def test_a_large_result_that_fails_to_upload_after_the_call_is_an_unknown_
     assert sent == ["kim"], "the invoice was sent again after its result failed to upload"
     [call] = result.steps[0].tool_calls
     assert call.is_error and "ToolOutcomeUnknown" in call.content
+    assert "payloads" not in call.content, "the store's error text (a path) is not told to the model"
     assert [e.outcome for e in result.effects] == ["unknown"]
 
 

@@ -114,8 +114,11 @@ async def call_tool(
 
 
 def _why(cause: BaseException) -> str:
-    kind = cause.type if isinstance(cause, ApplicationError) and cause.type else type(cause).__name__
-    return f"{kind}: {cause}"
+    """What the model is told about the failure: an activity's own failure by its type only (its message
+    may carry what the worker holds, a path or a DSN); Temporal's (a timeout) as it is."""
+    if isinstance(cause, ApplicationError):
+        return f"the call failed with {cause.type or 'an error'}"
+    return f"{type(cause).__name__}: {cause}"
 
 
 async def describe_tools(names: list[str], policy: ActivityPolicy) -> list[ToolSchema]:
