@@ -1,7 +1,9 @@
 """Exactly once with no exceptions (issue 22): each path that repeated an effect, through the public surfaces.
 
-Real dev server, real worker, real Monty, real HTTP to the scripted model;
-effects are counted at the tool.
+Real dev server, real worker, real Monty, real HTTP to the scripted model, the
+real ticket tracker over MCP; effects are counted at the tool. The stream
+failures (item 7) are in test_provider_streaming.py and test_session_tokens.py,
+the wire ids (item 8) in test_tool_names.py and test_tool_names_e2e.py.
 """
 
 from __future__ import annotations
@@ -13,6 +15,13 @@ import uuid
 from datetime import timedelta
 
 import pytest
+from pydantic import BaseModel
+from temporalio.api.common.v1 import WorkflowExecution
+from temporalio.api.enums.v1 import EventType
+from temporalio.api.workflowservice.v1 import ResetWorkflowExecutionRequest
+from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError, WorkflowUpdateFailedError
+from temporalio.exceptions import ApplicationError, CancelledError
+
 from agentsteps.activities.mcp.source import McpToolSource
 from agentsteps.activities.tools.registry import ToolContext, ToolRegistry
 from agentsteps.client.runs import start_agent_run
@@ -23,16 +32,11 @@ from agentsteps.contracts.names import AGENT_WORKFLOW, CANCEL_SIGNAL, PIPELINE_W
 from agentsteps.examples.support_models import TicketState, TicketUpdate
 from agentsteps.examples.tickets.db import TicketStore
 from agentsteps.worker import running_worker
-from pydantic import BaseModel
+
 from approval_support import Refund, RefundArgs
 from code_mode_support import connect_with_store
 from mcp_support import free_port, http_tracker, make_client, new_token, seeded_db, stdio_tracker, tool_call
 from test_pipeline_workflow import REPLY, UPDATE, example_input, rules
-from temporalio.api.common.v1 import WorkflowExecution
-from temporalio.api.enums.v1 import EventType
-from temporalio.api.workflowservice.v1 import ResetWorkflowExecutionRequest
-from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError, WorkflowUpdateFailedError
-from temporalio.exceptions import ApplicationError, CancelledError
 
 MODEL = LLMConfig(model="scripted-2026-01-01", max_tokens=50, context_window=16_000)
 
