@@ -8,9 +8,20 @@ from collections.abc import Callable, Mapping
 
 from temporalio.client import Client, WorkflowHandle
 
-from ..contracts import AgentInput, AgentResult, AgentSpec, InvalidSpecError, Step, ToolSchema, ViolationKind
+from ..contracts import (
+    AgentInput, AgentResult, AgentSpec, InvalidSpecError, Step, ToolSchema, Violation, ViolationKind,
+)
 from ..contracts.names import AGENT_WORKFLOW, STEPS_QUERY
+from ..contracts.spec import key_scope_problem
 from ..contracts.spec_check import check_spec
+
+
+def validate_key_scope(key_scope: str | None) -> None:
+    """Raise InvalidSpecError for a ``key_scope`` the workflow would refuse (``AgentInput.key_scope``)."""
+    problem = key_scope_problem(key_scope)
+    if problem is not None:
+        raise InvalidSpecError([Violation(contract="run_input", phase="pre", kind=ViolationKind.invalid_config,
+                                          path="$.key_scope", message=problem)])
 
 
 def validate_spec(spec: AgentSpec, known_tools: Mapping[str, ToolSchema] | None = None) -> None:
@@ -34,11 +45,14 @@ async def start_agent_run(
     task_queue: str = "agentsteps",
     workflow_id: str | None = None,
     known_tools: Mapping[str, ToolSchema] | None = None,
+    key_scope: str | None = None,
 ) -> WorkflowHandle[object, AgentResult]:
+    """Validate ``spec`` and start a run. ``key_scope``: see ``AgentInput.key_scope`` (dedupe across runs)."""
     validate_spec(spec, known_tools)
+    validate_key_scope(key_scope)
     return await client.start_workflow(
         AGENT_WORKFLOW,
-        AgentInput(spec=spec, input=user_input),
+        AgentInput(spec=spec, input=user_input, key_scope=key_scope),
         id=workflow_id or f"agent-{spec.name}-{uuid.uuid4().hex[:12]}",
         task_queue=task_queue,
         result_type=AgentResult,

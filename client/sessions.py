@@ -37,7 +37,7 @@ from ..contracts.session import (
     TurnResult,
     TurnSummary,
 )
-from .runs import validate_spec
+from .runs import validate_key_scope, validate_spec
 
 
 def new_session_id(spec: AgentSpec) -> str:
@@ -53,16 +53,18 @@ async def send_turn(
     task_queue: str = "agentsteps",
     config: SessionConfig | None = None,
     known_tools: Mapping[str, ToolSchema] | None = None,
+    key_scope: str | None = None,
 ) -> TurnResult:
     """One turn of session ``session_id``, starting the session if it is not open yet.
 
-    ``spec`` and ``config`` only matter when this call starts the session; an
-    open session keeps the spec it started with.
+    ``spec``, ``config`` and ``key_scope`` (``SessionInput.key_scope``: dedupe across sessions) only
+    matter when this call starts the session; an open session keeps the ones it started with.
     """
     validate_spec(spec, known_tools)
+    validate_key_scope(key_scope)
     start: WithStartWorkflowOperation[object, SessionOutcome] = WithStartWorkflowOperation(
         SESSION_WORKFLOW,
-        SessionInput(spec=spec, session=config or SessionConfig()),
+        SessionInput(spec=spec, session=config or SessionConfig(), key_scope=key_scope),
         id=session_id,
         task_queue=task_queue,
         id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,

@@ -11,6 +11,7 @@
     │   ├── RetryableProviderError     408/409/429/5xx, timeouts, resets (Temporal retries)
     │   └── NonRetryableProviderError  400/401/403/404/422, malformed bodies
     ├── ToolError                  a tool's own failure; goes back to the model
+    ├── ToolNotSentError           a tool call's request provably never left the worker (retried)
     ├── ToolConfigError            two tools share a name on the wire or in code mode (at start)
     ├── McpError                   an MCP server failed; ``retryable`` says how Temporal treats it
     │   ├── McpConfigError             unknown server, bad config file, missing secret, name collision
@@ -135,6 +136,18 @@ class NonRetryableProviderError(ProviderError):
 
 class ToolError(AgentStepsError):
     """Raise from a tool to report a domain failure the model should see."""
+
+
+class ToolNotSentError(AgentStepsError):
+    """A tool call failed before its request left the worker (the server could not be reached).
+
+    The one failure after which an ``at_most_once`` call is tried again. Raised
+    only by code that knows nothing was sent; any other failure of such a call
+    (a timeout, a worker shut down mid-call, an error after the tool ran) is an
+    unknown outcome, told to the model as ``ToolOutcomeUnknown``.
+    """
+
+    retryable = True
 
 
 class ToolConfigError(AgentStepsError):

@@ -21,7 +21,8 @@ from .errors import AgentStepsError
 
 MCP_SOURCE_PREFIX = "mcp:"
 IDEMPOTENCY_ARGUMENT = "idempotency_key"
-"""A tool parameter with this name is filled from ``ToolCallInput.idempotency_key`` when the caller omits it."""
+"""A tool parameter with this name is the engine's: hidden from the model and always set to
+``ToolCallInput.idempotency_key``."""
 
 
 def mcp_source(server: str) -> str:

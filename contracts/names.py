@@ -75,6 +75,11 @@ EFFECTS_PATCH = "agentsteps.effects-once.1"
 """Issue 13: effect keys from the workflow id and the call's content (not the run id), the
 run's record of effects, delivery policies, token reservations, the monitor's record retry.
 Runs recorded without its marker keep the old commands when they replay."""
+EXACTLY_ONCE_PATCH = "agentsteps.exactly-once.2"
+"""Issue 22, asked only on the branches whose commands changed (so most runs never carry its marker):
+an at-most-once call retried only after ``ToolNotSentError`` (any other failure is an unknown outcome)
+and a workflow cancel during it cancelling the run; a recorded effect never asked for approval again.
+Runs recorded without its marker replay the old commands."""
 REFUSAL_REPROMPTED_ONCE = "refusal-reprompted-once"
 """The ladder degrades on the second refusal in a row instead of re-prompting again."""
 APPROVALS_PATCH = "approvals-v1"
@@ -115,6 +120,7 @@ __all__ = [
     "CODE_START",
     "CONVERSATION_REF_PATCH",
     "EFFECTS_PATCH",
+    "EXACTLY_ONCE_PATCH",
     "LLM_CALL",
     "LLM_CALL_RESOLVING_TOOLS",
     "MONITOR_RECORD",

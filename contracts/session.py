@@ -20,7 +20,7 @@ from .code.program import ReplMemory, VariableInfo
 from .llm.conversation import ConversationRef
 from .llm.messages import Message
 from .llm.request import Usage
-from .spec import AgentResult, AgentSpec, RunStatus
+from .spec import AgentResult, AgentSpec, EffectRecord, RunStatus
 
 DAY_SECONDS = 86_400.0
 MAX_TURN_INPUT_CHARS = 32_000
@@ -44,6 +44,23 @@ class SessionConfig(BaseModel):
     """Stream the model's answers: text arrives on the progress stream (``token`` events, about every
     100 ms) while the call runs. Each batch is a signal in history, so it is off unless asked for
     (``agentsteps chat`` asks for it)."""
+
+
+class UntoldEffects(BaseModel):
+    """Side effects of a turn that failed or was cancelled: they happened, but the conversation (rolled
+    back to before the turn) does not say so. The next turn's model is told, so a repeated request does
+    not repeat them unawares."""
+
+    turn: int
+    status: RunStatus
+    """``failed`` or ``cancelled``."""
+    effects: list[EffectRecord]
+    more: int = 0
+    """Effects past the ones kept here (``EFFECTS_KEPT_PER_TURN``)."""
+
+
+EFFECTS_KEPT_PER_TURN = 50
+UNTOLD_TURNS_KEPT = 20
 
 
 class TurnSummary(BaseModel):
@@ -79,6 +96,9 @@ class SessionCarry(BaseModel):
     """Code mode: the REPL state (signed, in the payload store) and the variables it holds."""
     decided: list[ApprovalRecord] = Field(default_factory=list)
     """The latest approval decisions (bounded), so a late second decision is still told it came too late."""
+    untold_effects: list[UntoldEffects] = Field(default_factory=list)
+    """Effects of failed or cancelled turns since the last completed one (bounded): the next turn's model
+    is told; a completed turn, whose conversation now says so, clears them."""
 
 
 class SessionInput(BaseModel):
@@ -88,6 +108,8 @@ class SessionInput(BaseModel):
     """Set only by continue-as-new; a new session starts without it."""
     stream: Any = None
     """Set only by continue-as-new: the progress stream's ``WorkflowStreamState`` (recent events)."""
+    key_scope: str | None = None
+    """As ``AgentInput.key_scope``: where the session's effect keys are unique (unset: this session)."""
 
 
 class TurnInput(BaseModel):
@@ -154,6 +176,9 @@ class SessionState(BaseModel):
     closed_reason: str | None = None
     variables: list[VariableInfo] = Field(default_factory=list)
     """Code mode: the variables the REPL keeps (name and type)."""
+    untold_effects: list[UntoldEffects] = Field(default_factory=list)
+    """Side effects of failed or cancelled turns that the conversation does not hold yet (the next
+    turn's model is told of them)."""
 
 
 class SessionOutcome(BaseModel):

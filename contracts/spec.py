@@ -68,6 +68,24 @@ class AgentSpec(BaseModel):
 class AgentInput(BaseModel):
     spec: AgentSpec
     input: str
+    key_scope: str | None = None
+    """Where effect keys are unique. Unset: this run (its workflow chain), so two runs never share a
+    key. Set by a backend that wants a tool to dedupe across runs: runs with the same scope give the
+    same call at the same step the same key. The model never sees or sets a key (``key_scope_problem``)."""
+
+
+KEY_SCOPE_CHARS = 200
+
+
+def key_scope_problem(scope: str | None) -> str | None:
+    """Why ``scope`` cannot name a key scope (checked by the workflow, so a bad one fails typed)."""
+    if scope is None:
+        return None
+    if not 0 < len(scope) <= KEY_SCOPE_CHARS:
+        return f"key_scope must be 1 to {KEY_SCOPE_CHARS} characters, not {len(scope)}"
+    if not scope.isprintable():
+        return "key_scope must be printable text (no control characters)"
+    return None
 
 
 class ToolCallRecord(BaseModel):

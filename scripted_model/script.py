@@ -79,10 +79,17 @@ class StreamShape(BaseModel):
     """Text and tool arguments are cut into deltas of this many characters."""
     delay_seconds: float = Field(default=0.0, ge=0, le=10)
     """Sleep between events: lets a test see deltas arrive over time."""
-    fault: Literal["malformed", "truncated", "no_usage"] | None = None
+    fault: Literal["malformed", "truncated", "no_usage", "error_event", "cut_after_finish"] | None = None
     """``malformed``: one event in the middle is not JSON; ``truncated``: the connection closes halfway,
     without the closing events; ``no_usage``: no usage is sent (OpenAI: no usage chunk; Anthropic:
-    ``message_delta`` without ``usage``)."""
+    ``message_delta`` without ``usage``); ``error_event``: an error event halfway (``error``), then the
+    connection closes, as vLLM and LiteLLM report a failing upstream; ``cut_after_finish``: the connection
+    closes right after the finish (OpenAI: the ``finish_reason`` chunk, before usage and ``[DONE]``;
+    Anthropic: ``message_delta``, before ``message_stop``)."""
+    error: Fault = Field(default_factory=lambda: Fault(status=503, message="upstream overloaded",
+                                                       error_type="server_error"))
+    """What an ``error_event`` carries: OpenAI-compatible ``{"error": {"message", "type", "code": status}}``;
+    Anthropic ``{"type": "error", "error": {"type", "message"}}``."""
 
 
 class Reply(BaseModel):

@@ -157,6 +157,9 @@ class ScriptedModelServer:
             return error_answer(wire, 400, "request body is not a JSON object"), 0.0
         if not _authorised(state.script.api_key, wire, headers):
             return error_answer(wire, 401, "invalid API key", "authentication_error"), 0.0
+        if wire == "anthropic" and (repeated := _repeated_tool_use_id(body)) is not None:
+            # As the Messages API does: a conversation may not carry one tool_use id twice.
+            return error_answer(wire, 400, f"messages: `tool_use` ids must be unique (repeated: {repeated!r})"), 0.0
         view = view_of(wire, body)
         reply, serial = state.choose(view)
         if reply is None:
@@ -175,6 +178,18 @@ class ScriptedModelServer:
                 answer.events = openai_events(rendered, reply.stream, usage)
             answer.event_delay = reply.stream.delay_seconds
         return answer, reply.delay_seconds
+
+
+def _repeated_tool_use_id(body: dict[str, Any]) -> str | None:
+    seen: set[str] = set()
+    for message in body.get("messages") or []:
+        content = message.get("content") if isinstance(message, dict) else None
+        for block in content if isinstance(content, list) else []:
+            if isinstance(block, dict) and block.get("type") == "tool_use":
+                if block.get("id") in seen:
+                    return str(block.get("id"))
+                seen.add(str(block.get("id")))
+    return None
 
 
 def _authorised(key: str | None, wire: Wire, headers: dict[str, str]) -> bool:

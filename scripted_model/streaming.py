@@ -5,7 +5,7 @@ client that assembles them gets that body back: OpenAI ``chat.completion.chunk``
 events (usage in a last chunk when ``stream_options.include_usage``), then
 ``data: [DONE]``; Anthropic ``message_start``, ``content_block_start`` /
 ``_delta`` / ``_stop``, ``message_delta``, ``message_stop``. A ``StreamShape``
-fault breaks the stream on purpose.
+fault breaks the stream on purpose (a bad event, a cut, no usage, an error event).
 """
 
 from __future__ import annotations
@@ -45,10 +45,14 @@ def openai_events(body: dict[str, Any], shape: StreamShape, include_usage: bool)
         events += [chunk({"tool_calls": [{"index": i, "function": {"arguments": p}}]})
                    for p in _pieces(function["arguments"], shape.chunk_chars) if p]
     events.append(chunk({}, choice["finish_reason"]))
+    if shape.fault == "cut_after_finish":
+        return events
     if include_usage and shape.fault != "no_usage":
         events.append(_sse({**envelope, "choices": [], "usage": body["usage"]}))
     events.append(b"data: [DONE]\n\n")
-    return _broken(events, shape)
+    error = shape.error
+    return _broken(events, shape, _sse({"error": {"message": error.message, "type": error.error_type or "server_error",
+                                                  "param": None, "code": error.status}}))
 
 
 def anthropic_events(body: dict[str, Any], shape: StreamShape) -> list[bytes]:
@@ -85,14 +89,20 @@ def anthropic_events(body: dict[str, Any], shape: StreamShape) -> list[bytes]:
                           **({"output_tokens_details": usage["output_tokens_details"]}
                              if "output_tokens_details" in usage else {})}
     events.append(_sse(delta, "message_delta"))
+    if shape.fault == "cut_after_finish":
+        return events
     events.append(_sse({"type": "message_stop"}, "message_stop"))
-    return _broken(events, shape)
+    error = shape.error
+    return _broken(events, shape, _sse({"type": "error", "error": {"type": error.error_type or "api_error",
+                                                                   "message": error.message}}, "error"))
 
 
-def _broken(events: list[bytes], shape: StreamShape) -> list[bytes]:
+def _broken(events: list[bytes], shape: StreamShape, error_event: bytes) -> list[bytes]:
     middle = len(events) // 2
     if shape.fault == "truncated":
         return events[:middle]
+    if shape.fault == "error_event":
+        return [*events[:middle], error_event]
     if shape.fault == "malformed":
         event = b"event: content_block_delta\n" if events[middle].startswith(b"event:") else b""
         return [*events[:middle], event + b"data: {not json\n\n", *events[middle + 1 :]]

@@ -17,7 +17,7 @@ with workflow.unsafe.imports_passed_through():
     from .agent_run import AgentRun, seconds_since
     from .approvals import ApprovalDesk, ApprovalHandlers
     from .run_state import Features, RunProgress
-    from .steps import check_spec_but_tools, opening, resolves_tools_lazily, run_steps, spec_tools
+    from .steps import check_key_scope, check_spec_but_tools, opening, resolves_tools_lazily, run_steps, spec_tools
 
 
 @workflow.defn(name=AGENT_WORKFLOW)
@@ -58,6 +58,7 @@ class AgentWorkflow(ApprovalHandlers):
 
     async def _run(self, inp: AgentInput) -> AgentResult:
         spec = inp.spec
+        check_key_scope(inp.key_scope)
         # Before the first command. With CONVERSATION_REF_PATCH the conversation goes to the payload store as a
         # session's does, so a step's llm.call carries only what the step added; runs recorded without the
         # marker replay sending the whole history.
@@ -65,8 +66,9 @@ class AgentWorkflow(ApprovalHandlers):
         if resolves_tools_lazily(spec, features.release):
             check_spec_but_tools(spec)
             run = AgentRun.one_shot(spec, [], features, progress=self.progress, approvals=self.approvals,
-                                    pending_tools=spec.tools)
+                                    pending_tools=spec.tools, key_scope=inp.key_scope)
             return await run_steps(run, [opening(spec, []), Message.user(inp.input)])
         tools = await spec_tools(spec)
-        run = AgentRun.one_shot(spec, tools, features, progress=self.progress, approvals=self.approvals)
+        run = AgentRun.one_shot(spec, tools, features, progress=self.progress, approvals=self.approvals,
+                               key_scope=inp.key_scope)
         return await run_steps(run, [opening(spec, tools), Message.user(inp.input)])

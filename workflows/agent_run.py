@@ -59,7 +59,7 @@ class AgentRun:
         self.config = config
         self.features = features
         self.progress = progress if progress is not None else RunProgress()
-        self.effects = EffectLedger(run_chain(), self.result.effects) if features.effects_once else None
+        self.effects = EffectLedger(run_chain(config.key_scope), self.result.effects) if features.effects_once else None
         # The schemas themselves are in history (the tools.describe result); the digest lets an audit compare
         # them with a catalog. Pure, no command: runs recorded before it replay unchanged.
         self.result.catalog_digest = catalog_digest(list(config.tools)) if config.tools else ""
@@ -67,14 +67,14 @@ class AgentRun:
     @classmethod
     def one_shot(
         cls, spec: AgentSpec, tools: Sequence[ToolSchema], features: Features, *,
-        progress: RunProgress, approvals: ApprovalDesk, pending_tools: Sequence[str] = (),
+        progress: RunProgress, approvals: ApprovalDesk, pending_tools: Sequence[str] = (), key_scope: str | None = None,
     ) -> AgentRun:
         """An ``AgentWorkflow`` run; its conversation is stored when ``features.conversation_ref``.
 
         With ``pending_tools`` (and no ``tools``) the first model call resolves the names on the worker."""
         chain = ConversationChain(None) if features.conversation_ref else None
         config = RunConfig(spec=spec, tools=tuple(tools), approvals=approvals, chain=chain,
-                           pending_tools=tuple(pending_tools))
+                           pending_tools=tuple(pending_tools), key_scope=key_scope)
         return cls(config, features, progress)
 
     @classmethod
@@ -82,11 +82,12 @@ class AgentRun:
         cls, spec: AgentSpec, tools: Sequence[ToolSchema], features: Features, *,
         turn: int, conversation: ConversationRef | None, approvals: ApprovalDesk, progress: RunProgress,
         on_event: Callable[[ProgressEvent], None] | None = None, stream_tokens: bool = False,
+        key_scope: str | None = None,
     ) -> AgentRun:
         """One session turn: keys scoped ``t<turn>.``, the conversation stored on top of ``conversation``."""
         config = RunConfig(
             spec=spec, tools=tuple(tools), approvals=approvals, chain=ConversationChain(conversation),
-            scope=f"t{turn}.", turn=turn, on_event=on_event, stream_tokens=stream_tokens,
+            scope=f"t{turn}.", turn=turn, on_event=on_event, stream_tokens=stream_tokens, key_scope=key_scope,
         )
         return cls(config, features, progress)
 
@@ -232,21 +233,41 @@ class AgentRun:
             progress.reserved_tokens -= reserve
 
     async def call_tool(
-        self, schema: ToolSchema | None, name: str, arguments: str, *, call_id: str, scope: str, legacy_key: str
+        self,
+        schema: ToolSchema | None,
+        name: str,
+        arguments: str,
+        *,
+        call_id: str,
+        scope: str,
+        legacy_key: str,
+        approval_id: str,
     ) -> ToolCallResult:
-        """One tool call under the run's effect keys; a repeat of a completed effect is answered from the record.
+        """One tool call under the run's effect keys, after its approval if the tool requires one.
 
-        ``scope`` is prefixed with the run's own (a session's turn), so equal calls in two turns are two effects.
+        A repeat of a completed effect is answered from the record, before any approval is asked:
+        what already happened is not a person's decision to make again (and a rejection would tell the
+        model it did not run). ``scope`` is prefixed with the run's own (a session's turn), so equal calls
+        in two turns are two effects.
         """
         policy = self.spec.tool_policy
         if self.effects is None:
+            rejected = await self.rejection(approval_id, call_id, name, arguments)
+            if rejected is not None:
+                return rejected
             return await call_tool(name, arguments, call_id=call_id, key=legacy_key, policy=policy)
         key = self.effects.key(self.scope + scope, name, arguments)  # before any await: ordinals follow call order
         effectful = schema is not None and schema.side_effects
-        if effectful:
-            done = self.effects.completed(key, call_id)
-            if done is not None:
-                return done
+        done = self.effects.completed(key, call_id) if effectful else None
+        # Runs recorded before EXACTLY_ONCE_PATCH asked the approver again first; they replay that way.
+        if done is not None and (not schema.requires_approval or self.features.recorded_not_reasked):
+            self.emit("tool_call", tool=name, detail=f"answered from the record: {arguments[:460]}")
+            return done
+        rejected = await self.rejection(approval_id, call_id, name, arguments)
+        if rejected is not None:
+            return rejected
+        if done is not None:
+            return done
         result = await call_tool(
             name, arguments, call_id=call_id, key=key, policy=policy, delivery=schema.delivery if schema else None
         )

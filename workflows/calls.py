@@ -18,16 +18,17 @@ from typing import Protocol
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import ActivityError, ApplicationError, CancelledError
 
 with workflow.unsafe.imports_passed_through():
     from ..contracts import LLMRequest, LLMResponse, ToolCallInput, ToolCallResult, ToolSchema, Usage
-    from ..contracts.errors import BudgetExceededError
+    from ..contracts.errors import BudgetExceededError, ToolNotSentError
     from ..contracts.code.program import CallOutcome
-    from ..contracts.names import LLM_CALL, LLM_CALL_RESOLVING_TOOLS, TOOLS_CALL, TOOLS_DESCRIBE
+    from ..contracts.json_schema import parse_json
+    from ..contracts.names import EXACTLY_ONCE_PATCH, LLM_CALL, LLM_CALL_RESOLVING_TOOLS, TOOLS_CALL, TOOLS_DESCRIBE
     from ..contracts.spec import ActivityPolicy
     from ..contracts.llm.tools import Delivery, ToolsDescribeInput, outcome_unknown, result_value
-    from ..failures import to_application_error
+    from ..failures import failure_type, to_application_error
     from .activity_options import activity_options
 
 
@@ -74,10 +75,13 @@ async def call_tool(
 ) -> ToolCallResult:
     """One tool call. ``key`` must be stable across retries, crashes and replays: the side effect runs once.
 
-    An ``at_most_once`` call is one attempt as far as Temporal knows: only a failure
-    the activity reports as "not sent" (retryable, raised before the request left
-    the worker) is tried again, here; a timeout or a lost worker becomes an
-    ``OUTCOME_UNKNOWN`` error result for the model.
+    An ``at_most_once`` call is one attempt as far as Temporal knows: only a
+    ``ToolNotSentError`` (raised by code that knows the request never left the
+    worker) is tried again, here. The SDK reports any other activity exception as
+    retryable too (``WorkerShutdown`` past the grace period, a failed upload of the
+    result, anything raised after the tool ran), so that proves nothing: it, a
+    timeout or a lost worker becomes an ``OUTCOME_UNKNOWN`` error result for the
+    model. A workflow cancel during the call cancels the run.
     """
     call = ToolCallInput(name=name, arguments=arguments, call_id=call_id, idempotency_key=key, delivery=delivery)
     if delivery != "at_most_once":
@@ -94,16 +98,27 @@ async def call_tool(
             )
         except ActivityError as exc:
             cause = exc.cause
-            not_sent = isinstance(cause, ApplicationError) and not cause.non_retryable
             if isinstance(cause, ApplicationError) and cause.non_retryable:
                 raise
+            if isinstance(cause, CancelledError) and workflow.patched(EXACTLY_ONCE_PATCH):
+                raise  # the run was cancelled: not an outcome to tell the model
+            retryable = isinstance(cause, ApplicationError)
+            not_sent = retryable and (cause.type == failure_type(ToolNotSentError) or not workflow.patched(EXACTLY_ONCE_PATCH))
             if not not_sent:
-                return outcome_unknown(call, str(cause or exc))
+                return outcome_unknown(call, _why(cause or exc))
             if attempt == policy.max_attempts:
                 raise
         await workflow.sleep(timedelta(seconds=delay))
         delay = min(delay * 2, policy.maximum_interval_seconds)
     raise AssertionError("unreachable: the loop returns or raises")
+
+
+def _why(cause: BaseException) -> str:
+    """What the model is told about the failure: an activity's own failure by its type only (its message
+    may carry what the worker holds, a path or a DSN); Temporal's (a timeout) as it is."""
+    if isinstance(cause, ApplicationError):
+        return f"the call failed with {cause.type or 'an error'}"
+    return f"{type(cause).__name__}: {cause}"
 
 
 async def describe_tools(names: list[str], policy: ActivityPolicy) -> list[ToolSchema]:

@@ -51,7 +51,7 @@ with workflow.unsafe.imports_passed_through():
     from .effects import RECORD_CHARS, cap
     from .agent_run import AgentRun, BudgetRefused
     from .ladder import ViolationLadder
-    from .program_driver import check_program, drive_program
+    from .program_driver import check_program, drive_program, program_keys
 
 CONTRACT = "code.program"
 
@@ -160,8 +160,9 @@ async def _execute(
         run.effects.new_attempt()
     by_name = {f.python_name: f for f in functions}
     records: dict[int, ToolCallRecord] = {}
+    run_key, legacy_run_key = program_keys(f"{run.scope}{index}")
     start = StartProgramInput(
-        run_key=f"{info.workflow_id}/{info.run_id}/{run.scope}{index}", program=program, functions=functions, limits=limits,
+        run_key=run_key, legacy_run_key=legacy_run_key, program=program, functions=functions, limits=limits,
         now=workflow.now().isoformat(), seed=workflow.random().randint(0, 2**62),
     )
     if run.repl is not None:
@@ -192,9 +193,9 @@ async def _run_call(
         # Waiting for approval, the program is only a snapshot: the segment ended with the call pending.
         # One logical step per run (scope "program"): every program answers the same request, so an
         # identical call in a re-prompted program is the same effect.
-        result = await run.rejection(call_id, call_id, function.tool, call.arguments) or await run.call_tool(
+        result = await run.call_tool(
             run.config.schemas.get(function.tool), function.tool, call.arguments, call_id=call_id, scope="program",
-            legacy_key=f"{run_id}:{call_id}",
+            legacy_key=f"{run_id}:{call_id}", approval_id=call_id,
         )
         outcome = call_outcome(call.call_id, result)
         content = result.content

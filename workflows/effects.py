@@ -14,6 +14,7 @@ per key. Deterministic: pure computation on workflow state.
 
 from __future__ import annotations
 
+import decimal
 import hashlib
 import json
 from collections.abc import Callable
@@ -23,6 +24,7 @@ from temporalio import workflow
 with workflow.unsafe.imports_passed_through():
     from ..contracts import EffectRecord, Message, ToolCallResult
     from ..contracts.llm.tools import OUTCOME_UNKNOWN
+    from ..contracts.session import UntoldEffects
 
 RECORD_CHARS = 1000
 _NOTE_CHARS = 300
@@ -30,12 +32,29 @@ _NOTE_ENTRIES = 40
 
 
 def canonical_arguments(arguments: str) -> str:
-    """JSON text with sorted keys and no spaces, so key order and spacing never change a key."""
+    """JSON text canonical by value: sorted keys, no spaces, escapes decoded, and a number that is
+    a whole number written as an integer (``1``, ``1.0``, ``1e0`` and ``1.00`` are one value in JSON, so
+    one key). Text that is not JSON is kept as it is."""
     try:
-        value = json.loads(arguments)
+        value = json.loads(arguments, parse_float=_number, parse_constant=_not_json)
     except ValueError:
         return arguments
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def _number(text: str) -> int | float:
+    value = float(text)
+    # Exact: a float that is a whole number, or a decimal too long for a float but whole (1.0000000000000001
+    # stays a float; 10000000000000000000.0 becomes that integer).
+    if value.is_integer():
+        whole = decimal.Decimal(text)
+        if whole == whole.to_integral_value():
+            return int(whole)
+    return value
+
+
+def _not_json(text: str) -> object:
+    raise ValueError(f"{text} is not a JSON value")
 
 
 def effect_key(chain: str, scope: str, tool: str, arguments: str, ordinal: int) -> str:
@@ -43,7 +62,10 @@ def effect_key(chain: str, scope: str, tool: str, arguments: str, ordinal: int) 
     return "ak1-" + hashlib.sha256(material.encode()).hexdigest()[:40]
 
 
-def run_chain() -> str:
+def run_chain(key_scope: str | None = None) -> str:
+    """What effect keys are unique in: the workflow chain, or the backend's ``key_scope`` for the run."""
+    if key_scope is not None:
+        return f"scope:{key_scope}"
     info = workflow.info()
     return f"{info.workflow_id}/{info.first_execution_run_id}"
 
@@ -109,6 +131,27 @@ class EffectLedger:
         return "\n".join(lines)
 
 
+def untold_note(turns: list[UntoldEffects]) -> str:
+    """What the next turn's model must know: calls that took effect in turns whose answer was lost."""
+    if not turns:
+        return ""
+    lines = [
+        "Earlier turns that failed or were cancelled still had side effects: these calls took effect "
+        "(the conversation above does not show them). Do not repeat one unless the user asks for a "
+        "second, separate effect."
+    ]
+    for told in turns:
+        for record in told.effects:
+            shown = "outcome unknown: it may or may not have happened" if record.outcome == "unknown" else "returned"
+            lines.append(
+                f"- turn {told.turn} ({told.status}): {record.tool}({cap(record.arguments, _NOTE_CHARS)}) {shown}: "
+                f"{cap(record.content, _NOTE_CHARS)}"
+            )
+        if told.more:
+            lines.append(f"- turn {told.turn}: ... and {told.more} more")
+    return "\n\n" + "\n".join(lines)
+
+
 def with_note(messages: list[Message], note: str | None) -> list[Message]:
     """``messages`` with ``note`` added to the last user message (or as one), so roles still alternate."""
     if not note:
@@ -119,4 +162,6 @@ def with_note(messages: list[Message], note: str | None) -> list[Message]:
     return [*messages, Message.user(note)]
 
 
-__all__ = ["RECORD_CHARS", "EffectLedger", "canonical_arguments", "cap", "effect_key", "run_chain", "with_note"]
+__all__ = [
+    "RECORD_CHARS", "EffectLedger", "canonical_arguments", "cap", "effect_key", "run_chain", "untold_note", "with_note",
+]

@@ -34,6 +34,19 @@ with workflow.unsafe.imports_passed_through():
     from .activity_options import activity_options
 
 
+def program_keys(step: str) -> tuple[str, str | None]:
+    """The key a program's snapshots are signed for, and the one builds before issue 22 used (or None).
+
+    The chain's identity, not the run's: ``temporal workflow reset`` starts a new run id in the same chain,
+    and the reset run must load the snapshots its replayed history refers to. The legacy key (the run id in
+    place of the chain's first) is the same for a run that is its chain's first, so it is left out then.
+    """
+    info = workflow.info()
+    key = f"{info.workflow_id}/{info.first_execution_run_id}/{step}"
+    legacy = f"{info.workflow_id}/{info.run_id}/{step}"
+    return key, (None if legacy == key else legacy)
+
+
 def _segment_policy(limits: ProgramLimits) -> ActivityPolicy:
     # A segment is bounded by the interpreter's own limit; the margin covers
     # loading and storing a snapshot of several MB.
@@ -95,7 +108,7 @@ async def drive_program(
         status = await _sandbox(
             CODE_RESUME,
             ResumeProgramInput(
-                run_key=start.run_key, snapshot=status.snapshot, functions=start.functions, outcomes=outcomes,
+                run_key=start.run_key, legacy_run_key=start.legacy_run_key, snapshot=status.snapshot, functions=start.functions, outcomes=outcomes,
                 limits=start.limits, output=status.output, output_dropped=status.output_dropped,
                 calls_made=status.calls_made, sandbox_seconds=status.sandbox_seconds,
                 repl=start.repl, variable_names=start.variable_names,
@@ -124,4 +137,4 @@ async def _sandbox(name: str, arg: Any, options: dict[str, Any], summary: str | 
         raise
 
 
-__all__ = ["check_program", "drive_program"]
+__all__ = ["check_program", "drive_program", "program_keys"]

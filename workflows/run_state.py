@@ -34,6 +34,7 @@ with workflow.unsafe.imports_passed_through():
         APPROVALS_PATCH,
         CONVERSATION_REF_PATCH,
         EFFECTS_PATCH,
+        EXACTLY_ONCE_PATCH,
         PATCH_TOOL_RESULT_CAP,
         RELEASE_PATCH,
         TOKEN_STREAM_PATCH,
@@ -98,6 +99,12 @@ class Features:
         """Tools that require approval wait for it; asked at the first such call."""
         return self._ask(APPROVALS_PATCH)
 
+    @property
+    def recorded_not_reasked(self) -> bool:
+        """A call already in the record of effects is answered from it without asking for approval again;
+        asked only when a recorded call to a tool that requires approval comes up again."""
+        return self._ask(EXACTLY_ONCE_PATCH)
+
 
 @dataclass(frozen=True)
 class RunConfig:
@@ -120,6 +127,9 @@ class RunConfig:
     pending_tools: tuple[str, ...] = ()
     """Tool names the run's first ``llm.call`` resolves on the worker (a one-shot tool-mode run under
     ``RELEASE_PATCH``: no ``tools.describe`` activity); ``AgentRun.learn_tools`` then sets ``tools``."""
+    key_scope: str | None = None
+    """The backend's scope for effect keys (``AgentInput.key_scope``, validated by the workflow); unset:
+    the run's workflow chain."""
     schemas: Mapping[str, ToolSchema] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:

@@ -41,6 +41,8 @@ with workflow.unsafe.imports_passed_through():
         TURNS_QUERY,
     )
     from ..contracts.session import (
+        EFFECTS_KEPT_PER_TURN,
+        UNTOLD_TURNS_KEPT,
         CloseInput,
         ProgressEvent,
         SessionCarry,
@@ -49,6 +51,7 @@ with workflow.unsafe.imports_passed_through():
         SessionState,
         TurnResult,
         TurnSummary,
+        UntoldEffects,
         parse_turn,
         preview,
     )
@@ -60,7 +63,8 @@ with workflow.unsafe.imports_passed_through():
     from .agent_run import AgentRun
     from .approvals import ApprovalDesk, ApprovalHandlers
     from .run_state import Features, RunProgress
-    from .steps import opening, run_steps, spec_tools
+    from .effects import untold_note
+    from .steps import check_key_scope, opening, run_steps, spec_tools
 
 IDLE_TIMEOUT_REASON = "idle_timeout"
 _EVENTS_KEPT = 500
@@ -93,6 +97,7 @@ class SessionWorkflow(ApprovalHandlers):
 
     @workflow.run
     async def run(self, inp: SessionInput) -> SessionOutcome:
+        check_key_scope(inp.key_scope)
         if inp.carried is None:
             workflow_metrics.record_session_started()
         self.tools = await spec_tools(inp.spec)
@@ -125,7 +130,8 @@ class SessionWorkflow(ApprovalHandlers):
                     workflow_metrics.record_session_continued()
                     await self.stream.continue_as_new(
                         lambda state: [
-                            SessionInput(spec=inp.spec, session=inp.session, carried=self.carry, stream=state)
+                            SessionInput(spec=inp.spec, session=inp.session, carried=self.carry, stream=state,
+                                         key_scope=inp.key_scope)
                         ]
                     )
 
@@ -152,15 +158,17 @@ class SessionWorkflow(ApprovalHandlers):
             run = AgentRun.for_turn(
                 spec, self.tools, features, turn=number, conversation=self.carry.conversation,
                 approvals=self.approvals, progress=progress, on_event=self._publish,
-                stream_tokens=self.inp.session.stream_tokens,
+                stream_tokens=self.inp.session.stream_tokens, key_scope=self.inp.key_scope,
             )
             started = self.carry.conversation is not None or self.carry.messages
             before = self.carry.messages if started else [opening(spec, self.tools)]
             text = inp.input + variables_note(repl.variables if repl else [])
+            text += untold_note(self.carry.untold_effects)
             result = await run_steps(run, [*before, Message.user(text)])
             if result.status in ("completed", "completed_with_default"):
                 self.carry.conversation, self.carry.messages = run.commit()
                 self.carry.repl = run.repl
+                self.carry.untold_effects = []  # the committed turn's message told them
             summary.status = result.status
             summary.output = preview(result.output if isinstance(result.output, str) else _json(result.output))
             return TurnResult(**result.model_dump(), session_id=workflow.info().workflow_id, turn=number)
@@ -172,6 +180,12 @@ class SessionWorkflow(ApprovalHandlers):
             summary.steps = len(progress.result.steps)
             summary.usage = progress.result.usage
             summary.finished_at = workflow.now()
+            if summary.status not in ("completed", "completed_with_default") and progress.result.effects:
+                # Rolled back, but what it did happened: carried until a turn's conversation says so.
+                effects = progress.result.effects
+                untold = UntoldEffects(turn=number, status=summary.status, effects=effects[:EFFECTS_KEPT_PER_TURN],
+                                       more=max(0, len(effects) - EFFECTS_KEPT_PER_TURN))
+                self.carry.untold_effects = [*self.carry.untold_effects, untold][-UNTOLD_TURNS_KEPT:]
             self._finish_turn(summary)
 
     @turn.validator
@@ -240,6 +254,7 @@ class SessionWorkflow(ApprovalHandlers):
             continued=self.carry.continued,
             closed_reason=self.closed_reason,
             variables=self.carry.repl.variables if self.carry.repl else [],
+            untold_effects=list(self.carry.untold_effects),
         )
 
     @workflow.query(name=TURNS_QUERY)

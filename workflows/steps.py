@@ -17,6 +17,8 @@ with workflow.unsafe.imports_passed_through():
     from ..contracts import AgentResult, AgentSpec, Message, ToolSchema
     from ..contracts.spec_check import check_spec
     from ..failures import to_application_error
+    from ..contracts.spec import key_scope_problem
+    from ..contracts import Violation, ViolationKind
     from .calls import describe_tools
     from .agent_run import AgentRun
     from .code_mode import code_system_prompt, run_code_mode
@@ -46,6 +48,15 @@ def _refuse(violations: list) -> None:
         raise to_application_error(InvalidSpecError(violations), *[v.model_dump(mode="json") for v in violations])
 
 
+def check_key_scope(scope: str | None) -> None:
+    """A bad ``key_scope`` fails the run typed before anything runs (no command: nothing changes for valid ones)."""
+    problem = key_scope_problem(scope)
+    if problem is not None:
+        violation = Violation(contract="run_input", phase="pre", kind=ViolationKind.invalid_config, path="$.key_scope",
+                              message=problem)
+        raise to_application_error(InvalidSpecError([violation]), violation.model_dump(mode="json"))
+
+
 def opening(spec: AgentSpec, tools: list[ToolSchema]) -> Message:
     if spec.mode == "code":
         return Message.system(code_system_prompt(spec, tools))
@@ -58,4 +69,4 @@ async def run_steps(run: AgentRun, history: list[Message]) -> AgentResult:
     return await run_tool_loop(run, history)
 
 
-__all__ = ["check_spec_but_tools", "opening", "resolves_tools_lazily", "run_steps", "spec_tools"]
+__all__ = ["check_key_scope", "check_spec_but_tools", "opening", "resolves_tools_lazily", "run_steps", "spec_tools"]

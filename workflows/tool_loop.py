@@ -90,16 +90,12 @@ async def _run_tools(run: AgentRun, index: int, response: LLMResponse) -> list[T
 
     async def one(call: LLMToolCall) -> ToolCallResult:
         step_call = f"{run.scope}{index}:{call.id}"
-        rejected = await run.rejection(step_call, call.id, call.name, call.arguments)
-        if rejected is not None:
-            return rejected
         return await run.call_tool(
             run.config.schemas.get(call.name), call.name, call.arguments, call_id=call.id, scope=scope,
-            legacy_key=f"{run_id}:{step_call}",
+            legacy_key=f"{run_id}:{step_call}", approval_id=step_call,
         )
 
-    # Effect keys are taken before any await inside call_tool, but a call waiting for approval takes its
-    # key later; order does not matter for those (their ordinals are per tool and arguments).
+    # Effect keys are taken before any await inside call_tool (approvals included): ordinals follow call order.
     return await asyncio.gather(*(one(call) for call in response.message.tool_calls))
 
 

@@ -26,7 +26,7 @@ from ...contracts.violations import Violation, ViolationKind
 from ...contracts.mcp import McpAuthError, McpConfigError, McpUnavailableError
 from .errors import is_request_rejection, translate
 from .pool import McpConnection, McpSessionPool
-from .results import fill_idempotency_key, scrub, to_tool_result, to_tool_schema
+from .results import scrub, to_tool_result, to_tool_schema, with_engine_key
 
 _TIMEOUT_SLACK_SECONDS = 2.0
 """The SDK enforces the call timeout; this outer bound only catches a wedged transport."""
@@ -125,7 +125,7 @@ class McpToolClient:
         if tool.execution is not None and tool.execution.task_support == "required":
             return _error_result(call, f"tool {call.name!r} requires task augmentation, which this client does not "
                                        "offer; it is not available")
-        arguments = fill_idempotency_key(tool, arguments, call.idempotency_key)
+        arguments = with_engine_key(tool, arguments, call.idempotency_key)
 
         timeout = config.timeouts.call_seconds
         request = types.CallToolRequest(params=types.CallToolRequestParams(name=mcp_name, arguments=arguments))

@@ -65,19 +65,21 @@ def _valid_schema(schema: dict[str, Any]) -> bool:
 
 
 def model_parameters(input_schema: dict[str, Any]) -> dict[str, Any]:
-    """The arguments schema the model sees: an ``idempotency_key`` becomes optional, since the engine fills it."""
+    """The arguments schema the model sees: without the ``idempotency_key``, which the engine owns.
+
+    A model that chose a key (``reminder-001``) would make the server dedupe two different runs'
+    effects, the second getting the first one's result; so the model is never offered one, and
+    whatever it sends is replaced (``with_engine_key``).
+    """
     schema = copy.deepcopy(input_schema) or {"type": "object", "properties": {}}
     properties = schema.get("properties")
     if isinstance(properties, dict) and IDEMPOTENCY_ARGUMENT in properties:
+        del properties[IDEMPOTENCY_ARGUMENT]
         required = [r for r in schema.get("required", []) if r != IDEMPOTENCY_ARGUMENT]
         if required:
             schema["required"] = required
         else:
             schema.pop("required", None)
-        prop = dict(properties[IDEMPOTENCY_ARGUMENT])
-        prop["description"] = (prop.get("description", "") + " Optional: filled in automatically, so a retried "
-                               "call never writes twice. Pass your own only to deduplicate across calls.").strip()
-        properties[IDEMPOTENCY_ARGUMENT] = prop
     return schema
 
 
@@ -127,9 +129,11 @@ def to_tool_schema(
     )
 
 
-def fill_idempotency_key(tool: types.Tool, arguments: dict[str, Any], key: str) -> dict[str, Any]:
+def with_engine_key(tool: types.Tool, arguments: dict[str, Any], key: str) -> dict[str, Any]:
+    """``arguments`` with the tool's ``idempotency_key`` set to the engine's key, whatever the caller put
+    there (``ToolCallInput.idempotency_key``: per effect of this run, or of the run's ``key_scope``)."""
     properties = (tool.input_schema or {}).get("properties") or {}
-    if IDEMPOTENCY_ARGUMENT in properties and arguments.get(IDEMPOTENCY_ARGUMENT) in (None, ""):
+    if IDEMPOTENCY_ARGUMENT in properties:
         return {**arguments, IDEMPOTENCY_ARGUMENT: key}
     return arguments
 

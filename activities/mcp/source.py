@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ...contracts.llm.tools import ToolCallInput, ToolCallResult, ToolSchema
+from ...contracts.errors import ToolNotSentError
 from ...contracts.mcp import McpError, mcp_source
 from ...failures import to_application_error
 from .client import McpToolClient
@@ -37,4 +38,9 @@ class McpToolSource:
         try:
             return await self.fleet.call(call)
         except McpError as error:
+            # For an at-most-once call the client answers every failure after the request may have left
+            # with an outcome-unknown result (``McpToolClient.call_tool``), so a retryable error that
+            # reaches here was raised before sending: no connection, no catalog, the circuit open.
+            if call.delivery == "at_most_once" and error.retryable:
+                raise to_application_error(ToolNotSentError(f"not sent: {error}")) from None
             raise to_application_error(error) from None

@@ -63,9 +63,9 @@ class SandboxActivities:
             await self._keep_repl(session, status, inp.repl, inp.variable_names)
         return _observed(status, started)
 
-    async def _load(self, key: str, ref: SnapshotRef) -> bytes:
+    async def _load(self, key: str, ref: SnapshotRef, legacy_key: str | None = None) -> bytes:
         try:
-            return await self._vault.load(key, ref)
+            return await self._vault.load(key, ref, legacy_key)
         except SnapshotIntegrityError as exc:
             CODE_PROGRAMS.labels(outcome="tampered").inc()
             raise to_application_error(exc) from None
@@ -87,7 +87,7 @@ class SandboxActivities:
 
     @activity.defn(name=CODE_RESUME)
     async def resume(self, inp: ResumeProgramInput) -> ProgramStatus:
-        blob = await self._load(inp.run_key, inp.snapshot)
+        blob = await self._load(inp.run_key, inp.snapshot, inp.legacy_run_key)
         sink = OutputSink(inp.limits.output_bytes, inp.output, inp.output_dropped)
         driver = SegmentDriver(inp.functions, inp.limits, sink, inp.calls_made, inp.sandbox_seconds)
         started = time.perf_counter()

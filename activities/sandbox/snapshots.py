@@ -3,7 +3,11 @@
 A snapshot is a Monty interpreter's whole memory. Monty does not authenticate
 dumps, so before loading one we check that a worker holding the key wrote it
 for this very run: HMAC-SHA256 over the run key and the content digest. The
-key never leaves the workers (settings/env, or a key file in the state dir).
+run key names the workflow chain (workflow id and the chain's first run id),
+never one run's id, so a run reset by ``temporal workflow reset`` still loads
+the snapshots it replays; snapshots signed by older builds over the run id
+load through the legacy key the workflow passes beside it. The key never
+leaves the workers (settings/env, or a key file in the state dir).
 
 Keys rotate: each signature carries the signing key's id (a digest of the key,
 so the id reveals nothing), new snapshots are signed with the current key, and
@@ -87,8 +91,10 @@ class SnapshotVault:
             candidates = list(self._keys.values())
         return any(hmac.compare_digest(self._sign(k, run_key, ref.sha256), ref.signature) for k in candidates)
 
-    async def load(self, run_key: str, ref: SnapshotRef) -> bytes:
-        if not self._verified(run_key, ref):
+    async def load(self, run_key: str, ref: SnapshotRef, legacy_run_key: str | None = None) -> bytes:
+        """The snapshot's bytes, if a worker key signed it for ``run_key`` (or, written by an older build,
+        for ``legacy_run_key``); else ``SnapshotIntegrityError``."""
+        if not self._verified(run_key, ref) and not (legacy_run_key and self._verified(legacy_run_key, ref)):
             known = "" if ref.key_id is None or ref.key_id in self._keys else f" (key id {ref.key_id} is not configured)"
             raise SnapshotIntegrityError(
                 f"snapshot {ref.sha256[:12]} is not signed for this run by a worker key{known}"

@@ -155,7 +155,12 @@ class CheckProgramResult(BaseModel):
 
 class StartProgramInput(BaseModel):
     run_key: str
-    """Binds snapshots to one run: a snapshot signed for another run does not load."""
+    """Binds snapshots to one run's chain and program (workflow id, the chain's first run id, step): a
+    snapshot signed for another run does not load, and a ``temporal workflow reset`` (same chain) still
+    does (``workflows/program_driver.program_keys``)."""
+    legacy_run_key: str | None = None
+    """The key snapshots were signed over before issue 22 (the run id in place of the chain's first):
+    a program paused by an older build still resumes. None when the two are the same."""
     program: str
     functions: list[ProgramFunction]
     limits: ProgramLimits = Field(default_factory=ProgramLimits)
@@ -171,6 +176,8 @@ class StartProgramInput(BaseModel):
 
 class ResumeProgramInput(BaseModel):
     run_key: str
+    legacy_run_key: str | None = None
+    """As in ``StartProgramInput``: only checked when ``run_key`` does not verify."""
     snapshot: SnapshotRef
     functions: list[ProgramFunction]
     outcomes: list[CallOutcome]

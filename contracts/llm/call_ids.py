@@ -5,7 +5,9 @@ turn), and a model may send one id twice or none at all. The engine's history
 (the precondition pairing each tool result with its call, step records, tool
 activity inputs) needs one id per call, so an answer's call whose id is blank
 or already used in the conversation gets an engine id, and keeps the id the
-provider sent in ``provider_id``: the adapters send that one back on the wire.
+provider sent in ``provider_id`` (for the record). The adapters send the
+engine's id on the wire: echoing ``call_0`` back twice in one conversation is
+what Anthropic rejects (``tool_use`` ids must be unique).
 """
 
 from __future__ import annotations
@@ -44,9 +46,4 @@ def with_engine_call_ids(answer: Message, history: Sequence[Message]) -> Message
     return answer.model_copy(update={"tool_calls": tuple(calls)})
 
 
-def wire_call_ids(history: Sequence[Message]) -> dict[str, str]:
-    """Engine id -> the id the provider sent, for every call the engine renamed."""
-    return {c.id: c.provider_id for m in history for c in m.tool_calls if c.provider_id is not None}
-
-
-__all__ = ["with_engine_call_ids", "wire_call_ids"]
+__all__ = ["with_engine_call_ids"]

@@ -95,9 +95,9 @@ async def test_discovery_returns_tool_schemas_with_output_schemas_and_their_serv
     assert all(t.source == "mcp:tickets" and t.output_schema for t in tools.values())
     assert "issues" in tools["list_issues"].output_schema["properties"]
     assert not tools["list_issues"].side_effects and tools["add_comment"].side_effects
-    # The engine fills the key, so the model may leave it out.
     params = tools["add_comment"].parameters
-    assert "idempotency_key" in params["properties"] and "idempotency_key" not in params["required"]
+    # The engine owns the key: the model is never offered it.
+    assert "idempotency_key" not in params["properties"] and "idempotency_key" not in params["required"]
 
 
 async def test_list_issues_returns_validated_structured_content_matching_sql(tracker, db):
@@ -269,12 +269,12 @@ async def test_a_server_dying_mid_call_is_retryable_and_the_next_call_reconnects
     assert not (await rogue.call_tool("rogue", tool_call("good_output"))).is_error
 
 
-async def test_the_idempotency_key_is_filled_only_when_the_caller_gave_none(rogue):
+async def test_the_idempotency_key_is_always_the_engines_whatever_the_arguments_say(rogue):
     filled = await rogue.call_tool("rogue", tool_call("write", {"text": "a"}, key="run-9/call-1"))
     assert filled.structured == {"text": "a", "idempotency_key": "run-9/call-1"}
-    own = await rogue.call_tool("rogue", tool_call("write", {"text": "a", "idempotency_key": "nudge:X-1"},
-                                                   key="run-9/call-2"))
-    assert own.structured["idempotency_key"] == "nudge:X-1"
+    chosen = await rogue.call_tool("rogue", tool_call("write", {"text": "a", "idempotency_key": "reminder-001"},
+                                                      key="run-9/call-2"))
+    assert chosen.structured["idempotency_key"] == "run-9/call-2", "a key in the arguments never reaches the server"
 
 
 async def test_a_secret_the_server_echoes_back_is_redacted(rogue):

@@ -101,6 +101,39 @@ async def test_a_truncated_stream_is_retryable(wire, http):
 
 
 @pytest.mark.parametrize("wire", WIRES)
+async def test_a_stream_cut_after_its_finish_before_usage_or_done_is_truncated_and_retryable(wire, http):
+    with ScriptedModelServer({"default": {"content": ANSWER, "stream": {"fault": "cut_after_finish"}}}) as server:
+        with pytest.raises(RetryableProviderError, match="truncated"):
+            await provider(wire, server, http).stream(request(wire), lambda _: None)
+
+
+OVERLOADED = [
+    {"status": 503, "error_type": "server_error", "message": "upstream overloaded"},  # vLLM / LiteLLM
+    {"status": 429, "error_type": "rate_limit_error", "message": "slow down"},
+    {"status": 500, "error_type": "overloaded_error", "message": "Overloaded"},
+]
+
+
+@pytest.mark.parametrize("wire", WIRES)
+@pytest.mark.parametrize("error", OVERLOADED, ids=lambda e: e["error_type"])
+async def test_an_overload_or_server_error_event_inside_a_stream_is_retryable(wire, error, http):
+    reply = {"content": ANSWER, "stream": {"fault": "error_event", "error": error}}
+    with ScriptedModelServer({"default": reply}) as server:
+        with pytest.raises(RetryableProviderError, match="error event in the stream") as caught:
+            await provider(wire, server, http).stream(request(wire), lambda _: None)
+    assert error["message"] in str(caught.value)
+
+
+@pytest.mark.parametrize("wire", WIRES)
+async def test_an_error_event_reporting_a_rejected_request_is_not_retried(wire, http):
+    error = {"status": 400, "error_type": "invalid_request_error", "message": "prompt too long"}
+    reply = {"content": ANSWER, "stream": {"fault": "error_event", "error": error}}
+    with ScriptedModelServer({"default": reply}) as server:
+        with pytest.raises(NonRetryableProviderError, match="prompt too long"):
+            await provider(wire, server, http).stream(request(wire), lambda _: None)
+
+
+@pytest.mark.parametrize("wire", WIRES)
 async def test_a_stream_without_usage_is_a_typed_error_not_a_free_call(wire, http):
     with ScriptedModelServer({"default": {"content": ANSWER, "stream": {"fault": "no_usage"}}}) as server:
         with pytest.raises(NonRetryableProviderError, match="no usage"):

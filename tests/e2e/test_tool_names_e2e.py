@@ -5,25 +5,39 @@ from __future__ import annotations
 
 import json
 
+import pytest
+from pydantic import SecretStr
+from agentsteps.contracts import LLMConfig
 from agentsteps.worker import running_worker
 
 from agent_support import make_spec, run_agent, run_agent_failure
 from mcp_support import new_token, seeded_db, stdio_tracker, write_mcp_config
 
 
-async def test_a_model_reusing_call_0_every_turn_completes_with_engine_ids(engine, scripted):
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+async def test_a_model_reusing_call_0_every_turn_gets_unique_ids_on_the_wire(client, settings, scripted, provider):
     weather = {"tool_calls": [{"id": "call_0", "name": "get_weather", "arguments": {"city": "Paris"}}]}
     scripted.set_script({"replies": [weather, weather, weather, {"content": "Paris is sunny."}]})
-    result = await run_agent(engine.client, engine.task_queue, make_spec())
+    model = LLMConfig(provider=provider, model="scripted-20260101", max_tokens=256, context_window=16_000)
+    keyed = settings.providers.model_copy(update={"anthropic_api_key": SecretStr("sk-ant-test")})
+    async with running_worker(client, settings.model_copy(update={"providers": keyed})):
+        result = await run_agent(client, settings.task_queue, make_spec(model=model))
 
     assert result.status == "completed" and result.output == "Paris is sunny."
     ids = [c.call_id for s in result.steps for c in s.tool_calls]
     assert len(ids) == 3 and len(set(ids)) == 3
     assert all(not c.is_error for s in result.steps for c in s.tool_calls)
-    # On the wire every call and every result still carries the provider's own id.
-    last = scripted.requests[-1].body["messages"]
-    assert [c["id"] for m in last for c in m.get("tool_calls", [])] == ["call_0"] * 3
-    assert [m["tool_call_id"] for m in last if m["role"] == "tool"] == ["call_0"] * 3
+    # On the wire every call carries the engine's unique id and every result names it: the scripted
+    # model refuses a repeated tool_use id as the Messages API does.
+    body = scripted.requests[-1].body
+    if provider == "openai":
+        sent = [c["id"] for m in body["messages"] for c in m.get("tool_calls", [])]
+        answered = [m["tool_call_id"] for m in body["messages"] if m["role"] == "tool"]
+    else:
+        blocks = [b for m in body["messages"] if isinstance(m["content"], list) for b in m["content"]]
+        sent = [b["id"] for b in blocks if b["type"] == "tool_use"]
+        answered = [b["tool_use_id"] for b in blocks if b["type"] == "tool_result"]
+    assert sent == answered == ids
 
 
 async def test_dotted_mcp_tool_names_go_out_api_safe_and_come_back(client, settings, scripted, tmp_path, monkeypatch):

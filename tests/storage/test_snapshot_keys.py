@@ -63,3 +63,15 @@ def test_previous_keys_come_from_a_comma_separated_variable(tmp_path):
 def test_a_short_previous_key_is_refused(store):
     with pytest.raises(ValueError, match="at least 16 bytes"):
         SnapshotVault(store, NEW, [b"short"])
+
+
+async def test_a_snapshot_an_older_build_signed_over_the_run_id_still_loads_through_the_legacy_key(store):
+    # Before issue 22 a program's snapshots were signed over workflow id / run id / step; now over the
+    # chain (workflow id / first run id / step). A program paused by an older build still resumes.
+    ref = await SnapshotVault(store, NEW).save("wf/run-2/t3.0", b"paused program")
+    vault = SnapshotVault(store, NEW)
+    assert await vault.load("wf/run-1/t3.0", ref, "wf/run-2/t3.0") == b"paused program"
+    with pytest.raises(SnapshotIntegrityError):
+        await vault.load("wf/run-1/t3.0", ref)
+    with pytest.raises(SnapshotIntegrityError):  # another run's legacy key vouches for nothing
+        await vault.load("wf/run-1/t3.0", ref, "wf/run-3/t3.0")

@@ -63,9 +63,12 @@ async def test_without_stream_tokens_the_model_is_not_asked_to_stream(engine, sc
     assert "stream" not in scripted.requests[0].body
 
 
-async def test_a_truncated_stream_is_retried_and_the_retry_streams_the_whole_answer(engine, scripted):
+@pytest.mark.parametrize("fault", ["truncated", "cut_after_finish", "error_event"])
+async def test_a_cut_stream_or_an_overload_event_is_retried_and_the_retry_streams_the_whole_answer(
+    engine, scripted, fault
+):
     scripted.set_script({"rules": [
-        {"match": {}, "times": 1, "reply": {"content": ANSWER, "stream": {**SLOW, "fault": "truncated"}}},
+        {"match": {}, "times": 1, "reply": {"content": ANSWER, "stream": {**SLOW, "fault": fault}}},
         {"match": {}, "reply": {"content": ANSWER, "stream": SLOW}},
     ]})
     events: list[ProgressEvent] = []
@@ -77,7 +80,8 @@ async def test_a_truncated_stream_is_retried_and_the_retry_streams_the_whole_ans
     for e in events:
         if e.kind == "token":
             by_attempt[e.attempt] = by_attempt.get(e.attempt, "") + e.detail
-    assert ANSWER.startswith(by_attempt[1]) and by_attempt[1] != ANSWER  # the broken attempt's text, advisory
+    if fault != "cut_after_finish":  # cut after the finish, the first attempt had streamed the whole text
+        assert ANSWER.startswith(by_attempt[1]) and by_attempt[1] != ANSWER  # the broken attempt's text, advisory
     assert by_attempt[2] == ANSWER
 
 

@@ -40,7 +40,7 @@ with workflow.unsafe.imports_passed_through():
     from ...failures import to_application_error
     from ..calls import call_llm, call_outcome, call_tool, describe_tools
     from ..ladder import Rung, ViolationLadder, retry_history
-    from ..program_driver import drive_program
+    from ..program_driver import drive_program, program_keys
     from ...telemetry import workflow_metrics
     from .nudges import (
         NUDGE_CONTRACT,
@@ -133,8 +133,9 @@ async def _scan(spec: MonitorSpec, as_of: datetime) -> tuple[ScanResult, int]:
     functions = await _program_functions(spec)
     info = workflow.info()
     tools = {f.python_name: f.tool for f in functions}
+    run_key, legacy_run_key = program_keys("scan")
     start = StartProgramInput(
-        run_key=f"{info.workflow_id}/{info.run_id}/scan", program=scan_program(spec, as_of), functions=functions,
+        run_key=run_key, legacy_run_key=legacy_run_key, program=scan_program(spec, as_of), functions=functions,
         limits=spec.program_limits, now=as_of.isoformat(), seed=workflow.random().randint(0, 2**62),
     )
     status = await drive_program(

@@ -69,7 +69,7 @@ def _tool_input(arguments: str) -> dict[str, Any]:
 
 def _blocks(message: Message, names: WireNames) -> tuple[str, list[dict[str, Any]]]:
     if message.role == "tool":
-        block: dict[str, Any] = {"type": "tool_result", "tool_use_id": names.call_id(message.tool_call_id or ""),
+        block: dict[str, Any] = {"type": "tool_result", "tool_use_id": message.tool_call_id or "",
                                  "content": message.content or ""}
         if message.is_error:
             block["is_error"] = True
@@ -79,7 +79,7 @@ def _blocks(message: Message, names: WireNames) -> tuple[str, list[dict[str, Any
     if message.content:
         blocks.append({"type": "text", "text": message.content})
     for call in message.tool_calls:
-        blocks.append({"type": "tool_use", "id": names.call_id(call.id), "name": names.tool(call.name),
+        blocks.append({"type": "tool_use", "id": call.id, "name": names.tool(call.name),
                        "input": _tool_input(call.arguments)})
     return message.role, blocks
 

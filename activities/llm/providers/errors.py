@@ -6,6 +6,9 @@
     timeouts, network errors, resets       -> RetryableProviderError
     other transport errors (bad URL ...)   -> NonRetryableProviderError
     a 2xx body that does not parse         -> NonRetryableProviderError("malformed provider response: ...")
+    an error event inside a stream         -> by its code (the status rule), else its type: a rejected
+                                              request (invalid_request, authentication, ...) is not
+                                              retried; overloaded, server errors and unnamed ones are
     any other SDK error                    -> NonRetryableProviderError
 
 The SDKs' own retries are off (``max_retries=0``): Temporal is the only retrier,
@@ -145,6 +148,29 @@ def classify_sdk_error(provider: str, exc: Exception, secrets: Sequence[str | No
     if isinstance(exc, httpx2.HTTPError | httpx2.InvalidURL):
         return classify_exception(provider, exc, secrets)
     return NonRetryableProviderError(redact(f"{provider} {type(exc).__name__}: {exc}", secrets))
+
+
+_REJECTED_EVENT_TYPES = ("invalid_request", "badrequest", "bad_request", "authentication", "permission",
+                         "not_found", "notfound", "unprocessable", "context_length")
+
+
+def stream_error(provider: str, body: Any, message: str, secrets: Sequence[str | None] = ()) -> ProviderError:
+    """An error event inside a stream the server had accepted (vLLM, LiteLLM, OpenAI: ``{"error": {...}}``;
+    Anthropic: ``{"type": "error", "error": {...}}``), typed by what it reports."""
+    error = body.get("error") if isinstance(body, dict) and isinstance(body.get("error"), dict) else body
+    error = error if isinstance(error, dict) else {}
+    code = error.get("code", error.get("status"))
+    status = int(code) if isinstance(code, int | str) and str(code).isdigit() and 100 <= int(code) <= 599 else None
+    kind = str(error.get("type") or "").lower()
+    detail = redact(f"{provider} error event in the stream{f' ({kind})' if kind else ''}: {message}"[:_MAX_MESSAGE],
+                    secrets)
+    if status is not None:
+        retry = status in RETRYABLE_STATUSES or status >= 500
+    else:
+        # The request was accepted and the stream began: unless the event names a rejected request,
+        # the failure is the server's (overloaded, an upstream error) and passes.
+        retry = not any(word in kind for word in _REJECTED_EVENT_TYPES)
+    return RetryableProviderError(detail, status=status) if retry else NonRetryableProviderError(detail, status=status)
 
 
 def malformed(provider: str, detail: str, secrets: Sequence[str | None] = ()) -> NonRetryableProviderError:

@@ -23,7 +23,7 @@ from ....contracts.llm.messages import LLMToolCall, Message
 from ....contracts.llm.request import FinishReason, LLMRequest, LLMResponse, Usage
 from .base import parse_wire, sdk_call
 from .errors import DEFAULT_RETRY_AFTER_CAP, malformed
-from .streams import OpenAIChunks, TextSink, read_stream
+from .streams import OpenAIChunks, OpenAIEventStream, TextSink, read_stream
 from .wire_names import WireNames
 
 CHAT_COMPLETIONS_PATH = "/chat/completions"
@@ -39,7 +39,7 @@ _FINISH: dict[str, FinishReason] = {
 
 def _message_to_wire(message: Message, names: WireNames) -> ChatCompletionMessageParam | None:
     if message.role == "tool":
-        return {"role": "tool", "tool_call_id": names.call_id(message.tool_call_id or ""),
+        return {"role": "tool", "tool_call_id": message.tool_call_id or "",
                 "content": message.content or ""}
     if message.role == "assistant":
         if not message.content and not message.tool_calls:
@@ -49,7 +49,7 @@ def _message_to_wire(message: Message, names: WireNames) -> ChatCompletionMessag
             return None
         if message.tool_calls:
             return {"role": "assistant", "content": message.content, "tool_calls": [
-                {"id": names.call_id(c.id), "type": "function",
+                {"id": c.id, "type": "function",
                  "function": {"name": names.tool(c.name), "arguments": c.arguments}}
                 for c in message.tool_calls
             ]}
@@ -208,7 +208,7 @@ class OpenAIProvider:
         async def open_stream() -> Any:
             # cast_to=object: the SDK parses each event's JSON and hands it over as is; the assembler checks it.
             return await self._client.post(CHAT_COMPLETIONS_PATH, cast_to=object, body=body, options=options,
-                                           stream=True, stream_cls=openai.AsyncStream[object])
+                                           stream=True, stream_cls=OpenAIEventStream[object])
 
         assembled = await read_stream(self.name, open_stream, OpenAIChunks(), on_text, secret=self._key,
                                       retry_after_cap=self._cap)

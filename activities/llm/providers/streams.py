@@ -9,23 +9,27 @@ arrive; they are advisory, the assembled message is what counts.
 
     a stream event that is not JSON / not an object    -> NonRetryableProviderError (malformed)
     the stream ends before its last event (truncated)  -> RetryableProviderError
-    the stream carries no usage                        -> NonRetryableProviderError (malformed)
-    a provider error event in the middle of the stream -> RetryableProviderError
+      (OpenAI: before ``[DONE]``, even after the finish chunk when usage was still due)
+    the stream ended properly but carried no usage     -> NonRetryableProviderError (malformed)
+    a provider error event in the middle of the stream -> by what it reports (``errors.stream_error``):
+      overloaded, a server error, rate limited, or unnamed -> RetryableProviderError;
+      a rejected request (4xx code, invalid_request ...)   -> NonRetryableProviderError
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterable, Awaitable, Callable
-from typing import Any
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable
+from typing import Any, TypeVar
 
 import anthropic
 import openai
 
 from ....contracts.errors import ProviderError, RetryableProviderError
-from .errors import DEFAULT_RETRY_AFTER_CAP, classify_sdk_error, malformed, redact
+from .errors import DEFAULT_RETRY_AFTER_CAP, classify_sdk_error, malformed, stream_error
 
 TextSink = Callable[[str], None]
+_T = TypeVar("_T")
 
 
 class OpenAIChunks:
@@ -76,9 +80,14 @@ class OpenAIChunks:
         elif arguments is not None:  # a server sending the whole object at once
             slot["function"]["arguments"] += json.dumps(arguments)
 
-    def body(self) -> dict[str, Any]:
+    def body(self, complete: bool = True) -> dict[str, Any]:
+        """The assembled body; ``complete`` says whether the stream ended with ``[DONE]`` (not cut)."""
         if self.finish is None:
             raise RetryableProviderError("openai stream ended before its finish_reason (truncated)")
+        if self.usage is None and not complete:
+            # Usage comes after the finish chunk: a cut there is a cut, not a server that sends none.
+            raise RetryableProviderError("openai stream ended after its finish_reason but before usage and [DONE] "
+                                         "(truncated)")
         if self.usage is None:
             raise malformed("openai", "the stream carried no usage (stream_options.include_usage is not honoured; "
                                       "turn stream_tokens off for this server)")
@@ -88,6 +97,19 @@ class OpenAIChunks:
             message["tool_calls"] = [self.calls[i] for i in sorted(self.calls)]
         return {**self.envelope, "object": "chat.completion",
                 "choices": [{"index": 0, "message": message, "finish_reason": self.finish}], "usage": self.usage}
+
+
+class OpenAIEventStream(openai.AsyncStream[_T]):
+    """The SDK's stream, noting whether ``[DONE]`` arrived (the SDK consumes it): without it a stream
+    that stopped after its finish chunk was cut, not complete."""
+
+    done = False
+
+    async def _iter_events(self) -> AsyncIterator[Any]:
+        async for sse in super()._iter_events():
+            if sse.data.startswith("[DONE]"):
+                self.done = True
+            yield sse
 
 
 class AnthropicEvents:
@@ -157,7 +179,8 @@ class AnthropicEvents:
             parsed = raw
         self.blocks[index]["input"] = parsed if isinstance(parsed, dict) else raw
 
-    def body(self) -> dict[str, Any]:
+    def body(self, complete: bool = True) -> dict[str, Any]:
+        """The assembled body (``message_stop`` is what says the stream was not cut)."""
         if not self.stopped:
             raise RetryableProviderError("anthropic stream ended before message_stop (truncated)")
         if not self.usage_seen:
@@ -186,12 +209,16 @@ async def read_stream(provider: str, open_stream: Callable[[], Awaitable[AsyncIt
     except (openai.APIStatusError, anthropic.APIStatusError) as exc:
         if exc.response.status_code >= 300:  # refused before the stream started
             error = classify_sdk_error(provider, exc, secrets, retry_after_cap)
-        else:
-            error = RetryableProviderError(redact(f"{provider} error event in the stream: {exc.message}", secrets))
+        else:  # Anthropic's error event: the SDK raises it with the stream's 200
+            error = stream_error(provider, exc.body, exc.message, secrets)
+    except (openai.APIConnectionError, anthropic.APIConnectionError) as exc:
+        error = classify_sdk_error(provider, exc, secrets, retry_after_cap)
+    except openai.APIError as exc:  # an OpenAI-compatible server's {"error": ...} event inside the stream
+        error = stream_error(provider, exc.body, exc.message, secrets)
     except Exception as exc:  # noqa: BLE001 - the one edge: everything the SDK raises is classified
         error = classify_sdk_error(provider, exc, secrets, retry_after_cap)
     else:
-        return assembler.body()
+        return assembler.body(complete=getattr(stream, "done", True))
     # Raised outside the except block: no SDK exception (whose text may hold the key) is chained into history.
     raise error
 
@@ -208,4 +235,4 @@ def _list(provider: str, value: Any, what: str) -> list[Any]:
     return value
 
 
-__all__ = ["AnthropicEvents", "OpenAIChunks", "TextSink", "read_stream"]
+__all__ = ["AnthropicEvents", "OpenAIChunks", "OpenAIEventStream", "TextSink", "read_stream"]
