@@ -24,7 +24,6 @@ with workflow.unsafe.imports_passed_through():
     from ..contracts import LLMRequest, LLMResponse, ToolCallInput, ToolCallResult, ToolSchema, Usage
     from ..contracts.errors import BudgetExceededError, ToolNotSentError
     from ..contracts.code.program import CallOutcome
-    from ..contracts.json_schema import parse_json
     from ..contracts.names import EXACTLY_ONCE_PATCH, LLM_CALL, LLM_CALL_RESOLVING_TOOLS, TOOLS_CALL, TOOLS_DESCRIBE
     from ..contracts.spec import ActivityPolicy
     from ..contracts.llm.tools import Delivery, ToolsDescribeInput, outcome_unknown, result_value
