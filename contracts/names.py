@@ -86,6 +86,34 @@ CONVERSATION_REF_PATCH = "agentsteps.conversation-by-ref.1"
 """``AgentWorkflow`` sends each ``llm.call`` the stored conversation's ref plus only the messages
 added since (as a session turn does), not the whole history; runs started before send it whole."""
 
+SEARCH_ATTRIBUTES_PATCH = "agentsteps.search-attributes.1"
+"""Runs and sessions keep the ``AgentSteps*`` search attributes below up to date (a few upserts a
+run: start, approval asked/decided, end); runs started before replay without them."""
+
+# ---------------------------------------------------------------- search attributes (Temporal visibility)
+# Registered on the embedded dev server by ``client/dev_server.py``; on a cluster with
+# ``temporal operator search-attribute create`` (docs/deployment.md). The worker checks them at start.
+SA_SPEC = "AgentStepsSpec"
+SA_MODEL = "AgentStepsModel"
+SA_STEPS = "AgentStepsSteps"
+SA_TOKENS = "AgentStepsTokens"
+SA_VIOLATIONS = "AgentStepsViolations"
+SA_COST = "AgentStepsCostUsd"
+SA_AWAITING_APPROVAL = "AgentStepsAwaitingApproval"
+SA_LAST_ACTIVITY = "AgentStepsLastActivity"
+SEARCH_ATTRIBUTES: dict[str, str] = {
+    SA_SPEC: "Keyword",
+    SA_MODEL: "Keyword",
+    SA_STEPS: "Int",
+    SA_TOKENS: "Int",
+    SA_VIOLATIONS: "Int",
+    SA_COST: "Double",
+    SA_AWAITING_APPROVAL: "Bool",
+    SA_LAST_ACTIVITY: "Datetime",
+}
+"""Name -> Temporal's type name. The SQL visibility of the dev server allows 3 Int attributes per
+namespace: these take all three."""
+
 WORKFLOWS = (AGENT_WORKFLOW, PIPELINE_WORKFLOW, MONITOR_WORKFLOW, SESSION_WORKFLOW)
 ACTIVITIES = (LLM_CALL, TOOLS_DESCRIBE, TOOLS_CALL, CODE_CHECK, CODE_START, CODE_RESUME, MONITOR_RECORD)
 
@@ -112,6 +140,16 @@ __all__ = [
     "REJECT_UPDATE",
     "SESSION_WORKFLOW",
     "REFUSAL_REPROMPTED_ONCE",
+    "SA_AWAITING_APPROVAL",
+    "SA_COST",
+    "SA_LAST_ACTIVITY",
+    "SA_MODEL",
+    "SA_SPEC",
+    "SA_STEPS",
+    "SA_TOKENS",
+    "SA_VIOLATIONS",
+    "SEARCH_ATTRIBUTES",
+    "SEARCH_ATTRIBUTES_PATCH",
     "STATE_QUERY",
     "STEPS_QUERY",
     "TOKEN_STREAM_PATCH",

@@ -59,6 +59,8 @@ class TurnSummary(BaseModel):
     usage: Usage = Field(default_factory=Usage)
     started_at: datetime
     finished_at: datetime | None = None
+    violations: int = 0
+    cost_usd: float = 0.0
 
 
 class SessionCarry(BaseModel):
@@ -79,6 +81,10 @@ class SessionCarry(BaseModel):
     """Code mode: the REPL state (signed, in the payload store) and the variables it holds."""
     decided: list[ApprovalRecord] = Field(default_factory=list)
     """The latest approval decisions (bounded), so a late second decision is still told it came too late."""
+    steps: int = 0
+    """Steps over every turn (the search attributes' totals)."""
+    violations: int = 0
+    cost_usd: float = 0.0
 
 
 class SessionInput(BaseModel):
@@ -154,6 +160,9 @@ class SessionState(BaseModel):
     closed_reason: str | None = None
     variables: list[VariableInfo] = Field(default_factory=list)
     """Code mode: the variables the REPL keeps (name and type)."""
+    steps: int = 0
+    violations: int = 0
+    cost_usd: float = 0.0
 
 
 class SessionOutcome(BaseModel):

@@ -6,6 +6,7 @@ replay.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -110,6 +111,12 @@ class Step(BaseModel):
     violations: list[Violation] = Field(default_factory=list)
     context: ContextAction | None = None
     """Set when the context policy compacted this step's request."""
+    started_at: datetime | None = None
+    """When the step's model call was scheduled (workflow time); unset in runs recorded before it."""
+    seconds: float | None = None
+    """From ``started_at`` to the step's record: the model call, then its tool calls (or its program)."""
+    cost_usd: float = 0.0
+    """The step's model call priced by the worker's price table (0 for unpriced models)."""
 
 
 class Degradation(BaseModel):
@@ -135,6 +142,10 @@ class AgentResult(BaseModel):
     """The model that produced the final answer."""
     effects: list[EffectRecord] = Field(default_factory=list)
     """Side-effecting calls that took effect, in the order they completed."""
+    mode: Literal["tools", "code"] = "tools"
+    """The spec's mode: in code mode a step's content is the program the model wrote."""
+    cost_usd: float = 0.0
+    """Every model call of the run priced by the worker's price table (0 for unpriced models)."""
     catalog_digest: str = ""
     """``sha256:`` digest of the tool schemas the run was given (``contracts.llm.tools.catalog_digest``);
     empty for runs recorded before it existed, or without tools."""
@@ -150,3 +161,4 @@ class AgentState(BaseModel):
     violations: int
     degradations: int
     last_step: StepKind | None = None
+    mode: Literal["tools", "code"] = "tools"

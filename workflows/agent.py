@@ -29,12 +29,15 @@ with workflow.unsafe.imports_passed_through():
     from .agent_run import AgentRun, seconds_since
     from .conversation import ConversationChain
     from .steps import opening, run_steps, spec_tools
+    from .visibility import Visibility
 
 
 @workflow.defn(name=AGENT_WORKFLOW)
 class AgentWorkflow:
     def __init__(self) -> None:
         self.run_state = AgentRun()
+        self.visibility = Visibility()
+        self.run_state.approvals.on_change = self.visibility.awaiting
 
     @workflow.run
     async def run(self, inp: AgentInput) -> AgentResult:
@@ -44,12 +47,20 @@ class AgentWorkflow:
             result = await self._run(inp)
         except BaseException as exc:
             result.status = "failed"
+            self._totals(result)
             if workflow_metrics.fails_the_run(exc):
                 reason = workflow_metrics.failure_reason(exc)
                 workflow_metrics.record_run("failed", seconds_since(started), len(result.steps), reason)
             raise
         workflow_metrics.record_run(result.status, seconds_since(started), len(result.steps))
+        self._totals(result)
         return result
+
+    def _totals(self, result: AgentResult) -> None:
+        self.visibility.totals(
+            steps=len(result.steps), usage=result.usage, violations=len(result.violations),
+            cost_usd=result.cost_usd, model=result.model or self.run_state.model,
+        )
 
     @workflow.query(name=STATE_QUERY)
     def state(self) -> AgentState:
@@ -87,6 +98,7 @@ class AgentWorkflow:
 
     async def _run(self, inp: AgentInput) -> AgentResult:
         spec = inp.spec
+        self.visibility.start(spec)
         self.run_state.begin(spec)
         # The conversation goes to the payload store as a session's does, so a step's llm.call carries
         # only what the step added: history per step stops growing with the run. Asked before the

@@ -63,6 +63,8 @@ class AgentRun:
         self.approvals = ApprovalDesk()
         """A session hands every turn its own desk, so decisions outlive the turn."""
         self.tools: dict[str, ToolSchema] = {}
+        self.asking: tuple[str, str] = ("", "")
+        """(the model's text, the program) of the step whose calls run now: shown to an approver."""
         self.turn = 0
         self.on_event: Callable[[ProgressEvent], None] | None = None
         """Sessions: where progress events go (the session's stream); a one-shot run has none."""
@@ -79,6 +81,7 @@ class AgentRun:
     def begin(self, spec: AgentSpec, *, scope: str = "") -> None:
         self._spec = spec
         self.mode = spec.mode
+        self.result.mode = spec.mode
         self.scope = scope
         # Evaluated once, before the first command: a run recorded without the
         # marker replays (and goes on) with the commands it was recorded with.
@@ -109,6 +112,7 @@ class AgentRun:
             violations=len(self.result.violations),
             degradations=len(self.result.degradations),
             last_step=last,
+            mode=self.result.mode,
         )
 
     def cancelled(self) -> bool:
@@ -146,6 +150,7 @@ class AgentRun:
             response = await self._reserved_call(request, chain, refusable)
         if chain is not None and response.conversation is not None:
             chain.learn(request.messages, response.conversation)
+        self.result.cost_usd += response.cost_usd
         return response
 
     async def _reserved_call(
@@ -219,7 +224,10 @@ class AgentRun:
         if schema is None or not ApprovalDesk.required(schema):
             self.emit("tool_call", tool=tool, detail=arguments[:500])
             return None
-        record = await self.approvals.gate(approval_id, schema, arguments, self.spec.approval_timeout_seconds)
+        text, program = self.asking
+        record = await self.approvals.gate(
+            approval_id, schema, arguments, self.spec.approval_timeout_seconds, model_text=text, program=program
+        )
         self.emit("approval_decided", tool=tool, detail=f"{record.outcome} {record.approver}".strip())
         if record.outcome == "approved":
             self.emit("tool_call", tool=tool, detail=arguments[:500])
@@ -279,6 +287,9 @@ class AgentRun:
                 usage=response.usage,
                 violations=response.violations,
                 context=response.context,
+                started_at=started,
+                seconds=seconds_since(started),
+                cost_usd=response.cost_usd,
             )
         )
         workflow_metrics.record_step(self.mode, seconds_since(started))

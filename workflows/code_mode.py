@@ -168,6 +168,7 @@ async def _execute(
     if run.effects is not None:
         run.effects.new_attempt()
     by_name = {f.python_name: f for f in functions}
+    run.asking = ("", program)
     records: dict[int, ToolCallRecord] = {}
     start = StartProgramInput(
         run_key=f"{info.workflow_id}/{info.run_id}/{run.scope}{index}", program=program, functions=functions, limits=limits,

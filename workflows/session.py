@@ -63,6 +63,7 @@ with workflow.unsafe.imports_passed_through():
     from .approvals import ApprovalDesk
     from .conversation import ConversationChain
     from .steps import opening, run_steps, spec_tools
+    from .visibility import Visibility
 
 IDLE_TIMEOUT_REASON = "idle_timeout"
 _EVENTS_KEPT = 500
@@ -91,11 +92,16 @@ class SessionWorkflow:
         self.published = len(prior.log) if prior else 0
         self.activity = 0
         """Bumped at every turn's start and end: the idle timer starts over."""
+        self.visibility = Visibility()
+        self.approvals.on_change = self.visibility.awaiting
 
     @workflow.run
     async def run(self, inp: SessionInput) -> SessionOutcome:
         if inp.carried is None:
             workflow_metrics.record_session_started()
+            self.visibility.start(inp.spec)
+        else:
+            self.visibility.resume()
         self.tools = await spec_tools(inp.spec)
         idle = timedelta(seconds=inp.session.idle_timeout_seconds)
         while True:
@@ -171,6 +177,8 @@ class SessionWorkflow:
         finally:
             summary.steps = len(run.result.steps)
             summary.usage = run.result.usage
+            summary.violations = len(run.result.violations)
+            summary.cost_usd = run.result.cost_usd
             summary.finished_at = workflow.now()
             self._finish_turn(summary)
 
@@ -196,10 +204,16 @@ class SessionWorkflow:
         carry = self.carry
         carry.turns_done = summary.turn
         carry.usage = carry.usage + summary.usage
+        carry.steps += summary.steps
+        carry.violations += summary.violations
+        carry.cost_usd += summary.cost_usd
         carry.turns = [*carry.turns, summary][-self.inp.session.turns_kept :]
         carry.last_activity = workflow.now()
         self.current, self.current_turn = None, None
         self.activity += 1
+        self.visibility.totals(
+            steps=carry.steps, usage=carry.usage, violations=carry.violations, cost_usd=carry.cost_usd, model=""
+        )
 
     # ------------------------------------------------------------------ close, cancel, queries
 
@@ -262,6 +276,9 @@ class SessionWorkflow:
             continued=self.carry.continued,
             closed_reason=self.closed_reason,
             variables=self.carry.repl.variables if self.carry.repl else [],
+            steps=self.carry.steps,
+            violations=self.carry.violations,
+            cost_usd=self.carry.cost_usd,
         )
 
     @workflow.query(name=TURNS_QUERY)

@@ -95,6 +95,7 @@ async def _run_tools(run: AgentRun, index: int, response: LLMResponse) -> list[T
     # The logical step: tool steps taken so far. A re-prompted answer (violations) runs no tool,
     # so its retry has the same scope, and identical calls in it the same keys.
     scope = f"step-{sum(1 for s in run.result.steps if s.kind == 'tool_call')}"
+    run.asking = (response.message.content or "", "")
 
     async def one(call: LLMToolCall) -> ToolCallResult:
         step_call = f"{run.scope}{index}:{call.id}"

@@ -132,6 +132,8 @@ class LLMResponse(BaseModel):
     """For a chained request: the stored request messages (not this answer)."""
     context: ContextAction | None = None
     """Set when the context policy compacted the request."""
+    cost_usd: float = 0.0
+    """This call priced by the worker's price table (the summary a context policy asked for included)."""
 
     @property
     def tool_calls(self) -> list[LLMToolCall]:
