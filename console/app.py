@@ -68,9 +68,14 @@ class Console:
         async def wrapped(request: Request) -> Response:
             request.state.new_browser_id = "" if request.cookies.get(BROWSER_COOKIE) else new_browser_id()
             request.state.nonce = secrets.token_urlsafe(16)
-            if not self.guard.allowed(request) and request.url.path != "/login":
-                if request.method == "GET" and not request.url.path.endswith(("/live", "/stream")):
-                    response: Response = RedirectResponse(f"/login?next={quote(request.url.path)}", status_code=303)
+            if not self.guard.allowed(request) and (request.url.path != "/login" or self.guard.proxied):
+                if self.guard.proxied:
+                    response: Response = self.render(
+                        request, "message.html", heading="Not signed in", tone="bad", status=401,
+                        text="This console is reached through your organisation's sign-in; open it through that.",
+                    )
+                elif request.method == "GET" and not request.url.path.endswith(("/live", "/stream")):
+                    response = RedirectResponse(f"/login?next={quote(request.url.path)}", status_code=303)
                 else:
                     response = Response("sign in first", status_code=401)
                 return self._finish(request, response)

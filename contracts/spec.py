@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .approvals import ApprovalRecord
 from .code.program import ProgramLimits
 from .llm.request import ContextAction, ContextPolicy, LLMConfig, Usage
 from .llm.violations import Violation
@@ -142,6 +143,8 @@ class AgentResult(BaseModel):
     """The model that produced the final answer."""
     effects: list[EffectRecord] = Field(default_factory=list)
     """Side-effecting calls that took effect, in the order they completed."""
+    approvals: list[ApprovalRecord] = Field(default_factory=list)
+    """How each call that waited for a person was decided: by whom, when, with what note (one-shot runs)."""
     mode: Literal["tools", "code"] = "tools"
     """The spec's mode: in code mode a step's content is the program the model wrote."""
     cost_usd: float = 0.0

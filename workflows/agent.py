@@ -57,6 +57,7 @@ class AgentWorkflow:
         return result
 
     def _totals(self, result: AgentResult) -> None:
+        result.approvals = self.run_state.approvals.recent()
         self.visibility.totals(
             steps=len(result.steps), usage=result.usage, violations=len(result.violations),
             cost_usd=result.cost_usd, model=result.model or self.run_state.model,
