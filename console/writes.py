@@ -7,6 +7,7 @@ sent to a busy or closed session.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 
 from temporalio.client import Client, WorkflowUpdateFailedError, WorkflowUpdateStage
@@ -18,6 +19,7 @@ from ..contracts.errors import SessionClosedError
 from ..contracts.names import CLOSE_UPDATE, TURN_UPDATE
 from ..contracts.session import CloseInput, SessionState, TurnInput
 
+SETTLE_SECONDS = 1.0
 MAX_NAME = 200
 MAX_NOTE = 2000
 
@@ -48,9 +50,14 @@ async def decide(client: Client, workflow_id: str, approval_id: str, approve: bo
 async def send_turn(client: Client, session_id: str, text: str) -> Told:
     """Accepted (or refused) at once; the page then follows the turn on the session's stream."""
     try:
-        await client.get_workflow_handle(session_id).start_update(
+        update = await client.get_workflow_handle(session_id).start_update(
             TURN_UPDATE, TurnInput(input=text), wait_for_stage=WorkflowUpdateStage.ACCEPTED
         )
+        # Two turns accepted in one workflow task both pass the validator; the handler refuses the
+        # second at once. A moment's wait tells the person that, instead of "sent".
+        done, _ = await asyncio.wait([asyncio.ensure_future(update.result())], timeout=SETTLE_SECONDS)
+        for finished in done:
+            finished.result()
     except WorkflowUpdateFailedError as exc:
         return Told(f"The turn was not sent: {_cause(exc)}.", "bad")
     except RPCError as exc:
