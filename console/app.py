@@ -118,7 +118,7 @@ class Console:
         )
         response.headers["X-Content-Type-Options"] = "nosniff"
         response.headers["X-Frame-Options"] = "DENY"
-        response.headers["Referrer-Policy"] = "no-referrer"
+        response.headers["Referrer-Policy"] = "same-origin"
         response.headers["Cache-Control"] = "no-store"
         return response
 
@@ -171,7 +171,7 @@ class Console:
         form = request.state.form
         decision = str(form.get("decision", ""))
         workflow_id, approval_id = str(form.get("workflow_id", "")), str(form.get("approval_id", ""))
-        back = _local(str(request.headers.get("referer", "")).split(request.headers.get("host", ""), 1)[-1] or "/approvals")
+        back = _local(str(form.get("back", "/approvals")))
         if decision not in ("approve", "reject") or not workflow_id or not approval_id:
             return self.told(writes.Told("Not recorded: the form lacked the call or the decision.", "bad"), back)
         name = self.guard.person(request) if self.guard.proxied else str(form.get("name", "")).strip()[:200]
@@ -213,6 +213,7 @@ class Console:
         waiting = [reads.Waiting(view.row, p) for p in view.pending]
         return self.render(
             request, "run.html", nav="runs", view=view, r=view.row, totals=totals, waiting=waiting,
+            back=present.link(view.row),
             links=self._links(view.row, totals.model), live_status=view.state.last_step if view.state else "",
             handled=lambda s: present.handled(s, view.result, view.steps), reprompt=present.reprompt,
             code_mode=_code_mode(view),
@@ -232,7 +233,7 @@ class Console:
             model=view.row.model,
         )
         return self.render(
-            request, "session.html", nav="runs", view=view, r=view.row, totals=totals,
+            request, "session.html", nav="runs", view=view, r=view.row, totals=totals, back=present.link(view.row),
             waiting=[reads.Waiting(view.row, p) for p in view.pending], links=self._links(view.row, view.row.model),
             live_status=st.status if st else "",
             stream_url=f"/sessions/{quote(view.row.workflow_id, safe='')}/stream",
