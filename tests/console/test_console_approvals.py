@@ -121,3 +121,30 @@ async def _page_with(web, path: str, needle: str) -> str | None:
 
 async def _not(value) -> bool:
     return not await value
+
+
+async def test_in_code_mode_the_inbox_shows_the_program_making_the_call_and_escapes_it(temporal_env, scripted, tmp_path):
+    import uuid
+
+    from agentsteps.contracts import AgentInput, AgentResult
+    from agentsteps.contracts.names import AGENT_WORKFLOW
+    from code_mode_support import code_worker, connect_with_store, worker_settings
+    from test_code_mode_e2e import code_spec, program_reply
+
+    program = '# close it </pre><script>window.__pwned=1</script>\nr = await tickets_close(id=7)\nr["id"]\n'
+    scripted.set_script({"default": program_reply(program)})
+    settings = worker_settings(tmp_path / "state", f"cm-{uuid.uuid4().hex[:8]}", scripted.url_openai)
+    client = await connect_with_store(temporal_env.client.service_client.config.target_host, settings)
+    async with code_worker(client, settings), console(client) as url, browser(url) as web:
+        handle = await client.start_workflow(
+            AGENT_WORKFLOW, AgentInput(spec=code_spec(tools=["tickets.close"]), input="close ticket 7"),
+            id=f"console-cm-{uuid.uuid4().hex[:8]}", task_queue=settings.task_queue, result_type=AgentResult,
+        )
+        pending = await wait_pending(client, handle.id)
+        assert "tickets_close(id=7)" in pending.program
+        inbox = (await web.get("/approvals")).text
+        assert 'class="program"' in inbox and "r = await tickets_close(id=7)" in inbox
+        assert "<script>window.__pwned" not in inbox and "&lt;script&gt;window.__pwned=1&lt;/script&gt;" in inbox
+        page = (await web.get(f"/runs/{handle.id}")).text
+        assert pending.approval_id in page  # the run's page offers the decision too
+        await handle.cancel()

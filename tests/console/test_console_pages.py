@@ -124,3 +124,24 @@ async def test_healthz_answers_without_a_token(client):
     async with console(client, token=SecretStr("t0ken")) as url, browser(url) as web:
         assert (await web.get("/healthz")).text == "ok"
         assert (await web.get("/runs")).status_code == 303  # the pages do need it
+
+
+async def test_a_failed_runs_page_says_why_it_failed_and_keeps_its_steps(client, settings, scripted):
+    scripted.set_script(WEATHER)
+    async with running_worker(client, settings):
+        handle = await start_run(client, settings.task_queue, "weather in Paris", tools=["get_weather"], max_steps=1)
+        try:
+            await handle.result()
+        except Exception:
+            pass
+        async with console(client) as url, browser(url) as web:
+            page = (await web.get(f"/runs/{handle.id}")).text
+            listed = await until(lambda: _text_with(web, "/runs?status=failed", handle.id))
+    assert 'id="failure"' in page and "used all 1 steps" in page
+    assert 'id="step-0"' in page and "get_weather" in page
+    assert listed
+
+
+async def _text_with(web, path: str, needle: str) -> str | None:
+    text = (await web.get(path)).text
+    return text if needle in text else None
