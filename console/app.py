@@ -236,6 +236,9 @@ class Console:
             request, "session.html", nav="runs", view=view, r=view.row, totals=totals, back=present.link(view.row),
             waiting=[reads.Waiting(view.row, p) for p in view.pending], links=self._links(view.row, view.row.model),
             live_status=st.status if st else "",
+            timeline_turn=(st.current_turn or st.turns) if st else None,
+            handled=lambda s: present.handled(s, None, view.steps), reprompt=present.reprompt,
+            code_mode=bool(st and st.mode == "code"),
             stream_url=f"/sessions/{quote(view.row.workflow_id, safe='')}/stream",
         )
 

@@ -16,7 +16,13 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from temporalio.client import Client, WorkflowExecution, WorkflowExecutionDescription, WorkflowExecutionStatus
+from temporalio.client import (
+    Client,
+    WorkflowExecution,
+    WorkflowExecutionDescription,
+    WorkflowExecutionStatus,
+    WorkflowQueryFailedError,
+)
 from temporalio.service import RPCError
 
 from ..contracts import AgentResult, AgentState, Step
@@ -245,6 +251,8 @@ class SessionView:
     state: SessionState | None = None
     turns: list[TurnSummary] = field(default_factory=list)
     pending: list[PendingApproval] = field(default_factory=list)
+    steps: list[Step] = field(default_factory=list)
+    """The running turn's steps, else the last turn's (while the session's workflow run holds them)."""
     outcome: SessionOutcome | None = None
     unavailable: str = ""
 
@@ -254,10 +262,11 @@ async def session_view(client: Client, description: WorkflowExecutionDescription
     handle = client.get_workflow_handle(description.id, run_id=description.run_id, result_type=SessionOutcome)
     try:
         if description.status is WorkflowExecutionStatus.RUNNING:
-            view.state, view.turns, view.pending = await asyncio.gather(
+            view.state, view.turns, view.pending, view.steps = await asyncio.gather(
                 handle.query(STATE_QUERY, result_type=SessionState, rpc_timeout=QUERY_TIMEOUT),
                 handle.query(TURNS_QUERY, result_type=list[TurnSummary], rpc_timeout=QUERY_TIMEOUT),
                 handle.query(APPROVALS_QUERY, result_type=list[PendingApproval], rpc_timeout=QUERY_TIMEOUT),
+                _session_steps(handle),
             )
         elif description.status is WorkflowExecutionStatus.COMPLETED:
             view.outcome = await handle.result(rpc_timeout=QUERY_TIMEOUT)
@@ -268,6 +277,14 @@ async def session_view(client: Client, description: WorkflowExecutionDescription
     except RPCError as exc:
         view.unavailable = f"the session's details could not be read ({exc.message}); is a worker running?"
     return view
+
+
+async def _session_steps(handle: Any) -> list[Step]:
+    """Sessions recorded before the ``steps`` query existed answer it with an error: no timeline then."""
+    try:
+        return await handle.query(STEPS_QUERY, 0, result_type=list[Step], rpc_timeout=QUERY_TIMEOUT)
+    except WorkflowQueryFailedError:
+        return []
 
 
 def _failure_text(exc: BaseException) -> str:

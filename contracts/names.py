@@ -49,6 +49,8 @@ TURNS_QUERY = "turns"
 """Returns ``list[TurnSummary]``."""
 CURRENT_TURN_QUERY = "current_turn"
 """Returns the running turn's ``AgentState``, or null between turns."""
+# A session answers STEPS_QUERY too: the running turn's steps, else the last turn's (while this
+# workflow run holds it in memory: not across continue-as-new or a worker's cache eviction).
 
 # ---------------------------------------------------------------- approvals (AgentWorkflow and SessionWorkflow)
 APPROVE_UPDATE = "approve"

@@ -163,6 +163,8 @@ class SessionState(BaseModel):
     steps: int = 0
     violations: int = 0
     cost_usd: float = 0.0
+    mode: Literal["tools", "code"] = "tools"
+    """The spec's mode (code mode: a step's content is its program)."""
 
 
 class SessionOutcome(BaseModel):

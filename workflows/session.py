@@ -25,7 +25,7 @@ from temporalio import workflow
 from temporalio.exceptions import ApplicationError, FailureError
 
 with workflow.unsafe.imports_passed_through():
-    from ..contracts import AgentState, Message, ToolSchema
+    from ..contracts import AgentState, Message, Step, ToolSchema
     from ..contracts.code.program import ReplMemory
     from ..contracts.code.variables import variables_note
     from ..contracts.approvals import ApprovalRecord, PendingApproval
@@ -40,6 +40,7 @@ with workflow.unsafe.imports_passed_through():
         REJECT_UPDATE,
         SESSION_WORKFLOW,
         STATE_QUERY,
+        STEPS_QUERY,
         TURN_UPDATE,
         TURNS_QUERY,
     )
@@ -78,6 +79,8 @@ class SessionWorkflow:
         self.carry = inp.carried or SessionCarry(created_at=now, last_activity=now)
         self.tools: list[ToolSchema] | None = None
         self.current: AgentRun | None = None
+        self.last_steps: list[Step] = []
+        """The steps of the turn that ended last, for the ``steps`` query (memory only; never carried)."""
         self.current_turn: int | None = None
         self.closed_reason: str | None = None
         self.approvals = ApprovalDesk()
@@ -209,6 +212,8 @@ class SessionWorkflow:
         carry.cost_usd += summary.cost_usd
         carry.turns = [*carry.turns, summary][-self.inp.session.turns_kept :]
         carry.last_activity = workflow.now()
+        if self.current is not None:
+            self.last_steps = self.current.result.steps
         self.current, self.current_turn = None, None
         self.activity += 1
         self.visibility.totals(
@@ -279,11 +284,17 @@ class SessionWorkflow:
             steps=self.carry.steps,
             violations=self.carry.violations,
             cost_usd=self.carry.cost_usd,
+            mode=self.inp.spec.mode,
         )
 
     @workflow.query(name=TURNS_QUERY)
     def turns(self) -> list[TurnSummary]:
         return list(self.carry.turns)
+
+    @workflow.query(name=STEPS_QUERY)
+    def steps(self, since: int = 0) -> list[Step]:
+        """The running turn's steps from index ``since`` on, else the last turn's (while this run holds it)."""
+        return (self.current.result.steps if self.current is not None else self.last_steps)[since:]
 
     @workflow.query(name=CURRENT_TURN_QUERY)
     def current_turn_state(self) -> AgentState | None:

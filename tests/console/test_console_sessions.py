@@ -58,6 +58,8 @@ async def test_a_sessions_page_streams_a_turn_sent_from_it_and_lists_it_when_it_
 
         after = await until(lambda: _text_with(web, f"/sessions/{sid}", "tell me a story"))
         assert "&lt;b&gt;watched&lt;/b&gt;" in after and "<b>watched</b>" not in after
+        # The turn's timeline (the session's steps query): its one step, the final answer.
+        assert "Turn 2: timeline" in after and 'id="step-0"' in after and "final answer" in after
 
 
 async def test_a_busy_or_closed_session_answers_the_form_in_words(client, settings, scripted):
