@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 import secrets
 from collections import OrderedDict
+from dataclasses import dataclass
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -290,10 +291,15 @@ class Console:
         return Starlette(routes=routes)
 
 
+@dataclass(frozen=True)
 class _Totals:
-    def __init__(self, *, steps: int | None, tokens: int | None, cost_usd: float | None, violations: int | None,
-                 model: str) -> None:
-        self.steps, self.tokens, self.cost_usd, self.violations, self.model = steps, tokens, cost_usd, violations, model
+    """The numbers at the top of a run's or session's page."""
+
+    steps: int | None
+    tokens: int | None
+    cost_usd: float | None
+    violations: int | None
+    model: str
 
 
 def _run_totals(view: reads.RunView) -> _Totals:

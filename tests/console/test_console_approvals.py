@@ -109,6 +109,11 @@ async def test_a_decision_without_the_pages_csrf_field_is_refused_and_changes_no
             stolen = await stranger.post("/approvals/decide", data={**form, "csrf": csrf_of(page)})
 
         assert [r.status_code for r in (missing, forged, cross_site, stolen)] == [403, 403, 403, 403]
+        odd = await web.post("/approvals/decide", data={**form, "csrf": csrf_of(page), "decision": "maybe"})
+        assert "lacked the call or the decision" in (await web.get(odd.headers["location"])).text
+        offsite = await web.post("/approvals/decide", data={
+            **form, "csrf": csrf_of(page), "decision": "explode", "back": "https://evil.example/"})
+        assert offsite.headers["location"].startswith("/approvals?flash=")  # never redirected off the console
         assert "Reload the page" in missing.text
         assert (await wait_pending(client, handle.id)).approval_id == pending.approval_id  # still waiting
         await handle.cancel()
