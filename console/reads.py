@@ -70,6 +70,8 @@ class Filters:
     kind: str = ""
     spec: str = ""
     since: str = ""
+    waiting: str = ""
+    """``1``: only runs and sessions with a call waiting for approval."""
 
     @classmethod
     def parse(cls, params: dict[str, str]) -> Filters:
@@ -83,7 +85,10 @@ class Filters:
             raise BadFilter(f"unknown time window {since!r}; one of {', '.join(SINCE)}")
         if spec and not _SPEC_NAME.match(spec):
             raise BadFilter("a spec name has letters, digits, spaces and . _ : / - only")
-        return cls(status, kind, spec, since)
+        waiting = params.get("waiting", "")
+        if waiting not in ("", "1"):
+            raise BadFilter("waiting is 1 or absent")
+        return cls(status, kind, spec, since, waiting)
 
     def query(self, now: datetime) -> str:
         """The visibility query: only values checked by ``parse``, quoted."""
@@ -93,6 +98,8 @@ class Filters:
             parts.append(f"ExecutionStatus = '{STATUSES[self.status]}'")
         if self.spec:
             parts.append(f"{SA_SPEC} = '{self.spec}'")
+        if self.waiting:
+            parts.append(f"{SA_AWAITING_APPROVAL} = true")
         if self.since:
             start = (now - SINCE[self.since]).astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
             parts.append(f"StartTime > '{start}'")

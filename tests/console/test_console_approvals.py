@@ -23,6 +23,7 @@ async def test_the_inbox_lists_a_waiting_call_with_its_arguments_and_an_approval
         handle = await start_run(client, settings.task_queue, tools=["refund"], name="refunds")
         pending = await wait_pending(client, handle.id)
         assert await until(lambda: awaiting(client, handle.id)) is True
+        assert handle.id in (await web.get("/runs", params={"waiting": "1"})).text
 
         inbox = await until(lambda: _page_with(web, "/approvals", pending.approval_id))
         assert "refund" in inbox and "A-17" in inbox and "40.0" in inbox and handle.id in inbox
