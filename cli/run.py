@@ -14,7 +14,7 @@ from ..contracts.names import PIPELINE_WORKFLOW
 from ..contracts.composition.pipeline_run import PipelineResult, pipeline_input
 from ..contracts.config.settings import WorkerSettings
 from ..client.pipeline_files import load_pipeline_file
-from .report import print_progress, print_result
+from ..client.report import print_progress, print_result
 from ..client.runs import follow, start_agent_run
 from ..client.spec_files import load_spec
 from ..client.dev_server import embedded_temporal
