@@ -24,16 +24,12 @@ from dataclasses import dataclass, field
 from starlette.requests import Request
 
 from ..contracts.config.settings import ConsoleSettings
-from ..contracts.errors import AgentStepsError
+from ..contracts.errors import ConsoleConfigError
 
 BROWSER_COOKIE = "agentsteps_console_browser"
 AUTH_COOKIE = "agentsteps_console_auth"
 NAME_COOKIE = "agentsteps_console_name"
 CSRF_FIELD = "csrf"
-
-
-class ConsoleConfigError(AgentStepsError):
-    """The console's settings would expose it (bound beyond loopback without a token or an auth proxy)."""
 
 
 def is_loopback(host: str) -> bool:

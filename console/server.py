@@ -31,6 +31,8 @@ async def running_console(
     config = uvicorn.Config(
         build_app(client, settings, prices), host=settings.host, port=settings.port, log_level="warning",
         access_log=False, lifespan="off", proxy_headers=False,
+        # A browser's open event stream must not hold a stop (dev's Ctrl-C, a test's end) for long.
+        timeout_graceful_shutdown=2,
     )
     server = _Server(config)
     task = asyncio.create_task(server.serve())
