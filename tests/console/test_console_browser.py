@@ -18,7 +18,6 @@ from pathlib import Path
 import pytest
 
 from agentsteps.client.sessions import send_turn
-from agentsteps.contracts.code.program import ReplMemory, VariableInfo  # noqa: F401 - the variables table's type
 from agentsteps.contracts.session import SessionConfig
 from agentsteps.worker import running_worker
 
@@ -199,8 +198,20 @@ async def test_the_runs_list_and_a_session_with_its_live_answer_at_desktop_and_p
         partial = await in_thread(send_and_watch)
         assert partial.startswith("Once upon")
 
-        def login_page() -> None:
-            open_page(chrome, f"{url}/login")
-            shoot(chrome, "login-or-redirect")
 
-        await in_thread(login_page)
+async def test_signing_in_with_the_token_in_the_browser(chrome, client):
+    from pydantic import SecretStr
+
+    async with console(client, token=SecretStr("browser-token-123")) as url:
+
+        def sign_in() -> str:
+            chrome.delete_all_cookies()
+            open_page(chrome, f"{url}/runs")
+            assert "/login" in chrome.current_url
+            shoot(chrome, "login")
+            chrome.find_element(By.ID, "token").send_keys("browser-token-123")
+            chrome.find_element(By.CSS_SELECTOR, "form button").click()
+            WebDriverWait(chrome, 20).until(lambda d: "/runs" in d.current_url)
+            return chrome.find_element(By.TAG_NAME, "h1").text
+
+        assert await in_thread(sign_in) == "Runs and sessions"
