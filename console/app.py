@@ -217,7 +217,7 @@ class Console:
             back=present.link(view.row),
             links=self._links(view.row, totals.model), live_status=view.state.last_step if view.state else "",
             handled=lambda s: present.handled(s, view.result, view.steps), reprompt=present.reprompt,
-            code_mode=_code_mode(view),
+            mode=_mode(view),
         )
 
     async def session(self, request: Request) -> Response:
@@ -239,7 +239,7 @@ class Console:
             live_status=st.status if st else "",
             timeline_turn=(st.current_turn or st.turns) if st else None,
             handled=lambda s: present.handled(s, None, view.steps), reprompt=present.reprompt,
-            code_mode=bool(st and st.mode == "code"),
+            mode=st.mode if st else "",
             stream_url=f"/sessions/{quote(view.row.workflow_id, safe='')}/stream",
         )
 
@@ -317,10 +317,10 @@ def _run_totals(view: reads.RunView) -> _Totals:
     return _Totals(steps=row.steps, tokens=row.tokens, cost_usd=row.cost_usd, violations=row.violations, model=row.model)
 
 
-def _code_mode(view: reads.RunView) -> bool:
+def _mode(view: reads.RunView) -> str:
     if view.result is not None:
-        return view.result.mode == "code"
-    return view.state is not None and view.state.mode == "code"
+        return view.result.mode
+    return view.state.mode if view.state is not None else ""
 
 
 def _local(target: str) -> str:

@@ -118,6 +118,8 @@ class Step(BaseModel):
     """From ``started_at`` to the step's record: the model call, then its tool calls (or its program)."""
     cost_usd: float = 0.0
     """The step's model call priced by the worker's price table (0 for unpriced models)."""
+    program: str | None = None
+    """Code mode: the program the model wrote in this step (``content`` is then what it returned)."""
 
 
 class Degradation(BaseModel):

@@ -49,6 +49,10 @@ with workflow.unsafe.imports_passed_through():
     from .run_state import Features, RunConfig, RunProgress
 
 
+PROGRAM_KEPT = 20_000
+"""Characters of a step's program kept on its record (the console shows it)."""
+
+
 class BudgetRefused(Exception):
     """A model call that would not fit the token budget with every call in flight; nothing was sent."""
 
@@ -300,6 +304,8 @@ class AgentRun:
         response: LLMResponse,
         records: list[ToolCallRecord],
         started: datetime,
+        *,
+        program: str | None = None,
     ) -> None:
         self.result.steps.append(
             Step(
@@ -314,6 +320,7 @@ class AgentRun:
                 started_at=started,
                 seconds=seconds_since(started),
                 cost_usd=response.cost_usd,
+                program=program[:PROGRAM_KEPT] if program else None,
             )
         )
         workflow_metrics.record_step(self.config.mode, seconds_since(started))

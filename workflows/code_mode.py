@@ -129,7 +129,7 @@ async def run_code_mode(run: AgentRun, history: list[Message]) -> AgentResult:
             workflow_metrics.record_check(CONTRACT, "post", violations)
         if violations:
             checked = response.model_copy(update={"violations": violations})
-            run.record_step(index, "assistant", checked, records, started)
+            run.record_step(index, "assistant", checked, records, started, program=program)
             note = run.effects_note(lambda tool: python_names.get(tool, tool))
             next_history = run.after_violation(index, ladder, checked, history, accepted, note)
             if next_history is None:
@@ -140,7 +140,7 @@ async def run_code_mode(run: AgentRun, history: list[Message]) -> AgentResult:
         final = response.model_copy(
             update={"message": Message(role="assistant", content=capped_view(value, status.output, status.output_dropped))}
         )
-        run.record_step(index, "final", final, records, started)
+        run.record_step(index, "final", final, records, started, program=program)
         repl = status.repl if run.repl is not None else None
         return run.finish([*history, final.message], response.model or ladder.current.model, value, repl=repl)
 

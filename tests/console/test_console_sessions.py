@@ -89,3 +89,31 @@ async def test_a_busy_or_closed_session_answers_the_form_in_words(client, settin
 async def _text_with(web, path: str, needle: str) -> str | None:
     text = (await web.get(path)).text
     return text if needle in text else None
+
+
+async def test_a_code_mode_sessions_page_lists_its_variables_with_type_and_size_and_the_program(
+    temporal_env, scripted, tmp_path
+):
+    import uuid
+
+    from agentsteps.client.sessions import continue_session
+    from agentsteps.contracts.names import SESSION_WORKFLOW
+    from agentsteps.contracts.session import SessionInput
+    from code_mode_support import code_worker, connect_with_store, worker_settings
+    from test_code_mode_e2e import code_spec, program_reply
+
+    program = 'names = ["ana", "bo", "cy"]\nnote = "kept <for> later"\nlen(names)\n'
+    scripted.set_script({"default": program_reply(program)})
+    settings = worker_settings(tmp_path / "state", f"cs-{uuid.uuid4().hex[:8]}", scripted.url_openai)
+    client = await connect_with_store(temporal_env.client.service_client.config.target_host, settings)
+    sid = f"console-code-{uuid.uuid4().hex[:8]}"
+    async with code_worker(client, settings), console(client) as url, browser(url) as web:
+        await client.start_workflow(SESSION_WORKFLOW, SessionInput(spec=code_spec(tools=[])), id=sid,
+                                    task_queue=settings.task_queue)
+        result = await continue_session(client, sid, "remember three names")
+        assert result.output == 3
+        page = (await web.get(f"/sessions/{sid}")).text
+    variables = page[page.index('id="variables"'):]
+    assert "<code>names</code>" in variables and ">list<" in variables and ">3<" in variables
+    assert "<code>note</code>" in variables and ">str<" in variables and ">16<" in variables
+    assert 'class="program"' in page and "names = [" in page  # the turn's timeline shows the program
