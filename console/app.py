@@ -102,7 +102,7 @@ class Console:
                 _log.exception("console page %s failed", request.url.path)
                 response = self.render(
                     request, "message.html", heading="Something went wrong", tone="bad", status=500,
-                    text="The console could not build this page; its log says why. Nothing was changed.",
+                    text="The console could not build this page; its log says why.",
                 )
             return self._finish(request, response)
 
