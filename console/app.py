@@ -236,7 +236,7 @@ class Console:
         return self.render(
             request, "session.html", nav="runs", view=view, r=view.row, totals=totals, back=present.link(view.row),
             waiting=[reads.Waiting(view.row, p) for p in view.pending], links=self._links(view.row, view.row.model),
-            live_status=st.status if st else "",
+            status_label=_SESSION_STATUS.get(st.status, "") if st and view.row.status == "running" else "",
             timeline_turn=(st.current_turn or st.turns) if st else None,
             handled=lambda s: present.handled(s, None, view.steps), reprompt=present.reprompt,
             mode=st.mode if st else "",
@@ -289,6 +289,9 @@ class Console:
             Route("/sessions/{workflow_id}", self.page(self.session)),
         ]
         return Starlette(routes=routes)
+
+
+_SESSION_STATUS = {"idle": "open, idle", "running": "open, a turn is running", "closed": "closing"}
 
 
 @dataclass(frozen=True)
