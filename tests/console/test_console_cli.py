@@ -38,3 +38,29 @@ async def test_agentsteps_console_serves_on_its_port_and_refuses_an_exposed_bind
     )
     _, err = await asyncio.wait_for(exposed.communicate(), 60)
     assert exposed.returncode != 0 and b"AGENTSTEPS_CONSOLE_TOKEN" in err
+
+
+async def test_agentsteps_dev_serves_the_console_beside_its_worker(temporal_env, tmp_path):
+    address = temporal_env.client.service_client.config.target_host
+    port = free_port()
+    env = {
+        **os.environ, "TEMPORAL_ADDRESS": address, "AGENTSTEPS_STATE_DIR": str(tmp_path),
+        "AGENTSTEPS_METRICS_PORT": str(free_port()), "AGENTSTEPS_TASK_QUEUE": f"dev-{port}",
+        "AGENTSTEPS_GRACEFUL_SHUTDOWN_SECONDS": "1",
+    }
+    process = await asyncio.create_subprocess_exec(
+        AGENTSTEPS, "dev", "--console-port", str(port), env=env,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )
+    try:
+        banner = ""
+        while "Ctrl-C" not in banner:
+            line = (await asyncio.wait_for(process.stdout.readline(), 90)).decode()
+            assert line, f"dev stopped: {(await process.stderr.read()).decode()[-2000:]}"
+            banner += line
+        assert f"Console:         http://127.0.0.1:{port}" in banner
+        async with browser(f"http://127.0.0.1:{port}") as web:
+            assert (await web.get("/approvals")).status_code == 200
+    finally:
+        process.send_signal(signal.SIGTERM)
+        assert await asyncio.wait_for(process.wait(), 60) == 0
