@@ -69,6 +69,8 @@ class Console:
         async def wrapped(request: Request) -> Response:
             request.state.new_browser_id = "" if request.cookies.get(BROWSER_COOKIE) else new_browser_id()
             request.state.nonce = secrets.token_urlsafe(16)
+            if not self.guard.host_ok(request):
+                return self._finish(request, Response("this console answers at its loopback address only", status_code=403))
             if not self.guard.allowed(request) and (request.url.path != "/login" or self.guard.proxied):
                 if self.guard.proxied:
                     response: Response = self.render(

@@ -7,6 +7,10 @@
 | anything             | ``proxy_user_header``    | the deployment's auth proxy set that header      |
 | not loopback         | neither                  | never: the console refuses to start              |
 
+Without a token or a proxy, a request must also name a loopback ``Host``
+(``127.0.0.1``, ``localhost``, ``[::1]``): another site's page whose name
+resolves to 127.0.0.1 (DNS rebinding) gets nothing.
+
 CSRF: every page gets a random browser id (an HttpOnly, SameSite=Strict
 cookie); every form carries ``HMAC(secret, browser id)``; a POST whose field
 does not match, or whose ``Origin`` is another site, is refused. The secret is
@@ -55,6 +59,16 @@ def check_binding(settings: ConsoleSettings) -> None:
 class Guard:
     settings: ConsoleSettings
     secret: bytes = field(default_factory=lambda: secrets.token_bytes(32))
+
+    # ------------------------------------------------------------ where
+    def host_ok(self, request: Request) -> bool:
+        """Without a token or a proxy, only a loopback ``Host``: a page on another site whose name
+        resolves to 127.0.0.1 (DNS rebinding) must not read or drive this console."""
+        if self.settings.token is not None or self.settings.proxy_user_header:
+            return True
+        host = request.headers.get("host", "")
+        name = host.rsplit(":", 1)[0] if not host.startswith("[") else host.split("]", 1)[0] + "]"
+        return is_loopback(name.strip("[]"))
 
     # ------------------------------------------------------------ who
     def auth_cookie_value(self) -> str:

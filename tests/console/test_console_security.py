@@ -70,3 +70,15 @@ async def test_behind_an_auth_proxy_the_proxys_user_is_the_approver(client, sett
             })
             [record] = (await handle.result()).approvals
             assert record.approver == "lee@example.com"
+
+
+async def test_without_a_token_only_a_loopback_host_name_is_answered(client):
+    """DNS rebinding: another site's name resolving to 127.0.0.1 reaches the socket, but not the pages."""
+    async with console(client) as url, browser(url) as web:
+        port = url.rsplit(":", 1)[1]
+        assert (await web.get("/runs", headers={"Host": f"rebound.evil.example:{port}"})).status_code == 403
+        for host in (f"127.0.0.1:{port}", f"localhost:{port}", "127.0.0.1"):
+            assert (await web.get("/runs", headers={"Host": host})).status_code == 200, host
+    async with console(client, token=SecretStr("t")) as url, browser(url) as web:
+        # With a token the name does not matter (a proxy or ingress names it); the token does.
+        assert (await web.get("/runs", headers={"Host": "console.example", "Authorization": "Bearer t"})).status_code == 200
