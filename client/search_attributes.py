@@ -11,6 +11,7 @@ start polling without them. ``ensure_search_attributes``:
 | lacks some, and refuses to add them    | ``DeploymentConfigError`` naming the commands     |
 | has one with another type              | ``DeploymentConfigError``                         |
 | cannot list them (time-skipping server)| added where it accepts them, else left as it is   |
+| may not list them (restricted key)     | a warning naming the commands; the worker starts  |
 """
 
 from __future__ import annotations
@@ -68,7 +69,19 @@ async def missing_search_attributes(client: Client, namespace: str) -> dict[str,
 
 async def ensure_search_attributes(client: Client, namespace: str) -> None:
     """Before a worker polls: every ``AgentSteps*`` attribute exists, or a clear refusal to start."""
-    missing = await missing_search_attributes(client, namespace)
+    try:
+        missing = await missing_search_attributes(client, namespace)
+    except RPCError as exc:
+        if exc.status not in (RPCStatusCode.PERMISSION_DENIED, RPCStatusCode.UNAUTHENTICATED):
+            raise
+        # Credentials that may run workflows but not read the namespace's schema: say what must exist.
+        commands = "\n  ".join(create_commands(namespace))
+        print(
+            f"could not check the search attributes of namespace {namespace!r} ({exc.message}); runs fail their "
+            f"workflow tasks unless these exist:\n  {commands}",
+            file=sys.stderr,
+        )
+        return
     if missing == {}:
         return
     todo = SEARCH_ATTRIBUTES if missing is None else missing
