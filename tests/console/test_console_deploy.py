@@ -61,3 +61,14 @@ def test_k8s_runs_the_console_as_a_client_with_a_token_from_a_secret_or_an_auth_
 
     kustomization = yaml.safe_load((DEPLOY / "k8s" / "kustomization.yaml").read_text())
     assert {"console-deployment.yaml", "console-service.yaml"} <= set(kustomization["resources"])
+
+
+def test_the_grafana_links_name_the_dashboard_deploy_ships():
+    import json
+
+    from agentsteps.console.present import GRAFANA_DASHBOARD
+
+    dashboard = json.loads((DEPLOY / "grafana" / "dashboards" / "agentsteps.json").read_text())
+    assert dashboard["uid"] == GRAFANA_DASHBOARD
+    variables = {v["name"] for v in dashboard["templating"]["list"]}
+    assert {"namespace", "model"} <= variables  # the link's var-namespace and var-model
