@@ -135,7 +135,7 @@ async def test_in_code_mode_the_inbox_shows_the_program_making_the_call_and_esca
     from agentsteps.contracts import AgentInput, AgentResult
     from agentsteps.contracts.names import AGENT_WORKFLOW
     from code_mode_support import code_worker, connect_with_store, worker_settings
-    from test_code_mode_e2e import code_spec, program_reply
+    from console_support import code_spec, program_reply
 
     program = '# close it </pre><script>window.__pwned=1</script>\nr = await tickets_close(id=7)\nr["id"]\n'
     scripted.set_script({"default": program_reply(program)})

@@ -5,10 +5,13 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
 import yaml
 
 from agentsteps.client.settings import _ENV_FIELDS, load_settings
 from agentsteps.console import check_binding
+
+pytestmark = pytest.mark.fast  # pure and quick: in `make test-fast`
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 CONSOLE_PORT = 8234

@@ -100,7 +100,7 @@ async def test_a_code_mode_sessions_page_lists_its_variables_with_type_and_size_
     from agentsteps.contracts.names import SESSION_WORKFLOW
     from agentsteps.contracts.session import SessionInput
     from code_mode_support import code_worker, connect_with_store, worker_settings
-    from test_code_mode_e2e import code_spec, program_reply
+    from console_support import code_spec, program_reply
 
     program = 'names = ["ana", "bo", "cy"]\nnote = "kept <for> later"\nlen(names)\n'
     scripted.set_script({"default": program_reply(program)})

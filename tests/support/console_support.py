@@ -70,3 +70,14 @@ def csrf_of(html: str) -> str:
 def browser(url: str) -> httpx.AsyncClient:
     """A client that keeps cookies, as a browser does, and never follows redirects by itself."""
     return httpx.AsyncClient(base_url=url, timeout=20)
+
+
+def program_reply(code: str) -> dict[str, Any]:
+    """A scripted model answer holding a code-mode program."""
+    return {"content": f"Here is the program.\n```python\n{code}```\n"}
+
+
+def code_spec(**overrides: Any):
+    """A code-mode spec on the code-mode test worker's tools (``code_mode_support``)."""
+    return make_spec(**{"name": "code-test", "mode": "code", "max_steps": 4, "reprompt_budget": 1,
+                        "tools": ["tickets.list", "tickets.nudge", "wait"], **overrides})
