@@ -34,6 +34,7 @@ from .activities.sandbox.snapshots import previous_snapshot_keys
 from .activities.tools.registry import ToolRegistry
 from .activities.tools.source import ToolSource
 from .activities.tools.activities import ToolActivities
+from .client.search_attributes import ensure_search_attributes
 from .client.settings import load_mcp_config, secret_sources
 from .contracts.config.settings import DEMO_TOOL_FACTORIES, WorkerSettings
 from .contracts.errors import DeploymentConfigError
@@ -263,6 +264,8 @@ async def running_worker(
     ``extra_workflows`` (benchmarks, tests) run beside the engine's own on the same task queue;
     ``worker_options`` go to ``temporalio.worker.Worker`` (e.g. ``max_cached_workflows``).
     """
+    # Runs upsert the AgentSteps* search attributes: a namespace without them would fail every run's task.
+    await ensure_search_attributes(client, client.namespace)
     # Providers never retry; Temporal owns retries, so the transport must not.
     store = build_payload_store(settings)
     sandbox = build_sandbox(settings, store)

@@ -11,6 +11,7 @@ from temporalio.client import Client
 
 from ..contracts.config.settings import WorkerSettings
 from ..client.dev_server import embedded_temporal
+from ..console import running_console
 from ..telemetry.server import start_metrics_server
 from ..worker import build_mcp, check_deployment, connect, running_worker, settle_heap
 
@@ -56,14 +57,20 @@ async def _serve(client: Client, settings: WorkerSettings, banner: list[str]) ->
 async def run_dev(settings: WorkerSettings) -> int:
     async with embedded_temporal(settings) as temporal:
         client = await connect(settings, temporal.address)
-        banner = [f"Temporal server: {temporal.address}"]
-        if temporal.ui_url:
-            banner.append(f"Temporal UI:     {temporal.ui_url}")
-        banner += [
-            f"Metrics:         http://localhost:{settings.metrics_port}/metrics",
-            f"Worker polling task queue {settings.task_queue!r}. Ctrl-C to stop.",
-        ]
-        await _serve(client, settings, banner)
+        console = settings.console
+        if console.temporal_ui_url is None and temporal.ui_url:
+            console = console.model_copy(update={"temporal_ui_url": temporal.ui_url})
+        # Before the worker, so a refused binding (beyond loopback, no token) stops dev at once.
+        async with running_console(client, console, settings.prices) as console_url:
+            banner = [f"Temporal server: {temporal.address}"]
+            if temporal.ui_url:
+                banner.append(f"Temporal UI:     {temporal.ui_url}")
+            banner += [
+                f"Console:         {console_url}",
+                f"Metrics:         http://localhost:{settings.metrics_port}/metrics",
+                f"Worker polling task queue {settings.task_queue!r}. Ctrl-C to stop.",
+            ]
+            await _serve(client, settings, banner)
     return 0
 
 

@@ -60,7 +60,11 @@ def _parser() -> argparse.ArgumentParser:
         return p
 
     command("demo", _demo, "Run the demo on the embedded stack (offline scripted model without an API key).")
-    command("dev", _dev, "Keep the embedded stack running: Temporal server, UI and a worker.")
+    dev = command("dev", _dev, "Keep the embedded stack running: Temporal server, UI, the console and a worker.")
+    dev.add_argument("--console-port", type=int, help="the console's port (default 8234)")
+    console = command("console", _console, "Serve the web console: approvals, runs, sessions (docs/console.md).")
+    console.add_argument("--port", type=int, help="port (default 8234)")
+    console.add_argument("--host", help="address to bind (default 127.0.0.1; anything else needs a token or an auth proxy)")
     command("worker", _worker, "Run a worker against TEMPORAL_ADDRESS (production).")
 
     run = command("run", _run, "Start an agent run or a pipeline, show its progress and print the result.")
@@ -135,7 +139,21 @@ def _demo(args: argparse.Namespace) -> int:
 def _dev(args: argparse.Namespace) -> int:
     from .dev import run_dev
 
-    return asyncio.run(run_dev(_settings(args)))
+    return asyncio.run(run_dev(_console_settings(args, port=args.console_port)))
+
+
+def _console(args: argparse.Namespace) -> int:
+    from .console import run_console
+
+    return asyncio.run(run_console(_console_settings(args, port=args.port, host=args.host)))
+
+
+def _console_settings(args: argparse.Namespace, *, port: int | None = None, host: str | None = None):
+    settings = _settings(args)
+    update = {k: v for k, v in (("port", port), ("host", host)) if v is not None}
+    if update:
+        settings = settings.model_copy(update={"console": settings.console.model_copy(update=update)})
+    return settings
 
 
 def _worker(args: argparse.Namespace) -> int:

@@ -20,6 +20,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
 from ..contracts.config.settings import WorkerSettings
+from ..contracts.names import SEARCH_ATTRIBUTES
 
 DEV_SERVER_PORT = 7233
 UI_PORT = 8233
@@ -31,11 +32,16 @@ TRANSFER_POLL_RPS = 10_000
 
 def dev_server_args() -> list[str]:
     """Extra ``temporal server start-dev`` arguments every embedded server gets
-    (demo, ``agentsteps dev``, tests, benchmarks): lift the transfer-task poll cap."""
-    return [
+    (demo, ``agentsteps dev``, tests, benchmarks): lift the transfer-task poll cap, register the
+    engine's search attributes."""
+    args = [
         "--dynamic-config-value", f"history.transferProcessorMaxPollRPS={TRANSFER_POLL_RPS}",
         "--dynamic-config-value", f"history.transferProcessorMaxPollHostRPS={TRANSFER_POLL_RPS}",
     ]
+    # The console lists runs by these (runs upsert them; workers check them at start).
+    for name, kind in SEARCH_ATTRIBUTES.items():
+        args += ["--search-attribute", f"{name}={kind}"]
+    return args
 
 
 @dataclass(frozen=True)

@@ -49,6 +49,12 @@ _ENV_FIELDS: dict[str, tuple[str, ...]] = {
     "AGENTSTEPS_MAX_CONCURRENT_WORKFLOW_TASKS": ("max_concurrent_workflow_tasks",),
     "AGENTSTEPS_MAX_CACHED_WORKFLOWS": ("max_cached_workflows",),
     "AGENTSTEPS_REQUIRED_PROVIDERS": ("required_providers",),
+    "AGENTSTEPS_CONSOLE_HOST": ("console", "host"),
+    "AGENTSTEPS_CONSOLE_PORT": ("console", "port"),
+    "AGENTSTEPS_CONSOLE_TOKEN": ("console", "token"),
+    "AGENTSTEPS_CONSOLE_PROXY_USER_HEADER": ("console", "proxy_user_header"),
+    "AGENTSTEPS_TEMPORAL_UI_URL": ("console", "temporal_ui_url"),
+    "AGENTSTEPS_GRAFANA_URL": ("console", "grafana_url"),
     "AGENTSTEPS_PAYLOAD_S3_BUCKET": ("payload_store", "s3_bucket"),
     "AGENTSTEPS_PAYLOAD_S3_PREFIX": ("payload_store", "s3_prefix"),
     # The usual AWS variables, the more specific one last so it wins.

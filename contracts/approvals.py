@@ -30,6 +30,14 @@ class PendingApproval(BaseModel):
     reason: str
     requested_at: datetime
     expires_at: datetime
+    model_text: str = ""
+    """What the model wrote beside the call (tool mode), capped; the approver reads it as context."""
+    program: str = ""
+    """Code mode: the program that made the call, capped."""
+    input_schema: dict[str, Any] | None = None
+    """The tool's input schema, so a console can show each argument as the tool describes it."""
+    description: str = ""
+    """The tool's own description."""
 
 
 class ApprovalDecision(BaseModel):

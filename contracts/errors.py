@@ -22,8 +22,8 @@
     ├── SnapshotIntegrityError     a code-mode snapshot is missing, altered or signed with another key
     ├── PayloadIntegrityError      stored payload bytes no longer match their content address
     │   └── PayloadMissingError        a payload is not in (or not readable from) this worker's store
-    ├── DeploymentConfigError      a worker on a cluster without a shared payload store or snapshot key;
-    │                              an llm.call worker older than its workflow worker
+    ├── DeploymentConfigError      a worker on a cluster without a shared payload store or snapshot key
+    │   └── ConsoleConfigError         the console bound beyond loopback with no token and no auth proxy
     ├── InvalidProgramResume       a snapshot cannot take the outcomes it was resumed with
     ├── MonitorScanError           the monitor's scan program failed or returned a malformed value
     ├── ApprovalError              an approve/reject names no waiting call, one already decided, or is malformed
@@ -184,6 +184,10 @@ class PayloadMissingError(PayloadIntegrityError):
 
 class DeploymentConfigError(AgentStepsError):
     """The worker's deployment settings cannot keep runs safe (raised before it starts)."""
+
+
+class ConsoleConfigError(DeploymentConfigError):
+    """The console's settings would expose it: bound beyond loopback without a token or an auth proxy."""
 
 
 class InvalidProgramResume(AgentStepsError):

@@ -53,6 +53,8 @@ TURNS_QUERY = "turns"
 """Returns ``list[TurnSummary]``."""
 CURRENT_TURN_QUERY = "current_turn"
 """Returns the running turn's ``AgentState``, or null between turns."""
+# A session answers STEPS_QUERY too: the running turn's steps, else the last turn's (while this
+# workflow run holds it in memory: not across continue-as-new or a worker's cache eviction).
 
 # ---------------------------------------------------------------- approvals (AgentWorkflow and SessionWorkflow)
 APPROVE_UPDATE = "approve"
@@ -102,6 +104,33 @@ after a refusal) and asks none of them, so a run pays one marker and one ``Tempo
 upsert instead of one of each per id (billable actions). New under it: a one-shot tool-mode run's
 first ``llm.call`` resolves its tool names (no ``tools.describe`` activity). Runs recorded before it ask the ids above
 where they always did. A command change after this release ships needs a new id."""
+SEARCH_ATTRIBUTES_PATCH = "agentsteps.search-attributes.1"
+"""Runs and sessions keep the ``AgentSteps*`` search attributes below up to date (a few upserts a
+run: start, approval asked/decided, end); runs started before replay without them."""
+
+# ---------------------------------------------------------------- search attributes (Temporal visibility)
+# Registered on the embedded dev server by ``client/dev_server.py``; on a cluster with
+# ``temporal operator search-attribute create`` (docs/deployment.md). The worker checks them at start.
+SA_SPEC = "AgentStepsSpec"
+SA_MODEL = "AgentStepsModel"
+SA_STEPS = "AgentStepsSteps"
+SA_TOKENS = "AgentStepsTokens"
+SA_VIOLATIONS = "AgentStepsViolations"
+SA_COST = "AgentStepsCostUsd"
+SA_AWAITING_APPROVAL = "AgentStepsAwaitingApproval"
+SA_LAST_ACTIVITY = "AgentStepsLastActivity"
+SEARCH_ATTRIBUTES: dict[str, str] = {
+    SA_SPEC: "Keyword",
+    SA_MODEL: "Keyword",
+    SA_STEPS: "Int",
+    SA_TOKENS: "Int",
+    SA_VIOLATIONS: "Int",
+    SA_COST: "Double",
+    SA_AWAITING_APPROVAL: "Bool",
+    SA_LAST_ACTIVITY: "Datetime",
+}
+"""Name -> Temporal's type name. The SQL visibility of the dev server allows 3 Int attributes per
+namespace: these take all three."""
 
 WORKFLOWS = (AGENT_WORKFLOW, PIPELINE_WORKFLOW, MONITOR_WORKFLOW, SESSION_WORKFLOW)
 ACTIVITIES = (LLM_CALL, LLM_CALL_RESOLVING_TOOLS, TOOLS_DESCRIBE, TOOLS_CALL, CODE_CHECK, CODE_START, CODE_RESUME, MONITOR_RECORD)
@@ -132,6 +161,16 @@ __all__ = [
     "RELEASE_PATCH",
     "SESSION_WORKFLOW",
     "REFUSAL_REPROMPTED_ONCE",
+    "SA_AWAITING_APPROVAL",
+    "SA_COST",
+    "SA_LAST_ACTIVITY",
+    "SA_MODEL",
+    "SA_SPEC",
+    "SA_STEPS",
+    "SA_TOKENS",
+    "SA_VIOLATIONS",
+    "SEARCH_ATTRIBUTES",
+    "SEARCH_ATTRIBUTES_PATCH",
     "STATE_QUERY",
     "STEPS_QUERY",
     "TOKEN_STREAM_PATCH",

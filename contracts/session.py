@@ -76,6 +76,8 @@ class TurnSummary(BaseModel):
     usage: Usage = Field(default_factory=Usage)
     started_at: datetime
     finished_at: datetime | None = None
+    violations: int = 0
+    cost_usd: float = 0.0
 
 
 class SessionCarry(BaseModel):
@@ -99,6 +101,10 @@ class SessionCarry(BaseModel):
     untold_effects: list[UntoldEffects] = Field(default_factory=list)
     """Effects of failed or cancelled turns since the last completed one (bounded): the next turn's model
     is told; a completed turn, whose conversation now says so, clears them."""
+    steps: int = 0
+    """Steps over every turn (the search attributes' totals)."""
+    violations: int = 0
+    cost_usd: float = 0.0
 
 
 class SessionInput(BaseModel):
@@ -179,6 +185,11 @@ class SessionState(BaseModel):
     untold_effects: list[UntoldEffects] = Field(default_factory=list)
     """Side effects of failed or cancelled turns that the conversation does not hold yet (the next
     turn's model is told of them)."""
+    steps: int = 0
+    violations: int = 0
+    cost_usd: float = 0.0
+    mode: Literal["tools", "code"] = "tools"
+    """The spec's mode (code mode: a step's content is its program)."""
 
 
 class SessionOutcome(BaseModel):

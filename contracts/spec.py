@@ -6,10 +6,12 @@ replay.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .approvals import ApprovalRecord
 from .code.program import ProgramLimits
 from .llm.request import ContextAction, ContextPolicy, LLMConfig, Usage
 from .violations import Violation
@@ -128,6 +130,14 @@ class Step(BaseModel):
     violations: list[Violation] = Field(default_factory=list)
     context: ContextAction | None = None
     """Set when the context policy compacted this step's request."""
+    started_at: datetime | None = None
+    """When the step's model call was scheduled (workflow time); unset in runs recorded before it."""
+    seconds: float | None = None
+    """From ``started_at`` to the step's record: the model call, then its tool calls (or its program)."""
+    cost_usd: float = 0.0
+    """The step's model call priced by the worker's price table (0 for unpriced models)."""
+    program: str | None = None
+    """Code mode: the program the model wrote in this step (``content`` is then what it returned)."""
 
 
 class Degradation(BaseModel):
@@ -153,6 +163,12 @@ class AgentResult(BaseModel):
     """The model that produced the final answer."""
     effects: list[EffectRecord] = Field(default_factory=list)
     """Side-effecting calls that took effect, in the order they completed."""
+    approvals: list[ApprovalRecord] = Field(default_factory=list)
+    """How each call that waited for a person was decided: by whom, when, with what note (one-shot runs)."""
+    mode: Literal["tools", "code"] = "tools"
+    """The spec's mode: in code mode a step's content is the program the model wrote."""
+    cost_usd: float = 0.0
+    """Every model call of the run priced by the worker's price table (0 for unpriced models)."""
     catalog_digest: str = ""
     """``sha256:`` digest of the tool schemas the run was given (``contracts.llm.tools.catalog_digest``);
     empty for runs recorded before it existed, or without tools."""
@@ -168,3 +184,4 @@ class AgentState(BaseModel):
     violations: int
     degradations: int
     last_step: StepKind | None = None
+    mode: Literal["tools", "code"] = "tools"

@@ -18,6 +18,7 @@ with workflow.unsafe.imports_passed_through():
     from .approvals import ApprovalDesk, ApprovalHandlers
     from .run_state import Features, RunProgress
     from .steps import check_key_scope, check_spec_but_tools, opening, resolves_tools_lazily, run_steps, spec_tools
+    from .visibility import Visibility
 
 
 @workflow.defn(name=AGENT_WORKFLOW)
@@ -26,6 +27,8 @@ class AgentWorkflow(ApprovalHandlers):
         # Made before the run has its tools: queries, the cancel signal and approval Updates read them from the start.
         self.progress = RunProgress()
         self.approvals = ApprovalDesk()
+        self.visibility = Visibility()
+        self.approvals.on_change = self.visibility.awaiting
 
     @workflow.run
     async def run(self, inp: AgentInput) -> AgentResult:
@@ -35,12 +38,22 @@ class AgentWorkflow(ApprovalHandlers):
             result = await self._run(inp)
         except BaseException as exc:
             result.status = "failed"
+            self._totals(result)
             if workflow_metrics.fails_the_run(exc):
                 reason = workflow_metrics.failure_reason(exc)
                 workflow_metrics.record_run("failed", seconds_since(started), len(result.steps), reason)
             raise
         workflow_metrics.record_run(result.status, seconds_since(started), len(result.steps))
+        self._totals(result)
         return result
+
+    def _totals(self, result: AgentResult) -> None:
+        """The run's decisions into its result, its totals into its search attributes (one upsert)."""
+        result.approvals = self.approvals.recent()
+        self.visibility.totals(
+            steps=len(result.steps), usage=result.usage, violations=len(result.violations),
+            cost_usd=result.cost_usd, model=result.model or self.progress.model,
+        )
 
     @workflow.query(name=STATE_QUERY)
     def state(self) -> AgentState:
@@ -58,7 +71,10 @@ class AgentWorkflow(ApprovalHandlers):
 
     async def _run(self, inp: AgentInput) -> AgentResult:
         spec = inp.spec
+        # Before the first command: whether this run keeps its search attributes (SEARCH_ATTRIBUTES_PATCH),
+        # then the features, in the order runs have always asked them.
         check_key_scope(inp.key_scope)
+        self.visibility.start(spec)
         # Before the first command. With CONVERSATION_REF_PATCH the conversation goes to the payload store as a
         # session's does, so a step's llm.call carries only what the step added; runs recorded without the
         # marker replay sending the whole history.

@@ -50,6 +50,10 @@ with workflow.unsafe.imports_passed_through():
     from .run_state import Features, RunConfig, RunProgress
 
 
+PROGRAM_KEPT = 20_000
+"""Characters of a step's program kept on its record (the console shows it)."""
+
+
 class BudgetRefused(Exception):
     """A model call that would not fit the token budget with every call in flight; nothing was sent."""
 
@@ -63,6 +67,7 @@ class AgentRun:
         # The schemas themselves are in history (the tools.describe result); the digest lets an audit compare
         # them with a catalog. Pure, no command: runs recorded before it replay unchanged.
         self.result.catalog_digest = catalog_digest(list(config.tools)) if config.tools else ""
+        self.result.mode = config.spec.mode
 
     @classmethod
     def one_shot(
@@ -194,6 +199,7 @@ class AgentRun:
             self.learn_tools(response.tools)
         if chain is not None and response.conversation is not None:
             chain.learn(request.messages, response.conversation)
+        self.result.cost_usd += response.cost_usd
         return response
 
     async def _reserved_call(
@@ -242,17 +248,19 @@ class AgentRun:
         scope: str,
         legacy_key: str,
         approval_id: str,
+        model_text: str = "",
+        program: str = "",
     ) -> ToolCallResult:
         """One tool call under the run's effect keys, after its approval if the tool requires one.
 
         A repeat of a completed effect is answered from the record, before any approval is asked:
         what already happened is not a person's decision to make again (and a rejection would tell the
         model it did not run). ``scope`` is prefixed with the run's own (a session's turn), so equal calls
-        in two turns are two effects.
+        in two turns are two effects. ``model_text`` or ``program`` is what an approver sees around the call.
         """
         policy = self.spec.tool_policy
         if self.effects is None:
-            rejected = await self.rejection(approval_id, call_id, name, arguments)
+            rejected = await self.rejection(approval_id, call_id, name, arguments, model_text=model_text, program=program)
             if rejected is not None:
                 return rejected
             return await call_tool(name, arguments, call_id=call_id, key=legacy_key, policy=policy)
@@ -263,7 +271,7 @@ class AgentRun:
         if done is not None and (not schema.requires_approval or self.features.recorded_not_reasked):
             self.emit("tool_call", tool=name, detail=f"answered from the record: {arguments[:460]}")
             return done
-        rejected = await self.rejection(approval_id, call_id, name, arguments)
+        rejected = await self.rejection(approval_id, call_id, name, arguments, model_text=model_text, program=program)
         if rejected is not None:
             return rejected
         if done is not None:
@@ -278,17 +286,22 @@ class AgentRun:
     def effects_note(self, python_name: Callable[[str], str] = str) -> str | None:
         return self.effects.note(python_name) if self.effects is not None else None
 
-    async def rejection(self, approval_id: str, call_id: str, tool: str, arguments: str) -> ToolCallResult | None:
+    async def rejection(
+        self, approval_id: str, call_id: str, tool: str, arguments: str, *, model_text: str = "", program: str = ""
+    ) -> ToolCallResult | None:
         """None when the call may run now; otherwise the tool error the model reads (rejected or timed out).
 
-        A tool that requires approval waits here for the ``approve`` / ``reject`` Update.
+        A tool that requires approval waits here for the ``approve`` / ``reject`` Update; the approver
+        sees ``model_text`` (what the model wrote beside the call) or the ``program`` making it.
         """
         schema = self.config.schemas.get(tool)
         # The patch is asked only where a gate would be added, so runs without such tools keep their commands.
         if schema is None or not schema.requires_approval or not self.features.approvals:
             self.emit("tool_call", tool=tool, detail=arguments[:500])
             return None
-        record = await self.config.approvals.gate(approval_id, schema, arguments, self.spec.approval_timeout_seconds)
+        record = await self.config.approvals.gate(
+            approval_id, schema, arguments, self.spec.approval_timeout_seconds, model_text=model_text, program=program
+        )
         self.emit("approval_decided", tool=tool, detail=f"{record.outcome} {record.approver}".strip())
         if record.outcome == "approved":
             self.emit("tool_call", tool=tool, detail=arguments[:500])
@@ -345,6 +358,8 @@ class AgentRun:
         response: LLMResponse,
         records: list[ToolCallRecord],
         started: datetime,
+        *,
+        program: str | None = None,
     ) -> None:
         self.result.steps.append(
             Step(
@@ -356,6 +371,10 @@ class AgentRun:
                 usage=response.usage,
                 violations=response.violations,
                 context=response.context,
+                started_at=started,
+                seconds=seconds_since(started),
+                cost_usd=response.cost_usd,
+                program=program[:PROGRAM_KEPT] if program else None,
             )
         )
         workflow_metrics.record_step(self.config.mode, seconds_since(started))

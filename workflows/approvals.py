@@ -31,6 +31,7 @@ with workflow.unsafe.imports_passed_through():
     from ..telemetry import workflow_metrics
 
 _DECIDED_KEPT = 200
+_CONTEXT_CHARS = 4000
 
 
 class ApprovalDesk:
@@ -39,6 +40,8 @@ class ApprovalDesk:
         self.decided: dict[str, ApprovalRecord] = {}
         self.on_request: Callable[[PendingApproval], None] | None = None
         """Called when a call starts waiting (the progress stream publishes it)."""
+        self.on_change: Callable[[bool], None] | None = None
+        """Called with "is any call waiting" when a call starts or stops waiting (search attributes)."""
 
     def remember(self, records: list[ApprovalRecord]) -> None:
         """Decisions carried over continue-as-new: a late second decision still gets "already decided"."""
@@ -49,7 +52,10 @@ class ApprovalDesk:
         """What a session carries over continue-as-new (at most the last 200 decisions)."""
         return list(self.decided.values())[-_DECIDED_KEPT:]
 
-    async def gate(self, approval_id: str, tool: ToolSchema, arguments: str, timeout_seconds: float) -> ApprovalRecord:
+    async def gate(
+        self, approval_id: str, tool: ToolSchema, arguments: str, timeout_seconds: float, *,
+        model_text: str = "", program: str = "",
+    ) -> ApprovalRecord:
         now = workflow.now()
         timeout = timedelta(seconds=timeout_seconds)
         pending = PendingApproval(
@@ -60,17 +66,25 @@ class ApprovalDesk:
             + (" (it has side effects)" if tool.side_effects else ""),
             requested_at=now,
             expires_at=now + timeout,
+            model_text=model_text[:_CONTEXT_CHARS],
+            program=program[:_CONTEXT_CHARS],
+            input_schema=tool.parameters,
+            description=tool.description[:_CONTEXT_CHARS],
         )
         self.pending[approval_id] = pending
         workflow_metrics.record_approval_requested(tool.name)
         if self.on_request is not None:
             self.on_request(pending)
+        if self.on_change is not None:
+            self.on_change(True)
         try:
             await workflow.wait_condition(lambda: approval_id in self.decided, timeout=timeout)
         except asyncio.TimeoutError:
             self._record(pending, "timed_out", "", f"no decision within {timeout_seconds:g} s")
         finally:
             self.pending.pop(approval_id, None)
+            if self.on_change is not None:
+                self.on_change(bool(self.pending))
         return self.decided[approval_id]
 
     def check(self, raw: Any) -> ApprovalDecision:

@@ -129,7 +129,7 @@ async def run_code_mode(run: AgentRun, history: list[Message]) -> AgentResult:
             workflow_metrics.record_check(CONTRACT, "post", violations)
         if violations:
             checked = response.model_copy(update={"violations": violations})
-            run.record_step(index, "assistant", checked, records, started)
+            run.record_step(index, "assistant", checked, records, started, program=program)
             note = run.effects_note(lambda tool: python_names.get(tool, tool))
             next_history = run.after_violation(index, ladder, checked, history, accepted, note)
             if next_history is None:
@@ -140,7 +140,7 @@ async def run_code_mode(run: AgentRun, history: list[Message]) -> AgentResult:
         final = response.model_copy(
             update={"message": Message(role="assistant", content=capped_view(value, status.output, status.output_dropped))}
         )
-        run.record_step(index, "final", final, records, started)
+        run.record_step(index, "final", final, records, started, program=program)
         repl = status.repl if run.repl is not None else None
         return run.finish([*history, final.message], response.model or ladder.current.model, value, repl=repl)
 
@@ -171,7 +171,7 @@ async def _execute(
         start.variable_names = [*known, *(n for n in module_names(program) if n not in known)]
     status = await drive_program(
         start,
-        lambda call: _run_call(run, index, info.run_id, call, by_name[call.function], ladder, records),
+        lambda call: _run_call(run, index, info.run_id, call, by_name[call.function], ladder, records, program),
     )
     return status, [records[k] for k in sorted(records)]
 
@@ -184,6 +184,7 @@ async def _run_call(
     function: ProgramFunction,
     ladder: ViolationLadder,
     records: dict[int, ToolCallRecord],
+    program: str,
 ) -> CallOutcome:
     call_id = f"{run.scope}p{index}-{call.call_id}"
     if function.tool == LLM_FUNCTION:
@@ -195,7 +196,7 @@ async def _run_call(
         # identical call in a re-prompted program is the same effect.
         result = await run.call_tool(
             run.config.schemas.get(function.tool), function.tool, call.arguments, call_id=call_id, scope="program",
-            legacy_key=f"{run_id}:{call_id}", approval_id=call_id,
+            legacy_key=f"{run_id}:{call_id}", approval_id=call_id, program=program,
         )
         outcome = call_outcome(call.call_id, result)
         content = result.content

@@ -173,6 +173,7 @@ class RunProgress:
             violations=len(result.violations),
             degradations=len(result.degradations),
             last_step=result.steps[-1].kind if result.steps else None,
+            mode=result.mode,
         )
 
 

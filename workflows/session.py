@@ -26,7 +26,7 @@ from temporalio.exceptions import FailureError
 
 with workflow.unsafe.imports_passed_through():
     from ..contracts.errors import InvalidTurnError, SessionBusyError, SessionClosedError
-    from ..contracts import AgentState, Message, ToolSchema
+    from ..contracts import AgentState, Message, Step, ToolSchema
     from ..contracts.code.program import ReplMemory
     from ..contracts.code.variables import variables_note
     from ..contracts.names import (
@@ -37,6 +37,7 @@ with workflow.unsafe.imports_passed_through():
         PROGRESS_TOPIC,
         SESSION_WORKFLOW,
         STATE_QUERY,
+        STEPS_QUERY,
         TURN_UPDATE,
         TURNS_QUERY,
     )
@@ -65,6 +66,7 @@ with workflow.unsafe.imports_passed_through():
     from .run_state import Features, RunProgress
     from .effects import untold_note
     from .steps import check_key_scope, opening, run_steps, spec_tools
+    from .visibility import Visibility
 
 IDLE_TIMEOUT_REASON = "idle_timeout"
 _EVENTS_KEPT = 500
@@ -94,12 +96,19 @@ class SessionWorkflow(ApprovalHandlers):
         self.published = len(prior.log) if prior else 0
         self.activity = 0
         """Bumped at every turn's start and end: the idle timer starts over."""
+        self.last_steps: list[Step] = []
+        """The steps of the turn that ended last, for the ``steps`` query (memory only; never carried)."""
+        self.visibility = Visibility()
+        self.approvals.on_change = self.visibility.awaiting
 
     @workflow.run
     async def run(self, inp: SessionInput) -> SessionOutcome:
         check_key_scope(inp.key_scope)
         if inp.carried is None:
             workflow_metrics.record_session_started()
+            self.visibility.start(inp.spec)
+        else:
+            self.visibility.resume()
         self.tools = await spec_tools(inp.spec)
         idle = timedelta(seconds=inp.session.idle_timeout_seconds)
         while True:
@@ -179,6 +188,8 @@ class SessionWorkflow(ApprovalHandlers):
         finally:
             summary.steps = len(progress.result.steps)
             summary.usage = progress.result.usage
+            summary.violations = len(progress.result.violations)
+            summary.cost_usd = progress.result.cost_usd
             summary.finished_at = workflow.now()
             if summary.status not in ("completed", "completed_with_default") and progress.result.effects:
                 # Rolled back, but what it did happened: carried until a turn's conversation says so.
@@ -210,10 +221,18 @@ class SessionWorkflow(ApprovalHandlers):
         carry = self.carry
         carry.turns_done = summary.turn
         carry.usage = carry.usage + summary.usage
+        carry.steps += summary.steps
+        carry.violations += summary.violations
+        carry.cost_usd += summary.cost_usd
         carry.turns = [*carry.turns, summary][-self.inp.session.turns_kept :]
         carry.last_activity = workflow.now()
+        if self.current is not None:
+            self.last_steps = self.current.result.steps
         self.current, self.current_turn = None, None
         self.activity += 1
+        self.visibility.totals(
+            steps=carry.steps, usage=carry.usage, violations=carry.violations, cost_usd=carry.cost_usd, model=""
+        )
 
     # ------------------------------------------------------------------ close, cancel, queries
 
@@ -255,11 +274,20 @@ class SessionWorkflow(ApprovalHandlers):
             closed_reason=self.closed_reason,
             variables=self.carry.repl.variables if self.carry.repl else [],
             untold_effects=list(self.carry.untold_effects),
+            steps=self.carry.steps,
+            violations=self.carry.violations,
+            cost_usd=self.carry.cost_usd,
+            mode=self.inp.spec.mode,
         )
 
     @workflow.query(name=TURNS_QUERY)
     def turns(self) -> list[TurnSummary]:
         return list(self.carry.turns)
+
+    @workflow.query(name=STEPS_QUERY)
+    def steps(self, since: int = 0) -> list[Step]:
+        """The running turn's steps from index ``since`` on, else the last turn's (while this run holds them)."""
+        return (self.current.result.steps if self.current is not None else self.last_steps)[since:]
 
     @workflow.query(name=CURRENT_TURN_QUERY)
     def current_turn_state(self) -> AgentState | None:

@@ -92,7 +92,7 @@ async def _run_tools(run: AgentRun, index: int, response: LLMResponse) -> list[T
         step_call = f"{run.scope}{index}:{call.id}"
         return await run.call_tool(
             run.config.schemas.get(call.name), call.name, call.arguments, call_id=call.id, scope=scope,
-            legacy_key=f"{run_id}:{step_call}", approval_id=step_call,
+            legacy_key=f"{run_id}:{step_call}", approval_id=step_call, model_text=response.message.content or "",
         )
 
     # Effect keys are taken before any await inside call_tool (approvals included): ordinals follow call order.

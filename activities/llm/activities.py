@@ -120,7 +120,10 @@ class LLMActivities:
         else:
             async with TokenPublisher(request.stream) as tokens:
                 response = await self._call(full, on_text=tokens.add)
-        return response.model_copy(update={"conversation": stored, "context": action})
+        cost = metrics.cost_usd(self._prices, full.config.model, response.usage)
+        if action is not None:
+            cost += metrics.cost_usd(self._prices, full.config.model, action.usage)
+        return response.model_copy(update={"conversation": stored, "context": action, "cost_usd": cost})
 
     def _store(self) -> ConversationStore:
         if self._conversations is None:

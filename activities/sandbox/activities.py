@@ -82,7 +82,7 @@ class SandboxActivities:
             found = await session.feed_run(probe_program(names)) if names else {}
         except MontyError:
             found = {}
-        variables = [VariableInfo(name=n, type=str(found[n])) for n in names if n in found]
+        variables = [_variable(n, found[n]) for n in names if n in found]
         status.repl = ReplMemory(key=repl.key, snapshot=snapshot, variables=variables)
 
     @activity.defn(name=CODE_RESUME)
@@ -130,3 +130,9 @@ def _observed(status: ProgramStatus, started: float) -> ProgramStatus:
     if status.state != "pending":
         CODE_PROGRAMS.labels(outcome=status.error.kind if status.error else "completed").inc()
     return status
+
+
+def _variable(name: str, probed: object) -> VariableInfo:
+    """The probe's ``[type name, len() or None]`` for one variable (never its value)."""
+    kind, size = probed if isinstance(probed, list) and len(probed) == 2 else (probed, None)
+    return VariableInfo(name=name, type=str(kind), size=size if isinstance(size, int) else None)

@@ -60,6 +60,8 @@ class VariableInfo(BaseModel):
     name: str
     type: str
     """The Python type's name (``list``, ``dict``, ``int``, ``function`` ...)."""
+    size: int | None = None
+    """``len()`` of the value where it has one (items of a list or dict, characters of a str)."""
 
 
 class ReplMemory(BaseModel):

@@ -89,6 +89,24 @@ class PayloadStoreSettings(BaseModel):
         return self.s3_bucket is not None
 
 
+class ConsoleSettings(BaseModel):
+    """``agentsteps console`` (and the console ``agentsteps dev`` starts): docs/console.md."""
+
+    host: str = "127.0.0.1"
+    """Loopback by default. Any other address needs ``token`` or ``proxy_user_header``."""
+    port: int = Field(default=8234, ge=1, le=65535)
+    token: SecretStr | None = None
+    """Asked once per browser (then a cookie), or sent as ``Authorization: Bearer``; compared in constant time."""
+    proxy_user_header: str | None = None
+    """Behind the deployment's auth proxy (oauth2-proxy, an ingress with SSO): the header in which it
+    names the signed-in person (e.g. ``X-Forwarded-User``). A request without it is refused, and the
+    name is recorded as the approver. Only set it when nothing but the proxy can reach the console."""
+    temporal_ui_url: str | None = None
+    """Base URL of the Temporal UI for the run links (``agentsteps dev`` fills in its own)."""
+    grafana_url: str | None = None
+    """Base URL of Grafana; the run links open the ``agentsteps-oncall`` dashboard on the run's time window."""
+
+
 DEMO_TOOL_FACTORIES = (
     "agentsteps.examples.demo_tools:build_registry",
     "agentsteps.examples.support_tools:build_registry",
@@ -135,6 +153,7 @@ class WorkerSettings(BaseModel):
     """On SIGTERM/SIGINT: stop polling, then let running activities finish for this long before
     cancelling them. Longer than the LLM call's start-to-close (120 s), so a rolling restart never
     throws away a paid model call; Kubernetes' terminationGracePeriodSeconds must exceed it."""
+    console: ConsoleSettings = Field(default_factory=ConsoleSettings)
     single_worker: bool = False
     """The operator declares that one worker serves this cluster's task queue, so a local payload
     store and a key file are enough; without it a worker on a cluster needs a shared store and key."""

@@ -138,6 +138,8 @@ class LLMResponse(BaseModel):
     """Set when the context policy compacted the request."""
     tools: list[ToolSchema] | None = None
     """For a request with ``tool_names``: the schemas they resolved to, which the run keeps."""
+    cost_usd: float = 0.0
+    """This call priced by the worker's price table (the summary a context policy asked for included)."""
 
     @property
     def tool_calls(self) -> tuple[LLMToolCall, ...]:

@@ -55,7 +55,7 @@ def test_compose_runs_temporal_on_postgresql_with_ui_worker_prometheus_and_grafa
     services = compose["services"]
     assert set(services) == {
         "postgresql", "temporal", "temporal-ui", "worker", "worker-extra", "minio", "minio-setup", "tickets",
-        "prometheus", "grafana",
+        "prometheus", "grafana", "console",
     }
     assert services["temporal"]["environment"]["DB"] == "postgres12"
     assert services["temporal"]["environment"]["POSTGRES_SEEDS"] == "postgresql"

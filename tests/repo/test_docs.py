@@ -136,7 +136,7 @@ def _as_text(value: Any) -> str:
 def test_each_environment_variable_reaches_the_setting_the_loader_names(tmp_path, monkeypatch):
     """The table's variables do what the loader says: each one's value lands on its key."""
     monkeypatch.chdir(tmp_path)  # no ./agentsteps.toml in the way
-    numeric = ("_seconds", "_port", "_processes", "_workflows", "_activities", "_tasks")
+    numeric = ("_seconds", "port", "_processes", "_workflows", "_activities", "_tasks")
     for var, keys in loader._ENV_FIELDS.items():
         value = {"required_providers": "openai", "single_worker": "true", "capture_content": "true"}.get(
             keys[-1], "7" if keys[-1].endswith(numeric) else f"value-of-{var.lower()}"

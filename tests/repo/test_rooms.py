@@ -30,6 +30,8 @@ MAY_IMPORT: dict[str, set[str]] = {
     "activities": {"contracts", "failures", "storage", "telemetry"},
     "workflows": {"contracts", "failures", "telemetry"},
     "client": {"contracts", "failures", "storage", "telemetry"},
+    # console/: a client like the CLI (DESIGN rule 11): it never builds a worker or touches activities.
+    "console": {"contracts", "client"},
 }
 # contracts/ is the pure typed core: no Temporal and no I/O library, in any form.
 IO_LIBRARIES = {

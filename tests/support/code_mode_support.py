@@ -20,6 +20,7 @@ from pydantic import BaseModel
 from temporalio.client import Client
 from temporalio.worker import Worker
 
+from agentsteps.client.search_attributes import ensure_search_attributes
 from agentsteps.storage.conversations import ConversationStore
 from agentsteps.activities.llm.activities import LLMActivities
 from agentsteps.storage.payload_store import PayloadStore, build_payload_store
@@ -153,6 +154,8 @@ def worker_settings(state_dir: Path, task_queue: str, base_url: str) -> WorkerSe
 @asynccontextmanager
 async def code_worker(client: Client, settings: WorkerSettings, pool: SandboxPool | None = None):
     """A worker with the LLM, tool and sandbox activities, on ``settings.task_queue``."""
+    # As running_worker does: runs upsert the AgentSteps* search attributes (a fresh time-skipping server lacks them).
+    await ensure_search_attributes(client, client.namespace)
     store: PayloadStore = build_payload_store(settings)
     pool = pool or SandboxPool(max_processes=2)
     sandbox = SandboxActivities(pool, SnapshotVault(store, load_snapshot_key(settings)))

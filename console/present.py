@@ -1,0 +1,144 @@
+"""How values look on a page: numbers, money, times, a call's arguments, a violation's handling.
+
+Pure functions the templates call. They return plain text; the templates
+escape it (autoescape), so nothing here builds HTML.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+from urllib.parse import quote, urlencode
+
+from ..contracts import Message, Step
+from ..contracts.approvals import PendingApproval
+from ..contracts.config.settings import ConsoleSettings
+from ..contracts.llm.reprompt import reprompt_messages
+from ..contracts.spec import AgentResult
+from .reads import Row
+
+GRAFANA_DASHBOARD = "agentsteps-oncall"
+"""The uid of deploy/grafana/dashboards/agentsteps.json."""
+
+
+def number(value: int | None) -> str:
+    return "—" if value is None else f"{value:,}"
+
+
+def money(value: float | None) -> str:
+    if value is None:
+        return "—"
+    return f"${value:,.4f}" if value < 1 else f"${value:,.2f}"
+
+
+def when(value: datetime | None) -> str:
+    if value is None:
+        return "—"
+    return value.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def link(row: Row) -> str:
+    return f"/{'sessions' if row.kind == 'session' else 'runs'}/{quote(row.workflow_id, safe='')}"
+
+
+def output(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, indent=2, ensure_ascii=False, default=str)
+
+
+@dataclass(frozen=True)
+class Argument:
+    title: str
+    value: str
+    description: str = ""
+    required: bool = False
+
+
+def arguments(pending: PendingApproval) -> list[Argument] | str:
+    """The call's arguments as the tool's schema describes them; the raw text when they are not an object."""
+    try:
+        values = json.loads(pending.arguments)
+    except ValueError:
+        return pending.arguments
+    if not isinstance(values, dict):
+        return pending.arguments
+    schema = pending.input_schema or {}
+    properties = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+    required = set(schema.get("required") or []) if isinstance(schema.get("required"), list) else set()
+    rows = []
+    for name in [*(n for n in properties if n in values), *(n for n in values if n not in properties)]:
+        prop = properties.get(name) if isinstance(properties.get(name), dict) else {}
+        title = prop.get("title") if isinstance(prop.get("title"), str) else name
+        rows.append(
+            Argument(
+                title=str(title),
+                value=output(values[name]),
+                description=str(prop.get("description", "")) if name in properties else "(not in the tool's schema)",
+                required=name in required,
+            )
+        )
+    return rows
+
+
+def step_kind(step: Step) -> str:
+    return {"assistant": "answer that broke its contract", "tool_call": "tool calls", "final": "final answer"}.get(
+        step.kind, step.kind
+    )
+
+
+def handled(step: Step, result: AgentResult | None, steps: list[Step]) -> str:
+    """How the engine answered a violated step: a fallback, the default result, or a re-prompt."""
+    degradations = result.degradations if result is not None else []
+    for d in degradations:
+        if d.step == step.index:
+            return "Handled: the default result was used." if d.to == "default_result" else f"Handled: fell back to {d.to}."
+    if step.kind == "assistant" or any(s.index > step.index for s in steps):
+        return "Handled: the model was re-prompted with the violations (below)."
+    return "Not handled yet."
+
+
+def reprompt(step: Step) -> str:
+    if not step.violations:
+        return ""
+    messages = reprompt_messages(Message(role="assistant", content=step.content or ""), step.violations)
+    return "\n\n".join(m.content or "" for m in messages[1:])
+
+
+def temporal_link(settings: ConsoleSettings, namespace: str, row: Row) -> str:
+    if not settings.temporal_ui_url:
+        return ""
+    base = settings.temporal_ui_url.rstrip("/")
+    return f"{base}/namespaces/{quote(namespace, safe='')}/workflows/{quote(row.workflow_id, safe='')}/{quote(row.run_id, safe='')}/history"
+
+
+def grafana_link(settings: ConsoleSettings, namespace: str, row: Row, model: str) -> str:
+    """The on-call dashboard on the run's time window, its namespace and model (metrics carry no run id)."""
+    if not settings.grafana_url:
+        return ""
+    start = row.started or datetime.now(timezone.utc)
+    end = row.closed or datetime.now(timezone.utc)
+    params = {
+        "from": int(start.timestamp() * 1000) - 60_000,
+        "to": int(end.timestamp() * 1000) + 60_000 if row.closed else "now",
+        "var-namespace": namespace,
+    }
+    if model:
+        params["var-model"] = model
+    return f"{settings.grafana_url.rstrip('/')}/d/{GRAFANA_DASHBOARD}/agentsteps?{urlencode(params)}"
+
+
+__all__ = [
+    "Argument",
+    "arguments",
+    "grafana_link",
+    "handled",
+    "link",
+    "money",
+    "number",
+    "output",
+    "reprompt",
+    "step_kind",
+    "temporal_link",
+    "when",
+]
