@@ -32,6 +32,7 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
+from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
 from ..contracts.config.settings import ConsoleSettings, PriceTable

@@ -102,7 +102,8 @@ RELEASE_PATCH = "agentsteps.release.2026-12"
 above (effects once, conversation by ref, the tool-result cap, approvals, token streaming, one re-prompt
 after a refusal) and asks none of them, so a run pays one marker and one ``TemporalChangeVersion``
 upsert instead of one of each per id (billable actions). New under it: a one-shot tool-mode run's
-first ``llm.call`` resolves its tool names (no ``tools.describe`` activity). Runs recorded before it ask the ids above
+first ``llm.call`` resolves its tool names (no ``tools.describe`` activity), and runs and sessions keep
+the console's search attributes (``SEARCH_ATTRIBUTES_PATCH`` unasked). Runs recorded before it ask the ids above
 where they always did. A command change after this release ships needs a new id."""
 SEARCH_ATTRIBUTES_PATCH = "agentsteps.search-attributes.1"
 """Runs and sessions keep the ``AgentSteps*`` search attributes below up to date (a few upserts a
