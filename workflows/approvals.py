@@ -69,6 +69,10 @@ class ApprovalDesk:
             await workflow.wait_condition(lambda: approval_id in self.decided, timeout=timeout)
         except asyncio.TimeoutError:
             self._record(pending, "timed_out", "", f"no decision within {timeout_seconds:g} s")
+        except asyncio.CancelledError:
+            # A sibling call failed the turn (or the run was cancelled): nobody will read this call's result.
+            self._record(pending, "withdrawn", "", "its turn ended before a decision; the call did not run")
+            raise
         finally:
             self.pending.pop(approval_id, None)
         return self.decided[approval_id]
@@ -85,6 +89,8 @@ class ApprovalDesk:
     def validate(self, decision: ApprovalDecision) -> None:
         """The Update validator: unknown and already-decided ids are refused before history."""
         done = self.decided.get(decision.approval_id)
+        if done is not None and done.outcome == "withdrawn":
+            raise to_application_error(ApprovalError(f"approval {decision.approval_id!r} was withdrawn: {done.note}"))
         if done is not None:
             who = f" by {done.approver}" if done.approver else ""
             raise to_application_error(

@@ -35,6 +35,7 @@ with workflow.unsafe.imports_passed_through():
         CONVERSATION_REF_PATCH,
         EFFECTS_PATCH,
         PATCH_TOOL_RESULT_CAP,
+        SESSION_STATE_PATCH,
         TOKEN_STREAM_PATCH,
     )
     from ..contracts.session import ProgressEvent
@@ -86,6 +87,11 @@ class Features:
     def approvals(self) -> bool:
         """Tools that require approval wait for it; asked at the first such call."""
         return self._ask(APPROVALS_PATCH)
+
+    def cancel_siblings(self) -> bool:
+        """A failing call cancels the calls running beside it and withdraws their approvals
+        (``siblings``); asked only once a call has failed. A method: it is handed on uncalled."""
+        return self._ask(SESSION_STATE_PATCH)
 
 
 @dataclass(frozen=True)
