@@ -113,10 +113,22 @@ class ApprovalDesk:
             decided_at=now, waited_seconds=(now - pending.requested_at).total_seconds(),
         )
         self.decided[pending.approval_id] = record
-        while len(self.decided) > _DECIDED_KEPT:
-            self.decided.pop(next(iter(self.decided)))
+        self._forget_oldest()
         workflow_metrics.record_approval_decided(outcome, record.waited_seconds)
         return record
+
+
+    def _forget_oldest(self) -> None:
+        """Keep the latest 200 decisions, but never one whose call has not read it yet.
+
+        Many decisions can land in one workflow task (a person approving a batch)
+        before any waiting call wakes; dropping one of those would leave its call
+        waiting for a decision already made, until it timed out.
+        """
+        excess = len(self.decided) - _DECIDED_KEPT
+        if excess > 0:
+            for approval_id in [a for a in self.decided if a not in self.pending][:excess]:
+                del self.decided[approval_id]
 
 
 class ApprovalHandlers:

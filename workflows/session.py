@@ -120,14 +120,16 @@ class SessionWorkflow(ApprovalHandlers):
                 await workflow.wait_condition(workflow.all_handlers_finished)
                 if self.current is None and self.closed_reason is None:
                     self.carry.continued += 1
-                    if workflow.patched(APPROVALS_CARRIED_PATCH):
-                        self.carry.decided = self.approvals.recent()
+                    carry_decisions = workflow.patched(APPROVALS_CARRIED_PATCH)
                     workflow_metrics.record_session_continued()
-                    await self.stream.continue_as_new(
-                        lambda state: [
-                            SessionInput(spec=inp.spec, session=inp.session, carried=self.carry, stream=state)
-                        ]
-                    )
+                    await self.stream.continue_as_new(lambda state: [self._next_run(inp, state, carry_decisions)])
+
+    def _next_run(self, inp: SessionInput, stream: Any, carry_decisions: bool) -> SessionInput:
+        """The continued run's input, built at the last moment: after the stream's pollers are detached and
+        every handler has finished, so a decision (or a turn) accepted while they finished is carried too."""
+        if carry_decisions:
+            self.carry.decided = self.approvals.recent()
+        return SessionInput(spec=inp.spec, session=inp.session, carried=self.carry, stream=stream)
 
     # ------------------------------------------------------------------ turns
 
