@@ -69,7 +69,7 @@ class AgentRun:
         progress: RunProgress, approvals: ApprovalDesk,
     ) -> AgentRun:
         """An ``AgentWorkflow`` run; its conversation is stored when ``features.conversation_ref``."""
-        chain = ConversationChain(None) if features.conversation_ref else None
+        chain = ConversationChain.own_chain(None) if features.conversation_ref else None
         return cls(RunConfig(spec=spec, tools=tuple(tools), approvals=approvals, chain=chain), features, progress)
 
     @classmethod
@@ -80,7 +80,7 @@ class AgentRun:
     ) -> AgentRun:
         """One session turn: keys scoped ``t<turn>.``, the conversation stored on top of ``conversation``."""
         config = RunConfig(
-            spec=spec, tools=tuple(tools), approvals=approvals, chain=ConversationChain(conversation),
+            spec=spec, tools=tuple(tools), approvals=approvals, chain=ConversationChain.own_chain(conversation),
             scope=f"t{turn}.", turn=turn, on_event=on_event, stream_tokens=stream_tokens,
         )
         return cls(config, features, progress)

@@ -25,7 +25,7 @@ from temporalio import workflow
 from temporalio.exceptions import FailureError
 
 with workflow.unsafe.imports_passed_through():
-    from ..contracts.errors import InvalidTurnError, SessionBusyError, SessionClosedError
+    from ..contracts.errors import CarriedStateError, InvalidTurnError, SessionBusyError, SessionClosedError
     from ..contracts import AgentState, Message, ToolSchema
     from ..contracts.code.program import ReplMemory
     from ..contracts.code.variables import variables_note
@@ -49,8 +49,11 @@ with workflow.unsafe.imports_passed_through():
         SessionState,
         TurnResult,
         TurnSummary,
+        carried_problem,
         parse_turn,
         preview,
+        repl_keys,
+        session_owner,
     )
     from ..failures import to_application_error
     from pydantic import TypeAdapter
@@ -71,8 +74,18 @@ class SessionWorkflow(ApprovalHandlers):
     @workflow.init
     def __init__(self, inp: SessionInput) -> None:
         now = workflow.now()
+        info = workflow.info()
         self.inp = inp
-        self.carry = inp.carried or SessionCarry(created_at=now, last_activity=now)
+        self.owner = session_owner(info.workflow_id, info.first_execution_run_id)
+        problem = carried_problem(
+            inp, workflow_id=info.workflow_id, first_run_id=info.first_execution_run_id,
+            continued=info.continued_run_id is not None, cron=bool(info.cron_schedule), attempt=info.attempt,
+        )
+        self.refused = CarriedStateError(problem) if problem is not None else None
+        """Set when the input carried state this session does not own: it loads none of it, every
+        Update is refused with it, and the run fails with it."""
+        carried, stream = (inp.carried, inp.stream) if self.refused is None else (None, None)
+        self.carry = carried or SessionCarry(created_at=now, last_activity=now)
         self.tools: list[ToolSchema] | None = None
         self.current: RunProgress | None = None
         """The running turn's progress (queries and cancel read it); None between turns."""
@@ -84,7 +97,7 @@ class SessionWorkflow(ApprovalHandlers):
             ProgressEvent(kind="approval_requested", turn=self.current_turn or 0, at=workflow.now(),
                           tool=pending.tool, approval=pending)
         )
-        prior = TypeAdapter(WorkflowStreamState).validate_python(inp.stream) if inp.stream else None
+        prior = TypeAdapter(WorkflowStreamState).validate_python(stream) if stream else None
         self.stream = WorkflowStream(prior)
         self.stream_base = prior.base_offset if prior else 0
         self.published = len(prior.log) if prior else 0
@@ -93,6 +106,8 @@ class SessionWorkflow(ApprovalHandlers):
 
     @workflow.run
     async def run(self, inp: SessionInput) -> SessionOutcome:
+        if self.refused is not None:
+            raise to_application_error(self.refused)
         if inp.carried is None:
             workflow_metrics.record_session_started()
         self.tools = await spec_tools(inp.spec)
@@ -129,6 +144,7 @@ class SessionWorkflow(ApprovalHandlers):
         every handler has finished, so a decision (or a turn) accepted while they finished is carried too."""
         if carry_decisions:
             self.carry.decided = self.approvals.recent()
+        self.carry.chain = self.owner
         return SessionInput(spec=inp.spec, session=inp.session, carried=self.carry, stream=stream)
 
     # ------------------------------------------------------------------ turns
@@ -142,7 +158,9 @@ class SessionWorkflow(ApprovalHandlers):
         number = self.carry.turns_done + 1
         spec = self.inp.spec
         features = Features.at_start(one_shot=False)  # before the turn's first command, as every turn has
-        repl = (self.carry.repl or ReplMemory(key=f"{workflow.info().workflow_id}/repl")) if spec.mode == "code" else None
+        info = workflow.info()
+        own_repl = ReplMemory(key=repl_keys(info.workflow_id, info.first_execution_run_id)[0])
+        repl = (self.carry.repl or own_repl) if spec.mode == "code" else None
         progress = RunProgress(repl=repl)
         self.current, self.current_turn = progress, number
         self.activity += 1
@@ -178,6 +196,7 @@ class SessionWorkflow(ApprovalHandlers):
 
     @turn.validator
     def _check_turn(self, raw: Any) -> None:
+        self._check_owned()
         if self.closed_reason is not None:
             raise to_application_error(SessionClosedError(f"the session is closed ({self.closed_reason})"))
         if self.current is not None:
@@ -214,10 +233,16 @@ class SessionWorkflow(ApprovalHandlers):
 
     @close.validator
     def _check_close(self, inp: CloseInput) -> None:
+        self._check_owned()
         if self.closed_reason is not None:
             raise to_application_error(SessionClosedError(f"the session is already closed ({self.closed_reason})"))
 
+    def _check_owned(self) -> None:
+        if self.refused is not None:
+            raise to_application_error(self.refused)
+
     def _check_decisions_open(self) -> None:
+        self._check_owned()
         if self.closed_reason is not None and self.current is None:
             raise to_application_error(SessionClosedError(f"the session is closed ({self.closed_reason})"))
 
