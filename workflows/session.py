@@ -22,7 +22,7 @@ from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
-from temporalio.exceptions import FailureError
+from temporalio.exceptions import ActivityError, FailureError
 
 with workflow.unsafe.imports_passed_through():
     from ..contracts.errors import CarriedStateError, InvalidTurnError, SessionBusyError, SessionClosedError
@@ -35,6 +35,7 @@ with workflow.unsafe.imports_passed_through():
         CLOSE_UPDATE,
         CURRENT_TURN_QUERY,
         PROGRESS_TOPIC,
+        SESSION_STATE_PATCH,
         SESSION_WORKFLOW,
         STATE_QUERY,
         TURN_UPDATE,
@@ -55,7 +56,7 @@ with workflow.unsafe.imports_passed_through():
         repl_keys,
         session_owner,
     )
-    from ..failures import to_application_error
+    from ..failures import from_failure, to_application_error
     from pydantic import TypeAdapter
     from temporalio.contrib.workflow_streams import WorkflowStream, WorkflowStreamState
 
@@ -87,6 +88,8 @@ class SessionWorkflow(ApprovalHandlers):
         carried, stream = (inp.carried, inp.stream) if self.refused is None else (None, None)
         self.carry = carried or SessionCarry(created_at=now, last_activity=now)
         self.tools: list[ToolSchema] | None = None
+        self.tools_decided = False
+        """Set by ``run`` once it knows where this run's tools come from; a turn waits for it."""
         self.current: RunProgress | None = None
         """The running turn's progress (queries and cancel read it); None between turns."""
         self.current_turn: int | None = None
@@ -110,7 +113,14 @@ class SessionWorkflow(ApprovalHandlers):
             raise to_application_error(self.refused)
         if inp.carried is None:
             workflow_metrics.record_session_started()
-        self.tools = await spec_tools(inp.spec)
+        if workflow.patched(SESSION_STATE_PATCH):
+            # A continued run takes the schemas it carries; a new one (or one carried by an older release)
+            # describes its tools at its next turn. Either way nothing here can fail: a continue-as-new
+            # never ends a session, and a failed describe fails at most that turn.
+            self.tools = self.carry.tools
+        else:
+            self.tools = await spec_tools(inp.spec)
+        self.tools_decided = True
         idle = timedelta(seconds=inp.session.idle_timeout_seconds)
         while True:
             seen = self.activity
@@ -145,6 +155,7 @@ class SessionWorkflow(ApprovalHandlers):
         if carry_decisions:
             self.carry.decided = self.approvals.recent()
         self.carry.chain = self.owner
+        self.carry.tools = self.tools
         return SessionInput(spec=inp.spec, session=inp.session, carried=self.carry, stream=stream)
 
     # ------------------------------------------------------------------ turns
@@ -167,8 +178,9 @@ class SessionWorkflow(ApprovalHandlers):
         summary = TurnSummary(turn=number, input=preview(inp.input), status="running", started_at=workflow.now())
         self._publish(ProgressEvent(kind="turn_started", turn=number, at=workflow.now(), detail=preview(inp.input)))
         try:
-            await workflow.wait_condition(lambda: self.tools is not None)
-            assert self.tools is not None
+            await workflow.wait_condition(lambda: self.tools_decided)
+            if self.tools is None:
+                self.tools = await self._describe(spec)
             run = AgentRun.for_turn(
                 spec, self.tools, features, turn=number, conversation=self.carry.conversation,
                 approvals=self.approvals, progress=progress, on_event=self._publish,
@@ -193,6 +205,17 @@ class SessionWorkflow(ApprovalHandlers):
             summary.usage = progress.result.usage
             summary.finished_at = workflow.now()
             self._finish_turn(summary)
+
+    async def _describe(self, spec: Any) -> list[ToolSchema]:
+        """The spec's tool schemas, asked at a turn: a failure (a server down past its ``give_up_seconds``, a
+        tool no longer offered) fails this turn, typed and naming the server or tool, never the session."""
+        try:
+            return await spec_tools(spec)
+        except ActivityError as exc:
+            error = from_failure(exc)
+            if error is None:
+                raise
+            raise to_application_error(error, *error.details) from exc
 
     @turn.validator
     def _check_turn(self, raw: Any) -> None:
