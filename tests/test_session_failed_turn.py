@@ -22,6 +22,7 @@ from agentsteps.worker import running_worker
 
 from approval_support import approval_registry
 from session_support import failure_of, rejected, session_id, turn
+from test_code_mode_e2e import program_reply
 
 SCRIPT = {
     "rules": [
@@ -29,6 +30,16 @@ SCRIPT = {
             {"name": "refund", "arguments": {"order": "A-17", "amount": 40.0}},
             {"name": "audit", "arguments": {"order": "A-17"}}]}},
         {"match": {"role": "user"}, "reply": {"content": "Hello again."}},
+    ]
+}
+
+
+# Code mode: the program runs both calls at once; the audit fails the turn while the refund waits.
+CODE_SCRIPT = {
+    "rules": [
+        {"match": {"contains": "refund and audit"}, "reply": program_reply(
+            'import asyncio\nr = await asyncio.gather(refund(order="A-17", amount=40.0), audit(order="A-17"))\nr\n')},
+        {"match": {"role": "user"}, "reply": program_reply("1 + 1\n")},
     ]
 }
 
@@ -67,23 +78,25 @@ async def requested_approvals(client, sid: str) -> list[str]:
     return found
 
 
-async def test_a_failing_call_withdraws_the_approval_its_sibling_waits_for(desk, scripted, ran):
-    scripted.set_script(SCRIPT)
+@pytest.mark.parametrize("mode", ["tools", "code"])
+async def test_a_failing_call_withdraws_the_approval_its_sibling_waits_for(desk, scripted, ran, mode):
+    scripted.set_script(SCRIPT if mode == "tools" else CODE_SCRIPT)
+    spec = {"tools": ["refund", "audit"], **({"mode": "code", "max_steps": 4} if mode == "code" else {})}
     sid = session_id()
     with pytest.raises(WorkflowUpdateFailedError) as failed:
-        await turn(desk, sid, "refund and audit A-17", tools=["refund", "audit"])
+        await turn(desk, sid, "refund and audit A-17", **spec)
     state = await session_state(desk.client, sid)
     pending = await pending_approvals(desk.client, sid)
     [approval_id] = await asyncio.wait_for(requested_approvals(desk.client, sid), timeout=30)
     late = await rejected(desk.client, sid, APPROVE_UPDATE, {"approval_id": approval_id})
     with pytest.raises(WorkflowUpdateFailedError) as via_client:
         await decide_approval(desk.client, sid, approval_id, approve=True, approver="ana")
-    after = await turn(desk, sid, "hello", tools=["refund", "audit"])
+    after = await turn(desk, sid, "hello", **spec)
 
     assert "audit service refused" in str(failure_of(failed.value))
     assert state.status == "idle" and state.turns == 1  # the session goes on
     assert pending == []
     assert late.type == "ApprovalError" and "withdrawn" in late.message and "did not run" in late.message
     assert "withdrawn" in str(failure_of(via_client.value))
-    assert after.output == "Hello again." and after.turn == 2
+    assert after.output in ("Hello again.", 2) and after.turn == 2
     assert ran == []  # the refund never ran

@@ -26,7 +26,7 @@ from temporalio.exceptions import ActivityError, FailureError
 
 with workflow.unsafe.imports_passed_through():
     from ..contracts.errors import CarriedStateError, InvalidTurnError, SessionBusyError, SessionClosedError
-    from ..contracts import AgentState, Message, ToolSchema
+    from ..contracts import AgentSpec, AgentState, Message, ToolSchema
     from ..contracts.code.program import ReplMemory
     from ..contracts.code.variables import variables_note
     from ..contracts.names import (
@@ -206,7 +206,7 @@ class SessionWorkflow(ApprovalHandlers):
             summary.finished_at = workflow.now()
             self._finish_turn(summary)
 
-    async def _describe(self, spec: Any) -> list[ToolSchema]:
+    async def _describe(self, spec: AgentSpec) -> list[ToolSchema]:
         """The spec's tool schemas, asked at a turn: a failure (a server down past its ``give_up_seconds``, a
         tool no longer offered) fails this turn, typed and naming the server or tool, never the session."""
         try:
