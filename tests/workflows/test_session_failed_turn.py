@@ -22,7 +22,6 @@ from agentsteps.worker import running_worker
 
 from approval_support import approval_registry
 from session_support import failure_of, rejected, session_id, turn
-from test_code_mode_e2e import program_reply
 
 SCRIPT = {
     "rules": [
@@ -32,6 +31,10 @@ SCRIPT = {
         {"match": {"role": "user"}, "reply": {"content": "Hello again."}},
     ]
 }
+
+
+def program_reply(code: str) -> dict:
+    return {"content": f"Here is the program.\n```python\n{code}```\n"}
 
 
 # Code mode: the program runs both calls at once; the audit fails the turn while the refund waits.

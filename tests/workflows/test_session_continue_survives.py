@@ -18,8 +18,8 @@ from agentsteps.contracts.session import SessionConfig
 from agentsteps.contracts.spec import ActivityPolicy
 from agentsteps.worker import build_mcp, running_worker
 
-from fleet_support import FLEET_SERVER, Control, eventually, fleet_server, unique, write_config
-from mcp_support import child_pids, kill
+from fleet_support import FLEET_SERVER, Control, eventually, fleet_server, unique
+from mcp_support import child_pids, kill, write_mcp_config
 from session_support import failure_of, session_id, turn
 
 GIVE_UP = 2.0
@@ -42,7 +42,7 @@ async def test_an_mcp_server_down_at_continue_as_new_fails_only_the_next_turn(cl
     scripted.set_script(SCRIPT)
     control = Control(tmp_path / "flaky")
     name = unique("flaky")
-    config = write_config(tmp_path / "agentsteps.toml", {
+    config = write_mcp_config(tmp_path / "agentsteps.toml", {
         name: fleet_server(control, tool_prefix="flaky_", give_up_seconds=GIVE_UP, catalog_ttl_seconds=1,
                            timeouts={"connect_seconds": 5, "call_seconds": 1, "list_seconds": 2},
                            breaker={"failures": 2, "open_seconds": 0.5, "max_open_seconds": 1}),
@@ -95,7 +95,7 @@ async def test_a_failed_describe_fails_that_turn_and_the_session_goes_on(client,
     control = Control(tmp_path / "flaky")
     control.set("down")
     name = unique("flaky")
-    config = write_config(tmp_path / "agentsteps.toml", {
+    config = write_mcp_config(tmp_path / "agentsteps.toml", {
         name: fleet_server(control, tool_prefix="flaky_", give_up_seconds=GIVE_UP,
                            timeouts={"connect_seconds": 5, "call_seconds": 1, "list_seconds": 2}),
     })

@@ -26,9 +26,13 @@ from agentsteps.storage.payload_store import build_payload_store
 from agent_support import make_spec
 from code_mode_support import code_worker, connect_with_store, worker_settings
 from session_support import failure_of, session_id, turn
-from test_code_mode_e2e import code_spec, program_reply
 
 SECRET = "the vault code is 4711"
+
+
+def program_reply(code: str) -> dict:
+    return {"content": f"Here is the program.\n```python\n{code}```\n"}
+
 SHORT = SessionConfig(continue_after_events=100)
 
 
@@ -99,7 +103,7 @@ async def test_a_session_carrying_another_sessions_repl_dump_is_refused_and_load
     ]})
     settings = worker_settings(tmp_path / "state", f"carry-{uuid.uuid4().hex[:8]}", scripted.url_openai)
     client = await connect_with_store(temporal_env.client.service_client.config.target_host, settings)
-    spec = code_spec(tools=[])
+    spec = make_spec(tools=[], mode="code", max_steps=4, reprompt_budget=1)
     async with code_worker(client, settings):
         victim = session_id()
 
