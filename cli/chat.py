@@ -274,7 +274,11 @@ async def session_command(settings: WorkerSettings, action: str, session_id: str
             for t in await session_turns(client, session_id):
                 print(f"#{t.turn} {t.status:<22} {t.input!r} -> {t.output!r}", file=out)
             return 0
-        state = await close_session(client, session_id, reason)
+        try:
+            state = await close_session(client, session_id, reason)
+        except SessionClosedError as exc:
+            print(f"agentsteps: {exc}", file=sys.stderr, flush=True)
+            return 1
         print(f"session {session_id} closed after {state.turns} turns", file=out)
         return 0
 

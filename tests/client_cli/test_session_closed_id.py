@@ -134,6 +134,12 @@ async def test_agentsteps_chat_on_a_closed_session_says_so_in_one_line(engine, s
     assert sid in line and "has ended (resolved)" in line and "--new" in line
     assert len(await wait_runs(engine.client, sid, 2)) == 1
 
+    again = await asyncio.to_thread(
+        subprocess.run, [AGENTSTEPS, "session", "close", sid], env=env, cwd=ROOT, capture_output=True, text=True,
+        timeout=120,
+    )
+    assert again.returncode == 1 and "Traceback" not in again.stderr and "has ended (resolved)" in again.stderr
+
 
 async def test_the_documented_temporal_command_refuses_a_closed_session(engine, scripted, temporal_env):
     scripted.set_script({"default": {"content": "Noted."}})
