@@ -166,7 +166,7 @@ async def test_the_documented_temporal_command_refuses_a_closed_session(engine, 
 
     assert first.returncode == 0 and second.returncode == 0, first.stderr + second.stderr
     assert json.loads(second.stdout)["updateResult"]["turn"] == 2
-    assert refused.returncode != 0 and "already" in refused.stderr.lower()
+    assert refused.returncode == 1 and "already finished" in refused.stderr and "reject duplicate" in refused.stderr
     assert len(await wait_runs(engine.client, sid, 2)) == 1
 
 
