@@ -38,8 +38,28 @@ SCRIPT = {
 }
 
 
-async def test_an_mcp_server_down_at_continue_as_new_fails_only_the_next_turn(client, settings, scripted, tmp_path):
-    scripted.set_script(SCRIPT)
+def program_reply(code: str) -> dict:
+    return {"content": f"Here is the program.\n```python\n{code}```\n"}
+
+
+# Code mode: the word is a variable, the echo a call from the program.
+CODE_SCRIPT = {
+    "rules": [
+        {"match": {"contains": "remember the word zebra"},
+         "reply": program_reply('word = "zebra"\nr = await flaky_echo(text="hi")\n"echo ok"\n')},
+        {"match": {"contains": "[echo]"}, "reply": program_reply('r = await flaky_echo(text="hi")\n"echo ok"\n')},
+        {"match": {"contains": "which word"}, "reply": program_reply("word\n")},
+        {"match": {"role": "user"}, "reply": program_reply("1 + 1\n")},
+    ]
+}
+
+
+@pytest.mark.parametrize("mode", ["tools", "code"])
+async def test_an_mcp_server_down_at_continue_as_new_fails_only_the_next_turn(
+    client, settings, scripted, tmp_path, mode
+):
+    scripted.set_script(SCRIPT if mode == "tools" else CODE_SCRIPT)
+    code = {"mode": "code", "max_steps": 4} if mode == "code" else {}
     control = Control(tmp_path / "flaky")
     name = unique("flaky")
     config = write_mcp_config(tmp_path / "agentsteps.toml", {
@@ -52,7 +72,7 @@ async def test_an_mcp_server_down_at_continue_as_new_fails_only_the_next_turn(cl
     sid = session_id()
 
     async def send(text: str):
-        return await turn(engine, sid, text, config=SHORT, tools=["flaky_echo"], tool_policy=RETRY)
+        return await turn(engine, sid, text, config=SHORT, tools=["flaky_echo"], tool_policy=RETRY, **code)
 
     async with running_worker(client, configured, mcp=mcp):
         engine = type("E", (), {"client": client, "task_queue": configured.task_queue})()
@@ -85,7 +105,8 @@ async def test_an_mcp_server_down_at_continue_as_new_fails_only_the_next_turn(cl
     assert failure.type == "McpServerDownError" and name in failure.message
     assert alive.status == "idle"
     assert back.output == "echo ok" and not back.steps[0].tool_calls[0].is_error
-    assert remembered.output == "zebra"  # the conversation crossed the continue-as-new intact
+    # The conversation (tool mode) or the variable (code mode) crossed the continue-as-new intact.
+    assert remembered.output == "zebra"
     assert remembered.turn == alive.turns + 2
 
 
