@@ -55,19 +55,23 @@ def encode_node(prev: ConversationRef | None, messages: list[Message], owner: st
     return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 
 
-def decode_node(ref: ConversationRef, data: bytes, owner: str = "") -> tuple[ConversationRef | None, list[Message]]:
+def decode_node(
+    ref: ConversationRef, data: bytes, owner: str | None = ""
+) -> tuple[ConversationRef | None, list[Message]]:
     """The segment's predecessor and messages; ``ValueError`` when the bytes are not what ``ref`` names,
     ``ForeignSegmentError`` when the segment is bound to another owner than ``owner``.
 
     Segments written before owners existed (version 1) name none and load
     anywhere; only a run's own carried state can name one (``carried_problem``).
+    ``owner=None`` reads without the check: for walking chains (payload
+    retention), never for loading a conversation into a run.
     """
     if hashlib.sha256(data).hexdigest() != ref.sha256:
         raise ValueError(f"conversation segment {ref.sha256[:12]} does not match its digest")
     body = json.loads(data)
     if not isinstance(body, dict) or body.get("v") not in _VERSIONS or body.get("length") != ref.length:
         raise ValueError(f"conversation segment {ref.sha256[:12]} is malformed or has the wrong length")
-    if body["v"] >= 2 and body.get("owner") != owner:
+    if owner is not None and body["v"] >= 2 and body.get("owner") != owner:
         raise ForeignSegmentError(f"conversation segment {ref.sha256[:12]} belongs to another run or session")
     prev = ConversationRef.model_validate(body["prev"]) if body["prev"] is not None else None
     messages = [Message.model_validate(m) for m in body["messages"]]
