@@ -1,7 +1,9 @@
 """``agentsteps chat`` and ``agentsteps session list|show|close``: sessions from a terminal.
 
 ``chat --spec FILE`` starts a session and prints its id; ``chat --session ID``
-resumes it (days later, from any machine that reaches the server). While a
+resumes it (days later, from any machine that reaches the server). A session
+that has ended is refused with one line on stderr (exit 1): its id is reused
+only when asked, ``chat --spec FILE --session ID --new``. While a
 turn runs, its progress stream is followed: the answer's text as it streams
 (a session started here has ``stream_tokens`` on), tool calls and violations
 are shown as they happen, and a call that needs approval is asked inline
@@ -17,22 +19,25 @@ import sys
 from contextlib import AsyncExitStack
 from typing import IO
 
-from temporalio.client import Client, WorkflowUpdateFailedError
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowUpdateFailedError
 from temporalio.contrib.workflow_streams import WorkflowStreamClient
 from temporalio.service import RPCError, RPCStatusCode
 
 from ..client.dev_server import embedded_temporal
 from ..client.sessions import (
     close_session,
+    closed_message,
     continue_session,
     decide_approval,
     new_session_id,
     send_turn,
+    session_handle,
     session_state,
     session_turns,
 )
 from ..client.spec_files import load_spec
 from ..contracts import AgentSpec
+from ..contracts.errors import SessionClosedError
 from ..contracts.names import PROGRESS_TOPIC, SESSION_WORKFLOW
 from ..contracts.approvals import PendingApproval
 from ..contracts.session import ProgressEvent, SessionConfig, TurnResult
@@ -69,8 +74,10 @@ async def chat(
     session_id: str | None,
     *,
     worker: bool,
+    reopen: bool = False,
     inp: IO[str] = sys.stdin,
     out: IO[str] = sys.stdout,
+    err: IO[str] = sys.stderr,
 ) -> int:
     term = Terminal(inp, out)
     spec = load_spec(spec_path) if spec_path else None
@@ -80,20 +87,41 @@ async def chat(
         if worker:
             await stack.enter_async_context(running_worker(client, settings))
         sid = session_id or new_session_id(spec)  # type: ignore[arg-type]
-        if session_id:
-            state = await session_state(client, sid)
-            term.say(f"resumed session {sid}: {state.turns} turns, {state.usage.total_tokens} tokens so far")
-        else:
-            term.say(f"session {sid} (resume with: agentsteps chat --session {sid})")
-        term.say(HELP)
         try:
-            await _loop(client, settings, spec, sid, term)
+            status = await _status(client, sid)
+            if status is WorkflowExecutionStatus.RUNNING:
+                state = await session_state(client, sid)
+                term.say(f"resumed session {sid}: {state.turns} turns, {state.usage.total_tokens} tokens so far")
+            elif status is not None and not reopen:
+                raise SessionClosedError(await closed_message(client, sid))
+            elif spec is None:
+                print(f"agentsteps: no session has the id {sid}; start one with --spec FILE", file=err, flush=True)
+                return 1
+            else:
+                term.say(f"session {sid} (resume with: agentsteps chat --session {sid})")
+            term.say(HELP)
+            await _loop(client, settings, spec, sid, term, reopen)
+        except SessionClosedError as exc:
+            print(f"agentsteps: {exc}", file=err, flush=True)
+            return 1
         except (KeyboardInterrupt, asyncio.CancelledError):
             term.say(f"\nleft session {sid} open; resume with: agentsteps chat --session {sid}")
     return 0
 
 
-async def _loop(client: Client, settings: WorkerSettings, spec: AgentSpec | None, sid: str, term: Terminal) -> None:
+async def _status(client: Client, sid: str) -> WorkflowExecutionStatus | None:
+    """The latest workflow under this id: running, ended (how), or None when no session ever had it."""
+    try:
+        return (await session_handle(client, sid).describe()).status
+    except RPCError as exc:
+        if exc.status is RPCStatusCode.NOT_FOUND:
+            return None
+        raise
+
+
+async def _loop(
+    client: Client, settings: WorkerSettings, spec: AgentSpec | None, sid: str, term: Terminal, reopen: bool
+) -> None:
     while True:
         line = await term.ask("you> ")
         if line is None or line.strip() == "/quit":
@@ -110,15 +138,20 @@ async def _loop(client: Client, settings: WorkerSettings, spec: AgentSpec | None
             state = await session_state(client, sid)
             term.say(state.model_dump_json(indent=2))
             continue
-        await _turn(client, settings, spec, sid, text, term)
+        await _turn(client, settings, spec, sid, text, term, reopen)
+        reopen = False  # only the first turn may start the new session; later ones must find it open
 
 
-async def _turn(client: Client, settings: WorkerSettings, spec: AgentSpec | None, sid: str, text: str, term: Terminal) -> None:
+async def _turn(
+    client: Client, settings: WorkerSettings, spec: AgentSpec | None, sid: str, text: str, term: Terminal, reopen: bool
+) -> None:
     stream = WorkflowStreamClient.create(client, sid)
     start = await _offset(stream)
     if spec is not None:
         # A session this chat starts streams its answers; one it resumes keeps the settings it started with.
-        sent = send_turn(client, spec, text, session_id=sid, task_queue=settings.task_queue, config=STREAMING)
+        sent = send_turn(
+            client, spec, text, session_id=sid, task_queue=settings.task_queue, config=STREAMING, reopen=reopen
+        )
     else:
         sent = continue_session(client, sid, text)
     turn = asyncio.ensure_future(sent)
@@ -241,7 +274,11 @@ async def session_command(settings: WorkerSettings, action: str, session_id: str
             for t in await session_turns(client, session_id):
                 print(f"#{t.turn} {t.status:<22} {t.input!r} -> {t.output!r}", file=out)
             return 0
-        state = await close_session(client, session_id, reason)
+        try:
+            state = await close_session(client, session_id, reason)
+        except SessionClosedError as exc:
+            print(f"agentsteps: {exc}", file=sys.stderr, flush=True)
+            return 1
         print(f"session {session_id} closed after {state.turns} turns", file=out)
         return 0
 

@@ -76,9 +76,10 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--no-worker", action="store_true", help="do not run an in-process worker")
 
     chat = command("chat", _chat, "Talk to an agent in a durable session; resume it days later with --session.")
-    opened = chat.add_mutually_exclusive_group(required=True)
-    opened.add_argument("--spec", help="AgentSpec file: start a new session")
-    opened.add_argument("--session", help="resume this session id")
+    chat.add_argument("--spec", help="AgentSpec file: start a new session (with --session: under that id)")
+    chat.add_argument("--session", help="resume this session id (a closed session is refused)")
+    chat.add_argument("--new", action="store_true",
+                      help="with --spec and --session: start a new, empty session under an id whose session has ended")
     chat.add_argument("--no-worker", action="store_true", help="do not run an in-process worker")
 
     session = command("session", _session, "List open sessions, show one, or close one.")
@@ -175,8 +176,14 @@ def _run(args: argparse.Namespace) -> int:
 def _chat(args: argparse.Namespace) -> int:
     from .chat import chat
 
+    if not args.spec and not args.session:
+        print("error: chat needs --spec FILE (a new session) or --session ID (resume one)", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    if args.new and not (args.spec and args.session):
+        print("error: --new needs --spec FILE and --session ID (the id to start a new session under)", file=sys.stderr)
+        return EXIT_BAD_INPUT
     try:
-        return asyncio.run(chat(_settings(args), args.spec, args.session, worker=not args.no_worker))
+        return asyncio.run(chat(_settings(args), args.spec, args.session, worker=not args.no_worker, reopen=args.new))
     except KeyboardInterrupt:
         print("\nthe session stays open; resume it with agentsteps chat --session ID", file=sys.stderr)
         return EXIT_OK

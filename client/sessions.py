@@ -1,8 +1,14 @@
 """Sessions from Python: create-or-continue in one call, follow, close.
 
-``send_turn`` is update-with-start: it starts the session if no open workflow
-has that id, and sends the turn to it either way, in one round trip. Other
+``send_turn`` is update-with-start: it starts the session if no workflow ever
+had that id, and sends the turn to it either way, in one round trip. Other
 languages do the same by name (README: "A session"; docs/sessions.md).
+
+A closed session's id is never silently reused: the start carries
+``REJECT_DUPLICATE``, so a turn for a session that was closed, timed out idle
+or failed raises ``SessionClosedError`` instead of answering as turn 1 of an
+empty session. A caller who wants a new session under that id says so
+(``reopen=True``).
 """
 
 from __future__ import annotations
@@ -10,8 +16,15 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping
 
-from temporalio.client import Client, WithStartWorkflowOperation, WorkflowHandle
-from temporalio.common import WorkflowIDConflictPolicy
+from temporalio.client import (
+    Client,
+    WithStartWorkflowOperation,
+    WorkflowExecutionStatus,
+    WorkflowFailureError,
+    WorkflowHandle,
+)
+from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
+from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from ..contracts import AgentSpec, ToolSchema
@@ -54,11 +67,14 @@ async def send_turn(
     config: SessionConfig | None = None,
     known_tools: Mapping[str, ToolSchema] | None = None,
     key_scope: str | None = None,
+    reopen: bool = False,
 ) -> TurnResult:
-    """One turn of session ``session_id``, starting the session if it is not open yet.
+    """One turn of session ``session_id``, starting the session if it never existed.
 
     ``spec``, ``config`` and ``key_scope`` (``SessionInput.key_scope``: dedupe across sessions) only
-    matter when this call starts the session; an open session keeps the ones it started with.
+    matter when this call starts the session; an open session keeps the ones it started with. A session
+    under this id that has ended (closed, idle timeout, failed) raises ``SessionClosedError`` unless
+    ``reopen`` asks for a new, empty session under the same id.
     """
     validate_spec(spec, known_tools)
     validate_key_scope(key_scope)
@@ -68,13 +84,20 @@ async def send_turn(
         id=session_id,
         task_queue=task_queue,
         id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+        id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE if reopen else WorkflowIDReusePolicy.REJECT_DUPLICATE,
         result_type=SessionOutcome,
     )
-    # A string-named update's result is typed Any by the SDK; result_type decides what it is.
-    result: TurnResult = await client.execute_update_with_start_workflow(
-        TURN_UPDATE, TurnInput(input=text), start_workflow_operation=start, result_type=TurnResult
-    )
-    return result
+    try:
+        result: TurnResult = await client.execute_update_with_start_workflow(
+            TURN_UPDATE, TurnInput(input=text), start_workflow_operation=start, result_type=TurnResult
+        )
+        return result
+    except WorkflowAlreadyStartedError as exc:
+        raise SessionClosedError(await closed_message(client, session_id)) from exc
+    except RPCError as exc:  # some servers (the time-skipping one) answer with the bare status
+        if exc.status is RPCStatusCode.ALREADY_EXISTS:
+            raise SessionClosedError(await closed_message(client, session_id)) from exc
+        raise
 
 
 def session_handle(client: Client, session_id: str) -> WorkflowHandle[object, SessionOutcome]:
@@ -82,11 +105,32 @@ def session_handle(client: Client, session_id: str) -> WorkflowHandle[object, Se
 
 
 async def continue_session(client: Client, session_id: str, text: str) -> TurnResult:
-    """A turn on a session that must already be open (no spec needed)."""
-    result: TurnResult = await session_handle(client, session_id).execute_update(
-        TURN_UPDATE, TurnInput(input=text), result_type=TurnResult
+    """A turn on a session that must already be open (no spec needed); ``SessionClosedError`` if it has ended."""
+    try:
+        result: TurnResult = await session_handle(client, session_id).execute_update(
+            TURN_UPDATE, TurnInput(input=text), result_type=TurnResult
+        )
+        return result
+    except RPCError as exc:
+        if exc.status is RPCStatusCode.NOT_FOUND:
+            raise SessionClosedError(await closed_message(client, session_id)) from exc
+        raise
+
+
+async def closed_message(client: Client, session_id: str) -> str:
+    """One line naming how the session ended and how to start a new one under its id."""
+    handle = session_handle(client, session_id)
+    try:
+        status = (await handle.describe()).status
+        how = status.name.lower().replace("_", " ") if status is not None else "ended"
+        if status is WorkflowExecutionStatus.COMPLETED:
+            how = (await handle.result()).reason
+    except (RPCError, WorkflowFailureError):
+        how = "ended"
+    return (
+        f"session {session_id} has ended ({how}); its id is not reused silently: "
+        "pass reopen=True (agentsteps chat --new) to start a new, empty session under it"
     )
-    return result
 
 
 async def session_state(client: Client, session_id: str) -> SessionState:
@@ -101,10 +145,15 @@ async def session_turns(client: Client, session_id: str) -> list[TurnSummary]:
 
 
 async def close_session(client: Client, session_id: str, reason: str = "closed by caller") -> SessionState:
-    state: SessionState = await session_handle(client, session_id).execute_update(
-        CLOSE_UPDATE, CloseInput(reason=reason), result_type=SessionState
-    )
-    return state
+    try:
+        state: SessionState = await session_handle(client, session_id).execute_update(
+            CLOSE_UPDATE, CloseInput(reason=reason), result_type=SessionState
+        )
+        return state
+    except RPCError as exc:
+        if exc.status is RPCStatusCode.NOT_FOUND:
+            raise SessionClosedError(await closed_message(client, session_id)) from exc
+        raise
 
 
 async def decide_approval(
@@ -137,6 +186,7 @@ async def pending_approvals(client: Client, workflow_id: str) -> list[PendingApp
 
 __all__ = [
     "close_session",
+    "closed_message",
     "decide_approval",
     "pending_approvals",
     "continue_session",

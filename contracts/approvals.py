@@ -17,7 +17,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .json_schema import json_path
 
-ApprovalOutcome = Literal["approved", "rejected", "timed_out"]
+ApprovalOutcome = Literal["approved", "rejected", "timed_out", "withdrawn"]
+"""``withdrawn``: the call's turn (or run) failed or was cancelled before anyone decided; it never runs."""
 
 
 class PendingApproval(BaseModel):

@@ -30,7 +30,8 @@
     └── SessionError               a session refused an Update before it reached history
         ├── InvalidTurnError           empty, over-size, garbage or wrongly typed turn input
         ├── SessionBusyError           a turn arrived while another turn was still running
-        └── SessionClosedError         a turn or close arrived after the session was closed
+        ├── SessionClosedError         a turn or close arrived after the session was closed
+        └── CarriedStateError          a session was started with carried state it does not own
 
 The ``McpError`` branch is defined in ``contracts/mcp.py``, beside the MCP
 activity io it belongs to, and ``CompositionError`` in
@@ -220,6 +221,16 @@ class SessionBusyError(SessionError):
 
 class SessionClosedError(SessionError):
     """The session was closed (by ``close`` or its idle timeout) and takes no more turns."""
+
+
+class CarriedStateError(SessionError):
+    """A session's input carried state (conversation, REPL memory, stream) that is not its own.
+
+    Carried state is accepted only from the session's own continue-as-new; a
+    starter that sends ``carried`` is refused and nothing of it is loaded.
+    """
+
+    retryable = False
 
 
 class ScheduleFileError(InvalidSpecError):

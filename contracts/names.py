@@ -96,6 +96,11 @@ PATCH_TOOL_RESULT_CAP = "tool-result-cap"
 CONVERSATION_REF_PATCH = "agentsteps.conversation-by-ref.1"
 """``AgentWorkflow`` sends each ``llm.call`` the stored conversation's ref plus only the messages
 added since (as a session turn does), not the whole history; runs started before send it whole."""
+SESSION_STATE_PATCH = "agentsteps.session-state.1"
+"""Issue 21, one id for every change to a session's long-lived state: a continued session takes the
+tool schemas it carries (describing again is lazy and fails at most a turn); carried state is accepted
+only from the session's own continue-as-new; a failing turn (or one-shot run) cancels its sibling calls
+and withdraws their approvals. Runs recorded without its marker replay the old commands."""
 
 RELEASE_PATCH = "agentsteps.release.2026-12"
 """One id for a release's worth of changes: a run that takes it takes every behaviour gated by the ids
@@ -140,6 +145,7 @@ __all__ = [
     "ACTIVITIES",
     "AGENT_WORKFLOW",
     "APPROVALS_CARRIED_PATCH",
+    "SESSION_STATE_PATCH",
     "APPROVALS_QUERY",
     "APPROVE_UPDATE",
     "CANCEL_SIGNAL",

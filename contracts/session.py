@@ -20,6 +20,7 @@ from .code.program import ReplMemory, VariableInfo
 from .llm.conversation import ConversationRef
 from .llm.messages import Message
 from .llm.request import Usage
+from .llm.tools import ToolSchema
 from .spec import AgentResult, AgentSpec, EffectRecord, RunStatus
 
 DAY_SECONDS = 86_400.0
@@ -105,13 +106,20 @@ class SessionCarry(BaseModel):
     """Steps over every turn (the search attributes' totals)."""
     violations: int = 0
     cost_usd: float = 0.0
+    tools: list[ToolSchema] | None = None
+    """The tool schemas the session's runs have used: a continued run takes them instead of describing
+    its tools again (None: carried by a release before this field, or not described yet)."""
+    chain: str | None = None
+    """The session this state belongs to, ``<workflow id>/<first run id>`` (``session_owner``); a run
+    accepts carried state only when it names the run's own chain (None: carried by an older release)."""
 
 
 class SessionInput(BaseModel):
     spec: AgentSpec
     session: SessionConfig = Field(default_factory=SessionConfig)
     carried: SessionCarry | None = None
-    """Set only by continue-as-new; a new session starts without it."""
+    """Set only by the session's own continue-as-new; a session started with it is refused
+    (``CarriedStateError``) and loads none of it."""
     stream: Any = None
     """Set only by continue-as-new: the progress stream's ``WorkflowStreamState`` (recent events)."""
     key_scope: str | None = None
@@ -202,6 +210,45 @@ class SessionOutcome(BaseModel):
     usage: Usage = Field(default_factory=Usage)
 
 
+def session_owner(workflow_id: str, first_run_id: str) -> str:
+    """Who a session's stored state belongs to: its id and the first run of its continue-as-new chain,
+    so a new session later started under the same id owns none of the old one's state."""
+    return f"{workflow_id}/{first_run_id}"
+
+
+def repl_keys(workflow_id: str, first_run_id: str) -> tuple[str, str]:
+    """What a session's REPL dumps are signed for: the current key (bound to the chain), then the
+    key sessions started by earlier releases still use (bound to the id)."""
+    return f"{session_owner(workflow_id, first_run_id)}/repl", f"{workflow_id}/repl"
+
+
+def carried_problem(
+    inp: SessionInput, *, workflow_id: str, first_run_id: str, continued: bool, cron: bool, attempt: int
+) -> str | None:
+    """Why this run may not take ``inp``'s carried state, or None. Pure: the workflow asks it first.
+
+    Carried state comes only from the session's own continue-as-new: the run
+    must be a continuation (a starter cannot set that) of the chain the state
+    names. State carried by an older release names no chain; it is taken only
+    by a plain continuation (not a retry or a cron run, which repeat the
+    starter's input).
+    """
+    carry = inp.carried
+    if carry is None and inp.stream is None:
+        return None
+    if not continued:
+        return "carried state is accepted only from the session's own continue-as-new; a new session starts without it"
+    if carry is None:
+        return None
+    if carry.chain is not None and carry.chain != session_owner(workflow_id, first_run_id):
+        return "the carried state belongs to another session"
+    if carry.chain is None and (cron or attempt > 1):
+        return "carried state that names no session is not accepted by a retried or scheduled run"
+    if carry.repl is not None and carry.repl.key not in repl_keys(workflow_id, first_run_id):
+        return "the carried REPL memory belongs to another session"
+    return None
+
+
 def parse_turn(raw: Any, limit: int) -> TurnInput:
     """The ``turn`` Update's argument as sent by any client, or ``ValueError`` saying what is wrong.
 
@@ -253,7 +300,10 @@ __all__ = [
     "TurnInput",
     "TurnResult",
     "TurnSummary",
+    "carried_problem",
     "parse_turn",
+    "repl_keys",
+    "session_owner",
     "preview",
     "turn_input_problem",
 ]

@@ -21,23 +21,24 @@ from .payload_store import PayloadStore
 class ConversationStore:
     def __init__(self, store: PayloadStore, cache_entries: int = 512) -> None:
         self._store = store
-        self._cache: OrderedDict[str, tuple[Message, ...]] = OrderedDict()
+        self._cache: OrderedDict[tuple[str, str], tuple[Message, ...]] = OrderedDict()
         self._cache_entries = cache_entries
 
-    async def load(self, ref: ConversationRef | None) -> list[Message]:
-        """The whole conversation ``ref`` names; a missing or altered segment fails typed, never retried."""
+    async def load(self, ref: ConversationRef | None, owner: str = "") -> list[Message]:
+        """The whole conversation ``ref`` names, every segment bound to ``owner`` (or written before owners
+        existed); a missing, altered or foreign segment fails typed, never retried."""
         segments: list[list[Message]] = []
         base: tuple[Message, ...] = ()
         current = ref
         while current is not None:
-            cached = self._cache.get(current.sha256)
+            cached = self._cache.get((owner, current.sha256))
             if cached is not None:
-                self._cache.move_to_end(current.sha256)
+                self._cache.move_to_end((owner, current.sha256))
                 base = cached
                 break
             try:
                 data = await self._store.get(current.claim)
-                current, messages = decode_node(current, data)
+                current, messages = decode_node(current, data, owner)
             except (PayloadIntegrityError, ValueError) as exc:
                 # Typed as what went wrong (a missing segment is PayloadMissingError), and never retried.
                 message = f"the run's stored conversation cannot be read: {exc}"
@@ -48,22 +49,25 @@ class ConversationStore:
         for messages in reversed(segments):
             full.extend(messages)
         if ref is not None:
-            self._remember(ref.sha256, full)
+            self._remember((owner, ref.sha256), full)
         return full
 
-    async def extend(self, ref: ConversationRef | None, full: list[Message], added: list[Message]) -> ConversationRef:
-        """Store ``added`` after ``ref``; ``full`` is the whole conversation it makes (for the cache)."""
-        data = encode_node(ref, added)
+    async def extend(
+        self, ref: ConversationRef | None, full: list[Message], added: list[Message], owner: str = ""
+    ) -> ConversationRef:
+        """Store ``added`` after ``ref``, bound to ``owner``; ``full`` is the whole conversation it makes (for the cache)."""
+        data = encode_node(ref, added, owner)
         claim = await self._store.put(data)
         head = ConversationRef(
             sha256=hashlib.sha256(data).hexdigest(), length=(ref.length if ref else 0) + len(added), claim=claim
         )
-        self._remember(head.sha256, full)
+        self._remember((owner, head.sha256), full)
         return head
 
-    def _remember(self, digest: str, messages: list[Message]) -> None:
-        self._cache[digest] = tuple(messages)
-        self._cache.move_to_end(digest)
+    def _remember(self, key: tuple[str, str], messages: list[Message]) -> None:
+        """Cached by owner and head: a verified prefix is reused only by the owner it was verified for."""
+        self._cache[key] = tuple(messages)
+        self._cache.move_to_end(key)
         while len(self._cache) > self._cache_entries:
             self._cache.popitem(last=False)
 

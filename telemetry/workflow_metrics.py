@@ -64,7 +64,7 @@ WORKFLOW_METRICS = (
     WorkflowMetric(SESSION_TURN_SECONDS, "histogram", ("outcome",), "Session turn latency."),
     WorkflowMetric(SESSION_CONTINUED, "counter", (), "Sessions that continued-as-new between turns."),
     WorkflowMetric(APPROVALS_REQUESTED, "counter", ("tool",), "Tool calls that asked a person for approval."),
-    WorkflowMetric(APPROVALS_DECIDED, "counter", ("outcome",), "Approvals by outcome (approved, rejected, timed_out)."),
+    WorkflowMetric(APPROVALS_DECIDED, "counter", ("outcome",), "Approvals by outcome (approved, rejected, timed_out, withdrawn)."),
     WorkflowMetric(APPROVAL_WAIT_SECONDS, "histogram", ("outcome",), "Time a call waited for its approval."),
 )
 """Every metric recorded here. Temporal adds ``namespace``, ``task_queue`` and ``workflow_type`` labels."""
@@ -153,7 +153,7 @@ def record_approval_requested(tool: str) -> None:
 
 def record_approval_decided(outcome: str, waited_seconds: float) -> None:
     meter = workflow.metric_meter()
-    meter.create_counter(APPROVALS_DECIDED, "Approvals by outcome (approved, rejected, timed_out).").add(
+    meter.create_counter(APPROVALS_DECIDED, "Approvals by outcome (approved, rejected, timed_out, withdrawn).").add(
         1, {"outcome": outcome}
     )
     meter.create_histogram_float(

@@ -77,7 +77,7 @@ class AgentRun:
         """An ``AgentWorkflow`` run; its conversation is stored when ``features.conversation_ref``.
 
         With ``pending_tools`` (and no ``tools``) the first model call resolves the names on the worker."""
-        chain = ConversationChain(None) if features.conversation_ref else None
+        chain = ConversationChain.own_chain(None) if features.conversation_ref else None
         config = RunConfig(spec=spec, tools=tuple(tools), approvals=approvals, chain=chain,
                            pending_tools=tuple(pending_tools), key_scope=key_scope)
         return cls(config, features, progress)
@@ -91,7 +91,7 @@ class AgentRun:
     ) -> AgentRun:
         """One session turn: keys scoped ``t<turn>.``, the conversation stored on top of ``conversation``."""
         config = RunConfig(
-            spec=spec, tools=tuple(tools), approvals=approvals, chain=ConversationChain(conversation),
+            spec=spec, tools=tuple(tools), approvals=approvals, chain=ConversationChain.own_chain(conversation),
             scope=f"t{turn}.", turn=turn, on_event=on_event, stream_tokens=stream_tokens, key_scope=key_scope,
         )
         return cls(config, features, progress)

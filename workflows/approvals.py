@@ -81,6 +81,10 @@ class ApprovalDesk:
             await workflow.wait_condition(lambda: approval_id in self.decided, timeout=timeout)
         except asyncio.TimeoutError:
             self._record(pending, "timed_out", "", f"no decision within {timeout_seconds:g} s")
+        except asyncio.CancelledError:
+            # A sibling call failed the turn (or the run was cancelled): nobody will read this call's result.
+            self._record(pending, "withdrawn", "", "its turn ended before a decision; the call did not run")
+            raise
         finally:
             self.pending.pop(approval_id, None)
             if self.on_change is not None:
@@ -99,6 +103,8 @@ class ApprovalDesk:
     def validate(self, decision: ApprovalDecision) -> None:
         """The Update validator: unknown and already-decided ids are refused before history."""
         done = self.decided.get(decision.approval_id)
+        if done is not None and done.outcome == "withdrawn":
+            raise to_application_error(ApprovalError(f"approval {decision.approval_id!r} was withdrawn: {done.note}"))
         if done is not None:
             who = f" by {done.approver}" if done.approver else ""
             raise to_application_error(
@@ -121,10 +127,22 @@ class ApprovalDesk:
             decided_at=now, waited_seconds=(now - pending.requested_at).total_seconds(),
         )
         self.decided[pending.approval_id] = record
-        while len(self.decided) > _DECIDED_KEPT:
-            self.decided.pop(next(iter(self.decided)))
+        self._forget_oldest()
         workflow_metrics.record_approval_decided(outcome, record.waited_seconds)
         return record
+
+
+    def _forget_oldest(self) -> None:
+        """Keep the latest 200 decisions, but never one whose call has not read it yet.
+
+        Many decisions can land in one workflow task (a person approving a batch)
+        before any waiting call wakes; dropping one of those would leave its call
+        waiting for a decision already made, until it timed out.
+        """
+        excess = len(self.decided) - _DECIDED_KEPT
+        if excess > 0:
+            for approval_id in [a for a in self.decided if a not in self.pending][:excess]:
+                del self.decided[approval_id]
 
 
 class ApprovalHandlers:

@@ -29,6 +29,7 @@ with workflow.unsafe.imports_passed_through():
     from ..contracts.llm.tools import Delivery, ToolsDescribeInput, outcome_unknown, result_value
     from ..failures import failure_type, to_application_error
     from .activity_options import activity_options
+    from .run_state import patched_since_release
 
 
 class UsageLedger(Protocol):
@@ -99,10 +100,10 @@ async def call_tool(
             cause = exc.cause
             if isinstance(cause, ApplicationError) and cause.non_retryable:
                 raise
-            if isinstance(cause, CancelledError) and workflow.patched(EXACTLY_ONCE_PATCH):
+            if isinstance(cause, CancelledError) and patched_since_release(EXACTLY_ONCE_PATCH):
                 raise  # the run was cancelled: not an outcome to tell the model
             retryable = isinstance(cause, ApplicationError)
-            not_sent = retryable and (cause.type == failure_type(ToolNotSentError) or not workflow.patched(EXACTLY_ONCE_PATCH))
+            not_sent = retryable and (cause.type == failure_type(ToolNotSentError) or not patched_since_release(EXACTLY_ONCE_PATCH))
             if not not_sent:
                 return outcome_unknown(call, _why(cause or exc))
             if attempt == policy.max_attempts:

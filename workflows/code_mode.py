@@ -172,6 +172,7 @@ async def _execute(
     status = await drive_program(
         start,
         lambda call: _run_call(run, index, info.run_id, call, by_name[call.function], ladder, records, program),
+        cancel_siblings=run.features.cancel_siblings,
     )
     return status, [records[k] for k in sorted(records)]
 

@@ -25,13 +25,22 @@ from temporalio import workflow
 with workflow.unsafe.imports_passed_through():
     from ..contracts import LLMRequest, Message
     from ..contracts.llm.conversation import ConversationRef
+    from ..contracts.session import session_owner
 
 
 class ConversationChain:
-    def __init__(self, base: ConversationRef | None) -> None:
+    def __init__(self, base: ConversationRef | None, owner: str = "") -> None:
         self.base = base
+        self.owner = owner
+        """Every segment this chain stores is bound to the run (or session) it belongs to (``own_chain``)."""
         self._stored: list[tuple[tuple[Message, ...], ConversationRef]] = []
         """Stored prefixes of the tail, longest first."""
+
+    @classmethod
+    def own_chain(cls, base: ConversationRef | None) -> ConversationChain:
+        """A chain owned by the calling workflow: its id and the first run of its continue-as-new chain."""
+        info = workflow.info()
+        return cls(base, session_owner(info.workflow_id, info.first_execution_run_id))
 
     def _longest_stored(self, tail: Sequence[Message]) -> tuple[int, ConversationRef | None]:
         for prefix, ref in self._stored:
@@ -43,7 +52,9 @@ class ConversationChain:
     def request(self, request: LLMRequest) -> LLMRequest:
         """``request`` with its messages replaced by a stored prefix's ref and what came after it."""
         length, ref = self._longest_stored(request.messages)
-        return request.model_copy(update={"messages": request.messages[length:], "conversation": ref, "chained": True})
+        return request.model_copy(
+            update={"messages": request.messages[length:], "conversation": ref, "chained": True, "owner": self.owner}
+        )
 
     def learn(self, tail: Sequence[Message], ref: ConversationRef) -> None:
         """``tail`` is stored as ``ref`` (what ``llm.call`` returned for it)."""

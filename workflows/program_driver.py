@@ -32,6 +32,7 @@ with workflow.unsafe.imports_passed_through():
     from ..contracts.spec import ActivityPolicy
     from ..failures import from_failure, to_application_error
     from .activity_options import activity_options
+    from .siblings import cancel_unfinished
 
 
 def program_keys(step: str) -> tuple[str, str | None]:
@@ -86,11 +87,13 @@ async def drive_program(
     run_call: Callable[[PendingCall], Awaitable[CallOutcome]],
     *,
     summary: str | None = None,
+    cancel_siblings: Callable[[], bool] = lambda: False,
 ) -> ProgramStatus:
     """Run a program in the sandbox to its end; every call it makes goes to ``run_call``.
 
     Calls that pause together run concurrently; the program resumes with their
-    outcomes.
+    outcomes. When the program fails (a call or a segment raises), the calls
+    still running are cancelled if ``cancel_siblings()`` says so (``siblings``).
     """
     options = _segment_options(start.limits)
     calls: dict[int, asyncio.Task[CallOutcome]] = {}
@@ -100,28 +103,32 @@ async def drive_program(
             if call.call_id not in calls:
                 calls[call.call_id] = asyncio.ensure_future(run_call(call))
 
-    status = await _sandbox(CODE_START, start, options, summary)
-    while status.state == "pending":
-        launch(status.calls)
-        outcomes = list(await asyncio.gather(*(calls[i] for i in status.awaiting)))
-        assert status.snapshot is not None
-        status = await _sandbox(
-            CODE_RESUME,
-            ResumeProgramInput(
-                run_key=start.run_key, legacy_run_key=start.legacy_run_key, snapshot=status.snapshot, functions=start.functions, outcomes=outcomes,
-                limits=start.limits, output=status.output, output_dropped=status.output_dropped,
-                calls_made=status.calls_made, sandbox_seconds=status.sandbox_seconds,
-                repl=start.repl, variable_names=start.variable_names,
-            ),
-            options,
-            summary,
-        )
-    # Calls the program started but never awaited still ran; wait so every
-    # side effect is recorded before the run reports.
-    if status.state == "completed":
-        launch(status.calls)
-    if calls:
-        await asyncio.gather(*calls.values())
+    try:
+        status = await _sandbox(CODE_START, start, options, summary)
+        while status.state == "pending":
+            launch(status.calls)
+            outcomes = list(await asyncio.gather(*(calls[i] for i in status.awaiting)))
+            assert status.snapshot is not None
+            status = await _sandbox(
+                CODE_RESUME,
+                ResumeProgramInput(
+                    run_key=start.run_key, legacy_run_key=start.legacy_run_key, snapshot=status.snapshot, functions=start.functions, outcomes=outcomes,
+                    limits=start.limits, output=status.output, output_dropped=status.output_dropped,
+                    calls_made=status.calls_made, sandbox_seconds=status.sandbox_seconds,
+                    repl=start.repl, variable_names=start.variable_names,
+                ),
+                options,
+                summary,
+            )
+        # Calls the program started but never awaited still ran; wait so every
+        # side effect is recorded before the run reports.
+        if status.state == "completed":
+            launch(status.calls)
+        if calls:
+            await asyncio.gather(*calls.values())
+    except BaseException:
+        await cancel_unfinished(calls.values(), cancel_siblings)
+        raise
     return status
 
 

@@ -37,11 +37,18 @@ with workflow.unsafe.imports_passed_through():
         EXACTLY_ONCE_PATCH,
         PATCH_TOOL_RESULT_CAP,
         RELEASE_PATCH,
+        SESSION_STATE_PATCH,
         TOKEN_STREAM_PATCH,
     )
     from ..contracts.session import ProgressEvent
     from .approvals import ApprovalDesk
     from .conversation import ConversationChain
+
+
+def patched_since_release(patch_id: str) -> bool:
+    """Asked where ``patch_id`` always was: a new run takes it under ``RELEASE_PATCH`` (one marker for the
+    release), a run recorded between ``patch_id`` and the release asks it as it did."""
+    return workflow.patched(RELEASE_PATCH) or workflow.patched(patch_id)
 
 
 class Features:
@@ -104,6 +111,11 @@ class Features:
         """A call already in the record of effects is answered from it without asking for approval again;
         asked only when a recorded call to a tool that requires approval comes up again."""
         return self._ask(EXACTLY_ONCE_PATCH)
+
+    def cancel_siblings(self) -> bool:
+        """A failing call cancels the calls running beside it and withdraws their approvals
+        (``siblings``); asked only once a call has failed. A method: it is handed on uncalled."""
+        return self._ask(SESSION_STATE_PATCH)
 
 
 @dataclass(frozen=True)

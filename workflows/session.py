@@ -22,11 +22,11 @@ from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
-from temporalio.exceptions import FailureError
+from temporalio.exceptions import ActivityError, FailureError
 
 with workflow.unsafe.imports_passed_through():
-    from ..contracts.errors import InvalidTurnError, SessionBusyError, SessionClosedError
-    from ..contracts import AgentState, Message, Step, ToolSchema
+    from ..contracts.errors import CarriedStateError, InvalidTurnError, SessionBusyError, SessionClosedError
+    from ..contracts import AgentSpec, AgentState, Message, Step, ToolSchema
     from ..contracts.code.program import ReplMemory
     from ..contracts.code.variables import variables_note
     from ..contracts.names import (
@@ -35,6 +35,7 @@ with workflow.unsafe.imports_passed_through():
         CLOSE_UPDATE,
         CURRENT_TURN_QUERY,
         PROGRESS_TOPIC,
+        SESSION_STATE_PATCH,
         SESSION_WORKFLOW,
         STATE_QUERY,
         STEPS_QUERY,
@@ -53,17 +54,20 @@ with workflow.unsafe.imports_passed_through():
         TurnResult,
         TurnSummary,
         UntoldEffects,
+        carried_problem,
         parse_turn,
         preview,
+        repl_keys,
+        session_owner,
     )
-    from ..failures import to_application_error
+    from ..failures import from_failure, to_application_error
     from pydantic import TypeAdapter
     from temporalio.contrib.workflow_streams import WorkflowStream, WorkflowStreamState
 
     from ..telemetry import workflow_metrics
     from .agent_run import AgentRun
     from .approvals import ApprovalDesk, ApprovalHandlers
-    from .run_state import Features, RunProgress
+    from .run_state import Features, RunProgress, patched_since_release
     from .effects import untold_note
     from .steps import check_key_scope, opening, run_steps, spec_tools
     from .visibility import Visibility
@@ -77,9 +81,21 @@ class SessionWorkflow(ApprovalHandlers):
     @workflow.init
     def __init__(self, inp: SessionInput) -> None:
         now = workflow.now()
+        info = workflow.info()
         self.inp = inp
-        self.carry = inp.carried or SessionCarry(created_at=now, last_activity=now)
+        self.owner = session_owner(info.workflow_id, info.first_execution_run_id)
+        problem = carried_problem(
+            inp, workflow_id=info.workflow_id, first_run_id=info.first_execution_run_id,
+            continued=info.continued_run_id is not None, cron=bool(info.cron_schedule), attempt=info.attempt,
+        )
+        self.refused = CarriedStateError(problem) if problem is not None else None
+        """Set when the input carried state this session does not own: it loads none of it, every
+        Update is refused with it, and the run fails with it."""
+        carried, stream = (inp.carried, inp.stream) if self.refused is None else (None, None)
+        self.carry = carried or SessionCarry(created_at=now, last_activity=now)
         self.tools: list[ToolSchema] | None = None
+        self.tools_decided = False
+        """Set by ``run`` once it knows where this run's tools come from; a turn waits for it."""
         self.current: RunProgress | None = None
         """The running turn's progress (queries and cancel read it); None between turns."""
         self.current_turn: int | None = None
@@ -90,7 +106,7 @@ class SessionWorkflow(ApprovalHandlers):
             ProgressEvent(kind="approval_requested", turn=self.current_turn or 0, at=workflow.now(),
                           tool=pending.tool, approval=pending)
         )
-        prior = TypeAdapter(WorkflowStreamState).validate_python(inp.stream) if inp.stream else None
+        prior = TypeAdapter(WorkflowStreamState).validate_python(stream) if stream else None
         self.stream = WorkflowStream(prior)
         self.stream_base = prior.base_offset if prior else 0
         self.published = len(prior.log) if prior else 0
@@ -103,13 +119,22 @@ class SessionWorkflow(ApprovalHandlers):
 
     @workflow.run
     async def run(self, inp: SessionInput) -> SessionOutcome:
+        if self.refused is not None:
+            raise to_application_error(self.refused)
         check_key_scope(inp.key_scope)
         if inp.carried is None:
             workflow_metrics.record_session_started()
             self.visibility.start(inp.spec)
         else:
             self.visibility.resume()
-        self.tools = await spec_tools(inp.spec)
+        if patched_since_release(SESSION_STATE_PATCH):
+            # A continued run takes the schemas it carries; a new one (or one carried by an older release)
+            # describes its tools at its next turn. Either way nothing here can fail: a continue-as-new
+            # never ends a session, and a failed describe fails at most that turn.
+            self.tools = self.carry.tools
+        else:
+            self.tools = await spec_tools(inp.spec)
+        self.tools_decided = True
         idle = timedelta(seconds=inp.session.idle_timeout_seconds)
         while True:
             seen = self.activity
@@ -134,15 +159,18 @@ class SessionWorkflow(ApprovalHandlers):
                 await workflow.wait_condition(workflow.all_handlers_finished)
                 if self.current is None and self.closed_reason is None:
                     self.carry.continued += 1
-                    if workflow.patched(APPROVALS_CARRIED_PATCH):
-                        self.carry.decided = self.approvals.recent()
+                    carry_decisions = workflow.patched(APPROVALS_CARRIED_PATCH)
                     workflow_metrics.record_session_continued()
-                    await self.stream.continue_as_new(
-                        lambda state: [
-                            SessionInput(spec=inp.spec, session=inp.session, carried=self.carry, stream=state,
-                                         key_scope=inp.key_scope)
-                        ]
-                    )
+                    await self.stream.continue_as_new(lambda state: [self._next_run(inp, state, carry_decisions)])
+
+    def _next_run(self, inp: SessionInput, stream: Any, carry_decisions: bool) -> SessionInput:
+        """The continued run's input, built at the last moment: after the stream's pollers are detached and
+        every handler has finished, so a decision (or a turn) accepted while they finished is carried too."""
+        if carry_decisions:
+            self.carry.decided = self.approvals.recent()
+        self.carry.chain = self.owner
+        self.carry.tools = self.tools
+        return SessionInput(spec=inp.spec, session=inp.session, carried=self.carry, stream=stream, key_scope=inp.key_scope)
 
     # ------------------------------------------------------------------ turns
 
@@ -155,15 +183,18 @@ class SessionWorkflow(ApprovalHandlers):
         number = self.carry.turns_done + 1
         spec = self.inp.spec
         features = Features.at_start(one_shot=False)  # before the turn's first command, as every turn has
-        repl = (self.carry.repl or ReplMemory(key=f"{workflow.info().workflow_id}/repl")) if spec.mode == "code" else None
+        info = workflow.info()
+        own_repl = ReplMemory(key=repl_keys(info.workflow_id, info.first_execution_run_id)[0])
+        repl = (self.carry.repl or own_repl) if spec.mode == "code" else None
         progress = RunProgress(repl=repl)
         self.current, self.current_turn = progress, number
         self.activity += 1
         summary = TurnSummary(turn=number, input=preview(inp.input), status="running", started_at=workflow.now())
         self._publish(ProgressEvent(kind="turn_started", turn=number, at=workflow.now(), detail=preview(inp.input)))
         try:
-            await workflow.wait_condition(lambda: self.tools is not None)
-            assert self.tools is not None
+            await workflow.wait_condition(lambda: self.tools_decided)
+            if self.tools is None:
+                self.tools = await self._describe(spec)
             run = AgentRun.for_turn(
                 spec, self.tools, features, turn=number, conversation=self.carry.conversation,
                 approvals=self.approvals, progress=progress, on_event=self._publish,
@@ -199,8 +230,20 @@ class SessionWorkflow(ApprovalHandlers):
                 self.carry.untold_effects = [*self.carry.untold_effects, untold][-UNTOLD_TURNS_KEPT:]
             self._finish_turn(summary)
 
+    async def _describe(self, spec: AgentSpec) -> list[ToolSchema]:
+        """The spec's tool schemas, asked at a turn: a failure (a server down past its ``give_up_seconds``, a
+        tool no longer offered) fails this turn, typed and naming the server or tool, never the session."""
+        try:
+            return await spec_tools(spec)
+        except ActivityError as exc:
+            error = from_failure(exc)
+            if error is None:
+                raise
+            raise to_application_error(error, *error.details) from exc
+
     @turn.validator
     def _check_turn(self, raw: Any) -> None:
+        self._check_owned()
         if self.closed_reason is not None:
             raise to_application_error(SessionClosedError(f"the session is closed ({self.closed_reason})"))
         if self.current is not None:
@@ -245,10 +288,16 @@ class SessionWorkflow(ApprovalHandlers):
 
     @close.validator
     def _check_close(self, inp: CloseInput) -> None:
+        self._check_owned()
         if self.closed_reason is not None:
             raise to_application_error(SessionClosedError(f"the session is already closed ({self.closed_reason})"))
 
+    def _check_owned(self) -> None:
+        if self.refused is not None:
+            raise to_application_error(self.refused)
+
     def _check_decisions_open(self) -> None:
+        self._check_owned()
         if self.closed_reason is not None and self.current is None:
             raise to_application_error(SessionClosedError(f"the session is closed ({self.closed_reason})"))
 

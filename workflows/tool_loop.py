@@ -9,7 +9,6 @@ Called through ``steps.run_steps`` by both ``AgentWorkflow`` (one input) and
 
 from __future__ import annotations
 
-import asyncio
 import json
 
 from temporalio import workflow
@@ -29,6 +28,7 @@ with workflow.unsafe.imports_passed_through():
     from ..contracts.llm.tools import capped_tool_content
     from .agent_run import AgentRun
     from .calls import budget_exceeded
+    from .siblings import together
 
 
 async def run_tool_loop(run: AgentRun, history: list[Message]) -> AgentResult:
@@ -96,7 +96,7 @@ async def _run_tools(run: AgentRun, index: int, response: LLMResponse) -> list[T
         )
 
     # Effect keys are taken before any await inside call_tool (approvals included): ordinals follow call order.
-    return await asyncio.gather(*(one(call) for call in response.message.tool_calls))
+    return await together((one(call) for call in response.message.tool_calls), run.features.cancel_siblings)
 
 
 def _tool_message(result: ToolCallResult, cap: int | None) -> Message:

@@ -23,7 +23,6 @@ from temporalio.common import SearchAttributeKey, SearchAttributeUpdate
 with workflow.unsafe.imports_passed_through():
     from ..contracts import AgentSpec, Usage
     from ..contracts.names import (
-        RELEASE_PATCH,
         SA_AWAITING_APPROVAL,
         SA_COST,
         SA_LAST_ACTIVITY,
@@ -34,6 +33,7 @@ with workflow.unsafe.imports_passed_through():
         SA_VIOLATIONS,
         SEARCH_ATTRIBUTES_PATCH,
     )
+    from .run_state import patched_since_release
 
 SPEC = SearchAttributeKey.for_keyword(SA_SPEC)
 MODEL = SearchAttributeKey.for_keyword(SA_MODEL)
@@ -45,12 +45,6 @@ AWAITING_APPROVAL = SearchAttributeKey.for_bool(SA_AWAITING_APPROVAL)
 LAST_ACTIVITY = SearchAttributeKey.for_datetime(SA_LAST_ACTIVITY)
 
 
-def _enabled() -> bool:
-    """A new run takes the upserts under ``RELEASE_PATCH`` (one marker for the release, asked first);
-    runs recorded between ``SEARCH_ATTRIBUTES_PATCH`` and the release ask that id, as they did."""
-    return workflow.patched(RELEASE_PATCH) or workflow.patched(SEARCH_ATTRIBUTES_PATCH)
-
-
 class Visibility:
     """One run's search attributes; every method is a no-op for runs recorded before the patch."""
 
@@ -60,7 +54,7 @@ class Visibility:
 
     def start(self, spec: AgentSpec) -> None:
         """Before the run's first command: decides, once, whether this run upserts at all."""
-        self.on = _enabled()
+        self.on = patched_since_release(SEARCH_ATTRIBUTES_PATCH)
         self._upsert(
             SPEC.value_set(spec.name[:200]),
             MODEL.value_set(spec.model.model[:200]),
@@ -73,7 +67,7 @@ class Visibility:
 
     def resume(self) -> None:
         """A session continued-as-new: its attributes carried over; only decide whether to upsert."""
-        self.on = _enabled()
+        self.on = patched_since_release(SEARCH_ATTRIBUTES_PATCH)
 
     def awaiting(self, waiting: bool) -> None:
         """A call started or stopped waiting for a person; only a change is upserted."""

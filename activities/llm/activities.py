@@ -20,6 +20,7 @@ from ...contracts.errors import (
     ContractViolationError,
     InvalidSpecError,
     NonRetryableProviderError,
+    PayloadIntegrityError,
     RetryableProviderError,
 )
 from ...contracts.llm.conversation import ConversationRef
@@ -42,6 +43,18 @@ from .providers.registry import ProviderSet
 from .providers.streams import TextSink
 from .token_stream import TokenPublisher
 
+
+
+def _owner(request: LLMRequest) -> str:
+    """Who a chained call's segments are bound to: the workflow sets it from its own info, and it must
+    name the calling workflow, so a request can never read or write another workflow's conversation."""
+    if not request.owner:
+        return ""
+    if activity.in_activity() and not request.owner.startswith(f"{activity.info().workflow_id}/"):
+        raise to_application_error(
+            PayloadIntegrityError(f"the conversation's owner {request.owner!r} is not the calling workflow")
+        )
+    return request.owner
 
 
 def _precondition_failure(violations: list[Violation]) -> ApplicationError:
@@ -99,8 +112,9 @@ class LLMActivities:
     async def _chat(self, request: LLMRequest) -> LLMResponse:
         chained = request.chained or request.conversation is not None
         full = request
+        owner = _owner(request)
         if chained:
-            earlier = await self._store().load(request.conversation)
+            earlier = await self._store().load(request.conversation, owner)
             full = request.model_copy(
                 update={"messages": [*earlier, *request.messages], "conversation": None, "chained": False}
             )
@@ -112,9 +126,9 @@ class LLMActivities:
             # Stored before the provider call: a retry stores the same segment under the same address.
             # A compacted conversation starts a new chain, so later calls build on the compacted one.
             if action is None:
-                stored = await self._store().extend(request.conversation, full.messages, request.messages)
+                stored = await self._store().extend(request.conversation, full.messages, request.messages, owner)
             else:
-                stored = await self._store().extend(None, full.messages, full.messages)
+                stored = await self._store().extend(None, full.messages, full.messages, owner)
         if request.stream is None:
             response = await self._call(full)
         else:

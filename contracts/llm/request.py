@@ -63,6 +63,10 @@ class LLMRequest(BaseModel):
     """Messages stored in the payload store that come before ``messages`` (sessions)."""
     chained: bool = False
     """Store the whole message list and return its ``ConversationRef`` (implied by ``conversation``)."""
+    owner: str = ""
+    """Chained requests: the run or session the conversation belongs to, ``<workflow id>/<first run id>``,
+    set by the workflow from its own info. Every segment stored is bound to it, and a chain holding a
+    segment bound to another owner is refused (``PayloadIntegrityError``). Empty: an older release's call."""
     context_policy: ContextPolicy = "none"
     stream: TokenStream | None = None
     """Call the provider with streaming and publish the answer's text, batched, on the calling

@@ -34,7 +34,8 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
-from temporalio.client import Client, WorkflowHandle
+from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
+from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 
@@ -91,6 +92,11 @@ def recorder_registry(settings: WorkerSettings) -> ToolRegistry:
         """Sleep for the given seconds, then answer."""
         await asyncio.sleep(args.seconds)
         return Waited(seconds=args.seconds)
+
+    @registry.tool(name="audit")
+    def audit(args: Pause) -> Waited:
+        """An audit whose back end refuses every call: it fails the turn that makes it."""
+        raise ApplicationError("the audit service refused the call", type="AuditDown", non_retryable=True)
 
     return registry
 
@@ -190,6 +196,8 @@ async def record(out: Path, prefix: str, only: set[str] | None = None) -> list[s
                     await _session(rec)
                 if only is None or "session_streaming" in only:
                     await _session_streaming(rec)
+                if only is None or "session_state" in only:
+                    await _session_state(rec)
                 if only is None:
                     await _agents(rec, settings)
             if only is None:
@@ -271,6 +279,46 @@ async def _session_streaming(rec: Recorder) -> None:
             break
     assert (await session_state(rec.client, session_id)).continued == 1
     await rec.save("session_streamed_continued", rec.client.get_workflow_handle(session_id, run_id=first_run))
+    await close_session(rec.client, session_id)
+
+
+async def _session_state(rec: Recorder) -> None:
+    """Issue 21's session (``SESSION_STATE_PATCH``): tools described at the first turn, which fails on one call
+    while its sibling waits for approval (cancelled, withdrawn); then short turns until it continues as new.
+    Saved: that first run, and the continued run (tools carried, not described) between two turns."""
+    rec.scripted.set_script({"rules": [
+        {"match": {"role": "user", "contains": "refund and audit"}, "reply": {"tool_calls": [
+            {"name": "refund", "arguments": {"order": "A-17", "amount": 40.0}},
+            {"name": "audit", "arguments": {"seconds": 0}}]}},
+        {"match": {"role": "user", "contains": "weather"}, "reply": {"tool_calls": [
+            {"name": "get_weather", "arguments": {"city": "Paris"}}]}},
+        {"match": {"tool_result_for": "get_weather"}, "reply": {"content": "sunny"}},
+        {"match": {"role": "user"}, "reply": {"content": "noted"}},
+    ]})
+    # The replayer names a history's workflow by its file name, and a continued run checks that its carried
+    # state names its own session (workflow id and first run): so the session's id is its continued run's file name.
+    session_id = f"{rec.prefix}session_continued_carried_tools"
+    spec = agent_spec(tools=["refund", "audit", "get_weather"])
+    config = SessionConfig(continue_after_events=100)
+
+    async def send(text: str):
+        return await send_turn(rec.client, spec, text, session_id=session_id, task_queue=rec.task_queue, config=config)
+
+    try:
+        await send("refund and audit A-17")
+        raise AssertionError("the audit was meant to fail the turn")
+    except WorkflowUpdateFailedError:
+        pass
+    assert await pending_approvals(rec.client, session_id) == []
+    first_run = (await rec.client.get_workflow_handle(session_id).describe()).run_id
+    for n in range(40):
+        await send(f"note {n}")
+        if (await session_state(rec.client, session_id)).continued:
+            break
+    assert (await session_state(rec.client, session_id)).continued == 1
+    assert (await send("weather in Paris?")).output == "sunny"
+    await rec.save("session_failed_turn_continued", rec.client.get_workflow_handle(session_id, run_id=first_run))
+    await rec.save("session_continued_carried_tools", rec.client.get_workflow_handle(session_id))
     await close_session(rec.client, session_id)
 
 

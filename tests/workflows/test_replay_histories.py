@@ -45,7 +45,7 @@ def test_the_recorded_histories_cover_every_workflow_and_the_in_flight_shapes():
     names = {p.stem for p in FILES}
     assert {"tool_mode", "code_mode", "pipeline", "monitor_tick",
             "code_mode_paused_on_tool", "tool_mode_waiting_on_tool", "session_between_turns",
-            "session_streamed_continued"} <= names
+            "session_streamed_continued", "session_failed_turn_continued", "session_continued_carried_tools"} <= names
     assert {workflow_type(load(p)) for p in FILES} == set(WORKFLOWS)
     for path in FILES:
         assert "externalPayloads" not in path.read_text(), f"{path.name} needs the payload store"
