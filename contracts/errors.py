@@ -208,7 +208,7 @@ class ApprovalError(AgentStepsError):
 class SessionError(AgentStepsError):
     """A session refused an Update (the validator's answer; nothing reaches history)."""
 
-    retryable = None
+    retryable: ClassVar[bool | None] = None
 
 
 class InvalidTurnError(SessionError):

@@ -64,7 +64,8 @@ async def test_each_step_adds_its_new_messages_to_history_never_the_conversation
     assert _marked(history, RELEASE_PATCH)
     kinds = [e.event_type for e in history.events]
     assert kinds.count(EventType.EVENT_TYPE_MARKER_RECORDED) == 1
-    assert kinds.count(EventType.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES) == 1
+    # The release marker's TemporalChangeVersion, then the console's attributes at start and at the end.
+    assert kinds.count(EventType.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES) == 3
     # No tools.describe: the first llm.call resolved the tool names; one activity per model or tool call.
     scheduled = [e.activity_task_scheduled_event_attributes.activity_type.name for e in history.events
                  if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED]
