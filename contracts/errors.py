@@ -22,6 +22,7 @@
     ├── PayloadIntegrityError      stored payload bytes no longer match their content address
     │   └── PayloadMissingError        a payload is not in (or not readable from) this worker's store
     ├── DeploymentConfigError      a worker on a cluster without a shared payload store or snapshot key
+    ├── StackConflictError         a port the embedded stack needs, or the task queue, is taken by something else
     ├── InvalidProgramResume       a snapshot cannot take the outcomes it was resumed with
     ├── MonitorScanError           the monitor's scan program failed or returned a malformed value
     ├── ApprovalError              an approve/reject names no waiting call, one already decided, or is malformed
@@ -163,6 +164,11 @@ class PayloadMissingError(PayloadIntegrityError):
 
 class DeploymentConfigError(AgentStepsError):
     """The worker's deployment settings cannot keep runs safe (raised before it starts)."""
+
+
+class StackConflictError(AgentStepsError):
+    """A CLI process refused to start its part of the stack: a port is taken by something that is not
+    the Temporal server it needs, or another worker with other tools or models polls the task queue."""
 
 
 class InvalidProgramResume(AgentStepsError):
