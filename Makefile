@@ -1,19 +1,31 @@
-# Both targets are idempotent: the venv is made once, and pip re-checks the
-# project on every run so a pulled change is always installed.
+# `make demo` installs only the runtime; `make test` (and `make install`, the developer set-up)
+# add the test extras. pip runs again only when pyproject.toml changes: the install is editable,
+# so pulled code is live without it. The editable-install warning is silenced (the repository
+# root is the package, on purpose: see pyproject.toml).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+PIP := PYTHONWARNINGS="ignore:Editable installation" $(BIN)/pip install --quiet --disable-pip-version-check
+RUNTIME := $(VENV)/.installed-runtime
+DEVELOP := $(VENV)/.installed-test
 
 .PHONY: demo test install mcp-thirdparty clean dashboard
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet --disable-pip-version-check --upgrade pip
 
-install: $(BIN)/python
-	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[test]'
+$(RUNTIME): pyproject.toml | $(BIN)/python
+	$(PIP) -e .
+	@touch $@
 
-demo: install
+$(DEVELOP): pyproject.toml | $(BIN)/python
+	$(PIP) -e '.[test]'
+	@touch $@ $(RUNTIME)
+
+install: $(DEVELOP)
+
+demo: $(RUNTIME)
 	$(BIN)/agentsteps demo
 
 # Regenerate the Grafana dashboard JSON from its builder (tests/test_dashboard_rules.py checks they match).
@@ -35,7 +47,7 @@ $(THIRDPARTY)/%/installed.txt: tests/mcp_thirdparty/%.txt
 
 mcp-thirdparty: $(THIRDPARTY_SERVERS)
 
-test: install mcp-thirdparty
+test: $(DEVELOP) mcp-thirdparty
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
 clean:
