@@ -84,9 +84,29 @@ async def live_pollers(client: Client, task_queue: str) -> list[Poller]:
         )
         for poller in answer.pollers:
             ago = max(0.0, now - poller.last_access_time.ToSeconds()) if poller.HasField("last_access_time") else 0.0
-            if ago <= POLLER_FRESH_SECONDS:
+            if ago <= POLLER_FRESH_SECONDS and not _exited_here(poller.identity):
                 seen[poller.identity] = min(ago, seen.get(poller.identity, ago))
     return [Poller(identity, ago) for identity, ago in sorted(seen.items())]
+
+
+def _exited_here(identity: str) -> bool:
+    """A poller of this machine (identity ``pid@host ...``, the SDK's form) whose process is gone.
+
+    The server lists a poller until its long poll would have timed out, so a
+    ``chat`` that exited a moment ago still looks alive; on this machine the
+    process table says otherwise. Pollers of other machines are judged by age.
+    """
+    who = identity.split(" ", 1)[0]
+    pid, _, host = who.partition("@")
+    if host != socket.gethostname() or not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
 
 
 def fingerprint(settings: WorkerSettings, registry: ToolRegistry, offline_script: str | None = None) -> str:
