@@ -87,3 +87,14 @@ def test_unknown_config_file_is_a_clear_error(tmp_path):
 
     assert done.returncode == 2
     assert "missing.toml" in done.stderr
+
+
+def test_tools_list_shows_which_tools_need_approval_and_their_delivery_policy(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "AGENTSTEPS_CONFIG"}
+    done = _agentsteps("tools", "list", env={**env, "AGENTSTEPS_STATE_DIR": str(tmp_path)}, cwd=tmp_path)
+
+    assert done.returncode == 0, done.stderr
+    rows = {line.split()[0]: line.split() for line in done.stdout.split("\n\n")[0].splitlines()}
+    assert rows["TOOL"] == ["TOOL", "SOURCE", "EFFECTS", "APPROVAL", "DELIVERY"]
+    assert rows["refund_order"] == ["refund_order", "python", "writes", "required", "key"]
+    assert rows["get_weather"] == ["get_weather", "python", "read-only", "-", "retry"]
