@@ -16,11 +16,13 @@ $(BIN)/python:
 	$(BIN)/pip install --quiet --disable-pip-version-check --upgrade pip
 
 $(RUNTIME): pyproject.toml | $(BIN)/python
-	$(PIP) -e .
+	@echo "installing agentsteps into $(VENV) (the runtime only)"
+	@$(PIP) -e .
 	@touch $@
 
 $(DEVELOP): pyproject.toml | $(BIN)/python
-	$(PIP) -e '.[test]'
+	@echo "installing agentsteps into $(VENV) with its test extras"
+	@$(PIP) -e '.[test]'
 	@touch $@ $(RUNTIME)
 
 install: $(DEVELOP)
