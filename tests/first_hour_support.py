@@ -100,3 +100,41 @@ def fresh_clone(into: Path) -> Path:
     clone = into / "agentsteps"
     subprocess.run(["git", "clone", "--quiet", str(ROOT), str(clone)], check=True, timeout=120)
     return clone
+
+
+# --- the code blocks of the README and docs/ ---------------------------------------------------------
+
+RUN = {"python", "sh"}
+"""Blocks in these languages are executed against the stack; the others are parsed or read."""
+PARSED = {"toml", "json", "yaml"}
+READ = {"text", "console", "promql"}
+_FENCE = re.compile(r"^```(?P<lang>[\w-]*)[ \t]*\n(?P<body>.*?)^```[ \t]*$", re.S | re.M)
+_NOT_RUN = re.compile(r"<!--\s*not run:\s*(?P<why>[^>]*?)\s*-->\s*$")
+
+
+@dataclass(frozen=True)
+class Block:
+    page: str
+    line: int
+    lang: str
+    body: str
+    not_run: str | None
+    """Why this block cannot run here (``<!-- not run: why -->`` on the line before it), else None."""
+
+    @property
+    def where(self) -> str:
+        return f"{self.page}:{self.line}"
+
+
+def doc_blocks(root: Path = ROOT) -> list[Block]:
+    """Every fenced block of README.md and docs/*.md, in reading order."""
+    pages = [root / "README.md", *sorted((root / "docs").glob("*.md"))]
+    blocks: list[Block] = []
+    for page in pages:
+        text = page.read_text()
+        for found in _FENCE.finditer(text):
+            before = text[:found.start()].rstrip("\n").rsplit("\n", 1)[-1]
+            marker = _NOT_RUN.search(before)
+            blocks.append(Block(str(page.relative_to(root)), text.count("\n", 0, found.start()) + 1,
+                                found["lang"], found["body"], marker["why"] if marker else None))
+    return blocks
