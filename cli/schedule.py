@@ -80,7 +80,7 @@ async def _run(args: argparse.Namespace, action: str, name: str | None) -> int:
         started = await trigger(client, name or "")
         changes = [ScheduleChange(id=name or "", outcome="triggered" if started else "skipped", workflow_id=started)]
     if as_json and not getattr(args, "wait", False):
-        print(json.dumps([c.model_dump(mode="json") for c in changes], indent=2))
+        print(json.dumps([c.model_dump(mode="json", exclude_none=True) for c in changes], indent=2))
         return 0
     for change in changes:
         if change.outcome == "triggered" and change.workflow_id:
