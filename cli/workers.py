@@ -160,6 +160,11 @@ async def plan_worker(
     if mode == "no" or (mode == "auto" and (stack.cluster or pollers)):
         if pollers:
             return WorkerPlan(False, f"task queue {task_queue!r} is served by the worker(s) already polling it: {who}")
+        if stack.started_here:  # a server this command just started: nothing else can ever poll it
+            raise StackConflictError(
+                f"--no-worker, but nothing serves task queue {task_queue!r}: the Temporal server at {stack.address} "
+                "was started by this command. Start `agentsteps dev` first, or drop --no-worker."
+            )
         hint = ("start `agentsteps worker` against the cluster, or pass --worker" if stack.cluster
                 else "start `agentsteps dev` in another terminal, or drop --no-worker")
         return WorkerPlan(False, f"no worker polls task queue {task_queue!r} on {stack.address} yet; "

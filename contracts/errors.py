@@ -22,7 +22,7 @@
     ├── PayloadIntegrityError      stored payload bytes no longer match their content address
     │   └── PayloadMissingError        a payload is not in (or not readable from) this worker's store
     ├── DeploymentConfigError      a worker on a cluster without a shared payload store or snapshot key
-    ├── StackConflictError         a port the embedded stack needs, or the task queue, is taken by something else
+    ├── StackConflictError         the local stack cannot do what was asked: a port or the task queue is taken, or nothing can serve it
     ├── InvalidProgramResume       a snapshot cannot take the outcomes it was resumed with
     ├── MonitorScanError           the monitor's scan program failed or returned a malformed value
     ├── ApprovalError              an approve/reject names no waiting call, one already decided, or is malformed
@@ -168,7 +168,8 @@ class DeploymentConfigError(AgentStepsError):
 
 class StackConflictError(AgentStepsError):
     """A CLI process refused to start its part of the stack: a port is taken by something that is not
-    the Temporal server it needs, or another worker with other tools or models polls the task queue."""
+    the Temporal server it needs, another worker with other tools or models polls the task queue, or
+    nothing could ever serve the work it was asked to start."""
 
 
 class InvalidProgramResume(AgentStepsError):

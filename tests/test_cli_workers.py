@@ -205,3 +205,13 @@ def test_dev_exits_when_the_server_it_started_dies(tmp_path):
     err = dev.stderr.read()
     assert code == 3, err
     assert f"the Temporal server at 127.0.0.1:{port} has not answered" in err
+
+
+async def test_no_worker_on_a_server_the_command_started_itself_is_refused_instead_of_waiting_forever(tmp_path):
+    code, _, err = await _agentsteps(
+        "run", "--no-worker", "--spec", "examples/demo_agent.toml", "--input", "weather in Paris?",
+        env=_clean_env(tmp_path, AGENTSTEPS_DEV_PORT=str(free_port()), AGENTSTEPS_DEV_UI_PORT=str(free_port())),
+        timeout=120)
+
+    assert code == 1
+    assert "StackConflictError: --no-worker, but nothing serves task queue 'agentsteps'" in err
