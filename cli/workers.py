@@ -47,6 +47,7 @@ from temporalio.api.enums.v1 import TaskQueueType
 from temporalio.api.taskqueue.v1 import TaskQueue
 from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 from temporalio.client import Client
+from temporalio.service import RPCError
 
 from ..activities.tool_registry import ToolRegistry
 from ..client.dev_server import Stack, embedded_temporal
@@ -155,7 +156,16 @@ async def plan_worker(
     client: Client, stack: Stack, task_queue: str, mode: WorkerMode, config_fingerprint: str | None = None,
 ) -> WorkerPlan:
     """Decide whether this process polls ``task_queue`` (see the module docstring for the rule)."""
-    pollers = await live_pollers(client, task_queue)
+    try:
+        pollers = await live_pollers(client, task_queue)
+    except RPCError as exc:  # a cluster may not let this identity describe task queues
+        if mode == "no" or (mode == "auto" and stack.cluster):
+            return WorkerPlan(False, f"task queue {task_queue!r} is served by the cluster's workers "
+                                     f"(its pollers could not be listed: {exc.status.name})")
+        raise StackConflictError(
+            f"cannot list who polls task queue {task_queue!r} on {stack.address} ({exc.status.name}: {exc.message}), "
+            "so a worker here could disagree with one already there; use the workers there (--no-worker)."
+        ) from None
     who = ", ".join(p.identity for p in pollers[:3])
     if mode == "no" or (mode == "auto" and (stack.cluster or pollers)):
         if pollers:
