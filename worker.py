@@ -21,18 +21,18 @@ from temporalio.runtime import Runtime
 from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
-from .activities.conversations import ConversationStore
-from .activities.llm import LLMActivities
+from .storage.conversations import ConversationStore
+from .activities.llm.activities import LLMActivities
 from .activities.mcp import McpActivities, SecretResolver, build_mcp_activities
-from .activities.monitor import MonitorActivities
-from .activities.payload_store import PayloadStore, build_data_converter, build_payload_store
-from .activities.payload_unavailable import terminate_unreadable_runs
-from .activities.providers.http_transport import provider_http_client
+from .activities.monitor.activities import MonitorActivities
+from .storage.payload_store import PayloadStore, build_data_converter, build_payload_store
+from .storage.payload_unavailable import terminate_unreadable_runs
+from .activities.llm.providers.http_transport import provider_http_client
 from .activities.sandbox import SandboxActivities, SandboxPool, SnapshotVault, load_snapshot_key
 from .activities.sandbox.snapshots import previous_snapshot_keys
-from .activities.tool_registry import ToolRegistry
-from .activities.tool_source import ToolSource
-from .activities.tools import ToolActivities
+from .activities.tools.registry import ToolRegistry
+from .activities.tools.source import ToolSource
+from .activities.tools.activities import ToolActivities
 from .client.settings import load_mcp_config, secret_sources
 from .contracts.config.settings import DEMO_TOOL_FACTORIES, WorkerSettings
 from .contracts.errors import DeploymentConfigError

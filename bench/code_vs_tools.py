@@ -39,9 +39,9 @@ from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
-from agentsteps.activities.payload_store import build_data_converter
-from agentsteps.activities.tool_registry import ToolRegistry
-from agentsteps.activities.tools import ToolActivities
+from agentsteps.storage.payload_store import build_data_converter
+from agentsteps.activities.tools.registry import ToolRegistry
+from agentsteps.activities.tools.activities import ToolActivities
 from agentsteps.contracts import AgentInput, AgentResult, AgentSpec, LLMConfig
 from agentsteps.contracts.names import AGENT_WORKFLOW
 from agentsteps.contracts.config.settings import ProviderSettings, WorkerSettings

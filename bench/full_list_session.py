@@ -13,6 +13,8 @@ with workflow.unsafe.imports_passed_through():
     from agentsteps.contracts import AgentSpec, Message, ToolSchema
     from agentsteps.contracts.session import TurnInput, TurnResult
     from agentsteps.workflows.agent_run import AgentRun
+    from agentsteps.workflows.approvals import ApprovalDesk
+    from agentsteps.workflows.run_state import Features, RunConfig
     from agentsteps.workflows.steps import opening, run_steps, spec_tools
 
 BASELINE_WORKFLOW = "BenchFullListSession"
@@ -38,10 +40,12 @@ class FullListSession:
         await workflow.wait_condition(lambda: self.tools is not None)
         assert self.tools is not None
         self.turns += 1
-        run = AgentRun()
-        run.begin(self.spec, scope=f"t{self.turns}.")
+        # A turn's run, only without the stored conversation (no chain).
+        features = Features.at_start(one_shot=False)
+        config = RunConfig(spec=self.spec, tools=tuple(self.tools), approvals=ApprovalDesk(), scope=f"t{self.turns}.")
+        run = AgentRun(config, features)
         before = self.messages or [opening(self.spec, self.tools)]
-        result = await run_steps(run, [*before, Message.user(inp.input)], self.tools)
+        result = await run_steps(run, [*before, Message.user(inp.input)])
         self.messages = run.history
         return TurnResult(**result.model_dump(), turn=self.turns)
 

@@ -34,7 +34,7 @@ from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
-from agentsteps.activities.tool_registry import ToolRegistry
+from agentsteps.activities.tools.registry import ToolRegistry
 from agentsteps.client.dev_server import temporal_binary
 from agentsteps.client.sessions import continue_session, send_turn
 from agentsteps.contracts import AgentSpec, LLMConfig

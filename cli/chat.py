@@ -45,7 +45,7 @@ from ..contracts.approvals import PendingApproval
 from ..contracts.session import ProgressEvent, SessionConfig, TurnResult
 from ..contracts.config.settings import WorkerSettings
 from ..worker import connect
-from .failures import describe
+from .failure_lines import describe
 from .workers import WorkerMode, client_and_worker
 
 T = TypeVar("T")

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import NoReturn
 
 from ..contracts import AgentStepsError, InvalidSpecError
-from .failures import configure_logging, describe
+from .failure_lines import configure_logging, describe
 
 EXIT_OK = 0
 EXIT_RUN_FAILED = 1

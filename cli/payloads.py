@@ -31,7 +31,7 @@ def payloads_gc(args: argparse.Namespace) -> int:
 
 
 async def _gc(args: argparse.Namespace) -> int:
-    from ..activities.payload_store import build_payload_store
+    from ..storage.payload_store import build_payload_store
     from ..client.payload_gc import collect_garbage
     from ..client.settings import load_settings
     from ..worker import connect

@@ -13,8 +13,8 @@ from ..contracts.names import PIPELINE_WORKFLOW
 from ..contracts.composition.pipeline_run import PipelineResult, pipeline_input
 from ..contracts.config.settings import WorkerSettings
 from ..client.pipeline_files import load_pipeline_file
-from .failures import describe
-from .report import print_progress, print_result
+from ..client.report import print_progress, print_result
+from .failure_lines import describe
 from ..client.runs import follow, start_agent_run
 from ..client.spec_files import load_spec
 from .workers import WorkerMode, client_and_worker

@@ -104,7 +104,7 @@ async def _wait_for(client, workflow_id: str, as_json: bool) -> int:
     from ..contracts.monitor import MonitorReport
     from ..contracts.names import MONITOR_WORKFLOW
     from ..demos.monitor import print_report
-    from .failures import describe
+    from .failure_lines import describe
 
     handle = client.get_workflow_handle(workflow_id)
     kind = (await handle.describe()).workflow_type

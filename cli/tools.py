@@ -26,6 +26,7 @@ from temporalio.exceptions import ApplicationError
 from ..contracts import AgentStepsError, InvalidSpecError
 from ..contracts.llm.tools import ToolCallInput, ToolSchema
 from ..contracts.mcp import McpConfigError, McpError
+from ..failures import from_failure
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -51,11 +52,11 @@ def _guarded(run: Any) -> int:
         return EXIT_FAILED
     except ApplicationError as exc:  # an MCP failure raised through the ToolSource
         print(f"error: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT if exc.type == McpConfigError.__name__ else EXIT_FAILED
+        return EXIT_BAD_INPUT if isinstance(from_failure(exc), McpConfigError) else EXIT_FAILED
 
 
 def _build(config_path: str | Path | None):
-    from ..activities.tools import ToolActivities
+    from ..activities.tools.activities import ToolActivities
     from ..client.settings import load_settings
     from ..worker import build_mcp, load_registry
 

@@ -49,7 +49,7 @@ from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 from temporalio.client import Client
 from temporalio.service import RPCError
 
-from ..activities.tool_registry import ToolRegistry
+from ..activities.tools import ToolRegistry
 from ..client.dev_server import Stack, embedded_temporal
 from ..contracts.config.settings import WorkerSettings
 from ..contracts.errors import StackConflictError

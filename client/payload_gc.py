@@ -13,7 +13,7 @@ Nothing else ever deletes from the payload store. A payload is kept when:
 Everything else is garbage: it belongs to closed workflows, whose results
 clients read within ``older_than``. The store is listed *before* histories are
 read, so a reference recorded meanwhile always protects its payload. Dry run
-unless ``delete`` is set. The S3 lifecycle-rule alternative is in README.
+unless ``delete`` is set. The S3 lifecycle-rule alternative is in docs/deployment.md.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from datetime import datetime, timedelta, timezone
 
 from temporalio.client import Client
 
-from ..activities.payload_store import PayloadStore
-from ..activities.s3_store import StoredObject
+from ..storage.payload_store import PayloadStore
+from ..storage.s3_store import StoredObject
 
 _DIGEST = re.compile(rb"(?<![0-9a-f])[0-9a-f]{64}(?![0-9a-f])")
 OPEN_WORKFLOWS = "ExecutionStatus = 'Running'"

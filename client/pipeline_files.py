@@ -19,7 +19,7 @@ from pydantic import BaseModel
 from ..contracts.composition.contract import Contract
 from ..contracts.errors import InvalidSpecError
 from ..contracts.composition.pipeline_spec import PipelineSpec, parse_pipeline, to_contracts
-from ..contracts.llm.violations import Violation, ViolationKind
+from ..contracts.violations import Violation, ViolationKind
 
 
 @dataclass(frozen=True)

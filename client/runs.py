@@ -10,7 +10,7 @@ from temporalio.client import Client, WorkflowHandle
 
 from ..contracts import AgentInput, AgentResult, AgentSpec, InvalidSpecError, Step, ToolSchema, ViolationKind
 from ..contracts.names import AGENT_WORKFLOW, STEPS_QUERY
-from ..contracts.llm.preconditions import check_spec
+from ..contracts.spec_check import check_spec
 
 
 def validate_spec(spec: AgentSpec, known_tools: Mapping[str, ToolSchema] | None = None) -> None:

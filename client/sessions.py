@@ -2,7 +2,7 @@
 
 ``send_turn`` is update-with-start: it starts the session if no open workflow
 has that id, and sends the turn to it either way, in one round trip. Other
-languages do the same by name (README: "Sessions").
+languages do the same by name (README: "A session"; docs/sessions.md).
 """
 
 from __future__ import annotations

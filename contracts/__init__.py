@@ -16,7 +16,7 @@ from .errors import (
 from .llm.messages import LLMToolCall, Message
 from .llm.request import LLMConfig, LLMRequest, LLMResponse, ResponseFormat, Usage
 from .llm.tools import ToolCallInput, ToolCallResult, ToolSchema
-from .llm.violations import Violation, ViolationKind
+from .violations import Violation, ViolationKind
 from .spec import (
     AgentInput,
     AgentResult,

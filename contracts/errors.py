@@ -32,31 +32,51 @@
         └── SessionClosedError         a turn or close arrived after the session was closed
 
 The ``McpError`` branch is defined in ``contracts/mcp.py``, beside the MCP
-activity io it belongs to; everything else is defined here.
+activity io it belongs to, and ``CompositionError`` in
+``contracts/composition/contract.py``, beside the ``EdgeReport`` it carries;
+everything else is defined here.
 
 Contract violations themselves are values (``Violation``); these exceptions are
 raised only once the workflow has run out of ways to handle them. Each class
 name is also the Temporal ``ApplicationError`` type, so backends in any
 language can match on it; the names are therefore persisted compatibility
 data (``InvalidProgramResume`` keeps the name it has always had on the wire).
-README's "Failure types" table lists every type a run can fail with.
+Each class says whether Temporal may retry it (``retryable``); ``failures/``
+is the one seam that turns an error into an ``ApplicationError`` and back.
+The table in docs/failures.md lists every type a run can fail with.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any, ClassVar, Self
 
 from pydantic import ValidationError
 
 from .json_schema import json_path
-from .llm.violations import Violation, ViolationKind
-
-if TYPE_CHECKING:
-    from .composition.contract import EdgeReport
+from .violations import Violation, ViolationKind
 
 
 class AgentStepsError(Exception):
     """Base of every error this project raises on purpose."""
+
+    retryable: ClassVar[bool | None] = False
+    """How Temporal treats it: ``False`` fails at once (``non_retryable``), ``True`` is retried by the
+    activity's policy, ``None`` leaves the flag unset: an Update refused, which Temporal never retries."""
+
+    details: tuple[Any, ...] = ()
+    """What crossed Temporal with it: set on an error ``failures.from_failure`` rebuilt."""
+
+    @classmethod
+    def with_message(cls, message: str, details: tuple[Any, ...] = ()) -> Self:
+        """This class with exactly ``message``, not the one its constructor would word.
+
+        For a failure worded where it is raised, or rebuilt from Temporal; the
+        fields the constructor sets (``violation``, ``edges``) stay unset.
+        """
+        error = cls.__new__(cls)
+        Exception.__init__(error, message)
+        error.details = details
+        return error
 
 
 class InvalidSpecError(AgentStepsError):
@@ -83,20 +103,6 @@ class InvalidSpecError(AgentStepsError):
         )
 
 
-class CompositionError(AgentStepsError):
-    """``compose`` found a refuted edge or an unproven edge nobody acknowledged."""
-
-    def __init__(self, edges: list[EdgeReport]) -> None:
-        self.edges = edges
-        failing = [e for e in edges if not e.ok]
-        detail = "; ".join(f"{e.edge}: {e.verdict.value} ({e.reason})" for e in failing)
-        super().__init__(f"contracts do not compose: {detail}")
-
-    @property
-    def failing(self) -> list[EdgeReport]:
-        return [e for e in self.edges if not e.ok]
-
-
 class ContractViolationError(AgentStepsError):
     def __init__(self, violation: Violation) -> None:
         self.violation = violation
@@ -117,6 +123,7 @@ class ProviderError(AgentStepsError):
 
 
 class RetryableProviderError(ProviderError):
+    retryable = True
     def __init__(self, message: str, *, status: int | None = None, retry_after: float | None = None) -> None:
         self.retry_after = retry_after
         super().__init__(message, status=status)
@@ -183,9 +190,13 @@ class MonitorScanError(AgentStepsError):
 class ApprovalError(AgentStepsError):
     """An ``approve`` / ``reject`` Update was refused: unknown or already decided ``approval_id``, bad shape."""
 
+    retryable = None
+
 
 class SessionError(AgentStepsError):
     """A session refused an Update (the validator's answer; nothing reaches history)."""
+
+    retryable = None
 
 
 class InvalidTurnError(SessionError):

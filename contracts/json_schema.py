@@ -36,7 +36,7 @@ from jsonschema.exceptions import ValidationError, best_match, relevance
 from jsonschema.protocols import Validator
 from jsonschema.validators import validator_for
 
-from .llm.violations import Phase, Violation, ViolationKind
+from .violations import Phase, Violation, ViolationKind
 
 MAX_ERRORS = 5
 MAX_MESSAGE_CHARS = 400

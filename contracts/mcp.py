@@ -29,7 +29,7 @@ def mcp_source(server: str) -> str:
 
 
 class McpError(AgentStepsError):
-    retryable: bool = False
+    retryable = False
 
     def __init__(self, message: str, *, server: str | None = None) -> None:
         self.server = server

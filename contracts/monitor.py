@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from .code.program import ProgramLimits
 from .llm.request import LLMConfig, Usage
-from .llm.violations import Violation
+from .violations import Violation
 from .spec import ActivityPolicy
 
 IssueState = Literal["open", "in_progress", "closed"]

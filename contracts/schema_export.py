@@ -7,7 +7,7 @@ from pydantic import BaseModel
 from .llm.messages import LLMToolCall, Message
 from .llm.request import LLMConfig, LLMRequest, LLMResponse, Usage
 from .llm.tools import ToolSchema
-from .llm.violations import Violation
+from .violations import Violation
 from .approvals import ApprovalDecision, ApprovalRecord, PendingApproval
 from .monitor import MonitorInput, MonitorReport, MonitorSpec
 from .session import (

@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .code.program import ProgramLimits
 from .llm.request import ContextAction, ContextPolicy, LLMConfig, Usage
-from .llm.violations import Violation
+from .violations import Violation
 
 
 class DefaultResult(BaseModel):

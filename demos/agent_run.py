@@ -15,7 +15,7 @@ from ..contracts import AgentSpec, LLMConfig
 from ..contracts.config.settings import WorkerSettings
 from .code_mode import demo_code_mode_run
 from .monitor import demo_monitor_tick
-from ..cli.report import print_progress, print_result
+from ..client.report import print_progress, print_result
 from ..client.runs import follow, start_agent_run
 from ..scripted_model import Script, ScriptedModelServer
 from ..client.spec_files import parse_spec

@@ -23,7 +23,7 @@ from ..contracts import AgentResult, AgentSpec, LLMConfig, LLMResponse
 from ..contracts.code.stubs import extract_program
 from ..contracts.names import LLM_CALL
 from ..contracts.config.settings import WorkerSettings
-from ..cli.report import print_progress
+from ..client.report import print_progress
 from ..client.runs import follow, start_agent_run
 from ..scripted_model import ScriptedModelServer
 from ..worker import load_registry, running_worker

@@ -25,7 +25,7 @@ from temporalio.worker import Worker
 
 from ..activities.mcp import McpSessionPool, McpToolClient, McpToolSource, SecretResolver
 from ..contracts.config.mcp_config import parse_mcp_config
-from ..activities.tool_registry import ToolRegistry
+from ..activities.tools.registry import ToolRegistry
 from ..contracts.llm.request import LLMConfig
 from ..contracts.monitor import MonitorInput, MonitorReport, MonitorSpec
 from ..contracts.names import MONITOR_WORKFLOW

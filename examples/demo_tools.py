@@ -15,7 +15,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from ..activities.tool_registry import ToolContext, ToolRegistry
+from ..activities.tools.registry import ToolContext, ToolRegistry
 from ..contracts import ToolError
 from ..contracts.config.settings import WorkerSettings
 

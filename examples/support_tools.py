@@ -8,7 +8,7 @@ repeated key returns the first call's result and changes nothing.
 
 from __future__ import annotations
 
-from ..activities.tool_registry import ToolContext, ToolRegistry
+from ..activities.tools.registry import ToolContext, ToolRegistry
 from ..contracts import ToolError
 from ..contracts.config.settings import WorkerSettings
 from .support_models import TicketState, TicketUpdate

@@ -32,7 +32,7 @@ from opentelemetry.trace import Span, SpanKind, Tracer
 
 from ..contracts.config.settings import TracingSettings, WorkerSettings
 from ..contracts.errors import InvalidSpecError
-from ..contracts.llm.violations import Violation, ViolationKind
+from ..contracts.violations import Violation, ViolationKind
 
 TRACER_NAME = "agentsteps"
 

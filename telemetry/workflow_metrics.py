@@ -23,7 +23,7 @@ from temporalio.exceptions import ApplicationError, CancelledError, FailureError
 from temporalio.exceptions import TimeoutError as TemporalTimeoutError
 
 if TYPE_CHECKING:
-    from ..contracts.llm.violations import Violation
+    from ..contracts.violations import Violation
 
 _LATENCY_UNIT = "s"
 

@@ -6,7 +6,7 @@ from contextlib import asynccontextmanager
 
 from pydantic import BaseModel
 
-from agentsteps.activities.tool_registry import ToolContext, ToolRegistry
+from agentsteps.activities.tools.registry import ToolContext, ToolRegistry
 from agentsteps.worker import running_worker
 
 

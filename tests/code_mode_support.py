@@ -20,12 +20,12 @@ from pydantic import BaseModel
 from temporalio.client import Client
 from temporalio.worker import Worker
 
-from agentsteps.activities.conversations import ConversationStore
-from agentsteps.activities.llm import LLMActivities
-from agentsteps.activities.payload_store import PayloadStore, build_payload_store
+from agentsteps.storage.conversations import ConversationStore
+from agentsteps.activities.llm.activities import LLMActivities
+from agentsteps.storage.payload_store import PayloadStore, build_payload_store
 from agentsteps.activities.sandbox import SandboxActivities, SandboxPool, SnapshotVault, load_snapshot_key
-from agentsteps.activities.tool_registry import ToolContext, ToolRegistry
-from agentsteps.activities.tools import ToolActivities
+from agentsteps.activities.tools.registry import ToolContext, ToolRegistry
+from agentsteps.activities.tools.activities import ToolActivities
 from agentsteps.contracts.config.settings import ProviderSettings, WorkerSettings
 from agentsteps.workflows.agent import AgentWorkflow
 from agentsteps.workflows.session import SessionWorkflow

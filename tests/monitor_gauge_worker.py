@@ -13,7 +13,7 @@ from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Worker
 
-from agentsteps.activities.monitor import MonitorActivities
+from agentsteps.activities.monitor.activities import MonitorActivities
 from agentsteps.telemetry.runtime import build_runtime
 from agentsteps.telemetry.server import start_metrics_server
 

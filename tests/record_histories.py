@@ -38,7 +38,7 @@ from temporalio.client import Client, WorkflowHandle
 from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 
-from agentsteps.activities.tool_registry import ToolRegistry
+from agentsteps.activities.tools.registry import ToolRegistry
 from agentsteps.client.dev_server import dev_server_args, temporal_binary
 from agentsteps.client.pipeline_files import load_pipeline_file
 from agentsteps.client.sessions import close_session, decide_approval, pending_approvals, send_turn, session_state

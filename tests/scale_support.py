@@ -22,7 +22,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 from temporalio import activity
 
-from agentsteps.activities.tool_registry import ToolContext, ToolRegistry
+from agentsteps.activities.tools.registry import ToolContext, ToolRegistry
 from agentsteps.contracts.config.settings import WorkerSettings
 
 ROW = "x" * 1000

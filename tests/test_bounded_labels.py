@@ -17,8 +17,8 @@ from prometheus_client import CollectorRegistry
 from temporalio.runtime import MetricBuffer, MetricBufferDurationFormat, Runtime, TelemetryConfig
 from temporalio.testing import ActivityEnvironment
 
-from agentsteps.activities.llm import LLMActivities
-from agentsteps.activities.tools import ToolActivities
+from agentsteps.activities.llm.activities import LLMActivities
+from agentsteps.activities.tools.activities import ToolActivities
 from agentsteps.contracts import LLMConfig, Message, ToolCallInput
 from agentsteps.contracts.config.settings import PriceTable, ProviderSettings
 from agentsteps.contracts.llm.request import LLMRequest

@@ -22,7 +22,7 @@ from temporalio.api.enums.v1 import TaskQueueType
 from temporalio.api.taskqueue.v1 import TaskQueue
 from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 
-from agentsteps.activities.tool_registry import ToolRegistry
+from agentsteps.activities.tools import ToolRegistry
 from agentsteps.contracts.config.settings import WorkerSettings
 from agentsteps.scripted_model import ScriptedModelServer
 from agentsteps.worker import running_worker

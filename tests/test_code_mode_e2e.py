@@ -14,7 +14,7 @@ from temporalio.exceptions import ApplicationError
 from agentsteps.activities.sandbox import SandboxPool
 from agentsteps.contracts import AgentInput, AgentResult, AgentSpec, LLMConfig
 from agentsteps.contracts.names import AGENT_WORKFLOW
-from agentsteps.contracts.llm.violations import ViolationKind
+from agentsteps.contracts.violations import ViolationKind
 
 from code_mode_support import NudgeLedger, code_worker, connect_with_store, make_tickets, worker_settings
 

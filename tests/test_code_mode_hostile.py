@@ -16,7 +16,7 @@ import pytest_asyncio
 from agentsteps.activities.sandbox import SandboxPool
 from agentsteps.contracts import AgentInput, AgentResult, AgentSpec, LLMConfig
 from agentsteps.contracts.code.program import ProgramLimits
-from agentsteps.contracts.llm.violations import ViolationKind
+from agentsteps.contracts.violations import ViolationKind
 from agentsteps.contracts.names import AGENT_WORKFLOW
 from agentsteps.contracts.spec import DefaultResult
 from agentsteps.scripted_model import ScriptedModelServer

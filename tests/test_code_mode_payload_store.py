@@ -6,7 +6,7 @@ import hashlib
 
 import pytest
 
-from agentsteps.activities.payload_store import (
+from agentsteps.storage.payload_store import (
     LocalDirStorageDriver,
     PayloadStore,
     build_data_converter,

@@ -11,7 +11,7 @@ import pytest
 import pytest_asyncio
 from temporalio.exceptions import ApplicationError
 
-from agentsteps.activities.payload_store import LocalDirStorageDriver, PayloadStore
+from agentsteps.storage.payload_store import LocalDirStorageDriver, PayloadStore
 from agentsteps.activities.sandbox import SandboxActivities, SandboxPool, SnapshotVault, load_snapshot_key
 from agentsteps.contracts import ToolSchema
 from agentsteps.contracts.code.program import (
@@ -23,7 +23,7 @@ from agentsteps.contracts.code.program import (
 )
 from agentsteps.contracts.code.stubs import generate_stubs, program_functions
 from agentsteps.contracts.config.settings import WorkerSettings
-from agentsteps.contracts.llm.violations import ViolationKind
+from agentsteps.contracts.violations import ViolationKind
 
 TOOLS = [
     ToolSchema(

@@ -22,7 +22,7 @@ import httpx
 import pytest
 from pydantic import BaseModel
 
-from agentsteps.activities.tool_registry import ToolRegistry
+from agentsteps.activities.tools.registry import ToolRegistry
 from agentsteps.contracts import AgentInput, AgentResult, AgentSpec, LLMConfig
 from agentsteps.contracts.code.stubs import generate_stubs
 from agentsteps.contracts.names import AGENT_WORKFLOW

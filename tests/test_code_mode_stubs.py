@@ -8,7 +8,7 @@ from agentsteps.activities.sandbox import SandboxPool, check_program
 from agentsteps.contracts import ToolSchema
 from agentsteps.contracts.code.program import capped_view
 from agentsteps.contracts.code.stubs import extract_program, generate_stubs, program_functions, python_name
-from agentsteps.contracts.llm.violations import ViolationKind
+from agentsteps.contracts.violations import ViolationKind
 
 TICKETS = ToolSchema(
     name="tickets.search",

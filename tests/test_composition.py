@@ -8,11 +8,11 @@ import jsonschema
 import pytest
 from pydantic import BaseModel, ConfigDict
 
-from agentsteps.contracts.composition.contract import Contract, ContractKind, check_edges, compose
+from agentsteps.contracts.composition.contract import CompositionError, Contract, ContractKind, check_edges, compose
 from agentsteps.contracts.composition.predicates import PREDICATES, predicate_violations, resolve_predicate
 from agentsteps.contracts.composition.prover import Verdict
-from agentsteps.contracts.errors import AgentStepsError, CompositionError, InvalidSpecError
-from agentsteps.contracts.llm.violations import ViolationKind
+from agentsteps.contracts.errors import AgentStepsError, InvalidSpecError
+from agentsteps.contracts.violations import ViolationKind
 
 
 class Email(BaseModel):

@@ -15,7 +15,7 @@ from pydantic import BaseModel
 
 from agentsteps.activities.mcp.results import delivery_of
 from agentsteps.activities.mcp.source import McpToolSource
-from agentsteps.activities.tool_registry import ToolContext, ToolRegistry
+from agentsteps.activities.tools.registry import ToolContext, ToolRegistry
 from agentsteps.contracts.config.mcp_config import parse_mcp_config
 from agentsteps.contracts.mcp import McpConfigError
 from agentsteps.contracts import AgentInput, AgentResult, AgentSpec, LLMConfig

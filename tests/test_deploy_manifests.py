@@ -275,7 +275,7 @@ def test_dockerignore_keeps_state_keys_venvs_and_git_out_of_images():
                  "examples/.agentsteps/payloads/sha256/ab/x", "snapshot.key", "deploy/k8s/x.pem", ".env",
                  "agentsteps.toml", "tickets.db", "activities/__pycache__/x.pyc", "agentsteps.egg-info/PKG-INFO"):
         assert ignored(path), path
-    for path in ("pyproject.toml", "README.md", "worker.py", "activities/payload_store.py",
+    for path in ("pyproject.toml", "README.md", "worker.py", "storage/payload_store.py",
                  "scripted_model/scripts/demo.json", "examples/demo_agent.toml", "deploy/config/agentsteps.toml"):
         assert not ignored(path), path
 

@@ -10,7 +10,7 @@ import uuid
 
 import pytest
 from agent_support import make_spec
-from agentsteps.activities.tool_registry import ToolContext, ToolRegistry
+from agentsteps.activities.tools.registry import ToolContext, ToolRegistry
 from agentsteps.contracts import (
     AgentInput,
     AgentResult,

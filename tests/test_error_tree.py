@@ -1,148 +1,39 @@
-"""Every failure type a run can end with is one class in the exception tree,
-drawn in ``contracts/errors.py``'s docstring and listed in README's table.
+"""Every failure a run can end with is one class in the exception tree, and
+every class crosses Temporal through one seam (``failures/``).
 
-The types are found in the source, not in a hand-kept list: every
-``ApplicationError(type=...)`` the package raises, whether the type is a
-literal, ``SomeError.__name__``, ``type(error).__name__`` on an annotated
-parameter (all of that class's subclasses), or a parameter forwarded by a
-helper such as ``_fail(message, "InvalidSpecError")``.
+The tree is read from the classes themselves, not from the source: each is
+drawn in ``contracts/errors.py``'s docstring, listed in docs/failures.md's
+table with the retry behaviour its ``retryable`` says, and goes to an
+``ApplicationError`` and back unchanged. No module of the package builds an
+``ApplicationError`` by hand or compares a failure's type with a string: the
+seam is the only place a type name is spelt.
 """
 
 from __future__ import annotations
 
 import ast
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
-import agentsteps.contracts.mcp  # noqa: F401 - defines the McpError branch of the tree
+import pytest
+from temporalio.exceptions import ActivityError, ApplicationError, RetryState
+
 from agentsteps.contracts import errors
-from agentsteps.contracts.errors import AgentStepsError
+from agentsteps.contracts.errors import AgentStepsError, RetryableProviderError
+from agentsteps.failures import from_failure, to_application_error, tree
 
 ROOT = Path(__file__).resolve().parent.parent
-SKIPPED_DIRS = {"tests", "docs", "deploy", "__pycache__"}
+NOT_PACKAGE = {"tests", "docs", "deploy", "bench", "__pycache__"}
+SEAM = ROOT / "failures" / "seam.py"
 
 
-def source_files() -> list[Path]:
+def package_files() -> list[Path]:
     return sorted(
         p
         for p in ROOT.rglob("*.py")
-        if not ({part for part in p.relative_to(ROOT).parts[:-1]} & SKIPPED_DIRS)
+        if not set(p.relative_to(ROOT).parts[:-1]) & NOT_PACKAGE
         and not any(part.startswith(".") for part in p.relative_to(ROOT).parts)
     )
-
-
-def tree_classes() -> dict[str, type[AgentStepsError]]:
-    found: dict[str, type[AgentStepsError]] = {}
-    pending: list[type[AgentStepsError]] = [AgentStepsError]
-    while pending:
-        cls = pending.pop()
-        found[cls.__name__] = cls
-        pending.extend(cls.__subclasses__())
-    return found
-
-
-def leaves(cls: type[AgentStepsError]) -> set[str]:
-    """A class raised by its runtime type stands for each concrete subclass."""
-    subs = cls.__subclasses__()
-    return {cls.__name__} if not subs else set().union(*(leaves(s) for s in subs))
-
-
-@dataclass(frozen=True)
-class Forwarder:
-    """A function that passes one of its parameters on as ``ApplicationError``'s type."""
-
-    name: str
-    index: int
-    param: str
-
-
-def _is_application_error(call: ast.Call) -> bool:
-    f = call.func
-    return (isinstance(f, ast.Name) and f.id == "ApplicationError") or (
-        isinstance(f, ast.Attribute) and f.attr == "ApplicationError"
-    )
-
-
-def _functions(tree: ast.AST) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
-    return [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
-
-
-def _params(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.arg]:
-    return [*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs]
-
-
-def _annotation_of(fn: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> str | None:
-    for a in _params(fn):
-        if a.arg == name and a.annotation is not None:
-            return ast.unparse(a.annotation).strip("'\"")
-    return None
-
-
-def raised_types() -> tuple[dict[str, set[str]], list[str]]:
-    """Type name -> where it is raised, plus the type expressions this scan cannot read."""
-    classes = tree_classes()
-    found: dict[str, set[str]] = {}
-    unreadable: list[str] = []
-    forwarders: list[Forwarder] = []
-    trees = {p: ast.parse(p.read_text(), str(p)) for p in source_files()}
-
-    def add(name: str, where: str) -> None:
-        found.setdefault(name, set()).add(where)
-
-    for path, tree in trees.items():
-        rel = str(path.relative_to(ROOT))
-        # The innermost function around each call: its parameters say what a name is.
-        enclosing: dict[ast.Call, ast.FunctionDef | ast.AsyncFunctionDef] = {}
-        for fn in _functions(tree):
-            for node in ast.walk(fn):
-                if isinstance(node, ast.Call) and _is_application_error(node):
-                    enclosing[node] = fn
-        for call, fn in enclosing.items():
-            where = f"{rel}:{call.lineno}"
-            expr = next((k.value for k in call.keywords if k.arg == "type"), None)
-            params = _params(fn)
-            if expr is None:
-                continue
-            if isinstance(expr, ast.Constant) and isinstance(expr.value, str):
-                add(expr.value, where)
-            elif isinstance(expr, ast.Attribute) and expr.attr == "__name__" and isinstance(expr.value, ast.Name):
-                add(expr.value.id, where)
-            elif (
-                isinstance(expr, ast.Attribute)
-                and expr.attr == "__name__"
-                and isinstance(expr.value, ast.Call)
-                and isinstance(expr.value.func, ast.Name)
-                and expr.value.func.id == "type"
-                and isinstance(expr.value.args[0], ast.Name)
-                and _annotation_of(fn, expr.value.args[0].id) in classes
-            ):
-                for leaf in leaves(classes[_annotation_of(fn, expr.value.args[0].id)]):
-                    add(leaf, where)
-            elif isinstance(expr, ast.Name) and expr.id in [a.arg for a in params]:
-                # Callers never pass ``self``/``cls`` positionally.
-                names = [a.arg for a in params if a.arg not in ("self", "cls")]
-                forwarders.append(Forwarder(fn.name, names.index(expr.id), expr.id))
-            else:
-                unreadable.append(f"{where}: type={ast.unparse(expr)}")
-
-    for fw in forwarders:
-        for path, tree in trees.items():
-            rel = str(path.relative_to(ROOT))
-            for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call)):
-                f = call.func
-                if not ((isinstance(f, ast.Name) and f.id == fw.name) or (isinstance(f, ast.Attribute) and f.attr == fw.name)):
-                    continue
-                arg = next((k.value for k in call.keywords if k.arg == fw.param), None)
-                if arg is None and fw.index < len(call.args):
-                    arg = call.args[fw.index]
-                if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
-                    add(arg.value, f"{rel}:{call.lineno}")
-                elif isinstance(arg, ast.Attribute) and arg.attr == "__name__" and isinstance(arg.value, ast.Name):
-                    add(arg.value.id, f"{rel}:{call.lineno}")
-                elif arg is not None:
-                    unreadable.append(f"{rel}:{call.lineno}: {fw.name}({fw.param}={ast.unparse(arg)})")
-    return found, unreadable
 
 
 def docstring_tree() -> set[str]:
@@ -151,42 +42,119 @@ def docstring_tree() -> set[str]:
     return set(re.findall(r"^ {4}[ │├└─]*([A-Z]\w+)\b", doc, re.MULTILINE))
 
 
-def readme_failure_types() -> set[str]:
-    text = (ROOT / "README.md").read_text()
-    section = text.split("### Failure types", 1)[1]
+def documented_failure_rows() -> dict[str, str]:
+    """Failure type -> its "retried" cell in docs/failures.md's table."""
+    text = (ROOT / "docs" / "failures.md").read_text()
+    section = text.split("## Every type", 1)[1]
     section = re.split(r"^#{1,3} ", section, maxsplit=1, flags=re.MULTILINE)[0]
     rows = [line for line in section.splitlines() if line.startswith("|") and not line.startswith("|---")]
-    first_cells = [row.split("|")[1] for row in rows[1:]]
-    return {name for cell in first_cells for name in re.findall(r"`(\w+)`", cell)}
+    found: dict[str, str] = {}
+    for row in rows[1:]:
+        cells = [c.strip() for c in row.split("|")[1:-1]]
+        for name in re.findall(r"`(\w+)`", cells[0]):
+            found[name] = cells[-1]
+    return found
 
 
-def test_the_scan_finds_the_known_failure_types():
-    found, _ = raised_types()
-    # One of each way a type is written: literal, forwarded by a helper, and an McpError's class name.
-    for name in ("ContractViolationError", "CompositionError", "McpUnavailableError", "SnapshotIntegrityError"):
-        assert name in found, f"the scan no longer sees {name}; it has stopped reading how the code raises"
+def _instance(cls: type[AgentStepsError], message: str) -> AgentStepsError:
+    error = cls.__new__(cls)
+    Exception.__init__(error, message)
+    return error
 
 
-def test_every_type_expression_is_readable():
-    _, unreadable = raised_types()
-    assert unreadable == [], "name the type with a literal or SomeError.__name__:\n" + "\n".join(unreadable)
+def _activity_failure(cause: ApplicationError) -> ActivityError:
+    failure = ActivityError(
+        "activity failed", scheduled_event_id=1, started_event_id=2, identity="w", activity_type="llm.call",
+        activity_id="1", retry_state=RetryState.NON_RETRYABLE_FAILURE,
+    )
+    failure.__cause__ = cause
+    return failure
 
 
-def test_every_raised_failure_type_is_a_class_in_the_tree():
-    found, _ = raised_types()
-    classes = tree_classes()
-    missing = {name: sorted(where) for name, where in found.items() if name not in classes}
-    assert missing == {}, f"failure types with no AgentStepsError class: {missing}"
+def test_the_tree_holds_every_branch():
+    # One from each module that defines part of it: errors.py, mcp.py, composition/contract.py.
+    assert {"ContractViolationError", "McpUnavailableError", "CompositionError", "SessionBusyError"} <= set(tree())
+
+
+@pytest.mark.parametrize("name", sorted(tree()))
+def test_every_class_crosses_the_seam_and_comes_back_as_itself(name):
+    cls = tree()[name]
+    sent = to_application_error(_instance(cls, f"{name} happened"), {"detail": 1})
+    assert sent.type == name and sent.message == f"{name} happened" and list(sent.details) == [{"detail": 1}]
+    assert sent.non_retryable is (cls.retryable is False)
+    for failure in (sent, _activity_failure(sent)):
+        back = from_failure(failure)
+        assert type(back) is cls and str(back) == f"{name} happened" and back.details == ({"detail": 1},)
+
+
+def test_a_retry_after_becomes_the_next_retry_delay():
+    sent = to_application_error(RetryableProviderError("429", status=429, retry_after=7.5))
+    assert sent.next_retry_delay is not None and sent.next_retry_delay.total_seconds() == 7.5
+    assert not sent.non_retryable
+
+
+def test_a_failure_that_is_not_ours_is_not_rebuilt():
+    assert from_failure(ApplicationError("boom", type="ValueError")) is None
+    assert from_failure(ApplicationError("boom")) is None
+    assert from_failure(_activity_failure(ApplicationError("x", type="AgentStepsErrorNot"))) is None
+    assert from_failure(RuntimeError("not a failure")) is None
+    assert from_failure(None) is None
+
+
+def test_a_type_off_the_wire_never_imports_anything():
+    # The name of a module that exists but is not a class of the tree is just unknown.
+    assert from_failure(ApplicationError("x", type="agentsteps.worker")) is None
+    assert from_failure(ApplicationError("x", type="object")) is None
 
 
 def test_every_class_in_the_tree_is_drawn_in_the_errors_docstring():
     drawn = docstring_tree()
-    assert set(tree_classes()) - drawn == set()
-    assert drawn - set(tree_classes()) == set(), "the docstring draws classes that do not exist"
+    assert set(tree()) - drawn == set()
+    assert drawn - set(tree()) == set(), "the docstring draws classes that do not exist"
 
 
-def test_every_raised_failure_type_is_in_the_readme_table():
-    found, _ = raised_types()
-    listed = readme_failure_types()
-    missing = {name: sorted(where) for name, where in found.items() if name not in listed}
-    assert missing == {}, f'failure types missing from README "### Failure types": {missing}'
+# Raised before a run or outside one (the CLI, the worker's start-up): never a run's failure type.
+NOT_A_RUN_FAILURE = {
+    "AgentStepsError", "ProviderError", "McpError", "SessionError", "ToolError",
+    "ScheduleFileError", "ScheduleNotFoundError", "DeploymentConfigError",
+}
+
+
+def test_every_failure_type_is_in_the_docs_table_with_its_retry_behaviour():
+    rows = documented_failure_rows()
+    missing = sorted(set(tree()) - NOT_A_RUN_FAILURE - set(rows))
+    assert missing == [], f'failure types missing from docs/failures.md: {missing}'
+    for name, retried in rows.items():
+        cls = tree()[name]
+        says_yes = retried.startswith("yes") or (retried.startswith("only") and f"`{name}`" in retried)
+        assert says_yes is bool(cls.retryable), f"docs/failures.md says {name} is retried {retried!r}; retryable={cls.retryable}"
+
+
+def _is_application_error(node: ast.AST) -> bool:
+    return isinstance(node, ast.Call) and (
+        (isinstance(node.func, ast.Name) and node.func.id == "ApplicationError")
+        or (isinstance(node.func, ast.Attribute) and node.func.attr == "ApplicationError")
+    )
+
+
+def _compares_type_with_a_string(node: ast.AST) -> bool:
+    if not isinstance(node, ast.Compare):
+        return False
+    sides = [node.left, *node.comparators]
+    # A failure type spelt by hand: a class name of the tree, or ``SomeError.__name__``.
+    return any(isinstance(s, ast.Attribute) and s.attr == "type" for s in sides) and any(
+        (isinstance(s, ast.Constant) and s.value in tree())
+        or (isinstance(s, ast.Attribute) and s.attr == "__name__")
+        for s in sides
+    )
+
+
+def test_only_the_seam_builds_an_application_error_or_reads_its_type():
+    wrong = []
+    for path in package_files():
+        if path == SEAM:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if _is_application_error(node) or _compares_type_with_a_string(node):
+                wrong.append(f"{path.relative_to(ROOT)}:{node.lineno}: {ast.unparse(node)[:80]}")
+    assert wrong == [], "use failures.to_application_error / from_failure:\n" + "\n".join(wrong)

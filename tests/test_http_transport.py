@@ -9,8 +9,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
 
-from agentsteps.activities.providers.http_transport import provider_http_client
-from agentsteps.activities.providers.openai import OpenAIProvider
+from agentsteps.activities.llm.providers.http_transport import provider_http_client
+from agentsteps.activities.llm.providers.openai import OpenAIProvider
 from agentsteps.contracts import LLMConfig, LLMRequest, Message
 from agentsteps.contracts.errors import NonRetryableProviderError, RetryableProviderError
 

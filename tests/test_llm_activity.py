@@ -15,13 +15,13 @@ from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
-from agentsteps.activities.llm import LLMActivities
+from agentsteps.activities.llm.activities import LLMActivities
 from agentsteps.contracts import LLMConfig, LLMRequest, LLMResponse, Message, ToolSchema, ViolationKind
 from agentsteps.contracts.names import LLM_CALL
 from agentsteps.contracts.config.settings import PriceTable, ProviderSettings
 from agentsteps.scripted_model import ScriptedModelServer
 from agentsteps.telemetry.metrics import REGISTRY
-from agentsteps.activities.providers.http_transport import provider_http_client
+from agentsteps.activities.llm.providers.http_transport import provider_http_client
 
 KEY = "sk-activity-secret-9f8e7d6c"
 WEATHER = ToolSchema(

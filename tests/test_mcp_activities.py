@@ -20,8 +20,8 @@ from temporalio.exceptions import ActivityError, ApplicationError
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
 from agentsteps.activities.mcp import McpActivities
-from agentsteps.activities.tool_registry import ToolRegistry
-from agentsteps.activities.tools import ToolActivities
+from agentsteps.activities.tools.registry import ToolRegistry
+from agentsteps.activities.tools.activities import ToolActivities
 from agentsteps.contracts.names import TOOLS_CALL, TOOLS_DESCRIBE
 from agentsteps.contracts.llm.tools import ToolCallInput, ToolCallResult, ToolSchema, ToolsDescribeInput
 from agentsteps.telemetry.metrics import TOOL_CALLS

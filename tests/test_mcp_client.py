@@ -11,8 +11,8 @@ import uuid
 import pytest
 
 from agentsteps.activities.mcp import McpToolSource
-from agentsteps.activities.tool_registry import ToolRegistry
-from agentsteps.activities.tools import ToolActivities
+from agentsteps.activities.tools.registry import ToolRegistry
+from agentsteps.activities.tools.activities import ToolActivities
 from agentsteps.client.settings import load_mcp_config
 from agentsteps.contracts.mcp import McpAuthError, McpConfigError, McpProtocolError, McpUnavailableError
 

@@ -21,8 +21,8 @@ from temporalio.testing import ActivityEnvironment
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
 from agentsteps.activities.mcp import McpActivities
-from agentsteps.activities.tool_registry import ToolRegistry
-from agentsteps.activities.tools import ToolActivities
+from agentsteps.activities.tools.registry import ToolRegistry
+from agentsteps.activities.tools.activities import ToolActivities
 from agentsteps.contracts import AgentInput, AgentResult
 from agentsteps.contracts.llm.tools import ToolCallResult
 from agentsteps.contracts.names import AGENT_WORKFLOW

@@ -13,7 +13,7 @@ import time
 import pytest
 
 from agentsteps.activities.mcp import McpFleet, McpToolSource
-from agentsteps.activities.tools import ToolActivities
+from agentsteps.activities.tools.activities import ToolActivities
 from agentsteps.contracts.config.settings import WorkerSettings
 from agentsteps.contracts.llm.tools import ToolsDescribeInput
 from agentsteps.worker import load_registry

@@ -11,7 +11,7 @@ import pytest
 
 from agentsteps.contracts.monitor import MonitorInput, MonitorReport, StalledIssue
 from agentsteps.contracts.names import MONITOR_WORKFLOW
-from agentsteps.contracts.llm.violations import ViolationKind
+from agentsteps.contracts.violations import ViolationKind
 from agentsteps.demos.monitor import assigned_issues, monitor_worker, nudge_script, tracker_client, tracker_server
 from agentsteps.telemetry.metrics import MONITOR_ESCALATIONS, MONITOR_NUDGES, MONITOR_STALLED_TICKETS
 from agentsteps.workflows.monitor.nudges import NUDGE_MARKER, check_nudge, plan_action
@@ -260,7 +260,7 @@ async def test_monitor_record_failing_is_retried_then_reported_in_bounded_time(
     from temporalio import activity
 
     from agentsteps import worker as worker_module
-    from agentsteps.activities.monitor import MonitorActivities
+    from agentsteps.activities.monitor.activities import MonitorActivities
     from agentsteps.contracts.names import MONITOR_RECORD
 
     attempts: list[int] = []

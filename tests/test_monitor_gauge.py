@@ -108,7 +108,7 @@ async def test_a_late_retry_of_an_older_tick_does_not_overwrite_a_newer_one():
 
     from temporalio.testing import ActivityEnvironment
 
-    from agentsteps.activities.monitor import MonitorActivities
+    from agentsteps.activities.monitor.activities import MonitorActivities
     from agentsteps.telemetry.metrics import MONITOR_LAST_TICK, MONITOR_STALLED_TICKETS
 
     monitor = f"late-retry-{uuid.uuid4().hex[:6]}"

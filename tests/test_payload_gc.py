@@ -13,7 +13,7 @@ from pathlib import Path
 
 from temporalio.client import Client
 
-from agentsteps.activities.payload_store import build_payload_store
+from agentsteps.storage.payload_store import build_payload_store
 from agentsteps.client.payload_gc import collect_garbage
 from agentsteps.contracts import AgentInput
 from agentsteps.contracts.config.settings import WorkerSettings

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from temporalio.exceptions import ApplicationError
 
-from agentsteps.activities.payload_store import build_data_converter, build_payload_store
+from agentsteps.storage.payload_store import build_data_converter, build_payload_store
 from agentsteps.client.settings import load_settings
 from agentsteps.contracts.config.settings import WorkerSettings
 from agentsteps.contracts.errors import PayloadMissingError

@@ -16,8 +16,8 @@ from temporalio.client import WorkflowFailureError
 from temporalio.exceptions import ApplicationError
 from temporalio.worker import Worker
 
-from agentsteps.activities.llm import LLMActivities
-from agentsteps.activities.tools import ToolActivities
+from agentsteps.activities.llm.activities import LLMActivities
+from agentsteps.activities.tools.activities import ToolActivities
 from agentsteps.contracts import DefaultResult, LLMConfig
 from agentsteps.contracts.names import PIPELINE_WORKFLOW
 from agentsteps.contracts.composition.pipeline_run import PipelineInput, PipelineResult, pipeline_input

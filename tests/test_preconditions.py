@@ -18,7 +18,8 @@ from agentsteps.contracts import (
     ViolationKind,
 )
 from agentsteps.contracts.llm.pinning import SNAPSHOT_FORMS, check_model_pinned, is_pinned
-from agentsteps.contracts.llm.preconditions import check_request, check_spec
+from agentsteps.contracts.llm.preconditions import check_request
+from agentsteps.contracts.spec_check import check_spec
 from agentsteps.contracts.llm.tokens import count_prompt_tokens, count_text_tokens
 
 K = ViolationKind

@@ -16,14 +16,14 @@ from openai._utils import transform as openai_transform
 from openai.types.chat import ChatCompletion
 from openai.types.chat.completion_create_params import CompletionCreateParamsNonStreaming
 
-from agentsteps.activities.providers import anthropic as anthropic_wire
-from agentsteps.activities.providers import classify_response, parse_retry_after
-from agentsteps.activities.providers import openai as openai_wire
+from agentsteps.activities.llm.providers import anthropic as anthropic_wire
+from agentsteps.activities.llm.providers import classify_response, parse_retry_after
+from agentsteps.activities.llm.providers import openai as openai_wire
 from agentsteps.contracts import LLMConfig, LLMRequest, LLMToolCall, Message, ResponseFormat, ToolSchema
 from agentsteps.contracts.llm.capabilities import ModelCapability, capability_for, check_capabilities
 from agentsteps.contracts.errors import NonRetryableProviderError, RetryableProviderError
 from agentsteps.contracts.llm.postconditions import check_response, served_model_matches
-from agentsteps.contracts.llm.violations import ViolationKind as K
+from agentsteps.contracts.violations import ViolationKind as K
 
 from sdk_types import problems
 

@@ -9,9 +9,9 @@ import httpx2
 import pytest
 from pydantic import SecretStr
 
-from agentsteps.activities.providers import AnthropicProvider, OpenAIProvider
-from agentsteps.activities.providers.http_transport import provider_http_client
-from agentsteps.activities.providers.streams import AnthropicEvents, OpenAIChunks
+from agentsteps.activities.llm.providers import AnthropicProvider, OpenAIProvider
+from agentsteps.activities.llm.providers.http_transport import provider_http_client
+from agentsteps.activities.llm.providers.streams import AnthropicEvents, OpenAIChunks
 from agentsteps.contracts import LLMConfig, LLMRequest, Message
 from agentsteps.contracts.errors import NonRetryableProviderError, RetryableProviderError
 from agentsteps.scripted_model import ScriptedModelServer

@@ -11,7 +11,7 @@ import httpx2
 import pytest
 from pydantic import SecretStr
 
-from agentsteps.activities.providers import (
+from agentsteps.activities.llm.providers import (
     AnthropicProvider,
     OpenAIProvider,
     classify_exception,
@@ -29,7 +29,7 @@ from agentsteps.contracts import (
     ToolSchema,
 )
 from agentsteps.scripted_model import ScriptedModelServer
-from agentsteps.activities.providers.http_transport import provider_http_client
+from agentsteps.activities.llm.providers.http_transport import provider_http_client
 
 KEY = "sk-test-a1b2c3d4e5f6"
 WEATHER = ToolSchema(

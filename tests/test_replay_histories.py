@@ -17,7 +17,7 @@ import pytest
 from temporalio.client import WorkflowHistory
 from temporalio.worker import Replayer
 
-from agentsteps.activities.payload_store import build_data_converter
+from agentsteps.storage.payload_store import build_data_converter
 from agentsteps.contracts.config.settings import WorkerSettings
 from agentsteps.contracts.names import WORKFLOWS
 from agentsteps.worker import workflows

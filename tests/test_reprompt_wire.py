@@ -19,8 +19,8 @@ from anthropic.types.message_create_params import MessageCreateParamsNonStreamin
 from openai.types.chat import ChatCompletion
 from openai.types.chat.completion_create_params import CompletionCreateParamsNonStreaming
 
-from agentsteps.activities.providers import anthropic as anthropic_wire
-from agentsteps.activities.providers import openai as openai_wire
+from agentsteps.activities.llm.providers import anthropic as anthropic_wire
+from agentsteps.activities.llm.providers import openai as openai_wire
 from agentsteps.contracts import LLMConfig, LLMRequest, LLMToolCall, Message, ToolSchema
 from agentsteps.contracts.llm.call_ids import with_engine_call_ids
 from agentsteps.contracts.llm.postconditions import check_response

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from temporalio.testing import WorkflowEnvironment
 
-from agentsteps.activities.payload_store import build_payload_store
+from agentsteps.storage.payload_store import build_payload_store
 from agentsteps.client.sessions import continue_session, session_state
 from agentsteps.contracts.names import SESSION_WORKFLOW
 from agentsteps.contracts.session import SessionInput

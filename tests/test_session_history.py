@@ -11,8 +11,8 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.exceptions import ApplicationError
 from temporalio.worker import Replayer
 
-from agentsteps.activities.conversations import ConversationStore
-from agentsteps.activities.payload_store import LocalDirStorageDriver, PayloadStore
+from agentsteps.storage.conversations import ConversationStore
+from agentsteps.storage.payload_store import LocalDirStorageDriver, PayloadStore
 from agentsteps.contracts import Message
 from agentsteps.contracts.llm.conversation import ConversationRef
 from agentsteps.client.sessions import continue_session, session_state

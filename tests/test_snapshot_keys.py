@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agentsteps.activities.payload_store import LocalDirStorageDriver, PayloadStore
+from agentsteps.storage.payload_store import LocalDirStorageDriver, PayloadStore
 from agentsteps.activities.sandbox.snapshots import SnapshotVault, key_id, previous_snapshot_keys
 from agentsteps.client.settings import load_settings
 from agentsteps.contracts.errors import SnapshotIntegrityError

@@ -14,7 +14,7 @@ from agentsteps.contracts import LLMConfig, LLMRequest, Message, ToolSchema
 from agentsteps.contracts.llm.messages import LLMToolCall
 from agentsteps.contracts.llm.preconditions import check_request
 from agentsteps.contracts.llm.tokens import count_prompt_tokens, count_text_tokens, prompt_tokens_upper_bound
-from agentsteps.contracts.llm.violations import ViolationKind
+from agentsteps.contracts.violations import ViolationKind
 
 PINNED = "gpt-4o-mini-2024-07-18"
 TOOL = ToolSchema(name="get_weather", description="Weather for a city.",

@@ -19,14 +19,14 @@ from openai.types.chat import ChatCompletion
 from openai.types.chat.completion_create_params import CompletionCreateParamsNonStreaming
 from pydantic import BaseModel
 
-from agentsteps.activities.providers import anthropic as anthropic_wire
-from agentsteps.activities.providers import openai as openai_wire
-from agentsteps.activities.tool_registry import ToolRegistry
+from agentsteps.activities.llm.providers import anthropic as anthropic_wire
+from agentsteps.activities.llm.providers import openai as openai_wire
+from agentsteps.activities.tools.registry import ToolRegistry
 from agentsteps.contracts import LLMConfig, LLMRequest, LLMToolCall, Message, ToolSchema
 from agentsteps.contracts.errors import ToolConfigError
 from agentsteps.contracts.llm.call_ids import with_engine_call_ids
 from agentsteps.contracts.llm.preconditions import check_request
-from agentsteps.contracts.llm.tool_names import API_TOOL_NAME, api_tool_name, tool_name_collisions
+from agentsteps.contracts.tool_names import API_TOOL_NAME, api_tool_name, tool_name_collisions
 
 from sdk_types import problems
 

@@ -8,38 +8,29 @@ each ``llm.call`` carries the stored prefix's ref and the new messages only.
 
 from __future__ import annotations
 
-from typing import Any
-
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from ..contracts import AgentInput, AgentResult, AgentState, Message, Step
-    from ..contracts.approvals import ApprovalRecord, PendingApproval
-    from ..contracts.names import (
-        AGENT_WORKFLOW,
-        APPROVALS_QUERY,
-        APPROVE_UPDATE,
-        CANCEL_SIGNAL,
-        CONVERSATION_REF_PATCH,
-        REJECT_UPDATE,
-        STATE_QUERY,
-        STEPS_QUERY,
-    )
+    from ..contracts.names import AGENT_WORKFLOW, CANCEL_SIGNAL, STATE_QUERY, STEPS_QUERY
     from ..telemetry import workflow_metrics
     from .agent_run import AgentRun, seconds_since
-    from .conversation import ConversationChain
+    from .approvals import ApprovalDesk, ApprovalHandlers
+    from .run_state import Features, RunProgress
     from .steps import opening, run_steps, spec_tools
 
 
 @workflow.defn(name=AGENT_WORKFLOW)
-class AgentWorkflow:
+class AgentWorkflow(ApprovalHandlers):
     def __init__(self) -> None:
-        self.run_state = AgentRun()
+        # Made before the run has its tools: queries, the cancel signal and approval Updates read them from the start.
+        self.progress = RunProgress()
+        self.approvals = ApprovalDesk()
 
     @workflow.run
     async def run(self, inp: AgentInput) -> AgentResult:
         started = workflow.now()
-        result = self.run_state.result
+        result = self.progress.result
         try:
             result = await self._run(inp)
         except BaseException as exc:
@@ -53,45 +44,24 @@ class AgentWorkflow:
 
     @workflow.query(name=STATE_QUERY)
     def state(self) -> AgentState:
-        return self.run_state.state()
+        return self.progress.state()
 
     @workflow.query(name=STEPS_QUERY)
     def steps(self, since: int = 0) -> list[Step]:
         """Steps from index ``since`` on, so a follower fetches each step once."""
-        return self.run_state.result.steps[since:]
-
-    @workflow.update(name=APPROVE_UPDATE)
-    def approve(self, decision: Any) -> ApprovalRecord:
-        return self.run_state.approvals.decide(decision, "approved")
-
-    @approve.validator
-    def _check_approve(self, decision: Any) -> None:
-        self.run_state.approvals.check(decision)
-
-    @workflow.update(name=REJECT_UPDATE)
-    def reject(self, decision: Any) -> ApprovalRecord:
-        return self.run_state.approvals.decide(decision, "rejected")
-
-    @reject.validator
-    def _check_reject(self, decision: Any) -> None:
-        self.run_state.approvals.check(decision)
-
-    @workflow.query(name=APPROVALS_QUERY)
-    def approvals(self) -> list[PendingApproval]:
-        return list(self.run_state.approvals.pending.values())
+        return self.progress.result.steps[since:]
 
     @workflow.signal(name=CANCEL_SIGNAL)
     def cancel(self) -> None:
         """Graceful: the run stops before its next step and returns what it has."""
-        self.run_state.cancel_requested = True
+        self.progress.request_cancel()
 
     async def _run(self, inp: AgentInput) -> AgentResult:
         spec = inp.spec
-        self.run_state.begin(spec)
-        # The conversation goes to the payload store as a session's does, so a step's llm.call carries
-        # only what the step added: history per step stops growing with the run. Asked before the
-        # first command; runs recorded without the marker replay sending the whole history.
-        if workflow.patched(CONVERSATION_REF_PATCH):
-            self.run_state.chain = ConversationChain(None)
+        # Before the first command. With CONVERSATION_REF_PATCH the conversation goes to the payload store as a
+        # session's does, so a step's llm.call carries only what the step added; runs recorded without the
+        # marker replay sending the whole history.
+        features = Features.at_start(one_shot=True)
         tools = await spec_tools(spec)
-        return await run_steps(self.run_state, [opening(spec, tools), Message.user(inp.input)], tools)
+        run = AgentRun.one_shot(spec, tools, features, progress=self.progress, approvals=self.approvals)
+        return await run_steps(run, [opening(spec, tools), Message.user(inp.input)])

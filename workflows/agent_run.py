@@ -1,26 +1,29 @@
-"""One agent run's bookkeeping, shared by the tool loop and code mode.
+"""One agent run: its state (``run_state``) and the calls every loop makes through it.
 
-``AgentRun`` is what a loop talks to: the run's result, its cancel flag, the
-contracted model call (token budget included), step records and the
-violation ladder's effects on the result. The workflow class only owns it and
-answers queries from it, so a loop never needs the workflow object, and a
-later loop (multi-turn sessions) can reuse it as is.
+``AgentRun`` is what a loop talks to: the contracted model call (token budget
+included), tool calls under the run's effect keys, approvals, step records
+and the violation ladder's effects on the result. It holds a frozen
+``RunConfig`` (what the run is), the ``RunProgress`` its owner also reads
+(what it has done) and the run's ``Features`` (patched behaviours, chosen
+once). The workflow only builds it (``one_shot`` or ``for_turn``) and answers
+queries from the progress, so a loop never needs the workflow object.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import json
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
 from temporalio import workflow
-from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
+    from ..contracts.errors import BudgetExceededError
     from ..contracts import (
         AgentResult,
         AgentSpec,
-        AgentState,
         LLMRequest,
         LLMResponse,
         Message,
@@ -30,18 +33,20 @@ with workflow.unsafe.imports_passed_through():
         ToolSchema,
     )
     from ..contracts.code.program import ReplMemory
-    from ..contracts.llm.reprompt import reprompt_messages
+    from ..contracts.llm.conversation import ConversationRef
     from ..contracts.llm.tokens import prompt_tokens_upper_bound
+    from ..contracts.llm.tools import catalog_digest
     from ..contracts.llm.request import TokenStream
-    from ..contracts.names import EFFECTS_PATCH, TOKEN_STREAM_PATCH
     from ..telemetry import workflow_metrics
-    from .calls import call_llm, call_tool
+    from .calls import budget_exceeded, call_llm, call_tool
     from ..contracts.approvals import rejection_message
     from ..contracts.session import ProgressEvent, ProgressKind
+    from ..failures import from_failure, to_application_error
     from .approvals import ApprovalDesk
     from .conversation import ConversationChain
-    from .effects import EffectLedger, run_chain, with_note
-    from .ladder import Rung, ViolationLadder, violation_error
+    from .effects import EffectLedger, run_chain
+    from .ladder import Rung, ViolationLadder, retry_history, violation_error
+    from .run_state import Features, RunConfig, RunProgress
 
 
 class BudgetRefused(Exception):
@@ -49,73 +54,84 @@ class BudgetRefused(Exception):
 
 
 class AgentRun:
-    def __init__(self) -> None:
-        self.result = AgentResult(status="running")
-        self.cancel_requested = False
-        self.mode = "tools"
-        self.model = ""
-        self.history: list[Message] = []
-        """The conversation as the loop left it: the final answer last when the run completed."""
-        self.scope = ""
-        """Prefix of every step index in idempotency and program keys; a session sets ``t<turn>.``."""
-        self.repl: ReplMemory | None = None
-        """Code-mode sessions: the REPL state programs run in; a completed turn leaves the new one here."""
-        self.approvals = ApprovalDesk()
-        """A session hands every turn its own desk, so decisions outlive the turn."""
-        self.tools: dict[str, ToolSchema] = {}
-        self.turn = 0
-        self.on_event: Callable[[ProgressEvent], None] | None = None
-        """Sessions: where progress events go (the session's stream); a one-shot run has none."""
-        self.chain: ConversationChain | None = None
-        """The conversation lives in the payload store (every session turn; a one-shot run since
-        ``CONVERSATION_REF_PATCH``) and each step sends only what came after the stored prefix."""
-        self.stream_tokens = False
-        """Sessions with ``stream_tokens``: loop steps ask ``llm.call`` to stream the answer's text."""
-        self._spec: AgentSpec | None = None
-        self._reserved = 0
-        self.effects_once = False
-        self.effects: EffectLedger | None = None
+    def __init__(self, config: RunConfig, features: Features, progress: RunProgress | None = None) -> None:
+        self.config = config
+        self.features = features
+        self.progress = progress if progress is not None else RunProgress()
+        self.effects = EffectLedger(run_chain(), self.result.effects) if features.effects_once else None
+        # The schemas themselves are in history (the tools.describe result); the digest lets an audit compare
+        # them with a catalog. Pure, no command: runs recorded before it replay unchanged.
+        self.result.catalog_digest = catalog_digest(list(config.tools)) if config.tools else ""
 
-    def begin(self, spec: AgentSpec, *, scope: str = "") -> None:
-        self._spec = spec
-        self.mode = spec.mode
-        self.scope = scope
-        # Evaluated once, before the first command: a run recorded without the
-        # marker replays (and goes on) with the commands it was recorded with.
-        self.effects_once = workflow.patched(EFFECTS_PATCH)
-        if self.effects_once:
-            self.effects = EffectLedger(run_chain(), self.result.effects)
+    @classmethod
+    def one_shot(
+        cls, spec: AgentSpec, tools: Sequence[ToolSchema], features: Features, *,
+        progress: RunProgress, approvals: ApprovalDesk,
+    ) -> AgentRun:
+        """An ``AgentWorkflow`` run; its conversation is stored when ``features.conversation_ref``."""
+        chain = ConversationChain(None) if features.conversation_ref else None
+        return cls(RunConfig(spec=spec, tools=tuple(tools), approvals=approvals, chain=chain), features, progress)
+
+    @classmethod
+    def for_turn(
+        cls, spec: AgentSpec, tools: Sequence[ToolSchema], features: Features, *,
+        turn: int, conversation: ConversationRef | None, approvals: ApprovalDesk, progress: RunProgress,
+        on_event: Callable[[ProgressEvent], None] | None = None, stream_tokens: bool = False,
+    ) -> AgentRun:
+        """One session turn: keys scoped ``t<turn>.``, the conversation stored on top of ``conversation``."""
+        config = RunConfig(
+            spec=spec, tools=tuple(tools), approvals=approvals, chain=ConversationChain(conversation),
+            scope=f"t{turn}.", turn=turn, on_event=on_event, stream_tokens=stream_tokens,
+        )
+        return cls(config, features, progress)
+
+    # ------------------------------------------------------------------ reading the state
 
     @property
     def spec(self) -> AgentSpec:
-        assert self._spec is not None, "begin() first"
-        return self._spec
+        return self.config.spec
+
+    @property
+    def scope(self) -> str:
+        return self.config.scope
+
+    @property
+    def result(self) -> AgentResult:
+        return self.progress.result
+
+    @property
+    def history(self) -> list[Message]:
+        return self.progress.history
+
+    @property
+    def repl(self) -> ReplMemory | None:
+        return self.progress.repl
+
+    # ------------------------------------------------------------------ changing it
+
+    def advance(self, history: list[Message]) -> list[Message]:
+        """The one way the run's history changes: the loop's conversation as it now stands (returned as is)."""
+        self.progress._history = history
+        return history
+
+    def commit(self) -> tuple[ConversationRef | None, list[Message]]:
+        """A session turn's end: the stored conversation and the messages after it."""
+        assert self.config.chain is not None, "a turn always has a chain"
+        return self.config.chain.commit(self.history)
 
     def emit(self, kind: ProgressKind, **fields: Any) -> None:
-        if self.on_event is not None:
-            self.on_event(ProgressEvent(kind=kind, turn=self.turn, at=workflow.now(), **fields))
+        if self.config.on_event is not None:
+            self.config.on_event(ProgressEvent(kind=kind, turn=self.config.turn, at=workflow.now(), **fields))
 
     def ladder(self) -> ViolationLadder:
         spec = self.spec
         return ViolationLadder([spec.model, *spec.fallback_models], spec.reprompt_budget, spec.default_result)
 
-    def state(self) -> AgentState:
-        last = self.result.steps[-1].kind if self.result.steps else None
-        return AgentState(
-            status=self.result.status,
-            step=len(self.result.steps),
-            model=self.model,
-            usage=self.result.usage,
-            violations=len(self.result.violations),
-            degradations=len(self.result.degradations),
-            last_step=last,
-        )
-
     def cancelled(self) -> bool:
         """True (and the result says so) once a cancel arrived; checked before each step."""
-        if self.cancel_requested:
+        if self.progress.cancel_requested:
             self.result.status = "cancelled"
-        return self.cancel_requested
+        return self.progress.cancel_requested
 
     async def call_llm(self, request: LLMRequest, *, refusable: bool = False, standalone: bool = False) -> LLMResponse:
         """One contracted LLM call; every model call of the run goes here, so one token budget holds.
@@ -128,18 +144,18 @@ class AgentRun:
         budget together. A call that does not fit raises ``BudgetExceededError``,
         or ``BudgetRefused`` when ``refusable`` (the caller answers it another way).
 
-        A loop step's request carries the run's history (in a session, the tail
-        of a stored conversation, see ``ConversationChain``); a ``standalone`` one
-        (a program's ``llm()``) has its own messages and never joins the chain.
+        A loop step's request carries the run's history (the tail of a stored
+        conversation, see ``ConversationChain``); a ``standalone`` one (a
+        program's ``llm()``) has its own messages and never joins the chain.
         """
-        self.model = request.config.model
-        spec = self.spec
+        self.progress.model = request.config.model
+        spec, config = self.spec, self.config
         if spec.context_policy != "none" and not standalone:
             request = request.model_copy(update={"context_policy": spec.context_policy})
-        if self.stream_tokens and not standalone and workflow.patched(TOKEN_STREAM_PATCH):
-            request = request.model_copy(update={"stream": TokenStream(turn=self.turn, step=len(self.result.steps))})
-        chain = None if standalone else self.chain
-        if not self.effects_once:
+        if config.stream_tokens and not standalone and self.features.token_stream:
+            request = request.model_copy(update={"stream": TokenStream(turn=config.turn, step=len(self.result.steps))})
+        chain = None if standalone else config.chain
+        if not self.features.effects_once:
             sent = chain.request(request) if chain is not None else request
             response = await call_llm(sent, spec.llm_policy, self.result, token_budget=spec.token_budget)
         else:
@@ -151,20 +167,20 @@ class AgentRun:
     async def _reserved_call(
         self, request: LLMRequest, chain: ConversationChain | None, refusable: bool
     ) -> LLMResponse:
-        spec = self.spec
+        spec, progress = self.spec, self.progress
         used = self.result.usage.total_tokens
-        allowance = spec.token_budget - used - self._reserved
+        allowance = spec.token_budget - used - progress.reserved_tokens
         # The byte bound is linear in the prompt; only the short concurrent prompts pay it here.
         reserve = request.config.max_tokens + (prompt_tokens_upper_bound(request) if refusable else 0)
         if reserve > allowance:
             message = (
-                f"token budget: {used} used + {self._reserved} reserved by calls in flight + {reserve} for this call "
-                f"> {spec.token_budget}"
+                f"token budget: {used} used + {progress.reserved_tokens} reserved by calls in flight + {reserve} "
+                f"for this call > {spec.token_budget}"
             )
             if refusable:
                 raise BudgetRefused(message)
-            raise ApplicationError(message, type="BudgetExceededError", non_retryable=True)
-        self._reserved += reserve
+            raise budget_exceeded(message)
+        progress.reserved_tokens += reserve
         sent = request.model_copy(update={"token_allowance": allowance})
         try:
             return await call_llm(
@@ -174,15 +190,15 @@ class AgentRun:
                 token_budget=spec.token_budget,
             )
         except ActivityError as exc:
-            cause = exc.cause
-            if isinstance(cause, ApplicationError) and cause.type == "BudgetExceededError":
-                # The run fails (or the program's llm() is refused) as it would had the workflow seen it first.
-                if refusable:
-                    raise BudgetRefused(cause.message) from None
-                raise ApplicationError(cause.message, type="BudgetExceededError", non_retryable=True) from None
-            raise
+            error = from_failure(exc)
+            if not isinstance(error, BudgetExceededError):
+                raise
+            # The run fails (or the program's llm() is refused) as it would had the workflow seen it first.
+            if refusable:
+                raise BudgetRefused(str(error)) from None
+            raise to_application_error(error) from None
         finally:
-            self._reserved -= reserve
+            progress.reserved_tokens -= reserve
 
     async def call_tool(
         self, schema: ToolSchema | None, name: str, arguments: str, *, call_id: str, scope: str, legacy_key: str
@@ -215,11 +231,12 @@ class AgentRun:
 
         A tool that requires approval waits here for the ``approve`` / ``reject`` Update.
         """
-        schema = self.tools.get(tool)
-        if schema is None or not ApprovalDesk.required(schema):
+        schema = self.config.schemas.get(tool)
+        # The patch is asked only where a gate would be added, so runs without such tools keep their commands.
+        if schema is None or not schema.requires_approval or not self.features.approvals:
             self.emit("tool_call", tool=tool, detail=arguments[:500])
             return None
-        record = await self.approvals.gate(approval_id, schema, arguments, self.spec.approval_timeout_seconds)
+        record = await self.config.approvals.gate(approval_id, schema, arguments, self.spec.approval_timeout_seconds)
         self.emit("approval_decided", tool=tool, detail=f"{record.outcome} {record.approver}".strip())
         if record.outcome == "approved":
             self.emit("tool_call", tool=tool, detail=arguments[:500])
@@ -238,24 +255,32 @@ class AgentRun:
         """Take the next rung after a violated answer.
 
         Returns the history for the next attempt (``accepted`` is where a fallback
-        model restarts; ``note``, the effects already taken, is added for either), or None when the run ended on its declared default.
-        Raises the typed failure when no rung is left.
+        model restarts; ``note``, the effects already taken, is added for either),
+        or None when the run ended on its declared default (the history then ends
+        with the default as the answer). Raises the typed failure when no rung is left.
         """
         self.result.violations.extend(response.violations)
         decision = ladder.step(response.violations)
-        if decision.rung is Rung.reprompt:
-            return [*history, *with_note(reprompt_messages(response.message, response.violations), note)]
         if decision.rung is Rung.fail:
             raise violation_error(decision.reason)
-        self.result.degradations.append(decision.degradation(index))
-        if decision.rung is Rung.fallback:
-            return with_note(history[:accepted], note)
+        if decision.rung is not Rung.reprompt:
+            self.result.degradations.append(decision.degradation(index))
+        following = retry_history(decision, history, history[:accepted], response.message, response.violations, note)
+        if following is not None:
+            return self.advance(following)
         assert ladder.default is not None
         self.result.status = "completed_with_default"
         self.result.output = ladder.default.value
+        self.advance([*history, Message(role="assistant", content=json.dumps(self.result.output))])
         return None
 
-    def finish(self, model: str, output: object) -> AgentResult:
+    def finish(
+        self, history: list[Message], model: str, output: object, *, repl: ReplMemory | None = None
+    ) -> AgentResult:
+        """The run completed: ``history`` ends with the answer; a code-mode turn leaves its new ``repl``."""
+        self.advance(history)
+        if repl is not None:
+            self.progress.repl = repl
         self.result.status = "completed"
         self.result.model = model
         self.result.output = output
@@ -281,7 +306,7 @@ class AgentRun:
                 context=response.context,
             )
         )
-        workflow_metrics.record_step(self.mode, seconds_since(started))
+        workflow_metrics.record_step(self.config.mode, seconds_since(started))
         self.emit("step", step=index, detail=kind)
         self.emit("usage", step=index, usage=self.result.usage)
 

@@ -15,9 +15,9 @@ from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
-from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
+    from ..contracts.errors import ApprovalError
     from ..contracts import ToolSchema
     from ..contracts.approvals import (
         ApprovalDecision,
@@ -26,7 +26,8 @@ with workflow.unsafe.imports_passed_through():
         PendingApproval,
         parse_decision,
     )
-    from ..contracts.names import APPROVALS_PATCH
+    from ..contracts.names import APPROVALS_QUERY, APPROVE_UPDATE, REJECT_UPDATE
+    from ..failures import to_application_error
     from ..telemetry import workflow_metrics
 
 _DECIDED_KEPT = 200
@@ -47,11 +48,6 @@ class ApprovalDesk:
     def recent(self) -> list[ApprovalRecord]:
         """What a session carries over continue-as-new (at most the last 200 decisions)."""
         return list(self.decided.values())[-_DECIDED_KEPT:]
-
-    @staticmethod
-    def required(tool: ToolSchema | None) -> bool:
-        # patched() only where a gate would be added, so runs without such tools keep their commands.
-        return tool is not None and tool.requires_approval and workflow.patched(APPROVALS_PATCH)
 
     async def gate(self, approval_id: str, tool: ToolSchema, arguments: str, timeout_seconds: float) -> ApprovalRecord:
         now = workflow.now()
@@ -82,7 +78,7 @@ class ApprovalDesk:
         try:
             decision = parse_decision(raw)
         except ValueError as exc:
-            raise ApplicationError(str(exc), type="ApprovalError") from None
+            raise to_application_error(ApprovalError(str(exc))) from None
         self.validate(decision)
         return decision
 
@@ -91,15 +87,13 @@ class ApprovalDesk:
         done = self.decided.get(decision.approval_id)
         if done is not None:
             who = f" by {done.approver}" if done.approver else ""
-            raise ApplicationError(
-                f"approval {decision.approval_id!r} was already {done.outcome.replace('_', ' ')}{who}",
-                type="ApprovalError",
+            raise to_application_error(
+                ApprovalError(f"approval {decision.approval_id!r} was already {done.outcome.replace('_', ' ')}{who}")
             )
         if decision.approval_id not in self.pending:
             waiting = ", ".join(sorted(self.pending)) or "none"
-            raise ApplicationError(
-                f"no call is waiting for approval under id {decision.approval_id!r} (waiting: {waiting})",
-                type="ApprovalError",
+            raise to_application_error(
+                ApprovalError(f"no call is waiting for approval under id {decision.approval_id!r} (waiting: {waiting})")
             )
 
     def decide(self, raw: Any, outcome: ApprovalOutcome) -> ApprovalRecord:
@@ -119,4 +113,39 @@ class ApprovalDesk:
         return record
 
 
-__all__ = ["ApprovalDesk"]
+class ApprovalHandlers:
+    """The ``approve`` / ``reject`` Updates and the pending-approvals Query, one shape for every workflow.
+
+    A workflow class inherits them and keeps its desk in ``self.approvals``;
+    ``_check_decisions_open`` is where it refuses decisions (a closed session).
+    """
+
+    approvals: ApprovalDesk
+
+    def _check_decisions_open(self) -> None:
+        """Raise ``ApplicationError`` when decisions are no longer taken; by default they always are."""
+
+    @workflow.update(name=APPROVE_UPDATE)
+    def approve(self, decision: Any) -> ApprovalRecord:
+        return self.approvals.decide(decision, "approved")
+
+    @approve.validator
+    def _check_approve(self, decision: Any) -> None:
+        self._check_decisions_open()
+        self.approvals.check(decision)
+
+    @workflow.update(name=REJECT_UPDATE)
+    def reject(self, decision: Any) -> ApprovalRecord:
+        return self.approvals.decide(decision, "rejected")
+
+    @reject.validator
+    def _check_reject(self, decision: Any) -> None:
+        self._check_decisions_open()
+        self.approvals.check(decision)
+
+    @workflow.query(name=APPROVALS_QUERY)
+    def pending_approvals(self) -> list[PendingApproval]:
+        return list(self.approvals.pending.values())
+
+
+__all__ = ["ApprovalDesk", "ApprovalHandlers"]

@@ -22,11 +22,13 @@ from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from ..contracts import LLMRequest, LLMResponse, ToolCallInput, ToolCallResult, ToolSchema, Usage
+    from ..contracts.errors import BudgetExceededError
     from ..contracts.code.program import CallOutcome
     from ..contracts.json_schema import parse_json
     from ..contracts.names import LLM_CALL, TOOLS_CALL, TOOLS_DESCRIBE
     from ..contracts.spec import ActivityPolicy
     from ..contracts.llm.tools import Delivery, ToolsDescribeInput, outcome_unknown
+    from ..failures import to_application_error
     from .activity_options import activity_options
 
 
@@ -59,12 +61,13 @@ async def call_llm(
     if response.context is not None:  # a summary the context policy asked for
         ledger.usage = ledger.usage + response.context.usage
     if token_budget is not None and ledger.usage.total_tokens > token_budget:
-        raise ApplicationError(
-            f"token budget exceeded: {ledger.usage.total_tokens} > {token_budget}",
-            type="BudgetExceededError",
-            non_retryable=True,
-        )
+        raise budget_exceeded(f"token budget exceeded: {ledger.usage.total_tokens} > {token_budget}")
     return response
+
+
+def budget_exceeded(message: str) -> ApplicationError:
+    """The run's typed failure for a spent token or step budget: not retried."""
+    return to_application_error(BudgetExceededError(message))
 
 
 async def call_tool(
@@ -125,4 +128,6 @@ def call_outcome(call_id: int, result: ToolCallResult) -> CallOutcome:
     return CallOutcome(call_id=call_id, value=result.content if why_not_json else value)
 
 
-__all__ = ["UsageLedger", "call_llm", "call_outcome", "call_tool", "describe_tools"]
+__all__ = [
+    "UsageLedger", "budget_exceeded", "call_llm", "call_outcome", "call_tool", "describe_tools",
+]

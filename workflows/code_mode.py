@@ -19,7 +19,6 @@ import json
 from typing import Any
 
 from temporalio import workflow
-from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from ..contracts import (
@@ -48,7 +47,7 @@ with workflow.unsafe.imports_passed_through():
     from ..contracts.code.variables import module_names, variable_stubs
     from ..contracts.json_schema import instance_violations
     from ..telemetry import workflow_metrics
-    from .calls import call_outcome
+    from .calls import budget_exceeded, call_outcome
     from .effects import RECORD_CHARS, cap
     from .agent_run import AgentRun, BudgetRefused
     from .ladder import ViolationLadder
@@ -75,18 +74,18 @@ def code_system_prompt(spec: AgentSpec, tools: list[ToolSchema]) -> str:
     return f"{spec.system_prompt}\n\n{PROGRAM_INSTRUCTIONS.format(stubs=generate_stubs(tools))}"
 
 
-async def run_code_mode(run: AgentRun, history: list[Message], tools: list[ToolSchema]) -> AgentResult:
+async def run_code_mode(run: AgentRun, history: list[Message]) -> AgentResult:
     """Run steps from ``history`` (``code_system_prompt`` first, the user's message last) to a program's value."""
     spec = run.spec
     ladder = run.ladder()
     limits = spec.code_limits
+    tools = list(run.config.tools)
     # A session's earlier variables are declared for the type check (the prompt lists them too).
     stubs = generate_stubs(tools) + variable_stubs(run.repl.variables if run.repl else [])
     functions = program_functions(tools)
-    schemas = {t.name: t for t in tools}
     python_names = {f.tool: f.python_name for f in functions}
     accepted = len(history)
-    run.history = history
+    run.advance(history)
 
     for index in range(spec.max_steps):
         if run.cancelled():
@@ -107,7 +106,7 @@ async def run_code_mode(run: AgentRun, history: list[Message], tools: list[ToolS
         value: Any = None
         status = ProgramStatus(state="failed")
         if program is not None and not violations:
-            status, records = await _execute(run, index, program, functions, limits, ladder, schemas)
+            status, records = await _execute(run, index, program, functions, limits, ladder)
             if status.state == "completed":
                 value = status.value
                 if spec.output_schema is not None:
@@ -134,25 +133,18 @@ async def run_code_mode(run: AgentRun, history: list[Message], tools: list[ToolS
             note = run.effects_note(lambda tool: python_names.get(tool, tool))
             next_history = run.after_violation(index, ladder, checked, history, accepted, note)
             if next_history is None:
-                run.history = [*history, Message(role="assistant", content=json.dumps(run.result.output))]
                 return run.result
-            history = run.history = next_history
+            history = next_history
             continue
 
         final = response.model_copy(
             update={"message": Message(role="assistant", content=capped_view(value, status.output, status.output_dropped))}
         )
         run.record_step(index, "final", final, records, started)
-        run.history = [*history, final.message]
-        if run.repl is not None and status.repl is not None:
-            run.repl = status.repl
-        return run.finish(response.model or ladder.current.model, value)
+        repl = status.repl if run.repl is not None else None
+        return run.finish([*history, final.message], response.model or ladder.current.model, value, repl=repl)
 
-    raise ApplicationError(
-        f"the run used all {spec.max_steps} steps without a finished program",
-        type="BudgetExceededError",
-        non_retryable=True,
-    )
+    raise budget_exceeded(f"the run used all {spec.max_steps} steps without a finished program")
 
 
 async def _execute(
@@ -162,7 +154,6 @@ async def _execute(
     functions: list[ProgramFunction],
     limits: ProgramLimits,
     ladder: ViolationLadder,
-    schemas: dict[str, ToolSchema],
 ) -> tuple[ProgramStatus, list[ToolCallRecord]]:
     info = workflow.info()
     if run.effects is not None:
@@ -179,7 +170,7 @@ async def _execute(
         start.variable_names = [*known, *(n for n in module_names(program) if n not in known)]
     status = await drive_program(
         start,
-        lambda call: _run_call(run, index, info.run_id, call, by_name[call.function], ladder, records, schemas),
+        lambda call: _run_call(run, index, info.run_id, call, by_name[call.function], ladder, records),
     )
     return status, [records[k] for k in sorted(records)]
 
@@ -192,7 +183,6 @@ async def _run_call(
     function: ProgramFunction,
     ladder: ViolationLadder,
     records: dict[int, ToolCallRecord],
-    schemas: dict[str, ToolSchema],
 ) -> CallOutcome:
     call_id = f"{run.scope}p{index}-{call.call_id}"
     if function.tool == LLM_FUNCTION:
@@ -203,7 +193,7 @@ async def _run_call(
         # One logical step per run (scope "program"): every program answers the same request, so an
         # identical call in a re-prompted program is the same effect.
         result = await run.rejection(call_id, call_id, function.tool, call.arguments) or await run.call_tool(
-            schemas.get(function.tool), function.tool, call.arguments, call_id=call_id, scope="program",
+            run.config.schemas.get(function.tool), function.tool, call.arguments, call_id=call_id, scope="program",
             legacy_key=f"{run_id}:{call_id}",
         )
         outcome = call_outcome(call.call_id, result)

@@ -1,17 +1,24 @@
-"""The workflow's side of a stored conversation (sessions): what to send each ``llm.call``.
+"""The workflow's side of a stored conversation: what to send each ``llm.call``.
 
-A turn's loop keeps working on a plain message list, the *tail*: the messages
-after ``base``, the conversation already stored. Each chained ``llm.call``
-stores the request's messages and returns their ``ConversationRef``; the
-chain remembers it, and the next call sends that ref plus only the messages
-added since. So each call adds to history its new messages, never the
-conversation. Lists in a loop only grow by copying (``[*history, ...]``) or
-shrink to a prefix, so a prefix is recognised by the identity of its last
-message object; that holds on replay as well, since replay rebuilds the same
-lists.
+A loop keeps working on a plain message list, the *tail*: the messages after
+``base``, the conversation already stored. Each chained ``llm.call`` stores
+the request's messages and returns their ``ConversationRef``; the chain
+remembers that stored prefix, and the next call sends its ref plus only the
+messages after it. So each call adds to history its new messages, never the
+conversation.
+
+The rule is by value. Messages are immutable values, and the chain remembers
+each stored prefix as the tuple of its messages: a tail that begins with an
+equal prefix (the longest one) is sent as that prefix's ref plus the rest, so
+a loop that rebuilds equal messages resends nothing. A tail that begins with
+no stored prefix (a message was changed or dropped) starts a new segment on
+``base`` and sends all of itself, so a change always reaches the store.
+Replay rebuilds equal lists, so it sends what the run sent.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from temporalio import workflow
 
@@ -23,27 +30,31 @@ with workflow.unsafe.imports_passed_through():
 class ConversationChain:
     def __init__(self, base: ConversationRef | None) -> None:
         self.base = base
-        self._known: list[tuple[int, Message, ConversationRef]] = []
+        self._stored: list[tuple[tuple[Message, ...], ConversationRef]] = []
+        """Stored prefixes of the tail, longest first."""
 
-    def _longest_known(self, tail: list[Message]) -> tuple[int, ConversationRef | None]:
-        for length, last, ref in reversed(self._known):
-            if length <= len(tail) and tail[length - 1] is last:
-                return length, ref
+    def _longest_stored(self, tail: Sequence[Message]) -> tuple[int, ConversationRef | None]:
+        for prefix, ref in self._stored:
+            # Tuple equality tries identity first, so an unchanged list costs one pointer test a message.
+            if len(prefix) <= len(tail) and tuple(tail[: len(prefix)]) == prefix:
+                return len(prefix), ref
         return 0, self.base
 
     def request(self, request: LLMRequest) -> LLMRequest:
         """``request`` with its messages replaced by a stored prefix's ref and what came after it."""
-        length, ref = self._longest_known(request.messages)
+        length, ref = self._longest_stored(request.messages)
         return request.model_copy(update={"messages": request.messages[length:], "conversation": ref, "chained": True})
 
-    def learn(self, tail: list[Message], ref: ConversationRef) -> None:
+    def learn(self, tail: Sequence[Message], ref: ConversationRef) -> None:
+        """``tail`` is stored as ``ref`` (what ``llm.call`` returned for it)."""
         if tail:
-            self._known.append((len(tail), tail[-1], ref))
+            self._stored.append((tuple(tail), ref))
+            self._stored.sort(key=lambda known: len(known[0]), reverse=True)
 
-    def commit(self, tail: list[Message]) -> tuple[ConversationRef | None, list[Message]]:
+    def commit(self, tail: Sequence[Message]) -> tuple[ConversationRef | None, list[Message]]:
         """The stored conversation and the messages after it that ``tail`` ends the turn with."""
-        length, ref = self._longest_known(tail)
-        return ref, tail[length:]
+        length, ref = self._longest_stored(tail)
+        return ref, list(tail[length:])
 
 
 __all__ = ["ConversationChain"]

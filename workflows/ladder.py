@@ -3,8 +3,9 @@
 One ladder for the agent (tool loop and code mode), the pipeline's LLM and tool
 steps and the monitor's nudge drafts. Each ``step`` advances one rung, records
 the rung's metric (``agentsteps_reprompts`` / ``agentsteps_degradations``, the
-same label values everywhere) and returns a ``Decision``; the caller applies
-it to its own history and result. Deterministic: no I/O, replay-safe metrics.
+same label values everywhere) and returns a ``Decision``; ``retry_history``
+gives the history the next attempt starts from, and the caller records the
+rest (degradations, its default) on its own result. Deterministic: no I/O, replay-safe metrics.
 
 A refusal is re-prompted at most once: a model that refused a call twice in a
 row will not be argued out of it, so the second refusal skips the re-prompt
@@ -22,9 +23,13 @@ from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from ..contracts import DefaultResult, Degradation, LLMConfig, Violation, ViolationKind
+    from ..contracts.errors import ContractViolationError
+    from ..contracts import DefaultResult, Degradation, LLMConfig, Message, Violation, ViolationKind
+    from ..contracts.llm.reprompt import reprompt_messages
     from ..contracts.names import REFUSAL_REPROMPTED_ONCE
+    from ..failures import to_application_error
     from ..telemetry import workflow_metrics
+    from .effects import with_note
 
 DEFAULT_TARGET = "default_result"
 """``Degradation.to`` when a run falls back to its declared default."""
@@ -102,6 +107,27 @@ class ViolationLadder:
         return Decision(Rung.fail, first, failed, "")
 
 
+def retry_history(
+    decision: Decision,
+    history: Sequence[Message],
+    restart: Sequence[Message],
+    answer: Message,
+    violations: list[Violation],
+    note: str | None = None,
+) -> list[Message] | None:
+    """The history the next attempt starts from, or None when the ladder left no attempt (default, fail).
+
+    A re-prompt adds the violating ``answer`` and the report to ``history``; a
+    fallback model starts over from ``restart``. ``note`` (what already took
+    effect) joins the last user message of either.
+    """
+    if decision.rung is Rung.reprompt:
+        return [*history, *with_note(reprompt_messages(answer, violations), note)]
+    if decision.rung is Rung.fallback:
+        return with_note(list(restart), note)
+    return None
+
+
 def violation_error(v: Violation, *, edge: str | None = None) -> ApplicationError:
     """The typed failure once no rung is left; a pipeline names the edge it failed on."""
     message = f"contract {v.contract!r} violated ({v.kind.value} at {v.path}): {v.message}"
@@ -109,7 +135,7 @@ def violation_error(v: Violation, *, edge: str | None = None) -> ApplicationErro
     if edge is not None:
         message = f"edge {edge}: {message}"
         details = {"edge": edge, **details}
-    return ApplicationError(message, details, type="ContractViolationError", non_retryable=True)
+    return to_application_error(ContractViolationError.with_message(message), details)
 
 
-__all__ = ["DEFAULT_TARGET", "Decision", "Rung", "ViolationLadder", "violation_error"]
+__all__ = ["DEFAULT_TARGET", "Decision", "Rung", "ViolationLadder", "retry_history", "violation_error"]

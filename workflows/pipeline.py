@@ -29,23 +29,23 @@ with workflow.unsafe.imports_passed_through():
         Violation,
         ViolationKind,
     )
-    from ..contracts.composition.contract import ContractKind, compose, edge_name
+    from ..contracts.composition.contract import CompositionError, ContractKind, compose, edge_name
     from ..contracts.composition.pipeline_run import EdgeCheck, PipelineInput, PipelineResult, PipelineStep, StepRecord
     from ..contracts.composition.predicates import predicate_violations
-    from ..contracts.errors import CompositionError, InvalidSpecError
+    from ..contracts.errors import InvalidSpecError
     from ..contracts.names import EFFECTS_PATCH, LLM_CALL, PIPELINE_WORKFLOW, TOOLS_CALL
     from ..contracts.json_schema import instance_violations, parse_json
-    from ..contracts.llm.reprompt import reprompt_messages
+    from ..failures import to_application_error
     from ..telemetry import workflow_metrics
     from .calls import call_llm, call_tool, describe_tools
     from .effects import effect_key, run_chain
-    from .ladder import Decision, Rung, ViolationLadder, violation_error
+    from .ladder import Decision, Rung, ViolationLadder, retry_history, violation_error
 
 JSON_INSTRUCTION = "Answer with one JSON value that matches the response schema; no prose."
 
 
-def _fail(message: str, type_: str, *details: Any) -> ApplicationError:
-    return ApplicationError(message, *details, type=type_, non_retryable=True)
+def _invalid(message: str) -> ApplicationError:
+    return to_application_error(InvalidSpecError.with_message(message))
 
 
 @workflow.defn(name=PIPELINE_WORKFLOW)
@@ -83,18 +83,18 @@ class PipelineWorkflow:
 
     def _compose(self, inp: PipelineInput) -> None:
         if not inp.steps:
-            raise _fail("a pipeline needs at least one step", "InvalidSpecError")
+            raise _invalid("a pipeline needs at least one step")
         for i, s in enumerate(inp.steps):
             if s.contract.kind is ContractKind.code:
-                raise _fail(f"$.steps[{i}]: code steps are not runnable in pipelines yet", "InvalidSpecError")
+                raise _invalid(f"$.steps[{i}]: code steps are not runnable in pipelines yet")
             if s.contract.kind is not ContractKind.tool and s.model is None:
-                raise _fail(f"$.steps[{i}].model: LLM step {s.contract.name!r} has no model", "InvalidSpecError")
+                raise _invalid(f"$.steps[{i}].model: LLM step {s.contract.name!r} has no model")
         try:
             compose(*(s.contract for s in inp.steps), acknowledged_unproven=inp.acknowledge_unproven, name=inp.name)
         except CompositionError as exc:
-            raise _fail(str(exc), "CompositionError", *[e.model_dump(mode="json") for e in exc.edges]) from None
+            raise to_application_error(exc, *[e.model_dump(mode="json") for e in exc.edges]) from None
         except InvalidSpecError as exc:
-            raise _fail(str(exc), "InvalidSpecError", *[v.model_dump(mode="json") for v in exc.violations]) from None
+            raise to_application_error(exc, *[v.model_dump(mode="json") for v in exc.violations]) from None
 
     # --- edge checks ----------------------------------------------------------------
 
@@ -181,15 +181,15 @@ class PipelineWorkflow:
                 self._record(step, attempt, response.model or ladder.current.model, output)
                 return output
             decision = ladder.step(violations)
-            if decision.rung is Rung.reprompt:
-                history = [*history, *reprompt_messages(response.message, violations)]
-            elif decision.rung is Rung.fallback:
-                self._result.degradations.append(decision.degradation(index))
-                history = list(start)
-            elif decision.rung is Rung.default:
+            if decision.rung is Rung.default:
                 return self._use_default(index, step, following, decision, attempt)
-            else:
+            if decision.rung is Rung.fail:
                 raise violation_error(decision.reason, edge=edge_name(c.name, target))
+            if decision.rung is Rung.fallback:
+                self._result.degradations.append(decision.degradation(index))
+            following_history = retry_history(decision, history, start, response.message, violations)
+            assert following_history is not None, "the default and fail rungs returned above"
+            history = following_history
 
     async def _call_llm(
         self, inp: PipelineInput, config: LLMConfig, messages: list[Message], response_format: ResponseFormat | None

@@ -13,9 +13,10 @@ from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
-from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
+    from ..contracts.errors import SnapshotIntegrityError
     from ..contracts import Violation
     from ..contracts.code.program import (
         CallOutcome,
@@ -29,6 +30,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from ..contracts.names import CODE_CHECK, CODE_RESUME, CODE_START
     from ..contracts.spec import ActivityPolicy
+    from ..failures import from_failure, to_application_error
     from .activity_options import activity_options
 
 
@@ -116,9 +118,9 @@ async def _sandbox(name: str, arg: Any, options: dict[str, Any], summary: str | 
             name, arg, result_type=ProgramStatus, summary=summary or name, **options
         )
     except ActivityError as exc:
-        cause = exc.cause
-        if isinstance(cause, ApplicationError) and cause.type == "SnapshotIntegrityError":
-            raise ApplicationError(cause.message, type="SnapshotIntegrityError", non_retryable=True) from exc
+        error = from_failure(exc)
+        if isinstance(error, SnapshotIntegrityError):
+            raise to_application_error(error) from exc
         raise
 
 

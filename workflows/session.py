@@ -22,22 +22,19 @@ from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
-from temporalio.exceptions import ApplicationError, FailureError
+from temporalio.exceptions import FailureError
 
 with workflow.unsafe.imports_passed_through():
+    from ..contracts.errors import InvalidTurnError, SessionBusyError, SessionClosedError
     from ..contracts import AgentState, Message, ToolSchema
     from ..contracts.code.program import ReplMemory
     from ..contracts.code.variables import variables_note
-    from ..contracts.approvals import ApprovalRecord, PendingApproval
     from ..contracts.names import (
         APPROVALS_CARRIED_PATCH,
-        APPROVALS_QUERY,
-        APPROVE_UPDATE,
         CANCEL_SIGNAL,
         CLOSE_UPDATE,
         CURRENT_TURN_QUERY,
         PROGRESS_TOPIC,
-        REJECT_UPDATE,
         SESSION_WORKFLOW,
         STATE_QUERY,
         TURN_UPDATE,
@@ -55,13 +52,14 @@ with workflow.unsafe.imports_passed_through():
         parse_turn,
         preview,
     )
+    from ..failures import to_application_error
     from pydantic import TypeAdapter
     from temporalio.contrib.workflow_streams import WorkflowStream, WorkflowStreamState
 
     from ..telemetry import workflow_metrics
     from .agent_run import AgentRun
-    from .approvals import ApprovalDesk
-    from .conversation import ConversationChain
+    from .approvals import ApprovalDesk, ApprovalHandlers
+    from .run_state import Features, RunProgress
     from .steps import opening, run_steps, spec_tools
 
 IDLE_TIMEOUT_REASON = "idle_timeout"
@@ -69,14 +67,15 @@ _EVENTS_KEPT = 500
 
 
 @workflow.defn(name=SESSION_WORKFLOW)
-class SessionWorkflow:
+class SessionWorkflow(ApprovalHandlers):
     @workflow.init
     def __init__(self, inp: SessionInput) -> None:
         now = workflow.now()
         self.inp = inp
         self.carry = inp.carried or SessionCarry(created_at=now, last_activity=now)
         self.tools: list[ToolSchema] | None = None
-        self.current: AgentRun | None = None
+        self.current: RunProgress | None = None
+        """The running turn's progress (queries and cancel read it); None between turns."""
         self.current_turn: int | None = None
         self.closed_reason: str | None = None
         self.approvals = ApprovalDesk()
@@ -137,29 +136,30 @@ class SessionWorkflow:
         inp = parse_turn(raw, self.inp.session.max_input_chars)  # the validator already accepted it
         # Two turns accepted in the same workflow task both pass the validator.
         if self.current is not None:
-            raise ApplicationError("another turn is still running; send this one when it ends", type="SessionBusyError")
+            raise to_application_error(SessionBusyError("another turn is still running; send this one when it ends"))
         number = self.carry.turns_done + 1
-        run = AgentRun()
-        run.begin(self.inp.spec, scope=f"t{number}.")
-        self.current, self.current_turn = run, number
+        spec = self.inp.spec
+        features = Features.at_start(one_shot=False)  # before the turn's first command, as every turn has
+        repl = (self.carry.repl or ReplMemory(key=f"{workflow.info().workflow_id}/repl")) if spec.mode == "code" else None
+        progress = RunProgress(repl=repl)
+        self.current, self.current_turn = progress, number
         self.activity += 1
         summary = TurnSummary(turn=number, input=preview(inp.input), status="running", started_at=workflow.now())
-        run.chain = ConversationChain(self.carry.conversation)
-        run.approvals = self.approvals
-        run.turn, run.on_event = number, self._publish
-        run.stream_tokens = self.inp.session.stream_tokens
-        run.emit("turn_started", detail=preview(inp.input))
-        if self.inp.spec.mode == "code":
-            run.repl = self.carry.repl or ReplMemory(key=f"{workflow.info().workflow_id}/repl")
+        self._publish(ProgressEvent(kind="turn_started", turn=number, at=workflow.now(), detail=preview(inp.input)))
         try:
             await workflow.wait_condition(lambda: self.tools is not None)
             assert self.tools is not None
+            run = AgentRun.for_turn(
+                spec, self.tools, features, turn=number, conversation=self.carry.conversation,
+                approvals=self.approvals, progress=progress, on_event=self._publish,
+                stream_tokens=self.inp.session.stream_tokens,
+            )
             started = self.carry.conversation is not None or self.carry.messages
-            before = self.carry.messages if started else [opening(self.inp.spec, self.tools)]
-            text = inp.input + variables_note(run.repl.variables if run.repl else [])
-            result = await run_steps(run, [*before, Message.user(text)], self.tools)
+            before = self.carry.messages if started else [opening(spec, self.tools)]
+            text = inp.input + variables_note(repl.variables if repl else [])
+            result = await run_steps(run, [*before, Message.user(text)])
             if result.status in ("completed", "completed_with_default"):
-                self.carry.conversation, self.carry.messages = run.chain.commit(run.history)
+                self.carry.conversation, self.carry.messages = run.commit()
                 self.carry.repl = run.repl
             summary.status = result.status
             summary.output = preview(result.output if isinstance(result.output, str) else _json(result.output))
@@ -169,23 +169,23 @@ class SessionWorkflow:
             summary.output = preview(f"{type(exc).__name__}: {exc}")
             raise
         finally:
-            summary.steps = len(run.result.steps)
-            summary.usage = run.result.usage
+            summary.steps = len(progress.result.steps)
+            summary.usage = progress.result.usage
             summary.finished_at = workflow.now()
             self._finish_turn(summary)
 
     @turn.validator
     def _check_turn(self, raw: Any) -> None:
         if self.closed_reason is not None:
-            raise ApplicationError(f"the session is closed ({self.closed_reason})", type="SessionClosedError")
+            raise to_application_error(SessionClosedError(f"the session is closed ({self.closed_reason})"))
         if self.current is not None:
-            raise ApplicationError(
-                f"turn {self.current_turn} is still running; send this one when it ends", type="SessionBusyError"
+            raise to_application_error(
+                SessionBusyError(f"turn {self.current_turn} is still running; send this one when it ends")
             )
         try:
             parse_turn(raw, self.inp.session.max_input_chars)
         except ValueError as exc:
-            raise ApplicationError(str(exc), type="InvalidTurnError") from None
+            raise to_application_error(InvalidTurnError(str(exc))) from None
 
     def _finish_turn(self, summary: TurnSummary) -> None:
         self._publish(
@@ -213,39 +213,17 @@ class SessionWorkflow:
     @close.validator
     def _check_close(self, inp: CloseInput) -> None:
         if self.closed_reason is not None:
-            raise ApplicationError(f"the session is already closed ({self.closed_reason})", type="SessionClosedError")
+            raise to_application_error(SessionClosedError(f"the session is already closed ({self.closed_reason})"))
 
-    @workflow.update(name=APPROVE_UPDATE)
-    def approve(self, decision: Any) -> ApprovalRecord:
-        return self.approvals.decide(decision, "approved")
-
-    @approve.validator
-    def _check_approve(self, decision: Any) -> None:
-        self._check_open()
-        self.approvals.check(decision)
-
-    @workflow.update(name=REJECT_UPDATE)
-    def reject(self, decision: Any) -> ApprovalRecord:
-        return self.approvals.decide(decision, "rejected")
-
-    @reject.validator
-    def _check_reject(self, decision: Any) -> None:
-        self._check_open()
-        self.approvals.check(decision)
-
-    @workflow.query(name=APPROVALS_QUERY)
-    def pending_approvals(self) -> list[PendingApproval]:
-        return list(self.approvals.pending.values())
-
-    def _check_open(self) -> None:
+    def _check_decisions_open(self) -> None:
         if self.closed_reason is not None and self.current is None:
-            raise ApplicationError(f"the session is closed ({self.closed_reason})", type="SessionClosedError")
+            raise to_application_error(SessionClosedError(f"the session is closed ({self.closed_reason})"))
 
     @workflow.signal(name=CANCEL_SIGNAL)
     def cancel(self) -> None:
         """Stops the running turn before its next step; the session stays open."""
         if self.current is not None:
-            self.current.cancel_requested = True
+            self.current.request_cancel()
 
     @workflow.query(name=STATE_QUERY)
     def state(self) -> SessionState:

@@ -4,18 +4,19 @@
 ``run_steps`` runs the spec's loop (tool loop or code mode) from a history
 that ends with the user's message, on an ``AgentRun`` that holds the result
 and the history it leaves. A one-shot run and a session turn differ only in
-the history they start from and the ``scope`` of their keys.
+how their ``AgentRun`` is built (``one_shot`` / ``for_turn``) and the history
+they start from.
 """
 
 from __future__ import annotations
 
 from temporalio import workflow
-from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
+    from ..contracts.errors import InvalidSpecError
     from ..contracts import AgentResult, AgentSpec, Message, ToolSchema
-    from ..contracts.llm.preconditions import check_spec
-    from ..contracts.llm.tools import catalog_digest
+    from ..contracts.spec_check import check_spec
+    from ..failures import to_application_error
     from .calls import describe_tools
     from .agent_run import AgentRun
     from .code_mode import code_system_prompt, run_code_mode
@@ -27,13 +28,7 @@ async def spec_tools(spec: AgentSpec) -> list[ToolSchema]:
     tools = await describe_tools(spec.tools, spec.tool_policy) if spec.tools else []
     violations = check_spec(spec, {t.name: t for t in tools})
     if violations:
-        detail = "; ".join(f"{v.path}: {v.message}" for v in violations)
-        raise ApplicationError(
-            f"invalid agent spec: {detail}",
-            *[v.model_dump(mode="json") for v in violations],
-            type="InvalidSpecError",
-            non_retryable=True,
-        )
+        raise to_application_error(InvalidSpecError(violations), *[v.model_dump(mode="json") for v in violations])
     return tools
 
 
@@ -43,14 +38,10 @@ def opening(spec: AgentSpec, tools: list[ToolSchema]) -> Message:
     return Message.system(spec.system_prompt)
 
 
-async def run_steps(run: AgentRun, history: list[Message], tools: list[ToolSchema]) -> AgentResult:
-    run.tools = {t.name: t for t in tools}
-    # The schemas themselves are in history (the tools.describe result); the digest lets an audit compare
-    # them with a catalog. Pure, no command: runs recorded before it replay unchanged.
-    run.result.catalog_digest = catalog_digest(tools) if tools else ""
+async def run_steps(run: AgentRun, history: list[Message]) -> AgentResult:
     if run.spec.mode == "code":
-        return await run_code_mode(run, history, tools)
-    return await run_tool_loop(run, history, tools)
+        return await run_code_mode(run, history)
+    return await run_tool_loop(run, history)
 
 
 __all__ = ["opening", "run_steps", "spec_tools"]

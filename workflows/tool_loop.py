@@ -13,7 +13,6 @@ import asyncio
 import json
 
 from temporalio import workflow
-from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from ..contracts import (
@@ -26,20 +25,19 @@ with workflow.unsafe.imports_passed_through():
         ResponseFormat,
         ToolCallRecord,
         ToolCallResult,
-        ToolSchema,
     )
     from ..contracts.llm.tools import capped_tool_content
-    from ..contracts.names import PATCH_TOOL_RESULT_CAP
     from .agent_run import AgentRun
+    from .calls import budget_exceeded
 
 
-async def run_tool_loop(run: AgentRun, history: list[Message], tools: list[ToolSchema]) -> AgentResult:
+async def run_tool_loop(run: AgentRun, history: list[Message]) -> AgentResult:
     """Run steps from ``history`` (ending with the user's message) to a final answer."""
     spec = run.spec
     ladder = run.ladder()
     accepted = len(history)  # history before this attempt; a fallback model restarts here
     response_format = ResponseFormat(json_schema=spec.output_schema) if spec.output_schema else None
-    run.history = history
+    run.advance(history)
 
     for index in range(spec.max_steps):
         if run.cancelled():
@@ -48,7 +46,7 @@ async def run_tool_loop(run: AgentRun, history: list[Message], tools: list[ToolS
         request = LLMRequest(
             config=ladder.current,
             messages=history,
-            tools=tools,
+            tools=list(run.config.tools),
             response_format=response_format,
             allowed_model_aliases=spec.allowed_model_aliases,
         )
@@ -58,9 +56,8 @@ async def run_tool_loop(run: AgentRun, history: list[Message], tools: list[ToolS
             run.record_step(index, "assistant", response, [], step_started)
             next_history = run.after_violation(index, ladder, response, history, accepted)
             if next_history is None:
-                run.history = [*history, Message(role="assistant", content=json.dumps(run.result.output))]
                 return run.result
-            history = run.history = next_history
+            history = next_history
             continue
 
         ladder.accepted()
@@ -74,20 +71,15 @@ async def run_tool_loop(run: AgentRun, history: list[Message], tools: list[ToolS
             ]
             run.record_step(index, "tool_call", response, records, step_started)
             # A huge result would overflow the context precondition and end the run; cut it visibly instead.
-            cap = spec.tool_result_chars if workflow.patched(PATCH_TOOL_RESULT_CAP) else None
-            history = run.history = [*history, response.message, *(_tool_message(r, cap) for r in results)]
+            cap = spec.tool_result_chars if run.features.tool_result_cap else None
+            history = run.advance([*history, response.message, *(_tool_message(r, cap) for r in results)])
             accepted = len(history)
             continue
 
         run.record_step(index, "final", response, [], step_started)
-        run.history = [*history, response.message]
-        return run.finish(response.model or ladder.current.model, _final_output(response, spec))
+        return run.finish([*history, response.message], response.model or ladder.current.model, _final_output(response, spec))
 
-    raise ApplicationError(
-        f"the run used all {spec.max_steps} steps without a final answer",
-        type="BudgetExceededError",
-        non_retryable=True,
-    )
+    raise budget_exceeded(f"the run used all {spec.max_steps} steps without a final answer")
 
 
 async def _run_tools(run: AgentRun, index: int, response: LLMResponse) -> list[ToolCallResult]:
@@ -102,7 +94,7 @@ async def _run_tools(run: AgentRun, index: int, response: LLMResponse) -> list[T
         if rejected is not None:
             return rejected
         return await run.call_tool(
-            run.tools.get(call.name), call.name, call.arguments, call_id=call.id, scope=scope,
+            run.config.schemas.get(call.name), call.name, call.arguments, call_id=call.id, scope=scope,
             legacy_key=f"{run_id}:{step_call}",
         )
 

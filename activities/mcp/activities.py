@@ -4,7 +4,7 @@ Workflows reach MCP tools only through ``tools.describe`` / ``tools.call``
 (tool mode, code mode, pipelines and the monitor alike); there are no
 ``mcp.*`` activities. Typed ``McpError``\\ s leave ``tools.*`` as
 ``ApplicationError`` whose type is the class name and whose ``non_retryable``
-flag follows ``McpError.retryable`` (see ``source.as_application_error``).
+flag follows ``McpError.retryable`` (``failures.to_application_error``).
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ from temporalio import activity
 
 from ...contracts.llm.arguments import parse_tool_arguments
 from ...contracts.llm.tools import ToolCallInput, ToolCallResult, ToolSchema, outcome_unknown, tool_removed
-from ...contracts.llm.violations import Violation, ViolationKind
+from ...contracts.violations import Violation, ViolationKind
 from ...contracts.mcp import McpAuthError, McpConfigError, McpUnavailableError
 from .errors import is_request_rejection, translate
 from .pool import McpConnection, McpSessionPool

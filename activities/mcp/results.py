@@ -30,7 +30,7 @@ from jsonschema import SchemaError, exceptions as jsonschema_exceptions
 from jsonschema.validators import validator_for
 
 from ...contracts.llm.tools import TOOL_NAME_PATTERN, Delivery, ToolCallResult, ToolSchema
-from ...contracts.llm.violations import Violation, ViolationKind
+from ...contracts.violations import Violation, ViolationKind
 from ...contracts.mcp import IDEMPOTENCY_ARGUMENT, mcp_source
 from .content import block_text, block_value, only_text
 

@@ -10,17 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from temporalio.exceptions import ApplicationError
-
 from ...contracts.llm.tools import ToolCallInput, ToolCallResult, ToolSchema
 from ...contracts.mcp import McpError, mcp_source
+from ...failures import to_application_error
 from .client import McpToolClient
 from .fleet import McpFleet
-
-
-def as_application_error(error: McpError) -> ApplicationError:
-    """Type = class name; ``non_retryable`` follows ``McpError.retryable``."""
-    return ApplicationError(str(error), type=type(error).__name__, non_retryable=not error.retryable)
 
 
 class McpToolSource:
@@ -33,7 +27,7 @@ class McpToolSource:
         try:
             return await self.fleet.describe(names)
         except McpError as error:
-            raise as_application_error(error) from None
+            raise to_application_error(error) from None
 
     def known_owner(self, name: str) -> str | None:
         owner = self.fleet.known_owner(name)
@@ -43,4 +37,4 @@ class McpToolSource:
         try:
             return await self.fleet.call(call)
         except McpError as error:
-            raise as_application_error(error) from None
+            raise to_application_error(error) from None

@@ -14,7 +14,6 @@ from collections.abc import AsyncIterator
 from datetime import datetime
 
 from temporalio import activity
-from temporalio.exceptions import ApplicationError
 
 from pydantic_monty import AsyncMontySession, MontyError
 
@@ -29,8 +28,9 @@ from ...contracts.code.program import (
     VariableInfo,
 )
 from ...contracts.code.variables import probe_program
-from ...contracts.errors import SnapshotIntegrityError
+from ...contracts.errors import InvalidProgramResume, SnapshotIntegrityError
 from ...contracts.names import CODE_CHECK, CODE_RESUME, CODE_START
+from ...failures import to_application_error
 from ...telemetry.metrics import CODE_PROGRAMS, CODE_SANDBOX_SECONDS
 from .checker import check_program
 from .driver import OutputSink, SegmentDriver, checkout_options
@@ -68,7 +68,7 @@ class SandboxActivities:
             return await self._vault.load(key, ref)
         except SnapshotIntegrityError as exc:
             CODE_PROGRAMS.labels(outcome="tampered").inc()
-            raise ApplicationError(str(exc), type="SnapshotIntegrityError", non_retryable=True) from None
+            raise to_application_error(exc) from None
 
     async def _keep_repl(
         self, session: AsyncMontySession, status: ProgramStatus, repl: ReplMemory | None, names: list[str]
@@ -96,7 +96,7 @@ class SandboxActivities:
             try:
                 status, paused = await driver.restore(session, blob, inp.outcomes)
             except ValueError as exc:
-                raise ApplicationError(str(exc), type="InvalidProgramResume", non_retryable=True) from None
+                raise to_application_error(InvalidProgramResume(str(exc))) from None
             if paused is not None:
                 status.snapshot = await self._vault.save(inp.run_key, paused.dump())
             await self._keep_repl(session, status, inp.repl, inp.variable_names)

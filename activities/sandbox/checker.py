@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic_monty import MontyError, MontySyntaxError, MontyTypingError
 
-from ...contracts.llm.violations import Violation, ViolationKind
+from ...contracts.violations import Violation, ViolationKind
 from .pool import SandboxPool
 
 CONTRACT = "code.program"

@@ -23,7 +23,7 @@ from pathlib import Path
 from ...contracts.code.program import SnapshotRef
 from ...contracts.config.settings import WorkerSettings
 from ...contracts.errors import PayloadIntegrityError, SnapshotIntegrityError
-from ..payload_store import PayloadStore
+from ...storage.payload_store import PayloadStore
 
 _DOMAIN = b"agentsteps.snapshot.v1"
 _KEY_ID_DOMAIN = b"agentsteps.snapshot-key-id.v1\0"

@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from ..llm.violations import Violation
+from ..violations import Violation
 
 LLM_FUNCTION = "llm"
 """The one non-tool function a program may call: an LLM activity under the same contracts."""

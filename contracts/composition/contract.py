@@ -21,8 +21,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..errors import CompositionError, InvalidSpecError
-from ..llm.violations import Violation, ViolationKind
+from ..errors import AgentStepsError, InvalidSpecError
+from ..violations import Violation, ViolationKind
 from .predicates import resolve_predicate
 from .prover import CompatResult, Counterexample, Verdict, check_schema_compat, ensure_schema
 
@@ -69,6 +69,20 @@ class EdgeReport(BaseModel):
     @property
     def ok(self) -> bool:
         return self.verdict is Verdict.proven or (self.verdict is Verdict.unproven and self.acknowledged)
+
+
+class CompositionError(AgentStepsError):
+    """``compose`` found a refuted edge or an unproven edge nobody acknowledged."""
+
+    def __init__(self, edges: list[EdgeReport]) -> None:
+        self.edges = edges
+        failing = [e for e in edges if not e.ok]
+        detail = "; ".join(f"{e.edge}: {e.verdict.value} ({e.reason})" for e in failing)
+        super().__init__(f"contracts do not compose: {detail}")
+
+    @property
+    def failing(self) -> list[EdgeReport]:
+        return [e for e in self.edges if not e.ok]
 
 
 class ComposedContract(BaseModel):

@@ -12,7 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from ..llm.request import LLMConfig, Usage
-from ..llm.violations import Violation
+from ..violations import Violation
 from ..spec import ActivityPolicy, DefaultResult, Degradation
 from .contract import Contract
 from .pipeline_spec import PipelineSpec

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from ..errors import InvalidSpecError
 from ..json_schema import clip, json_path
 from ..llm.request import LLMConfig
-from ..llm.violations import Violation, ViolationKind
+from ..violations import Violation, ViolationKind
 from ..spec import DefaultResult
 from .contract import Contract, ContractKind, edge_name
 

@@ -23,7 +23,7 @@ from typing import Any
 
 from ..errors import InvalidSpecError
 from ..json_schema import clip, describe
-from ..llm.violations import Phase, Violation, ViolationKind
+from ..violations import Phase, Violation, ViolationKind
 
 Predicate = Callable[[Any], str | None]
 

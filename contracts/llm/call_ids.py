@@ -41,7 +41,7 @@ def with_engine_call_ids(answer: Message, history: Sequence[Message]) -> Message
         calls.append(call.model_copy(update={"id": engine_id, "provider_id": call.id}))
     if all(a is b for a, b in zip(calls, answer.tool_calls)):
         return answer
-    return answer.model_copy(update={"tool_calls": calls})
+    return answer.model_copy(update={"tool_calls": tuple(calls)})
 
 
 def wire_call_ids(history: Sequence[Message]) -> dict[str, str]:

@@ -18,7 +18,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from .request import LLMRequest
-from .violations import Violation, ViolationKind
+from ..violations import Violation, ViolationKind
 
 ProviderName = Literal["openai", "anthropic"]
 

@@ -1,10 +1,17 @@
-"""Chat messages, the H in a step (H, S) -> (H', S')."""
+"""Chat messages, the H in a step (H, S) -> (H', S').
+
+Messages are immutable values (frozen, nested sequences are tuples): a
+message in a history is never edited in place, so a stored conversation
+prefix and the loop's list cannot silently disagree (``ConversationChain``
+compares prefixes by value). A changed message is a new one
+(``model_copy(update=...)``).
+"""
 
 from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 Role = Literal["system", "user", "assistant", "tool"]
 
@@ -16,6 +23,8 @@ class LLMToolCall(BaseModel):
     is a postcondition, so it must not be lost by parsing it early.
     """
 
+    model_config = ConfigDict(frozen=True)
+
     id: str
     """Unique within the run (see ``call_ids``): what tool results answer."""
     name: str
@@ -25,9 +34,11 @@ class LLMToolCall(BaseModel):
 
 
 class Message(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
     role: Role
     content: str | None = None
-    tool_calls: list[LLMToolCall] = Field(default_factory=list)
+    tool_calls: tuple[LLMToolCall, ...] = Field(default_factory=tuple)
     """Only on assistant messages."""
     tool_call_id: str | None = None
     """Only on tool messages: the id of the call this message answers."""

@@ -34,7 +34,7 @@ from datetime import date
 from ..json_schema import clip, describe
 from ..names import LLM_CALL
 from .request import LLMConfig
-from .violations import Violation, ViolationKind
+from ..violations import Violation, ViolationKind
 
 CONTRACT = LLM_CALL  # the LLM contract is named after its activity
 
@@ -50,7 +50,7 @@ SNAPSHOT_FORMS: dict[str, tuple[str, ...]] = {
     "openai": ("-YYYY-MM-DD", "-MMDD", "-MMDD-preview", "-NNN", "-YYYYMMDD", "ft:<base>:<org>:<suffix>:<id>"),
     "anthropic": ("-YYYYMMDD", "@YYYYMMDD"),
 }
-"""The documented forms, for messages and the README; ``_has_snapshot_suffix`` is their code."""
+"""The documented forms, for messages and docs/agent-spec.md; ``_has_snapshot_suffix`` is their code."""
 
 
 def _real_date(match: re.Match[str] | None) -> bool:

@@ -20,7 +20,7 @@ from ..names import LLM_CALL
 from .arguments import parse_tool_arguments
 from .request import LLMRequest, LLMResponse
 from .tools import ToolSchema
-from .violations import Violation, ViolationKind
+from ..violations import Violation, ViolationKind
 
 CONTRACT = LLM_CALL  # the LLM contract is named after its activity
 

@@ -1,11 +1,13 @@
-"""Preconditions: checked before any provider call, and on an AgentSpec before a run.
+"""Preconditions: checked before any provider call.
 
 A non-empty result means no HTTP request is sent. Each check returns
 ``Violation`` values whose path names the offending field and whose message
 quotes the bad value and says what is expected.
 
-``check_request`` is the ``llm.call`` contract's Pre; ``check_spec`` is the
-static part of it that can be decided from the spec alone, before a run starts.
+``check_request`` is the ``llm.call`` contract's Pre. The static part of it
+that can be decided from an AgentSpec alone, before a run starts, is
+``contracts/spec_check.py``'s ``check_spec``, built from ``check_config`` and
+``check_tool_schemas`` here.
 """
 
 from __future__ import annotations
@@ -13,22 +15,20 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 
-from ..json_schema import MAX_ERRORS, clip, describe, instance_violations, schema_violations
-from ..spec import AgentSpec
+from ..json_schema import MAX_ERRORS, clip, describe, schema_violations
 from .pinning import CONTRACT, check_model_pinned
 from .request import LLMConfig, LLMRequest
 from .tokens import count_prompt_tokens, prompt_tokens_upper_bound
 from .tools import ToolSchema
-from .violations import Violation, ViolationKind
+from ..violations import Violation, ViolationKind
 
-SPEC_CONTRACT = "agent_spec"
 TEMPERATURE_RANGE = (0.0, 2.0)
 ROLES = frozenset({"system", "user", "assistant", "tool"})
 
 _K = ViolationKind
 
 
-def _pre(kind: ViolationKind, path: str, message: str, contract: str = CONTRACT) -> Violation:
+def pre_violation(kind: ViolationKind, path: str, message: str, contract: str = CONTRACT) -> Violation:
     return Violation(contract=contract, phase="pre", kind=kind, path=path, message=clip(message))
 
 
@@ -45,7 +45,7 @@ def check_config(
     # Unset means the model's default; nothing is sent.
     if t is not None and not (isinstance(t, int | float) and math.isfinite(t) and low <= t <= high):
         out.append(
-            _pre(
+            pre_violation(
                 _K.temperature_out_of_range,
                 f"{path}.temperature",
                 f"temperature is {describe(t)}; it must be a number from {low:g} to {high:g}",
@@ -54,7 +54,7 @@ def check_config(
         )
     if not (isinstance(config.max_tokens, int) and config.max_tokens > 0):
         out.append(
-            _pre(
+            pre_violation(
                 _K.invalid_max_tokens,
                 f"{path}.max_tokens",
                 f"max_tokens is {describe(config.max_tokens)}; it must be a positive integer",
@@ -63,7 +63,7 @@ def check_config(
         )
     if not (isinstance(config.context_window, int) and config.context_window > 0):
         out.append(
-            _pre(
+            pre_violation(
                 _K.context_overflow,
                 f"{path}.context_window",
                 f"context_window is {describe(config.context_window)}; it must be a positive integer",
@@ -72,7 +72,7 @@ def check_config(
         )
     elif isinstance(config.max_tokens, int) and config.max_tokens >= config.context_window:
         out.append(
-            _pre(
+            pre_violation(
                 _K.context_overflow,
                 f"{path}.context_window",
                 f"context_window {config.context_window} leaves no room for a prompt with "
@@ -100,7 +100,7 @@ def check_messages(request: LLMRequest) -> list[Violation]:
     out: list[Violation] = []
 
     def flag(path: str, message: str) -> None:
-        out.append(_pre(_K.invalid_role_order, path, message))
+        out.append(pre_violation(_K.invalid_role_order, path, message))
 
     open_calls: dict[str, str] = {}  # id -> path of the call
     issued: set[str] = set()
@@ -171,7 +171,7 @@ def check_tool_schemas(tools: Iterable[ToolSchema], path: str = "$.tools", contr
     for i, tool in enumerate(tools):
         at = f"{path}[{i}]"
         if tool.name in seen:
-            out.append(_pre(_K.invalid_tool_schema, f"{at}.name", f"tool name {describe(tool.name)} is listed twice"))
+            out.append(pre_violation(_K.invalid_tool_schema, f"{at}.name", f"tool name {describe(tool.name)} is listed twice"))
         seen.add(tool.name)
         out += schema_violations(
             tool.parameters,
@@ -215,7 +215,7 @@ def check_request(request: LLMRequest) -> list[Violation]:
         prompt = bound.beyond(window - max_tokens)
         if prompt is not None:
             out.append(
-                _pre(
+                pre_violation(
                     _K.context_overflow,
                     "$.messages",
                     f"the prompt is about {prompt} tokens and max_tokens is {max_tokens}: {prompt + max_tokens} "
@@ -228,7 +228,7 @@ def check_request(request: LLMRequest) -> list[Violation]:
         prompt = bound.beyond(allowance - max_tokens)
         if prompt is not None:
             out.append(
-                _pre(
+                pre_violation(
                     _K.token_budget,
                     "$.token_allowance",
                     f"the prompt is about {prompt} tokens and max_tokens is {max_tokens}: {prompt + max_tokens} "
@@ -261,80 +261,11 @@ class _Bound:
         return self._exact if self._exact > limit else None
 
 
-# ---------------------------------------------------------------- agent spec
-
-
-def check_spec(spec: AgentSpec, known_tools: Mapping[str, ToolSchema]) -> list[Violation]:
-    """Static checks before a run starts; paths name the spec field (``$.model.temperature``)."""
-    aliases = spec.allowed_model_aliases
-    out = check_config(spec.model, aliases, "$.model", SPEC_CONTRACT)
-    for i, fallback in enumerate(spec.fallback_models):
-        out += check_config(fallback, aliases, f"$.fallback_models[{i}]", SPEC_CONTRACT)
-
-    available = ", ".join(sorted(known_tools)) or "none"
-    for i, name in enumerate(spec.tools):
-        at = f"$.tools[{i}]"
-        tool = known_tools.get(name)
-        if tool is None:
-            out.append(
-                _pre(
-                    _K.unknown_tool_in_spec,
-                    at,
-                    f"tool {describe(name)} is not registered; known tools: {clip(available, 200)}",
-                    SPEC_CONTRACT,
-                )
-            )
-            continue
-        for v in check_tool_schemas([tool], contract=SPEC_CONTRACT):
-            # Point at the spec's entry; the tool's own field stays in the message.
-            inner = v.path.removeprefix("$.tools[0]")
-            out.append(v.model_copy(update={"path": at, "message": clip(f"{inner.lstrip('.')}: {v.message}")}))
-
-    if spec.output_schema is not None:
-        schema_problems = schema_violations(
-            spec.output_schema,
-            contract=SPEC_CONTRACT,
-            phase="pre",
-            kind=_K.invalid_output_schema,
-            path="$.output_schema",
-            what="output_schema",
-        )
-        out += schema_problems
-        if not schema_problems and spec.default_result is not None:
-            # The default stands in for a final answer, so it must honour the same schema.
-            out += instance_violations(
-                spec.default_result.value,
-                spec.output_schema,
-                contract=SPEC_CONTRACT,
-                phase="pre",
-                kind=_K.response_schema_mismatch,
-                path="$.default_result.value",
-                what="default_result.value",
-            )
-
-    for field, value, minimum in (
-        ("max_steps", spec.max_steps, 1),
-        ("reprompt_budget", spec.reprompt_budget, 0),
-        ("token_budget", spec.token_budget, 1),
-    ):
-        if not (isinstance(value, int) and value >= minimum):
-            out.append(
-                _pre(
-                    _K.invalid_budget,
-                    f"$.{field}",
-                    f"{field} is {describe(value)}; it must be an integer of at least {minimum}",
-                    SPEC_CONTRACT,
-                )
-            )
-    return out
-
-
 __all__ = [
     "CONTRACT",
-    "SPEC_CONTRACT",
     "check_config",
     "check_messages",
     "check_request",
-    "check_spec",
     "check_tool_schemas",
+    "pre_violation",
 ]

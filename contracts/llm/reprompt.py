@@ -8,7 +8,7 @@ a legal role order (no tool call left unanswered) for the next request.
 from __future__ import annotations
 
 from .messages import LLMToolCall, Message
-from .violations import Violation
+from ..violations import Violation
 
 ECHO_LIMIT = 2_000
 """A rejected answer is echoed back at most this long, so a hostile or runaway
@@ -33,9 +33,9 @@ def reprompt_messages(bad_answer: Message, violations: list[Violation]) -> list[
     bad_answer = bad_answer.model_copy(
         update={
             "content": _clip(bad_answer.content),
-            "tool_calls": [
+            "tool_calls": tuple(
                 LLMToolCall(id=c.id, name=c.name, arguments=_clip(c.arguments) or "") for c in bad_answer.tool_calls
-            ],
+            ),
         }
     )
     if not bad_answer.tool_calls:

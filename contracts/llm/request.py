@@ -9,7 +9,7 @@ from pydantic import BaseModel, Field
 from .conversation import ConversationRef
 from .messages import LLMToolCall, Message
 from .tools import ToolSchema
-from .violations import Violation
+from ..violations import Violation
 
 Provider = Literal["openai", "anthropic"]
 

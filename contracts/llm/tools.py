@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field
 TOOL_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$"
 
 Delivery = Literal["retry", "key", "at_most_once"]
-"""How a tool call may be repeated after a failure (see README, "Delivery policy").
+"""How a tool call may be repeated after a failure (see docs/tools.md, "Delivery policy").
 
 - ``retry``: read-only or idempotent; Temporal retries it freely.
 - ``key``: it takes the idempotency key and dedupes on it; retried with the same key.

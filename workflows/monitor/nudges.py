@@ -13,7 +13,7 @@ from datetime import date
 from typing import Any, Literal
 
 from ...contracts.monitor import MonitorSpec, StalledIssue
-from ...contracts.llm.violations import Violation, ViolationKind
+from ...contracts.violations import Violation, ViolationKind
 
 NUDGE_CONTRACT = "monitor.nudge"
 NUDGE_MARKER = "agentsteps-monitor:nudge"

@@ -16,7 +16,7 @@ from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
     from pydantic import ValidationError
@@ -34,11 +34,12 @@ with workflow.unsafe.imports_passed_through():
         StalledIssue,
     )
     from ...contracts.json_schema import parse_json
-    from ...contracts.llm.violations import Violation, ViolationKind
+    from ...contracts.violations import Violation, ViolationKind
     from ...contracts.names import EFFECTS_PATCH, MONITOR_RECORD, MONITOR_WORKFLOW
-    from ...contracts.llm.reprompt import reprompt_messages
+    from ...contracts.errors import InvalidSpecError, MonitorScanError
+    from ...failures import to_application_error
     from ..calls import call_llm, call_outcome, call_tool, describe_tools
-    from ..ladder import Rung, ViolationLadder
+    from ..ladder import Rung, ViolationLadder, retry_history
     from ..program_driver import drive_program
     from ...telemetry import workflow_metrics
     from .nudges import (
@@ -143,15 +144,13 @@ async def _scan(spec: MonitorSpec, as_of: datetime) -> tuple[ScanResult, int]:
     )
     if status.state != "completed":
         error = status.error
-        raise ApplicationError(
-            f"the scan program failed: [{error.kind if error else '?'}] {error.message if error else ''}",
-            type="MonitorScanError", non_retryable=True,
-        )
+        raise to_application_error(MonitorScanError(
+            f"the scan program failed: [{error.kind if error else '?'}] {error.message if error else ''}"
+        ))
     try:
         return ScanResult.model_validate(status.value), status.calls_made
     except ValidationError as exc:
-        raise ApplicationError(f"the scan program returned an unexpected value: {exc}", type="MonitorScanError",
-                               non_retryable=True) from None
+        raise to_application_error(MonitorScanError(f"the scan program returned an unexpected value: {exc}")) from None
 
 
 async def _program_functions(spec: MonitorSpec) -> list[ProgramFunction]:
@@ -160,11 +159,10 @@ async def _program_functions(spec: MonitorSpec) -> list[ProgramFunction]:
     by_tool = {f.tool: f for f in program_functions(described)}
     missing = [name for name in wanted.values() if name not in by_tool]
     if missing:
-        raise ApplicationError(
+        raise to_application_error(InvalidSpecError.with_message(
             f"the worker offers no tracker tool named {', '.join(map(repr, missing))}; "
-            "check the MCP server config and MonitorSpec.tools",
-            type="InvalidSpecError", non_retryable=True,
-        )
+            "check the MCP server config and MonitorSpec.tools"
+        ))
     # The program calls the tools by their tracker names, whatever prefix the worker's config gave them.
     return [by_tool[tool].model_copy(update={"python_name": name}) for name, tool in wanted.items()]
 
@@ -181,19 +179,33 @@ async def _tool(spec: MonitorSpec, tool: str, arguments: str, *, call_id: str, k
 # ---------------------------------------------------------------- act
 
 
-async def _escalate(spec: MonitorSpec, issue: StalledIssue, report: MonitorReport) -> None:
-    key = escalate_key(issue.id)
-    arguments = {"issue_id": issue.id, "assignee": spec.lead, "add_labels": [spec.escalation_label],
-                 "idempotency_key": key}
+async def _write(
+    spec: MonitorSpec, report: MonitorReport, issue_id: str, tool: str, arguments: dict[str, Any], *,
+    key: str, what: str, done: list[str], already: list[str] | None = None,
+) -> None:
+    """One tracker write under its idempotency key; where the issue lands in the report says how it went.
+
+    ``done`` on success, ``already`` when the tracker says another tick made
+    this very write first, else ``failed`` with ``what`` and the reason.
+    """
+    arguments = {**arguments, "idempotency_key": key}
     try:
-        result = await _tool(spec, spec.tools.update_issue, json.dumps(arguments), call_id=key, key=key)
+        result = await _tool(spec, tool, json.dumps(arguments), call_id=key, key=key)
     except ActivityError as exc:
-        report.failed.append(IssueFailure(issue_id=issue.id, reason=f"escalation failed: {_cause(exc)}"))
+        report.failed.append(IssueFailure(issue_id=issue_id, reason=f"{what} failed: {_cause(exc)}"))
         return
-    if result.is_error:
-        report.failed.append(IssueFailure(issue_id=issue.id, reason=f"escalation refused: {result.content[:300]}"))
+    if not result.is_error:
+        done.append(issue_id)
+    elif already is not None and "IdempotencyConflict" in result.content:
+        already.append(issue_id)
     else:
-        report.escalated.append(issue.id)
+        report.failed.append(IssueFailure(issue_id=issue_id, reason=f"{what} refused: {result.content[:300]}"))
+
+
+async def _escalate(spec: MonitorSpec, issue: StalledIssue, report: MonitorReport) -> None:
+    arguments = {"issue_id": issue.id, "assignee": spec.lead, "add_labels": [spec.escalation_label]}
+    await _write(spec, report, issue.id, spec.tools.update_issue, arguments,
+                 key=escalate_key(issue.id), what="escalation", done=report.escalated)
 
 
 class _Drafter:
@@ -221,21 +233,10 @@ class _Drafter:
             report.template_nudges.append(issue.id)
 
         day = self._as_of.date()
-        key = nudge_key(issue.id, day)
-        arguments = {"issue_id": issue.id, "body": comment_body(message, day), "author": spec.author,
-                     "idempotency_key": key}
-        try:
-            result = await _tool(spec, spec.tools.add_comment, json.dumps(arguments), call_id=key, key=key)
-        except ActivityError as exc:
-            report.failed.append(IssueFailure(issue_id=issue.id, reason=f"posting failed: {_cause(exc)}"))
-            return
-        if not result.is_error:
-            report.nudged.append(issue.id)
-        elif "IdempotencyConflict" in result.content:
-            # Another tick posted today's nudge between our scan and our write.
-            report.nudged_today.append(issue.id)
-        else:
-            report.failed.append(IssueFailure(issue_id=issue.id, reason=f"posting refused: {result.content[:300]}"))
+        arguments = {"issue_id": issue.id, "body": comment_body(message, day), "author": spec.author}
+        # A conflict: another tick posted today's nudge between our scan and our write.
+        await _write(spec, report, issue.id, spec.tools.add_comment, arguments, key=nudge_key(issue.id, day),
+                     what="posting", done=report.nudged, already=report.nudged_today)
 
     async def _draft(self, issue: StalledIssue) -> str | None:
         """A message that meets the contract, or None once the ladder says "default"."""
@@ -268,11 +269,10 @@ class _Drafter:
             decision = ladder.step(violations)
             if decision.rung is Rung.reprompt:
                 report.reprompts += 1
-                history = [*history, *reprompt_messages(response.message, violations)]
-            elif decision.rung is Rung.fallback:
-                history = list(prompt)
-            else:
+            following = retry_history(decision, history, prompt, response.message, violations)
+            if following is None:  # the default or fail rung: the caller goes on without a draft
                 return None
+            history = following
 
 
 def _cause(exc: ActivityError) -> str:

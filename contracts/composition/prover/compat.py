@@ -6,7 +6,7 @@ from typing import Any
 
 from ...errors import InvalidSpecError
 from ...json_schema import clip, describe, schema_violations
-from ...llm.violations import ViolationKind
+from ...violations import ViolationKind
 from .results import CompatResult, Counterexample, Verdict
 from .subset import _Checker
 from .vocabulary import _SUPPORTED_DIALECTS

@@ -16,10 +16,10 @@ from typing import Any, get_type_hints
 
 from pydantic import BaseModel
 
-from ..contracts import ToolSchema
-from ..contracts.llm.tools import Delivery
-from ..contracts.errors import ToolConfigError
-from ..contracts.llm.tool_names import tool_name_collisions
+from ...contracts import ToolSchema
+from ...contracts.llm.tools import Delivery
+from ...contracts.errors import ToolConfigError
+from ...contracts.tool_names import tool_name_collisions
 
 
 @dataclass(frozen=True)

@@ -8,27 +8,32 @@ for the workflow to re-prompt or degrade.
 from __future__ import annotations
 
 import time
-from datetime import timedelta
 
 import httpx2
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from ..contracts.config.settings import PriceTable, ProviderSettings
-from ..contracts.errors import NonRetryableProviderError, RetryableProviderError
-from ..contracts.llm.conversation import ConversationRef
-from ..contracts.llm import context
-from ..contracts.llm.request import ContextAction, LLMRequest, LLMResponse
-from ..contracts.names import LLM_CALL
-from ..contracts.llm.call_ids import with_engine_call_ids
-from ..contracts.llm.capabilities import check_capabilities
-from ..contracts.llm.postconditions import check_response
-from ..contracts.llm.preconditions import check_request
-from ..contracts.llm.violations import Violation, ViolationKind
-from ..telemetry.labels import MODELS
-from ..telemetry.tracing import llm_span
-from . import llm_metrics as metrics
-from .conversations import ConversationStore
+from ...contracts.config.settings import PriceTable, ProviderSettings
+from ...contracts.errors import (
+    BudgetExceededError,
+    ContractViolationError,
+    NonRetryableProviderError,
+    RetryableProviderError,
+)
+from ...contracts.llm.conversation import ConversationRef
+from ...contracts.llm import context
+from ...contracts.llm.request import ContextAction, LLMRequest, LLMResponse
+from ...contracts.names import LLM_CALL
+from ...contracts.llm.call_ids import with_engine_call_ids
+from ...contracts.llm.capabilities import check_capabilities
+from ...contracts.llm.postconditions import check_response
+from ...contracts.llm.preconditions import check_request
+from ...contracts.violations import Violation, ViolationKind
+from ...telemetry.labels import MODELS
+from ...telemetry.tracing import llm_span
+from ...failures import from_failure, to_application_error
+from ...storage.conversations import ConversationStore
+from . import metrics
 from .providers.registry import ProviderSet
 from .providers.streams import TextSink
 from .token_stream import TokenPublisher
@@ -37,16 +42,12 @@ from .token_stream import TokenPublisher
 
 def _precondition_failure(violations: list[Violation]) -> ApplicationError:
     # The violations also travel as details so the workflow can report kind and path.
-    summary = "; ".join(v.for_model() for v in violations)
+    message = "llm.call precondition failed: " + "; ".join(v.for_model() for v in violations)
     details = [v.model_dump(mode="json") for v in violations]
     if any(v.kind is ViolationKind.token_budget for v in violations):
         # A spent budget is the run's limit, not a broken contract: it fails as the run's budget does.
-        return ApplicationError(
-            f"llm.call precondition failed: {summary}", details, type="BudgetExceededError", non_retryable=True
-        )
-    return ApplicationError(
-        f"llm.call precondition failed: {summary}", details, type="ContractViolationError", non_retryable=True
-    )
+        return to_application_error(BudgetExceededError(message), details)
+    return to_application_error(ContractViolationError.with_message(message), details)
 
 
 class LLMActivities:
@@ -92,9 +93,7 @@ class LLMActivities:
 
     def _store(self) -> ConversationStore:
         if self._conversations is None:
-            raise ApplicationError(
-                "this worker has no conversation store", type="NonRetryableProviderError", non_retryable=True
-            )
+            raise to_application_error(NonRetryableProviderError("this worker has no conversation store"))
         return self._conversations
 
     async def _compact(self, request: LLMRequest) -> tuple[LLMRequest, ContextAction]:
@@ -108,7 +107,7 @@ class LLMActivities:
                 try:
                     answer = await self._call(ask)
                 except ApplicationError as exc:
-                    if exc.type == "RetryableProviderError":
+                    if isinstance(from_failure(exc), RetryableProviderError):
                         raise
                     answer, note = None, f"summary failed ({exc.type}); truncated instead"
                 if answer is not None and answer.violations:
@@ -161,11 +160,10 @@ class LLMActivities:
                 )
         except RetryableProviderError as exc:
             metrics.record_outcome(config, "retryable_error")
-            delay = None if exc.retry_after is None else timedelta(seconds=exc.retry_after)
-            raise ApplicationError(str(exc), type="RetryableProviderError", next_retry_delay=delay) from exc
+            raise to_application_error(exc) from exc
         except NonRetryableProviderError as exc:
             metrics.record_outcome(config, "fatal_error")
-            raise ApplicationError(str(exc), type="NonRetryableProviderError", non_retryable=True) from exc
+            raise to_application_error(exc) from exc
 
         # Before the postcondition, so it and everything after see one id per call in the run.
         response = response.model_copy(update={"message": with_engine_call_ids(response.message, request.messages)})

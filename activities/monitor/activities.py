@@ -19,9 +19,9 @@ from collections import OrderedDict
 
 from temporalio import activity
 
-from ..contracts.monitor import MonitorMetrics
-from ..contracts.names import MONITOR_RECORD
-from ..telemetry.metrics import MONITOR_ESCALATIONS, MONITOR_LAST_TICK, MONITOR_NUDGES, MONITOR_STALLED_TICKETS
+from ...contracts.monitor import MonitorMetrics
+from ...contracts.names import MONITOR_RECORD
+from ...telemetry.metrics import MONITOR_ESCALATIONS, MONITOR_LAST_TICK, MONITOR_NUDGES, MONITOR_STALLED_TICKETS
 
 _REMEMBERED_RUNS = 1024
 

@@ -16,7 +16,7 @@ import re
 from collections import defaultdict
 from collections.abc import Iterable
 
-from ..code.stubs import python_name
+from .code.stubs import python_name
 
 API_TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 _UNSAFE = re.compile(r"[^a-zA-Z0-9_-]")

@@ -14,20 +14,20 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 from temporalio import activity
-from temporalio.exceptions import ApplicationError
 
-from ..contracts import ToolCallInput, ToolCallResult, ToolError, ToolSchema
-from ..contracts.errors import ToolConfigError
-from ..contracts.json_schema import json_path
-from ..contracts.names import TOOLS_CALL, TOOLS_DESCRIBE
-from ..contracts.llm.arguments import parse_tool_arguments
-from ..contracts.llm.tools import ToolsDescribeInput, outcome_unknown
-from ..contracts.llm.tool_names import tool_name_collisions
-from ..telemetry.labels import TOOLS
-from ..telemetry.metrics import TOOL_CALL_SECONDS, TOOL_CALLS
-from ..telemetry.tracing import tool_span
-from .tool_registry import PythonTool, ToolContext, ToolRegistry
-from .tool_source import ToolSource
+from ...contracts import ToolCallInput, ToolCallResult, ToolError, ToolSchema
+from ...contracts.errors import ToolConfigError
+from ...contracts.json_schema import json_path
+from ...contracts.names import TOOLS_CALL, TOOLS_DESCRIBE
+from ...contracts.llm.arguments import parse_tool_arguments
+from ...contracts.llm.tools import ToolsDescribeInput, outcome_unknown
+from ...contracts.tool_names import tool_name_collisions
+from ...failures import to_application_error
+from ...telemetry.labels import TOOLS
+from ...telemetry.metrics import TOOL_CALL_SECONDS, TOOL_CALLS
+from ...telemetry.tracing import tool_span
+from .registry import PythonTool, ToolContext, ToolRegistry
+from .source import ToolSource
 
 
 class ToolActivities:
@@ -73,8 +73,7 @@ class ToolActivities:
         clashes += tool_name_collisions(t.name for t in tools)
         if clashes:
             # At the run's start: the names it would send could not be mapped back to one tool each.
-            error = ToolConfigError(clashes)
-            raise ApplicationError(str(error), clashes, type=ToolConfigError.__name__, non_retryable=True)
+            raise to_application_error(ToolConfigError(clashes), clashes)
         return tools
 
     @activity.defn(name=TOOLS_CALL)

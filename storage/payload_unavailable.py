@@ -57,9 +57,9 @@ from temporalio.converter import (
     StorageDriverRetrieveContext,
     StorageDriverStoreContext,
 )
-from temporalio.exceptions import ApplicationError
 
 from ..contracts.errors import PayloadIntegrityError, PayloadMissingError
+from ..failures import to_application_error
 
 UNAVAILABLE_ENCODING = "agentsteps/unavailable"
 logger = logging.getLogger(__name__)
@@ -195,7 +195,7 @@ class _UnavailablePayloadConverter(EncodingPayloadConverter):
     def from_payload(self, payload: Payload, type_hint: type | None = None) -> Any:
         error = error_of(payload)
         assert error is not None
-        failure = as_failure(error)
+        failure = to_application_error(error)
         workflow_id = getattr(self._context, "workflow_id", None)
         if workflow_id:
             _UNREADABLE_RUNS.put((workflow_id, f"{failure.type}: {failure.message}"))
@@ -205,11 +205,6 @@ class _UnavailablePayloadConverter(EncodingPayloadConverter):
 @functools.cache
 def _process_converters() -> tuple[EncodingPayloadConverter, ...]:
     return (*PydanticPayloadConverter().converters.values(), _UnavailablePayloadConverter())
-
-
-def as_failure(error: PayloadIntegrityError) -> ApplicationError:
-    """The non-retryable failure a run ends with; its type is the error's class name."""
-    return ApplicationError(str(error), type=type(error).__name__, non_retryable=True)
 
 
 class AgentStepsPayloadConverter(PydanticPayloadConverter):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from ..contracts import ToolCallInput, ToolCallResult, ToolSchema
+from ...contracts import ToolCallInput, ToolCallResult, ToolSchema
 
 
 class ToolSource(Protocol):

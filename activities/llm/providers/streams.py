@@ -22,7 +22,7 @@ from typing import Any
 import anthropic
 import openai
 
-from ...contracts.errors import ProviderError, RetryableProviderError
+from ....contracts.errors import ProviderError, RetryableProviderError
 from .errors import DEFAULT_RETRY_AFTER_CAP, classify_sdk_error, malformed, redact
 
 TextSink = Callable[[str], None]

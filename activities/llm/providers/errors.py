@@ -29,7 +29,7 @@ import anthropic
 import httpx2
 import openai
 
-from ...contracts.errors import NonRetryableProviderError, ProviderError, RetryableProviderError
+from ....contracts.errors import NonRetryableProviderError, ProviderError, RetryableProviderError
 
 RETRYABLE_STATUSES = frozenset({408, 409, 429})
 DEFAULT_RETRY_AFTER_CAP = 120.0

@@ -9,7 +9,7 @@ from temporalio.client import WorkflowFailureError
 from temporalio.exceptions import ActivityError, ApplicationError, RetryState
 from temporalio.service import RPCError, RPCStatusCode
 
-from agentsteps.cli.failures import OneLineFormatter, describe, log_level
+from agentsteps.cli.failure_lines import OneLineFormatter, describe, log_level
 
 
 def _activity_failure(cause: BaseException) -> WorkflowFailureError:

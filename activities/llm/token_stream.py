@@ -19,9 +19,9 @@ from typing import Any
 from temporalio import activity
 from temporalio.contrib.workflow_streams import WorkflowStreamClient
 
-from ..contracts.llm.request import TokenStream
-from ..contracts.names import PROGRESS_TOPIC
-from ..contracts.session import ProgressEvent
+from ...contracts.llm.request import TokenStream
+from ...contracts.names import PROGRESS_TOPIC
+from ...contracts.session import ProgressEvent
 
 log = logging.getLogger(__name__)
 

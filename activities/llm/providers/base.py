@@ -12,7 +12,7 @@ from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from ...contracts.llm.request import LLMRequest, LLMResponse
+from ....contracts.llm.request import LLMRequest, LLMResponse
 from .errors import DEFAULT_RETRY_AFTER_CAP, classify_sdk_error, json_body, malformed
 
 M = TypeVar("M", bound=BaseModel)

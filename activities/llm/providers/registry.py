@@ -6,9 +6,9 @@ from urllib.parse import urlparse
 
 import httpx2
 
-from ...contracts.config.settings import ProviderSettings
-from ...contracts.llm.capabilities import ModelCapability, capability_for
-from ...contracts.errors import NonRetryableProviderError
+from ....contracts.config.settings import ProviderSettings
+from ....contracts.llm.capabilities import ModelCapability, capability_for
+from ....contracts.errors import NonRetryableProviderError
 from .anthropic import AnthropicProvider
 from .base import Provider
 from .openai import OpenAIProvider

@@ -27,9 +27,9 @@ from anthropic.types import MessageParam, TextBlockParam, ToolParam
 from anthropic.types.message_create_params import MessageCreateParamsNonStreaming
 from pydantic import SecretStr
 
-from ...contracts.llm.capabilities import ModelCapability, capability_for
-from ...contracts.llm.messages import LLMToolCall, Message
-from ...contracts.llm.request import FinishReason, LLMRequest, LLMResponse, Usage
+from ....contracts.llm.capabilities import ModelCapability, capability_for
+from ....contracts.llm.messages import LLMToolCall, Message
+from ....contracts.llm.request import FinishReason, LLMRequest, LLMResponse, Usage
 from .base import parse_wire, sdk_call
 from .errors import DEFAULT_RETRY_AFTER_CAP
 from .streams import AnthropicEvents, TextSink, read_stream

@@ -8,9 +8,9 @@ provider gave it, and so does every tool result answering it.
 
 from __future__ import annotations
 
-from ...contracts.llm.call_ids import wire_call_ids
-from ...contracts.llm.request import LLMRequest
-from ...contracts.llm.tool_names import api_tool_name
+from ....contracts.llm.call_ids import wire_call_ids
+from ....contracts.llm.request import LLMRequest
+from ....contracts.tool_names import api_tool_name
 
 
 class WireNames:

@@ -11,11 +11,10 @@ from __future__ import annotations
 import hashlib
 from collections import OrderedDict
 
-from temporalio.exceptions import ApplicationError
-
 from ..contracts.errors import PayloadIntegrityError, PayloadMissingError
 from ..contracts.llm.conversation import ConversationRef, decode_node, encode_node
 from ..contracts.llm.messages import Message
+from ..failures import to_application_error
 from .payload_store import PayloadStore
 
 
@@ -42,9 +41,8 @@ class ConversationStore:
             except (PayloadIntegrityError, ValueError) as exc:
                 # Typed as what went wrong (a missing segment is PayloadMissingError), and never retried.
                 message = f"the run's stored conversation cannot be read: {exc}"
-                if isinstance(exc, PayloadMissingError):
-                    raise ApplicationError(message, type=PayloadMissingError.__name__, non_retryable=True) from None
-                raise ApplicationError(message, type=PayloadIntegrityError.__name__, non_retryable=True) from None
+                kind = PayloadMissingError if isinstance(exc, PayloadMissingError) else PayloadIntegrityError
+                raise to_application_error(kind(message)) from None
             segments.append(messages)
         full = list(base)
         for messages in reversed(segments):

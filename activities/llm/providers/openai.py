@@ -18,9 +18,9 @@ from openai._types import RequestOptions
 from openai.types.chat.completion_create_params import CompletionCreateParamsNonStreaming
 from pydantic import SecretStr
 
-from ...contracts.llm.capabilities import ModelCapability, capability_for
-from ...contracts.llm.messages import LLMToolCall, Message
-from ...contracts.llm.request import FinishReason, LLMRequest, LLMResponse, Usage
+from ....contracts.llm.capabilities import ModelCapability, capability_for
+from ....contracts.llm.messages import LLMToolCall, Message
+from ....contracts.llm.request import FinishReason, LLMRequest, LLMResponse, Usage
 from .base import parse_wire, sdk_call
 from .errors import DEFAULT_RETRY_AFTER_CAP, malformed
 from .streams import OpenAIChunks, TextSink, read_stream
