@@ -51,11 +51,14 @@ class Newcomer:
         env["AGENTSTEPS_DEV_UI_PORT"] = str(self.ui_port)
         return env
 
-    def portable(self, text: str) -> str:
+    def portable(self, text: str, lang: str = "sh") -> str:
         """The README's text for this machine's ports (module docstring)."""
         text = text.replace("7233", str(self.port)).replace("8233", str(self.ui_port))
         text = text.replace(":9464", f":{self.metrics_port}")
-        return re.sub(r"(?m)^(\s*)temporal ", rf"\1TEMPORAL_ADDRESS=127.0.0.1:{self.port} temporal ", text)
+        if lang != "sh":
+            return text
+        # Every `temporal` call of the script, in $(...) too, reaches the moved server; agentsteps does not see it.
+        return f'temporal() {{ TEMPORAL_ADDRESS=127.0.0.1:{self.port} command temporal "$@"; }}\n' + text
 
     def sh(self, script: str, *, stdin: str | None = None, timeout: float = 300, venv: bool = True,
            extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess:

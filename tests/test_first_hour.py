@@ -105,7 +105,7 @@ def test_every_python_and_sh_block_of_the_readme_and_docs_runs_as_written(newcom
     for block in doc_blocks(newcomer.clone):
         if block.lang not in RUN or block.not_run is not None:
             continue
-        text = newcomer.portable(block.body)
+        text = newcomer.portable(block.body, block.lang)
         if block.lang == "python":
             (newcomer.clone / "snippet.py").write_text(text)
             done = newcomer.sh("python snippet.py", stdin="", timeout=240)
