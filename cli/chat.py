@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import IO, TypeVar
 
 from temporalio.client import (
@@ -26,7 +26,7 @@ from temporalio.client import (
 from temporalio.contrib.workflow_streams import WorkflowStreamClient
 from temporalio.service import RPCError, RPCStatusCode
 
-from ..client.dev_server import embedded_temporal
+from ..client.dev_server import Stack, embedded_temporal
 from ..client.sessions import (
     close_session,
     continue_session,
@@ -85,7 +85,7 @@ async def chat(
 ) -> int:
     term = Terminal(inp, out)
     spec = load_spec(spec_path) if spec_path else None
-    queue = await _session_queue(settings, session_id) if session_id else settings.task_queue
+    queue = _session_queue(session_id) if session_id else settings.task_queue
     async with client_and_worker(settings, worker, "chat", task_queue=queue) as local:
         client = local.client
         sid = session_id or new_session_id(spec)  # type: ignore[arg-type]
@@ -109,12 +109,13 @@ class SessionGone(Exception):
     """The session ended (closed, idle timeout, failed) while this chat was talking to it."""
 
 
-async def _session_queue(settings: WorkerSettings, session_id: str) -> str:
-    """The task queue of an open session; a closed or unknown id is refused on one line, before anything starts."""
-    async with embedded_temporal(settings) as stack:
-        client = await connect(settings, stack.address)
-        info = await _describe_session(client, session_id, stack.address)
-    return info.task_queue
+def _session_queue(session_id: str) -> Callable[[Client, Stack], Awaitable[str]]:
+    """The task queue of an open session; a closed or unknown id is refused on one line, before any worker starts."""
+
+    async def find(client: Client, stack: Stack) -> str:
+        return (await _describe_session(client, session_id, stack.address)).task_queue
+
+    return find
 
 
 async def _describe_session(client: Client, session_id: str, where: str) -> WorkflowExecutionDescription:
@@ -289,6 +290,18 @@ class SessionNotFound(Exception):
     """No workflow has that session id."""
 
 
+def _any_session_queue(session_id: str) -> Callable[[Client, Stack], Awaitable[str]]:
+    async def find(client: Client, stack: Stack) -> str:
+        try:
+            return (await session_handle(client, session_id).describe()).task_queue
+        except RPCError as exc:
+            if exc.status is RPCStatusCode.NOT_FOUND:
+                raise SessionNotFound(f"no session {session_id!r} on {stack.address}") from None
+            raise
+
+    return find
+
+
 async def session_command(
     settings: WorkerSettings, action: str, session_id: str | None, reason: str, out: IO[str],
     *, worker: WorkerMode = "auto",
@@ -315,18 +328,9 @@ async def _session_command(
         return 0
     assert session_id is not None
     if action == "show":
-        # A closed session can still be shown: its queries are answered from its history.
-        async with embedded_temporal(settings) as stack:
-            client = await connect(settings, stack.address)
-            try:
-                info = await session_handle(client, session_id).describe()
-            except RPCError as exc:
-                if exc.status is RPCStatusCode.NOT_FOUND:
-                    raise SessionNotFound(f"no session {session_id!r} on {stack.address}") from None
-                raise
-        queue = info.task_queue
+        queue = _any_session_queue(session_id)  # a closed session can still be shown, from its history
     else:
-        queue = await _session_queue(settings, session_id)
+        queue = _session_queue(session_id)
     # Queries and updates need a worker on the session's queue: the one there, or this process's.
     async with client_and_worker(settings, worker, "session", task_queue=queue) as local:
         client = local.client

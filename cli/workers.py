@@ -38,7 +38,7 @@ import os
 import socket
 import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from typing import Literal
@@ -209,18 +209,22 @@ class Local:
 
 @asynccontextmanager
 async def client_and_worker(
-    settings: WorkerSettings, mode: WorkerMode, role: str, *, task_queue: str | None = None,
+    settings: WorkerSettings, mode: WorkerMode, role: str, *,
+    task_queue: str | Callable[[Client, Stack], Awaitable[str]] | None = None,
 ) -> AsyncIterator[Local]:
-    """Find or start the stack, connect, and run a worker here only when the rule says so (module docstring)."""
+    """Find or start the stack, connect, and run a worker here only when the rule says so (module docstring).
+
+    ``task_queue`` may be found once connected (a session's own queue): pass a function of the client and stack.
+    """
     from ..worker import connect, load_registry, production_settings, running_worker
     from .offline import offline_script_text, wants_offline, worker_models
 
-    queue = task_queue or settings.task_queue
     async with AsyncExitStack() as exits:
         stack = await exits.enter_async_context(embedded_temporal(settings))
         if not stack.started_here:
             say(stack.describe())
         client = await connect(settings, stack.address)
+        queue = (await task_queue(client, stack) if callable(task_queue) else task_queue) or settings.task_queue
         worker_settings = settings
         if stack.cluster and mode == "yes":
             worker_settings = production_settings(settings)
