@@ -9,7 +9,7 @@ PIP := PYTHONWARNINGS="ignore:Editable installation" $(BIN)/pip install --quiet 
 RUNTIME := $(VENV)/.installed-runtime
 DEVELOP := $(VENV)/.installed-test
 
-.PHONY: demo test install mcp-thirdparty clean dashboard
+.PHONY: demo test test-fast test-first-hour install mcp-thirdparty clean dashboard
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -30,11 +30,11 @@ install: $(DEVELOP)
 demo: $(RUNTIME)
 	$(BIN)/agentsteps demo
 
-# Regenerate the Grafana dashboard JSON from its builder (tests/test_dashboard_rules.py checks they match).
+# Regenerate the Grafana dashboard JSON from its builder (tests/deploy/test_dashboard_rules.py checks they match).
 dashboard: $(BIN)/python
 	$(BIN)/python deploy/grafana/build_dashboard.py
 
-# Published MCP servers we did not write, for tests/test_mcp_thirdparty.py. Each
+# Published MCP servers we did not write, for tests/activities/test_mcp_thirdparty.py. Each
 # gets its own venv (their MCP SDK pins must never touch the project's); the
 # stamp is the pinned requirements file, so a changed pin reinstalls.
 THIRDPARTY := .venv-mcp-thirdparty
@@ -49,8 +49,21 @@ $(THIRDPARTY)/%/installed.txt: tests/mcp_thirdparty/%.txt
 
 mcp-thirdparty: $(THIRDPARTY_SERVERS)
 
+# The suite on TEST_WORKERS processes, each with its own Temporal dev server; a
+# test file stays on one process (its module fixtures are set up once). The
+# newcomer's first hour (a fresh clone, its own venv and stack: minutes on its
+# own) is a lane of its own, which .ci/run runs after the suite.
+TEST_WORKERS ?= 3
 test: $(DEVELOP) mcp-thirdparty
-	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not first_hour" $(PYTEST_ARGS)
+
+# The inner loop: the pure tests marked `fast` (tests/README.md), in seconds.
+test-fast: $(DEVELOP)
+	$(BIN)/python -m pytest -q -m fast $(PYTEST_ARGS)
+
+# The README's first hour on a fresh clone with no API key, and every code block of the README and docs/.
+test-first-hour: $(DEVELOP)
+	$(BIN)/python -m pytest -q -m first_hour $(PYTEST_ARGS)
 
 clean:
 	rm -rf $(VENV) $(THIRDPARTY) .agentsteps
