@@ -34,7 +34,8 @@ def test_python_blocks_are_whole_programs(block):
     compile(block.body, block.where, "exec")  # a top-level `await` is a SyntaxError, as in `python file.py`
     assert "temporal:7233" not in block.body
     if "await" in block.body:
-        assert "asyncio.run(" in block.body, "async code needs its asyncio.run(main()) to run as written"
+        assert "asyncio.run(" in block.body or "run_and_exit(" in block.body, \
+            "async code needs its asyncio.run(main()) (or run_and_exit(main())) to run as written"
 
 
 @pytest.mark.parametrize("block", [b for b in BLOCKS if b.lang == "python" and b.not_run is not None],
