@@ -46,8 +46,6 @@ from .workflows.monitor import MonitorWorkflow
 from .workflows.pipeline import PipelineWorkflow
 from .workflows.session import SessionWorkflow
 
-DEFAULT_ADDRESS = "127.0.0.1:7233"
-
 _runtime: Runtime | None = None
 
 
@@ -62,7 +60,7 @@ def _process_runtime(settings: WorkerSettings) -> Runtime:
 async def connect(settings: WorkerSettings, address: str | None = None) -> Client:
     # Interceptors go on the client only; workers inherit them (twice would trace twice).
     return await Client.connect(
-        address or settings.temporal_address or DEFAULT_ADDRESS,
+        address or settings.temporal_address or f"127.0.0.1:{settings.dev_port}",
         namespace=settings.namespace,
         data_converter=build_data_converter(settings),
         runtime=_process_runtime(settings),
@@ -96,6 +94,16 @@ def check_deployment(settings: WorkerSettings) -> None:
             + ". If exactly one worker serves this cluster, say so with AGENTSTEPS_SINGLE_WORKER=1 "
             "(single_worker = true in [worker])."
         )
+
+
+def production_settings(settings: WorkerSettings) -> WorkerSettings:
+    """The settings of a worker that serves a deployment: ``check_deployment`` passed, and only the tools its
+    operator configured (the demo tools are for the embedded stack). ``agentsteps worker`` and any worker a
+    CLI command is asked to start against a cluster (``--worker``) go through here."""
+    check_deployment(settings)
+    if settings.tool_factories is None:
+        settings = settings.model_copy(update={"tool_factories": []})
+    return settings
 
 
 _KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}

@@ -16,14 +16,19 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from contextlib import AsyncExitStack
-from typing import IO
+from collections.abc import Awaitable, Callable
+from typing import IO, TypeVar
 
-from temporalio.client import Client, WorkflowExecutionStatus, WorkflowUpdateFailedError
+from temporalio.client import (
+    Client,
+    WorkflowExecutionDescription,
+    WorkflowExecutionStatus,
+    WorkflowUpdateFailedError,
+)
 from temporalio.contrib.workflow_streams import WorkflowStreamClient
 from temporalio.service import RPCError, RPCStatusCode
 
-from ..client.dev_server import embedded_temporal
+from ..client.dev_server import Stack, embedded_temporal
 from ..client.sessions import (
     close_session,
     closed_message,
@@ -42,7 +47,11 @@ from ..contracts.names import PROGRESS_TOPIC, SESSION_WORKFLOW
 from ..contracts.approvals import PendingApproval
 from ..contracts.session import ProgressEvent, SessionConfig, TurnResult
 from ..contracts.config.settings import WorkerSettings
-from ..worker import connect, running_worker
+from ..worker import connect
+from .failure_lines import describe
+from .workers import WorkerMode, client_and_worker
+
+T = TypeVar("T")
 
 STREAMING = SessionConfig(stream_tokens=True)
 HELP = "Type a message. /state shows the session, /close closes it, /quit (or Ctrl-C) leaves it open."
@@ -73,55 +82,55 @@ async def chat(
     spec_path: str | None,
     session_id: str | None,
     *,
-    worker: bool,
-    reopen: bool = False,
+    worker: WorkerMode,
     inp: IO[str] = sys.stdin,
     out: IO[str] = sys.stdout,
     err: IO[str] = sys.stderr,
 ) -> int:
     term = Terminal(inp, out)
     spec = load_spec(spec_path) if spec_path else None
-    async with AsyncExitStack() as stack:
-        temporal = await stack.enter_async_context(embedded_temporal(settings))
-        client = await connect(settings, temporal.address)
-        if worker:
-            await stack.enter_async_context(running_worker(client, settings))
+    queue = _session_queue(session_id) if session_id else settings.task_queue
+    async with client_and_worker(settings, worker, "chat", task_queue=queue) as local:
+        client = local.client
         sid = session_id or new_session_id(spec)  # type: ignore[arg-type]
         try:
-            status = await _status(client, sid)
-            if status is WorkflowExecutionStatus.RUNNING:
-                state = await session_state(client, sid)
-                term.say(f"resumed session {sid}: {state.turns} turns, {state.usage.total_tokens} tokens so far")
-            elif status is not None and not reopen:
-                raise SessionClosedError(await closed_message(client, sid))
-            elif spec is None:
-                print(f"agentsteps: no session has the id {sid}; start one with --spec FILE", file=err, flush=True)
-                return 1
-            else:
-                term.say(f"session {sid} (resume with: agentsteps chat --session {sid})")
-            term.say(HELP)
-            await _loop(client, settings, spec, sid, term, reopen)
-        except SessionClosedError as exc:
-            print(f"agentsteps: {exc}", file=err, flush=True)
-            return 1
+            await _loop(client, local.task_queue, spec, sid, term)
         except (KeyboardInterrupt, asyncio.CancelledError):
             term.say(f"\nleft session {sid} open; resume with: agentsteps chat --session {sid}")
+        except SessionGone as gone:
+            term.say(f"! {gone}")
+            return 1
     return 0
 
 
-async def _status(client: Client, sid: str) -> WorkflowExecutionStatus | None:
-    """The latest workflow under this id: running, ended (how), or None when no session ever had it."""
+class SessionGone(Exception):
+    """The session ended (closed, idle timeout, failed) while this chat was talking to it."""
+
+
+def _session_queue(session_id: str) -> Callable[[Client, Stack], Awaitable[str]]:
+    """The task queue of an open session; a closed or unknown id is refused on one line, before any worker starts."""
+
+    async def find(client: Client, stack: Stack) -> str:
+        return (await _describe_session(client, session_id, stack.address)).task_queue
+
+    return find
+
+
+async def _describe_session(client: Client, session_id: str, where: str) -> WorkflowExecutionDescription:
     try:
-        return (await session_handle(client, sid).describe()).status
+        info = await session_handle(client, session_id).describe()
     except RPCError as exc:
         if exc.status is RPCStatusCode.NOT_FOUND:
-            return None
+            raise SessionNotFound(
+                f"no session {session_id!r} on {where} (`agentsteps session list` shows the open ones)"
+            ) from None
         raise
+    if info.status is not WorkflowExecutionStatus.RUNNING:
+        raise SessionClosedError(await closed_message(client, session_id))
+    return info
 
 
-async def _loop(
-    client: Client, settings: WorkerSettings, spec: AgentSpec | None, sid: str, term: Terminal, reopen: bool
-) -> None:
+async def _loop(client: Client, task_queue: str, spec: AgentSpec | None, sid: str, term: Terminal) -> None:
     while True:
         line = await term.ask("you> ")
         if line is None or line.strip() == "/quit":
@@ -131,30 +140,36 @@ async def _loop(
         if not text:
             continue
         if text == "/close":
-            state = await close_session(client, sid, "closed from chat")
+            state = await _gone_on_end(sid, close_session(client, sid, "closed from chat"))
             term.say(f"session {sid} closed after {state.turns} turns")
             return
         if text == "/state":
-            state = await session_state(client, sid)
+            state = await _gone_on_end(sid, session_state(client, sid))
             term.say(state.model_dump_json(indent=2))
             continue
-        await _turn(client, settings, spec, sid, text, term, reopen)
-        reopen = False  # only the first turn may start the new session; later ones must find it open
+        await _turn(client, task_queue, spec, sid, text, term)
 
 
-async def _turn(
-    client: Client, settings: WorkerSettings, spec: AgentSpec | None, sid: str, text: str, term: Terminal, reopen: bool
-) -> None:
+async def _gone_on_end(sid: str, call: Awaitable[T]) -> T:
+    """An RPC refused because the session's workflow has ended becomes one line, not a traceback."""
+    try:
+        return await call
+    except RPCError as exc:
+        if exc.status is RPCStatusCode.NOT_FOUND:
+            raise SessionGone(f"SessionClosedError: session {sid} has ended ({exc.message}); "
+                              "start a new one with: agentsteps chat --spec FILE") from None
+        raise
+
+
+async def _turn(client: Client, task_queue: str, spec: AgentSpec | None, sid: str, text: str, term: Terminal) -> None:
     stream = WorkflowStreamClient.create(client, sid)
     start = await _offset(stream)
     if spec is not None:
         # A session this chat starts streams its answers; one it resumes keeps the settings it started with.
-        sent = send_turn(
-            client, spec, text, session_id=sid, task_queue=settings.task_queue, config=STREAMING, reopen=reopen
-        )
+        sent = send_turn(client, spec, text, session_id=sid, task_queue=task_queue, config=STREAMING)
     else:
         sent = continue_session(client, sid, text)
-    turn = asyncio.ensure_future(sent)
+    turn = asyncio.ensure_future(_gone_on_end(sid, sent))
     view = Follower(client, sid, term)
     follower = asyncio.ensure_future(view.follow(stream, start))
     try:
@@ -162,8 +177,12 @@ async def _turn(
     except WorkflowUpdateFailedError as exc:
         follower.cancel()
         view.end_line()
-        term.say(f"! the turn failed: {exc.cause}")
+        term.say(f"! the turn failed: {describe(exc)}")
         return
+    except SessionGone:
+        follower.cancel()
+        view.end_line()
+        raise
     try:  # the stream's last events (the answer's last text) may still be on their way
         await asyncio.wait_for(follower, timeout=2)
     except (asyncio.TimeoutError, RPCError):
@@ -251,7 +270,9 @@ class Follower:
             )
             term.say(f"    {record.outcome}")
         except WorkflowUpdateFailedError as exc:
-            term.say(f"    not recorded: {exc.cause}")
+            term.say(f"    not recorded: {describe(exc)}")
+        except SessionClosedError as exc:
+            term.say(f"    not recorded: SessionClosedError: {exc}")
 
 
 def _answer(result: TurnResult) -> str:
@@ -259,15 +280,54 @@ def _answer(result: TurnResult) -> str:
     return output if isinstance(output, str) else result.model_dump_json(include={"output"})
 
 
-async def session_command(settings: WorkerSettings, action: str, session_id: str | None, reason: str, out: IO[str]) -> int:
-    async with embedded_temporal(settings) as temporal:
-        client = await connect(settings, temporal.address)
-        if action == "list":
+class SessionNotFound(Exception):
+    """No workflow has that session id."""
+
+
+def _any_session_queue(session_id: str) -> Callable[[Client, Stack], Awaitable[str]]:
+    async def find(client: Client, stack: Stack) -> str:
+        try:
+            return (await session_handle(client, session_id).describe()).task_queue
+        except RPCError as exc:
+            if exc.status is RPCStatusCode.NOT_FOUND:
+                raise SessionNotFound(f"no session {session_id!r} on {stack.address}") from None
+            raise
+
+    return find
+
+
+async def session_command(
+    settings: WorkerSettings, action: str, session_id: str | None, reason: str, out: IO[str],
+    *, worker: WorkerMode = "auto",
+) -> int:
+    """``session list|show|close``; an unknown or closed id is one line on stderr and exit status 1."""
+    try:
+        return await _session_command(settings, action, session_id, reason, out, worker)
+    except SessionNotFound as exc:
+        print(f"error: {exc}", file=sys.stderr)
+    except SessionClosedError as exc:
+        print(f"error: SessionClosedError: {exc}", file=sys.stderr)
+    return 1
+
+
+async def _session_command(
+    settings: WorkerSettings, action: str, session_id: str | None, reason: str, out: IO[str], worker: WorkerMode,
+) -> int:
+    if action == "list":
+        async with embedded_temporal(settings) as stack:
+            client = await connect(settings, stack.address)
             query = f"WorkflowType = '{SESSION_WORKFLOW}' AND ExecutionStatus = 'Running'"
             async for wf in client.list_workflows(query):
                 print(f"{wf.id}\tstarted {wf.start_time:%Y-%m-%d %H:%M}", file=out)
-            return 0
-        assert session_id is not None
+        return 0
+    assert session_id is not None
+    if action == "show":
+        queue = _any_session_queue(session_id)  # a closed session can still be shown, from its history
+    else:
+        queue = _session_queue(session_id)
+    # Queries and updates need a worker on the session's queue: the one there, or this process's.
+    async with client_and_worker(settings, worker, "session", task_queue=queue) as local:
+        client = local.client
         if action == "show":
             state = await session_state(client, session_id)
             print(state.model_dump_json(indent=2), file=out)
@@ -276,9 +336,10 @@ async def session_command(settings: WorkerSettings, action: str, session_id: str
             return 0
         try:
             state = await close_session(client, session_id, reason)
-        except SessionClosedError as exc:
-            print(f"agentsteps: {exc}", file=sys.stderr, flush=True)
-            return 1
+        except RPCError as exc:
+            if exc.status is RPCStatusCode.NOT_FOUND:
+                raise SessionClosedError(f"session {session_id!r} has already ended") from None
+            raise
         print(f"session {session_id} closed after {state.turns} turns", file=out)
         return 0
 

@@ -1,30 +1,67 @@
-"""Long-running processes: ``agentsteps dev`` (embedded stack) and ``agentsteps worker``."""
+"""Long-running processes: ``agentsteps dev`` (embedded stack) and ``agentsteps worker``.
+
+``dev`` says what it found and what it started, refuses what it cannot use
+(``TEMPORAL_ADDRESS`` set, a port held by something else, another worker
+already on its task queue) and never hangs: when the Temporal server stops
+answering for ``SERVER_LOST_SECONDS`` it says so and exits.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import signal
+import socket
 import sys
 import threading
+from datetime import timedelta
 
 from temporalio.client import Client
 
+from ..client.dev_server import Stack, embedded_temporal
 from ..contracts.config.settings import WorkerSettings
-from ..client.dev_server import embedded_temporal
 from ..console import running_console
+from ..contracts.errors import StackConflictError
 from ..telemetry.server import start_metrics_server
-from ..worker import build_mcp, check_deployment, connect, running_worker, settle_heap
+from ..worker import build_mcp, connect, load_registry, production_settings, running_worker, settle_heap
+from .offline import offline_script_text, wants_offline, worker_models
+from .workers import fingerprint, live_pollers, worker_identity
+
+HEALTH_EVERY_SECONDS = 2.0
+SERVER_LOST_SECONDS = 10.0
+EXIT_SERVER_LOST = 3
 
 
-async def _until_stopped() -> None:
+class ServerLost(Exception):
+    """The Temporal server stopped answering."""
+
+
+async def _until_stopped(client: Client, address: str) -> None:
+    """Until SIGINT or SIGTERM; raises ``ServerLost`` when the server has not answered for a while."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    await stop.wait()
+    silent_since: float | None = None
+    while not stop.is_set():
+        try:
+            await asyncio.wait_for(stop.wait(), HEALTH_EVERY_SECONDS)
+            return
+        except asyncio.TimeoutError:
+            pass
+        try:
+            await client.service_client.check_health(timeout=timedelta(seconds=2))
+            silent_since = None
+        except Exception as exc:  # any failure to answer counts; the clock decides
+            now = loop.time()
+            silent_since = silent_since or now
+            if now - silent_since >= SERVER_LOST_SECONDS:
+                raise ServerLost(f"the Temporal server at {address} has not answered for "
+                                 f"{SERVER_LOST_SECONDS:g} s ({type(exc).__name__}); stopping") from None
 
 
-async def _serve(client: Client, settings: WorkerSettings, banner: list[str]) -> None:
+async def _serve(client: Client, settings: WorkerSettings, banner: list[str], address: str,
+                 **worker_options) -> int:
     """Worker plus /metrics until SIGINT or SIGTERM; /readyz turns ready once the worker polls
     and every required MCP server is up, and shows each server's state.
 
@@ -39,12 +76,17 @@ async def _serve(client: Client, settings: WorkerSettings, banner: list[str]) ->
         details=lambda: {"mcp_servers": mcp.fleet.report()},
     )
     try:
-        async with running_worker(client, settings, mcp=mcp):
+        async with running_worker(client, settings, mcp=mcp, **worker_options):
             settle_heap()
             ready.set()
             print("\n".join(banner), flush=True)
-            await _until_stopped()
-            ready.clear()
+            try:
+                await _until_stopped(client, address)
+            except ServerLost as lost:
+                print(f"error: {lost}", file=sys.stderr, flush=True)
+                return EXIT_SERVER_LOST
+            finally:
+                ready.clear()
             print(
                 f"stopping: no new tasks; running activities get up to {settings.graceful_shutdown_seconds:g} s",
                 file=sys.stderr,
@@ -52,33 +94,78 @@ async def _serve(client: Client, settings: WorkerSettings, banner: list[str]) ->
             )
     finally:
         metrics.stop()
+    return 0
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(("", port))
+        except OSError:
+            return False
+    return True
 
 
 async def run_dev(settings: WorkerSettings) -> int:
+    if settings.temporal_address:
+        raise StackConflictError(
+            f"agentsteps dev runs the embedded stack on this machine, but TEMPORAL_ADDRESS is set "
+            f"({settings.temporal_address}). To serve that cluster run `agentsteps worker` (it checks the "
+            "deployment first); to use the embedded stack, unset TEMPORAL_ADDRESS."
+        )
+    if not _port_free(settings.metrics_port):
+        raise StackConflictError(
+            f"the metrics port {settings.metrics_port} is in use (another agentsteps dev or worker?). "
+            "Stop it, or choose another: agentsteps dev --metrics-port N (AGENTSTEPS_METRICS_PORT)."
+        )
     async with embedded_temporal(settings) as temporal:
+        print(temporal.describe(), file=sys.stderr, flush=True)
         client = await connect(settings, temporal.address)
+        pollers = await live_pollers(client, settings.task_queue)
+        if pollers:
+            raise StackConflictError(
+                f"a worker already polls task queue {settings.task_queue!r} on {temporal.address} "
+                f"({pollers[0].identity}): is another `agentsteps dev` running? Stop it and start this one, or use "
+                "that one; two workers on one queue must serve the same tools and models."
+            )
+        registry = load_registry(settings)
+        offline = wants_offline(settings)
+        digest = hashlib.sha256(offline_script_text().encode()).hexdigest()[:12] if offline else None
+        config = fingerprint(settings, registry, digest)
         console = settings.console
         if console.temporal_ui_url is None and temporal.ui_url:
             console = console.model_copy(update={"temporal_ui_url": temporal.ui_url})
         # Before the worker, so a refused binding (beyond loopback, no token) stops dev at once.
         async with running_console(client, console, settings.prices) as console_url:
-            banner = [f"Temporal server: {temporal.address}"]
-            if temporal.ui_url:
-                banner.append(f"Temporal UI:     {temporal.ui_url}")
-            banner += [
-                f"Console:         {console_url}",
-                f"Metrics:         http://localhost:{settings.metrics_port}/metrics",
-                f"Worker polling task queue {settings.task_queue!r}. Ctrl-C to stop.",
-            ]
-            await _serve(client, settings, banner)
-    return 0
+            with worker_models(settings) as models:
+                return await _serve(
+                    client, models.settings, _dev_banner(temporal, settings, models.note, console_url),
+                    temporal.address, registry=registry, identity=worker_identity("dev", config),
+                )
+
+
+def _dev_banner(temporal: Stack, settings: WorkerSettings, models: str, console_url: str) -> list[str]:
+    lines = [f"Temporal server: {temporal.address} "
+             f"({'started by this command' if temporal.started_here else 'found running; not started here'})"]
+    if temporal.ui_url:
+        lines.append(f"Temporal UI:     {temporal.ui_url}")
+    lines += [
+        f"Console:         {console_url}",
+        f"Metrics:         http://localhost:{settings.metrics_port}/metrics",
+        f"Models:          {models}",
+        f"Worker polling task queue {settings.task_queue!r}; other agentsteps commands use it. Ctrl-C to stop.",
+    ]
+    if settings.dev_port != 7233:
+        lines.append(f"Other terminals find this stack with: export AGENTSTEPS_DEV_PORT={settings.dev_port}")
+    return lines
 
 
 async def run_worker_only(settings: WorkerSettings) -> int:
-    check_deployment(settings)
-    if settings.tool_factories is None:
-        # A production worker offers only the tools its operator configured; demo tools are for demo and dev.
-        settings = settings.model_copy(update={"tool_factories": []})
+    settings = production_settings(settings)
     client = await connect(settings)
-    await _serve(client, settings, [f"worker on {settings.task_queue!r}, metrics on :{settings.metrics_port}"])
-    return 0
+    registry = load_registry(settings)
+    identity = worker_identity("worker", fingerprint(settings, registry))
+    return await _serve(client, settings, [f"worker on {settings.task_queue!r}, metrics on :{settings.metrics_port}"],
+                        settings.temporal_address or f"127.0.0.1:{settings.dev_port}", registry=registry,
+                        identity=identity)

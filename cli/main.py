@@ -10,13 +10,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import logging
 import os
 import sys
+import traceback
 from collections.abc import Callable
 from typing import NoReturn
 
 from .. import __version__
 from ..contracts import AgentStepsError, InvalidSpecError
+from .failure_lines import configure_logging, describe
 
 EXIT_OK = 0
 EXIT_RUN_FAILED = 1
@@ -29,16 +32,24 @@ def main(argv: list[str] | None = None) -> NoReturn:
     if not hasattr(args, "handler"):
         parser.print_help()
         _exit(EXIT_BAD_INPUT)
+    level = configure_logging(args.debug)
     try:
         status = args.handler(args)
     except InvalidSpecError as exc:
         print(f"error: {exc}", file=sys.stderr)
         status = EXIT_BAD_INPUT
     except AgentStepsError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)
         status = EXIT_RUN_FAILED
     except KeyboardInterrupt:
         status = 130
+    except Exception as exc:  # anything else still ends on one line that names it
+        if level <= logging.DEBUG:
+            traceback.print_exc()
+        print(f"error: {describe(exc)}", file=sys.stderr)
+        if level > logging.DEBUG:
+            print("(agentsteps --debug ... shows the traceback)", file=sys.stderr)
+        status = EXIT_RUN_FAILED
     _exit(status)
 
 
@@ -52,6 +63,8 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="agentsteps", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"agentsteps {__version__}")
     parser.add_argument("--config", help="TOML config file (default: ./agentsteps.toml if present)")
+    parser.add_argument("--debug", action="store_true",
+                        help="log at debug level, with tracebacks (also AGENTSTEPS_LOG_LEVEL=DEBUG)")
     sub = parser.add_subparsers(metavar="COMMAND")
 
     def command(name: str, handler: Callable[[argparse.Namespace], int], help: str) -> argparse.ArgumentParser:
@@ -60,7 +73,11 @@ def _parser() -> argparse.ArgumentParser:
         return p
 
     command("demo", _demo, "Run the demo on the embedded stack (offline scripted model without an API key).")
-    dev = command("dev", _dev, "Keep the embedded stack running: Temporal server, UI, the console and a worker.")
+    dev = command("dev", _dev, "Keep the embedded stack running: Temporal server, UI and a worker "
+                               "(the offline scripted model when no API key is set).")
+    dev.add_argument("--port", type=int, help="Temporal server port on 127.0.0.1 (default 7233; AGENTSTEPS_DEV_PORT)")
+    dev.add_argument("--ui-port", type=int, help="Temporal UI port (default 8233; AGENTSTEPS_DEV_UI_PORT)")
+    dev.add_argument("--metrics-port", type=int, help="/metrics port (default 9464; AGENTSTEPS_METRICS_PORT)")
     dev.add_argument("--console-port", type=int, help="the console's port (default 8234)")
     console = command("console", _console, "Serve the web console: approvals, runs, sessions (docs/console.md).")
     console.add_argument("--port", type=int, help="port (default 8234)")
@@ -73,19 +90,19 @@ def _parser() -> argparse.ArgumentParser:
     target.add_argument("--pipeline", help="pipeline file (.toml or .json); --input is then JSON")
     run.add_argument("--input", required=True, help="the user input (a JSON value for --pipeline)")
     run.add_argument("--json", action="store_true", help="print only the result, as one JSON object")
-    run.add_argument("--no-worker", action="store_true", help="do not run an in-process worker")
+    _worker_flags(run)
 
     chat = command("chat", _chat, "Talk to an agent in a durable session; resume it days later with --session.")
-    chat.add_argument("--spec", help="AgentSpec file: start a new session (with --session: under that id)")
-    chat.add_argument("--session", help="resume this session id (a closed session is refused)")
-    chat.add_argument("--new", action="store_true",
-                      help="with --spec and --session: start a new, empty session under an id whose session has ended")
-    chat.add_argument("--no-worker", action="store_true", help="do not run an in-process worker")
+    opened = chat.add_mutually_exclusive_group(required=True)
+    opened.add_argument("--spec", help="AgentSpec file: start a new session")
+    opened.add_argument("--session", help="resume this session id")
+    _worker_flags(chat)
 
     session = command("session", _session, "List open sessions, show one, or close one.")
     session.add_argument("action", choices=["list", "show", "close"])
     session.add_argument("session_id", nargs="?")
     session.add_argument("--reason", default="closed from the command line")
+    _worker_flags(session)
 
     check = command("check", _check, "Prove a pipeline's edges compatible; non-zero on a refuted or unacknowledged edge.")
     check.add_argument("file")
@@ -125,6 +142,15 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _worker_flags(parser: argparse.ArgumentParser) -> None:
+    choice = parser.add_mutually_exclusive_group()
+    choice.add_argument("--worker", dest="worker", action="store_const", const="yes", default="auto",
+                        help="run a worker in this process even against a cluster (it must pass the checks of "
+                             "`agentsteps worker`, and agree with any worker already on the queue)")
+    choice.add_argument("--no-worker", dest="worker", action="store_const", const="no",
+                        help="never run a worker here; use the ones polling the task queue")
+
+
 def _settings(args: argparse.Namespace):
     from ..client.settings import load_settings
 
@@ -140,7 +166,10 @@ def _demo(args: argparse.Namespace) -> int:
 def _dev(args: argparse.Namespace) -> int:
     from .dev import run_dev
 
-    return asyncio.run(run_dev(_console_settings(args, port=args.console_port)))
+    settings = _console_settings(args, port=args.console_port)
+    moved = {"dev_port": args.port, "dev_ui_port": args.ui_port, "metrics_port": args.metrics_port}
+    settings = settings.model_copy(update={k: v for k, v in moved.items() if v is not None})
+    return asyncio.run(run_dev(settings))
 
 
 def _console(args: argparse.Namespace) -> int:
@@ -168,13 +197,13 @@ def _run(args: argparse.Namespace) -> int:
 
     if args.pipeline:
         return asyncio.run(
-            run_pipeline(_settings(args), args.pipeline, args.input, as_json=args.json, worker=not args.no_worker)
+            run_pipeline(_settings(args), args.pipeline, args.input, as_json=args.json, worker=args.worker)
         )
-    return asyncio.run(run_from_spec(_settings(args), args.spec, args.input, as_json=args.json, worker=not args.no_worker))
+    return asyncio.run(run_from_spec(_settings(args), args.spec, args.input, as_json=args.json, worker=args.worker))
 
 
 def _chat(args: argparse.Namespace) -> int:
-    from .chat import chat
+    from .chat import SessionNotFound, chat
 
     if not args.spec and not args.session:
         print("error: chat needs --spec FILE (a new session) or --session ID (resume one)", file=sys.stderr)
@@ -183,7 +212,10 @@ def _chat(args: argparse.Namespace) -> int:
         print("error: --new needs --spec FILE and --session ID (the id to start a new session under)", file=sys.stderr)
         return EXIT_BAD_INPUT
     try:
-        return asyncio.run(chat(_settings(args), args.spec, args.session, worker=not args.no_worker, reopen=args.new))
+        return asyncio.run(chat(_settings(args), args.spec, args.session, worker=args.worker))
+    except SessionNotFound as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_RUN_FAILED
     except KeyboardInterrupt:
         print("\nthe session stays open; resume it with agentsteps chat --session ID", file=sys.stderr)
         return EXIT_OK
@@ -195,7 +227,9 @@ def _session(args: argparse.Namespace) -> int:
     if args.action != "list" and not args.session_id:
         print(f"error: session {args.action} needs a session id", file=sys.stderr)
         return EXIT_BAD_INPUT
-    return asyncio.run(session_command(_settings(args), args.action, args.session_id, args.reason, sys.stdout))
+    return asyncio.run(
+        session_command(_settings(args), args.action, args.session_id, args.reason, sys.stdout, worker=args.worker)
+    )
 
 
 def _check(args: argparse.Namespace) -> int:

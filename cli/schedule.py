@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import sys
 
 from ..contracts.config.schedules import ScheduleChange
@@ -28,6 +29,8 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dir", default=str(DEFAULT_DIRECTORY), help="schedule files (apply)")
     parser.add_argument("--note", help="note recorded with pause or resume")
     parser.add_argument("--json", action="store_true", help="print one JSON object: the rows (list) or the changes made")
+    parser.add_argument("--wait", action="store_true",
+                        help="trigger: wait for the tick to end and print its result (the monitor's report)")
 
 
 def schedule_command(args: argparse.Namespace) -> int:
@@ -75,11 +78,57 @@ async def _run(args: argparse.Namespace, action: str, name: str | None) -> int:
         await resume(client, name or "", note)
         changes = [ScheduleChange(id=name or "", outcome="resumed")]
     else:
-        await trigger(client, name or "")
-        changes = [ScheduleChange(id=name or "", outcome="triggered")]
-    if as_json:
-        print_json(SCHEDULE_CHANGES, {"changes": [c.model_dump(mode="json") for c in changes]})
+        started = await trigger(client, name or "")
+        changes = [ScheduleChange(id=name or "", outcome="triggered" if started else "skipped", workflow_id=started)]
+    wait = action == "trigger" and getattr(args, "wait", False)
+    if as_json and not wait:
+        print_json(SCHEDULE_CHANGES, {"changes": [c.model_dump(mode="json", exclude_none=True) for c in changes]})
         return 0
     for change in changes:
-        print(f"{change.outcome} {change.id}")
+        if change.outcome == "triggered" and change.workflow_id:
+            print(f"triggered {change.id}: workflow {change.workflow_id}", file=sys.stderr if as_json else sys.stdout)
+        elif change.outcome == "skipped":
+            print(f"skipped {change.id}: no tick started (a tick is still running, and overlap = skip)",
+                  file=sys.stderr)
+        else:
+            print(f"{change.outcome} {change.id}")
+    if wait:
+        if not changes[0].workflow_id:
+            return 1
+        return await _wait_for(client, changes, as_json)
     return 0
+
+
+async def _wait_for(client, changes: list[ScheduleChange], as_json: bool) -> int:
+    """The tick's result: the monitor's report as ``agentsteps demo`` prints it, or with ``--json`` the
+    changes plus the tick's ``result``."""
+    from temporalio.client import WorkflowFailureError
+
+    from ..contracts.monitor import MonitorReport
+    from ..contracts.names import MONITOR_WORKFLOW
+    from ..demos.monitor import print_report
+    from .failure_lines import describe
+
+    workflow_id = changes[0].workflow_id or ""
+    handle = client.get_workflow_handle(workflow_id)
+    kind = (await handle.describe()).workflow_type
+    print(f"waiting for {workflow_id} ({kind}) to finish ...", file=sys.stderr, flush=True)
+    try:
+        if kind == MONITOR_WORKFLOW:
+            report = await client.get_workflow_handle(workflow_id, result_type=MonitorReport).result()
+            result, failed = report.model_dump(mode="json"), report.failed
+            if not as_json:
+                print_report(report, sys.stdout)
+        else:
+            result, failed = await handle.result(), False
+            if not as_json:
+                print(json.dumps(result, indent=2, default=str))
+    except WorkflowFailureError as exc:
+        print(f"tick failed: {describe(exc)}", file=sys.stderr)
+        return 1
+    if as_json:
+        print_json(SCHEDULE_CHANGES, {
+            "changes": [c.model_dump(mode="json", exclude_none=True) for c in changes],
+            "result": json.loads(json.dumps(result, default=str)),
+        })
+    return 1 if failed else 0

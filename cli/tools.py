@@ -80,6 +80,7 @@ async def _tools_list(config_path: str | Path | None, as_json: bool) -> int:
     if as_json:
         print_json(TOOLS_LIST, {"tools": [t.model_dump(mode="json") for t in everything], "servers": servers})
     else:
+        print(_table(everything))
         for tool in everything:
             print(_describe(tool))
         if servers:
@@ -144,6 +145,21 @@ def _fields(schema: dict[str, Any] | None) -> str:
     if not props:
         return _type_of(schema)
     return ", ".join(f"{k}{'' if k in required else '?'}: {_type_of(v)}" for k, v in props.items())
+
+
+_COLUMNS = ("TOOL", "SOURCE", "EFFECTS", "APPROVAL", "DELIVERY")
+
+
+def _table(tools: list[ToolSchema]) -> str:
+    """One row per tool: where it comes from, whether it writes, whether a person approves each call, and its
+    delivery policy (``retry``: safe to repeat; ``key``: deduplicated by idempotency key; ``at_most_once``)."""
+    rows = [_COLUMNS] + [
+        (t.name, t.source, "writes" if t.side_effects else "read-only", "required" if t.requires_approval else "-",
+         t.delivery)
+        for t in tools
+    ]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(_COLUMNS))]
+    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows) + "\n"
 
 
 def _describe(tool: ToolSchema) -> str:

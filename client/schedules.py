@@ -15,12 +15,14 @@ does); deleting production schedules should never be a side effect.
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Literal
 
 from temporalio.client import (
     Client,
     Schedule,
+    ScheduleActionExecutionStartWorkflow,
     ScheduleActionStartWorkflow,
     ScheduleDescription,
     ScheduleHandle,
@@ -172,9 +174,26 @@ async def resume(client: Client, schedule_id: str, note: str | None = None) -> N
     await (await _existing(client, schedule_id)).unpause(note=note or "resumed with agentsteps schedule resume")
 
 
-async def trigger(client: Client, schedule_id: str) -> None:
-    """Run one tick now, under the schedule's own overlap policy (a running tick means this one is skipped)."""
-    await (await _existing(client, schedule_id)).trigger()
+async def trigger(client: Client, schedule_id: str, *, within: float = 10.0) -> str | None:
+    """Run one tick now, under the schedule's own overlap policy; returns the id of the workflow it started,
+    or None when the policy skipped it (a tick was still running) or no start was seen within ``within`` s."""
+    handle = await _existing(client, schedule_id)
+    before = _started(await handle.describe())
+    await handle.trigger()
+    deadline = asyncio.get_running_loop().time() + within
+    while True:
+        new = _started(await handle.describe()) - before
+        if new:
+            return sorted(new)[0]
+        if asyncio.get_running_loop().time() >= deadline:
+            return None
+        await asyncio.sleep(0.2)
+
+
+def _started(description: ScheduleDescription) -> set[str]:
+    info = description.info
+    actions = [r.action for r in info.recent_actions] + list(info.running_actions)
+    return {a.workflow_id for a in actions if isinstance(a, ScheduleActionExecutionStartWorkflow)}
 
 
 __all__ = [

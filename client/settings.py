@@ -29,6 +29,8 @@ SECRETS_DIR_ENV = "AGENTSTEPS_SECRETS_DIR"
 _ENV_FIELDS: dict[str, tuple[str, ...]] = {
     "TEMPORAL_ADDRESS": ("temporal_address",),
     "TEMPORAL_NAMESPACE": ("namespace",),
+    "AGENTSTEPS_DEV_PORT": ("dev_port",),
+    "AGENTSTEPS_DEV_UI_PORT": ("dev_ui_port",),
     "AGENTSTEPS_TASK_QUEUE": ("task_queue",),
     "AGENTSTEPS_STATE_DIR": ("state_dir",),
     "AGENTSTEPS_METRICS_PORT": ("metrics_port",),

@@ -24,6 +24,7 @@
     │   └── PayloadMissingError        a payload is not in (or not readable from) this worker's store
     ├── DeploymentConfigError      a worker on a cluster without a shared payload store or snapshot key
     │   └── ConsoleConfigError         the console bound beyond loopback with no token and no auth proxy
+    ├── StackConflictError         the local stack cannot do what was asked: a port or the task queue is taken, or nothing can serve it
     ├── InvalidProgramResume       a snapshot cannot take the outcomes it was resumed with
     ├── MonitorScanError           the monitor's scan program failed or returned a malformed value
     ├── ApprovalError              an approve/reject names no waiting call, one already decided, or is malformed
@@ -189,6 +190,12 @@ class DeploymentConfigError(AgentStepsError):
 
 class ConsoleConfigError(DeploymentConfigError):
     """The console's settings would expose it: bound beyond loopback without a token or an auth proxy."""
+
+
+class StackConflictError(AgentStepsError):
+    """A CLI process refused to start its part of the stack: a port is taken by something that is not
+    the Temporal server it needs, another worker with other tools or models polls the task queue, or
+    nothing could ever serve the work it was asked to start."""
 
 
 class InvalidProgramResume(AgentStepsError):

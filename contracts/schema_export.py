@@ -10,6 +10,19 @@ from .llm.messages import LLMToolCall, Message
 from .llm.request import LLMConfig, LLMRequest, LLMResponse, Usage
 from .llm.tools import ToolSchema
 from .violations import Violation
+from .approvals import ApprovalDecision, ApprovalRecord, PendingApproval
+from .monitor import MonitorInput, MonitorReport, MonitorSpec
+from .session import (
+    CloseInput,
+    ProgressEvent,
+    SessionConfig,
+    SessionInput,
+    SessionOutcome,
+    SessionState,
+    TurnInput,
+    TurnResult,
+    TurnSummary,
+)
 from .spec import AgentInput, AgentResult, AgentSpec, AgentState, Step
 
 PUBLIC_MODELS: tuple[type[BaseModel], ...] = (
@@ -26,6 +39,24 @@ PUBLIC_MODELS: tuple[type[BaseModel], ...] = (
     AgentResult,
     AgentState,
     Violation,
+    # Sessions: the input, the turn and close Updates, the state and turns queries, the progress stream.
+    SessionConfig,
+    SessionInput,
+    TurnInput,
+    TurnResult,
+    CloseInput,
+    SessionState,
+    TurnSummary,
+    ProgressEvent,
+    SessionOutcome,
+    # Approvals: the approvals query, the approve / reject Updates and what they return.
+    PendingApproval,
+    ApprovalDecision,
+    ApprovalRecord,
+    # The stalled-ticket monitor: its input (as a schedule starts it) and its report.
+    MonitorSpec,
+    MonitorInput,
+    MonitorReport,
 )
 
 

@@ -7,6 +7,7 @@ one it starts the offline scripted model (a test double) and says so.
 from __future__ import annotations
 
 import sys
+import uuid
 from contextlib import AsyncExitStack
 from importlib import resources
 
@@ -21,6 +22,11 @@ from ..client.spec_files import parse_spec
 from ..client.dev_server import embedded_temporal
 from ..telemetry.server import start_metrics_server
 from ..worker import connect, load_registry, running_worker
+
+def private_queue(base: str, part: str) -> str:
+    """A task queue only this process polls (see cli/workers.py for why the demo never shares one)."""
+    return f"{base}-{part}-{uuid.uuid4().hex[:8]}"
+
 
 DEMO_INPUT = "What is the weather in Paris and in Tokyo? Notify alice@example.com with a one-line summary."
 OPENAI_DEMO_MODEL = "gpt-4o-mini-2024-07-18"
@@ -63,10 +69,15 @@ async def run_demo(settings: WorkerSettings) -> int:
             )
         print("Starting the embedded Temporal server (state in .agentsteps/) ...", file=out, flush=True)
         temporal = await stack.enter_async_context(embedded_temporal(settings))
+        if not temporal.started_here:
+            print(temporal.describe(), file=out, flush=True)
         client = await connect(settings, temporal.address)
         metrics = start_metrics_server(0, host="127.0.0.1")
         stack.callback(metrics.stop)
         registry = load_registry(settings)
+        # The demo's workers poll task queues of their own: another worker on the shared queue (agentsteps dev)
+        # has its own models and tools, and must never take the demo's calls.
+        settings = settings.model_copy(update={"task_queue": private_queue(settings.task_queue, "demo")})
         await stack.enter_async_context(running_worker(client, settings, registry=registry))
 
         spec = demo_spec(settings)
@@ -83,9 +94,13 @@ async def run_demo(settings: WorkerSettings) -> int:
         print("\nWhere to look:", file=out)
         if temporal.ui_url:
             print(f"  Temporal UI: {temporal.ui_url}/namespaces/{settings.namespace}/workflows/{handle.id}", file=out)
-            if temporal.started_here:
-                print("  (the demo's server stops with it; `agentsteps dev` keeps it, with this run, up)", file=out)
-        print(f"  Metrics:     {metrics.url}/metrics (while running; `agentsteps dev` serves :9464)", file=out)
+        print(f"  Metrics:     {metrics.url}/metrics (while the demo runs; `agentsteps dev` serves :9464)", file=out)
+        if temporal.started_here:
+            print("  These links die with the demo's server when it exits. To keep them alive, start\n"
+                  "  `agentsteps dev` in another terminal (. .venv/bin/activate first), then run `make demo`\n"
+                  "  again: it uses dev's server, and its runs stay browsable there.", file=out)
+        elif not temporal.cluster:
+            print("  These links stay alive while the server it found (`agentsteps dev`) runs.", file=out)
         print("\nDemo finished; shutting down cleanly.", file=out, flush=True)
     succeeded = result.status.startswith("completed") and code_result.status == "completed" and not report.failed
     return 0 if succeeded else 1

@@ -83,7 +83,7 @@ async def demo_code_mode_run(client: Client, settings: WorkerSettings, out: Text
             scripted = stack.enter_context(ScriptedModelServer({"default": {"content": f"```python\n{DEMO_PROGRAM}```"}}))
             settings = settings.model_copy(update={
                 "providers": settings.providers.model_copy(update={"openai_base_url": scripted.url_openai})})
-        task_queue = f"{settings.task_queue}-code-demo"
+        task_queue = f"{settings.task_queue}-code-demo-{uuid.uuid4().hex[:8]}"
         registry = load_registry(settings)
         await stack.enter_async_context(running_worker(client, settings, registry=registry, task_queue=task_queue))
         spec = code_demo_spec(settings)

@@ -142,7 +142,7 @@ async def demo_monitor_tick(
                 "providers": settings.providers.model_copy(update={"openai_base_url": scripted.url_openai})})
         mcp = tracker_client({"tickets": tracker_server(db)}, token)
         stack.push_async_callback(mcp.aclose)
-        task_queue = f"{settings.task_queue}-monitor-demo"
+        task_queue = f"{settings.task_queue}-monitor-demo-{uuid.uuid4().hex[:8]}"
         await stack.enter_async_context(monitor_worker(client, settings, mcp, task_queue=task_queue))
         report: MonitorReport = await client.execute_workflow(
             MONITOR_WORKFLOW, MonitorInput(spec=spec), id=f"monitor-demo-{uuid.uuid4().hex[:8]}",

@@ -1,4 +1,5 @@
-"""Tools for the demo and the tests: one lookup and one side-effecting write.
+"""Tools for the demo and the tests: one lookup, one side-effecting write, and one write that needs a
+person's approval (``refund_order``: the call waits until someone approves or rejects it).
 
 ``send_notification`` keeps a ledger in SQLite keyed by the idempotency key, so
 the number of notifications really delivered can be counted on the tool's side
@@ -8,6 +9,7 @@ the number of notifications really delivered can be counted on the tool's side
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import sqlite3
 from pathlib import Path
 
@@ -46,6 +48,18 @@ class Delivery(BaseModel):
     duplicate: bool
 
 
+class RefundRequest(BaseModel):
+    order_id: str = Field(min_length=1, max_length=40, description="Order id, e.g. A-1001")
+    amount_eur: float = Field(gt=0, le=1000, description="Amount to refund, in EUR")
+    reason: str = Field(default="", max_length=500)
+
+
+class RefundIssued(BaseModel):
+    order_id: str
+    amount_eur: float
+    refund_id: str
+
+
 def build_registry(settings: WorkerSettings) -> ToolRegistry:
     registry = ToolRegistry()
     ledger = NotificationLedger(settings.state_dir / "notifications.db")
@@ -65,6 +79,13 @@ def build_registry(settings: WorkerSettings) -> ToolRegistry:
         if note.delay_seconds:
             await asyncio.sleep(note.delay_seconds)
         return delivery
+
+    @registry.tool(side_effects=True, requires_approval=True)
+    def refund_order(refund: RefundRequest, ctx: ToolContext) -> RefundIssued:
+        """Refund an order. A person approves each refund before it is issued."""
+        # The refund id derives from the idempotency key: a retried call issues the same refund.
+        return RefundIssued(order_id=refund.order_id, amount_eur=refund.amount_eur,
+                            refund_id="R-" + hashlib.sha256(ctx.idempotency_key.encode()).hexdigest()[:8])
 
     return registry
 

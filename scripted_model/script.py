@@ -117,6 +117,9 @@ class Reply(BaseModel):
     """Sent verbatim (status 200 unless ``fault`` says otherwise): a malformed body."""
     stream: StreamShape = Field(default_factory=StreamShape)
     """Used only when the request asks for a stream."""
+    fill: bool = False
+    """Replace ``{name}`` in ``content``, ``json`` strings and tool-call arguments with the named
+    groups of the rule's ``regex`` match: one rule answers many requests (the offline model does)."""
 
     @model_validator(mode="after")
     def _one_text_source(self) -> Reply:

@@ -9,6 +9,7 @@ injected faults (429 with Retry-After, 500, slow and malformed replies).
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from dataclasses import dataclass
@@ -20,7 +21,7 @@ from .caching import PromptCache
 from .matching import RequestView, Wire, matches, view_of
 from .render import HttpAnswer, error_answer, render
 from .streaming import anthropic_events, openai_events
-from .script import Reply, Script
+from .script import Reply, Rule, Script
 
 _ROUTES: dict[str, Wire] = {
     "/v1/chat/completions": "openai",
@@ -58,11 +59,32 @@ class _ScriptState:
                     continue
                 if matches(rule.match, view):
                     self._rule_uses[i] += 1
-                    return rule.reply, self.serial
+                    return (filled(rule, view) if rule.reply.fill else rule.reply), self.serial
             if self._next_reply < len(self.script.replies):
                 self._next_reply += 1
                 return self.script.replies[self._next_reply - 1], self.serial
             return self.script.default, self.serial
+
+
+def filled(rule: Rule, view: RequestView) -> Reply:
+    """``rule.reply`` with ``{group}`` replaced by the named groups of ``rule.match.regex`` (see ``Reply.fill``)."""
+    found = re.search(rule.match.regex, view.last_text) if rule.match.regex else None
+    groups = {k: v for k, v in (found.groupdict() if found else {}).items() if v is not None}
+
+    def fill(value: Any) -> Any:
+        if isinstance(value, str):
+            for name, text in groups.items():
+                value = value.replace("{" + name + "}", text)
+            return value
+        if isinstance(value, list):
+            return [fill(v) for v in value]
+        if isinstance(value, dict):
+            return {k: fill(v) for k, v in value.items()}
+        return value
+
+    reply = rule.reply
+    calls = [c.model_copy(update={"arguments": fill(c.arguments)}) for c in reply.tool_calls]
+    return reply.model_copy(update={"content": fill(reply.content), "json_": fill(reply.json_), "tool_calls": calls})
 
 
 def _coerce(script: Script | dict[str, Any] | str | Path | None) -> Script:

@@ -160,7 +160,9 @@ class ScheduleChange(BaseModel):
     """What ``agentsteps schedule`` did to one schedule."""
 
     id: str
-    outcome: Literal["created", "updated", "unchanged", "paused", "resumed", "triggered"]
+    outcome: Literal["created", "updated", "unchanged", "paused", "resumed", "triggered", "skipped"]
+    workflow_id: str | None = None
+    """``trigger``: the workflow the tick started (``skipped``: none, a tick was still running)."""
 
 
 class ScheduleStatus(BaseModel):

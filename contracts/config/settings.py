@@ -118,6 +118,11 @@ class WorkerSettings(BaseModel):
 
     temporal_address: str | None = None
     """A cluster's ``host:port``; unset means the embedded dev server."""
+    dev_port: int = Field(default=7233, ge=1, le=65535)
+    """The embedded dev server's port on 127.0.0.1 (``agentsteps dev --port``); every command
+    without ``temporal_address`` looks for the stack there."""
+    dev_ui_port: int = Field(default=8233, ge=1, le=65535)
+    """The embedded dev server's web UI port."""
     namespace: str = "default"
     task_queue: str = "agentsteps"
     state_dir: Path = Path(".agentsteps")

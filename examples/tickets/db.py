@@ -100,6 +100,8 @@ def _utcnow() -> datetime:
 
 
 def connect(path: str | Path) -> sqlite3.Connection:
+    if str(path) != ":memory:":
+        Path(path).parent.mkdir(parents=True, exist_ok=True)  # a fresh clone has no .agentsteps/ yet
     conn = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
     conn.row_factory = sqlite3.Row
     conn.execute("PRAGMA journal_mode=WAL")

@@ -24,10 +24,18 @@ def demo_model():
         yield server
 
 
+def dev_port_env(temporal_env) -> dict[str, str]:
+    """The test server as a running embedded stack (as `agentsteps dev --port N` leaves it), not a cluster."""
+    host, _, port = temporal_env.client.service_client.config.target_host.rpartition(":")
+    assert host in ("127.0.0.1", "localhost"), host
+    return {"AGENTSTEPS_DEV_PORT": port}
+
+
 def _env(temporal_env, tmp_path, base_url: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "AGENTSTEPS_CONFIG")}
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "AGENTSTEPS_CONFIG", "TEMPORAL_ADDRESS")}
     env.update(
-        TEMPORAL_ADDRESS=temporal_env.client.service_client.config.target_host,
+        **dev_port_env(temporal_env),
         AGENTSTEPS_TASK_QUEUE=f"cli-{uuid.uuid4().hex[:8]}",
         AGENTSTEPS_STATE_DIR=str(tmp_path / "state"),
         OPENAI_BASE_URL=base_url,
@@ -79,3 +87,14 @@ def test_unknown_config_file_is_a_clear_error(tmp_path):
 
     assert done.returncode == 2
     assert "missing.toml" in done.stderr
+
+
+def test_tools_list_shows_which_tools_need_approval_and_their_delivery_policy(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "AGENTSTEPS_CONFIG"}
+    done = _agentsteps("tools", "list", env={**env, "AGENTSTEPS_STATE_DIR": str(tmp_path)}, cwd=tmp_path)
+
+    assert done.returncode == 0, done.stderr
+    rows = {line.split()[0]: line.split() for line in done.stdout.split("\n\n")[0].splitlines()}
+    assert rows["TOOL"] == ["TOOL", "SOURCE", "EFFECTS", "APPROVAL", "DELIVERY"]
+    assert rows["refund_order"] == ["refund_order", "python", "writes", "required", "key"]
+    assert rows["get_weather"] == ["get_weather", "python", "read-only", "-", "retry"]

@@ -33,19 +33,10 @@ from agentsteps.scripted_model import Script, ScriptedModelServer
 
 from cli_json_support import SCHEMAS, pinned, released, schema_file, shape_schema
 from secret_scan import SecretScan
+from test_cli import dev_port_env
 
 ROOT = Path(__file__).resolve().parents[2]
 AGENTSTEPS = str(Path(sys.executable).with_name("agentsteps"))
-
-# Runs the real CLI in a fresh process, with the embedded server moved to free ports.
-_ON_FREE_PORTS = """
-import sys
-import agentsteps.client.dev_server as dev_server
-dev_server.DEV_SERVER_PORT, dev_server.UI_PORT = int(sys.argv[1]), int(sys.argv[2])
-from agentsteps.cli import main
-main(sys.argv[3:])
-"""
-
 
 def _free_port() -> int:
     with socket.socket() as sock:
@@ -79,9 +70,10 @@ def test_run_json_is_only_json_when_it_starts_the_embedded_server_itself(tmp_pat
     question = "weather in Paris and Tokyo? " + uuid.uuid4().hex
     with ScriptedModelServer(Script.model_validate(script)) as model:
         done = _run(
-            [sys.executable, "-c", _ON_FREE_PORTS, str(_free_port()), str(_free_port()),
-             "run", "--spec", "examples/demo_agent.toml", "--input", question, "--json"],
-            {**_base_env(tmp_path, model.url_openai), "OPENAI_API_KEY": key},
+            [AGENTSTEPS, "run", "--spec", "examples/demo_agent.toml", "--input", question, "--json"],
+            # The embedded server moved to free ports, as `agentsteps dev --port` does.
+            {**_base_env(tmp_path, model.url_openai), "OPENAI_API_KEY": key,
+             "AGENTSTEPS_DEV_PORT": str(_free_port()), "AGENTSTEPS_DEV_UI_PORT": str(_free_port())},
         )
 
     assert done.returncode == 0, done.stderr
@@ -105,8 +97,7 @@ def test_run_pipeline_json_is_only_json(temporal_env, tmp_path):
     config.write_text('[worker]\ntool_factories = ["agentsteps.examples.support_tools:build_registry"]\n')
     email = {"sender": "kim@example.com", "subject": "PROJ-1", "body": "Please close PROJ-1, it works now."}
     with ScriptedModelServer(script) as model:
-        env = {**_base_env(tmp_path, model.url_openai),
-               "TEMPORAL_ADDRESS": temporal_env.client.service_client.config.target_host}
+        env = {**_base_env(tmp_path, model.url_openai), **dev_port_env(temporal_env)}
         done = _run([AGENTSTEPS, "--config", str(config), "run", "--pipeline", "examples/pipelines/support_reply.toml",
                      "--input", json.dumps(email), "--json"], env)
 

@@ -154,7 +154,7 @@ async def test_trigger_runs_one_monitor_tick_that_nudges_the_stalled_issues(
     mcp = tracker_client({"tickets": tracker_server(db)}, new_token())
     try:
         async with monitor_worker(client, settings, mcp):
-            await trigger(client, schedule_id)
+            started = await trigger(client, schedule_id)
             handle = client.get_schedule_handle(schedule_id)
             for _ in range(100):
                 recent = (await handle.describe()).info.recent_actions
@@ -165,7 +165,7 @@ async def test_trigger_runs_one_monitor_tick_that_nudges_the_stalled_issues(
             report = await client.get_workflow_handle(workflow_id, result_type=MonitorReport).result()
     finally:
         await mcp.aclose()
-    assert workflow_id.startswith(schedule_id)
+    assert workflow_id.startswith(schedule_id) and started == workflow_id
     assert report.stalled_ids == expected and report.nudged == expected
     assert sorted(nudge_comments(db)) == sorted(expected)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 
 import pytest
 import referencing
@@ -26,7 +27,20 @@ from agentsteps.contracts import (
     Violation,
     ViolationKind,
 )
+from agentsteps.contracts.approvals import ApprovalDecision, ApprovalRecord, PendingApproval
+from agentsteps.contracts.monitor import MonitorInput, MonitorReport, MonitorSpec
 from agentsteps.contracts.schema_export import PUBLIC_MODELS, export_schemas
+from agentsteps.contracts.session import (
+    CloseInput,
+    ProgressEvent,
+    SessionConfig,
+    SessionInput,
+    SessionOutcome,
+    SessionState,
+    TurnInput,
+    TurnResult,
+    TurnSummary,
+)
 
 pytestmark = pytest.mark.fast  # pure and quick: in `make test-fast`
 
@@ -44,6 +58,21 @@ REQUIRED = [
     "AgentResult",
     "AgentState",
     "Violation",
+    "SessionConfig",
+    "SessionInput",
+    "TurnInput",
+    "TurnResult",
+    "CloseInput",
+    "SessionState",
+    "TurnSummary",
+    "ProgressEvent",
+    "SessionOutcome",
+    "PendingApproval",
+    "ApprovalDecision",
+    "ApprovalRecord",
+    "MonitorSpec",
+    "MonitorInput",
+    "MonitorReport",
 ]
 
 CONFIG = LLMConfig(model="gpt-4o-2024-08-06")
@@ -62,6 +91,10 @@ STEP = Step(
     usage=USAGE,
     violations=[VIOLATION],
 )
+NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
+APPROVAL = PendingApproval(approval_id="t1.0:call_1", tool="refund_order", arguments='{"order_id": "A-1001"}',
+                           reason="needs approval", requested_at=NOW, expires_at=NOW)
+MONITOR = MonitorSpec(lead="lead.core", model=CONFIG)
 EXAMPLES = {
     "Message": Message(role="assistant", tool_calls=[CALL]),
     "ToolSchema": TOOL,
@@ -81,6 +114,23 @@ EXAMPLES = {
     "AgentResult": AgentResult(status="completed", output={"a": 1}, steps=[STEP], usage=USAGE, violations=[VIOLATION]),
     "AgentState": AgentState(status="running", step=1, model=CONFIG.model, usage=USAGE, violations=0, degradations=0),
     "Violation": VIOLATION,
+    "SessionConfig": SessionConfig(stream_tokens=True),
+    "SessionInput": SessionInput(spec=SPEC, session=SessionConfig(idle_timeout_seconds=3600)),
+    "TurnInput": TurnInput(input="Is it raining in Paris?"),
+    "TurnResult": TurnResult(status="completed", output="yes", session_id="desk-1", turn=2, usage=USAGE),
+    "CloseInput": CloseInput(reason="resolved"),
+    "SessionState": SessionState(session_id="desk-1", status="idle", turns=2, created_at=NOW, last_activity=NOW,
+                                 idle_timeout_seconds=3600),
+    "TurnSummary": TurnSummary(turn=1, input="hi", status="completed", started_at=NOW),
+    "ProgressEvent": ProgressEvent(kind="tool_call", turn=1, at=NOW, tool="get_weather", detail='{"city": "Paris"}'),
+    "SessionOutcome": SessionOutcome(session_id="desk-1", reason="resolved", turns=2),
+    "PendingApproval": APPROVAL,
+    "ApprovalDecision": ApprovalDecision(approval_id=APPROVAL.approval_id, note="ok", approver="ana"),
+    "ApprovalRecord": ApprovalRecord(approval_id=APPROVAL.approval_id, tool="refund_order", outcome="approved",
+                                     decided_at=NOW),
+    "MonitorSpec": MONITOR,
+    "MonitorInput": MonitorInput(spec=MONITOR),
+    "MonitorReport": MonitorReport(monitor="stalled-tickets", as_of=NOW, day="2026-12-01", nudged=["PROJ-1"]),
 }
 
 

@@ -250,3 +250,21 @@ def test_prompt_cache_reads_the_same_when_hundreds_of_conversations_branch_off_o
             # The same conversation with its keys in another order is the same prompt.
             reordered = [dict(reversed(list(m.items()))) for m in messages]
             assert cache.openai({"messages": reordered}) == reference.openai(messages)
+
+
+def test_fill_answers_with_the_named_groups_of_the_rule_regex(server):
+    server.set_script({"rules": [
+        {"match": {"regex": r"refund (?P<order>[A-Z]+-\d+)"}, "reply": {"fill": True, "tool_calls": [
+            {"name": "refund_order", "arguments": {"order_id": "{order}", "note": "for {order}"}}]}},
+        {"match": {"regex": r"hello (?P<who>\w+)"}, "reply": {"fill": True, "json": {"greeting": ["hi {who}"]}}},
+    ]})
+    call = _chat(server, "please refund A-1001 today").json()["choices"][0]["message"]["tool_calls"][0]
+    greeting = _chat(server, "hello ada").json()["choices"][0]["message"]["content"]
+
+    assert json.loads(call["function"]["arguments"]) == {"order_id": "A-1001", "note": "for A-1001"}
+    assert json.loads(greeting) == {"greeting": ["hi ada"]}
+
+
+def test_without_fill_braces_are_sent_verbatim(server):
+    server.set_script({"rules": [{"match": {"regex": r"(?P<x>\w+)"}, "reply": {"content": "{x}"}}]})
+    assert _chat(server, "word").json()["choices"][0]["message"]["content"] == "{x}"

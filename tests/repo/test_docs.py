@@ -20,6 +20,7 @@ from typing import Any, get_args, get_origin
 import pytest
 from pydantic import BaseModel
 
+from agentsteps.cli.failure_lines import LOG_LEVEL_ENV
 from agentsteps.cli.main import _parser
 from agentsteps.client import settings as loader
 from agentsteps.contracts.config.mcp_config import HttpServerConfig, McpBreaker, McpTimeouts, StdioServerConfig
@@ -115,7 +116,8 @@ def test_every_worker_setting_is_documented_and_every_documented_one_exists():
 
 
 def test_every_environment_variable_the_loader_reads_is_documented_and_vice_versa():
-    read = set(loader._ENV_FIELDS) | {loader.CONFIG_ENV, loader.SECRETS_DIR_ENV}
+    # The settings loader's variables, and the CLI's own log level (read before any settings are).
+    read = set(loader._ENV_FIELDS) | {loader.CONFIG_ENV, loader.SECRETS_DIR_ENV, LOG_LEVEL_ENV}
     documented = documented_env_vars()
     assert read - documented == set(), "variables the loader reads, missing from docs/configuration.md"
     assert documented - read == set(), "docs/configuration.md lists variables the loader never reads"
