@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import signal
 import sys
 import threading
 
@@ -12,18 +11,19 @@ from temporalio.client import Client
 from ..contracts.config.settings import WorkerSettings
 from ..client.dev_server import embedded_temporal
 from ..telemetry.server import start_metrics_server
+from .stop_signal import stop_event
 from ..worker import build_mcp, check_deployment, connect, running_worker, settle_heap
 
 
-async def _until_stopped() -> None:
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
-    await stop.wait()
+def _stopping(settings: WorkerSettings) -> None:
+    print(
+        f"stopping: no new tasks; running activities get up to {settings.graceful_shutdown_seconds:g} s",
+        file=sys.stderr,
+        flush=True,
+    )
 
 
-async def _serve(client: Client, settings: WorkerSettings, banner: list[str]) -> None:
+async def _serve(client: Client, settings: WorkerSettings, banner: list[str], stop: asyncio.Event) -> None:
     """Worker plus /metrics until SIGINT or SIGTERM; /readyz turns ready once the worker polls
     and every required MCP server is up, and shows each server's state.
 
@@ -31,6 +31,9 @@ async def _serve(client: Client, settings: WorkerSettings, banner: list[str]) ->
     and lets running activities finish for ``graceful_shutdown_seconds``
     (leaving ``running_worker`` shuts the Temporal worker down), then exits.
     """
+    if stop.is_set():  # stopped while connecting: never poll at all
+        _stopping(settings)
+        return
     ready = threading.Event()
     mcp = build_mcp(settings)
     metrics = start_metrics_server(
@@ -42,18 +45,15 @@ async def _serve(client: Client, settings: WorkerSettings, banner: list[str]) ->
             settle_heap()
             ready.set()
             print("\n".join(banner), flush=True)
-            await _until_stopped()
+            await stop.wait()
             ready.clear()
-            print(
-                f"stopping: no new tasks; running activities get up to {settings.graceful_shutdown_seconds:g} s",
-                file=sys.stderr,
-                flush=True,
-            )
+            _stopping(settings)
     finally:
         metrics.stop()
 
 
 async def run_dev(settings: WorkerSettings) -> int:
+    stop = stop_event()
     async with embedded_temporal(settings) as temporal:
         client = await connect(settings, temporal.address)
         banner = [f"Temporal server: {temporal.address}"]
@@ -63,15 +63,16 @@ async def run_dev(settings: WorkerSettings) -> int:
             f"Metrics:         http://localhost:{settings.metrics_port}/metrics",
             f"Worker polling task queue {settings.task_queue!r}. Ctrl-C to stop.",
         ]
-        await _serve(client, settings, banner)
+        await _serve(client, settings, banner, stop)
     return 0
 
 
 async def run_worker_only(settings: WorkerSettings) -> int:
+    stop = stop_event()  # first: the handler is in place before connecting, polling or the banner
     check_deployment(settings)
     if settings.tool_factories is None:
         # A production worker offers only the tools its operator configured; demo tools are for demo and dev.
         settings = settings.model_copy(update={"tool_factories": []})
     client = await connect(settings)
-    await _serve(client, settings, [f"worker on {settings.task_queue!r}, metrics on :{settings.metrics_port}"])
+    await _serve(client, settings, [f"worker on {settings.task_queue!r}, metrics on :{settings.metrics_port}"], stop)
     return 0

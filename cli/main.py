@@ -131,12 +131,18 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _dev(args: argparse.Namespace) -> int:
+    from .stop_signal import install_early
+
+    install_early()
     from .dev import run_dev
 
     return asyncio.run(run_dev(_settings(args)))
 
 
 def _worker(args: argparse.Namespace) -> int:
+    from .stop_signal import install_early
+
+    install_early()  # before the slow part: a SIGTERM while starting drains instead of killing
     from .dev import run_worker_only
 
     return asyncio.run(run_worker_only(_settings(args)))
