@@ -22,7 +22,7 @@ from pathlib import Path
 
 from ...contracts.code.program import SnapshotRef
 from ...contracts.config.settings import WorkerSettings
-from ...contracts.errors import PayloadIntegrityError, SnapshotIntegrityError
+from ...contracts.errors import PayloadIntegrityError, SnapshotIntegrityError, SnapshotKeyUnknownError
 from ...storage.payload_store import PayloadStore
 
 _DOMAIN = b"agentsteps.snapshot.v1"
@@ -88,11 +88,14 @@ class SnapshotVault:
         return any(hmac.compare_digest(self._sign(k, run_key, ref.sha256), ref.signature) for k in candidates)
 
     async def load(self, run_key: str, ref: SnapshotRef) -> bytes:
-        if not self._verified(run_key, ref):
-            known = "" if ref.key_id is None or ref.key_id in self._keys else f" (key id {ref.key_id} is not configured)"
-            raise SnapshotIntegrityError(
-                f"snapshot {ref.sha256[:12]} is not signed for this run by a worker key{known}"
+        if ref.key_id is not None and ref.key_id not in self._keys:
+            # A key rollout (or this worker's key is wrong): not the snapshot's fault, so never final.
+            raise SnapshotKeyUnknownError(
+                f"snapshot {ref.sha256[:12]} is signed with key id {ref.key_id}, which this worker does not hold "
+                f"(it signs with {self._key_id}); retried until a worker with that key takes it"
             )
+        if not self._verified(run_key, ref):
+            raise SnapshotIntegrityError(f"snapshot {ref.sha256[:12]} is not signed for this run by a worker key")
         try:
             data = await self._store.get(ref.claim)
         except PayloadIntegrityError as exc:
