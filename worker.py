@@ -31,6 +31,7 @@ from .storage import payload_unavailable
 from .storage.payload_unavailable import terminate_unreadable_runs
 from .activities.llm.providers.http_transport import provider_http_client
 from .activities.sandbox import SandboxActivities, SandboxPool, SnapshotVault, load_snapshot_key
+from .activities.sandbox.key_check import check_deployment_key
 from .activities.sandbox.snapshots import previous_snapshot_keys
 from .activities.tools.registry import ToolRegistry
 from .activities.tools.source import ToolSource
@@ -100,6 +101,17 @@ def check_deployment(settings: WorkerSettings) -> None:
             + ". If exactly one worker serves this cluster, say so with AGENTSTEPS_SINGLE_WORKER=1 "
             "(single_worker = true in [worker])."
         )
+
+
+async def check_snapshot_key(settings: WorkerSettings) -> None:
+    """On a cluster: refuse a snapshot key that is not the deployment's (``activities/sandbox/key_check.py``)."""
+    if settings.temporal_address is None or settings.single_worker:
+        return
+    store = build_payload_store(settings)
+    try:
+        await check_deployment_key(store, load_snapshot_key(settings), previous_snapshot_keys(settings))
+    finally:
+        await store.aclose()
 
 
 _KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}

@@ -12,7 +12,7 @@ from ..contracts.config.settings import WorkerSettings
 from ..client.dev_server import embedded_temporal
 from ..telemetry.server import start_metrics_server
 from .stop_signal import stop_event
-from ..worker import build_mcp, check_deployment, connect, running_worker, settle_heap
+from ..worker import build_mcp, check_deployment, check_snapshot_key, connect, running_worker, settle_heap
 
 
 def _stopping(settings: WorkerSettings) -> None:
@@ -70,6 +70,7 @@ async def run_dev(settings: WorkerSettings) -> int:
 async def run_worker_only(settings: WorkerSettings) -> int:
     stop = stop_event()  # first: the handler is in place before connecting, polling or the banner
     check_deployment(settings)
+    await check_snapshot_key(settings)
     if settings.tool_factories is None:
         # A production worker offers only the tools its operator configured; demo tools are for demo and dev.
         settings = settings.model_copy(update={"tool_factories": []})

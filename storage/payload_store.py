@@ -59,6 +59,10 @@ class LocalDirStorageDriver(StorageDriver):
     def name(self) -> str:
         return self._name
 
+    @property
+    def root(self) -> Path:
+        return self._root
+
     def type(self) -> str:
         return LOCAL_DRIVER
 
@@ -196,6 +200,26 @@ class PayloadStore:
             return await self.driver.read_object(location)
         client, bucket = self._s3()
         return await client.read_object(bucket, location)
+
+    async def read_named(self, name: str) -> bytes | None:
+        """A small named object beside the content-addressed ones (``deployment/<name>``), or None."""
+        if isinstance(self.driver, LocalDirStorageDriver):
+            path = self.driver.root / "deployment" / name
+            return await asyncio.to_thread(lambda: path.read_bytes() if path.exists() else None)
+        client, bucket = self._s3()
+        return await client.read_named(bucket, f"deployment/{name}")
+
+    async def write_named(self, name: str, data: bytes) -> None:
+        if isinstance(self.driver, LocalDirStorageDriver):
+            path = self.driver.root / "deployment" / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            os.replace(tmp, path)
+            return
+        client, bucket = self._s3()
+        await client.put_object(bucket=bucket, key=f"deployment/{name}", data=data)
 
     async def modified(self, location: str) -> datetime | None:
         """When the object was last stored or re-referenced (None once it is gone)."""

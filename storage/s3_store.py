@@ -94,6 +94,17 @@ class PrefixedAioboto3Client(S3StorageDriverClient):
             raise
         return True
 
+    async def read_named(self, bucket: str, key: str) -> bytes | None:
+        """An object under the prefix by name, or None when there is none."""
+        raw, _ = await self._open()
+        try:
+            response = await raw.get_object(Bucket=bucket, Key=self._prefix + key)
+        except Exception as exc:
+            if _error_code(exc) in _ABSENT:
+                return None
+            raise
+        return await response["Body"].read()
+
     async def modified(self, bucket: str, key: str) -> datetime | None:
         """An object's ``LastModified`` by its full key (None once it is gone), for the GC's last look."""
         raw, _ = await self._open()
