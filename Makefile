@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test install mcp-thirdparty clean dashboard
+.PHONY: demo test test-fast install mcp-thirdparty clean dashboard
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -16,11 +16,11 @@ install: $(BIN)/python
 demo: install
 	$(BIN)/agentsteps demo
 
-# Regenerate the Grafana dashboard JSON from its builder (tests/test_dashboard_rules.py checks they match).
+# Regenerate the Grafana dashboard JSON from its builder (tests/deploy/test_dashboard_rules.py checks they match).
 dashboard: $(BIN)/python
 	$(BIN)/python deploy/grafana/build_dashboard.py
 
-# Published MCP servers we did not write, for tests/test_mcp_thirdparty.py. Each
+# Published MCP servers we did not write, for tests/activities/test_mcp_thirdparty.py. Each
 # gets its own venv (their MCP SDK pins must never touch the project's); the
 # stamp is the pinned requirements file, so a changed pin reinstalls.
 THIRDPARTY := .venv-mcp-thirdparty
@@ -35,8 +35,15 @@ $(THIRDPARTY)/%/installed.txt: tests/mcp_thirdparty/%.txt
 
 mcp-thirdparty: $(THIRDPARTY_SERVERS)
 
+# The suite on TEST_WORKERS processes, each with its own Temporal dev server; a
+# test file stays on one process (its module fixtures are set up once).
+TEST_WORKERS ?= 3
 test: install mcp-thirdparty
-	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
+
+# The inner loop: the pure tests marked `fast` (tests/README.md), in seconds.
+test-fast: install
+	$(BIN)/python -m pytest -q -m fast $(PYTEST_ARGS)
 
 clean:
 	rm -rf $(VENV) $(THIRDPARTY) .agentsteps

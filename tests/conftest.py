@@ -35,6 +35,24 @@ def client(temporal_env) -> Client:
     return temporal_env.client
 
 
+def pytest_ignore_collect(collection_path, config):
+    # The fast lane (`-m fast`) skips importing modules that mark nothing fast:
+    # importing them is most of what the lane would otherwise spend.
+    if config.getoption("markexpr") == "fast" and collection_path.name.startswith("test_") and collection_path.suffix == ".py":
+        return True if "pytest.mark.fast" not in collection_path.read_text() else None
+    return None
+
+
+# Under xdist (`make test`) files are handed out in collection order, so the
+# longest go first: end-to-end files (child processes, kills, restarts), then
+# the CLI's and storage's (subprocesses, S3), then the rest. Order within a file is kept.
+_FIRST = {"e2e": 0, "client_cli": 1, "storage": 1}
+
+
+def pytest_collection_modifyitems(session, config, items):
+    items.sort(key=lambda item: _FIRST.get(item.path.parent.name, 2))
+
+
 def pytest_sessionfinish(session, exitstatus):
     global _exit_status
     _exit_status = int(exitstatus)

@@ -4,8 +4,8 @@
 
 The golden signals and error ratios are here; the other rows are in
 dashboard_rows.py, and the rules every panel follows in dashboard_kit.py.
-tests/test_dashboard_rules.py fails while the committed JSON differs from what
-this writes; tests/test_telemetry_dashboard.py evaluates every query against a
+tests/deploy/test_dashboard_rules.py fails while the committed JSON differs from what
+this writes; tests/deploy/test_telemetry_dashboard.py evaluates every query against a
 real Prometheus that scraped a real worker.
 """
 

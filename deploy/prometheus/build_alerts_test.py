@@ -3,8 +3,8 @@
 The scenarios are written here; histograms are expanded to the exact bucket
 layouts the worker exports (imported from telemetry/), and each firing case's
 annotations are taken from alerts.yml, so the two files cannot drift apart.
-tests/test_deploy_promtool.py checks the committed file is this script's
-output, and tests/test_alert_series.py checks every series against a real scrape.
+tests/deploy/test_deploy_promtool.py checks the committed file is this script's
+output, and tests/deploy/test_alert_series.py checks every series against a real scrape.
 """
 
 import json
@@ -75,7 +75,7 @@ RUNL = f'{JOB}, {TQ}, workflow_type="AgentWorkflow"'
 
 W("# promtool unit tests for alerts.yml: `promtool test rules deploy/prometheus/alerts_test.yml`.")
 W("# Every input series (name, label names, bucket bounds) is one a real worker exports:")
-W("# tests/test_alert_series.py checks this file against a real worker's /metrics scrape.")
+W("# tests/deploy/test_alert_series.py checks this file against a real worker's /metrics scrape.")
 W("# Every alert has a case where it fires and one where it stays quiet.")
 W("rule_files:\n  - alerts.yml\n\nevaluation_interval: 1m\n\ntests:")
 

@@ -1,0 +1,34 @@
+"""The persisted names, pinned: histories in flight and other-language backends depend on these strings.
+
+The one place outside ``contracts/names.py`` that spells them, on purpose: a
+rename must fail here and be made a deliberate, versioned change.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from agentsteps.contracts import names
+
+pytestmark = pytest.mark.fast  # pure and quick: in `make test-fast`
+
+
+def test_every_persisted_name_is_unchanged():
+    assert (names.AGENT_WORKFLOW, names.PIPELINE_WORKFLOW, names.MONITOR_WORKFLOW) == (
+        "AgentWorkflow", "PipelineWorkflow", "StalledTicketMonitor",
+    )
+    assert names.ACTIVITIES == (
+        "llm.call", "tools.describe", "tools.call", "code.check", "code.start", "code.resume", "monitor.record",
+    )
+    assert (names.STATE_QUERY, names.STEPS_QUERY, names.CANCEL_SIGNAL) == ("state", "steps", "cancel")
+    # A patch id is in every history recorded after its change; renaming it replays those runs the old way.
+    assert names.EFFECTS_PATCH == "agentsteps.effects-once.1"
+    assert names.REFUSAL_REPROMPTED_ONCE == "refusal-reprompted-once"
+
+
+def test_the_worker_registers_every_workflow_by_its_persisted_name():
+    from temporalio import workflow
+
+    from agentsteps.worker import workflows
+
+    assert {workflow._Definition.must_from_class(w).name for w in workflows()} == set(names.WORKFLOWS)

@@ -1,0 +1,63 @@
+"""A worker killed with SIGKILL mid-run: the run finishes elsewhere, no side effect repeats."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from pathlib import Path
+
+from agentsteps.contracts import AgentInput, AgentResult
+from agentsteps.contracts.names import AGENT_WORKFLOW
+from agentsteps.contracts.spec import ActivityPolicy
+from agentsteps.examples.demo_tools import NotificationLedger
+
+from agent_support import make_spec
+from process_support import kill, start_worker_process, wait_for
+
+WORKER = Path(__file__).parents[1] / "support" / "worker_process.py"
+
+
+async def test_sigkilled_worker_mid_tool_call_completes_on_a_new_worker_without_repeating_the_side_effect(
+    temporal_env, client, scripted, tmp_path
+):
+    scripted.set_script(
+        {
+            "rules": [
+                {"match": {"role": "user"}, "reply": {"tool_calls": [
+                    {"name": "send_notification",
+                     "arguments": {"recipient": "carol", "message": "build is red", "delay_seconds": 2}}
+                ]}},
+                {"match": {"tool_result_for": "send_notification"}, "reply": {"content": "carol knows"}},
+            ]
+        }
+    )
+    address = temporal_env.client.service_client.config.target_host
+    task_queue = f"kill-{uuid.uuid4().hex[:8]}"
+    state_dir = tmp_path / "state"
+    ledger_path = state_dir / "notifications.db"
+    first = start_worker_process(WORKER, address, task_queue, scripted.url_openai, state_dir)
+    spec = make_spec(tool_policy=ActivityPolicy(start_to_close_seconds=4, initial_interval_seconds=0.5))
+    handle = await client.start_workflow(
+        AGENT_WORKFLOW,
+        AgentInput(spec=spec, input="tell carol"),
+        id=f"kill-{uuid.uuid4().hex[:8]}",
+        task_queue=task_queue,
+        result_type=AgentResult,
+    )
+    try:
+        # The notification is delivered, and the activity has not reported back yet.
+        await wait_for(lambda: ledger_path.exists() and len(NotificationLedger(ledger_path).delivered()) == 1)
+        kill(first)
+        second = start_worker_process(WORKER, address, task_queue, scripted.url_openai, state_dir)
+        try:
+            result = await asyncio.wait_for(handle.result(), timeout=60)
+        finally:
+            kill(second)
+    finally:
+        kill(first)
+
+    assert result.status == "completed"
+    assert result.output == "carol knows"
+    delivered = NotificationLedger(ledger_path).delivered()
+    # One notification, reached twice: the retry found its idempotency key.
+    assert [(recipient, attempts) for _, recipient, attempts in delivered] == [("carol", 2)]

@@ -1,0 +1,53 @@
+"""The payload store: one content-addressed mechanism for large payloads and snapshots."""
+
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+
+from agentsteps.storage.payload_store import (
+    LocalDirStorageDriver,
+    PayloadStore,
+    build_data_converter,
+    build_payload_store,
+)
+from agentsteps.contracts.config.settings import WorkerSettings
+from agentsteps.contracts.errors import PayloadIntegrityError
+
+pytestmark = pytest.mark.fast  # pure and quick: in `make test-fast`
+
+
+async def test_bytes_round_trip_under_their_sha256(tmp_path):
+    store = PayloadStore(LocalDirStorageDriver(tmp_path))
+    claim = await store.put(b"snapshot bytes")
+    assert claim["hash_algorithm"] == "sha256"
+    stored = store.driver.path_for(claim["hash_value"])
+    assert hashlib.sha256(stored.read_bytes()).hexdigest() == claim["hash_value"]
+    assert await store.get(claim) == b"snapshot bytes"
+
+
+async def test_altered_bytes_are_detected(tmp_path):
+    store = PayloadStore(LocalDirStorageDriver(tmp_path))
+    claim = await store.put(b"original")
+    store.driver.path_for(claim["hash_value"]).write_bytes(b"changed")
+    with pytest.raises(PayloadIntegrityError):
+        await store.get(claim)
+
+
+async def test_data_converter_offloads_payloads_over_256_kib(tmp_path):
+    settings = WorkerSettings(state_dir=tmp_path)
+    store = build_payload_store(settings)
+    converter = build_data_converter(settings, store)
+    small, big = {"n": 1}, {"rows": ["x" * 1000] * 400}
+    [small_payload, big_payload] = await converter.encode([small, big])
+    assert small_payload.data and b"rows" not in big_payload.data
+    assert big_payload.ByteSize() < 1024
+    assert list((tmp_path / "payloads" / "sha256").rglob("*")), "the big payload is in the local store"
+    assert await converter.decode([small_payload, big_payload], [dict, dict]) == [small, big]
+
+
+def test_s3_is_used_when_a_bucket_is_configured(tmp_path):
+    store = build_payload_store(WorkerSettings(state_dir=tmp_path, payload_store={"s3_bucket": "payloads"}))
+    assert store.driver.type() == "aws.s3driver"
+    assert store.external_storage().payload_size_threshold == 256 * 1024

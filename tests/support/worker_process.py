@@ -1,0 +1,34 @@
+"""A worker in its own process, so a test can SIGKILL it mid-run.
+
+usage: python worker_process.py ADDRESS TASK_QUEUE OPENAI_BASE_URL STATE_DIR
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from agentsteps.contracts.config.settings import ProviderSettings, WorkerSettings
+from agentsteps.worker import connect, running_worker
+
+from child_main import run_child, serve_until_killed
+
+
+async def main(address: str, task_queue: str, base_url: str, state_dir: str) -> None:
+    settings = WorkerSettings(
+        temporal_address=address,
+        task_queue=task_queue,
+        state_dir=Path(state_dir),
+        providers=ProviderSettings(openai_base_url=base_url),
+    )
+    client = await connect(settings)
+    # AGENTSTEPS_TEST_NO_CACHE=1: no sticky cache, so each workflow task may go to any worker
+    # (the time-skipping test server never moves a dead worker's sticky tasks elsewhere).
+    options = {"max_cached_workflows": 0} if os.environ.get("AGENTSTEPS_TEST_NO_CACHE") else {}
+    async with running_worker(client, settings, **options):
+        await serve_until_killed()
+
+
+if __name__ == "__main__":
+    run_child(main, *sys.argv[1:5])
