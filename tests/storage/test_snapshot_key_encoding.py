@@ -15,6 +15,8 @@ from agentsteps.contracts.config.settings import WorkerSettings
 from agentsteps.contracts.errors import DeploymentConfigError
 from agentsteps.storage.payload_store import LocalDirStorageDriver, PayloadStore
 
+pytestmark = pytest.mark.fast
+
 
 def _vault(settings: WorkerSettings, store: PayloadStore) -> SnapshotVault:
     return SnapshotVault(store, load_snapshot_key(settings), previous_snapshot_keys(settings))
