@@ -20,6 +20,7 @@ from pydantic import SecretStr
 from temporalio.client import Client
 from temporalio.runtime import Runtime
 from temporalio.worker import Worker
+from temporalio.worker import WorkflowInstance, WorkflowInstanceDetails, WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from .storage.conversations import ConversationStore
@@ -27,9 +28,11 @@ from .activities.llm.activities import LLMActivities
 from .activities.mcp import McpActivities, SecretResolver, build_mcp_activities
 from .activities.monitor.activities import MonitorActivities
 from .storage.payload_store import PayloadStore, build_data_converter, build_payload_store
+from .storage import payload_unavailable
 from .storage.payload_unavailable import terminate_unreadable_runs
 from .activities.llm.providers.http_transport import provider_http_client
 from .activities.sandbox import SandboxActivities, SandboxPool, SnapshotVault, load_snapshot_key
+from .activities.sandbox.key_check import check_deployment_key
 from .activities.sandbox.snapshots import previous_snapshot_keys
 from .activities.tools.registry import ToolRegistry
 from .activities.tools.source import ToolSource
@@ -38,7 +41,7 @@ from .client.search_attributes import ensure_search_attributes
 from .client.settings import load_mcp_config, secret_sources
 from .contracts.config.settings import DEMO_TOOL_FACTORIES, WorkerSettings
 from .contracts.errors import DeploymentConfigError
-from .telemetry.metrics import WORKER_SLOTS
+from .telemetry.metrics import PAYLOAD_STORE_DENIED, WORKER_SLOTS
 from .telemetry.runtime import build_runtime
 from .telemetry.tracing import tracing_interceptors
 from .workflows.agent import AgentWorkflow
@@ -47,6 +50,10 @@ from .workflows.pipeline import PipelineWorkflow
 from .workflows.session import SessionWorkflow
 
 _runtime: Runtime | None = None
+
+
+if PAYLOAD_STORE_DENIED.inc not in payload_unavailable.on_denied:
+    payload_unavailable.on_denied.append(PAYLOAD_STORE_DENIED.inc)
 
 
 def _process_runtime(settings: WorkerSettings) -> Runtime:
@@ -104,6 +111,15 @@ def production_settings(settings: WorkerSettings) -> WorkerSettings:
     if settings.tool_factories is None:
         settings = settings.model_copy(update={"tool_factories": []})
     return settings
+async def check_snapshot_key(settings: WorkerSettings) -> None:
+    """On a cluster: refuse a snapshot key that is not the deployment's (``activities/sandbox/key_check.py``)."""
+    if settings.temporal_address is None or settings.single_worker:
+        return
+    store = build_payload_store(settings)
+    try:
+        await check_deployment_key(store, load_snapshot_key(settings), previous_snapshot_keys(settings))
+    finally:
+        await store.aclose()
 
 
 _KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
@@ -203,9 +219,47 @@ def build_worker(
 # modules are pure (no I/O, time or randomness but workflow.*: DESIGN.md), and every helper the
 # workflows call was passed through already; passing the workflow modules too saves ~6 ms CPU a
 # run. The sandbox still guards everything else a workflow imports.
-ENGINE_SANDBOX = SandboxedWorkflowRunner(
+class RunAwareRunner(WorkflowRunner):
+    """Another runner's instances, each activation marked with its run id (``decoding_for``), so a
+    payload the store cannot give back is pinned on the very run that met it."""
+
+    def __init__(self, inner: WorkflowRunner) -> None:
+        self.inner = inner
+
+    def prepare_workflow(self, defn: Any) -> None:
+        self.inner.prepare_workflow(defn)
+
+    def create_instance(self, det: WorkflowInstanceDetails) -> WorkflowInstance:
+        return _RunAwareInstance(self.inner.create_instance(det))
+
+    def set_worker_level_failure_exception_types(self, types: Sequence[type[BaseException]]) -> None:
+        self.inner.set_worker_level_failure_exception_types(types)
+
+
+class _RunAwareInstance(WorkflowInstance):
+    def __init__(self, inner: WorkflowInstance) -> None:
+        self._inner = inner
+
+    def activate(self, act: Any) -> Any:
+        with payload_unavailable.decoding_for(act.run_id):
+            return self._inner.activate(act)
+
+    def get_serialization_context(self, *args: Any) -> Any:
+        return self._inner.get_serialization_context(*args)
+
+    def get_external_store_context(self, *args: Any) -> Any:
+        return self._inner.get_external_store_context(*args)
+
+    def get_info(self) -> Any:
+        return self._inner.get_info()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+ENGINE_SANDBOX = RunAwareRunner(SandboxedWorkflowRunner(
     restrictions=SandboxRestrictions.default.with_passthrough_modules(__package__ or "agentsteps"),
-)
+))
 
 
 # Gauge kind -> the Worker option that sizes it, and the SDK's default when nothing overrides it.

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import signal
 import socket
 import sys
 import threading
@@ -23,8 +22,11 @@ from ..contracts.config.settings import WorkerSettings
 from ..console import running_console
 from ..contracts.errors import StackConflictError
 from ..telemetry.server import start_metrics_server
-from ..worker import build_mcp, connect, load_registry, production_settings, running_worker, settle_heap
+from ..worker import (
+    build_mcp, check_snapshot_key, connect, load_registry, production_settings, running_worker, settle_heap,
+)
 from .offline import offline_script_text, wants_offline, worker_models
+from .stop_signal import stop_event
 from .workers import fingerprint, live_pollers, worker_identity
 
 HEALTH_EVERY_SECONDS = 2.0
@@ -36,12 +38,17 @@ class ServerLost(Exception):
     """The Temporal server stopped answering."""
 
 
-async def _until_stopped(client: Client, address: str) -> None:
-    """Until SIGINT or SIGTERM; raises ``ServerLost`` when the server has not answered for a while."""
-    stop = asyncio.Event()
+def _stopping(settings: WorkerSettings) -> None:
+    print(
+        f"stopping: no new tasks; running activities get up to {settings.graceful_shutdown_seconds:g} s",
+        file=sys.stderr,
+        flush=True,
+    )
+
+
+async def _until_stopped(client: Client, address: str, stop: asyncio.Event) -> None:
+    """Until ``stop`` (SIGINT or SIGTERM); raises ``ServerLost`` when the server has not answered for a while."""
     loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
     silent_since: float | None = None
     while not stop.is_set():
         try:
@@ -61,7 +68,7 @@ async def _until_stopped(client: Client, address: str) -> None:
 
 
 async def _serve(client: Client, settings: WorkerSettings, banner: list[str], address: str,
-                 **worker_options) -> int:
+                 stop: asyncio.Event, **worker_options) -> int:
     """Worker plus /metrics until SIGINT or SIGTERM; /readyz turns ready once the worker polls
     and every required MCP server is up, and shows each server's state.
 
@@ -69,6 +76,9 @@ async def _serve(client: Client, settings: WorkerSettings, banner: list[str], ad
     and lets running activities finish for ``graceful_shutdown_seconds``
     (leaving ``running_worker`` shuts the Temporal worker down), then exits.
     """
+    if stop.is_set():  # stopped while connecting: never poll at all
+        _stopping(settings)
+        return 0
     ready = threading.Event()
     mcp = build_mcp(settings)
     metrics = start_metrics_server(
@@ -81,17 +91,13 @@ async def _serve(client: Client, settings: WorkerSettings, banner: list[str], ad
             ready.set()
             print("\n".join(banner), flush=True)
             try:
-                await _until_stopped(client, address)
+                await _until_stopped(client, address, stop)
             except ServerLost as lost:
                 print(f"error: {lost}", file=sys.stderr, flush=True)
                 return EXIT_SERVER_LOST
             finally:
                 ready.clear()
-            print(
-                f"stopping: no new tasks; running activities get up to {settings.graceful_shutdown_seconds:g} s",
-                file=sys.stderr,
-                flush=True,
-            )
+            _stopping(settings)
     finally:
         metrics.stop()
     return 0
@@ -108,6 +114,7 @@ def _port_free(port: int) -> bool:
 
 
 async def run_dev(settings: WorkerSettings) -> int:
+    stop = stop_event()  # first: a stop while starting drains, never kills
     if settings.temporal_address:
         raise StackConflictError(
             f"agentsteps dev runs the embedded stack on this machine, but TEMPORAL_ADDRESS is set "
@@ -141,7 +148,7 @@ async def run_dev(settings: WorkerSettings) -> int:
             with worker_models(settings) as models:
                 return await _serve(
                     client, models.settings, _dev_banner(temporal, settings, models.note, console_url),
-                    temporal.address, registry=registry, identity=worker_identity("dev", config),
+                    temporal.address, stop, registry=registry, identity=worker_identity("dev", config),
                 )
 
 
@@ -162,10 +169,12 @@ def _dev_banner(temporal: Stack, settings: WorkerSettings, models: str, console_
 
 
 async def run_worker_only(settings: WorkerSettings) -> int:
+    stop = stop_event()  # first: the handler is in place before connecting, polling or the banner
     settings = production_settings(settings)
+    await check_snapshot_key(settings)
     client = await connect(settings)
     registry = load_registry(settings)
     identity = worker_identity("worker", fingerprint(settings, registry))
     return await _serve(client, settings, [f"worker on {settings.task_queue!r}, metrics on :{settings.metrics_port}"],
-                        settings.temporal_address or f"127.0.0.1:{settings.dev_port}", registry=registry,
+                        settings.temporal_address or f"127.0.0.1:{settings.dev_port}", stop, registry=registry,
                         identity=identity)

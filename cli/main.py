@@ -164,6 +164,9 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _dev(args: argparse.Namespace) -> int:
+    from .stop_signal import install_early
+
+    install_early()
     from .dev import run_dev
 
     settings = _console_settings(args, port=args.console_port)
@@ -187,6 +190,9 @@ def _console_settings(args: argparse.Namespace, *, port: int | None = None, host
 
 
 def _worker(args: argparse.Namespace) -> int:
+    from .stop_signal import install_early
+
+    install_early()  # before the slow part: a SIGTERM while starting drains instead of killing
     from .dev import run_worker_only
 
     return asyncio.run(run_worker_only(_settings(args)))

@@ -1,19 +1,27 @@
-"""``agentsteps payloads gc``: delete stored payloads that no open workflow can still need.
+"""``agentsteps payloads gc``: delete stored payloads that no open run or session can still reach.
 
-Nothing else ever deletes from the payload store. A payload is kept when:
+Nothing else ever deletes from the payload store. Collection is by
+reachability, never by age alone. A payload is kept when:
 
-- an open workflow's history references it (its sha256 appears in the
-  history: external-storage references and snapshot refs both carry it), or
-  a kept payload references it (a large program status holding a snapshot
-  ref, found by reading the kept blobs, transitively);
-- or it was stored (or, in the local store, stored again) more recently than
-  ``older_than``: a run that is writing it now may not have recorded the
-  reference yet.
+- a root references it: the history of an open workflow, or of a run that
+  continued as new within ``older_than`` (its successor may not be listed
+  yet: the listing is eventually consistent), mentions its sha256
+  (external-storage references, conversation heads, REPL dumps and program
+  snapshots all carry it);
+- or a kept payload references it, transitively (a conversation segment names
+  its parent; a large program status holds a snapshot ref);
+- or it was stored *or re-referenced* after ``now - older_than``, measured
+  from the gc's own start: a run writing it now may not have recorded the
+  reference yet. Both stores mark a re-used object as referenced on every
+  store (the local store touches the file, the S3 store copies the object
+  onto itself), so content shared with an old run is as young as its
+  newest user.
 
-Everything else is garbage: it belongs to closed workflows, whose results
-clients read within ``older_than``. The store is listed *before* histories are
-read, so a reference recorded meanwhile always protects its payload. Dry run
-unless ``delete`` is set. The S3 lifecycle-rule alternative is in docs/deployment.md.
+Against races: the store is listed before histories are read; open runs are
+listed again after the sweep list is built; and each object's time is read
+again just before it is deleted, so a payload written or re-referenced while
+gc runs is never deleted. Dry run unless ``delete`` is set. Do not use an S3
+lifecycle rule that expires by age (docs/operations.md says why).
 """
 
 from __future__ import annotations
@@ -30,6 +38,7 @@ from ..storage.s3_store import StoredObject
 
 _DIGEST = re.compile(rb"(?<![0-9a-f])[0-9a-f]{64}(?![0-9a-f])")
 OPEN_WORKFLOWS = "ExecutionStatus = 'Running'"
+_CONTINUED_SINCE = "ExecutionStatus = 'ContinuedAsNew' AND CloseTime > '{since}'"
 
 
 @dataclass
@@ -60,49 +69,78 @@ class GcReport:
         }
 
 
-async def open_workflow_digests(client: Client) -> tuple[set[str], int]:
-    """Every sha256 the histories of open workflows mention, and how many workflows there were."""
+async def open_workflow_digests(client: Client, continued_since: datetime | None = None) -> tuple[set[str], int]:
+    """Every sha256 the histories of open workflows mention (and of runs that continued as new
+    after ``continued_since``), and how many open workflows there were."""
     digests: set[str] = set()
     count = 0
-    async for execution in client.list_workflows(OPEN_WORKFLOWS):
-        count += 1
-        handle = client.get_workflow_handle(execution.id, run_id=execution.run_id)
-        history = await handle.fetch_history()
-        # The wire form, not JSON: JSON would base64 the payload bytes that hold the references.
-        raw = b"".join(event.SerializeToString() for event in history.events)
-        digests.update(d.decode() for d in _DIGEST.findall(raw))
+    queries = [OPEN_WORKFLOWS]
+    if continued_since is not None:
+        queries.append(_CONTINUED_SINCE.format(since=continued_since.astimezone(timezone.utc).isoformat()))
+    for query in queries:
+        async for execution in client.list_workflows(query):
+            count += query == OPEN_WORKFLOWS
+            handle = client.get_workflow_handle(execution.id, run_id=execution.run_id)
+            history = await handle.fetch_history()
+            # The wire form, not JSON: JSON would base64 the payload bytes that hold the references.
+            raw = b"".join(event.SerializeToString() for event in history.events)
+            digests.update(d.decode() for d in _DIGEST.findall(raw))
     return digests, count
 
 
-async def collect_garbage(
-    client: Client, store: PayloadStore, older_than: timedelta, *, delete: bool = False, now: datetime | None = None
-) -> GcReport:
-    cutoff = (now or datetime.now(timezone.utc)) - older_than
-    objects = [o async for o in store.list_objects()]
-    digests, open_count = await open_workflow_digests(client)
-    by_digest: dict[str, list[StoredObject]] = {}
-    for o in objects:
-        by_digest.setdefault(o.digest, []).append(o)
-    # Kept blobs may reference more blobs: follow them.
-    pending = [d for d in digests if d in by_digest]
-    kept: set[str] = set()
+async def _reachable(store: PayloadStore, roots: set[str], by_digest: dict[str, list[StoredObject]],
+                     kept: set[str]) -> None:
+    """Add to ``kept`` every stored digest reachable from ``roots`` (reading kept blobs for more)."""
+    pending = [d for d in roots if d in by_digest and d not in kept]
     while pending:
         digest = pending.pop()
         if digest in kept:
             continue
         kept.add(digest)
         for o in by_digest[digest]:
-            for found in _DIGEST.findall(await store.read_object(o.location)):
+            try:
+                blob = await store.read_object(o.location)
+            except Exception:  # gone meanwhile (another gc): nothing more to follow from it
+                continue
+            for found in _DIGEST.findall(blob):
                 if found.decode() in by_digest and found.decode() not in kept:
                     pending.append(found.decode())
+
+
+async def collect_garbage(
+    client: Client, store: PayloadStore, older_than: timedelta, *, delete: bool = False, now: datetime | None = None
+) -> GcReport:
+    started = now or datetime.now(timezone.utc)
+    cutoff = started - older_than
+    objects = [o async for o in store.list_objects()]
+    by_digest: dict[str, list[StoredObject]] = {}
+    for o in objects:
+        by_digest.setdefault(o.digest, []).append(o)
+    kept: set[str] = set()
+    digests, open_count = await open_workflow_digests(client, cutoff)
+    await _reachable(store, digests, by_digest, kept)
+    candidates = [o for o in objects if o.digest not in kept and o.modified <= cutoff]
+    # Again, now the sweep list exists: a run started, or continued as new, while the first listing
+    # ran (or was not yet visible to it) protects what it reaches.
+    digests, _ = await open_workflow_digests(client, cutoff)
+    await _reachable(store, digests, by_digest, kept)
     report = GcReport(store=store.location, deleted=delete, open_workflows=open_count)
     for o in objects:
         if o.digest in kept:
             report.referenced += 1
         elif o.modified > cutoff:
             report.recent += 1
-        else:
-            report.garbage.append(o)
-    if delete and report.garbage:
-        await store.delete_objects([o.location for o in report.garbage])
+    for o in candidates:
+        if o.digest in kept:
+            continue
+        if delete:
+            # The last look, just before the delete: stored or re-referenced since the listing means in use.
+            modified = await store.modified(o.location)
+            if modified is None:
+                continue
+            if modified > cutoff:
+                report.recent += 1
+                continue
+            await store.delete_objects([o.location])
+        report.garbage.append(o)
     return report

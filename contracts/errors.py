@@ -20,6 +20,7 @@
     │   ├── McpServerDownError         down longer than the server's give_up_seconds (not retried)
     │   └── McpProtocolError           the server answered something that is not valid MCP
     ├── SnapshotIntegrityError     a code-mode snapshot is missing, altered or signed with another key
+    ├── SnapshotKeyUnknownError    signed with a key id this worker lacks (a key rollout): retried, then waited for
     ├── PayloadIntegrityError      stored payload bytes no longer match their content address
     │   └── PayloadMissingError        a payload is not in (or not readable from) this worker's store
     ├── DeploymentConfigError      a worker on a cluster without a shared payload store or snapshot key
@@ -170,6 +171,18 @@ class SnapshotIntegrityError(AgentStepsError):
     Never retried: loading interpreter state nobody vouches for is the one
     thing the sandbox must refuse.
     """
+
+
+class SnapshotKeyUnknownError(AgentStepsError):
+    """A snapshot is signed with a key id this worker does not hold.
+
+    During a key rollout a worker with the old configuration meets snapshots a
+    new one signed: retried (the attempt, then the workflow waits and asks
+    again, bounded), never the failure of a paused program that may already have
+    applied effects. Counted as ``agentsteps_code_programs_total{outcome="key_unknown"}``.
+    """
+
+    retryable = True
 
 
 class PayloadIntegrityError(AgentStepsError):

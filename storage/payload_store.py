@@ -59,6 +59,10 @@ class LocalDirStorageDriver(StorageDriver):
     def name(self) -> str:
         return self._name
 
+    @property
+    def root(self) -> Path:
+        return self._root
+
     def type(self) -> str:
         return LOCAL_DRIVER
 
@@ -89,7 +93,12 @@ class LocalDirStorageDriver(StorageDriver):
                 fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
                 with os.fdopen(fd, "wb") as f:
                     f.write(data)
+                    # On disk before the name: history may reference it the moment we return, and a
+                    # machine crash must never leave that name on a truncated file.
+                    f.flush()
+                    os.fsync(f.fileno())
                 os.replace(tmp, path)
+                _fsync_dir(path.parent)  # the rename itself, so the name survives the crash too
             claims.append(StorageDriverClaim(claim_data={"hash_algorithm": "sha256", "hash_value": digest}))
         return claims
 
@@ -121,9 +130,23 @@ class LocalDirStorageDriver(StorageDriver):
     async def read_object(self, location: str) -> bytes:
         return await asyncio.to_thread(Path(location).read_bytes)
 
+    async def modified(self, location: str) -> datetime | None:
+        try:
+            return datetime.fromtimestamp(Path(location).stat().st_mtime, timezone.utc)
+        except FileNotFoundError:
+            return None
+
     async def delete_objects(self, locations: Sequence[str]) -> None:
         for location in locations:
             Path(location).unlink(missing_ok=True)
+
+
+def _fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 class PayloadStore:
@@ -177,6 +200,33 @@ class PayloadStore:
             return await self.driver.read_object(location)
         client, bucket = self._s3()
         return await client.read_object(bucket, location)
+
+    async def read_named(self, name: str) -> bytes | None:
+        """A small named object beside the content-addressed ones (``deployment/<name>``), or None."""
+        if isinstance(self.driver, LocalDirStorageDriver):
+            path = self.driver.root / "deployment" / name
+            return await asyncio.to_thread(lambda: path.read_bytes() if path.exists() else None)
+        client, bucket = self._s3()
+        return await client.read_named(bucket, f"deployment/{name}")
+
+    async def write_named(self, name: str, data: bytes) -> None:
+        if isinstance(self.driver, LocalDirStorageDriver):
+            path = self.driver.root / "deployment" / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            os.replace(tmp, path)
+            return
+        client, bucket = self._s3()
+        await client.put_object(bucket=bucket, key=f"deployment/{name}", data=data)
+
+    async def modified(self, location: str) -> datetime | None:
+        """When the object was last stored or re-referenced (None once it is gone)."""
+        if isinstance(self.driver, LocalDirStorageDriver):
+            return await self.driver.modified(location)
+        client, bucket = self._s3()
+        return await client.modified(bucket, location)
 
     async def delete_objects(self, locations: Sequence[str]) -> None:
         if isinstance(self.driver, LocalDirStorageDriver):

@@ -7,11 +7,18 @@ retrieving driver never raises for an answer that will not change:
 
 | the store says                                  | becomes                        |
 |-------------------------------------------------|--------------------------------|
-| no such object, no such bucket, access denied   | ``PayloadMissingError``        |
+| no such object, no such bucket                  | ``PayloadMissingError``        |
 | bytes that do not match their digest            | ``PayloadIntegrityError``      |
 | a claim for a driver this worker does not have  | ``PayloadMissingError``        |
 | a malformed claim (no digest, no key)           | ``PayloadIntegrityError``      |
+| access denied, bad credentials or signature     | raised, counted: retried       |
 | anything else (network down, 5xx, timeouts)     | raised: the task is retried    |
+
+Access denied is this worker's answer, not the payload's: a pod with wrong
+credentials or a narrower policy must not end a run that healthy pods can
+read. It fails only its own attempt (retried, possibly by another worker),
+counts ``agentsteps_payload_store_denied_total`` and logs, and the
+``AgentStepsPayloadStoreDenied`` alert names the pod.
 
 Instead it returns a marker payload (encoding ``agentsteps/unavailable``)
 holding the error. The payload converter turns the marker into a
@@ -25,23 +32,27 @@ One case needs more. A worker that takes a run over *replays* its history;
 a failure raised while replaying an old event cannot become the run's
 failure, because history already says what came next (Temporal reports a
 nondeterminism error and retries the task forever). So the converter also
-reports the workflow it converts for, and ``terminate_unreadable_runs`` (a
-task beside every worker) terminates it with the reason
+reports the workflow run it converts for, and ``terminate_unreadable_runs`` (a
+task beside every worker) terminates that run, by its run id, with the reason
 ``PayloadMissingError: <message>`` if it is still running a moment later:
 still bounded, still typed by its reason. (A run that failed typed in the
-first place is closed by then and left alone.)
+first place is closed by then and left alone.) Never by workflow id alone: a
+session that has continued as new since must not lose its current run, and a
+marker whose run is not known terminates nothing.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import dataclasses
 import functools
 import json
 import logging
 import queue
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from temporalio.api.common.v1 import Payload
@@ -56,6 +67,7 @@ from temporalio.converter import (
     StorageDriverClaim,
     StorageDriverRetrieveContext,
     StorageDriverStoreContext,
+    StorageDriverWorkflowInfo,
 )
 
 from ..contracts.errors import PayloadIntegrityError, PayloadMissingError
@@ -64,17 +76,36 @@ from ..failures import to_application_error
 UNAVAILABLE_ENCODING = "agentsteps/unavailable"
 logger = logging.getLogger(__name__)
 
-# Workflows that met an unreadable payload: (workflow id, reason). Written from the workflow
-# thread by the converter, drained by ``terminate_unreadable_runs`` on the worker's loop.
-_UNREADABLE_RUNS: queue.SimpleQueue[tuple[str, str]] = queue.SimpleQueue()
+# Runs that met an unreadable payload: (workflow id, run id when known, reason). Written from the
+# workflow thread by the converter, drained by ``terminate_unreadable_runs`` on the worker's loop.
+_UNREADABLE_RUNS: queue.SimpleQueue[tuple[str, str | None, str]] = queue.SimpleQueue()
 
-# S3 error codes that are an answer, not an outage.
-_MISSING_CODES = {"NoSuchKey", "404", "NotFound", "NoSuchBucket", "AccessDenied", "403", "InvalidAccessKeyId"}
+# S3 error codes that prove the object is not there.
+_MISSING_CODES = {"NoSuchKey", "404", "NotFound", "NoSuchBucket"}
+# S3 error codes that say this worker may not read it: its own fault, never the run's.
+_DENIED_CODES = {"AccessDenied", "403", "InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken",
+                 "InvalidToken", "AllAccessDisabled", "AccountProblem"}
 
 
-def unavailable_payload(error: PayloadIntegrityError) -> Payload:
+on_denied: list[Callable[[], None]] = []
+"""Called once per refused read: the worker adds its ``agentsteps_payload_store_denied_total`` counter
+(storage/ records no metrics itself)."""
+
+
+class PayloadStoreDeniedError(RuntimeError):
+    """The store refused this worker (credentials, policy): the attempt fails and is retried."""
+
+
+def unavailable_payload(error: PayloadIntegrityError, run_id: str | None = None) -> Payload:
     body = {"type": type(error).__name__, "message": str(error)}
+    if run_id:
+        body["run_id"] = run_id
     return Payload(metadata={"encoding": UNAVAILABLE_ENCODING.encode()}, data=json.dumps(body).encode())
+
+
+def run_id_of(payload: Payload) -> str | None:
+    """The workflow run whose activation met this marker, when the worker knew it."""
+    return json.loads(payload.data).get("run_id") or None
 
 
 def error_of(payload: Payload) -> PayloadIntegrityError | None:
@@ -86,13 +117,31 @@ def error_of(payload: Payload) -> PayloadIntegrityError | None:
     return kind(body.get("message", "payload unavailable"))
 
 
+def _code(exc: BaseException) -> str:
+    response = getattr(exc, "response", None)
+    return str(response.get("Error", {}).get("Code", "")) if isinstance(response, dict) else ""
+
+
+def denied_code(exc: BaseException) -> str | None:
+    """The S3 code when the store refused this worker (anywhere in the chain), else None."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if _code(seen) in _DENIED_CODES:
+            return _code(seen)
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
 def classify(exc: BaseException, digest: str, location: str) -> PayloadIntegrityError | None:
-    """The typed error for a definitive store answer, or None for a transient failure."""
+    """The typed error for a definitive store answer, or None for a failure to retry (an outage, or
+    a refusal of this worker: see ``denied_code``)."""
+    if denied_code(exc) is not None:
+        return None
     seen: BaseException | None = exc
     while seen is not None:
         if isinstance(seen, PayloadIntegrityError):
             return seen
-        code = str(getattr(seen, "response", {}).get("Error", {}).get("Code", "")) if hasattr(seen, "response") else ""
+        code = _code(seen)
         if code in _MISSING_CODES:
             return PayloadMissingError(f"payload sha256:{digest} is not readable from {location} ({code})")
         if isinstance(seen, ValueError) and "integrity check failed" in str(seen):
@@ -107,9 +156,14 @@ def classify(exc: BaseException, digest: str, location: str) -> PayloadIntegrity
 class TypedRetrievalDriver(StorageDriver):
     """Wraps the store's driver for ``ExternalStorage``: definitive failures become markers."""
 
-    def __init__(self, inner: StorageDriver, location: str) -> None:
+    def __init__(self, inner: StorageDriver, location: str, run_id: str | None = None) -> None:
         self.inner = inner
         self.location = location
+        self.run_id = run_id
+        """The workflow run whose activation this retrieval decodes, when known (its markers carry it)."""
+
+    def for_run(self, run_id: str | None) -> TypedRetrievalDriver:
+        return self if run_id == self.run_id else TypedRetrievalDriver(self.inner, self.location, run_id)
 
     def name(self) -> str:
         return self.inner.name()
@@ -132,14 +186,24 @@ class TypedRetrievalDriver(StorageDriver):
         return [await self._one(context, claim) for claim in claims]
 
     async def _one(self, context: StorageDriverRetrieveContext, claim: StorageDriverClaim) -> Payload:
+        digest = claim.claim_data.get("hash_value", "?")
         try:
             [payload] = await self.inner.retrieve(context, [claim])
             return payload
         except Exception as exc:
-            typed = classify(exc, claim.claim_data.get("hash_value", "?"), self.location)
+            denied = denied_code(exc)
+            if denied is not None:
+                for listener in on_denied:
+                    listener()
+                logger.error("the payload store %s refused this worker reading sha256:%s (%s): check this pod's "
+                             "credentials; the attempt is retried and the run left alone", self.location, digest, denied)
+                raise PayloadStoreDeniedError(
+                    f"payload sha256:{digest}: {self.location} refused this worker ({denied}); retried"
+                ) from exc
+            typed = classify(exc, digest, self.location)
             if typed is None:
                 raise
-            return unavailable_payload(typed)
+            return unavailable_payload(typed, self.run_id)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -149,16 +213,25 @@ class TypedExternalStorage(ExternalStorage):
     location: str = ""
 
     def _get_driver_by_name(self, name: str) -> StorageDriver:
-        return self._driver_map.get(name) or ForeignStoreDriver(name, self.location)
+        driver = self._driver_map.get(name)
+        if driver is None:
+            return ForeignStoreDriver(name, self.location, self._run_id())
+        return driver.for_run(self._run_id()) if isinstance(driver, TypedRetrievalDriver) else driver
+
+    def _run_id(self) -> str | None:
+        # Bound by the worker for each workflow activation it decodes (the SDK's store context).
+        target = self._store_context.target
+        return getattr(target, "run_id", None) if isinstance(target, StorageDriverWorkflowInfo) else None
 
 
 class ForeignStoreDriver(StorageDriver):
     """Stands in for a driver another worker used and this one does not have (e.g. a local
     directory on another machine): every claim is a missing payload, named with its store."""
 
-    def __init__(self, driver_name: str, location: str) -> None:
+    def __init__(self, driver_name: str, location: str, run_id: str | None = None) -> None:
         self._name = driver_name
         self._location = location
+        self._run_id = run_id
 
     def name(self) -> str:
         return self._name
@@ -176,7 +249,7 @@ class ForeignStoreDriver(StorageDriver):
             unavailable_payload(PayloadMissingError(
                 f"payload sha256:{c.claim_data.get('hash_value', '?')} was stored in {self._name} "
                 f"(another worker's store), which this worker cannot read; it uses {self._location}"
-            ))
+            ), self._run_id)
             for c in claims
         ]
 
@@ -198,7 +271,8 @@ class _UnavailablePayloadConverter(EncodingPayloadConverter):
         failure = to_application_error(error)
         workflow_id = getattr(self._context, "workflow_id", None)
         if workflow_id:
-            _UNREADABLE_RUNS.put((workflow_id, f"{failure.type}: {failure.message}"))
+            run_id = run_id_of(payload) or getattr(_activation, "run_id", None)
+            _UNREADABLE_RUNS.put((workflow_id, run_id, f"{failure.type}: {failure.message}"))
         raise failure
 
 
@@ -225,22 +299,46 @@ class AgentStepsPayloadConverter(PydanticPayloadConverter):
 
 
 async def terminate_unreadable_runs(client: Client, every: float = 0.2, grace: float = 1.0) -> None:
-    """Terminate each reported workflow still running after ``grace`` seconds (runs until cancelled)."""
+    """Terminate each reported run still running after ``grace`` seconds (runs until cancelled).
+
+    Always by the run id of the very run that met the payload, never whatever run holds the
+    workflow id now (a session may have continued as new since): a report without one terminates
+    nothing and is logged.
+    """
     while True:
-        reported: dict[str, str] = {}
+        reported: dict[tuple[str, str | None], str] = {}
         while not _UNREADABLE_RUNS.empty():
-            workflow_id, reason = _UNREADABLE_RUNS.get_nowait()
-            reported.setdefault(workflow_id, reason)
+            workflow_id, run_id, reason = _UNREADABLE_RUNS.get_nowait()
+            reported.setdefault((workflow_id, run_id), reason)
         if reported:
             await asyncio.sleep(grace)  # a run that failed typed is closed by now
-        for workflow_id, reason in reported.items():
-            handle = client.get_workflow_handle(workflow_id)
+        for (workflow_id, run_id), reason in reported.items():
+            if run_id is None:
+                logger.error("workflow %s met an unreadable payload (%s) in a run this worker could not name: "
+                             "nothing terminated", workflow_id, reason)
+                continue
+            handle = client.get_workflow_handle(workflow_id, run_id=run_id)
             try:
                 if (await handle.describe()).raw_description.workflow_execution_info.status == (
                     WorkflowExecutionStatus.WORKFLOW_EXECUTION_STATUS_RUNNING
                 ):
                     await handle.terminate(reason=reason)
-                    logger.error("terminated workflow %s: %s", workflow_id, reason)
+                    logger.error("terminated workflow %s run %s: %s", workflow_id, run_id, reason)
             except Exception:  # the server is away: the next replay reports it again
-                logger.warning("could not terminate workflow %s", workflow_id, exc_info=True)
+                logger.warning("could not terminate workflow %s run %s", workflow_id, run_id, exc_info=True)
         await asyncio.sleep(every)
+
+
+_activation = threading.local()
+
+
+@contextlib.contextmanager
+def decoding_for(run_id: str) -> Iterator[None]:
+    """Markers converted in this thread meanwhile belong to run ``run_id`` (the worker wraps every
+    workflow activation in it: the SDK tells payload converters the workflow id, never the run)."""
+    before = getattr(_activation, "run_id", None)
+    _activation.run_id = run_id
+    try:
+        yield
+    finally:
+        _activation.run_id = before

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Any
 
 from temporalio.contrib.aws.s3driver import S3StorageDriverClient  # the ABC only; no AWS packages
@@ -72,7 +72,49 @@ class PrefixedAioboto3Client(S3StorageDriverClient):
         await (await self._open())[1].put_object(bucket=bucket, key=self._prefix + key, data=data)
 
     async def object_exists(self, *, bucket: str, key: str) -> bool:
-        return await (await self._open())[1].object_exists(bucket=bucket, key=self._prefix + key)
+        """Whether the object is there, and if so, marked referenced now.
+
+        The SDK driver skips uploading content that already exists, so without
+        this an object re-used by a new run (a new session whose first segment
+        equals an old one's) would keep its first upload's age, and ``payloads
+        gc`` (or a lifecycle rule) would take it from under the new run. An
+        in-place copy with new metadata sets ``LastModified`` to now, server-side,
+        in one request, as the HEAD it replaces.
+        """
+        raw, _ = await self._open()
+        full = self._prefix + key
+        try:
+            await raw.copy_object(
+                Bucket=bucket, Key=full, CopySource={"Bucket": bucket, "Key": full},
+                MetadataDirective="REPLACE", Metadata={"agentsteps-referenced": datetime.now(timezone.utc).isoformat()},
+            )
+        except Exception as exc:
+            if _error_code(exc) in _ABSENT:
+                return False
+            raise
+        return True
+
+    async def read_named(self, bucket: str, key: str) -> bytes | None:
+        """An object under the prefix by name, or None when there is none."""
+        raw, _ = await self._open()
+        try:
+            response = await raw.get_object(Bucket=bucket, Key=self._prefix + key)
+        except Exception as exc:
+            if _error_code(exc) in _ABSENT:
+                return None
+            raise
+        return await response["Body"].read()
+
+    async def modified(self, bucket: str, key: str) -> datetime | None:
+        """An object's ``LastModified`` by its full key (None once it is gone), for the GC's last look."""
+        raw, _ = await self._open()
+        try:
+            head = await raw.head_object(Bucket=bucket, Key=key)
+        except Exception as exc:
+            if _error_code(exc) in _ABSENT:
+                return None
+            raise
+        return head["LastModified"]
 
     async def get_object(self, *, bucket: str, key: str) -> bytes:
         return await (await self._open())[1].get_object(bucket=bucket, key=self._prefix + key)
@@ -106,6 +148,14 @@ class PrefixedAioboto3Client(S3StorageDriverClient):
         if self._raw is not None:
             await self._raw.__aexit__(None, None, None)
             self._raw = self._inner = None
+
+
+_ABSENT = {"NoSuchKey", "404", "NotFound"}
+
+
+def _error_code(exc: BaseException) -> str:
+    response = getattr(exc, "response", None)
+    return str(response.get("Error", {}).get("Code", "")) if isinstance(response, dict) else ""
 
 
 def s3_location(cfg: PayloadStoreSettings) -> str:

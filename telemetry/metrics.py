@@ -88,6 +88,13 @@ MCP_RECONNECTS = Counter(
 )
 MCP_CALL_OUTCOMES = ("ok", "error", "infra_error", "timeout", "circuit_open")
 
+PAYLOAD_STORE_DENIED = Counter(
+    "agentsteps_payload_store_denied",
+    "Reads the payload store refused this worker (AccessDenied, bad credentials): the attempt is failed and "
+    "retried, the run is left alone.",
+    registry=REGISTRY,
+)
+
 WORKER_SLOTS = Gauge(
     "agentsteps_worker_slots",
     "The worker's configured capacity by kind (activity, workflow_task, cached_workflows, sandbox_processes).",

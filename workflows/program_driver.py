@@ -13,10 +13,10 @@ from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
-from temporalio.exceptions import ActivityError
+from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from ..contracts.errors import SnapshotIntegrityError
+    from ..contracts.errors import SnapshotIntegrityError, SnapshotKeyUnknownError
     from ..contracts import Violation
     from ..contracts.code.program import (
         CallOutcome,
@@ -132,16 +132,34 @@ async def drive_program(
     return status
 
 
+KEY_WAITS = (30, 60, 120, 300, 600, 900, 900, 900, 900, 900, 900)
+"""Seconds to wait, in turn, before asking again for a snapshot signed with a key id the worker lacks
+(about two hours in all): a key rollout ends within that, and meanwhile the workflow task can move to a
+worker that has the key. Only the new ``SnapshotKeyUnknownError`` path takes them: histories without it
+replay unchanged."""
+
+
 async def _sandbox(name: str, arg: Any, options: dict[str, Any], summary: str | None) -> ProgramStatus:
-    try:
-        return await workflow.execute_local_activity(
-            name, arg, result_type=ProgramStatus, summary=summary or name, **options
-        )
-    except ActivityError as exc:
-        error = from_failure(exc)
-        if isinstance(error, SnapshotIntegrityError):
-            raise to_application_error(error) from exc
-        raise
+    for wait in (*KEY_WAITS, None):
+        try:
+            return await workflow.execute_local_activity(
+                name, arg, result_type=ProgramStatus, summary=summary or name, **options
+            )
+        except (ActivityError, ApplicationError) as exc:
+            # A local activity's failure can reach the workflow as the bare ApplicationError.
+            error = from_failure(exc)
+            if isinstance(error, SnapshotKeyUnknownError):
+                if wait is None:
+                    raise to_application_error(SnapshotIntegrityError(
+                        f"{error}; no worker holding that key took it in {sum(KEY_WAITS) // 60} minutes"
+                    )) from exc
+                workflow.logger.warning("%s; asking again in %d s", error, wait)
+                await workflow.sleep(timedelta(seconds=wait))
+                continue
+            if isinstance(error, SnapshotIntegrityError):
+                raise to_application_error(error) from exc
+            raise
+    raise AssertionError("unreachable")
 
 
 __all__ = ["check_program", "drive_program", "program_keys"]

@@ -1,11 +1,13 @@
 """The worker's MCP servers as a fleet: one down server never touches runs that do not use it.
 
-- **Which servers a run asks.** ``describe(names)`` maps each tool name to
-  its server without contacting the others: first the servers known to serve
-  it (their ``tools = [...]`` in the config, or their cached catalog), then,
-  for names still unknown, the servers that may serve it (no ``tools`` list,
-  and the name starts with their ``tool_prefix``), healthy ones first. A
-  server's failure matters only if a name the run needs is still unresolved.
+- **One server per name, the same for describe and call.** ``resolve(names)``
+  asks every server whose config lets it offer a name (its ``tools = [...]``
+  list names it, or it has no list and the name starts with its
+  ``tool_prefix``) and no other. Two servers offering one name is
+  ``McpConfigError``; a server that may offer a name and is down fails that
+  name (bounded), even if another offers it, so no call is routed by who
+  happened to be up. Give each server a distinct ``tool_prefix`` or a
+  ``tools`` list and a down server touches only the runs that use it.
 - **A catalog that stays fresh.** Each server's catalog is cached for its
   ``catalog_ttl_seconds`` and dropped on ``notifications/tools/list_changed``;
   a background watcher refreshes it and probes servers that are down.
@@ -137,52 +139,69 @@ class McpFleet:
                 self._owner[name] = server
             return tools
 
-    def _known(self, server: str, name: str) -> bool:
+    def serves(self, server: str, name: str) -> bool:
+        """Whether ``server``'s config lets it offer ``name``: its ``tools`` list names it, or it has no
+        list and ``name`` starts with its ``tool_prefix``. Config only, the same on every worker."""
         config = self.config.servers[server]
-        if config.tools is not None:
-            return name.startswith(config.tool_prefix) and name[len(config.tool_prefix):] in config.tools
-        catalog = self._catalogs.get(server)
-        return catalog is not None and name in catalog.tools
-
-    def _may_serve(self, server: str, name: str) -> bool:
-        config = self.config.servers[server]
-        return config.tools is None and name.startswith(config.tool_prefix)
+        if not name.startswith(config.tool_prefix):
+            return False
+        return config.tools is None or name[len(config.tool_prefix):] in config.tools
 
     def known_owner(self, name: str) -> str | None:
-        """The server known to serve ``name`` (config or cache), without contacting any."""
-        return next((s for s in self.health if self._known(s, name)), self._owner.get(name))
+        """The one server whose cached catalog offers ``name`` (None if none or several), contacting none."""
+        owners = [s for s in self.health if self.serves(s, name) and name in self._cached(s)]
+        return owners[0] if len(owners) == 1 else None
+
+    def _cached(self, server: str) -> dict[str, ToolSchema]:
+        catalog = self._catalogs.get(server)
+        return catalog.tools if catalog is not None else {}
+
+    async def resolve(self, names: Sequence[str], *, strict: bool = True) -> dict[str, tuple[str, ToolSchema]]:
+        """Each name a server offers -> that server and its schema; the one rule ``describe`` and
+        ``call`` share, so a run is described by the server its calls go to.
+
+        Every server whose config lets it offer a name is asked (its catalog, cached while fresh), not
+        only the first that answers: which server a name reaches never depends on which catalogs a
+        worker happens to hold. Two servers offering one name is ``McpConfigError`` (both named). With
+        ``strict``, a server that may offer a name and cannot be asked raises its (bounded) error,
+        even if another offers it: the name might be ambiguous, and a call must not reach a server
+        chosen by who was up. Without ``strict`` (the Python-tool clash check) it is skipped.
+        """
+        offers: dict[str, list[tuple[str, ToolSchema]]] = {n: [] for n in names}
+        failures: list[McpError] = []
+        for server in self.health:
+            wanted = [n for n in offers if self.serves(server, n)]
+            if not wanted:
+                continue
+            try:
+                tools = await self.catalog(server)
+            except McpError as error:
+                failures.append(error)
+                continue
+            for name in wanted:
+                if name in tools:
+                    offers[name].append((server, tools[name]))
+        clashes = [
+            f"tool {name!r} is offered by servers {' and '.join(repr(s) for s, _ in found)}"
+            for name, found in offers.items()
+            if len(found) > 1
+        ]
+        if clashes:
+            raise McpConfigError("; ".join(clashes) + "; give each a distinct tool_prefix or a tools list")
+        if strict and failures:
+            raise self.bounded(failures[0])
+        return {name: found[0] for name, found in offers.items() if found}
 
     async def describe(self, names: Sequence[str] | None = None) -> list[ToolSchema]:
-        """Schemas for ``names`` (every reachable tool when None), asking only the servers that serve them.
+        """Schemas for ``names`` (every reachable tool when None), asking only the servers that may serve them.
 
-        A name offered by no reachable server, while a server that may serve it
-        failed, raises that server's error (bounded, see ``bounded``).
+        A server that may serve a name and cannot be reached raises its error
+        (bounded, see ``bounded``); two servers offering a name raise ``McpConfigError``.
         """
         if names is None:
             return await self._describe_all()
-        missing = dict.fromkeys(names)
-        found: dict[str, ToolSchema] = {}
-        failures: list[tuple[McpError, set[str]]] = []
-        tried: set[str] = set()
-        up_first = sorted(self.health, key=lambda s: self.health[s].state != "up")
-        for test in (self._known, self._may_serve):
-            for server in up_first:
-                wanted = {n for n in missing if test(server, n)}
-                if not wanted or server in tried:
-                    continue
-                tried.add(server)
-                try:
-                    tools = await self.catalog(server)
-                except McpError as error:
-                    failures.append((error, wanted))
-                    continue
-                for name in [n for n in missing if n in tools]:  # fetched: it answers for every name it has
-                    found[name] = tools[name]
-                    missing.pop(name)
-        for error, wanted in failures:
-            if wanted & missing.keys():
-                raise self.bounded(error)
-        return [found[n] for n in names if n in found]
+        resolved = await self.resolve(list(dict.fromkeys(names)))
+        return [resolved[n][1] for n in names if n in resolved]
 
     async def _describe_all(self) -> list[ToolSchema]:
         schemas: list[ToolSchema] = []
@@ -204,12 +223,13 @@ class McpFleet:
 
     async def call(self, call: ToolCallInput) -> ToolCallResult | None:
         """Run ``call`` on the server of its tool; None when no server serves a tool of that name."""
-        server = self.known_owner(call.name)
-        if server is None:
-            await self.describe([call.name])
-            server = self.known_owner(call.name)
-            if server is None:
-                return None
+        resolved = await self.resolve([call.name])
+        if call.name in resolved:
+            server = resolved[call.name][0]
+        elif call.name in self._owner:
+            server = self._owner[call.name]  # removed since: its server answers, and the model is told
+        else:
+            return None
         catalog = self._catalogs.get(server)
         if catalog is not None and catalog.stale:
             # The server said its list changed: learn it first, so a removed tool is told apart from a failure.

@@ -30,9 +30,12 @@ class McpToolSource:
         except McpError as error:
             raise to_application_error(error) from None
 
-    def known_owner(self, name: str) -> str | None:
-        owner = self.fleet.known_owner(name)
-        return mcp_source(owner) if owner is not None else None
+    async def owners(self, names: Sequence[str]) -> dict[str, str]:
+        try:
+            resolved = await self.fleet.resolve(names, strict=False)
+        except McpError as error:
+            raise to_application_error(error) from None
+        return {name: mcp_source(server) for name, (server, _) in resolved.items()}
 
     async def call(self, call: ToolCallInput) -> ToolCallResult | None:
         try:

@@ -28,7 +28,7 @@ from ...contracts.code.program import (
     VariableInfo,
 )
 from ...contracts.code.variables import probe_program
-from ...contracts.errors import InvalidProgramResume, SnapshotIntegrityError
+from ...contracts.errors import InvalidProgramResume, SnapshotIntegrityError, SnapshotKeyUnknownError
 from ...contracts.names import CODE_CHECK, CODE_RESUME, CODE_START
 from ...failures import to_application_error
 from ...telemetry.metrics import CODE_PROGRAMS, CODE_SANDBOX_SECONDS
@@ -66,6 +66,10 @@ class SandboxActivities:
     async def _load(self, key: str, ref: SnapshotRef, legacy_key: str | None = None) -> bytes:
         try:
             return await self._vault.load(key, ref, legacy_key)
+        except SnapshotKeyUnknownError as exc:
+            CODE_PROGRAMS.labels(outcome="key_unknown").inc()
+            activity.logger.warning("%s", exc)
+            raise to_application_error(exc) from None
         except SnapshotIntegrityError as exc:
             CODE_PROGRAMS.labels(outcome="tampered").inc()
             raise to_application_error(exc) from None

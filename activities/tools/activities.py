@@ -51,11 +51,11 @@ class ToolActivities:
         python = self._registry.schemas()
         found: dict[str, ToolSchema] = {n: python[n] for n in request.names if n in python}
         offered_by: dict[str, list[str]] = {n: ["python"] for n in found}
-        for name in found:
-            for source in self._sources:
-                owner = source.known_owner(name)
-                if owner is not None:
-                    offered_by[name].append(owner)
+        for source in self._sources:
+            if not found:
+                break
+            for name, owner in (await source.owners(list(found))).items():
+                offered_by[name].append(owner)
         rest = [n for n in request.names if n not in python]
         for source in self._sources:
             if not rest:

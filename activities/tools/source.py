@@ -19,8 +19,12 @@ class ToolSource(Protocol):
         """
         ...
 
-    def known_owner(self, name: str) -> str | None:
-        """Who is known to serve ``name``, without contacting anything (None if nobody is known)."""
+    async def owners(self, names: Sequence[str]) -> dict[str, str]:
+        """Of ``names``, those this source also offers -> who offers each (a source label).
+
+        Asks what may serve them, as ``describe`` would, never only a cache, so a clash is
+        found by every worker alike; a part that cannot be reached is skipped, not an error.
+        """
         ...
 
     async def call(self, call: ToolCallInput) -> ToolCallResult | None:

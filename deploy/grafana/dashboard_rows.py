@@ -152,6 +152,10 @@ def code_and_monitor() -> list[PanelModel]:
         row("Code mode"),
         panel("Programs by outcome", "Code-mode programs finished: completed or the error kind.",
               [f"sum by (outcome) ({rate('agentsteps_code_programs_total', temporal=False)})"], unit="ops"),
+        panel("Payload store refusals", "Reads the payload store refused a worker (AccessDenied, bad "
+              "credentials), by pod: that pod's attempts fail and are retried; any value is a pod to fix.",
+              [(f"sum by (instance) ({rate('agentsteps_payload_store_denied_total', temporal=False)})", "{{instance}}")],
+              unit="ops", steps=worse_above(0.0001, 0.01)),
         panel("Sandbox execution time p50 / p95 / p99", "Time programs spent executing in the Monty sandbox.", [
             (quantile(q, rate("agentsteps_code_sandbox_seconds_bucket", temporal=False)), f"p{int(q * 100)}")
             for q in (0.5, 0.95, 0.99)], unit="s", steps=worse_above(10, 60)),

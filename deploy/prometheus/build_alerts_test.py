@@ -257,6 +257,22 @@ case("A tampered snapshot pages at once.",
       fires("AgentStepsSnapshotTampered", "3m", {"severity": "critical"}, "A code-mode snapshot failed its integrity check"),
       quiet("AgentStepsSnapshotTampered", "20m")])
 
+case("A pod the payload store refuses pages after five minutes; the healthy pod beside it stays quiet.",
+     [series(f'agentsteps_payload_store_denied_total{{job="agentsteps-worker", instance="bad:9464"}}', "0 0+2x20"),
+      series(f'agentsteps_payload_store_denied_total{{job="agentsteps-worker", instance="good:9464"}}', "0x21")],
+     [quiet("AgentStepsPayloadStoreDenied", "2m"),
+      fires("AgentStepsPayloadStoreDenied", "10m", {"severity": "critical", "instance": "bad:9464"},
+            "The payload store refuses worker bad:9464"),
+      quiet("AgentStepsPayloadStoreDenied", "40m")])
+
+case("A worker without a rolled-out snapshot key warns once it lasts past a rollout; a blip does not.",
+     [series(f'agentsteps_code_programs_total{{job="agentsteps-worker", instance="old:9464", outcome="key_unknown"}}', "0 0+1x40"),
+      series(f'agentsteps_code_programs_total{{job="agentsteps-worker", instance="new:9464", outcome="key_unknown"}}', "0 1 1x39"),
+      series(f'agentsteps_code_programs_total{{job="agentsteps-worker", instance="new:9464", outcome="completed"}}', "0+10x40")],
+     [quiet("AgentStepsSnapshotKeyUnknown", "10m"),
+      fires("AgentStepsSnapshotKeyUnknown", "35m", {"severity": "warning", "instance": "old:9464"},
+            "Worker old:9464 lacks a snapshot key other workers sign with")])
+
 
 def render() -> str:
     return "\n".join(out) + "\n"

@@ -129,9 +129,9 @@ async def test_a_name_is_looked_up_only_on_the_servers_that_serve_it(db, token, 
 
 async def test_a_run_naming_only_python_tools_contacts_no_mcp_server(tmp_path):
     control = Control(tmp_path / "c")
-    control.offer("get_weather")  # even a server offering the same name is not asked
+    control.offer("get_weather")  # offered as ext_get_weather: its prefix rules the Python name out
     name = unique("unasked")
-    fleet = _fleet({name: fleet_server(control)}, "unused")
+    fleet = _fleet({name: fleet_server(control, tool_prefix="ext_")}, "unused")
     tools = ToolActivities(load_registry(WorkerSettings()), [McpToolSource(fleet)])
     try:
         [schema] = await tools.describe(ToolsDescribeInput(names=["get_weather"]))

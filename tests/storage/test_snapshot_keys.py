@@ -7,7 +7,7 @@ import pytest
 from agentsteps.storage.payload_store import LocalDirStorageDriver, PayloadStore
 from agentsteps.activities.sandbox.snapshots import SnapshotVault, key_id, previous_snapshot_keys
 from agentsteps.client.settings import load_settings
-from agentsteps.contracts.errors import SnapshotIntegrityError
+from agentsteps.contracts.errors import SnapshotIntegrityError, SnapshotKeyUnknownError
 
 pytestmark = pytest.mark.fast  # pure and quick: in `make test-fast`
 
@@ -32,10 +32,11 @@ async def test_a_snapshot_signed_with_the_previous_key_loads_after_rotation(stor
     assert await SnapshotVault(store, NEW).load("run-1", fresh) == b"next segment"
 
 
-async def test_once_the_old_key_is_dropped_its_snapshots_fail_typed_naming_the_key_id(store):
+async def test_a_key_id_this_worker_lacks_is_a_retryable_key_unknown_error_naming_it(store):
     ref = await SnapshotVault(store, OLD).save("run-1", b"paused program")
-    with pytest.raises(SnapshotIntegrityError, match=key_id(OLD)):
+    with pytest.raises(SnapshotKeyUnknownError, match=key_id(OLD)) as raised:
         await SnapshotVault(store, NEW).load("run-1", ref)
+    assert raised.value.retryable and not isinstance(raised.value, SnapshotIntegrityError)
 
 
 async def test_a_snapshot_from_before_key_ids_is_checked_against_every_configured_key(store):
