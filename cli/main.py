@@ -94,6 +94,14 @@ def _parser() -> argparse.ArgumentParser:
 
     configure_payloads(payloads)
 
+    replay = command(
+        "replay", _replay,
+        "Replay recorded runs: --check against this build's workflows (a deploy gate), or with --spec/--model (an eval).",
+    )
+    from .replay import configure_parser as configure_replay
+
+    configure_replay(replay)
+
     scripted = command("scripted-model", _scripted_model, "Serve the scripted model (a test double) over HTTP.")
     # The same arguments (and default port) as ``python -m agentsteps.scripted_model``.
     from ..scripted_model.cli import build_parser
@@ -175,6 +183,12 @@ def _check(args: argparse.Namespace) -> int:
     from .check import check_command
 
     return check_command(args.file, args.json)
+
+
+def _replay(args: argparse.Namespace) -> int:
+    from .replay import replay_command
+
+    return asyncio.run(replay_command(_settings(args), args))
 
 
 def _scripted_model(args: argparse.Namespace) -> int:

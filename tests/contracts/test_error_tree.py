@@ -116,7 +116,7 @@ def test_every_class_in_the_tree_is_drawn_in_the_errors_docstring():
 # Raised before a run or outside one (the CLI, the worker's start-up): never a run's failure type.
 NOT_A_RUN_FAILURE = {
     "AgentStepsError", "ProviderError", "McpError", "SessionError", "ToolError",
-    "ScheduleFileError", "ScheduleNotFoundError", "DeploymentConfigError",
+    "ScheduleFileError", "ScheduleNotFoundError", "DeploymentConfigError", "HistoryUnavailableError",
 }
 
 
