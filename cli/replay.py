@@ -13,7 +13,17 @@ import sys
 from contextlib import AsyncExitStack
 from typing import TextIO
 
+import uuid
+
+from ..activities.mcp import SecretResolver, build_mcp_activities
+from ..activities.tools.activities import ToolActivities
+from ..activities.tools.registry import ToolRegistry
+from ..client.counterfactual import RecordedTools, load_sources, replay_runs
+from ..client.counterfactual import render as render_scores
+from ..client.counterfactual import report_json as counterfactual_json
 from ..client.dev_server import embedded_temporal
+from ..client.spec_files import load_spec
+from ..contracts.config.mcp_config import McpConfig
 from ..client.replay_check import (
     check_histories,
     history_files,
@@ -25,7 +35,7 @@ from ..client.replay_check import (
 from ..contracts.config.settings import WorkerSettings
 from ..contracts.errors import HistoryUnavailableError
 from ..storage.payload_store import build_data_converter
-from ..worker import ENGINE_SANDBOX, connect, workflows
+from ..worker import ENGINE_SANDBOX, connect, load_registry, running_worker, workflows
 
 EXIT_OK, EXIT_FAILED, EXIT_INVALID = 0, 1, 2
 
@@ -43,7 +53,6 @@ def configure_parser(replay: argparse.ArgumentParser) -> None:
     replay.add_argument("--allow-tools", default="", help="counterfactual: comma-separated read-only tools that may run live")
     replay.add_argument("--max-differ", type=int, default=0, help="counterfactual: exit 1 when more runs than this differ")
     replay.add_argument("--json", action="store_true", help="print the report as one JSON object")
-    replay.add_argument("--no-worker", action="store_true", help="counterfactual: use workers already running")
 
 
 async def replay_check(settings: WorkerSettings, args: argparse.Namespace, out: TextIO | None = None) -> int:
@@ -79,5 +88,54 @@ async def replay_command(settings: WorkerSettings, args: argparse.Namespace, out
                   file=sys.stderr)
             return EXIT_INVALID
         return await replay_check(settings, args, out)
-    print("error: say --check, or give WORKFLOW_IDs with --spec or --model", file=sys.stderr)
-    return EXIT_INVALID
+    if not args.workflow_ids or not (args.spec or args.model):
+        print("error: say --check, or give WORKFLOW_IDs with --spec or --model", file=sys.stderr)
+        return EXIT_INVALID
+    return await counterfactual(settings, args, out)
+
+
+async def counterfactual(settings: WorkerSettings, args: argparse.Namespace, out: TextIO | None = None) -> int:
+    """Replay the runs with the new spec or model on a private worker whose tools answer from the record."""
+    out = out or sys.stdout
+    spec = load_spec(args.spec) if args.spec else None
+    allow = [t.strip() for t in args.allow_tools.split(",") if t.strip()]
+    registry = load_registry(settings)
+    unknown = [t for t in allow if registry.get(t) is None]
+    if unknown:
+        print(f"error: --allow-tools names tools this worker has no Python tool for: {', '.join(unknown)}", file=sys.stderr)
+        return EXIT_INVALID
+    effectful = [t for t in allow if t not in unknown and registry.get(t).schema().side_effects]
+    if effectful:
+        print(f"error: --allow-tools takes read-only tools; these have side effects: {', '.join(effectful)}", file=sys.stderr)
+        return EXIT_INVALID
+    read_only = ToolRegistry()
+    for name in allow:
+        read_only.add(registry.get(name))
+    live = ToolActivities(read_only) if allow else None
+    tools = RecordedTools(live, allow)
+    converter = build_data_converter(settings)
+    try:
+        async with AsyncExitStack() as stack:
+            temporal = await stack.enter_async_context(embedded_temporal(settings))
+            client = await connect(settings, temporal.address)
+            sources = await load_sources(client, args.workflow_ids, converter)
+            task_queue = f"replay-{uuid.uuid4().hex[:12]}"
+            # No registry and no MCP servers: the recorded answers (and the allowed read-only tools) are all it has.
+            await stack.enter_async_context(running_worker(
+                client, settings, registry=ToolRegistry(), sources=[tools], task_queue=task_queue,
+                mcp=build_mcp_activities(McpConfig(), SecretResolver({})),
+            ))
+            scores = await replay_runs(client, sources, task_queue=task_queue, tools=tools, spec=spec,
+                                       model=args.model, prices=settings.prices)
+    except HistoryUnavailableError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_INVALID
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_INVALID
+    if args.json:
+        print(json.dumps(counterfactual_json(scores), indent=2), file=out)
+    else:
+        print(render_scores(scores), file=out)
+    differ = sum(s.differs for s in scores)
+    return EXIT_OK if differ <= args.max_differ else EXIT_FAILED
