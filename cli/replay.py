@@ -18,7 +18,9 @@ import uuid
 from ..activities.mcp import SecretResolver, build_mcp_activities
 from ..activities.tools.activities import ToolActivities
 from ..activities.tools.registry import ToolRegistry
-from ..client.counterfactual import RecordedTools, load_sources, replay_runs
+from ..activities.llm.metrics import cost_usd
+from ..activities.tools.recorded import RecordedTools
+from ..client.counterfactual import load_sources, replay_runs
 from ..client.counterfactual import render as render_scores
 from ..client.counterfactual import report_json as counterfactual_json
 from ..client.dev_server import embedded_temporal
@@ -126,7 +128,8 @@ async def counterfactual(settings: WorkerSettings, args: argparse.Namespace, out
                 mcp=build_mcp_activities(McpConfig(), SecretResolver({})),
             ))
             scores = await replay_runs(client, sources, task_queue=task_queue, tools=tools, spec=spec,
-                                       model=args.model, prices=settings.prices)
+                                       model=args.model,
+                                       cost=lambda model, usage: cost_usd(settings.prices, model, usage))
     except HistoryUnavailableError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_INVALID

@@ -4,8 +4,8 @@ Each source run's history holds its input, its result, the tool schemas it
 was given (``tools.describe``) and every tool call with its result
 (``tools.call``). A replay is an ordinary new ``AgentWorkflow`` run with the
 new spec, on a private task queue served by a worker whose only tool source is
-``RecordedTools``: a call that matches a recorded one (tool and canonical
-arguments, ``workflows/effects.canonical_arguments``) gets the recorded
+``activities/tools/recorded.RecordedTools``: a call that matches a recorded one (tool and canonical
+arguments, ``contracts/llm/arguments.canonical_arguments``, as effect keys) gets the recorded
 result, and any other call is refused unexecuted and reported, unless
 ``allow_tools`` names it as read-only (then it runs live). No tool of the
 source run is ever executed again. Both runs are then scored by what
@@ -16,26 +16,32 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
-from temporalio import activity
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowFailureError, WorkflowHistory
 from temporalio.converter import DataConverter
 
-from ..activities.llm.metrics import cost_usd
-from ..activities.tools.activities import ToolActivities
-from ..contracts import AgentInput, AgentResult, AgentSpec, ToolCallInput, ToolCallResult, ToolSchema
-from ..contracts.config.settings import PriceTable
+from ..contracts import AgentInput, AgentResult, AgentSpec, ToolCallInput, ToolCallResult, ToolSchema, Usage
+from ..contracts.llm.arguments import canonical_arguments
 from ..contracts.names import AGENT_WORKFLOW, TOOLS_CALL, TOOLS_DESCRIBE
-from ..workflows.effects import canonical_arguments
 from .replay_check import fetch_history, workflow_type
 
 SCHEMA = "agentsteps/counterfactual@1"
-NOT_EXECUTED = "not_executed_in_replay"
+Cost = Callable[[str, Usage], float]
+"""The price of one step's usage on a model (the worker's price table)."""
+
+
+class AnsweredTools(Protocol):
+    """What the replay worker's tool source saw, per replay run (``activities/tools/recorded.py``)."""
+
+    answered: Mapping[str, list[tuple[str, str]]]
+    refused: Mapping[str, list[tuple[str, str]]]
+    live_calls: Mapping[str, list[tuple[str, str]]]
+
+    def add(self, replay_id: str, schemas: Sequence[ToolSchema], calls: Sequence[tuple[str, str, ToolCallResult]]) -> None: ...
 
 
 @dataclass
@@ -85,58 +91,6 @@ async def read_recorded_run(history: WorkflowHistory, converter: DataConverter) 
     return RecordedRun(history.workflow_id, inp, result, schemas, calls)
 
 
-class RecordedTools:
-    """A ``ToolSource`` answering each replay run's calls from its source run's record, never executing them.
-
-    Which record applies is the calling activity's workflow id (each replay run
-    has its own). ``live`` serves the ``allow_tools`` a call may run for real.
-    """
-
-    def __init__(self, live: ToolActivities | None = None, allow_tools: Sequence[str] = ()) -> None:
-        self._runs: dict[str, RecordedRun] = {}
-        self._live = live
-        self._allow = set(allow_tools)
-        self.answered: dict[str, list[tuple[str, str]]] = defaultdict(list)
-        self.refused: dict[str, list[tuple[str, str]]] = defaultdict(list)
-        self.live_calls: dict[str, list[tuple[str, str]]] = defaultdict(list)
-
-    def add(self, replay_id: str, source: RecordedRun) -> None:
-        self._runs[replay_id] = source
-
-    async def describe(self, names: Sequence[str] | None = None) -> list[ToolSchema]:
-        known: dict[str, ToolSchema] = {}
-        for run in self._runs.values():
-            for schema in run.schemas:
-                known.setdefault(schema.name, schema)
-        if self._live is not None:
-            known.update({n: s for n, s in (await self._live.catalog()).items() if n in self._allow})
-        return [known[n] for n in (names if names is not None else list(known)) if n in known]
-
-    def known_owner(self, name: str) -> str | None:
-        return None
-
-    async def call(self, call: ToolCallInput) -> ToolCallResult | None:
-        replay_id = activity.info().workflow_id
-        source = self._runs.get(replay_id)
-        arguments = canonical_arguments(call.arguments)
-        if source is not None:
-            for tool, args, answer in source.calls:
-                if tool == call.name and args == arguments:
-                    self.answered[replay_id].append((call.name, arguments))
-                    return answer.model_copy(update={"call_id": call.call_id})
-        if self._live is not None and call.name in self._allow:
-            self.live_calls[replay_id].append((call.name, arguments))
-            return await self._live.call(call)
-        self.refused[replay_id].append((call.name, arguments))
-        return ToolCallResult(
-            call_id=call.call_id, name=call.name, is_error=True, error_type=NOT_EXECUTED,
-            content=(
-                "This is a replay of a recorded run: the recorded run made no such call, so it was not executed. "
-                "Answer with what you have."
-            ),
-        )
-
-
 @dataclass
 class RunScore:
     """One recorded run beside its replay."""
@@ -168,8 +122,8 @@ def _tokens(result: AgentResult | None) -> int:
     return 0 if result is None else result.usage.total_tokens or (result.usage.prompt_tokens + result.usage.completion_tokens)
 
 
-def _cost(result: AgentResult | None, prices: PriceTable) -> float:
-    return 0.0 if result is None else round(sum(cost_usd(prices, s.model, s.usage) for s in result.steps), 6)
+def _cost(result: AgentResult | None, cost: Cost) -> float:
+    return 0.0 if result is None else round(sum(cost(s.model, s.usage) for s in result.steps), 6)
 
 
 def _calls(result: AgentResult | None) -> list[str]:
@@ -194,8 +148,8 @@ def _multiset_minus(a: list[str], b: list[str]) -> list[str]:
     return out
 
 
-def score(source: RecordedRun, replay_id: str, replay: AgentResult | None, tools: RecordedTools,
-          prices: PriceTable, error: str | None = None) -> RunScore:
+def score(source: RecordedRun, replay_id: str, replay: AgentResult | None, tools: AnsweredTools,
+          cost: Cost, error: str | None = None) -> RunScore:
     before, after = source.result, replay
     status = (before.status if before else "failed", after.status if after else "failed")
     same = before is not None and after is not None and json.dumps(before.output, sort_keys=True) == json.dumps(after.output, sort_keys=True)
@@ -205,7 +159,7 @@ def score(source: RecordedRun, replay_id: str, replay: AgentResult | None, tools
         output=(before.output if before else None, after.output if after else None),
         steps=(len(before.steps) if before else 0, len(after.steps) if after else 0),
         tokens=(_tokens(before), _tokens(after)),
-        cost_usd=(_cost(before, prices), _cost(after, prices)),
+        cost_usd=(_cost(before, cost), _cost(after, cost)),
         violations=(len(before.violations) if before else 0, len(after.violations) if after else 0),
         reprompts=(_reprompts(before), _reprompts(after)),
         degradations=(len(before.degradations) if before else 0, len(after.degradations) if after else 0),
@@ -234,16 +188,16 @@ async def replay_runs(
     sources: Sequence[RecordedRun],
     *,
     task_queue: str,
-    tools: RecordedTools,
+    tools: AnsweredTools,
     spec: AgentSpec | None,
     model: str | None,
-    prices: PriceTable,
+    cost: Cost,
 ) -> list[RunScore]:
     """Start one replay per source run (all at once) on ``task_queue`` and score each against its source."""
     handles = []
     for source in sources:
         replay_id = f"replay-{source.workflow_id}-{uuid.uuid4().hex[:8]}"
-        tools.add(replay_id, source)
+        tools.add(replay_id, source.schemas, source.calls)
         inp = AgentInput(spec=new_spec(source.inp.spec, spec, model), input=source.inp.input)
         handles.append((source, replay_id, await client.start_workflow(
             AGENT_WORKFLOW, inp, id=replay_id, task_queue=task_queue, result_type=AgentResult)))
@@ -253,7 +207,7 @@ async def replay_runs(
             result, error = await handle.result(), None
         except WorkflowFailureError as exc:
             result, error = None, str(exc.cause or exc)
-        scores.append(score(source, replay_id, result, tools, prices, error))
+        scores.append(score(source, replay_id, result, tools, cost, error))
     return scores
 
 
@@ -320,5 +274,5 @@ def report_json(scores: Sequence[RunScore]) -> dict[str, Any]:
     }
 
 
-__all__ = ["RecordedRun", "RecordedTools", "RunScore", "load_sources", "read_recorded_run", "render",
+__all__ = ["AnsweredTools", "RecordedRun", "RunScore", "load_sources", "read_recorded_run", "render",
            "replay_runs", "report_json", "score", "summary", "new_spec"]

@@ -22,20 +22,12 @@ from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from ..contracts import EffectRecord, Message, ToolCallResult
+    from ..contracts.llm.arguments import canonical_arguments
     from ..contracts.llm.tools import OUTCOME_UNKNOWN
 
 RECORD_CHARS = 1000
 _NOTE_CHARS = 300
 _NOTE_ENTRIES = 40
-
-
-def canonical_arguments(arguments: str) -> str:
-    """JSON text with sorted keys and no spaces, so key order and spacing never change a key."""
-    try:
-        value = json.loads(arguments)
-    except ValueError:
-        return arguments
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def effect_key(chain: str, scope: str, tool: str, arguments: str, ordinal: int) -> str:

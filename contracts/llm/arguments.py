@@ -5,6 +5,7 @@ contract did.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from ..json_schema import describe, json_type_name, parse_json
@@ -27,3 +28,13 @@ def parse_tool_arguments(raw: str) -> tuple[dict[str, Any] | None, str | None]:
 
 
 __all__ = ["parse_tool_arguments"]
+
+
+def canonical_arguments(arguments: str) -> str:
+    """JSON text with sorted keys and no spaces, so key order and spacing never change a key
+    (an effect key, or a counterfactual replay's match against a recorded call)."""
+    try:
+        value = json.loads(arguments)
+    except ValueError:
+        return arguments
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
