@@ -94,6 +94,11 @@ def _parser() -> argparse.ArgumentParser:
 
     configure_payloads(payloads)
 
+    fork = command("fork", _fork, "Start a new run from a recorded agent run's state before a step; no effect repeated.")
+    from .fork import configure_parser as configure_fork
+
+    configure_fork(fork)
+
     replay = command(
         "replay", _replay,
         "Replay recorded runs: --check against this build's workflows (a deploy gate), or with --spec/--model (an eval).",
@@ -183,6 +188,12 @@ def _check(args: argparse.Namespace) -> int:
     from .check import check_command
 
     return check_command(args.file, args.json)
+
+
+def _fork(args: argparse.Namespace) -> int:
+    from .fork import fork_command
+
+    return asyncio.run(fork_command(_settings(args), args))
 
 
 def _replay(args: argparse.Namespace) -> int:

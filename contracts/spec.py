@@ -11,6 +11,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from .code.program import ProgramLimits
+from .llm.messages import Message
 from .llm.request import ContextAction, ContextPolicy, LLMConfig, Usage
 from .violations import Violation
 
@@ -68,6 +69,8 @@ class AgentSpec(BaseModel):
 class AgentInput(BaseModel):
     spec: AgentSpec
     input: str
+    fork: ForkOrigin | None = None
+    """Set on a fork (``client/forks.py``): the run starts from another run's conversation and knows its effects."""
 
 
 class ToolCallRecord(BaseModel):
@@ -93,6 +96,20 @@ class EffectRecord(BaseModel):
     content: str
     """What the call returned, capped."""
     outcome: Literal["done", "unknown"] = "done"
+
+
+class ForkOrigin(BaseModel):
+    """Where a forked run starts: the source run's conversation before ``at_step``, and its side effects.
+
+    ``effects`` are every effect the source made (the world keeps them, whatever step the fork starts at):
+    the fork's model is told of them, and an identical call is answered from them, never executed again.
+    """
+
+    workflow_id: str
+    at_step: int = Field(ge=0)
+    messages: list[Message]
+    """The conversation after the system prompt: the user input and the steps before ``at_step``."""
+    effects: list[EffectRecord] = Field(default_factory=list)
 
 
 StepKind = Literal["assistant", "tool_call", "final"]

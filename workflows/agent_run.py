@@ -213,7 +213,7 @@ class AgentRun:
         key = self.effects.key(self.scope + scope, name, arguments)  # before any await: ordinals follow call order
         effectful = schema is not None and schema.side_effects
         if effectful:
-            done = self.effects.completed(key, call_id)
+            done = self.effects.completed(key, call_id) or self.effects.inherited(name, arguments, call_id)
             if done is not None:
                 return done
         result = await call_tool(

@@ -52,6 +52,21 @@ class EffectLedger:
         self._ordinals: dict[tuple[str, str, str], int] = {}
         self._results: dict[str, ToolCallResult] = {}
         self.records = records
+        self._inherited: dict[tuple[str, str], EffectRecord] = {}
+        self.inherited_from: str | None = None
+
+    def inherit(self, source: str, records: list[EffectRecord]) -> None:
+        """A fork's source run's effects: an identical call is answered from them, whatever its step or ordinal."""
+        self.inherited_from = source
+        for record in records:
+            self._inherited.setdefault((record.tool, record.arguments), record)
+
+    def inherited(self, tool: str, arguments: str, call_id: str) -> ToolCallResult | None:
+        """The source run's result for this exact call, if the source made it: never executed again."""
+        record = self._inherited.get((tool, cap(canonical_arguments(arguments), RECORD_CHARS)))
+        if record is None:
+            return None
+        return ToolCallResult(call_id=call_id, name=tool, content=record.content)
 
     def new_attempt(self) -> None:
         """A new answer to the same logical step (a re-prompted or fallback program): ordinals restart."""
@@ -81,6 +96,22 @@ class EffectLedger:
             )
         )
 
+    def inherited_note(self, python_name: Callable[[str], str] = str) -> str | None:
+        """What a fork's model must know first: the source run's effects, which the world keeps."""
+        if not self._inherited:
+            return None
+        lines = [
+            f"This run is a fork of run {self.inherited_from}. These calls with side effects already took effect "
+            "there and are not undone. They will not run again: an identical call (same function, same arguments) "
+            "returns the recorded result below. Do not repeat them with changed arguments unless you mean a "
+            "second, separate effect."
+        ]
+        records = list(self._inherited.values())
+        lines += [_line(r, python_name) for r in records[:_NOTE_ENTRIES]]
+        if len(records) > _NOTE_ENTRIES:
+            lines.append(f"- ... and {len(records) - _NOTE_ENTRIES} more")
+        return "\n".join(lines)
+
     def note(self, python_name: Callable[[str], str] = str) -> str | None:
         """What the model must be told before it answers again: the calls that already took effect."""
         if not self.records:
@@ -90,15 +121,15 @@ class EffectLedger:
             "an identical call (same function, same arguments) returns the recorded result below. "
             "Do not repeat them with changed arguments unless you mean a second, separate effect."
         ]
-        for record in self.records[:_NOTE_ENTRIES]:
-            shown = "outcome unknown: it may or may not have happened" if record.outcome == "unknown" else "returned"
-            lines.append(
-                f"- {python_name(record.tool)}({cap(record.arguments, _NOTE_CHARS)}) {shown}: "
-                f"{cap(record.content, _NOTE_CHARS)}"
-            )
+        lines += [_line(record, python_name) for record in self.records[:_NOTE_ENTRIES]]
         if len(self.records) > _NOTE_ENTRIES:
             lines.append(f"- ... and {len(self.records) - _NOTE_ENTRIES} more")
         return "\n".join(lines)
+
+
+def _line(record: EffectRecord, python_name: Callable[[str], str]) -> str:
+    shown = "outcome unknown: it may or may not have happened" if record.outcome == "unknown" else "returned"
+    return f"- {python_name(record.tool)}({cap(record.arguments, _NOTE_CHARS)}) {shown}: {cap(record.content, _NOTE_CHARS)}"
 
 
 def with_note(messages: list[Message], note: str | None) -> list[Message]:
