@@ -27,6 +27,7 @@ from ..client.sessions import (
     continue_session,
     decide_approval,
     new_session_id,
+    rewind_session,
     send_turn,
     session_state,
     session_turns,
@@ -226,7 +227,9 @@ def _answer(result: TurnResult) -> str:
     return output if isinstance(output, str) else result.model_dump_json(include={"output"})
 
 
-async def session_command(settings: WorkerSettings, action: str, session_id: str | None, reason: str, out: IO[str]) -> int:
+async def session_command(
+    settings: WorkerSettings, action: str, session_id: str | None, reason: str, out: IO[str], to_turn: int | None = None
+) -> int:
     async with embedded_temporal(settings) as temporal:
         client = await connect(settings, temporal.address)
         if action == "list":
@@ -240,6 +243,20 @@ async def session_command(settings: WorkerSettings, action: str, session_id: str
             print(state.model_dump_json(indent=2), file=out)
             for t in await session_turns(client, session_id):
                 print(f"#{t.turn} {t.status:<22} {t.input!r} -> {t.output!r}", file=out)
+            return 0
+        if action == "rewind":
+            if to_turn is None:
+                print("error: session rewind needs --to-turn N", file=sys.stderr)
+                return 2
+            try:
+                state = await rewind_session(client, session_id, to_turn)
+            except WorkflowUpdateFailedError as exc:
+                print(f"error: {exc.cause}", file=sys.stderr)
+                return 2
+            last = state.rewinds[-1]
+            undone = ", ".join(f"#{t.turn}" for t in last.undone) or "none"
+            print(f"session {session_id} rewound to turn {to_turn}; undone turns: {undone} (kept in its state); "
+                  f"{len(last.effects)} side effects of theirs stay done and will not be repeated", file=out)
             return 0
         state = await close_session(client, session_id, reason)
         print(f"session {session_id} closed after {state.turns} turns", file=out)

@@ -75,10 +75,11 @@ def _parser() -> argparse.ArgumentParser:
     opened.add_argument("--session", help="resume this session id")
     chat.add_argument("--no-worker", action="store_true", help="do not run an in-process worker")
 
-    session = command("session", _session, "List open sessions, show one, or close one.")
-    session.add_argument("action", choices=["list", "show", "close"])
+    session = command("session", _session, "List open sessions, show one, close one, or rewind one to an earlier turn.")
+    session.add_argument("action", choices=["list", "show", "close", "rewind"])
     session.add_argument("session_id", nargs="?")
     session.add_argument("--reason", default="closed from the command line")
+    session.add_argument("--to-turn", type=int, help="rewind: go on from the state after this turn (0: a fresh start)")
 
     check = command("check", _check, "Prove a pipeline's edges compatible; non-zero on a refuted or unacknowledged edge.")
     check.add_argument("file")
@@ -181,7 +182,9 @@ def _session(args: argparse.Namespace) -> int:
     if args.action != "list" and not args.session_id:
         print(f"error: session {args.action} needs a session id", file=sys.stderr)
         return EXIT_BAD_INPUT
-    return asyncio.run(session_command(_settings(args), args.action, args.session_id, args.reason, sys.stdout))
+    return asyncio.run(
+        session_command(_settings(args), args.action, args.session_id, args.reason, sys.stdout, args.to_turn)
+    )
 
 
 def _check(args: argparse.Namespace) -> int:

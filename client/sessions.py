@@ -21,6 +21,7 @@ from ..contracts.names import (
     APPROVALS_QUERY,
     APPROVE_UPDATE,
     CLOSE_UPDATE,
+    REWIND_UPDATE,
     REJECT_UPDATE,
     SESSION_WORKFLOW,
     STATE_QUERY,
@@ -29,6 +30,7 @@ from ..contracts.names import (
 )
 from ..contracts.session import (
     CloseInput,
+    RewindInput,
     SessionConfig,
     SessionInput,
     SessionOutcome,
@@ -95,6 +97,14 @@ async def session_turns(client: Client, session_id: str) -> list[TurnSummary]:
 async def close_session(client: Client, session_id: str, reason: str = "closed by caller") -> SessionState:
     return await session_handle(client, session_id).execute_update(
         CLOSE_UPDATE, CloseInput(reason=reason), result_type=SessionState
+    )
+
+
+async def rewind_session(client: Client, session_id: str, to_turn: int) -> SessionState:
+    """The session goes on from its state after turn ``to_turn`` (0: a fresh start); undone turns stay in
+    ``SessionState.rewinds`` and their effects are told to later turns, never repeated."""
+    return await session_handle(client, session_id).execute_update(
+        REWIND_UPDATE, RewindInput(to_turn=to_turn), result_type=SessionState
     )
 
 

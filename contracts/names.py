@@ -45,6 +45,8 @@ TURN_UPDATE = "turn"
 """Takes ``TurnInput`` (``{"input": "..."}``); returns ``TurnResult``."""
 CLOSE_UPDATE = "close"
 """Takes ``CloseInput`` (``{"reason": "..."}``, optional); returns ``SessionState``."""
+REWIND_UPDATE = "rewind"
+"""Takes ``RewindInput`` (``{"to_turn": N}``); returns ``SessionState``. The undone turns stay in ``rewinds``."""
 TURNS_QUERY = "turns"
 """Returns ``list[TurnSummary]``."""
 CURRENT_TURN_QUERY = "current_turn"
@@ -110,6 +112,7 @@ __all__ = [
     "PIPELINE_WORKFLOW",
     "PROGRESS_TOPIC",
     "REJECT_UPDATE",
+    "REWIND_UPDATE",
     "SESSION_WORKFLOW",
     "REFUSAL_REPROMPTED_ONCE",
     "STATE_QUERY",

@@ -20,7 +20,7 @@ from .code.program import ReplMemory, VariableInfo
 from .llm.conversation import ConversationRef
 from .llm.messages import Message
 from .llm.request import Usage
-from .spec import AgentResult, AgentSpec, RunStatus
+from .spec import AgentResult, AgentSpec, EffectRecord, RunStatus
 
 DAY_SECONDS = 86_400.0
 MAX_TURN_INPUT_CHARS = 32_000
@@ -61,6 +61,34 @@ class TurnSummary(BaseModel):
     finished_at: datetime | None = None
 
 
+class TurnCheckpoint(BaseModel):
+    """The session's state right after a turn: what ``rewind`` goes back to."""
+
+    turn: int
+    conversation: ConversationRef | None = None
+    messages: list[Message] = Field(default_factory=list)
+    repl: ReplMemory | None = None
+    effects: list[EffectRecord] = Field(default_factory=list)
+    """The side effects this turn made (kept so a rewind past it can tell later turns)."""
+
+
+class Rewind(BaseModel):
+    """One rewind, for the audit trail: which turns it undid and the effects they had made (not undone)."""
+
+    to_turn: int
+    at: datetime
+    undone: list[TurnSummary] = Field(default_factory=list)
+    effects: list[EffectRecord] = Field(default_factory=list)
+
+
+class RewindInput(BaseModel):
+    """The ``rewind`` Update's argument: ``{"to_turn": N}`` (0: before the first turn)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    to_turn: int = Field(ge=0)
+
+
 class SessionCarry(BaseModel):
     """The compact state a session carries across continue-as-new."""
 
@@ -79,6 +107,12 @@ class SessionCarry(BaseModel):
     """Code mode: the REPL state (signed, in the payload store) and the variables it holds."""
     decided: list[ApprovalRecord] = Field(default_factory=list)
     """The latest approval decisions (bounded), so a late second decision is still told it came too late."""
+    checkpoints: list[TurnCheckpoint] = Field(default_factory=list)
+    """The state after each of the last ``turns_kept`` turns still in effect: what a rewind can go back to."""
+    rewinds: list[Rewind] = Field(default_factory=list)
+    """Every rewind, oldest first: the undone turns stay readable."""
+    undone_effects: list[EffectRecord] = Field(default_factory=list)
+    """Effects of undone turns: every later turn is told of them and never repeats one."""
 
 
 class SessionInput(BaseModel):
@@ -154,6 +188,8 @@ class SessionState(BaseModel):
     closed_reason: str | None = None
     variables: list[VariableInfo] = Field(default_factory=list)
     """Code mode: the variables the REPL keeps (name and type)."""
+    rewinds: list[Rewind] = Field(default_factory=list)
+    """Every rewind: the turns it undid and the effects they had made."""
 
 
 class SessionOutcome(BaseModel):

@@ -70,7 +70,7 @@ class AgentWorkflow(ApprovalHandlers):
         # its effects known to the ledger and told to the model in the system prompt.
         system = opening(spec, tools)
         if run.effects is not None:
-            run.effects.inherit(inp.fork.workflow_id, inp.fork.effects)
+            run.effects.inherit(f"run {inp.fork.workflow_id}, which this run is a fork of", inp.fork.effects)
             note = run.effects.inherited_note()
             if note:
                 system = system.model_copy(update={"content": f"{system.content or ''}\n\n{note}"})

@@ -101,8 +101,7 @@ class EffectLedger:
         if not self._inherited:
             return None
         lines = [
-            f"This run is a fork of run {self.inherited_from}. These calls with side effects already took effect "
-            "there and are not undone. They will not run again: an identical call (same function, same arguments) "
+            f"These calls with side effects already took effect in {self.inherited_from}, and are not undone. They will not run again: an identical call (same function, same arguments) "
             "returns the recorded result below. Do not repeat them with changed arguments unless you mean a "
             "second, separate effect."
         ]

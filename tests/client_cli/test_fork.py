@@ -72,7 +72,7 @@ async def test_a_fork_at_every_step_of_a_ten_tool_run_repeats_no_effect(client, 
             assert fork.effects == []  # nothing took effect in the fork itself
     assert sorted(executed) == list(range(CHARGES)), "an effect happened twice across the source and its forks"
     # The fork's model was told what the source did (the first request of the last fork).
-    first = [r for r in scripted.requests if "fork of run" in str(r.body)]
+    first = [r for r in scripted.requests if "which this run is a fork of" in str(r.body)]
     assert first and "charge" in str(first[-1].body)
 
 
