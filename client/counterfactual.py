@@ -20,11 +20,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
+from pydantic import ValidationError
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowFailureError, WorkflowHistory
 from temporalio.converter import DataConverter
 
-from ..contracts import AgentInput, AgentResult, AgentSpec, ToolCallInput, ToolCallResult, ToolSchema, Usage
+from ..contracts import AgentInput, AgentResult, AgentSpec, InvalidSpecError, LLMConfig, ToolCallInput, ToolCallResult, ToolSchema, Usage
 from ..contracts.llm.arguments import canonical_arguments
 from ..contracts.names import AGENT_WORKFLOW, TOOLS_CALL, TOOLS_DESCRIBE
 from .replay_check import fetch_history, workflow_type
@@ -179,7 +180,11 @@ def new_spec(recorded: AgentSpec, spec: AgentSpec | None, model: str | None) -> 
         provider, _, name = model.partition(":")
         if not name:
             provider, name = base.model.provider, provider
-        base = base.model_copy(update={"model": base.model.model_copy(update={"provider": provider, "model": name})})
+        try:
+            config = LLMConfig.model_validate({**base.model.model_dump(), "provider": provider, "model": name})
+        except ValidationError as exc:
+            raise InvalidSpecError.from_validation(exc, "model") from None
+        base = base.model_copy(update={"model": config})
     return base
 
 

@@ -12,11 +12,13 @@ import argparse
 import io
 import json
 
+import pytest
+
 from agent_support import make_spec
 from pydantic import BaseModel
 
 from agentsteps.activities.tools.registry import ToolContext, ToolRegistry
-from agentsteps.contracts import AgentInput
+from agentsteps.contracts import AgentInput, InvalidSpecError
 from agentsteps.contracts.names import AGENT_WORKFLOW
 from agentsteps.cli.replay import EXIT_FAILED, EXIT_INVALID, EXIT_OK, replay_command
 from agentsteps.worker import running_worker
@@ -135,3 +137,15 @@ async def test_bad_replay_arguments_exit_2(client, settings):
     assert await replay_command(on_this_server, args(["gone-run"])) == EXIT_INVALID  # no such history
     assert await replay_command(on_this_server, args(["x"], allow_tools="no_such_tool")) == EXIT_INVALID
     assert await replay_command(on_this_server, args(["x"], allow_tools="send_notification")) == EXIT_INVALID
+
+
+async def test_a_malformed_model_is_a_typed_error_before_any_replay_starts(client, settings, scripted):
+    scripted.set_script({"default": {"content": "hi"}})
+    async with running_worker(client, settings):
+        handle = await client.start_workflow(AGENT_WORKFLOW, AgentInput(spec=make_spec(tools=[]), input="hi"),
+                                             id=f"src-{settings.task_queue}", task_queue=settings.task_queue)
+        await handle.result()
+    on_this_server = settings.model_copy(update={"temporal_address": client.service_client.config.target_host})
+    with pytest.raises(InvalidSpecError, match="provider"):
+        await replay_command(on_this_server, args([handle.id], model="bogus:some-model-2026-01-01"))
+    assert [e async for e in client.list_workflows(f'WorkflowId STARTS_WITH "replay-{handle.id}"')] == []

@@ -88,3 +88,30 @@ async def test_forking_what_cannot_be_forked_is_a_clear_error(client, settings, 
         await fork_run(client, f"short-{settings.task_queue}", 5, data_converter=converter, task_queue=settings.task_queue)
     with pytest.raises(InvalidSpecError, match="--at-step"):
         await fork_run(client, f"short-{settings.task_queue}", -1, data_converter=converter, task_queue=settings.task_queue)
+
+
+async def test_the_fork_command_prints_the_fork_as_json(client, settings, scripted):
+    import argparse
+    import contextlib
+    import io
+
+    from agentsteps.cli.fork import fork_command
+
+    scripted.set_script(script())
+    executed: list[int] = []
+    on_this_server = settings.model_copy(update={"temporal_address": client.service_client.config.target_host})
+    async with running_worker(client, settings, registry=charging_registry(executed)):
+        await client.execute_workflow(
+            AGENT_WORKFLOW, AgentInput(spec=make_spec(tools=["charge"], max_steps=14), input="charge everyone"),
+            id=f"cli-source-{settings.task_queue}", task_queue=settings.task_queue, result_type=AgentResult,
+        )
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            code = await fork_command(on_this_server, argparse.Namespace(
+                workflow_id=f"cli-source-{settings.task_queue}", at_step=3, spec=None, model=None, input=None,
+                json=True, no_worker=True))
+    body = json.loads(out.getvalue())
+    assert code == 0 and body["source"] == f"cli-source-{settings.task_queue}" and body["at_step"] == 3
+    assert body["fork_id"].startswith(f"cli-source-{settings.task_queue}-fork3-")
+    assert body["result"]["status"] == "completed" and len(body["result"]["steps"]) == CHARGES + 1 - 3
+    assert executed == list(range(CHARGES))
