@@ -35,6 +35,7 @@ from ..client.sessions import (
     continue_session,
     decide_approval,
     new_session_id,
+    rewind_session,
     send_turn,
     session_handle,
     session_state,
@@ -298,11 +299,11 @@ def _any_session_queue(session_id: str) -> Callable[[Client, Stack], Awaitable[s
 
 async def session_command(
     settings: WorkerSettings, action: str, session_id: str | None, reason: str, out: IO[str],
-    *, worker: WorkerMode = "auto",
+    *, worker: WorkerMode = "auto", to_turn: int | None = None,
 ) -> int:
-    """``session list|show|close``; an unknown or closed id is one line on stderr and exit status 1."""
+    """``session list|show|close|rewind``; an unknown or closed id is one line on stderr and exit status 1."""
     try:
-        return await _session_command(settings, action, session_id, reason, out, worker)
+        return await _session_command(settings, action, session_id, reason, out, worker, to_turn)
     except SessionNotFound as exc:
         print(f"error: {exc}", file=sys.stderr)
     except SessionClosedError as exc:
@@ -312,6 +313,7 @@ async def session_command(
 
 async def _session_command(
     settings: WorkerSettings, action: str, session_id: str | None, reason: str, out: IO[str], worker: WorkerMode,
+    to_turn: int | None,
 ) -> int:
     if action == "list":
         async with embedded_temporal(settings) as stack:
@@ -333,6 +335,20 @@ async def _session_command(
             print(state.model_dump_json(indent=2), file=out)
             for t in await session_turns(client, session_id):
                 print(f"#{t.turn} {t.status:<22} {t.input!r} -> {t.output!r}", file=out)
+            return 0
+        if action == "rewind":
+            if to_turn is None:
+                print("error: session rewind needs --to-turn N", file=sys.stderr)
+                return 2
+            try:
+                state = await rewind_session(client, session_id, to_turn)
+            except WorkflowUpdateFailedError as exc:
+                print(f"error: {exc.cause}", file=sys.stderr)
+                return 2
+            last = state.rewinds[-1]
+            undone = ", ".join(f"#{t.turn}" for t in last.undone) or "none"
+            print(f"session {session_id} rewound to turn {to_turn}; undone turns: {undone} (kept in its state); "
+                  f"{len(last.effects)} side effects of theirs stay done and will not be repeated", file=out)
             return 0
         try:
             state = await close_session(client, session_id, reason)

@@ -98,11 +98,12 @@ def _parser() -> argparse.ArgumentParser:
     opened.add_argument("--session", help="resume this session id")
     _worker_flags(chat)
 
-    session = command("session", _session, "List open sessions, show one, or close one.")
-    session.add_argument("action", choices=["list", "show", "close"])
+    session = command("session", _session, "List open sessions, show one, close one, or rewind one to an earlier turn.")
+    session.add_argument("action", choices=["list", "show", "close", "rewind"])
     session.add_argument("session_id", nargs="?")
     session.add_argument("--reason", default="closed from the command line")
     _worker_flags(session)
+    session.add_argument("--to-turn", type=int, help="rewind: go on from the state after this turn (0: a fresh start)")
 
     check = command("check", _check, "Prove a pipeline's edges compatible; non-zero on a refuted or unacknowledged edge.")
     check.add_argument("file")
@@ -117,6 +118,19 @@ def _parser() -> argparse.ArgumentParser:
     from .payloads import configure_parser as configure_payloads
 
     configure_payloads(payloads)
+
+    fork = command("fork", _fork, "Start a new run from a recorded agent run's state before a step; no effect repeated.")
+    from .fork import configure_parser as configure_fork
+
+    configure_fork(fork)
+
+    replay = command(
+        "replay", _replay,
+        "Replay recorded runs: --check against this build's workflows (a deploy gate), or with --spec/--model (an eval).",
+    )
+    from .replay import configure_parser as configure_replay
+
+    configure_replay(replay)
 
     scripted = command("scripted-model", _scripted_model, "Serve the scripted model (a test double) over HTTP.")
     # The same arguments (and default port) as ``python -m agentsteps.scripted_model``.
@@ -234,7 +248,8 @@ def _session(args: argparse.Namespace) -> int:
         print(f"error: session {args.action} needs a session id", file=sys.stderr)
         return EXIT_BAD_INPUT
     return asyncio.run(
-        session_command(_settings(args), args.action, args.session_id, args.reason, sys.stdout, worker=args.worker)
+        session_command(_settings(args), args.action, args.session_id, args.reason, sys.stdout, worker=args.worker,
+                        to_turn=args.to_turn)
     )
 
 
@@ -242,6 +257,18 @@ def _check(args: argparse.Namespace) -> int:
     from .check import check_command
 
     return check_command(args.file, args.json)
+
+
+def _fork(args: argparse.Namespace) -> int:
+    from .fork import fork_command
+
+    return asyncio.run(fork_command(_settings(args), args))
+
+
+def _replay(args: argparse.Namespace) -> int:
+    from .replay import replay_command
+
+    return asyncio.run(replay_command(_settings(args), args))
 
 
 def _scripted_model(args: argparse.Namespace) -> int:

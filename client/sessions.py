@@ -34,6 +34,7 @@ from ..contracts.names import (
     APPROVALS_QUERY,
     APPROVE_UPDATE,
     CLOSE_UPDATE,
+    REWIND_UPDATE,
     REJECT_UPDATE,
     SESSION_WORKFLOW,
     STATE_QUERY,
@@ -42,6 +43,7 @@ from ..contracts.names import (
 )
 from ..contracts.session import (
     CloseInput,
+    RewindInput,
     SessionConfig,
     SessionInput,
     SessionOutcome,
@@ -154,6 +156,14 @@ async def close_session(client: Client, session_id: str, reason: str = "closed b
         if exc.status is RPCStatusCode.NOT_FOUND:
             raise SessionClosedError(await closed_message(client, session_id)) from exc
         raise
+
+
+async def rewind_session(client: Client, session_id: str, to_turn: int) -> SessionState:
+    """The session goes on from its state after turn ``to_turn`` (0: a fresh start); undone turns stay in
+    ``SessionState.rewinds`` and their effects are told to later turns, never repeated."""
+    return await session_handle(client, session_id).execute_update(
+        REWIND_UPDATE, RewindInput(to_turn=to_turn), result_type=SessionState
+    )
 
 
 async def decide_approval(

@@ -25,6 +25,7 @@ from .spec import (
     DefaultResult,
     Degradation,
     EffectRecord,
+    ForkOrigin,
     Step,
     ToolCallRecord,
 )
@@ -40,6 +41,7 @@ __all__ = [
     "DefaultResult",
     "Degradation",
     "EffectRecord",
+    "ForkOrigin",
     "InvalidSpecError",
     "LLMConfig",
     "LLMRequest",

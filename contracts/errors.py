@@ -4,6 +4,7 @@
     ├── InvalidSpecError           bad AgentSpec, config or pipeline file; names the field
     │   └── ScheduleFileError          a schedule file that cannot be applied; names file and key
     ├── ScheduleNotFoundError      no schedule with that id on the server
+    ├── HistoryUnavailableError    a run's history the server no longer keeps (or never had)
     ├── CompositionError           a pipeline's edges do not compose; carries an EdgeReport per edge
     ├── ContractViolationError     re-prompts and degradations spent; names contract, kind, path
     ├── BudgetExceededError        token or step budget spent
@@ -272,3 +273,15 @@ class ScheduleNotFoundError(AgentStepsError):
     def __init__(self, schedule_id: str) -> None:
         self.schedule_id = schedule_id
         super().__init__(f"no schedule named {schedule_id!r}; run 'agentsteps schedule list'")
+
+
+class HistoryUnavailableError(AgentStepsError):
+    """A recorded run that time travel needs is gone: the server's retention dropped its history."""
+
+    def __init__(self, workflow_id: str, detail: str = "") -> None:
+        self.workflow_id = workflow_id
+        super().__init__(
+            f"the history of run {workflow_id!r} is not on the server: it never existed there, or the "
+            f"namespace's retention period has passed since it closed{': ' + detail if detail else ''}. "
+            "Replay it from a saved history file instead (--histories DIR)."
+        )

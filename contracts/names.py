@@ -49,6 +49,8 @@ TURN_UPDATE = "turn"
 """Takes ``TurnInput`` (``{"input": "..."}``); returns ``TurnResult``."""
 CLOSE_UPDATE = "close"
 """Takes ``CloseInput`` (``{"reason": "..."}``, optional); returns ``SessionState``."""
+REWIND_UPDATE = "rewind"
+"""Takes ``RewindInput`` (``{"to_turn": N}``); returns ``SessionState``. The undone turns stay in ``rewinds``."""
 TURNS_QUERY = "turns"
 """Returns ``list[TurnSummary]``."""
 CURRENT_TURN_QUERY = "current_turn"
@@ -166,6 +168,7 @@ __all__ = [
     "PROGRESS_TOPIC",
     "REJECT_UPDATE",
     "RELEASE_PATCH",
+    "REWIND_UPDATE",
     "SESSION_WORKFLOW",
     "REFUSAL_REPROMPTED_ONCE",
     "SA_AWAITING_APPROVAL",

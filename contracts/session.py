@@ -81,6 +81,34 @@ class TurnSummary(BaseModel):
     cost_usd: float = 0.0
 
 
+class TurnCheckpoint(BaseModel):
+    """The session's state right after a turn: what ``rewind`` goes back to."""
+
+    turn: int
+    conversation: ConversationRef | None = None
+    messages: list[Message] = Field(default_factory=list)
+    repl: ReplMemory | None = None
+    effects: list[EffectRecord] = Field(default_factory=list)
+    """The side effects this turn made (kept so a rewind past it can tell later turns)."""
+
+
+class Rewind(BaseModel):
+    """One rewind, for the audit trail: which turns it undid and the effects they had made (not undone)."""
+
+    to_turn: int
+    at: datetime
+    undone: list[TurnSummary] = Field(default_factory=list)
+    effects: list[EffectRecord] = Field(default_factory=list)
+
+
+class RewindInput(BaseModel):
+    """The ``rewind`` Update's argument: ``{"to_turn": N}`` (0: before the first turn)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    to_turn: int = Field(ge=0)
+
+
 class SessionCarry(BaseModel):
     """The compact state a session carries across continue-as-new."""
 
@@ -112,6 +140,12 @@ class SessionCarry(BaseModel):
     chain: str | None = None
     """The session this state belongs to, ``<workflow id>/<first run id>`` (``session_owner``); a run
     accepts carried state only when it names the run's own chain (None: carried by an older release)."""
+    checkpoints: list[TurnCheckpoint] = Field(default_factory=list)
+    """The state after each of the last ``turns_kept`` turns still in effect: what a rewind can go back to."""
+    rewinds: list[Rewind] = Field(default_factory=list)
+    """Every rewind, oldest first: the undone turns stay readable."""
+    undone_effects: list[EffectRecord] = Field(default_factory=list)
+    """Effects of undone turns: every later turn is told of them and never repeats one."""
 
 
 class SessionInput(BaseModel):
@@ -198,6 +232,8 @@ class SessionState(BaseModel):
     cost_usd: float = 0.0
     mode: Literal["tools", "code"] = "tools"
     """The spec's mode (code mode: a step's content is its program)."""
+    rewinds: list[Rewind] = Field(default_factory=list)
+    """Every rewind: the turns it undid and the effects they had made."""
 
 
 class SessionOutcome(BaseModel):

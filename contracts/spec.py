@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .approvals import ApprovalRecord
 from .code.program import ProgramLimits
+from .llm.messages import Message
 from .llm.request import ContextAction, ContextPolicy, LLMConfig, Usage
 from .violations import Violation
 
@@ -70,6 +71,8 @@ class AgentSpec(BaseModel):
 class AgentInput(BaseModel):
     spec: AgentSpec
     input: str
+    fork: ForkOrigin | None = None
+    """Set on a fork (``client/forks.py``): the run starts from another run's conversation and knows its effects."""
     key_scope: str | None = None
     """Where effect keys are unique. Unset: this run (its workflow chain), so two runs never share a
     key. Set by a backend that wants a tool to dedupe across runs: runs with the same scope give the
@@ -113,6 +116,20 @@ class EffectRecord(BaseModel):
     content: str
     """What the call returned, capped."""
     outcome: Literal["done", "unknown"] = "done"
+
+
+class ForkOrigin(BaseModel):
+    """Where a forked run starts: the source run's conversation before ``at_step``, and its side effects.
+
+    ``effects`` are every effect the source made (the world keeps them, whatever step the fork starts at):
+    the fork's model is told of them, and an identical call is answered from them, never executed again.
+    """
+
+    workflow_id: str
+    at_step: int = Field(ge=0)
+    messages: list[Message]
+    """The conversation after the system prompt: the user input and the steps before ``at_step``."""
+    effects: list[EffectRecord] = Field(default_factory=list)
 
 
 StepKind = Literal["assistant", "tool_call", "final"]

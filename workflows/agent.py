@@ -87,4 +87,14 @@ class AgentWorkflow(ApprovalHandlers):
         tools = await spec_tools(spec)
         run = AgentRun.one_shot(spec, tools, features, progress=self.progress, approvals=self.approvals,
                                key_scope=inp.key_scope)
-        return await run_steps(run, [opening(spec, tools), Message.user(inp.input)])
+        if inp.fork is None:
+            return await run_steps(run, [opening(spec, tools), Message.user(inp.input)])
+        # A fork (a new kind of input, so no recorded run takes this branch): the source's conversation, and
+        # its effects known to the ledger and told to the model in the system prompt.
+        system = opening(spec, tools)
+        if run.effects is not None:
+            run.effects.inherit(f"run {inp.fork.workflow_id}, which this run is a fork of", inp.fork.effects)
+            note = run.effects.inherited_note()
+            if note:
+                system = system.model_copy(update={"content": f"{system.content or ''}\n\n{note}"})
+        return await run_steps(run, [system, *inp.fork.messages])

@@ -266,7 +266,7 @@ class AgentRun:
             return await call_tool(name, arguments, call_id=call_id, key=legacy_key, policy=policy)
         key = self.effects.key(self.scope + scope, name, arguments)  # before any await: ordinals follow call order
         effectful = schema is not None and schema.side_effects
-        done = self.effects.completed(key, call_id) if effectful else None
+        done = (self.effects.completed(key, call_id) or self.effects.inherited(name, arguments, call_id)) if effectful else None
         # Runs recorded before EXACTLY_ONCE_PATCH asked the approver again first; they replay that way.
         if done is not None and (not schema.requires_approval or self.features.recorded_not_reasked):
             self.emit("tool_call", tool=name, detail=f"answered from the record: {arguments[:460]}")

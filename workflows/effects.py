@@ -14,7 +14,6 @@ per key. Deterministic: pure computation on workflow state.
 
 from __future__ import annotations
 
-import decimal
 import hashlib
 import json
 from collections.abc import Callable
@@ -23,38 +22,13 @@ from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from ..contracts import EffectRecord, Message, ToolCallResult
+    from ..contracts.llm.arguments import canonical_arguments
     from ..contracts.llm.tools import OUTCOME_UNKNOWN
     from ..contracts.session import UntoldEffects
 
 RECORD_CHARS = 1000
 _NOTE_CHARS = 300
 _NOTE_ENTRIES = 40
-
-
-def canonical_arguments(arguments: str) -> str:
-    """JSON text canonical by value: sorted keys, no spaces, escapes decoded, and a number that is
-    a whole number written as an integer (``1``, ``1.0``, ``1e0`` and ``1.00`` are one value in JSON, so
-    one key). Text that is not JSON is kept as it is."""
-    try:
-        value = json.loads(arguments, parse_float=_number, parse_constant=_not_json)
-    except ValueError:
-        return arguments
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-
-
-def _number(text: str) -> int | float:
-    value = float(text)
-    # Exact: a float that is a whole number, or a decimal too long for a float but whole (1.0000000000000001
-    # stays a float; 10000000000000000000.0 becomes that integer).
-    if value.is_integer():
-        whole = decimal.Decimal(text)
-        if whole == whole.to_integral_value():
-            return int(whole)
-    return value
-
-
-def _not_json(text: str) -> object:
-    raise ValueError(f"{text} is not a JSON value")
 
 
 def effect_key(chain: str, scope: str, tool: str, arguments: str, ordinal: int) -> str:
@@ -82,6 +56,21 @@ class EffectLedger:
         self._ordinals: dict[tuple[str, str, str], int] = {}
         self._results: dict[str, ToolCallResult] = {}
         self.records = records
+        self._inherited: dict[tuple[str, str], EffectRecord] = {}
+        self.inherited_from: str | None = None
+
+    def inherit(self, source: str, records: list[EffectRecord]) -> None:
+        """A fork's source run's effects: an identical call is answered from them, whatever its step or ordinal."""
+        self.inherited_from = source
+        for record in records:
+            self._inherited.setdefault((record.tool, record.arguments), record)
+
+    def inherited(self, tool: str, arguments: str, call_id: str) -> ToolCallResult | None:
+        """The source run's result for this exact call, if the source made it: never executed again."""
+        record = self._inherited.get((tool, cap(canonical_arguments(arguments), RECORD_CHARS)))
+        if record is None:
+            return None
+        return ToolCallResult(call_id=call_id, name=tool, content=record.content)
 
     def new_attempt(self) -> None:
         """A new answer to the same logical step (a re-prompted or fallback program): ordinals restart."""
@@ -111,6 +100,21 @@ class EffectLedger:
             )
         )
 
+    def inherited_note(self, python_name: Callable[[str], str] = str) -> str | None:
+        """What a fork's model must know first: the source run's effects, which the world keeps."""
+        if not self._inherited:
+            return None
+        lines = [
+            f"These calls with side effects already took effect in {self.inherited_from}, and are not undone. They will not run again: an identical call (same function, same arguments) "
+            "returns the recorded result below. Do not repeat them with changed arguments unless you mean a "
+            "second, separate effect."
+        ]
+        records = list(self._inherited.values())
+        lines += [_line(r, python_name) for r in records[:_NOTE_ENTRIES]]
+        if len(records) > _NOTE_ENTRIES:
+            lines.append(f"- ... and {len(records) - _NOTE_ENTRIES} more")
+        return "\n".join(lines)
+
     def note(self, python_name: Callable[[str], str] = str) -> str | None:
         """What the model must be told before it answers again: the calls that already took effect."""
         if not self.records:
@@ -120,15 +124,15 @@ class EffectLedger:
             "an identical call (same function, same arguments) returns the recorded result below. "
             "Do not repeat them with changed arguments unless you mean a second, separate effect."
         ]
-        for record in self.records[:_NOTE_ENTRIES]:
-            shown = "outcome unknown: it may or may not have happened" if record.outcome == "unknown" else "returned"
-            lines.append(
-                f"- {python_name(record.tool)}({cap(record.arguments, _NOTE_CHARS)}) {shown}: "
-                f"{cap(record.content, _NOTE_CHARS)}"
-            )
+        lines += [_line(record, python_name) for record in self.records[:_NOTE_ENTRIES]]
         if len(self.records) > _NOTE_ENTRIES:
             lines.append(f"- ... and {len(self.records) - _NOTE_ENTRIES} more")
         return "\n".join(lines)
+
+
+def _line(record: EffectRecord, python_name: Callable[[str], str]) -> str:
+    shown = "outcome unknown: it may or may not have happened" if record.outcome == "unknown" else "returned"
+    return f"- {python_name(record.tool)}({cap(record.arguments, _NOTE_CHARS)}) {shown}: {cap(record.content, _NOTE_CHARS)}"
 
 
 def untold_note(turns: list[UntoldEffects]) -> str:

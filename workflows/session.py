@@ -36,6 +36,7 @@ with workflow.unsafe.imports_passed_through():
         CURRENT_TURN_QUERY,
         PROGRESS_TOPIC,
         SESSION_STATE_PATCH,
+        REWIND_UPDATE,
         SESSION_WORKFLOW,
         STATE_QUERY,
         STEPS_QUERY,
@@ -47,10 +48,13 @@ with workflow.unsafe.imports_passed_through():
         UNTOLD_TURNS_KEPT,
         CloseInput,
         ProgressEvent,
+        Rewind,
+        RewindInput,
         SessionCarry,
         SessionInput,
         SessionOutcome,
         SessionState,
+        TurnCheckpoint,
         TurnResult,
         TurnSummary,
         UntoldEffects,
@@ -204,6 +208,10 @@ class SessionWorkflow(ApprovalHandlers):
             before = self.carry.messages if started else [opening(spec, self.tools)]
             text = inp.input + variables_note(repl.variables if repl else [])
             text += untold_note(self.carry.untold_effects)
+            if self.carry.undone_effects and run.effects is not None:
+                # Only after a rewind: what the undone turns did stays done, and is never done again.
+                run.effects.inherit("turns of this session that a rewind undid", self.carry.undone_effects)
+                text += "\n\n" + (run.effects.inherited_note() or "")
             result = await run_steps(run, [*before, Message.user(text)])
             if result.status in ("completed", "completed_with_default"):
                 self.carry.conversation, self.carry.messages = run.commit()
@@ -228,6 +236,10 @@ class SessionWorkflow(ApprovalHandlers):
                 untold = UntoldEffects(turn=number, status=summary.status, effects=effects[:EFFECTS_KEPT_PER_TURN],
                                        more=max(0, len(effects) - EFFECTS_KEPT_PER_TURN))
                 self.carry.untold_effects = [*self.carry.untold_effects, untold][-UNTOLD_TURNS_KEPT:]
+            self.carry.checkpoints = [*self.carry.checkpoints, TurnCheckpoint(
+                turn=number, conversation=self.carry.conversation, messages=self.carry.messages,
+                repl=self.carry.repl, effects=progress.result.effects,
+            )][-self.inp.session.turns_kept :]
             self._finish_turn(summary)
 
     async def _describe(self, spec: AgentSpec) -> list[ToolSchema]:
@@ -276,6 +288,53 @@ class SessionWorkflow(ApprovalHandlers):
         self.visibility.totals(
             steps=carry.steps, usage=carry.usage, violations=carry.violations, cost_usd=carry.cost_usd, model=""
         )
+
+    # ------------------------------------------------------------------ rewind
+
+    @workflow.update(name=REWIND_UPDATE)
+    async def rewind(self, raw: Any) -> SessionState:
+        """Go on from the state after turn ``to_turn``: conversation and variables as they were then.
+
+        The undone turns stay in ``rewinds`` (their summaries and effects); their effects are not undone, so
+        every later turn is told of them and an identical call is answered from the record. Turn numbers go on
+        counting, so effect keys and the audit trail never reuse one.
+        """
+        to_turn = RewindInput.model_validate(raw).to_turn
+        kept = [c for c in self.carry.checkpoints if c.turn <= to_turn]
+        undone = [c for c in self.carry.checkpoints if c.turn > to_turn]
+        back = kept[-1] if kept else TurnCheckpoint(turn=0)
+        effects = [e for c in undone for e in c.effects]
+        undone_turns = {c.turn for c in undone}
+        self.carry.rewinds = [*self.carry.rewinds, Rewind(
+            to_turn=to_turn, at=workflow.now(), undone=[t for t in self.carry.turns if t.turn in undone_turns],
+            effects=effects,
+        )]
+        self.carry.undone_effects = [*self.carry.undone_effects, *effects]
+        self.carry.conversation, self.carry.messages, self.carry.repl = back.conversation, back.messages, back.repl
+        self.carry.checkpoints = kept
+        self.carry.last_activity = workflow.now()
+        self.activity += 1
+        return self.state()
+
+    @rewind.validator
+    def _check_rewind(self, raw: Any) -> None:
+        if self.closed_reason is not None:
+            raise to_application_error(SessionClosedError(f"the session is closed ({self.closed_reason})"))
+        if self.current is not None:
+            raise to_application_error(
+                SessionBusyError(f"turn {self.current_turn} is still running; rewind when it ends")
+            )
+        try:
+            to_turn = RewindInput.model_validate(raw).to_turn
+        except ValueError as exc:
+            raise to_application_error(InvalidTurnError(f"rewind takes {{\"to_turn\": N}}: {exc}")) from None
+        # 0, a fresh session's state, is always known; the others are the kept turns still in effect.
+        reachable = [0, *(c.turn for c in self.carry.checkpoints)]
+        if to_turn not in reachable:
+            raise to_application_error(InvalidTurnError(
+                f"cannot rewind to turn {to_turn}: the turns this session can go back to are "
+                f"{', '.join(map(str, reachable))} (undone turns and turns older than turns_kept are gone)"
+            ))
 
     # ------------------------------------------------------------------ close, cancel, queries
 
@@ -327,6 +386,7 @@ class SessionWorkflow(ApprovalHandlers):
             violations=self.carry.violations,
             cost_usd=self.carry.cost_usd,
             mode=self.inp.spec.mode,
+            rewinds=self.carry.rewinds,
         )
 
     @workflow.query(name=TURNS_QUERY)

@@ -117,6 +117,7 @@ def test_every_class_in_the_tree_is_drawn_in_the_errors_docstring():
 NOT_A_RUN_FAILURE = {
     "AgentStepsError", "ProviderError", "McpError", "SessionError", "ToolError",
     "ScheduleFileError", "ScheduleNotFoundError", "DeploymentConfigError", "ConsoleConfigError", "StackConflictError",
+    "HistoryUnavailableError",
 }
 
 
