@@ -202,3 +202,7 @@ class AgentState(BaseModel):
     degradations: int
     last_step: StepKind | None = None
     mode: Literal["tools", "code"] = "tools"
+
+
+# AgentInput names ForkOrigin, defined below it: resolve it now, not at the first payload a worker decodes.
+AgentInput.model_rebuild()
