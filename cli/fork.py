@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from contextlib import AsyncExitStack
 
@@ -18,6 +17,7 @@ from ..contracts.config.settings import WorkerSettings
 from ..contracts.errors import HistoryUnavailableError
 from ..storage.payload_store import build_data_converter
 from ..worker import connect, load_registry, running_worker
+from .json_output import FORK, print_json
 
 
 def configure_parser(fork: argparse.ArgumentParser) -> None:
@@ -52,8 +52,8 @@ async def fork_command(settings: WorkerSettings, args: argparse.Namespace) -> in
             print(f"fork failed: {exc.cause}", file=sys.stderr)
             return 1
     if args.json:
-        print(json.dumps({"fork_id": handle.id, "source": args.workflow_id, "at_step": args.at_step,
-                          "result": result.model_dump(mode="json")}))
+        print_json(FORK, {"fork_id": handle.id, "source": args.workflow_id, "at_step": args.at_step,
+                          "result": result.model_dump(mode="json")})
     else:
         print(f"fork {handle.id}")
         print_result(result, sys.stdout)

@@ -31,6 +31,12 @@ SCHEDULE_CHANGES = "agentsteps/schedule-changes@1"
 """``schedule apply|pause|resume|trigger --json``: what was done to each schedule."""
 PAYLOADS_GC = "agentsteps/payloads-gc@1"
 """``payloads gc --json``: what the collector found (and deleted, with ``--delete``)."""
+REPLAY_CHECK = "agentsteps/replay-check@1"
+"""``replay --check --json``: each recorded history's verdict on this build."""
+COUNTERFACTUAL = "agentsteps/counterfactual@1"
+"""``replay WORKFLOW_ID... --json``: each recorded run beside its replay, and the totals."""
+FORK = "agentsteps/fork@1"
+"""``fork --json``: the fork's id, what it was forked from, and its ``AgentResult``."""
 
 SHAPES: dict[tuple[str, ...], tuple[str, ...]] = {
     ("run",): (RUN, PIPELINE_RUN),
@@ -38,6 +44,8 @@ SHAPES: dict[tuple[str, ...], tuple[str, ...]] = {
     ("tools", "list"): (TOOLS_LIST,),
     ("schedule",): (SCHEDULE_LIST, SCHEDULE_CHANGES),
     ("payloads", "gc"): (PAYLOADS_GC,),
+    ("replay",): (REPLAY_CHECK, COUNTERFACTUAL),
+    ("fork",): (FORK,),
 }
 """Each command that takes ``--json`` and the shapes it may print."""
 

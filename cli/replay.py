@@ -8,7 +8,6 @@ Exit codes: 0 every history replays (or every replayed run met the gate);
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from contextlib import AsyncExitStack
 from typing import TextIO
@@ -38,6 +37,7 @@ from ..contracts.config.settings import WorkerSettings
 from ..contracts.errors import HistoryUnavailableError
 from ..storage.payload_store import build_data_converter
 from ..worker import ENGINE_SANDBOX, connect, load_registry, running_worker, workflows
+from .json_output import COUNTERFACTUAL, REPLAY_CHECK, print_json
 
 EXIT_OK, EXIT_FAILED, EXIT_INVALID = 0, 1, 2
 
@@ -77,7 +77,7 @@ async def replay_check(settings: WorkerSettings, args: argparse.Namespace, out: 
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_INVALID
     if args.json:
-        print(json.dumps(report_json(findings), indent=2), file=out)
+        print_json(REPLAY_CHECK, report_json(findings), out)
     else:
         print(render(findings) if findings else "no runs matched: nothing to replay", file=out)
     return EXIT_OK if all(f.ok for f in findings) else EXIT_FAILED
@@ -137,7 +137,7 @@ async def counterfactual(settings: WorkerSettings, args: argparse.Namespace, out
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_INVALID
     if args.json:
-        print(json.dumps(counterfactual_json(scores), indent=2), file=out)
+        print_json(COUNTERFACTUAL, counterfactual_json(scores), out)
     else:
         print(render_scores(scores), file=out)
     differ = sum(s.differs for s in scores)

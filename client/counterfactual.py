@@ -30,7 +30,6 @@ from ..contracts.llm.arguments import canonical_arguments
 from ..contracts.names import AGENT_WORKFLOW, TOOLS_CALL, TOOLS_DESCRIBE
 from .replay_check import fetch_history, workflow_type
 
-SCHEMA = "agentsteps/counterfactual@1"
 Cost = Callable[[str, Usage], float]
 """The price of one step's usage on a model (the worker's price table)."""
 
@@ -272,8 +271,8 @@ def render(scores: Sequence[RunScore]) -> str:
 
 
 def report_json(scores: Sequence[RunScore]) -> dict[str, Any]:
+    """The ``--json`` body; the CLI names its shape (``cli/json_output.COUNTERFACTUAL``)."""
     return {
-        "schema": SCHEMA,
         "summary": summary(scores),
         "runs": [{**asdict(s), "differs": s.differs} for s in scores],
     }

@@ -30,7 +30,6 @@ from ..contracts.errors import HistoryUnavailableError, InvalidSpecError
 from ..contracts.names import WORKFLOWS
 from ..contracts.violations import Violation, ViolationKind
 
-SCHEMA = "agentsteps/replay-check@1"
 
 # The events a workflow task's commands become: a build that issues other commands mismatches one of these.
 _COMMAND_EVENTS = {
@@ -265,8 +264,8 @@ def render(findings: list[ReplayFinding]) -> str:
 
 
 def report_json(findings: list[ReplayFinding]) -> dict[str, Any]:
+    """The ``--json`` body; the CLI names its shape (``cli/json_output.REPLAY_CHECK``)."""
     return {
-        "schema": SCHEMA,
         "ok": all(f.ok for f in findings),
         "replayed": len(findings),
         "failed": sum(not f.ok for f in findings),

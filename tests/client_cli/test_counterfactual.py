@@ -15,11 +15,13 @@ import json
 import pytest
 
 from agent_support import make_spec
+from cli_json_support import pinned
 from pydantic import BaseModel
 
 from agentsteps.activities.tools.registry import ToolContext, ToolRegistry
 from agentsteps.contracts import AgentInput, InvalidSpecError
 from agentsteps.contracts.names import AGENT_WORKFLOW
+from agentsteps.cli.json_output import COUNTERFACTUAL
 from agentsteps.cli.replay import EXIT_FAILED, EXIT_INVALID, EXIT_OK, replay_command
 from agentsteps.worker import running_worker
 
@@ -96,11 +98,10 @@ async def test_twenty_recorded_runs_replayed_with_another_model_execute_no_tool(
     on_this_server = settings.model_copy(update={"temporal_address": client.service_client.config.target_host})
     out = io.StringIO()
     code = await replay_command(on_this_server, args(ids), out)
-    body = json.loads(out.getvalue())
+    body = pinned(out.getvalue(), COUNTERFACTUAL)
 
     assert executed == executed_before, "a replay executed a tool"
     assert code == EXIT_FAILED  # two runs differ and --max-differ is 0
-    assert body["schema"] == "agentsteps/counterfactual@1"
     summary = body["summary"]
     assert summary["runs"] == RUNS and summary["same_answer"] == RUNS - 2 and summary["differ"] == 2
     # Every call model B repeated was answered from its source run's record: 2 per run, but the 2 new lookups.

@@ -10,9 +10,11 @@ import json
 
 import pytest
 from agent_support import make_spec
+from cli_json_support import pinned
 from pydantic import BaseModel
 
 from agentsteps.activities.tools.registry import ToolContext, ToolRegistry
+from agentsteps.cli.json_output import FORK
 from agentsteps.client.forks import fork_run
 from agentsteps.contracts import AgentInput, AgentResult, InvalidSpecError
 from agentsteps.contracts.errors import HistoryUnavailableError
@@ -110,8 +112,9 @@ async def test_the_fork_command_prints_the_fork_as_json(client, settings, script
             code = await fork_command(on_this_server, argparse.Namespace(
                 workflow_id=f"cli-source-{settings.task_queue}", at_step=3, spec=None, model=None, input=None,
                 json=True, no_worker=True))
-    body = json.loads(out.getvalue())
-    assert code == 0 and body["source"] == f"cli-source-{settings.task_queue}" and body["at_step"] == 3
+    assert code == 0
+    body = pinned(out.getvalue(), FORK)
+    assert body["source"] == f"cli-source-{settings.task_queue}" and body["at_step"] == 3
     assert body["fork_id"].startswith(f"cli-source-{settings.task_queue}-fork3-")
     assert body["result"]["status"] == "completed" and len(body["result"]["steps"]) == CHARGES + 1 - 3
     assert executed == list(range(CHARGES))

@@ -17,7 +17,9 @@ from pathlib import Path
 import pytest
 from agent_support import make_spec, run_agent, weather_then_answer
 from changed_build import AgentWorkflowWithUngatedTimer
+from cli_json_support import pinned
 
+from agentsteps.cli.json_output import REPLAY_CHECK
 from agentsteps.cli.replay import EXIT_FAILED, EXIT_INVALID, EXIT_OK, replay_command
 from agentsteps.client.replay_check import _COMMAND_EVENTS, check_histories, describe_event, fetch_history, history_files, server_histories
 from agentsteps.contracts.errors import HistoryUnavailableError, InvalidSpecError
@@ -42,9 +44,9 @@ async def run(settings, **given) -> tuple[int, str]:
 
 async def test_the_recorded_histories_folder_passes_on_this_build(settings):
     code, text = await run(settings, histories=str(HISTORIES), json=True)
-    body = json.loads(text)
     assert code == EXIT_OK, text
-    assert body["schema"] == "agentsteps/replay-check@1" and body["ok"] is True
+    body = pinned(text, REPLAY_CHECK)
+    assert body["ok"] is True
     assert body["replayed"] == len(list(HISTORIES.glob("*.json"))) and body["failed"] == 0
 
 
@@ -107,6 +109,13 @@ async def test_the_cli_fails_with_a_readable_report_on_a_folder_with_a_non_deter
     assert code == EXIT_FAILED
     assert "tampered" in text and "NON-DETERMINISTIC at event" in text and "workflow.patched" in text
     assert "pipeline" in text and "2 histories replayed: 1 do not replay; do not deploy this build" in text
+
+    code, text = await run(settings, histories=str(tmp_path), json=True)
+    body = pinned(text, REPLAY_CHECK)
+    assert code == EXIT_FAILED and (body["ok"], body["replayed"], body["failed"]) == (False, 2, 1)
+    tampered = next(h for h in body["histories"] if not h["ok"])
+    assert tampered["source"].endswith("tampered.json") and "workflow.patched" in tampered["hint"]
+    assert isinstance(tampered["event_id"], int) and tampered["event"].startswith("ActivityTaskScheduled")
 
 
 async def test_a_run_the_server_no_longer_keeps_is_a_clear_error(client):
