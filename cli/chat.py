@@ -86,7 +86,6 @@ async def chat(
     worker: WorkerMode,
     inp: IO[str] = sys.stdin,
     out: IO[str] = sys.stdout,
-    err: IO[str] = sys.stderr,
 ) -> int:
     term = Terminal(inp, out)
     spec = load_spec(spec_path) if spec_path else None
@@ -94,6 +93,12 @@ async def chat(
     async with client_and_worker(settings, worker, "chat", task_queue=queue) as local:
         client = local.client
         sid = session_id or new_session_id(spec)  # type: ignore[arg-type]
+        if session_id:
+            state = await session_state(client, sid)
+            term.say(f"resumed session {sid}: {state.turns} turns, {state.usage.total_tokens} tokens so far")
+        else:
+            term.say(f"session {sid} (resume with: agentsteps chat --session {sid})")
+        term.say(HELP)
         try:
             await _loop(client, local.task_queue, spec, sid, term)
         except (KeyboardInterrupt, asyncio.CancelledError):

@@ -225,12 +225,6 @@ def _run(args: argparse.Namespace) -> int:
 def _chat(args: argparse.Namespace) -> int:
     from .chat import SessionNotFound, chat
 
-    if not args.spec and not args.session:
-        print("error: chat needs --spec FILE (a new session) or --session ID (resume one)", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    if args.new and not (args.spec and args.session):
-        print("error: --new needs --spec FILE and --session ID (the id to start a new session under)", file=sys.stderr)
-        return EXIT_BAD_INPUT
     try:
         return asyncio.run(chat(_settings(args), args.spec, args.session, worker=args.worker))
     except SessionNotFound as exc:

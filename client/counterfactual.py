@@ -25,9 +25,12 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowFailureError, WorkflowHistory
 from temporalio.converter import DataConverter
 
-from ..contracts import AgentInput, AgentResult, AgentSpec, InvalidSpecError, LLMConfig, ToolCallInput, ToolCallResult, ToolSchema, Usage
+from ..contracts import (
+    AgentInput, AgentResult, AgentSpec, InvalidSpecError, LLMConfig, LLMResponse, ToolCallInput, ToolCallResult, ToolSchema,
+    Usage,
+)
 from ..contracts.llm.arguments import canonical_arguments
-from ..contracts.names import AGENT_WORKFLOW, TOOLS_CALL, TOOLS_DESCRIBE
+from ..contracts.names import AGENT_WORKFLOW, LLM_CALL_RESOLVING_TOOLS, TOOLS_CALL, TOOLS_DESCRIBE
 from .replay_check import fetch_history, workflow_type
 
 Cost = Callable[[str, Usage], float]
@@ -67,25 +70,29 @@ async def read_recorded_run(history: WorkflowHistory, converter: DataConverter) 
         raise ValueError(f"{history.workflow_id} is a {workflow_type(history)}, not an {AGENT_WORKFLOW} run")
     started = history.events[0].workflow_execution_started_event_attributes
     inp = await _decode(converter, started.input, AgentInput)
-    scheduled: dict[int, tuple[str, Any]] = {}
+    scheduled: dict[int, tuple[str, ToolCallInput | None]] = {}
     schemas: list[ToolSchema] = []
     calls: list[tuple[str, str, ToolCallResult]] = []
     result: AgentResult | None = None
     for event in history.events:
         if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
-            attrs = event.activity_task_scheduled_event_attributes
-            if attrs.activity_type.name == TOOLS_CALL:
-                scheduled[event.event_id] = (TOOLS_CALL, await _decode(converter, attrs.input, ToolCallInput))
-            elif attrs.activity_type.name == TOOLS_DESCRIBE:
-                scheduled[event.event_id] = (TOOLS_DESCRIBE, None)
+            sched = event.activity_task_scheduled_event_attributes
+            if sched.activity_type.name == TOOLS_CALL:
+                scheduled[event.event_id] = (TOOLS_CALL, await _decode(converter, sched.input, ToolCallInput))
+            elif sched.activity_type.name in (TOOLS_DESCRIBE, LLM_CALL_RESOLVING_TOOLS):
+                # The run's tool schemas: described, or (a one-shot tool-mode run) resolved by its first model call.
+                scheduled[event.event_id] = (sched.activity_type.name, None)
         elif event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
             attrs = event.activity_task_completed_event_attributes
-            kind, call = scheduled.get(attrs.scheduled_event_id, (None, None))
-            if kind == TOOLS_CALL:
+            kind, call = scheduled.get(attrs.scheduled_event_id, ("", None))
+            if kind == TOOLS_CALL and call is not None:
                 answer = await _decode(converter, attrs.result, ToolCallResult)
                 calls.append((call.name, canonical_arguments(call.arguments), answer))
             elif kind == TOOLS_DESCRIBE:
                 schemas.extend(await _decode(converter, attrs.result, list[ToolSchema]))
+            elif kind == LLM_CALL_RESOLVING_TOOLS:
+                response: LLMResponse = await _decode(converter, attrs.result, LLMResponse)
+                schemas.extend(response.tools or [])
         elif event.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED:
             result = await _decode(converter, event.workflow_execution_completed_event_attributes.result, AgentResult)
     return RecordedRun(history.workflow_id, inp, result, schemas, calls)

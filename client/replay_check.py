@@ -164,10 +164,10 @@ async def check_histories(
 
     async def each() -> AsyncIterator[tuple[str, WorkflowHistory]]:
         if hasattr(histories, "__aiter__"):
-            async for item in histories:  # type: ignore[union-attr]
+            async for item in histories:
                 yield item
         else:
-            for item in histories:  # type: ignore[union-attr]
+            for item in histories:
                 yield item
 
     async for source, history in each():

@@ -79,7 +79,8 @@ class AgentWorkflow(ApprovalHandlers):
         # session's does, so a step's llm.call carries only what the step added; runs recorded without the
         # marker replay sending the whole history.
         features = Features.at_start(one_shot=True)
-        if resolves_tools_lazily(spec, features.release):
+        # A fork (its input names the source's conversation) describes its tools first, as it always did.
+        if inp.fork is None and resolves_tools_lazily(spec, features.release):
             check_spec_but_tools(spec)
             run = AgentRun.one_shot(spec, [], features, progress=self.progress, approvals=self.approvals,
                                     pending_tools=spec.tools, key_scope=inp.key_scope)

@@ -252,7 +252,7 @@ async def test_large_tool_result_flows_through_the_program(acts):
 def test_snapshot_key_file_is_created_once_and_reused(tmp_path):
     settings = WorkerSettings(state_dir=tmp_path)
     key = load_snapshot_key(settings)
-    assert len(key) == 32 and load_snapshot_key(settings) == key
+    assert len(key) == 64 and load_snapshot_key(settings) == key  # the file's text (64 hex characters) is the key, as AGENTSTEPS_SNAPSHOT_KEY's is
     assert (tmp_path / "snapshot.key").stat().st_mode & 0o777 == 0o600
     assert load_snapshot_key(WorkerSettings(state_dir=tmp_path, snapshot_key="s" * 32)) == b"s" * 32
 

@@ -132,7 +132,7 @@ async def test_a_failed_model_call_is_one_line_per_attempt_and_the_run_ends_nami
                                         env=env)
 
     assert code == 1
-    failed = [line for line in err.splitlines() if line.startswith("WARNING call failed: llm.call of agent-")]
+    failed = [line for line in err.splitlines() if line.startswith("WARNING call failed: llm.call") and " of agent-" in line]
     assert len(failed) == 1 and "NonRetryableProviderError" in failed[0], err
     assert err.strip().splitlines()[-1].startswith("run failed: NonRetryableProviderError: ")
     assert "Traceback" not in err
