@@ -211,7 +211,8 @@ async def test_signing_in_with_the_token_in_the_browser(chrome, client):
             shoot(chrome, "login")
             chrome.find_element(By.ID, "token").send_keys("browser-token-123")
             chrome.find_element(By.CSS_SELECTOR, "form button").click()
-            WebDriverWait(chrome, 20).until(lambda d: "/runs" in d.current_url)
+            # The sign-in page's own address names /runs (where it returns to): wait until it is left.
+            WebDriverWait(chrome, 20).until(lambda d: "/login" not in d.current_url and "/runs" in d.current_url)
             return chrome.find_element(By.TAG_NAME, "h1").text
 
         assert await in_thread(sign_in) == "Runs and sessions"

@@ -43,8 +43,11 @@ async def test_agentsteps_console_serves_on_its_port_and_refuses_an_exposed_bind
 async def test_agentsteps_dev_serves_the_console_beside_its_worker(temporal_env, tmp_path):
     address = temporal_env.client.service_client.config.target_host
     port = free_port()
+    # dev is the embedded stack: it finds the test's server on its port (TEMPORAL_ADDRESS would be a cluster).
     env = {
-        **os.environ, "TEMPORAL_ADDRESS": address, "AGENTSTEPS_STATE_DIR": str(tmp_path),
+        **{k: v for k, v in os.environ.items() if k != "TEMPORAL_ADDRESS"},
+        "AGENTSTEPS_DEV_PORT": address.rsplit(":", 1)[1], "AGENTSTEPS_DEV_UI_PORT": str(free_port()),
+        "AGENTSTEPS_STATE_DIR": str(tmp_path),
         "AGENTSTEPS_METRICS_PORT": str(free_port()), "AGENTSTEPS_TASK_QUEUE": f"dev-{port}",
         "AGENTSTEPS_GRACEFUL_SHUTDOWN_SECONDS": "1",
     }

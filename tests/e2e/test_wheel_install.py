@@ -206,7 +206,8 @@ def test_a_run_uses_the_installed_scripted_model_and_tickets_mcp_server(installe
         done = installed.run(
             [str(installed.bin / "agentsteps"), "--config", str(config), "run", "--spec", str(spec),
              "--input", "triage the open tickets", "--json"],
-            TEMPORAL_ADDRESS=temporal_env.client.service_client.config.target_host,
+            # The embedded stack on the test's server (TEMPORAL_ADDRESS would be a cluster, where run polls nothing).
+            AGENTSTEPS_DEV_PORT=temporal_env.client.service_client.config.target_host.rsplit(":", 1)[1],
             OPENAI_BASE_URL=f"http://127.0.0.1:{port}/v1", OPENAI_API_KEY="sk-unused-by-the-scripted-model",
             TRACKER_TOKEN=token, AGENTSTEPS_METRICS_PORT=str(_free_port()),
         )
