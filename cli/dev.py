@@ -121,6 +121,11 @@ async def run_dev(settings: WorkerSettings) -> int:
             f"({settings.temporal_address}). To serve that cluster run `agentsteps worker` (it checks the "
             "deployment first); to use the embedded stack, unset TEMPORAL_ADDRESS."
         )
+    if not _port_free(settings.console.port):
+        raise StackConflictError(
+            f"the console port {settings.console.port} is in use (another agentsteps dev or console?). "
+            "Stop it, or choose another: agentsteps dev --console-port N (AGENTSTEPS_CONSOLE_PORT)."
+        )
     if not _port_free(settings.metrics_port):
         raise StackConflictError(
             f"the metrics port {settings.metrics_port} is in use (another agentsteps dev or worker?). "

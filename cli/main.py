@@ -43,6 +43,8 @@ def main(argv: list[str] | None = None) -> NoReturn:
         status = EXIT_RUN_FAILED
     except KeyboardInterrupt:
         status = 130
+    except SystemExit as exc:  # a library's sys.exit (uvicorn's on a failed bind) still leaves through _exit
+        status = exc.code if isinstance(exc.code, int) else EXIT_RUN_FAILED
     except Exception as exc:  # anything else still ends on one line that names it
         if level <= logging.DEBUG:
             traceback.print_exc()

@@ -39,6 +39,7 @@ class Newcomer:
     port: int = field(default_factory=free_port)
     ui_port: int = field(default_factory=free_port)
     metrics_port: int = field(default_factory=free_port)
+    console_port: int = field(default_factory=free_port)
     dev: subprocess.Popen | None = None
     dev_log: Path | None = None
 
@@ -49,12 +50,13 @@ class Newcomer:
                                       if not (Path(p) / "agentsteps").exists())
         env["AGENTSTEPS_DEV_PORT"] = str(self.port)
         env["AGENTSTEPS_DEV_UI_PORT"] = str(self.ui_port)
+        env["AGENTSTEPS_CONSOLE_PORT"] = str(self.console_port)
         return env
 
     def portable(self, text: str, lang: str = "sh") -> str:
         """The README's text for this machine's ports (module docstring)."""
         text = text.replace("7233", str(self.port)).replace("8233", str(self.ui_port))
-        text = text.replace(":9464", f":{self.metrics_port}")
+        text = text.replace(":9464", f":{self.metrics_port}").replace("8234", str(self.console_port))
         if lang != "sh":
             return text
         # Every `temporal` call of the script, in $(...) too, reaches the moved server; agentsteps does not see it.
@@ -73,7 +75,7 @@ class Newcomer:
         if config:
             env["AGENTSTEPS_CONFIG"] = config
         command = (f". .venv/bin/activate && exec agentsteps dev --port {self.port} --ui-port {self.ui_port} "
-                   f"--metrics-port {self.metrics_port}")
+                   f"--metrics-port {self.metrics_port} --console-port {self.console_port}")
         log = self.dev_log.open("w")
         self.dev = subprocess.Popen(["bash", "-c", command], cwd=self.clone, env=env, stdout=log,
                                     stderr=subprocess.STDOUT, text=True, start_new_session=True)
