@@ -162,6 +162,20 @@ async def test_dev_refuses_a_port_held_by_something_that_is_not_temporal_and_doe
     assert time.monotonic() - started < 45
 
 
+async def test_dev_refuses_a_busy_console_port_on_one_line_before_it_starts_anything(tmp_path):
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", 0))
+        squatter.listen()
+        port = squatter.getsockname()[1]
+        code, _, err = await _agentsteps(
+            "dev", "--port", str(free_port()), "--ui-port", str(free_port()), "--console-port", str(port),
+            env=_clean_env(tmp_path), timeout=60)
+
+    assert code == 1
+    assert err.strip().splitlines()[-1].startswith(f"error: StackConflictError: the console port {port} is in use")
+    assert "Fatal Python error" not in err and "Temporal dev server started" not in err
+
+
 async def test_dev_refuses_to_join_a_queue_another_worker_polls(temporal_env, tmp_path):
     queue = f"q-{uuid.uuid4().hex[:8]}"
     async with _worker_on(temporal_env.client, tmp_path, queue, "1@elsewhere agentsteps-dev config=aaaaaaaaaaaa"):
