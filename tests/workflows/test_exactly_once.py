@@ -26,7 +26,7 @@ from agentsteps.activities.mcp.source import McpToolSource
 from agentsteps.activities.tools.registry import ToolContext, ToolRegistry
 from agentsteps.client.runs import start_agent_run
 from agentsteps.client.sessions import decide_approval, pending_approvals, send_turn, session_state
-from agentsteps.contracts import AgentInput, AgentResult, AgentSpec, InvalidSpecError, LLMConfig
+from agentsteps.contracts import AgentInput, AgentResult, AgentSpec, InvalidSpecError
 from agentsteps.contracts.composition.pipeline_run import PipelineResult
 from agentsteps.contracts.names import AGENT_WORKFLOW, CANCEL_SIGNAL, PIPELINE_WORKFLOW
 from agentsteps.examples.support_models import TicketState, TicketUpdate
@@ -36,18 +36,12 @@ from agentsteps.worker import running_worker
 from approval_support import Refund, RefundArgs
 from code_mode_support import connect_with_store
 from mcp_support import free_port, http_tracker, make_client, new_token, seeded_db, stdio_tracker, tool_call
+from test_effects_once import MODEL, Receipt, _run, program
 from test_pipeline_workflow import REPLY, UPDATE, example_input, rules
-
-MODEL = LLMConfig(model="scripted-2026-01-01", max_tokens=50, context_window=16_000)
-
 
 class Charge(BaseModel):
     customer: str
     amount: float
-
-
-class Receipt(BaseModel):
-    receipt: int
 
 
 def charging_registry(charges: list[tuple[str, str]]) -> ToolRegistry:
@@ -61,17 +55,6 @@ def charging_registry(charges: list[tuple[str, str]]) -> ToolRegistry:
         return Receipt(receipt=len(charges))
 
     return registry
-
-
-def program(code: str) -> dict:
-    return {"content": f"```python\n{code}```"}
-
-
-async def _run(client, task_queue: str, spec: AgentSpec, text: str = "charge kim") -> AgentResult:
-    return await client.execute_workflow(
-        AGENT_WORKFLOW, AgentInput(spec=spec, input=text), id=f"once-{uuid.uuid4().hex[:8]}",
-        task_queue=task_queue, result_type=AgentResult,
-    )
 
 
 # ------------------------------------------------------------------ 6. JSON-equal arguments, one key
