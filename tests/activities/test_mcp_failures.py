@@ -62,6 +62,16 @@ def hostile_http_process(port: int, marker: Path) -> Iterator[subprocess.Popen]:
         proc.wait()
 
 
+def _reap(previous: subprocess.Popen | None) -> None:
+    """Wait out a server that was killed or died before starting its successor on the same port.
+
+    Until it is reaped its listening socket may still complete handshakes, so the successor's
+    port check would pass against the dead server and the next call would find nothing there.
+    """
+    if previous is not None:
+        previous.wait(timeout=10)
+
+
 class Rogue:
     """A client for the hostile server over one transport, and a way to bring a dead server back."""
 
@@ -70,6 +80,7 @@ class Rogue:
         self.marker = tmp_path / "marker"
         self.port = free_port()
         self._processes = contextlib.ExitStack()
+        self._proc: subprocess.Popen | None = None
         if transport == "stdio":
             server = hostile(timeouts=TIMEOUTS)
         else:
@@ -81,7 +92,8 @@ class Rogue:
     def start(self) -> None:
         """(Re)start the HTTP server; a stdio server is restarted by the pool itself."""
         if self.transport == "http":
-            self._processes.enter_context(hostile_http_process(self.port, self.marker))
+            _reap(self._proc)
+            self._proc = self._processes.enter_context(hostile_http_process(self.port, self.marker))
 
     async def close(self) -> None:
         await self.client.aclose()
@@ -195,6 +207,7 @@ class Tracker:
     def start(self) -> None:
         """(Re)start the HTTP tracker; a stdio one is restarted by the pool itself."""
         if self.transport == "http":
+            _reap(self._proc)
             self._proc = self._processes.enter_context(http_tracker_process(self.db, self.port, self.token))
 
     def pid(self) -> int:
