@@ -147,6 +147,8 @@ def spec(mode: str) -> AgentSpec:
         tools=["soak_echo", "record"], max_steps=6, token_budget=10_000_000, system_prompt=f"soak, {mode} mode",
         tool_policy=ActivityPolicy(start_to_close_seconds=10, max_attempts=100, initial_interval_seconds=0.2,
                                    maximum_interval_seconds=1),
+        # The scripted model answers at once: a call lost with a killed worker is retried after 10 s, not 120.
+        llm_policy=ActivityPolicy(start_to_close_seconds=10, initial_interval_seconds=0.5, maximum_interval_seconds=2),
     )
 
 
@@ -356,34 +358,45 @@ class Soak:
         """docs/deployment.md's rotation, step 2: every worker restarted in turn with the new key, the old as previous."""
         self.fleet.key, self.fleet.previous = KEY_NEW, [KEY_OLD]
         replaced = 0
-        for pid in list(self.fleet.workers):
-            await self.fleet.stop(pid)
+        for pid in list(self.fleet.workers):  # a rolling update: the new pod ready, then the old one stopped
             await self.fleet.spawn()
+            await self.fleet.stop(pid)
             replaced += 1
         return {"rollouts": 1, "workers_replaced": replaced, "previous_keys_during": 1}
 
     # -- the rounds
 
     async def round(self, n: int, plan: dict[str, Any]) -> None:
-        say(f"round {n}/{self.args.turns}: {len(self.fleet.workers)} workers, S3 faults so far {self.proxy.total}")
-        before = await self.continued()
+        say(f"round {n}/{self.args.turns} at {time.monotonic() - self.began:.0f} s: {len(self.fleet.workers)} workers,"
+            f" S3 faults so far {self.proxy.total}")
         chaos: list[asyncio.Future[Any]] = []
         if n in plan["outage"]:
             self.fig.outages += 1
             chaos.append(asyncio.ensure_future(self.bounce(GIVE_UP + 4)))
             await asyncio.sleep(0.2)
-        elif n in plan["bounce"]:
-            self.fig.bounces += 1
-            chaos.append(asyncio.ensure_future(self._later(self.rng.uniform(0.2, 1.5), self.bounce(self.args.bounce))))
         for _ in range(plan["kills"].get(n, 0)):
             chaos.append(asyncio.ensure_future(self.kill_one(self.rng.uniform(0.3, 3.0))))
         if n in plan["gc"]:
             chaos.append(asyncio.ensure_future(self._later(self.rng.uniform(0.0, 1.0), self.gc())))
-        outputs = await asyncio.gather(*(self.turn(i, f"S{i} step {n}.") for i in range(len(self.sessions))))
+        turns = [asyncio.ensure_future(self.turn(i, f"S{i} step {n}.")) for i in range(len(self.sessions))]
+        if n in plan["bounce"]:
+            # Down from the round's first effect on: the turns end (and sessions continue as new, in the
+            # workflow task that ends a turn) with the server gone, while later calls retry through it.
+            chaos.append(asyncio.ensure_future(self.bounce_across(n, turns)))
+        outputs = await asyncio.gather(*turns)
         for (sid, _), output in zip(self.sessions, outputs):
             self.outputs[sid].append(output)
         await asyncio.gather(*chaos)
-        if n in plan["bounce"] and await self.continued() > before:
+
+    async def bounce_across(self, n: int, turns: list[asyncio.Future[Any]]) -> None:
+        ledger = Ledger(self.fleet.ledger)
+        while not any(n in ledger.effects(sid) for sid, _ in self.sessions) and not all(t.done() for t in turns):
+            await asyncio.sleep(0.05)
+        self.fig.bounces += 1
+        down = asyncio.ensure_future(self.bounce(self.args.bounce))
+        before = await self.continued()
+        await down
+        if await self.continued() > before:
             self.fig.bounces_across_continue += 1
 
     async def _later(self, delay: float, job: Any) -> None:
@@ -392,7 +405,7 @@ class Soak:
 
     async def main(self) -> dict[str, Any]:
         args = self.args
-        began = time.monotonic()
+        began = self.began = time.monotonic()
         turns = args.turns
         rounds = list(range(1, turns + 1))
         middle = max(2, turns // 2)
@@ -400,7 +413,7 @@ class Soak:
         plan = {
             "kills": Counter(kill_rounds),
             "outage": {middle + 1} if args.outage and turns > middle else set(),
-            "bounce": {r for r in rounds if r % 2 == 0 and r != middle + 1},
+            "bounce": {r for r in rounds if r != middle + 1},
             "gc": set(sorted({max(2, turns * (g + 1) // (args.gc + 1)) for g in range(args.gc)})) if args.gc else set(),
             "rotation": middle,
         }
@@ -447,7 +460,7 @@ class Soak:
                 say(f"  {sid}: effects {effects}")
         continued = await self.continued()
         return {
-            "server": self.args.server, "simulated_days": self.args.days if self.args.server == "time-skipping" else 0,
+            "server": self.args.server, "seed": self.args.seed, "simulated_days": self.args.days if self.args.server == "time-skipping" else 0,
             "sessions": len(self.sessions), "turns_per_session": turns, "workers": self.args.workers,
             "turns": self.fig.turns, "turns_failed_by_type": dict(self.fig.failed),
             "turns_failed_unexpected": self.fig.unexpected, "sessions_lost": len(lost), "lost": lost,
@@ -536,7 +549,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--gc-older-than", type=int, default=20, help="gc's --older-than, in seconds")
     parser.add_argument("--days", type=float, default=30, help="simulated days over the run (time-skipping server)")
     parser.add_argument("--server", choices=["dev", "time-skipping"], default="dev")
-    parser.add_argument("--bounce", type=float, default=1.0, help="seconds an MCP bounce keeps the server down")
+    parser.add_argument("--bounce", type=float, default=2.0, help="seconds an MCP bounce keeps the server down")
     parser.add_argument("--no-outage", dest="outage", action="store_false", help="no MCP outage past give-up")
     parser.add_argument("--no-rotation", dest="rotate", action="store_false")
     parser.add_argument("--s3-fault-rate", type=float, default=0.03)
@@ -550,6 +563,8 @@ def main(argv: list[str] | None = None) -> int:
     import tempfile
 
     args = parse(argv)
+    if args.seed is None:
+        args.seed = random.SystemRandom().randrange(1 << 30)  # reported, so a run can be repeated
     with tempfile.TemporaryDirectory(prefix="soak-") as tmp:
         workdir = args.workdir or Path(tmp)
         workdir.mkdir(parents=True, exist_ok=True)
