@@ -435,12 +435,13 @@ class Soak:
     async def verify(self, rotation: dict[str, Any], began: float) -> dict[str, Any]:
         turns = self.args.turns
         ledger = Ledger(self.fleet.ledger)
-        lost, conversations, variables = [], [0, 0], [0, 0]
+        lost, conversations, variables, spans = [], [0, 0], [0, 0], []
         effects_applied = 0
         for index, (sid, mode) in enumerate(self.sessions):
             output = await self.turn(index, f"S{index} recap.", tries=3)
             status = (await session_handle(self.client, sid).describe()).status
             state = await session_state(self.client, sid)
+            spans.append((state.last_activity - state.created_at).total_seconds() / 86400)
             expected_outputs = [(f"recorded S{index} step {k}" if mode == "tools" else k * 7)
                                 for k in range(1, turns + 1)]
             if (status is not WorkflowExecutionStatus.RUNNING or state.status != "idle"
@@ -473,6 +474,7 @@ class Soak:
             "s3_requests": self.proxy.requests, "rotation": rotation,
             "mcp_bounces": self.fig.bounces, "mcp_bounces_across_continue_as_new": self.fig.bounces_across_continue,
             "mcp_outages": self.fig.outages, "continued_as_new": continued,
+            "session_span_days": round(min(spans), 2),
             "wall_seconds": round(time.monotonic() - began, 1),
         }
 

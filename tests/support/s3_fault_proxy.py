@@ -78,6 +78,8 @@ class FaultingS3Proxy:
                 status, reason, code, message = _ERRORS[self.injected["5xx"] % 2]
                 xml = (f'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>{code}</Code>'
                        f"<Message>{message}</Message></Error>").encode()
+                if head.startswith(b"HEAD "):
+                    xml = b""  # an answer to HEAD has no body, errors included
                 writer.write(f"HTTP/1.1 {status} {reason}\r\nContent-Type: application/xml\r\n"
                              f"Content-Length: {len(xml)}\r\nConnection: close\r\n\r\n".encode() + xml)
                 await writer.drain()
