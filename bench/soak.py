@@ -25,8 +25,9 @@ At the end each session is asked for its whole past: a tool-mode session
 must find its first and its last step in the conversation it is sent, a
 code-mode session must return every variable it set (``[v1, ..., vN]``).
 Measured, in the last line (one JSON object): sessions lost, turns failed by
-type (and which were not expected: a failure is expected only if it is
-``McpServerDownError`` while the MCP server was down), conversations and
+type and by when (in the outage, in a bounce, neither), and which were not
+expected (a failure is expected only if it is ``McpServerDownError`` while
+the MCP server was down, give-up slack included), conversations and
 variables intact, effects expected and applied (each step once), kills, gc
 runs and what they deleted, S3 faults injected, the rotation.
 
@@ -254,7 +255,9 @@ class Figures:
     bounces: int = 0
     bounces_across_continue: int = 0
     outages: int = 0
-    down: list[tuple[float, float]] = field(default_factory=list)
+    down: list[tuple[str, float, float | None]] = field(default_factory=list)
+    """(``outage`` or ``bounce``, start, end) of every time the MCP server was down."""
+    failed_in: Counter[str] = field(default_factory=Counter)
 
 
 def _failure(exc: BaseException) -> ApplicationError | None:
@@ -275,8 +278,10 @@ class Soak:
         self.fig = Figures()
         self.outputs: dict[str, list[Any]] = {sid: [] for sid, _ in self.sessions}
 
-    def mcp_was_down(self, start: float, end: float) -> bool:
-        return any(a <= end and (b is None or b + GIVE_UP >= start) for a, b in self.fig.down)
+    def mcp_was_down(self, start: float, end: float) -> str | None:
+        """``outage`` or ``bounce`` when the MCP server was down during [start, end] (give-up slack after)."""
+        kinds = {kind for kind, a, b in self.fig.down if a <= end and (b is None or b + GIVE_UP >= start)}
+        return "outage" if "outage" in kinds else "bounce" if kinds else None
 
     async def turn(self, index: int, text: str, *, tries: int = 8) -> Any:
         sid, mode = self.sessions[index]
@@ -294,7 +299,9 @@ class Soak:
             except Exception as exc:  # noqa: BLE001 - anything else is a failure to count, typed by class
                 kind, message = type(exc).__name__, str(exc)
             self.fig.failed[kind] += 1
-            if not (kind in EXPECTED_FAILURES and self.mcp_was_down(started, time.monotonic())):
+            window = self.mcp_was_down(started, time.monotonic())
+            self.fig.failed_in[window or "neither"] += 1
+            if not (kind in EXPECTED_FAILURES and window):
                 self.fig.unexpected.append(f"{sid} {text!r}: {kind}: {message[:300]}")
             say(f"  {sid} {text!r} failed: {kind}: {message[:400]}; sending it again")
             await asyncio.sleep(2)
@@ -311,10 +318,10 @@ class Soak:
 
     # -- the disturbances
 
-    async def bounce(self, down_for: float) -> None:
+    async def bounce(self, down_for: float, kind: str = "bounce") -> None:
         self.control.set("down")
         began = time.monotonic()
-        self.fig.down.append((began, None))  # type: ignore[arg-type]
+        self.fig.down.append((kind, began, None))
         for pid in mcp_server_pids(self.control):
             try:
                 os.kill(pid, signal.SIGKILL)
@@ -322,7 +329,7 @@ class Soak:
                 pass
         await asyncio.sleep(down_for)
         self.control.set("down", on=False)
-        self.fig.down[-1] = (began, time.monotonic())
+        self.fig.down[-1] = (kind, began, time.monotonic())
 
     async def kill_one(self, delay: float) -> None:
         await asyncio.sleep(delay)
@@ -372,7 +379,7 @@ class Soak:
         chaos: list[asyncio.Future[Any]] = []
         if n in plan["outage"]:
             self.fig.outages += 1
-            chaos.append(asyncio.ensure_future(self.bounce(GIVE_UP + 4)))
+            chaos.append(asyncio.ensure_future(self.bounce(GIVE_UP + 4, "outage")))
             await asyncio.sleep(0.2)
         for _ in range(plan["kills"].get(n, 0)):
             chaos.append(asyncio.ensure_future(self.kill_one(self.rng.uniform(0.3, 3.0))))
@@ -464,6 +471,7 @@ class Soak:
             "server": self.args.server, "seed": self.args.seed, "simulated_days": self.args.days if self.args.server == "time-skipping" else 0,
             "sessions": len(self.sessions), "turns_per_session": turns, "workers": self.args.workers,
             "turns": self.fig.turns, "turns_failed_by_type": dict(self.fig.failed),
+            "turns_failed_while_mcp_down": dict(self.fig.failed_in),
             "turns_failed_unexpected": self.fig.unexpected, "sessions_lost": len(lost), "lost": lost,
             "conversations_checked": conversations[0], "conversations_intact": conversations[1],
             "variables_checked": variables[0], "variables_intact": variables[1],
@@ -565,6 +573,9 @@ def main(argv: list[str] | None = None) -> int:
     import tempfile
 
     args = parse(argv)
+    if args.server == "time-skipping" and args.gc:
+        say("no gc on the time-skipping server: it does not implement ListWorkflowExecutions (see the docstring)")
+        args.gc = 0
     if args.seed is None:
         args.seed = random.SystemRandom().randrange(1 << 30)  # reported, so a run can be repeated
     with tempfile.TemporaryDirectory(prefix="soak-") as tmp:
@@ -583,6 +594,8 @@ if __name__ == "__main__":
     status = 1
     try:
         status = main()
+    except SystemExit as exc:  # --help, a bad argument
+        status = exc.code if isinstance(exc.code, int) else 2
     except BaseException:  # printed here: os._exit below would leave before the interpreter prints it
         import traceback
 

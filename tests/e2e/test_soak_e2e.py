@@ -38,6 +38,8 @@ def test_sessions_lose_nothing_through_kills_mcp_bounces_gc_a_key_rotation_and_s
     # Turns failed only where expected, and typed: the outage past give_up_seconds, as McpServerDownError.
     assert f["turns_failed_unexpected"] == [], context
     assert set(f["turns_failed_by_type"]) == {"McpServerDownError"} and f["mcp_outages"] == 1, context
+    assert f["turns_failed_while_mcp_down"].get("outage", 0) >= 1, context
+    assert f["turns_failed_while_mcp_down"].get("neither", 0) == 0, context
     # Every conversation and every variable intact, asked for at the end.
     assert f["conversations_checked"] == 2 and f["conversations_intact"] == 2, context
     assert f["variables_checked"] == TURNS and f["variables_intact"] == TURNS, context
