@@ -16,7 +16,13 @@ the model server received and the replies it sent, at N = 50, 500 and 5,000.
 Then code mode's overhead per tool call against a tool activity started
 straight from a workflow: K sequential calls (each one a ``tools.call`` plus a
 ``code.resume``) and K gathered calls (one resume for all), both measured as
-(time(K) - time(0)) / K so the model call, check and start cancel out.
+(time(K) - time(0)) / K so the model call, check and start cancel out. A third
+side runs the same direct calls plus one no-op local activity per pause: what
+a local-activity segment costs before any interpreter work (the floor of this
+design). CPU per call is reported by process (this process, which hosts the
+workers; the Monty interpreter processes; the dev server). ``--capped`` keeps
+the dev server's default transfer-task poll cap (every dispatch waits for a
+~50 ms poll), as the figures before 2026-11-30 were measured.
 
 One dev server, one worker, everything interleaved. The last line is one JSON
 object with the figures and the three target checks.
@@ -55,6 +61,7 @@ from agentsteps.contracts.llm.tokens import TOKENS_PER_MESSAGE, count_text_token
 from agentsteps.scripted_model import ScriptedModelServer
 from agentsteps.client.dev_server import dev_server_args, temporal_binary
 from agentsteps.worker import running_worker
+from cpu import child_pids, cpu_seconds, temporal_server_pids
 from direct_tools_workflow import DirectToolCalls, noop_segment
 
 MODEL = "scripted-2026-01-01"
@@ -253,6 +260,26 @@ async def task_in_mode(client: Client, queue: str, scripted: ScriptedModelServer
             "tickets_the_model_could_read": readable}
 
 
+PROCESSES = ("worker", "sandbox", "server")
+"""CPU by process: this one (the workers, the scripted model's thread), the Monty interpreter
+processes it started, the dev server."""
+
+
+def _cpu() -> dict[str, float]:
+    children = child_pids(os.getpid())
+    servers = set(temporal_server_pids())
+    return {
+        "worker": time.process_time(),
+        "sandbox": sum(cpu_seconds(p) for p in children if p not in servers),
+        "server": sum(cpu_seconds(p) for p in servers),
+    }
+
+
+def _spent(before: dict[str, float]) -> dict[str, float]:
+    after = _cpu()
+    return {proc: after[proc] - before[proc] for proc in PROCESSES}
+
+
 async def per_call(client: Client, queue: str, direct_queue: str, scripted: ScriptedModelServer, calls: int,
                    rounds: int) -> dict[str, Any]:
     programs = {
@@ -265,24 +292,32 @@ async def per_call(client: Client, queue: str, direct_queue: str, scripted: Scri
         code_samples: list[float] = []
         direct_samples: list[float] = []
         floor_samples: list[float] = []
+        cpu_samples: dict[str, dict[str, list[float]]] = {
+            side: {proc: [] for proc in PROCESSES} for side in ("code", "direct", "floor")
+        }
         for round_ in range(rounds + 1):  # round 0 warms both paths up
             timed: dict[str, float] = {}
+            used: dict[str, dict[str, float]] = {}
             for label, source in (("k", program), ("zero", empty)):
                 scripted.set_script({"replies": [fenced(source)]})
+                before = _cpu()
                 result, error, elapsed = await run_agent(client, queue, agent, "ping")
                 assert result is not None and error is None, error
-                timed[label] = elapsed
+                timed[label], used[label] = elapsed, _spent(before)
             for label, k, segment in (("dk", calls, False), ("dzero", 0, False), ("fk", calls, True), ("fzero", 0, True)):
-                started = time.perf_counter()
+                started, before = time.perf_counter(), _cpu()
                 await client.execute_workflow(
                     DirectToolCalls.run, args=[k, shape == "gathered", segment], id=f"direct-{uuid.uuid4().hex[:10]}",
                     task_queue=direct_queue,
                 )
-                timed[label] = time.perf_counter() - started
+                timed[label], used[label] = time.perf_counter() - started, _spent(before)
             if round_:
                 code_samples.append((timed["k"] - timed["zero"]) / calls)
                 direct_samples.append((timed["dk"] - timed["dzero"]) / calls)
                 floor_samples.append((timed["fk"] - timed["fzero"]) / calls)
+                for side, (k, zero) in {"code": ("k", "zero"), "direct": ("dk", "dzero"), "floor": ("fk", "fzero")}.items():
+                    for proc in used[k]:
+                        cpu_samples[side][proc].append((used[k][proc] - used[zero][proc]) / calls)
             print(f"{shape} round {round_}: code {1000 * (timed['k'] - timed['zero']) / calls:.1f} ms/call, "
                   f"direct {1000 * (timed['dk'] - timed['dzero']) / calls:.1f} ms/call, "
                   f"direct + no-op local activity {1000 * (timed['fk'] - timed['fzero']) / calls:.1f} ms/call",
@@ -294,7 +329,11 @@ async def per_call(client: Client, queue: str, direct_queue: str, scripted: Scri
                           # The same calls plus one no-op local activity per pause: what the
                           # local-activity segment alone costs, before any interpreter work.
                           "local_activity_floor_ms_per_call": round(floor * 1000, 2),
-                          "floor_ratio": round(floor / direct, 3) if direct > 0 else None}
+                          "floor_ratio": round(floor / direct, 3) if direct > 0 else None,
+                          "cpu_ms_per_call": {
+                              side: {proc: round(statistics.median(v) * 1000, 2) for proc, v in by_proc.items()}
+                              for side, by_proc in cpu_samples.items()
+                          }}
     return figures
 
 
