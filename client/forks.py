@@ -19,18 +19,35 @@ from dataclasses import dataclass
 from temporalio.client import Client, WorkflowHandle, WorkflowHistory
 from temporalio.converter import DataConverter
 
-from ..contracts import AgentInput, AgentResult, AgentSpec, ForkOrigin, InvalidSpecError, Message, Step
+from ..contracts import AgentInput, AgentResult, AgentSpec, EffectRecord, ForkOrigin, InvalidSpecError, Message, Step
 from ..contracts.code.program import ForkedProgram
+from ..contracts.llm.arguments import cap
+from ..contracts.llm.tools import OUTCOME_UNKNOWN
 from ..contracts.llm.messages import LLMToolCall
 from ..contracts.names import AGENT_WORKFLOW, STEPS_QUERY
 from ..contracts.violations import Violation, ViolationKind
-from .counterfactual import new_spec, read_recorded_run
+from .counterfactual import RecordedRun, new_spec, read_recorded_run
 from .fork_points import ForkPoint, code_points, program_segments
 from .replay_check import fetch_history
 
 
 def _bad(path: str, message: str) -> InvalidSpecError:
     return InvalidSpecError([Violation(contract="fork", phase="pre", kind=ViolationKind.invalid_config, path=path, message=message)])
+
+
+def effects_in_history(source: RecordedRun) -> list[EffectRecord]:
+    """The effects of a run that has no result (open, failed, cancelled, terminated): every side-effecting
+    call its history shows answered, as its ledger would have recorded it (a tool's own refusal is none)."""
+    effectful = {s.name for s in source.schemas if s.side_effects}
+    records = []
+    for index, (tool, arguments, answer) in enumerate(source.calls):
+        unknown = answer.error_type == OUTCOME_UNKNOWN
+        if tool in effectful and (unknown or not answer.is_error):
+            records.append(EffectRecord(
+                key=f"history-{index}", tool=tool, arguments=cap(arguments), content=cap(answer.content),
+                outcome="unknown" if unknown else "done",
+            ))
+    return records
 
 
 def conversation_before(user_input: str, steps: Sequence[Step], at_step: int) -> list[Message]:
@@ -110,7 +127,8 @@ async def plan_fork(
             messages = [*messages, Message.user(user_input)]
     # A fork of a fork: the world also keeps what the first source did, which the middle run only inherited.
     inherited = source.inp.fork.effects if source.inp.fork is not None else []
-    effects = list({e.key: e for e in [*inherited, *result.effects]}.values())
+    made = result.effects if source.result is not None else effects_in_history(source)
+    effects = list({e.key: e for e in [*inherited, *made]}.values())
     origin = ForkOrigin(workflow_id=workflow_id, at_step=at_step, messages=messages, effects=effects, program=program)
     return ForkPlan(
         source=workflow_id, at_step=at_step, inp=AgentInput(spec=new, input=source.inp.input, fork=origin),

@@ -135,6 +135,35 @@ async def test_forking_a_code_mode_run_where_it_cannot_be_forked_is_a_clear_erro
     assert executed == list(range(CHARGES)) * 2, "a refused fork made a call"
 
 
+async def test_a_fork_of_a_failed_source_knows_the_effects_its_history_shows(client, settings, scripted):
+    # The program charges five customers, then breaks: the run fails with no result (no effect record in it).
+    failing = "for c in range(5):\n    await charge(c)\nraise ValueError('the ledger is down')\n"
+    scripted.set_script({"default": {"content": f"```python\n{failing}```"}})
+    executed: list[int] = []
+    source_id = f"code-failed-{settings.task_queue}"
+    converter = build_data_converter(settings)
+    async with running_worker(client, settings, registry=charging_registry(executed)):
+        with pytest.raises(WorkflowFailureError):
+            await client.execute_workflow(
+                AGENT_WORKFLOW, AgentInput(spec=code_spec(max_steps=1), input="charge five"), id=source_id,
+                task_queue=settings.task_queue, result_type=AgentResult,
+            )
+        assert executed == list(range(5))
+        plan = await plan_fork(client, source_id, 3, data_converter=converter)
+        assert plan.inp.fork is not None and len(plan.inp.fork.effects) == 5
+        # Resumed before the third charge: charges 2..4 come from the record, and the program breaks again.
+        assert plan.at_call == "p0-2"
+        with pytest.raises(WorkflowFailureError):
+            await (await start_fork(client, plan, task_queue=settings.task_queue)).result()
+        assert executed == list(range(5))
+        # From the model step, a program that completes: the five charges answered, the other five made.
+        scripted.set_script({"default": {"content": f"```python\n{PROGRAM}```"}})
+        fork = await (await fork_run(client, source_id, 0, data_converter=converter, task_queue=settings.task_queue,
+                                     spec=code_spec(max_steps=2))).result()
+        assert fork.output == OUTPUT
+    assert executed == list(range(CHARGES)), "a charge the failed source made was made again"
+
+
 async def test_the_fork_command_names_the_call_a_code_mode_fork_starts_before(client, settings, scripted):
     import argparse
     import contextlib
