@@ -113,6 +113,20 @@ async def test_forking_a_code_mode_run_where_it_cannot_be_forked_is_a_clear_erro
         with pytest.raises(InvalidSpecError, match="same mode"):
             await plan_fork(client, source_id, 4, data_converter=converter, spec=make_spec(tools=["charge"]))
 
+        # A fork input made by hand: a pending call to a function the fork's tools do not offer, a program that
+        # is not paused. Typed failures before anything runs.
+        plan = await plan_fork(client, source_id, 4, data_converter=converter)
+        assert plan.inp.fork is not None and plan.inp.fork.program is not None
+        paused = plan.inp.fork.program.paused
+        for bad in (paused.model_copy(update={"calls": [c.model_copy(update={"function": "refund"}) for c in paused.calls]}),
+                    paused.model_copy(update={"state": "completed"})):
+            program = plan.inp.fork.program.model_copy(update={"paused": bad})
+            crafted = plan.inp.model_copy(update={"fork": plan.inp.fork.model_copy(update={"program": program})})
+            with pytest.raises(WorkflowFailureError) as failed:
+                await client.execute_workflow(AGENT_WORKFLOW, crafted, id=f"crafted-{len(executed)}-{bad.state}",
+                                              task_queue=settings.task_queue, result_type=AgentResult)
+            assert failure_type(failed.value) == "InvalidSpecError"
+
         # Another run's memory under this source's name: the worker checks the snapshot against the source's
         # key and refuses it before the fork makes any call.
         plan = await plan_fork(client, source_id, 4, data_converter=converter)
