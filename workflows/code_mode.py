@@ -23,8 +23,8 @@ from temporalio import workflow
 with workflow.unsafe.imports_passed_through():
     from ..contracts import (
         AgentResult,
-        ForkOrigin,
         AgentSpec,
+        ForkOrigin,
         LLMRequest,
         LLMResponse,
         Message,
@@ -37,10 +37,10 @@ with workflow.unsafe.imports_passed_through():
     from ..contracts.code.program import (
         LLM_FUNCTION,
         CallOutcome,
+        ForkedProgram,
         PendingCall,
         ProgramFunction,
         ProgramLimits,
-        ForkedProgram,
         ProgramStatus,
         StartProgramInput,
         capped_view,

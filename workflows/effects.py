@@ -43,7 +43,6 @@ def run_chain(key_scope: str | None = None) -> str:
     return f"{info.workflow_id}/{info.first_execution_run_id}"
 
 
-
 class EffectLedger:
     """Keys for this run's calls, and the side-effecting ones that took effect (into ``records``)."""
 

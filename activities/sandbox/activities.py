@@ -107,7 +107,6 @@ class SandboxActivities:
             await self._keep_repl(session, status, inp.repl, inp.variable_names)
         return _observed(status, started)
 
-
     @activity.defn(name=CODE_FORK)
     async def fork(self, inp: ForkProgramInput) -> ProgramStatus:
         """A source's paused program for a fork: its snapshot checked against the source's key (typed
