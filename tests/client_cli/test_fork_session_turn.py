@@ -169,3 +169,42 @@ async def test_forking_what_cannot_be_forked_is_a_clear_error(client, settings, 
         with pytest.raises(SessionClosedError, match="has ended"):
             await plan_session_fork(client, sid, 1, 0, data_converter=converter)
     assert executed == []
+
+
+async def test_the_fork_command_forks_a_session_turn_and_prints_it_as_json(client, settings, scripted):
+    import argparse
+    import contextlib
+    import io
+
+    from cli_json_support import pinned
+
+    from agentsteps.cli.fork import fork_command
+    from agentsteps.cli.json_output import FORK
+
+    scripted.set_script(tool_script())
+    executed: list[int] = []
+    sid = session_id()
+    on_this_server = settings.model_copy(update={"temporal_address": client.service_client.config.target_host})
+
+    def args(**given: object) -> argparse.Namespace:
+        return argparse.Namespace(**{"workflow_id": sid, "spec": None, "model": None, "input": None, "json": True,
+                                     "no_worker": True, **given})
+
+    async with running_worker(client, settings, registry=charging_registry(executed)):
+        await send_turn(client, make_spec(tools=["charge"], max_steps=14), "charge everyone", session_id=sid,
+                        task_queue=settings.task_queue)
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            code = await fork_command(on_this_server, args(turn=1, at_step=4))
+        assert code == 0
+        body = pinned(out.getvalue(), FORK)
+        assert body["source"] == sid and body["turn"] == 1 and body["at_step"] == 4 and body["at_call"] is None
+        assert body["fork_id"].startswith(f"{sid}-fork1.4-")
+        assert body["result"]["status"] == "completed" and len(body["result"]["steps"]) == CHARGES + 1 - 4
+        assert (await session_state(client, body["fork_id"])).status == "idle"  # a session, open for turns
+
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            assert await fork_command(on_this_server, args(turn=7, at_step=0)) == 2
+        assert "no turn 7" in err.getvalue()
+    assert executed == list(range(CHARGES))
