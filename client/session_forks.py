@@ -189,9 +189,12 @@ async def start_session_fork(client: Client, plan: SessionForkPlan, *, task_queu
             TURN_UPDATE, TurnInput(input=plan.turn_input), start_workflow_operation=start, result_type=TurnResult
         )
     except WorkflowUpdateFailedError as exc:
-        error = from_failure(exc.cause) if exc.cause is not None else None
-        if isinstance(error, AgentStepsError):
-            raise error from exc
+        cause: BaseException | None = exc.cause
+        while cause is not None:  # the typed error behind the failed turn (an activity's, or the turn's own)
+            error = from_failure(cause)
+            if error is not None:
+                raise error from exc
+            cause = cause.__cause__
         raise
     return result
 

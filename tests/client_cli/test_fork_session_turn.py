@@ -14,8 +14,8 @@ from session_support import session_id
 from agentsteps.activities.tools.registry import ToolContext, ToolRegistry
 from agentsteps.client.session_forks import fork_session, plan_session_fork, start_session_fork
 from agentsteps.client.sessions import close_session, continue_session, send_turn, session_state, session_turns
-from agentsteps.contracts.errors import InvalidTurnError, PayloadIntegrityError, SessionClosedError
-from agentsteps.storage.payload_store import build_data_converter
+from agentsteps.contracts.errors import InvalidTurnError, PayloadIntegrityError, PayloadMissingError, SessionClosedError
+from agentsteps.storage.payload_store import build_data_converter, build_payload_store
 from agentsteps.worker import running_worker
 
 CHARGES = 10
@@ -165,9 +165,21 @@ async def test_forking_what_cannot_be_forked_is_a_clear_error(client, settings, 
             await start_session_fork(client, type(plan)(**{**plan.__dict__, "inp": forged}), task_queue=settings.task_queue)
         assert (await session_state(client, plan.fork_id)).status == "closed"
 
+        collected = await plan_session_fork(client, other, 1, 0, data_converter=converter)
         await close_session(client, sid)
         with pytest.raises(SessionClosedError, match="has ended"):
             await plan_session_fork(client, sid, 1, 0, data_converter=converter)
+    # The source's stored conversation was collected before the fork could take it: a worker that has not
+    # read it before finds it missing, and the fork fails typed before anything runs.
+    assert collected.inp.fork is not None and collected.inp.fork.conversation is None  # turn 1: a fresh start
+    async with running_worker(client, settings, registry=charging_registry(executed)):
+        await continue_session(client, other, "hello")
+        plan = await plan_session_fork(client, other, 2, 0, data_converter=converter)
+    assert plan.inp.fork is not None and plan.inp.fork.conversation is not None
+    build_payload_store(settings).driver.path_for(plan.inp.fork.conversation.claim["hash_value"]).unlink()
+    async with running_worker(client, settings, registry=charging_registry(executed)):
+        with pytest.raises(PayloadMissingError, match="cannot be read"):
+            await start_session_fork(client, plan, task_queue=settings.task_queue)
     assert executed == []
 
 
