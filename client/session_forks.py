@@ -51,6 +51,9 @@ class RecordedTurn:
 
     input: str
     result: TurnResult
+    before: list[Message]
+    """Messages the turn had before its first step, after its user message: a fork session's first turn
+    went on from its own source's steps (``SessionFork.turn_messages``), which its steps do not repeat."""
 
 
 @dataclass(frozen=True)
@@ -74,8 +77,8 @@ async def _source_spec_and_turn(
     while True:
         history = await fetch_history(client, session_id, run_id)
         started = history.events[0].workflow_execution_started_event_attributes
-        if current is None:
-            current = (await converter.decode(list(started.input.payloads), [SessionInput]))[0]
+        this_run = (await converter.decode(list(started.input.payloads), [SessionInput]))[0]
+        current = current or this_run
         inputs: dict[str, Any] = {}
         for event in history.events:
             if event.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED:
@@ -90,7 +93,9 @@ async def _source_spec_and_turn(
                 if result.turn == turn:
                     raw = inputs[done.meta.update_id]
                     text = raw.get("input", "") if isinstance(raw, dict) else str(getattr(raw, "input", ""))
-                    return current, RecordedTurn(input=text, result=result)
+                    origin = this_run.fork if not started.continued_execution_run_id else None
+                    before = origin.turn_messages if origin is not None and origin.turn == turn else []
+                    return current, RecordedTurn(input=text, result=result, before=list(before))
         if not started.continued_execution_run_id:
             return current, None
         run_id = started.continued_execution_run_id
@@ -147,7 +152,7 @@ async def plan_session_fork(
                                f"--at-step must be 0..{len(steps)}")
     before = _state_before(source, turn, rewound_to_zero)
     turn_input = recorded.input
-    turn_messages = conversation_before(turn_input, steps, at_step)[1:]
+    turn_messages = [*recorded.before, *conversation_before(turn_input, steps, at_step)[1:]]
     if user_input is not None:
         if at_step == 0:
             turn_input = user_input

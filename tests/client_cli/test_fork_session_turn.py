@@ -83,6 +83,11 @@ async def test_a_fork_at_every_step_of_a_session_turn_repeats_no_effect(client, 
         # A fork of a fork knows the first source's effects too.
         _, deeper = await fork_session(client, forks[3], 3, 0, data_converter=converter, task_queue=settings.task_queue)
         assert deeper.output == "all charged" and executed == list(range(CHARGES))
+        # ... and inside the turn it was forked at, the steps before its own (the first source's) as well.
+        _, inner = await fork_session(client, forks[3], 2, 2, data_converter=converter, task_queue=settings.task_queue)
+        assert inner.output == "all charged" and len(inner.steps) == CHARGES + 1 - 3 - 2
+        had = scripted.requests[-len(inner.steps)].body["messages"]
+        assert [m["content"] for m in had if m["role"] == "tool"] == [f'{{"charged": {k}}}' for k in range(5)]
 
         # The source is untouched and keeps working.
         assert [t.turn for t in await session_turns(client, sid)] == [1, 2]
