@@ -146,6 +146,8 @@ class SessionCarry(BaseModel):
     """Every rewind, oldest first: the undone turns stay readable."""
     undone_effects: list[EffectRecord] = Field(default_factory=list)
     """Effects of undone turns: every later turn is told of them and never repeats one."""
+    forked_from: str | None = None
+    """A fork session: the session it was forked from (its effects are in ``undone_effects`` too)."""
 
 
 class ForkSource(BaseModel):
@@ -293,6 +295,8 @@ class SessionState(BaseModel):
     """The spec's mode (code mode: a step's content is its program)."""
     rewinds: list[Rewind] = Field(default_factory=list)
     """Every rewind: the turns it undid and the effects they had made."""
+    forked_from: str | None = None
+    """A fork session: the session it was forked from (``fork_session``)."""
 
 
 class SessionOutcome(BaseModel):

@@ -135,6 +135,7 @@ class SessionWorkflow(ApprovalHandlers):
             # Turn numbers go on from the source's: the fork's first turn is the forked one.
             self.carry.turns_done = self.fork.turn - 1
             self.carry.undone_effects = list(self.fork.effects)
+            self.carry.forked_from = self.fork.session_id
 
     @workflow.run
     async def run(self, inp: SessionInput) -> SessionOutcome:
@@ -258,7 +259,7 @@ class SessionWorkflow(ApprovalHandlers):
             text += untold_note(self.carry.untold_effects)
             if self.carry.undone_effects and run.effects is not None:
                 # Only after a rewind: what the undone turns did stays done, and is never done again.
-                source = self.inp.fork.session_id if self.inp.fork is not None else None
+                source = self.carry.forked_from
                 label = f"session {source}, which this session is a fork of" if source else "turns of this session that a rewind undid"
                 run.effects.inherit(label, self.carry.undone_effects)
                 text += "\n\n" + (run.effects.inherited_note() or "")
@@ -437,6 +438,7 @@ class SessionWorkflow(ApprovalHandlers):
             cost_usd=self.carry.cost_usd,
             mode=self.inp.spec.mode,
             rewinds=self.carry.rewinds,
+            forked_from=self.carry.forked_from,
         )
 
     @workflow.query(name=FORK_SOURCE_QUERY)

@@ -128,6 +128,7 @@ async def test_a_code_mode_fork_has_the_repl_memory_the_turn_started_with(client
         names = {v.name for v in (await session_state(client, fork_id)).variables}
         assert names == {"a", "r"}, names  # turn 1's memory and its own turn's; not turn 3's ``c``
         assert (await continue_session(client, fork_id, "show a")).output == "alpha"
+        assert (await session_state(client, fork_id)).forked_from == sid
 
         # At a later turn the memory is the one that turn started with.
         later, _ = await fork_session(client, sid, 3, 0, data_converter=converter, task_queue=settings.task_queue)
