@@ -258,7 +258,8 @@ class SessionWorkflow(ApprovalHandlers):
             text = inp.input + variables_note(repl.variables if repl else [])
             text += untold_note(self.carry.untold_effects)
             if self.carry.undone_effects and run.effects is not None:
-                # Only after a rewind: what the undone turns did stays done, and is never done again.
+                # Only after a rewind, or in a fork: what the undone turns (or the source) did stays done, and is
+                # never done again.
                 source = self.carry.forked_from
                 label = f"session {source}, which this session is a fork of" if source else "turns of this session that a rewind undid"
                 run.effects.inherit(label, self.carry.undone_effects)
