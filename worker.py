@@ -24,7 +24,7 @@ from temporalio.worker import WorkflowInstance, WorkflowInstanceDetails, Workflo
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from .storage.conversations import ConversationStore
-from .activities.session_fork import SessionForkActivities
+from .activities.session import SessionForkActivities
 from .activities.llm.activities import LLMActivities
 from .activities.mcp import McpActivities, SecretResolver, build_mcp_activities
 from .activities.monitor.activities import MonitorActivities

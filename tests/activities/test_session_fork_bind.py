@@ -13,7 +13,7 @@ import pytest_asyncio
 from temporalio.exceptions import ApplicationError
 
 from agentsteps.activities.sandbox import SandboxActivities, SandboxPool, SnapshotVault
-from agentsteps.activities.session_fork import SessionForkActivities
+from agentsteps.activities.session import SessionForkActivities
 from agentsteps.contracts import Message
 from agentsteps.contracts.code.program import ReplMemory
 from agentsteps.contracts.session import SessionForkInput, repl_keys, session_owner

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 from temporalio import activity
 
-from ..contracts.code.program import ReplMemory
-from ..contracts.errors import PayloadIntegrityError
-from ..contracts.names import SESSION_FORK
-from ..contracts.session import SessionForkBound, SessionForkInput, repl_keys
-from ..failures import to_application_error
-from ..storage.conversations import ConversationStore
-from .sandbox.activities import SandboxActivities
+from ...contracts.code.program import ReplMemory
+from ...contracts.errors import PayloadIntegrityError
+from ...contracts.names import SESSION_FORK
+from ...contracts.session import SessionForkBound, SessionForkInput, repl_keys
+from ...failures import to_application_error
+from ...storage.conversations import ConversationStore
+from ..sandbox.activities import SandboxActivities
 
 
 class SessionForkActivities:
