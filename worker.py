@@ -24,6 +24,7 @@ from temporalio.worker import WorkflowInstance, WorkflowInstanceDetails, Workflo
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from .storage.conversations import ConversationStore
+from .activities.session import SessionForkActivities
 from .activities.llm.activities import LLMActivities
 from .activities.mcp import McpActivities, SecretResolver, build_mcp_activities
 from .activities.monitor.activities import MonitorActivities
@@ -185,6 +186,7 @@ def build_worker(
     conversations = ConversationStore(store or build_payload_store(settings))
     tools = ToolActivities(registry if registry is not None else load_registry(settings), [mcp.source(), *sources])
     llm = LLMActivities(settings.providers, http, settings.prices, conversations, describe=tools.describe)
+    session_fork = SessionForkActivities(conversations, sandbox)
     worker_options.setdefault("workflow_runner", ENGINE_SANDBOX)
     # The SDK's default (0) cancels every running activity at shutdown: a rolling
     # restart would throw away model calls already paid for and send them again.
@@ -210,6 +212,7 @@ def build_worker(
             sandbox.start,
             sandbox.resume,
             sandbox.fork,
+            session_fork.bind,
             *MonitorActivities().activities(),
         ],
         **worker_options,

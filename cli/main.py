@@ -121,7 +121,7 @@ def _parser() -> argparse.ArgumentParser:
 
     configure_payloads(payloads)
 
-    fork = command("fork", _fork, "Start a new run from a recorded agent run's state before a step; no effect repeated.")
+    fork = command("fork", _fork, "Start a new run from a recorded agent run's state before a step (or a new session from a session turn's); no effect repeated.")
     from .fork import configure_parser as configure_fork
 
     configure_fork(fork)

@@ -34,6 +34,9 @@ CODE_CHECK = "code.check"
 CODE_START = "code.start"
 CODE_RESUME = "code.resume"
 CODE_FORK = "code.fork"
+SESSION_FORK = "session.fork"
+"""A session fork's first activity: the source session's conversation and REPL memory, checked against
+the source and bound to the fork (``activities/session_fork.py``)."""
 MONITOR_RECORD = "monitor.record"
 
 # ---------------------------------------------------------------- AgentWorkflow queries and signals
@@ -53,6 +56,9 @@ CLOSE_UPDATE = "close"
 REWIND_UPDATE = "rewind"
 """Takes ``RewindInput`` (``{"to_turn": N}``); returns ``SessionState``. The undone turns stay in ``rewinds``."""
 TURNS_QUERY = "turns"
+"""Returns ``list[TurnSummary]``."""
+FORK_SOURCE_QUERY = "fork_source"
+"""Returns ``ForkSource``: the turn checkpoints and effects a fork of one of its turns starts from."""
 """Returns ``list[TurnSummary]``."""
 CURRENT_TURN_QUERY = "current_turn"
 """Returns the running turn's ``AgentState``, or null between turns."""
@@ -142,7 +148,7 @@ SEARCH_ATTRIBUTES: dict[str, str] = {
 namespace: these take all three."""
 
 WORKFLOWS = (AGENT_WORKFLOW, PIPELINE_WORKFLOW, MONITOR_WORKFLOW, SESSION_WORKFLOW)
-ACTIVITIES = (LLM_CALL, LLM_CALL_RESOLVING_TOOLS, TOOLS_DESCRIBE, TOOLS_CALL, CODE_CHECK, CODE_START, CODE_RESUME, CODE_FORK, MONITOR_RECORD)
+ACTIVITIES = (LLM_CALL, LLM_CALL_RESOLVING_TOOLS, TOOLS_DESCRIBE, TOOLS_CALL, CODE_CHECK, CODE_START, CODE_RESUME, CODE_FORK, SESSION_FORK, MONITOR_RECORD)
 
 __all__ = [
     "ACTIVITIES",
@@ -161,6 +167,7 @@ __all__ = [
     "CONVERSATION_REF_PATCH",
     "EFFECTS_PATCH",
     "EXACTLY_ONCE_PATCH",
+    "FORK_SOURCE_QUERY",
     "LLM_CALL",
     "LLM_CALL_RESOLVING_TOOLS",
     "MONITOR_RECORD",
@@ -171,6 +178,7 @@ __all__ = [
     "REJECT_UPDATE",
     "RELEASE_PATCH",
     "REWIND_UPDATE",
+    "SESSION_FORK",
     "SESSION_WORKFLOW",
     "REFUSAL_REPROMPTED_ONCE",
     "SA_AWAITING_APPROVAL",

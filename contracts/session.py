@@ -146,6 +146,64 @@ class SessionCarry(BaseModel):
     """Every rewind, oldest first: the undone turns stay readable."""
     undone_effects: list[EffectRecord] = Field(default_factory=list)
     """Effects of undone turns: every later turn is told of them and never repeats one."""
+    forked_from: str | None = None
+    """A fork session: the session it was forked from (its effects are in ``undone_effects`` too)."""
+
+
+class ForkSource(BaseModel):
+    """What the ``fork_source`` query returns: where a fork of one of the session's turns starts from."""
+
+    owner: str
+    """``session_owner``: the chain the session's stored conversation and REPL dumps are bound to."""
+    checkpoints: list[TurnCheckpoint] = Field(default_factory=list)
+    undone_effects: list[EffectRecord] = Field(default_factory=list)
+    """Effects of undone turns, and those a fork session inherited from its own source."""
+    untold_effects: list[UntoldEffects] = Field(default_factory=list)
+    rewinds: list[Rewind] = Field(default_factory=list)
+
+
+class SessionFork(BaseModel):
+    """A new session's start from another session's state before step ``at_step`` of turn ``turn``.
+
+    ``conversation`` and ``repl`` are still the source's (bound to ``owner``): the fork's first activity,
+    ``session.fork``, has the worker check them against the source and bind them to the fork, so one
+    session never loads another's blob unchecked. ``effects`` are every effect the source made that the
+    fork knows of: its model is told, and an identical call is answered from them, never executed again.
+    """
+
+    session_id: str
+    owner: str
+    """The source's ``session_owner`` (``<session id>/<first run id>``)."""
+    turn: int = Field(ge=1)
+    at_step: int = Field(ge=0)
+    conversation: ConversationRef | None = None
+    """The source's stored conversation before the turn (system message first)."""
+    messages: list[Message] = Field(default_factory=list)
+    """The messages after ``conversation`` before the turn."""
+    repl: ReplMemory | None = None
+    """Code mode: the source's REPL memory at the turn's start (every program of a turn starts from it)."""
+    turn_messages: list[Message] = Field(default_factory=list)
+    """The turn's steps before ``at_step``, after its user message (and a new user message, if asked)."""
+    effects: list[EffectRecord] = Field(default_factory=list)
+
+
+class SessionForkInput(BaseModel):
+    """``session.fork``: the source's state, checked against ``source_owner`` and bound to ``owner``."""
+
+    source_session: str
+    source_owner: str
+    owner: str
+    repl_key: str
+    """The fork's REPL key (``repl_keys``): the memory comes back signed for it."""
+    conversation: ConversationRef | None = None
+    repl: ReplMemory | None = None
+
+
+class SessionForkBound(BaseModel):
+    """``session.fork``'s result: the same state, now the fork's."""
+
+    conversation: ConversationRef | None = None
+    repl: ReplMemory | None = None
 
 
 class SessionInput(BaseModel):
@@ -158,6 +216,9 @@ class SessionInput(BaseModel):
     """Set only by continue-as-new: the progress stream's ``WorkflowStreamState`` (recent events)."""
     key_scope: str | None = None
     """As ``AgentInput.key_scope``: where the session's effect keys are unique (unset: this session)."""
+    fork: SessionFork | None = None
+    """Set by ``fork_session``: this new session starts from another's state inside one of its turns;
+    its first turn goes on from there (its number is that turn's)."""
 
 
 class TurnInput(BaseModel):
@@ -234,6 +295,8 @@ class SessionState(BaseModel):
     """The spec's mode (code mode: a step's content is its program)."""
     rewinds: list[Rewind] = Field(default_factory=list)
     """Every rewind: the turns it undid and the effects they had made."""
+    forked_from: str | None = None
+    """A fork session: the session it was forked from (``fork_session``)."""
 
 
 class SessionOutcome(BaseModel):
@@ -327,6 +390,10 @@ __all__ = [
     "ProgressEvent",
     "ProgressKind",
     "CloseInput",
+    "ForkSource",
+    "SessionFork",
+    "SessionForkBound",
+    "SessionForkInput",
     "SessionCarry",
     "SessionConfig",
     "SessionInput",

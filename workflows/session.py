@@ -22,6 +22,7 @@ from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
+from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, FailureError
 
 with workflow.unsafe.imports_passed_through():
@@ -34,7 +35,9 @@ with workflow.unsafe.imports_passed_through():
         CANCEL_SIGNAL,
         CLOSE_UPDATE,
         CURRENT_TURN_QUERY,
+        FORK_SOURCE_QUERY,
         PROGRESS_TOPIC,
+        SESSION_FORK,
         SESSION_STATE_PATCH,
         REWIND_UPDATE,
         SESSION_WORKFLOW,
@@ -47,10 +50,14 @@ with workflow.unsafe.imports_passed_through():
         EFFECTS_KEPT_PER_TURN,
         UNTOLD_TURNS_KEPT,
         CloseInput,
+        ForkSource,
         ProgressEvent,
         Rewind,
         RewindInput,
         SessionCarry,
+        SessionFork,
+        SessionForkBound,
+        SessionForkInput,
         SessionInput,
         SessionOutcome,
         SessionState,
@@ -70,6 +77,7 @@ with workflow.unsafe.imports_passed_through():
 
     from ..telemetry import workflow_metrics
     from .agent_run import AgentRun
+    from .activity_options import NON_RETRYABLE_ERRORS
     from .approvals import ApprovalDesk, ApprovalHandlers
     from .run_state import Features, RunProgress, patched_since_release
     from .effects import untold_note
@@ -120,6 +128,14 @@ class SessionWorkflow(ApprovalHandlers):
         """The steps of the turn that ended last, for the ``steps`` query (memory only; never carried)."""
         self.visibility = Visibility()
         self.approvals.on_change = self.visibility.awaiting
+        self.fork: SessionFork | None = inp.fork if self.refused is None and inp.carried is None else None
+        """A new session forked from another's turn: its first turn goes on from the source's state there."""
+        self.fork_failed: BaseException | None = None
+        if self.fork is not None:
+            # Turn numbers go on from the source's: the fork's first turn is the forked one.
+            self.carry.turns_done = self.fork.turn - 1
+            self.carry.undone_effects = list(self.fork.effects)
+            self.carry.forked_from = self.fork.session_id
 
     @workflow.run
     async def run(self, inp: SessionInput) -> SessionOutcome:
@@ -138,6 +154,9 @@ class SessionWorkflow(ApprovalHandlers):
             self.tools = self.carry.tools
         else:
             self.tools = await spec_tools(inp.spec)
+        if self.fork is not None:
+            # A new kind of input (no recorded run takes this branch): the source's state, bound to this session.
+            await self._take_fork(self.fork)
         self.tools_decided = True
         idle = timedelta(seconds=inp.session.idle_timeout_seconds)
         while True:
@@ -176,11 +195,41 @@ class SessionWorkflow(ApprovalHandlers):
         self.carry.tools = self.tools
         return SessionInput(spec=inp.spec, session=inp.session, carried=self.carry, stream=stream, key_scope=inp.key_scope)
 
+    async def _take_fork(self, fork: SessionFork) -> None:
+        """The source's conversation and REPL memory, checked against the source and bound to this session by
+        the worker (``session.fork``); a failure closes this session and fails its first turn, typed."""
+        info = workflow.info()
+        try:
+            bound = await workflow.execute_activity(
+                SESSION_FORK,
+                SessionForkInput(source_session=fork.session_id, source_owner=fork.owner, owner=self.owner,
+                                 repl_key=repl_keys(info.workflow_id, info.first_execution_run_id)[0],
+                                 conversation=fork.conversation, repl=fork.repl),
+                result_type=SessionForkBound,
+                start_to_close_timeout=timedelta(seconds=60),
+                retry_policy=RetryPolicy(maximum_attempts=5, non_retryable_error_types=NON_RETRYABLE_ERRORS),
+            )
+        except ActivityError as exc:
+            error = from_failure(exc)
+            self.fork_failed = to_application_error(error, *error.details) if error is not None else exc
+            self.closed_reason = f"the fork of session {fork.session_id} could not take its state"
+            return
+        self.carry.conversation, self.carry.messages, self.carry.repl = bound.conversation, fork.messages, bound.repl
+        # The state it starts from is a turn this session can rewind to (and be forked at) too.
+        self.carry.checkpoints = [TurnCheckpoint(turn=fork.turn - 1, conversation=bound.conversation,
+                                                 messages=fork.messages, repl=bound.repl)]
+
     # ------------------------------------------------------------------ turns
 
     @workflow.update(name=TURN_UPDATE)
     async def turn(self, raw: Any) -> TurnResult:
         inp = parse_turn(raw, self.inp.session.max_input_chars)  # the validator already accepted it
+        forked: list[Message] = []
+        if self.fork is not None:
+            await workflow.wait_condition(lambda: self.tools_decided)
+            if self.fork_failed is not None:
+                raise self.fork_failed
+            forked, self.fork = self.fork.turn_messages, None
         # Two turns accepted in the same workflow task both pass the validator.
         if self.current is not None:
             raise to_application_error(SessionBusyError("another turn is still running; send this one when it ends"))
@@ -209,10 +258,13 @@ class SessionWorkflow(ApprovalHandlers):
             text = inp.input + variables_note(repl.variables if repl else [])
             text += untold_note(self.carry.untold_effects)
             if self.carry.undone_effects and run.effects is not None:
-                # Only after a rewind: what the undone turns did stays done, and is never done again.
-                run.effects.inherit("turns of this session that a rewind undid", self.carry.undone_effects)
+                # Only after a rewind, or in a fork: what the undone turns (or the source) did stays done, and is
+                # never done again.
+                source = self.carry.forked_from
+                label = f"session {source}, which this session is a fork of" if source else "turns of this session that a rewind undid"
+                run.effects.inherit(label, self.carry.undone_effects)
                 text += "\n\n" + (run.effects.inherited_note() or "")
-            result = await run_steps(run, [*before, Message.user(text)])
+            result = await run_steps(run, [*before, Message.user(text), *forked])
             if result.status in ("completed", "completed_with_default"):
                 self.carry.conversation, self.carry.messages = run.commit()
                 self.carry.repl = run.repl
@@ -387,7 +439,14 @@ class SessionWorkflow(ApprovalHandlers):
             cost_usd=self.carry.cost_usd,
             mode=self.inp.spec.mode,
             rewinds=self.carry.rewinds,
+            forked_from=self.carry.forked_from,
         )
+
+    @workflow.query(name=FORK_SOURCE_QUERY)
+    def fork_source(self) -> ForkSource:
+        return ForkSource(owner=self.owner, checkpoints=list(self.carry.checkpoints),
+                          undone_effects=list(self.carry.undone_effects), untold_effects=list(self.carry.untold_effects),
+                          rewinds=list(self.carry.rewinds))
 
     @workflow.query(name=TURNS_QUERY)
     def turns(self) -> list[TurnSummary]:

@@ -64,6 +64,13 @@ class SandboxActivities:
             await self._keep_repl(session, status, inp.repl, inp.variable_names)
         return _observed(status, started)
 
+    async def load_signed(self, key: str, ref: SnapshotRef) -> bytes:
+        """A snapshot signed for ``key`` (typed failure otherwise), for another activity (``session.fork``)."""
+        return await self._load(key, ref)
+
+    async def save_signed(self, key: str, data: bytes) -> SnapshotRef:
+        return await self._vault.save(key, data)
+
     async def _load(self, key: str, ref: SnapshotRef, legacy_key: str | None = None) -> bytes:
         try:
             return await self._vault.load(key, ref, legacy_key)

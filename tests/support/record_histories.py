@@ -43,7 +43,15 @@ from agentsteps.activities.tools.registry import ToolRegistry
 from agentsteps.client.dev_server import dev_server_args, temporal_binary
 from agentsteps.client.forks import fork_run
 from agentsteps.client.pipeline_files import load_pipeline_file
-from agentsteps.client.sessions import close_session, decide_approval, pending_approvals, send_turn, session_state
+from agentsteps.client.session_forks import fork_session
+from agentsteps.client.sessions import (
+    close_session,
+    continue_session,
+    decide_approval,
+    pending_approvals,
+    send_turn,
+    session_state,
+)
 from agentsteps.client.spec_files import parse_spec
 from agentsteps.contracts import AgentInput, AgentResult, AgentSpec, LLMConfig
 from agentsteps.contracts.composition.pipeline_run import PipelineResult, pipeline_input
@@ -203,6 +211,8 @@ async def record(out: Path, prefix: str, only: set[str] | None = None) -> list[s
                     await _agents(rec, settings)
                 if only is None or "code_mode_fork" in only:
                     await _code_mode_fork(rec)
+                if only is None or "session_fork" in only:
+                    await _session_fork(rec)
             if only is None:
                 await _monitor_tick(rec, settings, Path(state))
     finally:
@@ -250,6 +260,29 @@ async def _code_mode_fork(rec: Recorder) -> None:
     await rec.save("agent_code_mode_fork_waiting", handle)
     result = await handle.result()
     assert result.status == "completed", result.status
+
+
+async def _session_fork(rec: Recorder) -> None:
+    """A session forked inside a turn (``session.fork`` re-binds its state), saved between its turns."""
+    rec.scripted.set_script({"rules": [
+        {"match": {"role": "user", "contains": "weather"}, "reply": {"tool_calls": [
+            {"name": "get_weather", "arguments": {"city": "Paris"}}]}},
+        {"match": {"tool_result_for": "get_weather"}, "reply": {"content": "Paris: light rain"}},
+        {"match": {"role": "user"}, "reply": {"content": "noted"}},
+    ]})
+    source_id = f"session-fork-source-{uuid.uuid4().hex[:8]}"
+    spec = agent_spec(tools=["get_weather"])
+    for text in ("remember that I live in Paris", "what is the weather where I live?"):
+        turn = await send_turn(rec.client, spec, text, session_id=source_id, task_queue=rec.task_queue)
+        assert turn.status == "completed", turn.status
+    fork_id, first = await fork_session(rec.client, source_id, 2, 1, data_converter=rec.client.data_converter,
+                                        task_queue=rec.task_queue)
+    assert first.status == "completed", first.status
+    again = await continue_session(rec.client, fork_id, "thanks, remember that too")
+    assert again.status == "completed", again.status
+    await rec.save("session_fork_between_turns", rec.client.get_workflow_handle(fork_id))
+    await close_session(rec.client, fork_id)
+    await close_session(rec.client, source_id)
 
 
 async def _session(rec: Recorder) -> None:
