@@ -46,6 +46,7 @@ class ServerHealth:
         self.last_error: str | None = "not connected yet"
         self.since = datetime.now(UTC)
         self._down_since: float | None = clock()
+        self._last_failure = self._down_since
         self._failures = 0
         self._open_until = 0.0
         self._open_period = config.breaker.open_seconds
@@ -70,15 +71,28 @@ class ServerHealth:
         self.last_error = error
         if state == "up":
             self._down_since = None
-        elif self._down_since is None:
-            self._down_since = self._clock()
+        else:
+            self._failure_seen()
         MCP_SERVER_UP.labels(server=self.server).set(1 if state == "up" else 0)
+
+    def _failure_seen(self) -> None:
+        """Extend the down streak, or start one if nothing was seen for longer than a streak may go unobserved.
+
+        Between two failures seen further apart than ``give_up_seconds`` (or the open circuit's period,
+        whose probes are the only looks at the server), the server may well have been up unobserved: a
+        bounce of seconds an hour after the last one is not an hour of outage.
+        """
+        now = self._clock()
+        unobserved = max(self.config.give_up_seconds, self._open_period)
+        if self._down_since is None or now - self._last_failure > unobserved:
+            self._down_since = now
+        self._last_failure = now
 
     def misconfigured(self, problem: str) -> None:
         self._set("misconfigured", problem)
 
     def down_for(self) -> float | None:
-        """Seconds since the server was last known up (since worker start if never); None while up."""
+        """Seconds of the current down streak (since worker start if never up); None while up."""
         return None if self._down_since is None else self._clock() - self._down_since
 
     def probe_due(self) -> bool:

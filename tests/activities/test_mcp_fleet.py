@@ -157,13 +157,14 @@ async def test_a_down_server_fails_retryable_then_typed_past_its_bound_and_is_us
         with pytest.raises(McpUnavailableError) as first:
             await fleet.describe(["echo"])
         assert first.value.retryable
+        fleet.start()  # the watcher's probes, each open period, see it down the whole time
         await asyncio.sleep(1.6)
         with pytest.raises(McpServerDownError, match=rf"'{name}'.*give_up_seconds") as down:
             await fleet.describe(["echo"])
         assert not down.value.retryable
         assert fleet.report()[name]["state"] == "circuit_open"
         control.set("down", on=False)
-        fleet.start()  # the watcher probes it once the open period ends: no restart, no run needed
+        # The watcher probes it once the open period ends: no restart, no run needed.
         await eventually(lambda: fleet.report()[name]["state"] == "up", what="the server is seen up again")
         result = await fleet.call(tool_call("echo", {"text": "back"}))
         assert result.structured == {"tool": "echo", "args": {"text": "back"}}
@@ -236,6 +237,25 @@ def test_a_failed_probe_reopens_the_circuit_for_twice_as_long_up_to_the_cap():
             health.admit()
         health.failed(outage, probe=True)
     assert periods == [1.0, 2.0, 3.0]
+
+
+def test_down_time_counts_only_failures_seen_close_together_not_an_unobserved_gap():
+    config = parse_mcp_config({"mcp": {"servers": {"x": {"transport": "stdio", "command": "x",
+                                                          "give_up_seconds": 3, "breaker": {"failures": 99}}}}}).servers["x"]
+    now = [0.0]
+    health = ServerHealth(unique("streak"), config, clock=lambda: now[0])
+    bounce = McpUnavailableError("connect: refused", server="x")
+    health.succeeded(probe=False)
+    health.failed(bounce, probe=False)  # a bounce; then nobody looks at the server for 7 s
+    now[0] = 7.0
+    health.failed(bounce, probe=False)  # the next bounce
+    assert health.down_for() == 0.0
+    for second in (8.0, 9.0, 10.0, 11.0):  # a real outage: failures seen a second apart
+        now[0] = second
+        health.failed(bounce, probe=False)
+    assert health.down_for() == 4.0
+    health.succeeded(probe=False)
+    assert health.down_for() is None
 
 
 # ------------------------------------------------------------------ fresh catalog
