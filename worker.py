@@ -48,6 +48,8 @@ from .workflows.agent import AgentWorkflow
 from .workflows.monitor import MonitorWorkflow
 from .workflows.pipeline import PipelineWorkflow
 from .workflows.session import SessionWorkflow
+from .workflows.quota_account import QuotaAccountWorkflow
+from .client.quotas import ensure_accounts
 
 _runtime: Runtime | None = None
 
@@ -165,7 +167,7 @@ def _import_factory(entry: str) -> Callable[[WorkerSettings], ToolRegistry]:
 
 
 def workflows() -> list[type]:
-    return [AgentWorkflow, PipelineWorkflow, MonitorWorkflow, SessionWorkflow]
+    return [AgentWorkflow, PipelineWorkflow, MonitorWorkflow, SessionWorkflow, QuotaAccountWorkflow]
 
 
 def build_worker(
@@ -328,6 +330,8 @@ async def running_worker(
     """
     # Runs upsert the AgentSteps* search attributes: a namespace without them would fail every run's task.
     await ensure_search_attributes(client, client.namespace)
+    if settings.quotas.configured:
+        await ensure_accounts(client, settings.quotas, task_queue or settings.task_queue)
     # Providers never retry; Temporal owns retries, so the transport must not.
     store = build_payload_store(settings)
     sandbox = build_sandbox(settings, store)

@@ -21,6 +21,7 @@ from .llm.conversation import ConversationRef
 from .llm.messages import Message
 from .llm.request import Usage
 from .llm.tools import ToolSchema
+from .quotas.wire import QuotaPlan
 from .spec import AgentResult, AgentSpec, EffectRecord, RunStatus
 
 DAY_SECONDS = 86_400.0
@@ -158,6 +159,10 @@ class SessionInput(BaseModel):
     """Set only by continue-as-new: the progress stream's ``WorkflowStreamState`` (recent events)."""
     key_scope: str | None = None
     """As ``AgentInput.key_scope``: where the session's effect keys are unique (unset: this session)."""
+    tenant: str | None = None
+    """As ``AgentInput.tenant``."""
+    quota: QuotaPlan | None = None
+    """As ``AgentInput.quota``: every turn's model calls go through these accounts."""
 
 
 class TurnInput(BaseModel):

@@ -18,6 +18,7 @@ with workflow.unsafe.imports_passed_through():
     from ..contracts.spec_check import check_spec
     from ..failures import to_application_error
     from ..contracts.spec import key_scope_problem
+    from ..contracts.quotas.config import tenant_problem
     from ..contracts import Violation, ViolationKind
     from .calls import describe_tools
     from .agent_run import AgentRun
@@ -57,6 +58,15 @@ def check_key_scope(scope: str | None) -> None:
         raise to_application_error(InvalidSpecError([violation]), violation.model_dump(mode="json"))
 
 
+def check_tenant(tenant: str | None) -> None:
+    """A bad ``tenant`` fails the run typed before anything runs (no command)."""
+    problem = tenant_problem(tenant)
+    if problem is not None:
+        violation = Violation(contract="run_input", phase="pre", kind=ViolationKind.invalid_config, path="$.tenant",
+                              message=problem)
+        raise to_application_error(InvalidSpecError([violation]), violation.model_dump(mode="json"))
+
+
 def opening(spec: AgentSpec, tools: list[ToolSchema]) -> Message:
     if spec.mode == "code":
         return Message.system(code_system_prompt(spec, tools))
@@ -69,4 +79,4 @@ async def run_steps(run: AgentRun, history: list[Message]) -> AgentResult:
     return await run_tool_loop(run, history)
 
 
-__all__ = ["check_key_scope", "check_spec_but_tools", "opening", "resolves_tools_lazily", "run_steps", "spec_tools"]
+__all__ = ["check_key_scope", "check_tenant", "check_spec_but_tools", "opening", "resolves_tools_lazily", "run_steps", "spec_tools"]

@@ -1,0 +1,120 @@
+"""Quotas and tenant budgets end to end: real dev server, real account workflows, real HTTP to the scripted model."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from temporalio.client import WorkflowFailureError
+from temporalio.exceptions import ApplicationError
+
+from agentsteps.activities.tools.registry import ToolRegistry
+from agentsteps.client.quotas import read_account
+from agentsteps.contracts import AgentSpec, LLMConfig
+from agentsteps.contracts.names import STATE_QUERY
+from agentsteps.contracts.spec import AgentState
+from agentsteps.worker import running_worker
+
+from quota_support import event_types, start_run, unique, with_quotas
+
+MODEL = LLMConfig(model="scripted-2026-01-01", max_tokens=20, context_window=16_000)
+CHEAP = "scripted-mini-2026-01-01"
+USAGE = {"prompt_tokens": 10, "completion_tokens": 20, "total_tokens": 30}
+
+
+def spec(**overrides) -> AgentSpec:
+    return AgentSpec(**{"name": "quota", "model": MODEL, "tools": [], "max_steps": 2, **overrides})
+
+
+async def test_a_run_without_a_quota_plan_issues_no_quota_command_and_one_with_a_plan_is_reconciled(
+    client, settings, scripted
+):
+    scripted.set_script({"default": {"content": "hi", "usage": USAGE}})
+    quota = unique("q")
+    configured = with_quotas(settings, limits=[{"name": quota, "model": "scripted-*", "requests_per_minute": 100}])
+    async with running_worker(client, configured, registry=ToolRegistry()):
+        plain = await start_run(client, settings, spec())  # nothing configured: no plan
+        await plain.result()
+        leased = await start_run(client, configured, spec())
+        result = await leased.result()
+        view = await _settled(client, "quota", quota)
+
+    plain_events = await event_types(plain)
+    assert not [e for e in plain_events if "SIGNAL" in e], plain_events
+    leased_events = await event_types(leased)
+    assert leased_events.count("EVENT_TYPE_SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED") == 2  # acquire, release
+    assert leased_events.count("EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED") == 1  # the grant
+    assert result.status == "completed"
+    assert view.requests_in_window == 1
+    assert (view.input_tokens_in_window, view.output_tokens_in_window) == (10, 20), "reconciled to the real use"
+    assert view.concurrent == 0, "released"
+
+
+async def test_a_tenant_past_its_soft_limit_is_degraded_to_its_cheaper_pinned_model(client, settings, scripted):
+    scripted.set_script({"default": {"content": "hi", "usage": USAGE}})
+    tenant = unique("soft")
+    configured = with_quotas(settings, tenants=[{
+        "name": tenant, "budget": {"day": {"tokens_soft": 1, "tokens_hard": 100_000}},
+        "degrade_to": [{"model": CHEAP}],
+    }])
+    async with running_worker(client, configured, registry=ToolRegistry()):
+        result = await (await start_run(client, configured, spec(), tenant=tenant)).result()
+        view = await _settled(client, "tenant", tenant)
+
+    assert result.status == "completed"
+    assert [r.body["model"] for r in scripted.requests] == [CHEAP]
+    assert result.model == CHEAP
+    assert view.spent["day"].tokens == 30
+
+
+async def test_a_tenant_hard_limit_fails_the_run_typed_naming_tenant_and_period(client, settings, scripted):
+    scripted.set_script({"default": {"content": "never sent", "usage": USAGE}})
+    tenant = unique("hard")
+    configured = with_quotas(settings, tenants=[{"name": tenant, "budget": {"month": {"tokens_hard": 5}}}])
+    async with running_worker(client, configured, registry=ToolRegistry()):
+        handle = await start_run(client, configured, spec(), tenant=tenant)
+        with pytest.raises(WorkflowFailureError) as failure:
+            await handle.result()
+
+    cause = failure.value.cause
+    assert isinstance(cause, ApplicationError) and cause.type == "BudgetExceededError"
+    assert tenant in cause.message and "month" in cause.message
+    assert cause.details[0] == {"tenant": tenant, "period": "month"}
+    assert scripted.requests == [], "nothing reached the provider"
+
+
+async def test_a_call_without_capacity_waits_durably_and_the_run_says_waiting_for_quota(client, settings, scripted):
+    scripted.set_script({"default": {"content": "hi", "usage": USAGE, "delay_seconds": 2}})
+    quota = unique("q")
+    configured = with_quotas(settings, limits=[{"name": quota, "model": "scripted-*", "concurrent_requests": 1}])
+    async with running_worker(client, configured, registry=ToolRegistry()):
+        first = await start_run(client, configured, spec())
+        await _until(lambda: len(scripted.requests) == 1)
+        second = await start_run(client, configured, spec())
+        await asyncio.sleep(0.5)
+        waiting = await second.query(STATE_QUERY, result_type=AgentState)
+        view = await read_account(client, "quota", quota)
+        results = await asyncio.gather(first.result(), second.result())
+
+    assert waiting.status == "waiting_for_quota"
+    assert (view.concurrent, view.waiting) == (1, 1)
+    assert [r.status for r in results] == ["completed", "completed"]
+    assert len(scripted.requests) == 2
+
+
+async def _settled(client, kind, name, timeout: float = 30.0):
+    """The account once every release reached it (releases are signals the run does not wait for)."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        view = await read_account(client, kind, name)
+        if (view.concurrent == 0 and view.reserved_tokens == 0) or asyncio.get_running_loop().time() > deadline:
+            return view
+        await asyncio.sleep(0.1)
+
+
+async def _until(predicate, timeout: float = 30.0) -> None:
+    async def poll() -> None:
+        while not predicate():
+            await asyncio.sleep(0.05)
+
+    await asyncio.wait_for(poll(), timeout)
