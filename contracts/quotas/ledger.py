@@ -8,9 +8,8 @@ nothing for longer than ``lease_seconds``.
 
 Fairness: the waiting request granted next is the oldest one of the tenant
 that has been served least for its weight (tokens granted / weight, its
-"virtual time"). A tenant that starts waiting is brought up to the least
-virtual time among the tenants already waiting, so idle time is not banked as
-credit. If that request does not fit, nothing behind it is granted either:
+"virtual time"). A tenant that starts waiting is brought up to the virtual
+time of the last grant, so idle time is not banked as credit. If that request does not fit, nothing behind it is granted either:
 small requests from a busy tenant never starve a large one from a quiet tenant.
 
 A tenant account grants at once or refuses: a call that would take a period's
@@ -52,6 +51,8 @@ class LedgerState(BaseModel):
     leases: dict[str, Lease] = Field(default_factory=dict)
     queue: list[LeaseRequest] = Field(default_factory=list)
     virtual: dict[str, float] = Field(default_factory=dict)
+    clock: float = 0.0
+    """The virtual time of the last grant: a tenant that starts waiting starts no earlier."""
     spent: dict[str, PeriodUse] = Field(default_factory=dict)
 
 
@@ -131,6 +132,7 @@ class Ledger:
                                              input_tokens=request.input_tokens, output_tokens=request.output_tokens))
         self.state.leases[request.request_id] = Lease(request=request, expires=now + q.lease_seconds)
         served = self.state.virtual.get(request.tenant, 0.0)
+        self.state.clock = max(self.state.clock, served)
         self.state.virtual[request.tenant] = served + (request.input_tokens + request.output_tokens + 1) / request.weight
         return LeaseGrant(request_id=request.request_id, requester=request.requester, account=q.name, queued=queued, utilization=self.utilization())
 
@@ -143,10 +145,8 @@ class Ledger:
         too_large = self._too_large(request)
         if too_large is not None:
             return [LeaseGrant(request_id=request.request_id, requester=request.requester, account=self.name, granted=False, refused=too_large)]
-        waiting = {r.tenant for r in self.state.queue}
-        if request.tenant not in waiting and waiting:
-            floor = min(self.state.virtual.get(t, 0.0) for t in waiting)
-            self.state.virtual[request.tenant] = max(self.state.virtual.get(request.tenant, 0.0), floor)
+        if all(r.tenant != request.tenant for r in self.state.queue):
+            self.state.virtual[request.tenant] = max(self.state.virtual.get(request.tenant, 0.0), self.state.clock)
         self.state.queue.append(request)
         return self.dispatch(now, first=request.request_id)
 
