@@ -11,7 +11,9 @@
 
 from __future__ import annotations
 
-from temporalio.client import Client
+from typing import Any
+
+from temporalio.client import Client, WorkflowUpdateFailedError
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.service import RPCError
 
@@ -21,6 +23,7 @@ from ..contracts.names import QUOTA_ACCOUNT_WORKFLOW, QUOTA_SET_UPDATE, QUOTA_VI
 from ..contracts.quotas.config import QuotaSettings, tenant_problem
 from ..contracts.quotas.ledger import LedgerState
 from ..contracts.quotas.wire import AccountKind, AccountView, LimitChange, QuotaPlan, QuotaRoute, account_id
+from ..failures import from_failure
 from ..workflows.quota_account import AccountInput
 
 
@@ -81,12 +84,19 @@ async def read_account(client: Client, kind: AccountKind, name: str) -> AccountV
         raise QuotaConfigError.with_message(f"no {kind} account named {name!r} is running: {exc.message}") from None
 
 
-async def set_limits(client: Client, kind: AccountKind, name: str, change: LimitChange) -> AccountView:
-    """Raise (or lower) a live limit; runs waiting on the account see it at once."""
+async def set_limits(client: Client, kind: AccountKind, name: str, change: LimitChange | dict[str, Any]) -> AccountView:
+    """Raise (or lower) a live limit; runs waiting on the account see it at once.
+
+    A change the account refuses (it would make the limits invalid) is ``QuotaConfigError``; nothing changed."""
     try:
         return await client.get_workflow_handle(account_id(kind, name)).execute_update(
             QUOTA_SET_UPDATE, change, result_type=AccountView
         )
+    except WorkflowUpdateFailedError as exc:
+        error = from_failure(exc.cause)
+        if error is not None:
+            raise error from None
+        raise
     except RPCError as exc:
         raise QuotaConfigError.with_message(f"no {kind} account named {name!r} is running: {exc.message}") from None
 

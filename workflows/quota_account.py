@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 from datetime import timedelta
+from typing import Any
 
 from temporalio import workflow
 
@@ -123,20 +124,22 @@ class QuotaAccountWorkflow:
         return self.ledger.view(workflow.now().timestamp())
 
     @workflow.update(name=QUOTA_SET_UPDATE)
-    async def set_limits(self, change: LimitChange) -> AccountView:
+    async def set_limits(self, raw: Any) -> AccountView:
         assert self.ledger is not None
-        self.ledger.change(change)
+        self.ledger.change(LimitChange.model_validate(raw))
         self.changed = True
         return self.ledger.view(workflow.now().timestamp())
 
     @set_limits.validator
-    def _check(self, change: LimitChange) -> None:
-        """A change that would make the account's limits invalid is refused before it reaches history."""
+    def _check(self, raw: Any) -> None:
+        """A malformed change, or one that would make the limits invalid, is refused before it reaches history.
+
+        Taken raw (not as ``LimitChange``): a payload that does not parse is this typed refusal too."""
         if self.ledger is None:
             raise to_application_error(QuotaConfigError.with_message("the account is starting; try again"))
         trial = Ledger(self.ledger.state.model_copy(deep=True))
         try:
-            trial.change(change)
+            trial.change(LimitChange.model_validate(raw))
         except (ValidationError, ValueError) as exc:
             raise to_application_error(QuotaConfigError.with_message(f"invalid limit change: {exc}")) from None
 

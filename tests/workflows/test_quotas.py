@@ -152,3 +152,73 @@ async def test_a_thousand_concurrent_program_llm_calls_never_overrun_the_tenant_
     spent = view.spent["day"].tokens
     assert spent == result.usage.total_tokens, "the account reconciled every call to its real use"
     assert spent <= hard + MODEL.max_tokens, "never over the hard budget by more than one call's completion"
+
+
+async def test_an_operator_raises_a_live_limit_and_the_waiting_run_goes_on(client, settings, scripted):
+    from agentsteps.client.quotas import set_limits
+    from agentsteps.contracts.errors import QuotaConfigError
+    from agentsteps.contracts.quotas.wire import LimitChange
+
+    scripted.set_script({"default": {"content": "hi", "usage": USAGE}})
+    quota = unique("q")
+    configured = with_quotas(settings, limits=[{"name": quota, "model": "scripted-*", "requests_per_minute": 1}])
+    async with running_worker(client, configured, registry=ToolRegistry()):
+        await (await start_run(client, configured, spec())).result()
+        waiting = await start_run(client, configured, spec())  # the minute's one request is spent
+        await asyncio.sleep(1)
+        state = await waiting.query(STATE_QUERY, result_type=AgentState)
+        with pytest.raises(QuotaConfigError, match="greater than 0"):
+            await set_limits(client, "quota", quota, {"requests_per_minute": 0})
+        with pytest.raises(QuotaConfigError, match="Extra inputs"):
+            await set_limits(client, "quota", quota, {"requests_per_minute": 5, "evil": "x" * 10_000})
+        with pytest.raises(QuotaConfigError, match="no quota account named"):
+            await set_limits(client, "quota", unique("absent"), LimitChange(requests_per_minute=5))
+        raised = await set_limits(client, "quota", quota, LimitChange(requests_per_minute=10))
+        result = await asyncio.wait_for(waiting.result(), timeout=20)
+
+    assert state.status == "waiting_for_quota"
+    assert raised.quota is not None and raised.quota.requests_per_minute == 10
+    assert result.status == "completed"
+
+
+async def test_runs_and_session_turns_carry_their_tenant_and_operators_list_runs_by_it(client, settings, scripted):
+    from agentsteps.client.sessions import send_turn
+    from agentsteps.client.quotas import quota_plan
+
+    scripted.set_script({"default": {"content": "hi", "usage": USAGE}})
+    tenant = unique("acme")
+    configured = with_quotas(settings, tenants=[{"name": tenant, "budget": {"day": {"tokens_hard": 1_000_000}}}])
+    async with running_worker(client, configured, registry=ToolRegistry()):
+        handle = await start_run(client, configured, spec(), tenant=tenant)
+        await handle.result()
+        turn = await send_turn(client, spec(), "hello", session_id=unique("s"), task_queue=configured.task_queue,
+                               tenant=tenant, quota=quota_plan(configured, tenant))
+        view = await _settled(client, "tenant", tenant)
+        listed = []
+        for _ in range(50):  # visibility is eventually consistent
+            listed = [w.id async for w in client.list_workflows(f'AgentStepsTenant = "{tenant}"')]
+            if len(listed) == 2:
+                break
+            await asyncio.sleep(0.2)
+
+    assert turn.status == "completed"
+    assert view.spent["day"].tokens == 60, "the run's call and the turn's, both on the tenant's account"
+    assert sorted(listed) == sorted([handle.id, turn.session_id])
+
+
+async def test_a_hostile_tenant_on_the_input_fails_the_run_typed_before_anything_runs(client, settings, scripted):
+    from agentsteps.contracts import AgentInput, AgentResult
+    from agentsteps.contracts.names import AGENT_WORKFLOW
+
+    scripted.set_script({"default": {"content": "never"}})
+    async with running_worker(client, settings, registry=ToolRegistry()):
+        with pytest.raises(WorkflowFailureError) as failure:
+            await client.execute_workflow(
+                AGENT_WORKFLOW, AgentInput(spec=spec(), input="hi", tenant="acme\n" + "x" * 500),
+                id=unique("hostile"), task_queue=settings.task_queue, result_type=AgentResult,
+            )
+
+    cause = failure.value.cause
+    assert isinstance(cause, ApplicationError) and cause.type == "InvalidSpecError"
+    assert "$.tenant" in cause.message
+    assert scripted.requests == []
