@@ -268,7 +268,9 @@ class Ledger:
             if change.weight is not None:
                 data["weight"] = change.weight
             if change.period is not None and change.budget is not None:
-                data["budget"][change.period] = change.budget.model_dump()
+                # Merged: the fields given replace those limits, the period's other limits stay.
+                data["budget"][change.period] = {**data["budget"].get(change.period, {}),
+                                                 **change.budget.model_dump(exclude_none=True)}
             s.tenant = TenantBudget.model_validate(data)
 
     def view(self, now: float) -> AccountView:

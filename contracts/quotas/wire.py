@@ -144,7 +144,7 @@ class LimitChange(BaseModel):
     weight: float | None = Field(default=None, gt=0, le=1_000_000)
     period: Period | None = None
     budget: PeriodBudget | None = None
-    """With ``period``: that period's budget, replaced whole."""
+    """With ``period``: the limits given replace that period's; the others stay."""
 
 
 __all__ = [
