@@ -41,12 +41,19 @@ SESSION_CONTINUED = "agentsteps_session_continued_as_new"
 APPROVALS_REQUESTED = "agentsteps_approvals_requested"
 APPROVALS_DECIDED = "agentsteps_approvals"
 APPROVAL_WAIT_SECONDS = "agentsteps_approval_wait_seconds"
+QUOTA_WAIT_SECONDS = "agentsteps_quota_wait_seconds"
+QUOTA_WAITS = "agentsteps_quota_waits"
+QUOTA_UTILIZATION = "agentsteps_quota_utilization_ratio"
+QUOTA_RESERVED_TOKENS = "agentsteps_quota_reserved_tokens"
+QUOTA_ACTUAL_TOKENS = "agentsteps_quota_actual_tokens"
+TENANT_SPEND_USD = "agentsteps_tenant_spend_usd"
+TENANT_BUDGET_USED = "agentsteps_tenant_budget_used_ratio"
 
 
 class WorkflowMetric(NamedTuple):
     name: str
     kind: str
-    """``counter`` or ``histogram``, as Prometheus types it."""
+    """``counter``, ``gauge`` or ``histogram``, as Prometheus types it."""
     labels: tuple[str, ...]
     description: str
 
@@ -66,6 +73,15 @@ WORKFLOW_METRICS = (
     WorkflowMetric(APPROVALS_REQUESTED, "counter", ("tool",), "Tool calls that asked a person for approval."),
     WorkflowMetric(APPROVALS_DECIDED, "counter", ("outcome",), "Approvals by outcome (approved, rejected, timed_out, withdrawn)."),
     WorkflowMetric(APPROVAL_WAIT_SECONDS, "histogram", ("outcome",), "Time a call waited for its approval."),
+    WorkflowMetric(QUOTA_WAIT_SECONDS, "histogram", ("quota",), "Time a model call waited for its quota's grant."),
+    WorkflowMetric(QUOTA_WAITS, "counter", ("quota",), "Model calls that queued for their quota (no capacity at once)."),
+    WorkflowMetric(QUOTA_UTILIZATION, "gauge", ("quota",),
+                   "Share (0..1) of the quota's binding per-minute limit in use, as its account told at the last grant."),
+    WorkflowMetric(QUOTA_RESERVED_TOKENS, "counter", ("quota",), "Tokens reserved before calls (prompt + max_tokens)."),
+    WorkflowMetric(QUOTA_ACTUAL_TOKENS, "counter", ("quota",), "Tokens the same calls really used."),
+    WorkflowMetric(TENANT_SPEND_USD, "counter", ("tenant",), "USD spent by tenant (price table); unconfigured: other."),
+    WorkflowMetric(TENANT_BUDGET_USED, "gauge", ("tenant", "period", "limit"),
+                   "Share of the tenant's budget used (with calls in flight) per period and limit (soft, hard)."),
 )
 """Every metric recorded here. Temporal adds ``namespace``, ``task_queue`` and ``workflow_type`` labels."""
 
