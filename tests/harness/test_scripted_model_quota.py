@@ -255,3 +255,14 @@ def test_a_sliding_window_retry_after_is_when_the_request_first_fits():
     assert isinstance(gate.admit("m", 45, 0), Ticket)
     again = gate.admit("m", 45, 0)  # 95 used: the 30 (at 1070) and the 20 (at 1080) must leave
     assert isinstance(again, Refusal) and again.retry_after == pytest.approx(20.0)
+
+
+def test_agentsteps_scripted_model_takes_the_same_quota_option():
+    from agentsteps.cli.main import _parser
+
+    args = _parser().parse_args(["scripted-model", "--script", "s.json", "--quota", "model=m-1,tpm=500",
+                                 "--quota", "concurrency=2"])
+    assert args.quota == [("m-1", Quota(tokens_per_minute=500)), ("*", Quota(concurrent_requests=2))]
+    with pytest.raises(SystemExit) as exited:
+        _parser().parse_args(["scripted-model", "--script", "s.json", "--quota", "tpm=-1"])
+    assert exited.value.code == 2
