@@ -49,6 +49,7 @@ from .workflows.monitor import MonitorWorkflow
 from .workflows.pipeline import PipelineWorkflow
 from .workflows.session import SessionWorkflow
 from .workflows.quota_account import QuotaAccountWorkflow
+from .workflows.quota_gate import warm_tokenizer
 from .client.quotas import ensure_accounts
 
 _runtime: Runtime | None = None
@@ -211,6 +212,7 @@ def build_worker(
             sandbox.check,
             sandbox.start,
             sandbox.resume,
+            sandbox.fork,
             *MonitorActivities().activities(),
         ],
         **worker_options,
@@ -331,6 +333,7 @@ async def running_worker(
     # Runs upsert the AgentSteps* search attributes: a namespace without them would fail every run's task.
     await ensure_search_attributes(client, client.namespace)
     if settings.quotas.configured:
+        await asyncio.to_thread(warm_tokenizer)  # runs under a quota plan count their prompts in the workflow
         await ensure_accounts(client, settings.quotas, task_queue or settings.task_queue)
     # Providers never retry; Temporal owns retries, so the transport must not.
     store = build_payload_store(settings)

@@ -279,7 +279,7 @@ def _replay(args: argparse.Namespace) -> int:
 def _scripted_model(args: argparse.Namespace) -> int:
     from ..scripted_model import run_cli
 
-    run_cli(args.script, args.port, host=args.host)
+    run_cli(args.script, args.port, host=args.host, quotas=args.quota)
     return EXIT_OK
 
 

@@ -35,6 +35,14 @@ with workflow.unsafe.imports_passed_through():
     from ..telemetry import workflow_metrics
 
 
+def warm_tokenizer() -> None:
+    """Load the tokenizer outside any workflow task: its first load (a vocabulary file) can take longer than
+    the SDK lets an activation run. Called where runs under a quota plan may be run or replayed."""
+    from ..contracts.llm.tokens import encoding
+
+    encoding()
+
+
 class QuotaRefused(Exception):
     """The tenant's hard budget refused the call; ``details`` name the tenant and the period."""
 
@@ -183,4 +191,4 @@ def _degraded(plan: QuotaPlan, request: LLMRequest) -> LLMRequest:
     return request
 
 
-__all__ = ["QuotaDesk", "QuotaHandlers", "QuotaRefused", "leased_call"]
+__all__ = ["warm_tokenizer", "QuotaDesk", "QuotaHandlers", "QuotaRefused", "leased_call"]
