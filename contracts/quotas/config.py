@@ -5,6 +5,7 @@
     api_key                             which of the worker's keys ("default": the provider's key)
     requests_per_minute, input_tokens_per_minute, output_tokens_per_minute, concurrent_requests
     lease_seconds                       a grant not released by then is taken back (a killed worker)
+    window_seconds                      the "minute" (60 s; shorter in tests and benchmarks)
 
     [[worker.quotas.tenants]]           one customer
     name, weight                        weight: its share of a scarce quota against the others'
@@ -65,6 +66,8 @@ class QuotaLimit(BaseModel):
     concurrent_requests: int | None = Field(default=None, gt=0)
     lease_seconds: float = 300.0
     """A grant its run has not released by then is taken back: longer than a call with its retries."""
+    window_seconds: float = 60.0
+    """The "minute" the per-minute limits count over (a sliding window); shorter only in tests and benchmarks."""
 
     @field_validator("name")
     @classmethod
@@ -80,12 +83,13 @@ class QuotaLimit(BaseModel):
             raise ValueError(f"{value[:80]!r} is not a model name or a family prefix ending in '*'")
         return value
 
-    @field_validator("lease_seconds")
+    @field_validator("lease_seconds", "window_seconds")
     @classmethod
-    def _lease(cls, value: float) -> float:
-        _positive(value, "lease_seconds")
+    def _lease(cls, value: float, info: object) -> float:
+        field = getattr(info, "field_name", "seconds")
+        _positive(value, field)
         if value > 86_400:
-            raise ValueError("lease_seconds must be at most a day")
+            raise ValueError(f"{field} must be at most a day")
         return value
 
     @model_validator(mode="after")

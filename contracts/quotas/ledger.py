@@ -2,7 +2,8 @@
 
 A quota account keeps a sliding one-minute window of what it granted (requests,
 input and output tokens, each reservation replaced by the real use when the
-run releases it), the open leases (concurrent requests) and a queue. A lease
+run releases it, and counted from then on: never leaving the window before the
+provider's own), the open leases (concurrent requests) and a queue. A lease
 not released by ``expires`` is taken back: a run whose worker was killed holds
 nothing for longer than ``lease_seconds``.
 
@@ -74,9 +75,13 @@ class Ledger:
 
     # ------------------------------------------------------------------ quota accounts
 
+    @property
+    def _window_seconds(self) -> float:
+        return self.state.quota.window_seconds if self.state.quota is not None else WINDOW_SECONDS
+
     def _tidy(self, now: float) -> None:
         s = self.state
-        s.window = [e for e in s.window if e.at > now - WINDOW_SECONDS]
+        s.window = [e for e in s.window if e.at > now - self._window_seconds]
         for request_id in [k for k, lease in s.leases.items() if lease.expires <= now]:
             del s.leases[request_id]
 
@@ -170,7 +175,7 @@ class Ledger:
         """When waiting requests may fit again or a lease runs out; None when nothing will change by itself."""
         times = [lease.expires for lease in self.state.leases.values()]
         if self.state.queue:
-            times += [e.at + WINDOW_SECONDS for e in self.state.window]
+            times += [e.at + self._window_seconds for e in self.state.window]
         later = [t for t in times if t > now]
         return min(later, default=None)
 
@@ -253,6 +258,9 @@ class Ledger:
         for entry in self.state.window:
             if entry.request_id == release.request_id:
                 entry.input_tokens, entry.output_tokens = release.input_tokens, release.output_tokens
+                # Counted from when the call ended: the provider counted it from some moment in between,
+                # so it leaves this window no earlier than the provider's.
+                entry.at = max(entry.at, now)
         return self.dispatch(now)
 
     def change(self, change: LimitChange) -> None:
