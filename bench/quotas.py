@@ -105,6 +105,9 @@ async def _phase(client, settings: WorkerSettings, stats_url: str, *, plans: boo
         span_end = time.monotonic()
         await asyncio.gather(*tasks)  # the runs in flight finish (counted only if they ended in the span)
         after = (await http.get(stats_url)).json()
+    if plans:
+        view = await read_account(client, "quota", "bench")
+        print(f"account: {view.served_per_weight} waiting {view.waiting}", file=sys.stderr, flush=True)
     in_span = [(t, tokens) for at, t, tokens in done if span_start <= at <= span_end]
     total = sum(tokens for _, tokens in in_span) or 1
     share = {t: round(sum(k for u, k in in_span if u == t) / total, 3) for t in WEIGHTS}

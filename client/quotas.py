@@ -21,10 +21,9 @@ from ..contracts.config.settings import WorkerSettings
 from ..contracts.errors import QuotaConfigError
 from ..contracts.names import QUOTA_ACCOUNT_WORKFLOW, QUOTA_SET_UPDATE, QUOTA_VIEW_QUERY
 from ..contracts.quotas.config import QuotaSettings, tenant_problem
-from ..contracts.quotas.ledger import LedgerState
+from ..contracts.quotas.ledger import AccountInput, LedgerState
 from ..contracts.quotas.wire import AccountKind, AccountView, LimitChange, QuotaPlan, QuotaRoute, account_id
 from ..failures import from_failure
-from ..workflows.quota_account import AccountInput
 
 
 def account_inputs(quotas: QuotaSettings) -> dict[str, AccountInput]:
@@ -79,7 +78,10 @@ def quota_plan(settings: WorkerSettings | QuotaSettings, tenant: str | None = No
 
 async def read_account(client: Client, kind: AccountKind, name: str) -> AccountView:
     try:
-        return await client.get_workflow_handle(account_id(kind, name)).query(QUOTA_VIEW_QUERY, result_type=AccountView)
+        view: AccountView = await client.get_workflow_handle(account_id(kind, name)).query(
+            QUOTA_VIEW_QUERY, result_type=AccountView
+        )
+        return view
     except RPCError as exc:
         raise QuotaConfigError.with_message(f"no {kind} account named {name!r} is running: {exc.message}") from None
 
@@ -89,9 +91,10 @@ async def set_limits(client: Client, kind: AccountKind, name: str, change: Limit
 
     A change the account refuses (it would make the limits invalid) is ``QuotaConfigError``; nothing changed."""
     try:
-        return await client.get_workflow_handle(account_id(kind, name)).execute_update(
+        view: AccountView = await client.get_workflow_handle(account_id(kind, name)).execute_update(
             QUOTA_SET_UPDATE, change, result_type=AccountView
         )
+        return view
     except WorkflowUpdateFailedError as exc:
         error = from_failure(exc.cause)
         if error is not None:

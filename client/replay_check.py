@@ -27,7 +27,7 @@ from temporalio.converter import DataConverter
 from temporalio.service import RPCError, RPCStatusCode
 from temporalio.worker import Replayer, WorkflowReplayResult
 
-from ..workflows.quota_gate import warm_tokenizer
+from ..contracts.llm.tokens import encoding as warm_tokenizer
 from ..contracts.errors import HistoryUnavailableError, InvalidSpecError
 from ..contracts.names import WORKFLOWS
 from ..contracts.violations import Violation, ViolationKind

@@ -21,22 +21,18 @@ from typing import Any
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from pydantic import BaseModel, ValidationError
+    from pydantic import ValidationError
 
     from ..contracts.errors import QuotaConfigError
     from ..contracts.names import (
         QUOTA_ACCOUNT_WORKFLOW, QUOTA_ACQUIRE_SIGNAL, QUOTA_GRANT_SIGNAL, QUOTA_RELEASE_SIGNAL, QUOTA_SET_UPDATE,
         QUOTA_VIEW_QUERY,
     )
-    from ..contracts.quotas.ledger import Ledger, LedgerState
+    from ..contracts.quotas.ledger import AccountInput, Ledger
     from ..contracts.quotas.wire import AccountView, LeaseGrant, LeaseRelease, LeaseRequest, LimitChange
     from ..failures import to_application_error
 
 HISTORY_EVENTS_BEFORE_CONTINUE = 8_000
-
-
-class AccountInput(BaseModel):
-    ledger: LedgerState
 
 
 @workflow.defn(name=QUOTA_ACCOUNT_WORKFLOW)

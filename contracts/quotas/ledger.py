@@ -57,6 +57,12 @@ class LedgerState(BaseModel):
     spent: dict[str, PeriodUse] = Field(default_factory=dict)
 
 
+class AccountInput(BaseModel):
+    """A ``QuotaAccount`` workflow's input: its ledger (a new account's, or the one it continued with)."""
+
+    ledger: LedgerState
+
+
 def period_key(period: str, now: float) -> str:
     moment = datetime.fromtimestamp(now, UTC)
     return moment.strftime("%Y-%m-%d") if period == "day" else moment.strftime("%Y-%m")
@@ -240,7 +246,7 @@ class Ledger:
                     for cap in [getattr(budget, f"tokens_{limit}")] if cap
                 ] + [(use.usd + reserved_usd) / cap for cap in [getattr(budget, f"usd_{limit}")] if cap]
                 if shares:
-                    out.append(BudgetRatio(period=period, limit=limit, ratio=max(shares)))  # type: ignore[arg-type]
+                    out.append(BudgetRatio(period=period, limit=limit, ratio=max(shares)))
         return out
 
     # ------------------------------------------------------------------ both
@@ -293,6 +299,7 @@ class Ledger:
             requests_in_window=requests, input_tokens_in_window=inputs, output_tokens_in_window=outputs,
             concurrent=len(self.state.leases) if self.state.quota is not None else 0,
             waiting=len(self.state.queue), utilization=self.utilization(),
+            served_per_weight={t: round(v, 1) for t, v in sorted(self.state.virtual.items())[:100]},
             spent=dict(self.state.spent), reserved_tokens=reserved_tokens if self.state.tenant else 0,
             reserved_usd=reserved_usd if self.state.tenant else 0.0,
         )
@@ -302,4 +309,4 @@ def _num(value: float) -> str:
     return f"{value:.6g}"
 
 
-__all__ = ["Lease", "Ledger", "LedgerState", "WINDOW_SECONDS", "WindowEntry", "period_key"]
+__all__ = ["AccountInput", "Lease", "Ledger", "LedgerState", "WINDOW_SECONDS", "WindowEntry", "period_key"]

@@ -127,6 +127,8 @@ class AccountView(BaseModel):
     concurrent: int = 0
     waiting: int = 0
     utilization: float = 0.0
+    served_per_weight: dict[str, float] = Field(default_factory=dict)
+    """A quota's fair-share clock by tenant: tokens granted / weight (tenants waiting are served lowest first)."""
     spent: dict[str, PeriodUse] = Field(default_factory=dict)
     reserved_tokens: int = 0
     reserved_usd: float = 0.0
