@@ -14,9 +14,13 @@ are the binding limit on both sides, measured exactly.
 
 Measured over the steady part of each phase (after one window of warm-up):
 ``http_429`` (every 429 the provider sent in the phase), ``share_by_tenant``
-(each tenant's share of the output tokens of calls that ended in the measured
-span), ``weight_by_tenant`` (each tenant's share of the weights) and
-``utilization`` (output tokens served in the span against the quota over it).
+(quotas on: each tenant's share of the tokens the quota's account granted in
+the span; quotas off, where no account exists: of the output tokens of calls
+that ended in the span), ``share_completed_by_tenant`` (the latter, for both),
+``weight_by_tenant`` (each tenant's share of the weights) and ``utilization``
+(output tokens of calls that ended in the span against the quota over it).
+On a loaded machine the worker finishes granted runs more slowly than the
+account grants them, so the completed share lags the granted one.
 
 The default is short (10 s windows, ~35 s a phase); ``--long`` uses the real
 one-minute window for 4 minutes a phase. The last line is one JSON object.
@@ -97,24 +101,29 @@ async def _phase(client, settings: WorkerSettings, stats_url: str, *, plans: boo
         tasks = [asyncio.create_task(loop(t)) for t in WEIGHTS for _ in range(runs)]
         await asyncio.sleep(warmup)
         span_start = time.monotonic()
+        served_before = (await read_account(client, "quota", "bench")).served_per_weight if plans else {}
         waiting: list[int] = []
         while time.monotonic() < stop_at:
             if plans:  # how many calls the account holds in its queue: fairness needs both tenants there
-                waiting.append((await read_account(client, "quota", "bench")).waiting)
+                view = await read_account(client, "quota", "bench")
+                waiting.append(view.waiting)
             await asyncio.sleep(min(2.0, max(0.0, stop_at - time.monotonic())))
         span_end = time.monotonic()
+        served_after = (await read_account(client, "quota", "bench")).served_per_weight if plans else {}
         await asyncio.gather(*tasks)  # the runs in flight finish (counted only if they ended in the span)
         after = (await http.get(stats_url)).json()
-    if plans:
-        view = await read_account(client, "quota", "bench")
-        print(f"account: {view.served_per_weight} waiting {view.waiting}", file=sys.stderr, flush=True)
     in_span = [(t, tokens) for at, t, tokens in done if span_start <= at <= span_end]
     total = sum(tokens for _, tokens in in_span) or 1
-    share = {t: round(sum(k for u, k in in_span if u == t) / total, 3) for t in WEIGHTS}
+    completed = {t: round(sum(k for u, k in in_span if u == t) / total, 3) for t in WEIGHTS}
+    share = completed
+    if plans:  # what the account granted each tenant in the span (served per weight, times the weight)
+        granted = {t: (served_after.get(t, 0.0) - served_before.get(t, 0.0)) * w for t, w in WEIGHTS.items()}
+        share = {t: round(g / (sum(granted.values()) or 1), 3) for t, g in granted.items()}
     capacity = output_per_window * (span_end - span_start) / window
     return {
         "http_429": after["http_429"] - before["http_429"],
         "share_by_tenant": share,
+        "share_completed_by_tenant": completed,
         "weight_by_tenant": {t: round(w / sum(WEIGHTS.values()), 3) for t, w in WEIGHTS.items()},
         "utilization": round(sum(tokens for _, tokens in in_span) / capacity, 3),
         "calls_in_span": len(in_span),

@@ -2,7 +2,8 @@
 
 A quota account keeps a sliding one-minute window of what it granted (requests,
 input and output tokens, each reservation replaced by the real use when the
-run releases it, and counted from then on: never leaving the window before the
+run releases it, and counted from then on; a call still in flight stays counted
+however long it takes to be sent: never leaving the window before the
 provider's own), the open leases (concurrent requests) and a queue. A lease
 not released by ``expires`` is taken back: a run whose worker was killed holds
 nothing for longer than ``lease_seconds``.
@@ -21,6 +22,7 @@ degrade. Periods are UTC calendar days and months.
 
 from __future__ import annotations
 
+from collections import Counter
 from datetime import UTC, datetime
 
 from pydantic import BaseModel, Field
@@ -87,9 +89,10 @@ class Ledger:
 
     def _tidy(self, now: float) -> None:
         s = self.state
-        s.window = [e for e in s.window if e.at > now - self._window_seconds]
         for request_id in [k for k, lease in s.leases.items() if lease.expires <= now]:
             del s.leases[request_id]
+        # A call still in flight stays counted however long it takes to reach the provider (a busy worker).
+        s.window = [e for e in s.window if e.at > now - self._window_seconds or e.request_id in s.leases]
 
     def _used(self) -> tuple[int, int, int]:
         w = self.state.window
@@ -299,6 +302,7 @@ class Ledger:
             requests_in_window=requests, input_tokens_in_window=inputs, output_tokens_in_window=outputs,
             concurrent=len(self.state.leases) if self.state.quota is not None else 0,
             waiting=len(self.state.queue), utilization=self.utilization(),
+            waiting_by_tenant=dict(sorted(Counter(r.tenant for r in self.state.queue).items())[:100]),
             served_per_weight={t: round(v, 1) for t, v in sorted(self.state.virtual.items())[:100]},
             spent=dict(self.state.spent), reserved_tokens=reserved_tokens if self.state.tenant else 0,
             reserved_usd=reserved_usd if self.state.tenant else 0.0,

@@ -127,6 +127,7 @@ class AccountView(BaseModel):
     concurrent: int = 0
     waiting: int = 0
     utilization: float = 0.0
+    waiting_by_tenant: dict[str, int] = Field(default_factory=dict)
     served_per_weight: dict[str, float] = Field(default_factory=dict)
     """A quota's fair-share clock by tenant: tokens granted / weight (tenants waiting are served lowest first)."""
     spent: dict[str, PeriodUse] = Field(default_factory=dict)

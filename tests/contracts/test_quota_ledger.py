@@ -65,9 +65,20 @@ def test_tokens_per_minute_hold_and_the_window_frees_after_a_minute():
     ledger = quota(input_tokens_per_minute=1000)
     granted = [g for n in range(30) for g in ledger.offer(ask(n, "t", tokens=200), T0)]
     assert len(granted) == 10  # 100 input tokens each
+    for g in granted:  # the calls end at once, using what they reserved
+        assert ledger.release(LeaseRelease(request_id=g.request_id, input_tokens=100, output_tokens=100), T0) == []
     assert ledger.view(T0).waiting == 20
     assert ledger.next_wakeup(T0) == T0 + 60
     assert len(ledger.dispatch(T0 + 60.01)) == 10
+
+
+def test_a_call_still_in_flight_stays_in_the_window_until_it_ends():
+    ledger = quota(requests_per_minute=1, lease_seconds=600)
+    ledger.offer(ask(0, "t"), T0)
+    assert ledger.offer(ask(1, "t"), T0) == []
+    assert ledger.dispatch(T0 + 120) == [], "granted two minutes ago but not sent yet: still counted"
+    ledger.release(LeaseRelease(request_id="t-0", input_tokens=50, output_tokens=50), T0 + 130)
+    assert ledger.dispatch(T0 + 189) == [] and len(ledger.dispatch(T0 + 190.01)) == 1, "a window after it ended"
 
 
 def test_reconciling_with_the_real_use_frees_what_was_reserved_but_not_used():
