@@ -40,7 +40,7 @@ class QuotaAccountWorkflow:
     def __init__(self) -> None:
         self.ledger: Ledger | None = None
         self.outbox: list[tuple[str, LeaseGrant]] = []
-        self.pending: list[tuple[str, LeaseRequest | LeaseRelease]] = []
+        self.pending: list[LeaseRequest | LeaseRelease] = []
         self.changed = False
 
     @workflow.run
@@ -87,10 +87,10 @@ class QuotaAccountWorkflow:
     def _apply_pending(self) -> None:
         """Signals that arrived before ``run`` built the ledger (the first task of a new run)."""
         pending, self.pending = self.pending, []
-        for kind, message in pending:
-            self._apply(kind, message)
+        for message in pending:
+            self._apply(message)
 
-    def _apply(self, kind: str, message: LeaseRequest | LeaseRelease) -> None:
+    def _apply(self, message: LeaseRequest | LeaseRelease) -> None:
         assert self.ledger is not None
         now = workflow.now().timestamp()
         if isinstance(message, LeaseRequest):
@@ -103,16 +103,16 @@ class QuotaAccountWorkflow:
     @workflow.signal(name=QUOTA_ACQUIRE_SIGNAL)
     def acquire(self, request: LeaseRequest) -> None:
         if self.ledger is None:
-            self.pending.append(("acquire", request))
+            self.pending.append(request)
         else:
-            self._apply("acquire", request)
+            self._apply(request)
 
     @workflow.signal(name=QUOTA_RELEASE_SIGNAL)
     def release(self, release: LeaseRelease) -> None:
         if self.ledger is None:
-            self.pending.append(("release", release))
+            self.pending.append(release)
         else:
-            self._apply("release", release)
+            self._apply(release)
 
     @workflow.query(name=QUOTA_VIEW_QUERY)
     def view(self) -> AccountView:
