@@ -49,6 +49,9 @@ from .workflows.agent import AgentWorkflow
 from .workflows.monitor import MonitorWorkflow
 from .workflows.pipeline import PipelineWorkflow
 from .workflows.session import SessionWorkflow
+from .workflows.quota_account import QuotaAccountWorkflow
+from .workflows.quota_gate import warm_tokenizer
+from .client.quotas import ensure_accounts
 
 _runtime: Runtime | None = None
 
@@ -166,7 +169,7 @@ def _import_factory(entry: str) -> Callable[[WorkerSettings], ToolRegistry]:
 
 
 def workflows() -> list[type]:
-    return [AgentWorkflow, PipelineWorkflow, MonitorWorkflow, SessionWorkflow]
+    return [AgentWorkflow, PipelineWorkflow, MonitorWorkflow, SessionWorkflow, QuotaAccountWorkflow]
 
 
 def build_worker(
@@ -332,6 +335,9 @@ async def running_worker(
     """
     # Runs upsert the AgentSteps* search attributes: a namespace without them would fail every run's task.
     await ensure_search_attributes(client, client.namespace)
+    if settings.quotas.configured:
+        await asyncio.to_thread(warm_tokenizer)  # runs under a quota plan count their prompts in the workflow
+        await ensure_accounts(client, settings.quotas, task_queue or settings.task_queue)
     # Providers never retry; Temporal owns retries, so the transport must not.
     store = build_payload_store(settings)
     sandbox = build_sandbox(settings, store)

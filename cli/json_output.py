@@ -37,6 +37,8 @@ COUNTERFACTUAL = "agentsteps/counterfactual@1"
 """``replay WORKFLOW_ID... --json``: each recorded run beside its replay, and the totals."""
 FORK = "agentsteps/fork@1"
 """``fork --json``: the fork's id, what it was forked from, and its ``AgentResult``."""
+QUOTA_ACCOUNT = "agentsteps/quota-account@1"
+"""``quota show|set --json`` and ``budget show|set --json``: the account's live limits and use (``AccountView``)."""
 
 SHAPES: dict[tuple[str, ...], tuple[str, ...]] = {
     ("run",): (RUN, PIPELINE_RUN),
@@ -46,6 +48,10 @@ SHAPES: dict[tuple[str, ...], tuple[str, ...]] = {
     ("payloads", "gc"): (PAYLOADS_GC,),
     ("replay",): (REPLAY_CHECK, COUNTERFACTUAL),
     ("fork",): (FORK,),
+    ("quota", "show"): (QUOTA_ACCOUNT,),
+    ("quota", "set"): (QUOTA_ACCOUNT,),
+    ("budget", "show"): (QUOTA_ACCOUNT,),
+    ("budget", "set"): (QUOTA_ACCOUNT,),
 }
 """Each command that takes ``--json`` and the shapes it may print."""
 

@@ -92,6 +92,7 @@ def _parser() -> argparse.ArgumentParser:
     target.add_argument("--pipeline", help="pipeline file (.toml or .json); --input is then JSON")
     run.add_argument("--input", required=True, help="the user input (a JSON value for --pipeline)")
     run.add_argument("--json", action="store_true", help="print only the result, as one JSON object")
+    run.add_argument("--tenant", help="the customer the run bills to: its quotas and budget ([worker.quotas])")
     _worker_flags(run)
 
     chat = command("chat", _chat, "Talk to an agent in a durable session; resume it days later with --session.")
@@ -120,6 +121,13 @@ def _parser() -> argparse.ArgumentParser:
     from .payloads import configure_parser as configure_payloads
 
     configure_payloads(payloads)
+
+    from .quotas import configure_parser as configure_quotas
+
+    configure_quotas(sub.add_parser("quota", help="Read or raise a provider quota's live limits (docs/quotas.md)."),
+                     "quota")
+    configure_quotas(sub.add_parser("budget", help="Read or raise a tenant's live budget and weight (docs/quotas.md)."),
+                     "tenant")
 
     fork = command("fork", _fork, "Start a new run from a recorded agent run's state before a step (or a new session from a session turn's); no effect repeated.")
     from .fork import configure_parser as configure_fork
@@ -221,7 +229,8 @@ def _run(args: argparse.Namespace) -> int:
         return asyncio.run(
             run_pipeline(_settings(args), args.pipeline, args.input, as_json=args.json, worker=args.worker)
         )
-    return asyncio.run(run_from_spec(_settings(args), args.spec, args.input, as_json=args.json, worker=args.worker))
+    return asyncio.run(run_from_spec(_settings(args), args.spec, args.input, as_json=args.json, worker=args.worker,
+                                     tenant=args.tenant))
 
 
 def _chat(args: argparse.Namespace) -> int:
@@ -270,7 +279,7 @@ def _replay(args: argparse.Namespace) -> int:
 def _scripted_model(args: argparse.Namespace) -> int:
     from ..scripted_model import run_cli
 
-    run_cli(args.script, args.port, host=args.host)
+    run_cli(args.script, args.port, host=args.host, quotas=args.quota)
     return EXIT_OK
 
 

@@ -16,6 +16,7 @@ from ..client.pipeline_files import load_pipeline_file
 from .json_output import PIPELINE_RUN, RUN, print_json
 from ..client.report import print_progress, print_result
 from .failure_lines import describe
+from ..client.quotas import quota_plan
 from ..client.runs import follow, start_agent_run
 from ..client.spec_files import load_spec
 from .workers import WorkerMode, client_and_worker
@@ -23,14 +24,17 @@ from .workers import WorkerMode, client_and_worker
 
 async def run_from_spec(
     settings: WorkerSettings, spec_path: str, user_input: str, *, as_json: bool, worker: WorkerMode,
+    tenant: str | None = None,
 ) -> int:
     spec = load_spec(spec_path)
+    plan = quota_plan(settings, tenant)  # before anything starts: a bad tenant is refused here
     progress = sys.stderr
     async with client_and_worker(settings, worker, "run") as local:
         client, registry = local.client, local.registry
         # This worker's Python tools are known here; another worker's (and MCP tools) only to it, which re-checks.
         known = registry.schemas() if registry is not None and set(spec.tools) <= set(registry.schemas()) else None
-        handle = await start_agent_run(client, spec, user_input, task_queue=local.task_queue, known_tools=known)
+        handle = await start_agent_run(client, spec, user_input, task_queue=local.task_queue, known_tools=known,
+                                       tenant=tenant, quota=plan)
         print(f"run {handle.id} started", file=progress)
         try:
             result = await follow(handle, lambda s: print_progress(s, progress))

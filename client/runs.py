@@ -14,6 +14,8 @@ from ..contracts import (
 from ..contracts.names import AGENT_WORKFLOW, STEPS_QUERY
 from ..contracts.spec import key_scope_problem
 from ..contracts.spec_check import check_spec
+from ..contracts.quotas.config import tenant_problem
+from ..contracts.quotas.wire import QuotaPlan
 
 
 def validate_key_scope(key_scope: str | None) -> None:
@@ -22,6 +24,14 @@ def validate_key_scope(key_scope: str | None) -> None:
     if problem is not None:
         raise InvalidSpecError([Violation(contract="run_input", phase="pre", kind=ViolationKind.invalid_config,
                                           path="$.key_scope", message=problem)])
+
+
+def validate_tenant(tenant: str | None) -> None:
+    """Raise InvalidSpecError for a ``tenant`` the workflow would refuse (``AgentInput.tenant``)."""
+    problem = tenant_problem(tenant)
+    if problem is not None:
+        raise InvalidSpecError([Violation(contract="run_input", phase="pre", kind=ViolationKind.invalid_config,
+                                          path="$.tenant", message=problem)])
 
 
 def validate_spec(spec: AgentSpec, known_tools: Mapping[str, ToolSchema] | None = None) -> None:
@@ -46,13 +56,19 @@ async def start_agent_run(
     workflow_id: str | None = None,
     known_tools: Mapping[str, ToolSchema] | None = None,
     key_scope: str | None = None,
+    tenant: str | None = None,
+    quota: QuotaPlan | None = None,
 ) -> WorkflowHandle[object, AgentResult]:
-    """Validate ``spec`` and start a run. ``key_scope``: see ``AgentInput.key_scope`` (dedupe across runs)."""
+    """Validate ``spec`` and start a run. ``key_scope``: see ``AgentInput.key_scope`` (dedupe across runs).
+
+    ``tenant`` names the customer the run bills to; ``quota`` (``client.quotas.quota_plan(settings, tenant)``)
+    the accounts its model calls go through: without it the run takes no quota or budget."""
     validate_spec(spec, known_tools)
     validate_key_scope(key_scope)
+    validate_tenant(tenant)
     return await client.start_workflow(
         AGENT_WORKFLOW,
-        AgentInput(spec=spec, input=user_input, key_scope=key_scope),
+        AgentInput(spec=spec, input=user_input, key_scope=key_scope, tenant=tenant, quota=quota),
         id=workflow_id or f"agent-{spec.name}-{uuid.uuid4().hex[:12]}",
         task_queue=task_queue,
         result_type=AgentResult,

@@ -52,7 +52,8 @@ from ..contracts.session import (
     TurnResult,
     TurnSummary,
 )
-from .runs import validate_key_scope, validate_spec
+from ..contracts.quotas.wire import QuotaPlan
+from .runs import validate_key_scope, validate_spec, validate_tenant
 
 
 def new_session_id(spec: AgentSpec) -> str:
@@ -70,19 +71,23 @@ async def send_turn(
     known_tools: Mapping[str, ToolSchema] | None = None,
     key_scope: str | None = None,
     reopen: bool = False,
+    tenant: str | None = None,
+    quota: QuotaPlan | None = None,
 ) -> TurnResult:
     """One turn of session ``session_id``, starting the session if it never existed.
 
     ``spec``, ``config`` and ``key_scope`` (``SessionInput.key_scope``: dedupe across sessions) only
     matter when this call starts the session; an open session keeps the ones it started with. A session
     under this id that has ended (closed, idle timeout, failed) raises ``SessionClosedError`` unless
-    ``reopen`` asks for a new, empty session under the same id.
+    ``reopen`` asks for a new, empty session under the same id. ``tenant`` and ``quota`` (a
+    ``client.quotas.quota_plan``) as for ``start_agent_run``.
     """
     validate_spec(spec, known_tools)
     validate_key_scope(key_scope)
+    validate_tenant(tenant)
     start: WithStartWorkflowOperation[object, SessionOutcome] = WithStartWorkflowOperation(
         SESSION_WORKFLOW,
-        SessionInput(spec=spec, session=config or SessionConfig(), key_scope=key_scope),
+        SessionInput(spec=spec, session=config or SessionConfig(), key_scope=key_scope, tenant=tenant, quota=quota),
         id=session_id,
         task_queue=task_queue,
         id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,

@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..contracts import InvalidSpecError, Violation, ViolationKind
+from ..contracts.errors import QuotaConfigError
 from ..contracts.mcp import McpConfigError
 from ..contracts.config.mcp_config import McpConfig, parse_mcp_config
 from ..contracts.config.settings import WorkerSettings
@@ -95,6 +96,8 @@ def load_settings(config_path: str | Path | None = None, env: Mapping[str, str] 
     try:
         return WorkerSettings.model_validate(data)
     except ValidationError as exc:
+        if exc.errors() and all(e["loc"][:1] == ("quotas",) for e in exc.errors()):
+            raise QuotaConfigError.from_validation(exc, "config") from None
         raise InvalidSpecError.from_validation(exc, "config") from None
 
 

@@ -2,12 +2,13 @@
 
     AgentStepsError
     ├── InvalidSpecError           bad AgentSpec, config or pipeline file; names the field
-    │   └── ScheduleFileError          a schedule file that cannot be applied; names file and key
+    │   ├── ScheduleFileError          a schedule file that cannot be applied; names file and key
+    │   └── QuotaConfigError           a quota or tenant budget table that cannot be enforced (at worker start)
     ├── ScheduleNotFoundError      no schedule with that id on the server
     ├── HistoryUnavailableError    a run's history the server no longer keeps (or never had)
     ├── CompositionError           a pipeline's edges do not compose; carries an EdgeReport per edge
     ├── ContractViolationError     re-prompts and degradations spent; names contract, kind, path
-    ├── BudgetExceededError        token or step budget spent
+    ├── BudgetExceededError        token or step budget spent, or a tenant's hard budget (names tenant and period)
     ├── ProviderError              an LLM provider answered badly
     │   ├── RetryableProviderError     408/409/429/5xx, timeouts, resets (Temporal retries)
     │   └── NonRetryableProviderError  400/401/403/404/422, malformed bodies
@@ -118,7 +119,18 @@ class ContractViolationError(AgentStepsError):
 
 
 class BudgetExceededError(AgentStepsError):
-    pass
+    """A run's token or step budget, or its tenant's hard budget for a period, is spent; never retried.
+
+    A tenant's refusal names the tenant and the period in its message and carries
+    ``{"tenant": ..., "period": ...}`` as its failure details.
+    """
+
+
+class QuotaConfigError(InvalidSpecError):
+    """``[worker.quotas]`` cannot be enforced (a bad number, a duplicate name, a soft limit above its hard one).
+
+    Raised while the worker starts, naming the field, before it polls anything.
+    """
 
 
 class ProviderError(AgentStepsError):

@@ -21,6 +21,8 @@ AGENT_WORKFLOW = "AgentWorkflow"
 PIPELINE_WORKFLOW = "PipelineWorkflow"
 MONITOR_WORKFLOW = "StalledTicketMonitor"
 SESSION_WORKFLOW = "SessionWorkflow"
+QUOTA_ACCOUNT_WORKFLOW = "QuotaAccount"
+"""One per configured quota and per tenant with a budget (``agentsteps-quota-NAME``, ``agentsteps-tenant-NAME``)."""
 
 # ---------------------------------------------------------------- activities
 LLM_CALL = "llm.call"
@@ -46,6 +48,18 @@ STEPS_QUERY = "steps"
 """Takes ``since: int``; returns ``list[Step]`` from that index on."""
 CANCEL_SIGNAL = "cancel"
 """Graceful cancel: the run stops before its next step and returns what it has."""
+
+# ---------------------------------------------------------------- quotas (docs/quotas.md)
+QUOTA_ACQUIRE_SIGNAL = "quota_acquire"
+"""Run -> account: a ``LeaseRequest``. Workflows cannot send each other Updates, so both ways are signals."""
+QUOTA_RELEASE_SIGNAL = "quota_release"
+"""Run -> account: a ``LeaseRelease`` (the call's real use) once the call ended."""
+QUOTA_GRANT_SIGNAL = "quota_grant"
+"""Account -> run (AgentWorkflow, SessionWorkflow): a ``LeaseGrant``, or the refusal."""
+QUOTA_VIEW_QUERY = "quota_view"
+"""Returns ``AccountView``: the live limits and their use."""
+QUOTA_SET_UPDATE = "set_limits"
+"""Takes ``LimitChange``; returns ``AccountView``. An operator raises (or lowers) a live limit."""
 
 # ---------------------------------------------------------------- SessionWorkflow updates and queries
 # The session also answers STATE_QUERY (with ``SessionState``) and CANCEL_SIGNAL (stops the running turn).
@@ -134,6 +148,7 @@ SA_VIOLATIONS = "AgentStepsViolations"
 SA_COST = "AgentStepsCostUsd"
 SA_AWAITING_APPROVAL = "AgentStepsAwaitingApproval"
 SA_LAST_ACTIVITY = "AgentStepsLastActivity"
+SA_TENANT = "AgentStepsTenant"
 SEARCH_ATTRIBUTES: dict[str, str] = {
     SA_SPEC: "Keyword",
     SA_MODEL: "Keyword",
@@ -143,11 +158,12 @@ SEARCH_ATTRIBUTES: dict[str, str] = {
     SA_COST: "Double",
     SA_AWAITING_APPROVAL: "Bool",
     SA_LAST_ACTIVITY: "Datetime",
+    SA_TENANT: "Keyword",
 }
 """Name -> Temporal's type name. The SQL visibility of the dev server allows 3 Int attributes per
 namespace: these take all three."""
 
-WORKFLOWS = (AGENT_WORKFLOW, PIPELINE_WORKFLOW, MONITOR_WORKFLOW, SESSION_WORKFLOW)
+WORKFLOWS = (AGENT_WORKFLOW, PIPELINE_WORKFLOW, MONITOR_WORKFLOW, SESSION_WORKFLOW, QUOTA_ACCOUNT_WORKFLOW)
 ACTIVITIES = (LLM_CALL, LLM_CALL_RESOLVING_TOOLS, TOOLS_DESCRIBE, TOOLS_CALL, CODE_CHECK, CODE_START, CODE_RESUME, CODE_FORK, SESSION_FORK, MONITOR_RECORD)
 
 __all__ = [
@@ -175,6 +191,12 @@ __all__ = [
     "PATCH_TOOL_RESULT_CAP",
     "PIPELINE_WORKFLOW",
     "PROGRESS_TOPIC",
+    "QUOTA_ACCOUNT_WORKFLOW",
+    "QUOTA_ACQUIRE_SIGNAL",
+    "QUOTA_GRANT_SIGNAL",
+    "QUOTA_RELEASE_SIGNAL",
+    "QUOTA_SET_UPDATE",
+    "QUOTA_VIEW_QUERY",
     "REJECT_UPDATE",
     "RELEASE_PATCH",
     "REWIND_UPDATE",
@@ -186,6 +208,7 @@ __all__ = [
     "SA_LAST_ACTIVITY",
     "SA_MODEL",
     "SA_SPEC",
+    "SA_TENANT",
     "SA_STEPS",
     "SA_TOKENS",
     "SA_VIOLATIONS",

@@ -21,6 +21,7 @@ from .llm.conversation import ConversationRef
 from .llm.messages import Message
 from .llm.request import Usage
 from .llm.tools import ToolSchema
+from .quotas.wire import QuotaPlan
 from .spec import AgentResult, AgentSpec, EffectRecord, RunStatus
 
 DAY_SECONDS = 86_400.0
@@ -219,6 +220,10 @@ class SessionInput(BaseModel):
     fork: SessionFork | None = None
     """Set by ``fork_session``: this new session starts from another's state inside one of its turns;
     its first turn goes on from there (its number is that turn's)."""
+    tenant: str | None = None
+    """As ``AgentInput.tenant``."""
+    quota: QuotaPlan | None = None
+    """As ``AgentInput.quota``: every turn's model calls go through these accounts."""
 
 
 class TurnInput(BaseModel):

@@ -15,6 +15,7 @@ from .approvals import ApprovalRecord
 from .code.program import ForkedProgram, ProgramLimits
 from .llm.messages import Message
 from .llm.request import ContextAction, ContextPolicy, LLMConfig, Usage
+from .quotas.wire import QuotaPlan
 from .violations import Violation
 
 
@@ -73,6 +74,11 @@ class AgentInput(BaseModel):
     input: str
     fork: ForkOrigin | None = None
     """Set on a fork (``client/forks.py``): the run starts from another run's conversation and knows its effects."""
+    tenant: str | None = None
+    """The customer the run bills to: its search attribute (``AgentStepsTenant``) and metric label."""
+    quota: QuotaPlan | None = None
+    """Which quota and budget accounts its model calls go through (``client.quotas.quota_plan``); unset:
+    none, and the run issues no quota command."""
     key_scope: str | None = None
     """Where effect keys are unique. Unset: this run (its workflow chain), so two runs never share a
     key. Set by a backend that wants a tool to dedupe across runs: runs with the same scope give the
@@ -168,7 +174,8 @@ class Degradation(BaseModel):
     reason: Violation
 
 
-RunStatus = Literal["running", "completed", "completed_with_default", "cancelled", "failed"]
+RunStatus = Literal["running", "waiting_for_quota", "completed", "completed_with_default", "cancelled", "failed"]
+"""``waiting_for_quota``: only in the ``state`` query, while a model call waits for its quota's grant."""
 
 
 class AgentResult(BaseModel):

@@ -7,13 +7,14 @@ from importlib import resources
 from pathlib import Path
 
 from .cli import run_cli
-from .script import Fault, Match, Reply, Rule, Script, ScriptToolCall, StreamShape, UsageOverride
+from .script import Fault, Match, Quota, Reply, Rule, Script, ScriptToolCall, StreamShape, UsageOverride
 from .server import RecordedRequest, ScriptedModelServer
 
 __all__ = [
     "bundled_script",
     "Fault",
     "Match",
+    "Quota",
     "RecordedRequest",
     "Reply",
     "Rule",

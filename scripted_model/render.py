@@ -28,6 +28,8 @@ class HttpAnswer:
     status: int
     body: bytes
     headers: dict[str, str] = field(default_factory=lambda: {"Content-Type": "application/json"})
+    counts: Counts | None = None
+    """The usage a successful reply carries: what a quota charges and ``/stats`` counts as served."""
     events: list[bytes] | None = None
     """Set for a streamed answer: Server-Sent Events, sent one by one instead of ``body``."""
     event_delay: float = 0.0
@@ -36,6 +38,11 @@ class HttpAnswer:
 def _tokens(text: str) -> int:
     # A rough 4-characters-per-token estimate: enough for budgets and dashboards in tests.
     return max(1, len(text) // 4)
+
+
+def prompt_tokens(view: RequestView) -> int:
+    """The prompt's size as usage reports it, before any cache or override: what a quota charges up front."""
+    return _tokens("".join(view.all_texts))
 
 
 def reply_text(reply: Reply, view: RequestView) -> str | None:
@@ -51,7 +58,7 @@ def _usage(reply: Reply, view: RequestView, text: str | None, cache: tuple[int, 
     reasoning = _tokens(reply.thinking) if reply.thinking else 0
     read, write = cache
     # The prompt holds at least what the cache read and wrote.
-    prompt = max(_tokens("".join(view.all_texts)), read + write)
+    prompt = max(prompt_tokens(view), read + write)
     completion = _tokens(out) + reasoning
     total = None
     override = reply.usage
@@ -98,8 +105,11 @@ def render(wire: Wire, reply: Reply, view: RequestView, serial: int, model: str 
     finish = reply.finish_reason or ("tool_calls" if reply.tool_calls else "stop")
     model_name = model or view.model
     if wire == "anthropic":
-        return _json(200, _anthropic_body(reply, text, serial, model_name, finish, counts))
-    return _json(200, _openai_body(reply, text, serial, model_name, finish, counts))
+        answer = _json(200, _anthropic_body(reply, text, serial, model_name, finish, counts))
+    else:
+        answer = _json(200, _openai_body(reply, text, serial, model_name, finish, counts))
+    answer.counts = counts
+    return answer
 
 
 def _openai_body(reply: Reply, text: str | None, serial: int, model: str, finish: str,

@@ -164,6 +164,40 @@ class Rule(BaseModel):
     """Apply to the first N matching requests only; unset means always."""
 
 
+class Quota(BaseModel):
+    """A provider rate limit on one model, enforced with a real 429 (see ``docs/scripted-model.md``).
+
+    Limits count per window of ``window_seconds`` (a minute unless a test shortens it).
+    Tokens are charged when a request arrives (its prompt, estimated as in ``usage``, plus its
+    ``max_tokens``) and corrected to the usage actually sent once the reply is rendered.
+    """
+
+    model_config = _STRICT
+
+    requests_per_minute: int | None = Field(default=None, ge=1, strict=True)
+    input_tokens_per_minute: int | None = Field(default=None, ge=1, strict=True)
+    output_tokens_per_minute: int | None = Field(default=None, ge=1, strict=True)
+    tokens_per_minute: int | None = Field(default=None, ge=1, strict=True)
+    """Input and output together, as OpenAI counts TPM."""
+    concurrent_requests: int | None = Field(default=None, ge=1, strict=True)
+    window: Literal["sliding", "fixed"] = "sliding"
+    """``sliding``: the last ``window_seconds``; ``fixed``: windows that start every ``window_seconds``."""
+    window_seconds: float = Field(default=60.0, gt=0, le=3600, strict=True)
+
+    @model_validator(mode="after")
+    def _some_limit(self) -> Quota:
+        if all(v is None for v in (self.requests_per_minute, self.input_tokens_per_minute,
+                                    self.output_tokens_per_minute, self.tokens_per_minute,
+                                    self.concurrent_requests)):
+            raise ValueError("a quota needs at least one limit: requests_per_minute, input_tokens_per_minute, "
+                             "output_tokens_per_minute, tokens_per_minute or concurrent_requests")
+        return self
+
+
+ANY_MODEL = "*"
+"""The ``quotas`` key for every model without a quota of its own (each still counted apart)."""
+
+
 class Script(BaseModel):
     model_config = _STRICT
 
@@ -174,6 +208,8 @@ class Script(BaseModel):
     """When set, requests must carry this key (Bearer or ``x-api-key``) or get a 401."""
     model: str | None = None
     """Model name reported in replies; defaults to the request's model."""
+    quotas: dict[str, Quota] = Field(default_factory=dict)
+    """Rate limits by the request's model name (``"*"``: any other model); beyond one, a 429."""
 
     @classmethod
     def load(cls, path: str | Path) -> Script:

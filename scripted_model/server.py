@@ -3,7 +3,8 @@ Completions and Anthropic Messages wire formats on loopback.
 
 It is not a model. It answers from a ``Script`` so tests, the demo and the
 benchmark exercise the real httpx provider code over real HTTP, including
-injected faults (429 with Retry-After, 500, slow and malformed replies).
+injected faults (429 with Retry-After, 500, slow and malformed replies), and
+provider rate limits (``Script.quotas``, enforced in ``quota.py``).
 """
 
 from __future__ import annotations
@@ -12,16 +13,19 @@ import json
 import re
 import threading
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 from .caching import PromptCache
 from .matching import RequestView, Wire, matches, view_of
-from .render import HttpAnswer, error_answer, render
-from .streaming import anthropic_events, openai_events
+from .quota import QuotaGate, Refusal, Ticket
+from .render import HttpAnswer, error_answer, prompt_tokens, render
 from .script import Reply, Rule, Script
+from .stats import ServerStats
+from .streaming import anthropic_events, openai_events
 
 _ROUTES: dict[str, Wire] = {
     "/v1/chat/completions": "openai",
@@ -50,6 +54,8 @@ class _ScriptState:
         self._next_reply = 0
         self.serial = 0
         self.cache = PromptCache()
+        self.gate = QuotaGate(script.quotas)
+        self.stats = ServerStats()
 
     def choose(self, view: RequestView) -> tuple[Reply | None, int]:
         with self._lock:
@@ -64,6 +70,19 @@ class _ScriptState:
                 self._next_reply += 1
                 return self.script.replies[self._next_reply - 1], self.serial
             return self.script.default, self.serial
+
+
+@dataclass
+class _Outcome:
+    """One request's answer and what to account for once it is sent."""
+
+    state: _ScriptState
+    model: str
+    answer: HttpAnswer
+    delay: float = 0.0
+    ticket: Ticket | None = None
+    refusal: Refusal | None = None
+    finished: bool = field(default=False, repr=False)
 
 
 def filled(rule: Rule, view: RequestView) -> Reply:
@@ -173,8 +192,44 @@ class ScriptedModelServer:
         with self._requests_lock:
             self._requests.append(request)
 
-    def answer(self, wire: Wire, headers: dict[str, str], body: Any) -> tuple[HttpAnswer, float]:
+    def stats(self) -> dict[str, Any]:
+        """What was answered since the script was set: ``requests``, ``status`` counts, ``http_429``
+        (every 429 sent), ``quota_429`` (by the limit that refused), ``input_tokens``/``output_tokens``
+        served, ``max_in_flight``, per-model tallies under ``models``, and each quota's current
+        window under ``quotas``. Also served as ``GET /stats``."""
         state = self._state
+        return {**state.stats.snapshot(), "quotas": state.gate.usage()}
+
+    def answer(self, wire: Wire, headers: dict[str, str], body: Any) -> _Outcome:
+        """The answer to one request; ``finish`` it once it is sent."""
+        state = self._state
+        model = body.get("model") if isinstance(body, dict) else None
+        outcome = _Outcome(state, model if isinstance(model, str) else "", HttpAnswer(500, b""))
+        state.stats.began()
+        try:
+            outcome.answer, outcome.delay = self._answer(outcome, wire, headers, body)
+        except BaseException:
+            self.finish(outcome)  # its slot and its count are not held forever by a bug here
+            raise
+        if outcome.ticket is not None:
+            counts = outcome.answer.counts if outcome.answer.status == 200 else None
+            state.gate.settle(outcome.ticket, counts.prompt if counts else 0, counts.completion if counts else 0)
+        return outcome
+
+    def finish(self, outcome: _Outcome) -> None:
+        """Free the request's concurrency slot and count what it was answered."""
+        if outcome.finished:
+            return
+        outcome.finished = True
+        if outcome.ticket is not None:
+            outcome.state.gate.release(outcome.ticket)
+        counts = outcome.answer.counts if outcome.answer.status == 200 else None
+        outcome.state.stats.ended(outcome.model, outcome.answer.status,
+                                  counts.prompt if counts else 0, counts.completion if counts else 0,
+                                  outcome.refusal.limit if outcome.refusal else None)
+
+    def _answer(self, outcome: _Outcome, wire: Wire, headers: dict[str, str], body: Any) -> tuple[HttpAnswer, float]:
+        state = outcome.state
         if not isinstance(body, dict):
             return error_answer(wire, 400, "request body is not a JSON object"), 0.0
         if not _authorised(state.script.api_key, wire, headers):
@@ -183,6 +238,12 @@ class ScriptedModelServer:
             # As the Messages API does: a conversation may not carry one tool_use id twice.
             return error_answer(wire, 400, f"messages: `tool_use` ids must be unique (repeated: {repeated!r})"), 0.0
         view = view_of(wire, body)
+        # Before a reply is chosen: a refused request spends no ``times`` and no ``replies``.
+        admitted = state.gate.admit(outcome.model, prompt_tokens(view), _max_tokens(body))
+        if isinstance(admitted, Refusal):
+            outcome.refusal = admitted
+            return error_answer(wire, 429, admitted.message, headers=admitted.headers()), 0.0
+        outcome.ticket = admitted
         reply, serial = state.choose(view)
         if reply is None:
             message = (f"scripted model: no rule matched and no replies are left "
@@ -200,6 +261,15 @@ class ScriptedModelServer:
                 answer.events = openai_events(rendered, reply.stream, usage)
             answer.event_delay = reply.stream.delay_seconds
         return answer, reply.delay_seconds
+
+
+def _max_tokens(body: dict[str, Any]) -> int:
+    """The completion the request allows (``max_tokens``, or OpenAI's ``max_completion_tokens``), else 0."""
+    for key in ("max_completion_tokens", "max_tokens"):
+        value = body.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return 0
 
 
 def _repeated_tool_use_id(body: dict[str, Any]) -> str | None:
@@ -244,19 +314,21 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         pass
 
-    def _send(self, answer: HttpAnswer) -> None:
+    def _send(self, answer: HttpAnswer, before_last_write: Callable[[], None] | None = None) -> None:
         if answer.events is not None:
-            self._send_events(answer)
+            self._send_events(answer, before_last_write)
             return
         self.send_response(answer.status)
         for name, value in answer.headers.items():
             self.send_header(name, value)
         self.send_header("Content-Length", str(len(answer.body)))
         self.end_headers()
+        if before_last_write is not None:
+            before_last_write()
         self.wfile.write(answer.body)
         self.wfile.flush()
 
-    def _send_events(self, answer: HttpAnswer) -> None:
+    def _send_events(self, answer: HttpAnswer, before_last_write: Callable[[], None] | None) -> None:
         # No length is known up front: the stream ends when the connection closes,
         # which is also how a truncated stream looks to the client.
         self.send_response(200)
@@ -265,9 +337,12 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Connection", "close")
         self.end_headers()
         self.close_connection = True
-        for i, event in enumerate(answer.events or []):
+        events = answer.events or []
+        for i, event in enumerate(events):
             if i and answer.event_delay:
                 time.sleep(answer.event_delay)
+            if i == len(events) - 1 and before_last_write is not None:
+                before_last_write()
             self.wfile.write(event)
             self.wfile.flush()
 
@@ -278,6 +353,8 @@ class _Handler(BaseHTTPRequestHandler):
                 {"id": model, "object": "model", "owned_by": "agentsteps"}]}).encode()))
         elif self.path == "/healthz":
             self._send(HttpAnswer(200, b'{"ok": true}'))
+        elif self.path == "/stats":
+            self._send(HttpAnswer(200, json.dumps(self.server.owner.stats()).encode()))
         else:
             self._send(error_answer("openai", 404, f"no route for GET {self.path}"))
 
@@ -296,7 +373,12 @@ class _Handler(BaseHTTPRequestHandler):
         headers = {k.lower(): v for k, v in self.headers.items()}
         owner = self.server.owner
         owner._record(RecordedRequest(path=path, wire=wire, headers=headers, body=body))
-        answer, delay = owner.answer(wire, headers, body)
-        if delay:
-            time.sleep(delay)
-        self._send(answer)
+        outcome = owner.answer(wire, headers, body)
+        try:
+            if outcome.delay:
+                time.sleep(outcome.delay)
+            # Counted and its slot freed before the client can read the end of it: a client
+            # that reads /stats, or sends its next request, right after sees it finished.
+            self._send(outcome.answer, lambda: owner.finish(outcome))
+        finally:
+            owner.finish(outcome)

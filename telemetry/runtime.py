@@ -43,6 +43,7 @@ from temporalio.runtime import (
 
 from prometheus_client import Counter
 
+from . import workflow_metrics
 from .labels import BoundedLabel
 from .metrics import CONTRACT_CHECKS, CONTRACT_VIOLATIONS, LATENCY_BUCKETS, REGISTRY
 
@@ -143,6 +144,10 @@ class _Family:
     series: dict[tuple[tuple[str, str], ...], Any] = field(default_factory=dict)
 
 
+_COUNTER_SCALE = {workflow_metrics.TENANT_SPEND_USD: 1e-6}
+"""Counters the meter takes as integers in a smaller unit (micro-dollars), exported in the named one."""
+
+
 class TemporalMetricsCollector:
     """A prometheus-client collector over a Temporal ``MetricBuffer``.
 
@@ -193,7 +198,7 @@ class TemporalMetricsCollector:
                 self._families[metric.name] = family
             key = tuple(sorted((str(k), self._label(metric.name, str(k), v)) for k, v in update.attributes.items()))
             if family.kind == BUFFERED_METRIC_KIND_COUNTER:
-                family.series[key] = family.series.get(key, 0) + update.value
+                family.series[key] = family.series.get(key, 0) + update.value * _COUNTER_SCALE.get(metric.name, 1)
             elif family.kind == BUFFERED_METRIC_KIND_GAUGE:
                 family.series[key] = update.value
             elif family.kind == BUFFERED_METRIC_KIND_HISTOGRAM:

@@ -41,12 +41,19 @@ SESSION_CONTINUED = "agentsteps_session_continued_as_new"
 APPROVALS_REQUESTED = "agentsteps_approvals_requested"
 APPROVALS_DECIDED = "agentsteps_approvals"
 APPROVAL_WAIT_SECONDS = "agentsteps_approval_wait_seconds"
+QUOTA_WAIT_SECONDS = "agentsteps_quota_wait_seconds"
+QUOTA_WAITS = "agentsteps_quota_waits"
+QUOTA_UTILIZATION = "agentsteps_quota_utilization_ratio"
+QUOTA_RESERVED_TOKENS = "agentsteps_quota_reserved_tokens"
+QUOTA_ACTUAL_TOKENS = "agentsteps_quota_actual_tokens"
+TENANT_SPEND_USD = "agentsteps_tenant_spend_usd"
+TENANT_BUDGET_USED = "agentsteps_tenant_budget_used_ratio"
 
 
 class WorkflowMetric(NamedTuple):
     name: str
     kind: str
-    """``counter`` or ``histogram``, as Prometheus types it."""
+    """``counter``, ``gauge`` or ``histogram``, as Prometheus types it."""
     labels: tuple[str, ...]
     description: str
 
@@ -66,6 +73,15 @@ WORKFLOW_METRICS = (
     WorkflowMetric(APPROVALS_REQUESTED, "counter", ("tool",), "Tool calls that asked a person for approval."),
     WorkflowMetric(APPROVALS_DECIDED, "counter", ("outcome",), "Approvals by outcome (approved, rejected, timed_out, withdrawn)."),
     WorkflowMetric(APPROVAL_WAIT_SECONDS, "histogram", ("outcome",), "Time a call waited for its approval."),
+    WorkflowMetric(QUOTA_WAIT_SECONDS, "histogram", ("quota",), "Time a model call waited for its quota's grant."),
+    WorkflowMetric(QUOTA_WAITS, "counter", ("quota",), "Model calls that queued for their quota (no capacity at once)."),
+    WorkflowMetric(QUOTA_UTILIZATION, "gauge", ("quota",),
+                   "Share (0..1) of the quota's binding per-minute limit in use, as its account told at the last grant."),
+    WorkflowMetric(QUOTA_RESERVED_TOKENS, "counter", ("quota",), "Tokens reserved before calls (prompt + max_tokens)."),
+    WorkflowMetric(QUOTA_ACTUAL_TOKENS, "counter", ("quota",), "Tokens the same calls really used."),
+    WorkflowMetric(TENANT_SPEND_USD, "counter", ("tenant",), "USD spent by tenant (price table); unconfigured: other."),
+    WorkflowMetric(TENANT_BUDGET_USED, "gauge", ("tenant", "period", "limit"),
+                   "Share of the tenant's budget used (with calls in flight) per period and limit (soft, hard)."),
 )
 """Every metric recorded here. Temporal adds ``namespace``, ``task_queue`` and ``workflow_type`` labels."""
 
@@ -184,6 +200,38 @@ def record_session_continued() -> None:
 CONTRACT_CHECKS = "agentsteps_contract_checks"
 CONTRACT_VIOLATIONS = "agentsteps_contract_violations"
 """Shared with ``telemetry.metrics``: the collector adds workflow-side counts to those counters."""
+
+
+def record_quota_grant(quota: str, waited_seconds: float, queued: bool, utilization: float, reserved: int) -> None:
+    meter = workflow.metric_meter()
+    labels = {"quota": quota}
+    meter.create_histogram_float(QUOTA_WAIT_SECONDS, "Time a model call waited for its quota's grant.",
+                                 _LATENCY_UNIT).record(waited_seconds, labels)
+    if queued:
+        meter.create_counter(QUOTA_WAITS, "Model calls that queued for their quota.").add(1, labels)
+    meter.create_gauge_float(QUOTA_UTILIZATION, "Share of the quota's binding per-minute limit in use.").set(
+        utilization, labels
+    )
+    meter.create_counter(QUOTA_RESERVED_TOKENS, "Tokens reserved before calls.").add(reserved, labels)
+
+
+def record_quota_actual(quota: str, tokens: int) -> None:
+    workflow.metric_meter().create_counter(QUOTA_ACTUAL_TOKENS, "Tokens the calls really used.").add(
+        tokens, {"quota": quota}
+    )
+
+
+def record_tenant_spend(tenant: str, usd: float) -> None:
+    # Counters take integers: the family is kept in micro-dollars here and scaled back in ``runtime``.
+    micro = round(usd * 1_000_000)
+    if micro > 0:
+        workflow.metric_meter().create_counter(TENANT_SPEND_USD, "USD spent by tenant.").add(micro, {"tenant": tenant})
+
+
+def record_budget_used(tenant: str, period: str, limit: str, ratio: float) -> None:
+    workflow.metric_meter().create_gauge_float(TENANT_BUDGET_USED, "Share of the tenant's budget used.").set(
+        ratio, {"tenant": tenant, "period": period, "limit": limit}
+    )
 
 
 def record_check(contract: str, phase: str, violations: Sequence["Violation"]) -> None:

@@ -17,18 +17,20 @@ with workflow.unsafe.imports_passed_through():
     from .agent_run import AgentRun, seconds_since
     from .approvals import ApprovalDesk, ApprovalHandlers
     from .run_state import Features, RunProgress
+    from .quota_gate import QuotaDesk, QuotaHandlers
     from .steps import (
-        check_fork, check_key_scope, check_spec_but_tools, opening, python_name, resolves_tools_lazily, run_steps, spec_tools,
+        check_fork, check_key_scope, check_tenant, check_spec_but_tools, opening, python_name, resolves_tools_lazily, run_steps, spec_tools,
     )
     from .visibility import Visibility
 
 
 @workflow.defn(name=AGENT_WORKFLOW)
-class AgentWorkflow(ApprovalHandlers):
+class AgentWorkflow(ApprovalHandlers, QuotaHandlers):
     def __init__(self) -> None:
         # Made before the run has its tools: queries, the cancel signal and approval Updates read them from the start.
         self.progress = RunProgress()
         self.approvals = ApprovalDesk()
+        self.quotas = QuotaDesk()
         self.visibility = Visibility()
         self.approvals.on_change = self.visibility.awaiting
 
@@ -37,7 +39,10 @@ class AgentWorkflow(ApprovalHandlers):
         started = workflow.now()
         result = self.progress.result
         try:
-            result = await self._run(inp)
+            try:
+                result = await self._run(inp)
+            finally:
+                await self.quotas.settle()  # no command unless a call ran under a quota plan
         except BaseException as exc:
             result.status = "failed"
             self._totals(result)
@@ -76,20 +81,22 @@ class AgentWorkflow(ApprovalHandlers):
         # Before the first command: whether this run keeps its search attributes (SEARCH_ATTRIBUTES_PATCH),
         # then the features, in the order runs have always asked them.
         check_key_scope(inp.key_scope)
-        self.visibility.start(spec)
+        check_tenant(inp.tenant)
+        self.visibility.start(spec, inp.tenant)
         # Before the first command. With CONVERSATION_REF_PATCH the conversation goes to the payload store as a
         # session's does, so a step's llm.call carries only what the step added; runs recorded without the
         # marker replay sending the whole history.
         features = Features.at_start(one_shot=True)
+        quota = {"quota": inp.quota, "quota_desk": self.quotas} if inp.quota is not None else {}
         # A fork (its input names the source's conversation) describes its tools first, as it always did.
         if inp.fork is None and resolves_tools_lazily(spec, features.release):
             check_spec_but_tools(spec)
             run = AgentRun.one_shot(spec, [], features, progress=self.progress, approvals=self.approvals,
-                                    pending_tools=spec.tools, key_scope=inp.key_scope)
+                                    pending_tools=spec.tools, key_scope=inp.key_scope, **quota)
             return await run_steps(run, [opening(spec, []), Message.user(inp.input)])
         tools = await spec_tools(spec)
         run = AgentRun.one_shot(spec, tools, features, progress=self.progress, approvals=self.approvals,
-                               key_scope=inp.key_scope)
+                               key_scope=inp.key_scope, **quota)
         if inp.fork is None:
             return await run_steps(run, [opening(spec, tools), Message.user(inp.input)])
         # A fork (a new kind of input, so no recorded run takes this branch): the source's conversation, and

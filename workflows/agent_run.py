@@ -48,6 +48,8 @@ with workflow.unsafe.imports_passed_through():
     from .effects import EffectLedger, run_chain
     from .ladder import Rung, ViolationLadder, retry_history, violation_error
     from .run_state import Features, RunConfig, RunProgress
+    from ..contracts.quotas.wire import QuotaPlan
+    from .quota_gate import QuotaDesk, QuotaRefused, leased_call
 
 
 PROGRAM_KEPT = 20_000
@@ -73,13 +75,14 @@ class AgentRun:
     def one_shot(
         cls, spec: AgentSpec, tools: Sequence[ToolSchema], features: Features, *,
         progress: RunProgress, approvals: ApprovalDesk, pending_tools: Sequence[str] = (), key_scope: str | None = None,
+        quota: QuotaPlan | None = None, quota_desk: QuotaDesk | None = None,
     ) -> AgentRun:
         """An ``AgentWorkflow`` run; its conversation is stored when ``features.conversation_ref``.
 
         With ``pending_tools`` (and no ``tools``) the first model call resolves the names on the worker."""
         chain = ConversationChain.own_chain(None) if features.conversation_ref else None
         config = RunConfig(spec=spec, tools=tuple(tools), approvals=approvals, chain=chain,
-                           pending_tools=tuple(pending_tools), key_scope=key_scope)
+                           pending_tools=tuple(pending_tools), key_scope=key_scope, quota=quota, quota_desk=quota_desk)
         return cls(config, features, progress)
 
     @classmethod
@@ -87,12 +90,13 @@ class AgentRun:
         cls, spec: AgentSpec, tools: Sequence[ToolSchema], features: Features, *,
         turn: int, conversation: ConversationRef | None, approvals: ApprovalDesk, progress: RunProgress,
         on_event: Callable[[ProgressEvent], None] | None = None, stream_tokens: bool = False,
-        key_scope: str | None = None,
+        key_scope: str | None = None, quota: QuotaPlan | None = None, quota_desk: QuotaDesk | None = None,
     ) -> AgentRun:
         """One session turn: keys scoped ``t<turn>.``, the conversation stored on top of ``conversation``."""
         config = RunConfig(
             spec=spec, tools=tuple(tools), approvals=approvals, chain=ConversationChain.own_chain(conversation),
             scope=f"t{turn}.", turn=turn, on_event=on_event, stream_tokens=stream_tokens, key_scope=key_scope,
+            quota=quota, quota_desk=quota_desk,
         )
         return cls(config, features, progress)
 
@@ -179,11 +183,10 @@ class AgentRun:
         if resolving:
             request = request.model_copy(update={"tool_names": list(config.pending_tools)})
         try:
-            if not self.features.effects_once:
-                sent = chain.request(request) if chain is not None else request
-                response = await call_llm(sent, spec.llm_policy, self.result, token_budget=spec.token_budget)
+            if config.quota is None:
+                response = await self._send(request, chain, refusable)
             else:
-                response = await self._reserved_call(request, chain, refusable)
+                response = await self._leased(request, chain, refusable)
         except ActivityError as exc:
             # A spec whose tools do not resolve fails the run as tools.describe and the spec check did.
             if resolving and isinstance(from_failure(exc), (InvalidSpecError, ToolConfigError)):
@@ -201,6 +204,31 @@ class AgentRun:
             chain.learn(request.messages, response.conversation)
         self.result.cost_usd += response.cost_usd
         return response
+
+    async def _send(self, request: LLMRequest, chain: ConversationChain | None, refusable: bool) -> LLMResponse:
+        if not self.features.effects_once:
+            sent = chain.request(request) if chain is not None else request
+            return await call_llm(sent, self.spec.llm_policy, self.result, token_budget=self.spec.token_budget)
+        return await self._reserved_call(request, chain, refusable)
+
+    async def _leased(self, request: LLMRequest, chain: ConversationChain | None, refusable: bool) -> LLMResponse:
+        """The call under the run's quota plan (``quota_gate``): a tenant's hard limit fails it typed."""
+        config = self.config
+        assert config.quota is not None and config.quota_desk is not None
+
+        def waiting(change: int) -> None:
+            self.progress.quota_waits += change
+
+        async def send(sent: LLMRequest) -> LLMResponse:
+            self.progress.model = sent.config.model
+            return await self._send(sent, chain, refusable)
+
+        try:
+            return await leased_call(config.quota_desk, config.quota, request, send, waiting)
+        except QuotaRefused as refused:
+            if refusable:
+                raise BudgetRefused(str(refused)) from None
+            raise refused.failure() from None
 
     async def _reserved_call(
         self, request: LLMRequest, chain: ConversationChain | None, refusable: bool

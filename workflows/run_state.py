@@ -43,6 +43,8 @@ with workflow.unsafe.imports_passed_through():
     from ..contracts.session import ProgressEvent
     from .approvals import ApprovalDesk
     from .conversation import ConversationChain
+    from ..contracts.quotas.wire import QuotaPlan
+    from .quota_gate import QuotaDesk
 
 
 def patched_since_release(patch_id: str) -> bool:
@@ -142,6 +144,10 @@ class RunConfig:
     key_scope: str | None = None
     """The backend's scope for effect keys (``AgentInput.key_scope``, validated by the workflow); unset:
     the run's workflow chain."""
+    quota: QuotaPlan | None = None
+    """The accounts every model call goes through (``AgentInput.quota``); unset: no quota command at all."""
+    quota_desk: QuotaDesk | None = None
+    """Where the workflow's ``quota_grant`` signal puts the grants (set with ``quota``)."""
     schemas: Mapping[str, ToolSchema] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -164,6 +170,8 @@ class RunProgress:
     cancel_requested: bool = False
     reserved_tokens: int = 0
     """Tokens reserved by model calls in flight (the budget counts them as spent)."""
+    quota_waits: int = 0
+    """Model calls waiting for their quota's grant: the state query says ``waiting_for_quota``."""
     _history: list[Message] = field(default_factory=list, init=False, repr=False)
 
     @property
@@ -178,7 +186,7 @@ class RunProgress:
     def state(self) -> AgentState:
         result = self.result
         return AgentState(
-            status=result.status,
+            status="waiting_for_quota" if self.quota_waits and result.status == "running" else result.status,
             step=len(result.steps),
             model=self.model,
             usage=result.usage,

@@ -81,7 +81,8 @@ with workflow.unsafe.imports_passed_through():
     from .approvals import ApprovalDesk, ApprovalHandlers
     from .run_state import Features, RunProgress, patched_since_release
     from .effects import untold_note
-    from .steps import check_key_scope, opening, run_steps, spec_tools
+    from .quota_gate import QuotaDesk, QuotaHandlers
+    from .steps import check_key_scope, check_tenant, opening, run_steps, spec_tools
     from .visibility import Visibility
 
 IDLE_TIMEOUT_REASON = "idle_timeout"
@@ -89,7 +90,7 @@ _EVENTS_KEPT = 500
 
 
 @workflow.defn(name=SESSION_WORKFLOW)
-class SessionWorkflow(ApprovalHandlers):
+class SessionWorkflow(ApprovalHandlers, QuotaHandlers):
     @workflow.init
     def __init__(self, inp: SessionInput) -> None:
         now = workflow.now()
@@ -113,6 +114,7 @@ class SessionWorkflow(ApprovalHandlers):
         self.current_turn: int | None = None
         self.closed_reason: str | None = None
         self.approvals = ApprovalDesk()
+        self.quotas = QuotaDesk()
         self.approvals.remember(self.carry.decided)
         self.approvals.on_request = lambda pending: self._publish(
             ProgressEvent(kind="approval_requested", turn=self.current_turn or 0, at=workflow.now(),
@@ -142,9 +144,10 @@ class SessionWorkflow(ApprovalHandlers):
         if self.refused is not None:
             raise to_application_error(self.refused)
         check_key_scope(inp.key_scope)
+        check_tenant(inp.tenant)
         if inp.carried is None:
             workflow_metrics.record_session_started()
-            self.visibility.start(inp.spec)
+            self.visibility.start(inp.spec, inp.tenant)
         else:
             self.visibility.resume()
         if patched_since_release(SESSION_STATE_PATCH):
@@ -193,7 +196,8 @@ class SessionWorkflow(ApprovalHandlers):
             self.carry.decided = self.approvals.recent()
         self.carry.chain = self.owner
         self.carry.tools = self.tools
-        return SessionInput(spec=inp.spec, session=inp.session, carried=self.carry, stream=stream, key_scope=inp.key_scope)
+        return SessionInput(spec=inp.spec, session=inp.session, carried=self.carry, stream=stream, key_scope=inp.key_scope,
+                            tenant=inp.tenant, quota=inp.quota)
 
     async def _take_fork(self, fork: SessionFork) -> None:
         """The source's conversation and REPL memory, checked against the source and bound to this session by
@@ -252,6 +256,7 @@ class SessionWorkflow(ApprovalHandlers):
                 spec, self.tools, features, turn=number, conversation=self.carry.conversation,
                 approvals=self.approvals, progress=progress, on_event=self._publish,
                 stream_tokens=self.inp.session.stream_tokens, key_scope=self.inp.key_scope,
+                quota=self.inp.quota, quota_desk=self.quotas if self.inp.quota is not None else None,
             )
             started = self.carry.conversation is not None or self.carry.messages
             before = self.carry.messages if started else [opening(spec, self.tools)]
@@ -264,7 +269,10 @@ class SessionWorkflow(ApprovalHandlers):
                 label = f"session {source}, which this session is a fork of" if source else "turns of this session that a rewind undid"
                 run.effects.inherit(label, self.carry.undone_effects)
                 text += "\n\n" + (run.effects.inherited_note() or "")
-            result = await run_steps(run, [*before, Message.user(text), *forked])
+            try:
+                result = await run_steps(run, [*before, Message.user(text), *forked])
+            finally:
+                await self.quotas.settle()  # the turn's quota releases reach their accounts before it ends
             if result.status in ("completed", "completed_with_default"):
                 self.carry.conversation, self.carry.messages = run.commit()
                 self.carry.repl = run.repl

@@ -21,6 +21,7 @@ with workflow.unsafe.imports_passed_through():
     from ..contracts.spec_check import check_spec
     from ..failures import to_application_error
     from ..contracts.spec import key_scope_problem
+    from ..contracts.quotas.config import tenant_problem
     from ..contracts import Violation, ViolationKind
     from .calls import describe_tools
     from .agent_run import AgentRun
@@ -56,6 +57,15 @@ def check_key_scope(scope: str | None) -> None:
     problem = key_scope_problem(scope)
     if problem is not None:
         violation = Violation(contract="run_input", phase="pre", kind=ViolationKind.invalid_config, path="$.key_scope",
+                              message=problem)
+        raise to_application_error(InvalidSpecError([violation]), violation.model_dump(mode="json"))
+
+
+def check_tenant(tenant: str | None) -> None:
+    """A bad ``tenant`` fails the run typed before anything runs (no command)."""
+    problem = tenant_problem(tenant)
+    if problem is not None:
+        violation = Violation(contract="run_input", phase="pre", kind=ViolationKind.invalid_config, path="$.tenant",
                               message=problem)
         raise to_application_error(InvalidSpecError([violation]), violation.model_dump(mode="json"))
 
@@ -98,4 +108,4 @@ def check_fork(spec: AgentSpec, tools: list[ToolSchema], fork: ForkOrigin) -> No
         raise to_application_error(InvalidSpecError([violation]), violation.model_dump(mode="json"))
 
 
-__all__ = ["check_fork", "check_key_scope", "python_name", "check_spec_but_tools", "opening", "resolves_tools_lazily", "run_steps", "spec_tools"]
+__all__ = ["check_fork", "check_key_scope", "check_tenant", "python_name", "check_spec_but_tools", "opening", "resolves_tools_lazily", "run_steps", "spec_tools"]

@@ -29,6 +29,7 @@ with workflow.unsafe.imports_passed_through():
         SA_MODEL,
         SA_SPEC,
         SA_STEPS,
+        SA_TENANT,
         SA_TOKENS,
         SA_VIOLATIONS,
         SEARCH_ATTRIBUTES_PATCH,
@@ -43,6 +44,7 @@ VIOLATIONS = SearchAttributeKey.for_int(SA_VIOLATIONS)
 COST = SearchAttributeKey.for_float(SA_COST)
 AWAITING_APPROVAL = SearchAttributeKey.for_bool(SA_AWAITING_APPROVAL)
 LAST_ACTIVITY = SearchAttributeKey.for_datetime(SA_LAST_ACTIVITY)
+TENANT = SearchAttributeKey.for_keyword(SA_TENANT)
 
 
 class Visibility:
@@ -52,10 +54,13 @@ class Visibility:
         self.on = False
         self._awaiting = False
 
-    def start(self, spec: AgentSpec) -> None:
-        """Before the run's first command: decides, once, whether this run upserts at all."""
+    def start(self, spec: AgentSpec, tenant: str | None = None) -> None:
+        """Before the run's first command: decides, once, whether this run upserts at all.
+
+        A run with a ``tenant`` names it in the same upsert (operators list runs by tenant)."""
         self.on = patched_since_release(SEARCH_ATTRIBUTES_PATCH)
         self._upsert(
+            *([TENANT.value_set(tenant)] if tenant else []),
             SPEC.value_set(spec.name[:200]),
             MODEL.value_set(spec.model.model[:200]),
             STEPS.value_set(0),

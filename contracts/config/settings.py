@@ -17,6 +17,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from ..llm.capabilities import ModelCapability
+from ..quotas.config import QuotaSettings
 
 
 class ProviderSettings(BaseModel):
@@ -159,6 +160,9 @@ class WorkerSettings(BaseModel):
     cancelling them. Longer than the LLM call's start-to-close (120 s), so a rolling restart never
     throws away a paid model call; Kubernetes' terminationGracePeriodSeconds must exceed it."""
     console: ConsoleSettings = Field(default_factory=ConsoleSettings)
+    quotas: QuotaSettings = Field(default_factory=QuotaSettings)
+    """Provider quotas and tenant budgets every worker shares (docs/quotas.md); empty: none, and runs
+    issue no quota command at all."""
     single_worker: bool = False
     """The operator declares that one worker serves this cluster's task queue, so a local payload
     store and a key file are enough; without it a worker on a cluster needs a shared store and key."""

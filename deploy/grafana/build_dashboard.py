@@ -27,7 +27,8 @@ from dashboard_kit import (  # noqa: E402
     value, variables, worse_above, worse_below,
 )
 from dashboard_rows import (  # noqa: E402
-    code_and_monitor, contracts, drill_down, llm, mcp, runs, sessions, temporal_health, tools, worker_processes,
+    code_and_monitor, contracts, drill_down, llm, mcp, quotas_and_budgets, runs, sessions, temporal_health, tools,
+    worker_processes,
 )
 
 OUT = Path(__file__).resolve().parent / "dashboards" / "agentsteps.json"
@@ -104,12 +105,13 @@ def error_ratios() -> list[PanelModel]:
 
 def build() -> dict[str, Any]:
     panels = layout([*golden(), *error_ratios(), *llm(), *contracts(), *tools(), *mcp(), *runs(),
-                     *code_and_monitor(), *temporal_health(), *worker_processes(), *sessions()])
+                     *code_and_monitor(), *temporal_health(), *worker_processes(), *sessions(),
+                     *quotas_and_budgets()])
     built = (
         Dashboard("agentsteps").uid(UID)
         .description("LLM agent steps on Temporal: golden signals first, then error ratios, LLM, contracts, "
-                     "tools, MCP servers, runs, code mode, monitor, Temporal worker health, worker processes and "
-                     "sessions.")
+                     "tools, MCP servers, runs, code mode, monitor, Temporal worker health, worker processes, "
+                     "sessions, and quotas and budgets.")
         .tags(["agentsteps", "temporal", "llm"]).timezone("browser").version(2).editable()
         .tooltip(DashboardCursorSync.CROSSHAIR).refresh("30s").time("now-6h", "now")
         .variables(variables())

@@ -172,6 +172,8 @@ DEFINITIONS = {
     "model": 'label_values(agentsteps_llm_requests_total{job=~"$job", provider=~"$provider"}, model)',
     "tool": 'label_values(agentsteps_tool_calls_total{job=~"$job"}, tool)',
     "mcp_server": 'label_values(agentsteps_mcp_server_up{job=~"$job"}, server)',
+    "quota": 'label_values(agentsteps_quota_reserved_tokens_total{job=~"$job"}, quota)',
+    "tenant": 'label_values(agentsteps_tenant_spend_usd_total{job=~"$job"}, tenant)',
 }
 
 
@@ -188,6 +190,8 @@ def variables() -> list[Builder[model.VariableModel]]:
         _query_variable("model", "Model", d["model"]),
         _query_variable("tool", "Tool", d["tool"]),
         _query_variable("mcp_server", "MCP server", d["mcp_server"]),
+        _query_variable("quota", "Quota", d["quota"]),
+        _query_variable("tenant", "Tenant", d["tenant"]),
         builders.TextBoxVariable("temporal_ui").label("Temporal UI base URL").default_value(TEMPORAL_UI)
         .current(model.VariableOption(text=TEMPORAL_UI, value=TEMPORAL_UI))
         .description("Where the drill-down links open, e.g. https://temporal.example.com or Temporal Cloud's UI."),

@@ -266,3 +266,49 @@ def sessions() -> list[PanelModel]:
                   (f"sum by (action) ({rate('agentsteps_context_actions_total', temporal=False)})", "{{action}}")],
               unit="ops"),
     ]
+
+
+QUOTA = 'quota=~"$quota"'
+TENANT = 'tenant=~"$tenant"'
+RECORDED_WITH = "on (job, instance, namespace, task_queue, workflow_type, quota)"
+"""A utilization gauge and the grant counter beside it carry the same series labels (one grant records both)."""
+
+
+def quotas_and_budgets() -> list[PanelModel]:
+    reserved = rate("agentsteps_quota_reserved_tokens_total", QUOTA)
+    # A workflow-side gauge stays at its last value on every worker that ever set it: only the
+    # workers that granted calls of the quota within the window say how full it is now.
+    utilization = (f"max by (quota) ({value('agentsteps_quota_utilization_ratio', QUOTA)} and {RECORDED_WITH} "
+                   f"{reserved} > 0)")
+    return [
+        row("Quotas and budgets"),
+        panel("Quota utilization", "Share of each provider quota's binding per-minute limit in use, as its account "
+              "told at the latest grant (workers that granted none in the window are left out). Near 100% calls "
+              "queue for capacity instead of meeting a provider 429.",
+              [(utilization, "{{quota}}")], unit="percentunit", steps=worse_above(0.8, 0.95), width=6),
+        panel("Quota waits per second", "Model calls that found no capacity and waited durably for their quota "
+              "(no worker slot held; the run's state says waiting_for_quota).",
+              [(f"sum by (quota) ({rate('agentsteps_quota_waits_total', QUOTA)})", "{{quota}}")],
+              unit="ops", steps=worse_above(1, 10), width=6),
+        panel("Quota wait p95", "95th percentile of the time a model call waited for its quota's grant (0 for "
+              "calls granted at once).",
+              [(quantile(0.95, rate("agentsteps_quota_wait_seconds_bucket", QUOTA), "quota"), "{{quota}}")],
+              unit="s", steps=worse_above(10, 60), width=6),
+        panel("Reserved vs actual tokens", "Tokens per second reserved before calls (prompt + max_tokens) and "
+              "the tokens the same calls used. A wide gap: max_tokens is set far above what replies use, and the "
+              "quota admits fewer calls than it could.", [
+                  (f"sum by (quota) ({reserved})", "{{quota}} reserved"),
+                  (f"sum by (quota) ({rate('agentsteps_quota_actual_tokens_total', QUOTA)})", "{{quota}} actual")],
+              unit="short", width=6),
+        panel("Tenant budget used", "Share of each tenant's budget used (calls in flight included), per period "
+              "(day, month) and limit: past soft the calls move to the tenant's cheaper model, at hard its runs "
+              "stop with BudgetExceededError. Each worker keeps the value of the last call it reserved, so the "
+              "highest is shown.",
+              [(f"max by (tenant, period, limit) ({value('agentsteps_tenant_budget_used_ratio', TENANT)})",
+                "{{tenant}} {{period}} {{limit}}")],
+              unit="percentunit", steps=worse_above(0.8, 1), width=12),
+        panel("Tenant spend per hour (USD)", "USD per hour each tenant spends, priced from the [worker.prices] "
+              "table (a tenant not in the config counts as other).",
+              [(f"sum by (tenant) ({rate('agentsteps_tenant_spend_usd_total', TENANT)}) * 3600", "{{tenant}}")],
+              unit="currencyUSD", steps=worse_above(20, 100), width=12),
+    ]

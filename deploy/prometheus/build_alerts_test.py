@@ -274,6 +274,68 @@ case("A worker without a rolled-out snapshot key warns once it lasts past a roll
             "Worker old:9464 lacks a snapshot key other workers sign with")])
 
 
+# --- quotas and budgets (workflow-side: Temporal's labels, recorded by the run that reserved the call)
+def budget(tenant, period, limit, instance=JOB):
+    return (f'agentsteps_tenant_budget_used_ratio{{{instance}, {TQ}, workflow_type="AgentWorkflow", '
+            f'tenant="{tenant}", period="{period}", limit="{limit}"}}')
+
+
+def spend(tenant, instance=JOB):
+    return f'agentsteps_tenant_spend_usd_total{{{instance}, {TQ}, workflow_type="AgentWorkflow", tenant="{tenant}"}}'
+
+
+def quota_series(name, quota, instance=JOB):
+    return f'{name}{{{instance}, {TQ}, workflow_type="AgentWorkflow", quota="{quota}"}}'
+
+
+case("Tenant acme's day hard budget climbs past 80% while it spends; beta stays at 30%.",
+     [series(budget("acme", "day", "hard"), "0.5 0.6 0.7 0.8 0.85 0.9x20"),
+      series(spend("acme"), "0+0.5x25"),
+      series(budget("beta", "day", "hard"), "0.3x25"),
+      series(spend("beta"), "0+0.1x25")],
+     [quiet("AgentStepsTenantBudgetNearlySpent", "2m"),
+      fires("AgentStepsTenantBudgetNearlySpent", "15m",
+            {"severity": "warning", "tenant": "acme", "period": "day", "limit": "hard"},
+            "Tenant acme has used 90% of its day hard budget"),
+      quiet("AgentStepsTenantBudgetSpent", "15m")])
+case("A gauge left at 95% by yesterday's calls on worker-b, with no spend there since: quiet once the hour passes.",
+     [series(budget("acme", "day", "hard", JOBB), "0.95x200"),
+      series(spend("acme", JOBB), "0+1x10 10x190"),
+      series(budget("acme", "day", "hard"), "0.2x200"),
+      series(spend("acme"), "0+0.1x200")],
+     [fires("AgentStepsTenantBudgetNearlySpent", "8m",
+            {"severity": "warning", "tenant": "acme", "period": "day", "limit": "hard"},
+            "Tenant acme has used 95% of its day hard budget"),
+      quiet("AgentStepsTenantBudgetNearlySpent", "90m")])
+case("Tenant acme reaches its month hard budget; beta is past its soft limit only (degraded, not stopped).",
+     [series(budget("acme", "month", "hard"), "0.9 0.95 0.98 0.99 1 1.02x20"),
+      series(spend("acme"), "0+2x25"),
+      series(budget("beta", "day", "soft"), "1.2x25"),
+      series(budget("beta", "day", "hard"), "0.6x25"),
+      series(spend("beta"), "0+1x25")],
+     [quiet("AgentStepsTenantBudgetSpent", "3m"),
+      fires("AgentStepsTenantBudgetSpent", "10m", {"severity": "critical", "tenant": "acme", "period": "month"},
+            "Tenant acme has spent its month hard budget (102%)")])
+case("A tenant stopped at its hard limit long ago, with no spend for over an hour: the stale gauge stays quiet.",
+     [series(budget("acme", "day", "hard"), "1x200"),
+      series(spend("acme"), "0+1x5 5x195")],
+     [quiet("AgentStepsTenantBudgetSpent", "90m")])
+case("Quota gpt4o is 97% used while it keeps granting calls; quota claude sits at half.",
+     [series(quota_series("agentsteps_quota_utilization_ratio", "gpt4o"), "0.97x30"),
+      series(quota_series("agentsteps_quota_reserved_tokens_total", "gpt4o"), "0+1000x30"),
+      series(quota_series("agentsteps_quota_utilization_ratio", "claude"), "0.5x30"),
+      series(quota_series("agentsteps_quota_reserved_tokens_total", "claude"), "0+500x30")],
+     [quiet("AgentStepsQuotaSaturated", "5m"),
+      fires("AgentStepsQuotaSaturated", "20m", {"severity": "warning", "quota": "gpt4o"},
+            "Provider quota gpt4o is 97% used")])
+case("A burst near the quota for 5 minutes, and a gauge left at 99% by a worker that granted nothing since.",
+     [series(quota_series("agentsteps_quota_utilization_ratio", "gpt4o"), "0.97x5 0.6x25"),
+      series(quota_series("agentsteps_quota_reserved_tokens_total", "gpt4o"), "0+1000x30"),
+      series(quota_series("agentsteps_quota_utilization_ratio", "claude", JOBB), "0.99x30"),
+      series(quota_series("agentsteps_quota_reserved_tokens_total", "claude", JOBB), "5000x30")],
+     [quiet("AgentStepsQuotaSaturated", "20m")])
+
+
 def render() -> str:
     return "\n".join(out) + "\n"
 

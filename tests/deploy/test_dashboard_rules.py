@@ -71,7 +71,7 @@ def test_every_datasource_is_the_variable_and_no_datasource_uid_is_hard_coded(da
 
 
 _METRIC = re.compile(r"\b((?:agentsteps|temporal|process)_[a-z0-9_]+|up)\b(\{[^}]*\})?")
-_WORKFLOW_SIDE = re.compile(r"^(temporal_(?!request)|agentsteps_(agent|reprompts|degradations|session|approval))")
+_WORKFLOW_SIDE = re.compile(r"^(temporal_(?!request)|agentsteps_(agent|reprompts|degradations|session|approval|quota|tenant))")
 
 
 def test_every_selector_uses_the_template_variables(dashboard):
@@ -87,6 +87,10 @@ def test_every_selector_uses_the_template_variables(dashboard):
                 assert 'tool=~"$tool"' in selector, (title, metric)
             if metric.startswith("agentsteps_mcp_"):
                 assert 'server=~"$mcp_server"' in selector, (title, metric)
+            if metric.startswith("agentsteps_quota_"):
+                assert 'quota=~"$quota"' in selector, (title, metric)
+            if metric.startswith("agentsteps_tenant_"):
+                assert 'tenant=~"$tenant"' in selector, (title, metric)
         if set(m for m, _ in _METRIC.findall(expr)) != {"up"}:
             # Activity-side series have no namespace or task queue: kept to the workers that poll them.
             assert '"$namespace"' in expr and '"$task_queue"' in expr, title
@@ -134,6 +138,28 @@ def test_the_first_row_is_the_golden_signals(dashboard):
     ]
     assert {p["gridPos"]["y"] for p in golden} == {1}, "one line at the top"
     assert sum(p["gridPos"]["w"] for p in golden) <= 24
+
+
+def test_the_quotas_and_budgets_row_filters_by_tenant_and_shows_each_quota_and_budget_signal(dashboard):
+    variables = {v["name"]: v for v in dashboard["templating"]["list"]}
+    assert variables["tenant"]["type"] == "query" and variables["tenant"]["multi"] is True
+    assert variables["tenant"]["definition"] == 'label_values(agentsteps_tenant_spend_usd_total{job=~"$job"}, tenant)'
+    titles = [p["title"] for p in dashboard["panels"]]
+    start = titles.index("Quotas and budgets")
+    row_panels = {p["title"]: p for p in dashboard["panels"][start + 1:start + 7]}
+    assert list(row_panels) == ["Quota utilization", "Quota waits per second", "Quota wait p95",
+                                "Reserved vs actual tokens", "Tenant budget used", "Tenant spend per hour (USD)"]
+    metrics = {title: set(re.findall(r"agentsteps_[a-z_]+", json.dumps(p["targets"]))) for title, p in row_panels.items()}
+    assert "agentsteps_quota_utilization_ratio" in metrics["Quota utilization"]
+    assert metrics["Quota waits per second"] == {"agentsteps_quota_waits_total"}
+    assert metrics["Quota wait p95"] == {"agentsteps_quota_wait_seconds_bucket"}
+    assert metrics["Reserved vs actual tokens"] == {"agentsteps_quota_reserved_tokens_total",
+                                                    "agentsteps_quota_actual_tokens_total"}
+    assert metrics["Tenant budget used"] == {"agentsteps_tenant_budget_used_ratio"}
+    assert metrics["Tenant spend per hour (USD)"] == {"agentsteps_tenant_spend_usd_total"}
+    # The budget panel draws the alerts' levels: 80% warns, 100% is the limit.
+    steps = row_panels["Tenant budget used"]["fieldConfig"]["defaults"]["thresholds"]["steps"]
+    assert [s["value"] for s in steps] == [None, 0.8, 1]
 
 
 def test_drill_down_links_open_the_temporal_ui_filtered_by_workflow_type(dashboard):

@@ -153,6 +153,8 @@ def test_dashboard_has_the_panels_operators_asked_for():
         "LLM error ratio by model", "Tool error ratio by tool", "Run failure ratio by workflow type",
         "Failed runs by reason", "MCP servers up", "MCP error ratio by server", "MCP call latency p95",
         "MCP reconnects",
+        "Quota utilization", "Quota waits per second", "Quota wait p95", "Reserved vs actual tokens",
+        "Tenant budget used", "Tenant spend per hour (USD)",
     ):
         assert expected in titles
 
@@ -255,10 +257,32 @@ async def _run_session_workload(client: Client, settings: WorkerSettings, script
     await close_session(client, sid, "dashboard test")
 
 
+QUOTAS = {
+    "limits": [{"name": "dash-quota", "model": "scripted-*", "concurrent_requests": 1}],
+    "tenants": [{"name": "acme", "weight": 2, "budget": {"day": {"tokens_hard": 10_000_000, "usd_hard": 1000.0}}}],
+}
+
+
+async def _run_quota_workload(client: Client, settings: WorkerSettings, scripted: ScriptedModelServer) -> None:
+    """Three runs of a tenant at once under a one-call-at-a-time quota: grants, waits, spend, budget use."""
+    from agentsteps.client.quotas import quota_plan
+
+    scripted.set_script({"default": {"content": "ok", "delay_seconds": 0.3}})
+    plan = quota_plan(settings, "acme")
+    await asyncio.gather(*(
+        client.execute_workflow(
+            AGENT_WORKFLOW, AgentInput(spec=make_spec(tools=[]), input="under quota", tenant="acme", quota=plan),
+            id=f"dash-quota-{uuid.uuid4().hex[:10]}", task_queue=settings.task_queue,
+        )
+        for _ in range(3)
+    ))
+
+
 async def _run_workload(client: Client, settings: WorkerSettings, scripted: ScriptedModelServer) -> None:
     # One stalled-ticket monitor tick against a fresh tracker feeds the monitor panels.
     await demo_monitor_tick(client, settings, out=io.StringIO(), issues=60)
     await _run_session_workload(client, settings, scripted)
+    await _run_quota_workload(client, settings, scripted)
     for script, overrides, text in WORKLOAD:
         scripted.set_script(script)
         await client.execute_workflow(
@@ -334,6 +358,7 @@ async def scraped(dashboard_temporal, tmp_path_factory):
                     input_per_mtok={MODEL: 2.5, FALLBACK_MODEL: 0.15},
                     output_per_mtok={MODEL: 10.0, FALLBACK_MODEL: 0.6},
                 ),
+                quotas=QUOTAS,
             )
             broken_queue = settings.task_queue + "-broken"
             async with running_worker(client, settings), Worker(

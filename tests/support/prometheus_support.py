@@ -93,7 +93,8 @@ class Prometheus:
 
 GRAFANA_DEFAULTS = {
     "$__rate_interval": "1m", "$job": "agentsteps-worker", "$instance": ".*", "$namespace": "default",
-    "$task_queue": ".*", "$provider": ".*", "$model": ".*", "$tool": ".*", "$mcp_server": ".*",
+    "$task_queue": ".*", "$provider": ".*", "$model": ".*", "$tool": ".*", "$mcp_server": ".*", "$quota": ".*",
+    "$tenant": ".*",
 }
 
 

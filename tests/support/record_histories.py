@@ -209,6 +209,8 @@ async def record(out: Path, prefix: str, only: set[str] | None = None) -> list[s
                     await _session_state(rec)
                 if only is None:
                     await _agents(rec, settings)
+                if only is None or "quotas" in only:
+                    await _quotas(rec, settings)
                 if only is None or "code_mode_fork" in only:
                     await _code_mode_fork(rec)
                 if only is None or "session_fork" in only:
@@ -240,6 +242,34 @@ async def _agents(rec: Recorder, settings: WorkerSettings) -> None:
             {"name": "wait", "arguments": {"seconds": SLOW_TOOL_SECONDS}}]}},
         {"match": {"tool_result_for": "wait"}, "reply": {"content": "done waiting"}},
     ]})
+
+
+async def _quotas(rec: Recorder, settings: WorkerSettings) -> None:
+    """A tool-mode run under a quota and its tenant's budget, and the quota's account once it granted."""
+    from agentsteps.client.quotas import ensure_accounts, quota_plan
+    from agentsteps.contracts.quotas.config import QuotaSettings
+
+    quotas = QuotaSettings.model_validate({
+        "limits": [{"name": f"rec-{uuid.uuid4().hex[:6]}", "model": "scripted-*", "requests_per_minute": 100,
+                    "input_tokens_per_minute": 100_000, "concurrent_requests": 4}],
+        "tenants": [{"name": f"acme-{uuid.uuid4().hex[:6]}", "weight": 2,
+                     "budget": {"day": {"tokens_hard": 1_000_000}}}],
+    })
+    await ensure_accounts(rec.client, quotas, rec.task_queue)
+    tenant = quotas.tenants[0].name
+    rec.scripted.set_script({"rules": [
+        {"match": {"role": "user"}, "reply": {"tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}]}},
+        {"match": {"tool_result_for": "get_weather"}, "reply": {"content": "Paris: light rain"}},
+    ]})
+    handle = await rec.client.start_workflow(
+        AGENT_WORKFLOW, AgentInput(spec=agent_spec(tools=["get_weather"]), input="weather in Paris?", tenant=tenant,
+                                   quota=quota_plan(quotas, tenant)),
+        id=f"quota-{uuid.uuid4().hex[:8]}", task_queue=rec.task_queue, result_type=AgentResult,
+    )
+    assert (await handle.result()).status == "completed"
+    await rec.save("quota_tool_mode", handle)
+    await asyncio.sleep(1)  # the releases reach the account
+    await rec.save("quota_account", rec.client.get_workflow_handle(f"agentsteps-quota-{quotas.limits[0].name}"))
 
 
 async def _code_mode_fork(rec: Recorder) -> None:

@@ -21,6 +21,7 @@ from agentsteps.storage.payload_store import build_data_converter
 from agentsteps.contracts.config.settings import WorkerSettings
 from agentsteps.contracts.names import WORKFLOWS
 from agentsteps.worker import workflows
+from agentsteps.workflows.quota_gate import warm_tokenizer
 
 HISTORIES = Path(__file__).resolve().parents[1] / "histories"
 FILES = sorted(HISTORIES.glob("*.json"))
@@ -30,6 +31,7 @@ def replayer() -> Replayer:
     # The worker's own data converter; payloads above the threshold would be read
     # from tests/histories/payloads (recorded histories keep everything inline).
     converter = build_data_converter(WorkerSettings(state_dir=HISTORIES))
+    warm_tokenizer()  # as a worker with quotas and ``replay --check`` do: runs under a quota plan count prompts
     return Replayer(workflows=workflows(), data_converter=converter)
 
 

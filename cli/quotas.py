@@ -1,0 +1,108 @@
+"""``agentsteps quota`` and ``agentsteps budget``: read and change live limits (the shell over ``client/quotas.py``).
+
+    agentsteps quota show NAME [--json]
+    agentsteps quota set NAME [--rpm N] [--input-tpm N] [--output-tpm N] [--concurrent N] [--json]
+    agentsteps budget show TENANT [--json]
+    agentsteps budget set TENANT [--weight W] [--period day|month --tokens-soft N --tokens-hard N
+                                   --usd-soft X --usd-hard X] [--json]
+
+A change goes to the running account at once (runs waiting on it see it); the
+config file only seeds an account that is not running yet.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from typing import Any
+
+from ..contracts.errors import QuotaConfigError
+from ..contracts.quotas.wire import AccountKind, AccountView
+from .json_output import QUOTA_ACCOUNT, print_json
+
+
+def configure_parser(parser: argparse.ArgumentParser, kind: AccountKind) -> None:
+    actions = parser.add_subparsers(metavar="ACTION")
+    what = "quota" if kind == "quota" else "tenant"
+    show = actions.add_parser("show", help=f"The {what}'s live limits and what is in use.")
+    change = actions.add_parser("set", help=f"Change the {what}'s live limits (the fields given).")
+    for sub in (show, change):
+        sub.add_argument("name", help=f"the {what}'s name in [worker.quotas]")
+        sub.add_argument("--json", action="store_true", help="print the account as one JSON object")
+        sub.add_argument("--config", default=argparse.SUPPRESS, help="TOML config file")
+        sub.set_defaults(handler=lambda args, kind=kind: asyncio.run(_command(args, kind)))
+    change.set_defaults(change=True)
+    if kind == "quota":
+        change.add_argument("--rpm", type=int, dest="requests_per_minute")
+        change.add_argument("--input-tpm", type=int, dest="input_tokens_per_minute")
+        change.add_argument("--output-tpm", type=int, dest="output_tokens_per_minute")
+        change.add_argument("--concurrent", type=int, dest="concurrent_requests")
+    else:
+        change.add_argument("--weight", type=float)
+        change.add_argument("--period", choices=["day", "month"])
+        for unit, kind_ in (("tokens", int), ("usd", float)):
+            for limit in ("soft", "hard"):
+                change.add_argument(f"--{unit}-{limit}", type=kind_, dest=f"{unit}_{limit}")
+
+
+def _change(args: argparse.Namespace, kind: AccountKind) -> dict[str, Any]:
+    if kind == "quota":
+        keys = ("requests_per_minute", "input_tokens_per_minute", "output_tokens_per_minute", "concurrent_requests")
+        return {k: getattr(args, k) for k in keys if getattr(args, k) is not None}
+    change: dict[str, Any] = {} if args.weight is None else {"weight": args.weight}
+    budget = {k: getattr(args, k) for k in ("tokens_soft", "tokens_hard", "usd_soft", "usd_hard")
+              if getattr(args, k) is not None}
+    if budget and args.period is None:
+        raise QuotaConfigError.with_message("--tokens-*/--usd-* need --period day|month")
+    if args.period is not None:
+        change.update(period=args.period, budget=budget)
+    return change
+
+
+async def _command(args: argparse.Namespace, kind: AccountKind) -> int:
+    from ..client.quotas import read_account, set_limits
+    from ..client.settings import load_settings
+    from ..worker import connect
+
+    settings = load_settings(getattr(args, "config", None))
+    client = await connect(settings)
+    if getattr(args, "change", False):
+        change = _change(args, kind)
+        if not change:
+            raise QuotaConfigError.with_message("nothing to change: give at least one limit")
+        view = await set_limits(client, kind, args.name, change)
+    else:
+        view = await read_account(client, kind, args.name)
+    if args.json:
+        print_json(QUOTA_ACCOUNT, view.model_dump(mode="json"), indent=None)
+    else:
+        print(summary(view), file=sys.stdout)
+    return 0
+
+
+def summary(view: AccountView) -> str:
+    if view.quota is not None:
+        q = view.quota
+        lines = [f"quota {view.name} ({q.provider} {q.model}, key {q.api_key})"]
+        for label, used, limit in (
+            ("requests/min", view.requests_in_window, q.requests_per_minute),
+            ("input tokens/min", view.input_tokens_in_window, q.input_tokens_per_minute),
+            ("output tokens/min", view.output_tokens_in_window, q.output_tokens_per_minute),
+            ("concurrent", view.concurrent, q.concurrent_requests),
+        ):
+            lines.append(f"  {label:<18} {used} / {limit if limit is not None else 'unlimited'}")
+        lines.append(f"  waiting            {view.waiting}")
+        lines.append(f"  utilization        {view.utilization:.0%}")
+        return "\n".join(lines)
+    assert view.tenant is not None
+    t = view.tenant
+    lines = [f"tenant {view.name} (weight {t.weight:g})"]
+    for period, budget in t.budget.items():
+        used = view.spent.get(period)
+        lines.append(f"  {period}: {used.tokens if used else 0} tokens, ${used.usd if used else 0:.4f} spent"
+                     f" (soft {budget.tokens_soft}/{budget.usd_soft}, hard {budget.tokens_hard}/{budget.usd_hard})")
+    lines.append(f"  in flight: {view.reserved_tokens} tokens, ${view.reserved_usd:.4f} reserved")
+    if t.degrade_to:
+        lines.append(f"  past a soft limit: {', '.join(m.model for m in t.degrade_to)}")
+    return "\n".join(lines)

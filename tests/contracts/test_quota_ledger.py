@@ -1,0 +1,129 @@
+"""The account's bookkeeping, without Temporal: fair shares, the window, leases that expire, budgets."""
+
+from __future__ import annotations
+
+import pytest
+
+from agentsteps.contracts.quotas.config import QuotaLimit, TenantBudget
+from agentsteps.contracts.quotas.ledger import Ledger, LedgerState
+from agentsteps.contracts.quotas.wire import LeaseRelease, LeaseRequest
+
+pytestmark = pytest.mark.fast  # pure and quick: in `make test-fast`
+
+T0 = 1_780_000_000.0  # a fixed moment (2026-05-28 UTC)
+
+
+def quota(**limits) -> Ledger:
+    return Ledger(LedgerState(quota=QuotaLimit(name="q", **limits)))
+
+
+def ask(n: int, tenant: str, weight: float = 1.0, tokens: int = 100) -> LeaseRequest:
+    return LeaseRequest(request_id=f"{tenant}-{n}", requester=f"run-{tenant}", tenant=tenant, weight=weight,
+                        input_tokens=tokens // 2, output_tokens=tokens - tokens // 2)
+
+
+def test_when_the_quota_is_scarce_tenants_are_served_in_proportion_to_their_weights():
+    ledger = quota(concurrent_requests=1)
+    ledger.offer(ask(0, "warmup"), T0)  # holds the only slot: everything after queues
+    for n in range(300):  # a burst from "big", weight 1, queued before "small" (weight 3) arrives
+        ledger.offer(ask(n, "big"), T0)
+    for n in range(100):
+        ledger.offer(ask(n, "small", weight=3), T0)
+    served: list[str] = []
+    holder = "warmup-0"
+    for _ in range(120):  # while both still wait
+        grants = ledger.release(LeaseRelease(request_id=holder, input_tokens=50, output_tokens=50), T0)
+        assert len(grants) == 1
+        holder = grants[0].request_id
+        served.append(grants[0].request_id.split("-")[0])
+    share_small = served.count("small") / len(served)
+    assert share_small == pytest.approx(0.75, abs=0.02), "3:1 by weight, though the burst queued first"
+
+
+def test_a_tenant_that_was_idle_banks_no_credit_against_the_tenants_already_waiting():
+    ledger = quota(concurrent_requests=1)
+    ledger.offer(ask(0, "a"), T0)
+    for n in range(1, 50):
+        ledger.offer(ask(n, "a"), T0)
+    for n in range(1, 50):  # "a" alone is served for a while
+        ledger.release(LeaseRelease(request_id=f"a-{n - 1}", input_tokens=50, output_tokens=50), T0)
+    for n in range(20):
+        ledger.offer(ask(n, "b"), T0)
+    order = []
+    holder = "a-49"
+    ledger.offer(ask(50, "a"), T0)
+    for n in range(51, 60):
+        ledger.offer(ask(n, "a"), T0)
+    for _ in range(10):
+        grants = ledger.release(LeaseRelease(request_id=holder, input_tokens=50, output_tokens=50), T0)
+        holder = grants[0].request_id
+        order.append(holder.split("-")[0])
+    assert 4 <= order.count("b") <= 6, f"b shares equally from when it arrived, not all at once: {order}"
+
+
+def test_tokens_per_minute_hold_and_the_window_frees_after_a_minute():
+    ledger = quota(input_tokens_per_minute=1000)
+    granted = [g for n in range(30) for g in ledger.offer(ask(n, "t", tokens=200), T0)]
+    assert len(granted) == 10  # 100 input tokens each
+    for g in granted:  # the calls end at once, using what they reserved
+        assert ledger.release(LeaseRelease(request_id=g.request_id, input_tokens=100, output_tokens=100), T0) == []
+    assert ledger.view(T0).waiting == 20
+    assert ledger.next_wakeup(T0) == T0 + 60
+    assert len(ledger.dispatch(T0 + 60.01)) == 10
+
+
+def test_a_call_still_in_flight_stays_in_the_window_until_it_ends():
+    ledger = quota(requests_per_minute=1, lease_seconds=600)
+    ledger.offer(ask(0, "t"), T0)
+    assert ledger.offer(ask(1, "t"), T0) == []
+    assert ledger.dispatch(T0 + 120) == [], "granted two minutes ago but not sent yet: still counted"
+    ledger.release(LeaseRelease(request_id="t-0", input_tokens=50, output_tokens=50), T0 + 130)
+    assert ledger.dispatch(T0 + 189) == [] and len(ledger.dispatch(T0 + 190.01)) == 1, "a window after it ended"
+
+
+def test_reconciling_with_the_real_use_frees_what_was_reserved_but_not_used():
+    ledger = quota(input_tokens_per_minute=1000)
+    for n in range(12):
+        ledger.offer(ask(n, "t", tokens=200), T0)  # 10 granted at 100 input tokens, 2 wait
+    grants = ledger.release(LeaseRelease(request_id="t-0", input_tokens=0, output_tokens=5), T0 + 1)
+    assert [g.request_id for g in grants] == ["t-10"], "the 100 tokens reserved but not used fit one more call"
+
+
+def test_a_lease_never_released_expires_and_its_capacity_comes_back():
+    ledger = quota(concurrent_requests=2, lease_seconds=30)
+    ledger.offer(ask(0, "t"), T0)
+    ledger.offer(ask(1, "t"), T0)
+    assert ledger.offer(ask(2, "t"), T0) == []
+    assert ledger.next_wakeup(T0) == T0 + 30
+    assert [g.request_id for g in ledger.dispatch(T0 + 30)] == ["t-2"]
+    assert ledger.view(T0 + 30).concurrent == 1
+
+
+def test_a_call_larger_than_the_quota_itself_is_refused_at_once_not_queued_forever():
+    ledger = quota(input_tokens_per_minute=100)
+    (grant,) = ledger.offer(ask(0, "t", tokens=1000), T0)
+    assert not grant.granted and "more than quota 'q' allows" in (grant.refused or "")
+
+
+def budget(**period) -> Ledger:
+    tenant = TenantBudget(name="acme", budget={"day": period}, degrade_to=[{"model": "cheap-2026-01-01"}])
+    return Ledger(LedgerState(tenant=tenant))
+
+
+def test_a_hard_budget_refuses_a_call_that_would_pass_it_counting_calls_in_flight():
+    ledger = budget(tokens_hard=250)
+    assert ledger.offer(ask(0, "acme"), T0)[0].granted
+    assert ledger.offer(ask(1, "acme"), T0)[0].granted
+    (refused,) = ledger.offer(ask(2, "acme"), T0)  # 200 reserved + 100 > 250
+    assert not refused.granted and refused.period == "day"
+    assert "'acme' day budget" in (refused.refused or "")
+
+
+def test_a_soft_budget_grants_but_says_degrade_and_a_new_day_starts_from_zero():
+    ledger = budget(tokens_soft=150, tokens_hard=10_000)
+    assert not ledger.offer(ask(0, "acme"), T0)[0].degrade
+    ledger.release(LeaseRelease(request_id="acme-0", input_tokens=50, output_tokens=50), T0)
+    assert ledger.offer(ask(1, "acme"), T0)[0].degrade
+    ledger.release(LeaseRelease(request_id="acme-1", input_tokens=50, output_tokens=50), T0)
+    assert not ledger.offer(ask(2, "acme"), T0 + 86_400)[0].degrade
+    assert ledger.view(T0 + 86_400).spent["day"].tokens == 0

@@ -1,0 +1,224 @@
+"""Quotas and tenant budgets end to end: real dev server, real account workflows, real HTTP to the scripted model."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from temporalio.client import WorkflowFailureError
+from temporalio.exceptions import ApplicationError
+
+from agentsteps.activities.tools.registry import ToolRegistry
+from agentsteps.client.quotas import read_account
+from agentsteps.contracts import AgentSpec, LLMConfig
+from agentsteps.contracts.names import STATE_QUERY
+from agentsteps.contracts.spec import AgentState
+from agentsteps.worker import running_worker
+
+from quota_support import event_types, start_run, unique, with_quotas
+
+MODEL = LLMConfig(model="scripted-2026-01-01", max_tokens=20, context_window=16_000)
+CHEAP = "scripted-mini-2026-01-01"
+USAGE = {"prompt_tokens": 10, "completion_tokens": 20, "total_tokens": 30}
+
+
+def spec(**overrides) -> AgentSpec:
+    return AgentSpec(**{"name": "quota", "model": MODEL, "tools": [], "max_steps": 2, **overrides})
+
+
+async def test_a_run_without_a_quota_plan_issues_no_quota_command_and_one_with_a_plan_is_reconciled(
+    client, settings, scripted
+):
+    scripted.set_script({"default": {"content": "hi", "usage": USAGE}})
+    quota = unique("q")
+    configured = with_quotas(settings, limits=[{"name": quota, "model": "scripted-*", "requests_per_minute": 100}])
+    async with running_worker(client, configured, registry=ToolRegistry()):
+        plain = await start_run(client, settings, spec())  # nothing configured: no plan
+        await plain.result()
+        leased = await start_run(client, configured, spec())
+        result = await leased.result()
+        view = await _settled(client, "quota", quota)
+
+    plain_events = await event_types(plain)
+    assert not [e for e in plain_events if "SIGNAL" in e], plain_events
+    leased_events = await event_types(leased)
+    assert leased_events.count("EVENT_TYPE_SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED") == 2  # acquire, release
+    assert leased_events.count("EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED") == 1  # the grant
+    assert result.status == "completed"
+    assert view.requests_in_window == 1
+    assert (view.input_tokens_in_window, view.output_tokens_in_window) == (10, 20), "reconciled to the real use"
+    assert view.concurrent == 0, "released"
+
+
+async def test_a_tenant_past_its_soft_limit_is_degraded_to_its_cheaper_pinned_model(client, settings, scripted):
+    scripted.set_script({"default": {"content": "hi", "usage": USAGE}})
+    tenant = unique("soft")
+    configured = with_quotas(settings, tenants=[{
+        "name": tenant, "budget": {"day": {"tokens_soft": 1, "tokens_hard": 100_000}},
+        "degrade_to": [{"model": CHEAP}],
+    }])
+    async with running_worker(client, configured, registry=ToolRegistry()):
+        result = await (await start_run(client, configured, spec(), tenant=tenant)).result()
+        view = await _settled(client, "tenant", tenant)
+
+    assert result.status == "completed"
+    assert [r.body["model"] for r in scripted.requests] == [CHEAP]
+    assert result.model == CHEAP
+    assert view.spent["day"].tokens == 30
+
+
+async def test_a_tenant_hard_limit_fails_the_run_typed_naming_tenant_and_period(client, settings, scripted):
+    scripted.set_script({"default": {"content": "never sent", "usage": USAGE}})
+    tenant = unique("hard")
+    configured = with_quotas(settings, tenants=[{"name": tenant, "budget": {"month": {"tokens_hard": 5}}}])
+    async with running_worker(client, configured, registry=ToolRegistry()):
+        handle = await start_run(client, configured, spec(), tenant=tenant)
+        with pytest.raises(WorkflowFailureError) as failure:
+            await handle.result()
+
+    cause = failure.value.cause
+    assert isinstance(cause, ApplicationError) and cause.type == "BudgetExceededError"
+    assert tenant in cause.message and "month" in cause.message
+    assert cause.details[0] == {"tenant": tenant, "period": "month"}
+    assert scripted.requests == [], "nothing reached the provider"
+
+
+async def test_a_call_without_capacity_waits_durably_and_the_run_says_waiting_for_quota(client, settings, scripted):
+    scripted.set_script({"default": {"content": "hi", "usage": USAGE, "delay_seconds": 2}})
+    quota = unique("q")
+    configured = with_quotas(settings, limits=[{"name": quota, "model": "scripted-*", "concurrent_requests": 1}])
+    async with running_worker(client, configured, registry=ToolRegistry()):
+        first = await start_run(client, configured, spec())
+        await _until(lambda: len(scripted.requests) == 1)
+        second = await start_run(client, configured, spec())
+        await asyncio.sleep(0.5)
+        waiting = await second.query(STATE_QUERY, result_type=AgentState)
+        view = await read_account(client, "quota", quota)
+        results = await asyncio.gather(first.result(), second.result())
+
+    assert waiting.status == "waiting_for_quota"
+    assert (view.concurrent, view.waiting) == (1, 1)
+    assert [r.status for r in results] == ["completed", "completed"]
+    assert len(scripted.requests) == 2
+
+
+async def _settled(client, kind, name, timeout: float = 30.0):
+    """The account once every release reached it (releases are signals the run does not wait for)."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        view = await read_account(client, kind, name)
+        if (view.concurrent == 0 and view.reserved_tokens == 0) or asyncio.get_running_loop().time() > deadline:
+            return view
+        await asyncio.sleep(0.1)
+
+
+async def _until(predicate, timeout: float = 30.0) -> None:
+    async def poll() -> None:
+        while not predicate():
+            await asyncio.sleep(0.05)
+
+    await asyncio.wait_for(poll(), timeout)
+
+
+THOUSAND_LLM = """\
+import asyncio
+async def ask(i):
+    try:
+        return await llm(f"q{i}")
+    except RuntimeError:
+        return None
+answers = await asyncio.gather(*[ask(i) for i in range(999)])
+len([a for a in answers if a is not None])
+"""
+
+
+async def test_a_thousand_concurrent_program_llm_calls_never_overrun_the_tenant_hard_budget(client, settings, scripted):
+    # The program's own call and its 999 llm() calls: a thousand calls, all reserved against one tenant.
+    # The provider counts the prompt itself (the scripted model: its texts' tokens); each answer is 20 tokens.
+    answer = {"completion_tokens": MODEL.max_tokens}
+    scripted.set_script({"replies": [{"content": f"```python\n{THOUSAND_LLM}```", "usage": answer}],
+                         "default": {"content": "an answer", "usage": answer}})
+    tenant, hard = unique("burst"), 3_000
+    configured = with_quotas(settings, tenants=[{"name": tenant, "budget": {"day": {"tokens_hard": hard}}}])
+    code = spec(mode="code", token_budget=10_000_000)
+    async with running_worker(client, configured, registry=ToolRegistry()):
+        result = await (await start_run(client, configured, code, tenant=tenant)).result()
+        view = await _settled(client, "tenant", tenant, timeout=60)
+
+    answered = result.output
+    assert result.status == "completed"
+    assert 0 < answered < 999, "some calls fit, the rest were refused"
+    assert len(scripted.requests) == 1 + answered, "refused calls never reached the provider"
+    spent = view.spent["day"].tokens
+    assert spent == result.usage.total_tokens, "the account reconciled every call to its real use"
+    assert spent <= hard + MODEL.max_tokens, "never over the hard budget by more than one call's completion"
+
+
+async def test_an_operator_raises_a_live_limit_and_the_waiting_run_goes_on(client, settings, scripted):
+    from agentsteps.client.quotas import set_limits
+    from agentsteps.contracts.errors import QuotaConfigError
+    from agentsteps.contracts.quotas.wire import LimitChange
+
+    scripted.set_script({"default": {"content": "hi", "usage": USAGE}})
+    quota = unique("q")
+    configured = with_quotas(settings, limits=[{"name": quota, "model": "scripted-*", "requests_per_minute": 1}])
+    async with running_worker(client, configured, registry=ToolRegistry()):
+        await (await start_run(client, configured, spec())).result()
+        waiting = await start_run(client, configured, spec())  # the minute's one request is spent
+        await asyncio.sleep(1)
+        state = await waiting.query(STATE_QUERY, result_type=AgentState)
+        with pytest.raises(QuotaConfigError, match="greater than 0"):
+            await set_limits(client, "quota", quota, {"requests_per_minute": 0})
+        with pytest.raises(QuotaConfigError, match="Extra inputs"):
+            await set_limits(client, "quota", quota, {"requests_per_minute": 5, "evil": "x" * 10_000})
+        with pytest.raises(QuotaConfigError, match="no quota account named"):
+            await set_limits(client, "quota", unique("absent"), LimitChange(requests_per_minute=5))
+        raised = await set_limits(client, "quota", quota, LimitChange(requests_per_minute=10))
+        result = await asyncio.wait_for(waiting.result(), timeout=20)
+
+    assert state.status == "waiting_for_quota"
+    assert raised.quota is not None and raised.quota.requests_per_minute == 10
+    assert result.status == "completed"
+
+
+async def test_runs_and_session_turns_carry_their_tenant_and_operators_list_runs_by_it(client, settings, scripted):
+    from agentsteps.client.sessions import send_turn
+    from agentsteps.client.quotas import quota_plan
+
+    scripted.set_script({"default": {"content": "hi", "usage": USAGE}})
+    tenant = unique("acme")
+    configured = with_quotas(settings, tenants=[{"name": tenant, "budget": {"day": {"tokens_hard": 1_000_000}}}])
+    async with running_worker(client, configured, registry=ToolRegistry()):
+        handle = await start_run(client, configured, spec(), tenant=tenant)
+        await handle.result()
+        turn = await send_turn(client, spec(), "hello", session_id=unique("s"), task_queue=configured.task_queue,
+                               tenant=tenant, quota=quota_plan(configured, tenant))
+        view = await _settled(client, "tenant", tenant)
+        listed = []
+        for _ in range(50):  # visibility is eventually consistent
+            listed = [w.id async for w in client.list_workflows(f'AgentStepsTenant = "{tenant}"')]
+            if len(listed) == 2:
+                break
+            await asyncio.sleep(0.2)
+
+    assert turn.status == "completed"
+    assert view.spent["day"].tokens == 60, "the run's call and the turn's, both on the tenant's account"
+    assert sorted(listed) == sorted([handle.id, turn.session_id])
+
+
+async def test_a_hostile_tenant_on_the_input_fails_the_run_typed_before_anything_runs(client, settings, scripted):
+    from agentsteps.contracts import AgentInput, AgentResult
+    from agentsteps.contracts.names import AGENT_WORKFLOW
+
+    scripted.set_script({"default": {"content": "never"}})
+    async with running_worker(client, settings, registry=ToolRegistry()):
+        with pytest.raises(WorkflowFailureError) as failure:
+            await client.execute_workflow(
+                AGENT_WORKFLOW, AgentInput(spec=spec(), input="hi", tenant="acme\n" + "x" * 500),
+                id=unique("hostile"), task_queue=settings.task_queue, result_type=AgentResult,
+            )
+
+    cause = failure.value.cause
+    assert isinstance(cause, ApplicationError) and cause.type == "InvalidSpecError"
+    assert "$.tenant" in cause.message
+    assert scripted.requests == []

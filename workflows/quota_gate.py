@@ -1,0 +1,194 @@
+"""A run's side of its quotas: reserve before a model call, wait durably, reconcile after.
+
+Only a run whose input carries a ``QuotaPlan`` comes here; without one a call
+issues exactly the commands it always did. With one, each call:
+
+1. asks its tenant's account (if the tenant has a budget) for the estimate:
+   the prompt as counted plus ``max_tokens``, priced from the price table.
+   Refused: the run fails with ``BudgetExceededError`` naming tenant and period
+   (a program's ``llm()`` is refused instead). Past a soft limit the call goes
+   to the tenant's ``degrade_to`` model;
+2. asks the quota covering its provider and model, and waits for the grant:
+   a signal back, so no worker slot is held, and the run's state says
+   ``waiting_for_quota`` meanwhile;
+3. after the call, signals each account the real use (or the estimate if
+   the call failed: it may have been paid for).
+
+Deterministic: the estimate is the o200k count of the request, the same on
+every worker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+
+from temporalio import workflow
+
+with workflow.unsafe.imports_passed_through():
+    from ..contracts import LLMConfig, LLMRequest, LLMResponse
+    from ..contracts.errors import BudgetExceededError, DeploymentConfigError
+    from ..contracts.llm.tokens import count_prompt_tokens
+    from ..contracts.names import QUOTA_ACQUIRE_SIGNAL, QUOTA_GRANT_SIGNAL, QUOTA_RELEASE_SIGNAL
+    from ..contracts.quotas.wire import LeaseGrant, LeaseRelease, LeaseRequest, QuotaPlan
+    from ..failures import to_application_error
+    from ..telemetry import workflow_metrics
+
+
+def warm_tokenizer() -> None:
+    """Load the tokenizer outside any workflow task: its first load (a vocabulary file) can take longer than
+    the SDK lets an activation run. Called where runs under a quota plan may be run or replayed."""
+    from ..contracts.llm.tokens import encoding
+
+    encoding()
+
+
+class QuotaRefused(Exception):
+    """The tenant's hard budget refused the call; ``details`` name the tenant and the period."""
+
+    def __init__(self, message: str, details: dict[str, str]) -> None:
+        super().__init__(message)
+        self.details = details
+
+    def failure(self) -> BaseException:
+        return to_application_error(BudgetExceededError.with_message(str(self)), self.details)
+
+
+class QuotaDesk:
+    """The grants a workflow received (its ``quota_grant`` signal) and the calls waiting for one."""
+
+    def __init__(self) -> None:
+        self.grants: dict[str, LeaseGrant] = {}
+        self._issued = 0
+        self._releases: list[asyncio.Future[None]] = []
+
+    def release(self, account: str, release: LeaseRelease) -> None:
+        """Signal ``account`` the call's real use; not waited for here (``settle`` waits before the run ends)."""
+        self._releases.append(asyncio.ensure_future(
+            workflow.get_external_workflow_handle(account).signal(QUOTA_RELEASE_SIGNAL, release)
+        ))
+
+    async def settle(self) -> None:
+        """Before the workflow (or a session's turn) ends: a signal its run never saw initiated is dropped
+        by the server once the run closes, so the releases still in flight are waited for."""
+        pending, self._releases = self._releases, []
+        if pending:
+            await asyncio.gather(*pending, return_exceptions=True)
+
+    def receive(self, grant: LeaseGrant) -> None:
+        self.grants[grant.request_id] = grant
+
+    def next_id(self) -> str:
+        self._issued += 1
+        # The run id alone: unique, and the same when the history is replayed under another workflow id.
+        return f"{workflow.info().run_id}/{self._issued}"
+
+    async def ask(self, account: str, request: LeaseRequest) -> LeaseGrant:
+        """Signal ``account`` and wait for its answer (durably: the run holds no worker slot)."""
+        handle = workflow.get_external_workflow_handle(account)
+        sent = asyncio.ensure_future(handle.signal(QUOTA_ACQUIRE_SIGNAL, request))
+        rid = request.request_id
+        await workflow.wait_condition(lambda: rid in self.grants or (sent.done() and _failed(sent)))
+        if rid not in self.grants:
+            raise to_application_error(DeploymentConfigError(
+                f"quota account {account!r} is not running: start a worker with the [worker.quotas] config "
+                "this run was started with"
+            ))
+        return self.grants.pop(rid)
+
+
+def _failed(task: asyncio.Future[None]) -> bool:
+    return task.cancelled() or task.exception() is not None
+
+
+class QuotaHandlers:
+    """The ``quota_grant`` signal, for every workflow whose runs make model calls under a plan."""
+
+    quotas: QuotaDesk
+
+    @workflow.signal(name=QUOTA_GRANT_SIGNAL)
+    def quota_grant(self, grant: LeaseGrant) -> None:
+        self.quotas.receive(grant)
+
+
+async def leased_call(
+    desk: QuotaDesk,
+    plan: QuotaPlan,
+    request: LLMRequest,
+    send: Callable[[LLMRequest], Awaitable[LLMResponse]],
+    waiting: Callable[[int], None] = lambda change: None,
+) -> LLMResponse:
+    """``send(request)`` under the plan's tenant budget and quota; raises ``QuotaRefused`` on a hard limit."""
+    # Pure and the same on every worker, but the tokenizer's first import reads its vocabulary file.
+    with workflow.unsafe.sandbox_unrestricted(), workflow.unsafe.imports_passed_through():
+        estimate_in = count_prompt_tokens(request)
+    estimate_out = request.config.max_tokens
+    tenant_lease: str | None = None
+    if plan.tenant_account is not None:
+        usd = plan.estimate_usd(request.config.model, estimate_in, estimate_out)
+        ask = LeaseRequest(
+            request_id=desk.next_id(), requester=workflow.info().workflow_id, tenant=plan.tenant, weight=plan.weight,
+            model=request.config.model, input_tokens=estimate_in, output_tokens=estimate_out, usd=usd,
+        )
+        grant = await desk.ask(plan.tenant_account, ask)
+        for ratio in grant.budget:
+            workflow_metrics.record_budget_used(plan.tenant_label, ratio.period, ratio.limit, ratio.ratio)
+        if not grant.granted:
+            raise QuotaRefused(grant.refused or "tenant budget spent", {"tenant": plan.tenant, "period": grant.period or ""})
+        tenant_lease = ask.request_id
+        if grant.degrade:
+            request = _degraded(plan, request)
+    route = plan.route(request.config.provider, request.config.model)
+    quota_lease: str | None = None
+    if route is not None:
+        ask = LeaseRequest(
+            request_id=desk.next_id(), requester=workflow.info().workflow_id, tenant=plan.tenant, weight=plan.weight,
+            model=request.config.model, input_tokens=estimate_in, output_tokens=estimate_out,
+        )
+        started = workflow.now()
+        waiting(1)
+        try:
+            grant = await desk.ask(route.account, ask)
+        finally:
+            waiting(-1)
+        if not grant.granted:
+            if tenant_lease is not None:
+                desk.release(plan.tenant_account or "", LeaseRelease(request_id=tenant_lease))
+            raise QuotaRefused(grant.refused or "quota refused the call", {"tenant": plan.tenant, "quota": route.quota})
+        workflow_metrics.record_quota_grant(
+            route.quota, (workflow.now() - started).total_seconds(), grant.queued, grant.utilization,
+            estimate_in + estimate_out,
+        )
+        quota_lease = ask.request_id
+    response: LLMResponse | None = None
+    try:
+        response = await send(request)
+        return response
+    finally:
+        if response is not None:
+            used_in, used_out = response.usage.prompt_tokens, response.usage.completion_tokens
+            usd = response.cost_usd
+        else:
+            used_in, used_out = estimate_in, estimate_out
+            usd = plan.estimate_usd(request.config.model, estimate_in, estimate_out)
+        if quota_lease is not None and route is not None:
+            desk.release(route.account, LeaseRelease(request_id=quota_lease, input_tokens=used_in, output_tokens=used_out))
+            workflow_metrics.record_quota_actual(route.quota, used_in + used_out)
+        if tenant_lease is not None and plan.tenant_account is not None:
+            desk.release(plan.tenant_account, LeaseRelease(
+                request_id=tenant_lease, input_tokens=used_in, output_tokens=used_out, usd=usd,
+            ))
+        workflow_metrics.record_tenant_spend(plan.tenant_label, usd)
+
+
+def _degraded(plan: QuotaPlan, request: LLMRequest) -> LLMRequest:
+    """The request on the tenant's first ``degrade_to`` model that is not the one it had."""
+    for target in plan.degrade_to:
+        if target.model != request.config.model:
+            workflow_metrics.record_degradation("budget_soft", "fallback")
+            config: LLMConfig = request.config.model_copy(update={"provider": target.provider, "model": target.model})
+            return request.model_copy(update={"config": config})
+    return request
+
+
+__all__ = ["warm_tokenizer", "QuotaDesk", "QuotaHandlers", "QuotaRefused", "leased_call"]
