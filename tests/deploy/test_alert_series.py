@@ -40,6 +40,7 @@ with workflow.unsafe.imports_passed_through():
     from agentsteps.worker import running_worker
 
     from agent_support import MODEL, make_spec, weather_then_answer
+    from quota_support import QUOTA_SCRIPT, quota_table, run_quota_burst
 
 PROMETHEUS_DIR = Path(__file__).resolve().parents[2] / "deploy" / "prometheus"
 PROMETHEUS_LABELS = {"job", "instance"}
@@ -78,13 +79,14 @@ async def scrape(temporal_env, tmp_path_factory) -> dict[str, list[dict[str, str
                 task_queue=f"alerts-{uuid.uuid4().hex[:8]}",
                 providers=ProviderSettings(openai_base_url=scripted.url_openai, request_timeout_seconds=5),
                 prices=PriceTable(input_per_mtok={MODEL: 2.5}, output_per_mtok={MODEL: 10.0}),
+                quotas=quota_table(),
             )
             broken_queue = settings.task_queue + "-broken"
             async with running_worker(client, settings), Worker(
                 client, task_queue=broken_queue, workflows=[BrokenWorkflow]
             ):
                 broken = await client.start_workflow(BrokenWorkflow.run, id=broken_queue, task_queue=broken_queue)
-                await _workload(client, settings.task_queue, scripted)
+                await _workload(client, settings, scripted)
                 # A long poll the server refuses (a task queue name over its limit).
                 async with Worker(client, task_queue="q" * 3000, workflows=[BrokenWorkflow]):
                     await asyncio.sleep(2)
@@ -99,7 +101,9 @@ async def scrape(temporal_env, tmp_path_factory) -> dict[str, list[dict[str, str
     return samples
 
 
-async def _workload(client: Client, task_queue: str, scripted) -> None:
+async def _workload(client: Client, settings, scripted) -> None:
+    task_queue = settings.task_queue
+
     async def run(script: dict, **overrides) -> None:
         scripted.set_script(script)
         await client.execute_workflow(
@@ -108,6 +112,8 @@ async def _workload(client: Client, task_queue: str, scripted) -> None:
         )
 
     await run(weather_then_answer())
+    scripted.set_script(QUOTA_SCRIPT)
+    await run_quota_burst(client, settings)
     await run({"replies": [{"content": "```python\nw = await get_weather(city='Paris')\nw['conditions']\n```"}]},
               mode="code", tools=["get_weather"])
     with pytest.raises(WorkflowFailureError):

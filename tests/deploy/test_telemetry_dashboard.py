@@ -70,6 +70,7 @@ with workflow.unsafe.imports_passed_through():
     from agentsteps.worker import DEMO_TOOL_FACTORIES, running_worker
 
     from agent_support import FALLBACK_MODEL, MODEL, make_spec, weather_then_answer
+    from quota_support import QUOTA_SCRIPT, quota_table, run_quota_burst
     from prometheus_support import Prometheus, as_grafana_sends
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -257,32 +258,13 @@ async def _run_session_workload(client: Client, settings: WorkerSettings, script
     await close_session(client, sid, "dashboard test")
 
 
-QUOTAS = {
-    "limits": [{"name": "dash-quota", "model": "scripted-*", "concurrent_requests": 1}],
-    "tenants": [{"name": "acme", "weight": 2, "budget": {"day": {"tokens_hard": 10_000_000, "usd_hard": 1000.0}}}],
-}
-
-
-async def _run_quota_workload(client: Client, settings: WorkerSettings, scripted: ScriptedModelServer) -> None:
-    """Three runs of a tenant at once under a one-call-at-a-time quota: grants, waits, spend, budget use."""
-    from agentsteps.client.quotas import quota_plan
-
-    scripted.set_script({"default": {"content": "ok", "delay_seconds": 0.3}})
-    plan = quota_plan(settings, "acme")
-    await asyncio.gather(*(
-        client.execute_workflow(
-            AGENT_WORKFLOW, AgentInput(spec=make_spec(tools=[]), input="under quota", tenant="acme", quota=plan),
-            id=f"dash-quota-{uuid.uuid4().hex[:10]}", task_queue=settings.task_queue,
-        )
-        for _ in range(3)
-    ))
-
-
 async def _run_workload(client: Client, settings: WorkerSettings, scripted: ScriptedModelServer) -> None:
     # One stalled-ticket monitor tick against a fresh tracker feeds the monitor panels.
     await demo_monitor_tick(client, settings, out=io.StringIO(), issues=60)
     await _run_session_workload(client, settings, scripted)
-    await _run_quota_workload(client, settings, scripted)
+    # A tenant's runs past a one-at-a-time quota: grants, waits and spend feed the quota and budget panels.
+    scripted.set_script(QUOTA_SCRIPT)
+    await run_quota_burst(client, settings)
     for script, overrides, text in WORKLOAD:
         scripted.set_script(script)
         await client.execute_workflow(
@@ -358,7 +340,7 @@ async def scraped(dashboard_temporal, tmp_path_factory):
                     input_per_mtok={MODEL: 2.5, FALLBACK_MODEL: 0.15},
                     output_per_mtok={MODEL: 10.0, FALLBACK_MODEL: 0.6},
                 ),
-                quotas=QUOTAS,
+                quotas=quota_table(),
             )
             broken_queue = settings.task_queue + "-broken"
             async with running_worker(client, settings), Worker(

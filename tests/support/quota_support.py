@@ -39,3 +39,28 @@ async def start_run(
 async def event_types(handle: WorkflowHandle[Any, Any]) -> list[str]:
     history = await handle.fetch_history()
     return [EventType.Name(e.event_type) for e in history.events]
+
+
+QUOTA_SCRIPT = {"default": {"content": "ok", "delay_seconds": 0.2}}
+"""Slow enough that calls overlap, so a one-at-a-time quota makes the others wait."""
+
+
+def quota_table() -> QuotaSettings:
+    """A one-at-a-time quota on the test model and a tenant with a day budget, named apart per call
+    (accounts are workflows that outlive a test and keep their live limits)."""
+    from agent_support import MODEL
+
+    return QuotaSettings.model_validate({
+        "limits": [{"name": unique("ops-quota"), "model": MODEL, "concurrent_requests": 1, "requests_per_minute": 10_000}],
+        "tenants": [{"name": unique("ops-tenant"), "budget": {"day": {"usd_hard": 1000.0}}}],
+    })
+
+
+async def run_quota_burst(client: Client, settings: WorkerSettings, runs: int = 3) -> None:
+    """``runs`` runs of the configured tenant at once, under the configured quota: one is granted, the others wait."""
+    from agent_support import make_spec
+
+    tenant = settings.quotas.tenants[0].name
+    handles = [await start_run(client, settings, make_spec(tools=[]), tenant=tenant) for _ in range(runs)]
+    for handle in handles:
+        await handle.result()
