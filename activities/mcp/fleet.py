@@ -281,9 +281,7 @@ class McpFleet:
         health = self.health[error.server]
         bound = health.config.give_up_seconds
         down = health.down_for() or 0.0
-        retrying = 0.0
-        if activity.in_activity():
-            retrying = time.time() - activity.info().scheduled_time.timestamp()
+        retrying = _retrying_since_unavailable(error.server) if activity.in_activity() else 0.0
         if max(down, retrying) < bound:
             return error
         return McpServerDownError(
@@ -299,3 +297,24 @@ class McpFleet:
     def ready(self) -> bool:
         """False while a ``required`` server is not up."""
         return all(h.state == "up" for h in self.health.values() if h.config.required)
+
+
+_UNAVAILABLE_SINCE = "mcp_unavailable_since"
+
+
+def _retrying_since_unavailable(server: str) -> float:
+    """Seconds since this activity's first attempt that found ``server`` unavailable, in a row.
+
+    The first such time rides in the heartbeat details, which Temporal hands to the next attempt. Not
+    the time since the activity was scheduled: that counts waiting for a worker, or sitting on a killed
+    one until its timeout, as the server being down, and failed a call on the first blip after it.
+    """
+    now = time.time()
+    since = now
+    for details in activity.info().heartbeat_details[-1:]:
+        if isinstance(details, dict) and details.get("server") == server:
+            recorded = details.get(_UNAVAILABLE_SINCE)
+            if isinstance(recorded, (int, float)) and recorded <= now:
+                since = float(recorded)
+    activity.heartbeat({_UNAVAILABLE_SINCE: since, "server": server})
+    return now - since

@@ -65,14 +65,14 @@ class ServerHealth:
     # ------------------------------------------------------------ state
 
     def _set(self, state: State, error: str | None) -> None:
+        if state == "up":
+            self._down_since = None
+        else:
+            self._failure_seen()  # before the state changes: the gap it judges was spent in the old one
         if state != self.state:
             self.state = state
             self.since = datetime.now(UTC)
         self.last_error = error
-        if state == "up":
-            self._down_since = None
-        else:
-            self._failure_seen()
         MCP_SERVER_UP.labels(server=self.server).set(1 if state == "up" else 0)
 
     def _failure_seen(self) -> None:
@@ -83,7 +83,9 @@ class ServerHealth:
         bounce of seconds an hour after the last one is not an hour of outage.
         """
         now = self._clock()
-        unobserved = max(self.config.give_up_seconds, self._open_period)
+        unobserved = self.config.give_up_seconds
+        if self.state == "circuit_open":
+            unobserved = max(unobserved, self._open_period)
         if self._down_since is None or now - self._last_failure > unobserved:
             self._down_since = now
         self._last_failure = now
