@@ -183,7 +183,9 @@ def build_worker(
     **worker_options: Any,
 ) -> Worker:
     conversations = ConversationStore(store or build_payload_store(settings))
-    tools = ToolActivities(registry if registry is not None else load_registry(settings), [mcp.source(), *sources])
+    tools = ToolActivities(
+        registry if registry is not None else load_registry(settings), [mcp.source(), *sources], conversations
+    )
     llm = LLMActivities(settings.providers, http, settings.prices, conversations, describe=tools.describe)
     worker_options.setdefault("workflow_runner", ENGINE_SANDBOX)
     # The SDK's default (0) cancels every running activity at shutdown: a rolling
@@ -204,6 +206,7 @@ def build_worker(
         activities=[
             llm.call,
             llm.call_resolving_tools,
+            llm.call_stored_results,
             tools.describe,
             tools.call,
             sandbox.check,

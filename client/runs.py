@@ -14,6 +14,7 @@ from ..contracts import (
 from ..contracts.names import AGENT_WORKFLOW, STEPS_QUERY
 from ..contracts.spec import key_scope_problem
 from ..contracts.spec_check import check_spec
+from .search_attributes import run_start_attributes
 
 
 def validate_key_scope(key_scope: str | None) -> None:
@@ -47,7 +48,10 @@ async def start_agent_run(
     known_tools: Mapping[str, ToolSchema] | None = None,
     key_scope: str | None = None,
 ) -> WorkflowHandle[object, AgentResult]:
-    """Validate ``spec`` and start a run. ``key_scope``: see ``AgentInput.key_scope`` (dedupe across runs)."""
+    """Validate ``spec`` and start a run. ``key_scope``: see ``AgentInput.key_scope`` (dedupe across runs).
+
+    The console's search attributes start with the run (free, part of the start), so the run
+    does not upsert them."""
     validate_spec(spec, known_tools)
     validate_key_scope(key_scope)
     return await client.start_workflow(
@@ -56,6 +60,7 @@ async def start_agent_run(
         id=workflow_id or f"agent-{spec.name}-{uuid.uuid4().hex[:12]}",
         task_queue=task_queue,
         result_type=AgentResult,
+        search_attributes=run_start_attributes(spec),
     )
 
 
