@@ -7,6 +7,7 @@ for the workflow to re-prompt or degrade.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Awaitable, Callable
 
@@ -122,19 +123,28 @@ class LLMActivities:
         action = None
         if request.context_policy != "none" and not context.fits(full):
             full, action = await self._compact(full)
-        stored: ConversationRef | None = None
+        storing: asyncio.Task[ConversationRef] | None = None
         if chained:
-            # Stored before the provider call: a retry stores the same segment under the same address.
-            # A compacted conversation starts a new chain, so later calls build on the compacted one.
+            # Stored while the model answers (a write is two fsyncs, or a PUT to S3), and awaited before
+            # anything names it: the ref goes into history only once the segment is durable. A retry
+            # stores the same segment under the same address. A compacted conversation starts a new
+            # chain, so later calls build on the compacted one.
             if action is None:
-                stored = await self._store().extend(request.conversation, full.messages, request.messages, owner)
+                segment = self._store().extend(request.conversation, full.messages, request.messages, owner)
             else:
-                stored = await self._store().extend(None, full.messages, full.messages, owner)
-        if request.stream is None:
-            response = await self._call(full)
-        else:
-            async with TokenPublisher(request.stream) as tokens:
-                response = await self._call(full, on_text=tokens.add)
+                segment = self._store().extend(None, full.messages, full.messages, owner)
+            storing = asyncio.ensure_future(segment)
+        try:
+            if request.stream is None:
+                response = await self._call(full)
+            else:
+                async with TokenPublisher(request.stream) as tokens:
+                    response = await self._call(full, on_text=tokens.add)
+        except BaseException:
+            if storing is not None:
+                await asyncio.gather(storing, return_exceptions=True)  # the call's own failure is what counts
+            raise
+        stored = await storing if storing is not None else None
         cost = metrics.cost_usd(self._prices, full.config.model, response.usage)
         if action is not None:
             cost += metrics.cost_usd(self._prices, full.config.model, action.usage)

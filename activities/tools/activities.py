@@ -20,7 +20,9 @@ from ...contracts.errors import ToolConfigError
 from ...contracts.json_schema import json_path
 from ...contracts.names import TOOLS_CALL, TOOLS_DESCRIBE
 from ...contracts.llm.arguments import parse_tool_arguments
-from ...contracts.llm.tools import ToolsDescribeInput, outcome_unknown, stored_once, tool_message
+from ...contracts.llm.tools import (
+    STORED_MESSAGE_MIN_CHARS, ToolsDescribeInput, outcome_unknown, stored_once, tool_message,
+)
 from ...contracts.tool_names import tool_name_collisions
 from ...failures import to_application_error
 from ...storage.conversations import ConversationStore, caller_owner
@@ -107,6 +109,8 @@ class ToolActivities:
         if not owner or self._conversations is None:
             return result  # the workflow then sends the content itself, as it always did
         message = tool_message(result, call.store_cap)
+        if len(message.content or "") < STORED_MESSAGE_MIN_CHARS:
+            return result  # cheaper as a copy than as a reference
         ref = await self._conversations.extend(None, [message], [message], owner)
         return result.model_copy(update={"message_ref": ref})
 

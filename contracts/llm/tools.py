@@ -60,7 +60,8 @@ class ToolCallInput(BaseModel):
     store_for: str = ""
     """A tool-mode step's call: the run or session (``<workflow id>/<first run id>``, the calling workflow)
     the tool message the model will read (``tool_message``, cut at ``store_cap``) is stored for, as a
-    one-message conversation segment bound to it; ``ToolCallResult.message_ref`` names it. Empty: not stored."""
+    one-message conversation segment bound to it, when its content is at least ``STORED_MESSAGE_MIN_CHARS``
+    long; ``ToolCallResult.message_ref`` names it. Empty: not stored."""
     store_cap: int | None = None
 
 
@@ -87,6 +88,11 @@ class ToolCallResult(BaseModel):
     message_ref: ConversationRef | None = None
     """With ``ToolCallInput.store_for``: the stored tool message, so the next ``llm.call`` names it
     instead of carrying its content again."""
+
+
+STORED_MESSAGE_MIN_CHARS = 512
+"""A tool message shorter than this goes to the model inline: its reference in the next ``llm.call``
+(a ``ConversationRef``, ~250 bytes) plus a store write would cost more than the copy it saves."""
 
 
 def tool_message(result: ToolCallResult, cap: int | None) -> Message:

@@ -41,6 +41,11 @@ def report_registry(marker: str) -> ToolRegistry:
         """A ~2 KB report whose text is unique to the call."""
         return {"report": f"{marker}-{args.n}-{PADDING}"}
 
+    @registry.tool()
+    def fetch_status(args: ReportQuery) -> dict:
+        """A short answer: cheaper to copy than to name."""
+        return {"status": "ok"}
+
     return registry
 
 
@@ -121,6 +126,9 @@ async def test_a_stored_tool_message_for_another_call_or_another_run_fails_typed
     stored = await tools.call(ToolCallInput(name="fetch_report", arguments='{"n": 1}', call_id="c1",
                                             idempotency_key="k", store_for="run-a/1", store_cap=20_000))
     assert stored.message_ref is not None and stored.message_ref.length == 1
+    short = await tools.call(ToolCallInput(name="fetch_status", arguments='{"n": 1}', call_id="c0",
+                                           idempotency_key="k0", store_for="run-a/1", store_cap=20_000))
+    assert short.message_ref is None and short.content == '{"status": "ok"}'
     # The run it was stored for reads it in place of the placeholder.
     answer = await llm.call(_request("run-a/1", "c1", {3: stored.message_ref}))
     assert answer.message.content == "ok" and "R-1-" in str(scripted.requests[-1].body["messages"][-1])
