@@ -57,12 +57,12 @@ class ToolCallInput(BaseModel):
     delivery: Delivery | None = None
     """Set by the workflow; ``at_most_once`` makes the activity report a failure after the
     request may have been sent as an ``OUTCOME_UNKNOWN`` result instead of raising."""
-    store_for: str = ""
+    store_for: str = Field(default="", exclude_if=lambda owner: not owner)
     """A tool-mode step's call: the run or session (``<workflow id>/<first run id>``, the calling workflow)
     the tool message the model will read (``tool_message``, cut at ``store_cap``) is stored for, as a
     one-message conversation segment bound to it, when its content is at least ``STORED_MESSAGE_MIN_CHARS``
     long; ``ToolCallResult.message_ref`` names it. Empty: not stored."""
-    store_cap: int | None = None
+    store_cap: int | None = Field(default=None, exclude_if=lambda cap: cap is None)
 
 
 class ToolCallResult(BaseModel):
@@ -85,7 +85,7 @@ class ToolCallResult(BaseModel):
     error_type: str | None = None
     """``OUTCOME_UNKNOWN`` when the call may or may not have happened, ``TOOL_REMOVED`` when its server no
     longer offers the tool (``is_error`` is then true)."""
-    message_ref: ConversationRef | None = None
+    message_ref: ConversationRef | None = Field(default=None, exclude_if=lambda ref: ref is None)
     """With ``ToolCallInput.store_for``: the stored tool message, so the next ``llm.call`` names it
     instead of carrying its content again."""
 
