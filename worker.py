@@ -212,6 +212,7 @@ def build_worker(
             sandbox.check,
             sandbox.start,
             sandbox.resume,
+            sandbox.fork,
             *MonitorActivities().activities(),
         ],
         **worker_options,

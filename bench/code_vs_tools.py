@@ -16,12 +16,18 @@ the model server received and the replies it sent, at N = 50, 500 and 5,000.
 Then code mode's overhead per tool call against a tool activity started
 straight from a workflow: K sequential calls (each one a ``tools.call`` plus a
 ``code.resume``) and K gathered calls (one resume for all), both measured as
-(time(K) - time(0)) / K so the model call, check and start cancel out.
+(time(K) - time(0)) / K so the model call, check and start cancel out. A third
+side runs the same direct calls plus one no-op local activity per pause: what
+a local-activity segment costs before any interpreter work (the floor of this
+design). CPU per call is reported by process (this process, which hosts the
+workers; the Monty interpreter processes; the dev server). ``--capped`` keeps
+the dev server's default transfer-task poll cap (every dispatch waits for a
+~50 ms poll), as the figures before 2026-11-30 were measured.
 
 One dev server, one worker, everything interleaved. The last line is one JSON
 object with the figures and the three target checks.
 
-    .venv/bin/python bench/code_vs_tools.py [--sizes 50,500,5000] [--rounds 3] [--calls 20]
+    .venv/bin/python bench/code_vs_tools.py [--sizes 50,500,5000] [--rounds 3] [--calls 20] [--capped]
 """
 
 from __future__ import annotations
@@ -55,7 +61,8 @@ from agentsteps.contracts.llm.tokens import TOKENS_PER_MESSAGE, count_text_token
 from agentsteps.scripted_model import ScriptedModelServer
 from agentsteps.client.dev_server import dev_server_args, temporal_binary
 from agentsteps.worker import running_worker
-from direct_tools_workflow import DirectToolCalls
+from cpu import child_pids, cpu_seconds, temporal_server_pids
+from direct_tools_workflow import DirectToolCalls, noop_segment
 
 MODEL = "scripted-2026-01-01"
 CONTEXT_WINDOW = 1_000_000  # the largest windows on offer today
@@ -253,6 +260,43 @@ async def task_in_mode(client: Client, queue: str, scripted: ScriptedModelServer
             "tickets_the_model_could_read": readable}
 
 
+PROCESSES = ("worker", "sandbox", "server")
+"""CPU by process: this one (the workers, the scripted model's thread), the Monty interpreter
+processes it started, the dev server."""
+
+
+def _cpu() -> dict[str, float]:
+    children = child_pids(os.getpid())
+    servers = set(temporal_server_pids())
+    return {
+        "worker": time.process_time(),
+        "sandbox": sum(_threads_cpu(p) for p in children if p not in servers),
+        "server": sum(_threads_cpu(p) for p in servers),
+    }
+
+
+def _threads_cpu(pid: int) -> float:
+    """CPU seconds of a process's live threads from schedstat (nanoseconds), finer than
+    /proc/<pid>/stat's 10 ms ticks, which round a Monty process's share of one call to zero."""
+    total = 0
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except FileNotFoundError:
+        return cpu_seconds(pid)
+    for task in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{task}/schedstat") as f:
+                total += int(f.read().split()[0])
+        except (FileNotFoundError, ProcessLookupError):
+            pass
+    return total / 1e9
+
+
+def _spent(before: dict[str, float]) -> dict[str, float]:
+    after = _cpu()
+    return {proc: after[proc] - before[proc] for proc in PROCESSES}
+
+
 async def per_call(client: Client, queue: str, direct_queue: str, scripted: ScriptedModelServer, calls: int,
                    rounds: int) -> dict[str, Any]:
     programs = {
@@ -264,34 +308,55 @@ async def per_call(client: Client, queue: str, direct_queue: str, scripted: Scri
     for shape, (program, empty) in programs.items():
         code_samples: list[float] = []
         direct_samples: list[float] = []
+        floor_samples: list[float] = []
+        cpu_samples: dict[str, dict[str, list[float]]] = {
+            side: {proc: [] for proc in PROCESSES} for side in ("code", "direct", "floor")
+        }
         for round_ in range(rounds + 1):  # round 0 warms both paths up
             timed: dict[str, float] = {}
+            used: dict[str, dict[str, float]] = {}
             for label, source in (("k", program), ("zero", empty)):
                 scripted.set_script({"replies": [fenced(source)]})
+                before = _cpu()
                 result, error, elapsed = await run_agent(client, queue, agent, "ping")
                 assert result is not None and error is None, error
-                timed[label] = elapsed
-            for label, k in (("dk", calls), ("dzero", 0)):
-                started = time.perf_counter()
+                timed[label], used[label] = elapsed, _spent(before)
+            for label, k, segment in (("dk", calls, False), ("dzero", 0, False), ("fk", calls, True), ("fzero", 0, True)):
+                started, before = time.perf_counter(), _cpu()
                 await client.execute_workflow(
-                    DirectToolCalls.run, args=[k, shape == "gathered"], id=f"direct-{uuid.uuid4().hex[:10]}",
+                    DirectToolCalls.run, args=[k, shape == "gathered", segment], id=f"direct-{uuid.uuid4().hex[:10]}",
                     task_queue=direct_queue,
                 )
-                timed[label] = time.perf_counter() - started
+                timed[label], used[label] = time.perf_counter() - started, _spent(before)
             if round_:
                 code_samples.append((timed["k"] - timed["zero"]) / calls)
                 direct_samples.append((timed["dk"] - timed["dzero"]) / calls)
+                floor_samples.append((timed["fk"] - timed["fzero"]) / calls)
+                for side, (k, zero) in {"code": ("k", "zero"), "direct": ("dk", "dzero"), "floor": ("fk", "fzero")}.items():
+                    for proc in used[k]:
+                        cpu_samples[side][proc].append((used[k][proc] - used[zero][proc]) / calls)
             print(f"{shape} round {round_}: code {1000 * (timed['k'] - timed['zero']) / calls:.1f} ms/call, "
-                  f"direct {1000 * (timed['dk'] - timed['dzero']) / calls:.1f} ms/call", file=sys.stderr, flush=True)
+                  f"direct {1000 * (timed['dk'] - timed['dzero']) / calls:.1f} ms/call, "
+                  f"direct + no-op local activity {1000 * (timed['fk'] - timed['fzero']) / calls:.1f} ms/call",
+                  file=sys.stderr, flush=True)
         code, direct = statistics.median(code_samples), statistics.median(direct_samples)
+        floor = statistics.median(floor_samples)
         figures[shape] = {"code_ms_per_call": round(code * 1000, 2), "direct_ms_per_call": round(direct * 1000, 2),
-                          "ratio": round(code / direct, 3) if direct > 0 else None}
+                          "ratio": round(code / direct, 3) if direct > 0 else None,
+                          # The same calls plus one no-op local activity per pause: what the
+                          # local-activity segment alone costs, before any interpreter work.
+                          "local_activity_floor_ms_per_call": round(floor * 1000, 2),
+                          "floor_ratio": round(floor / direct, 3) if direct > 0 else None,
+                          "cpu_ms_per_call": {
+                              side: {proc: round(statistics.median(v) * 1000, 2) for proc, v in by_proc.items()}
+                              for side, by_proc in cpu_samples.items()
+                          }}
     return figures
 
 
-async def main(sizes: list[int], rounds: int, calls: int) -> dict[str, Any]:
+async def main(sizes: list[int], rounds: int, calls: int, capped: bool = False) -> dict[str, Any]:
     env = await WorkflowEnvironment.start_local(
-        dev_server_existing_path=temporal_binary(), dev_server_extra_args=dev_server_args()
+        dev_server_existing_path=temporal_binary(), dev_server_extra_args=_capped_args() if capped else dev_server_args()
     )
     address = env.client.service_client.config.target_host
     results: dict[str, list[dict[str, Any]]] = {mode: [] for mode in MODES}
@@ -305,7 +370,7 @@ async def main(sizes: list[int], rounds: int, calls: int) -> dict[str, Any]:
         reg = registry()
         direct_queue = settings.task_queue + "-direct"
         direct = Worker(client, task_queue=direct_queue, workflows=[DirectToolCalls],
-                        activities=[ToolActivities(reg).call])
+                        activities=[ToolActivities(reg).call, noop_segment])
         async with running_worker(client, settings, registry=reg), direct:
             for count in sizes:
                 for mode in MODES:
@@ -314,7 +379,16 @@ async def main(sizes: list[int], rounds: int, calls: int) -> dict[str, Any]:
                     print(f"{mode} N={count}: {figure}", file=sys.stderr, flush=True)
             overhead = await per_call(client, settings.task_queue, direct_queue, scripted, calls, rounds)
     await env.shutdown()
-    return summarise(results, overhead, rounds, calls)
+    summary = summarise(results, overhead, rounds, calls)
+    summary["server"] = "dev server, default transfer-task poll cap" if capped else "dev server, poll cap lifted"
+    return summary
+
+
+def _capped_args() -> list[str]:
+    """The embedded server's arguments without the lifted transfer-task poll cap (search attributes kept)."""
+    args = dev_server_args()
+    return [a for i, a in enumerate(args)
+            if "transferProcessor" not in a and not (a == "--dynamic-config-value" and "transferProcessor" in args[i + 1])]
 
 
 def summarise(results: dict[str, list[dict[str, Any]]], overhead: dict[str, Any], rounds: int,
@@ -353,8 +427,10 @@ if __name__ == "__main__":
     parser.add_argument("--sizes", default="50,500,5000")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--calls", type=int, default=20)
+    parser.add_argument("--capped", action="store_true",
+                        help="keep the dev server's default transfer-task poll cap (every dispatch waits ~50 ms)")
     args = parser.parse_args()
-    summary = asyncio.run(main([int(s) for s in args.sizes.split(",")], args.rounds, args.calls))
+    summary = asyncio.run(main([int(s) for s in args.sizes.split(",")], args.rounds, args.calls, args.capped))
     print(json.dumps(summary), flush=True)
     sys.stderr.flush()
     os._exit(0)  # temporalio issue #300

@@ -9,7 +9,7 @@ from contextlib import AsyncExitStack
 from temporalio.client import WorkflowFailureError
 
 from ..client.dev_server import embedded_temporal
-from ..client.forks import fork_run
+from ..client.forks import plan_fork, start_fork
 from ..client.report import print_progress, print_result
 from ..client.runs import follow
 from ..client.spec_files import load_spec
@@ -22,7 +22,8 @@ from .json_output import FORK, print_json
 
 def configure_parser(fork: argparse.ArgumentParser) -> None:
     fork.add_argument("workflow_id", help="the recorded agent run to fork (it is only read)")
-    fork.add_argument("--at-step", type=int, required=True, help="start from the state before this step (0: the input)")
+    fork.add_argument("--at-step", type=int, required=True,
+                      help="start from the state before this step (0: the input; code mode counts model calls and program calls)")
     fork.add_argument("--spec", help="AgentSpec file the fork runs with (default: the source's)")
     fork.add_argument("--model", help="PROVIDER:MODEL replacing the source's model")
     fork.add_argument("--input", help="a new user message (at step 0: replaces the source's input)")
@@ -38,14 +39,15 @@ async def fork_command(settings: WorkerSettings, args: argparse.Namespace) -> in
         if not args.no_worker:
             await stack.enter_async_context(running_worker(client, settings, registry=load_registry(settings)))
         try:
-            handle = await fork_run(
+            plan = await plan_fork(
                 client, args.workflow_id, args.at_step, data_converter=build_data_converter(settings),
-                task_queue=settings.task_queue, spec=spec, model=args.model, user_input=args.input,
+                spec=spec, model=args.model, user_input=args.input,
             )
         except HistoryUnavailableError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
-        print(f"fork {handle.id} of {args.workflow_id} at step {args.at_step} started", file=sys.stderr)
+        handle = await start_fork(client, plan, task_queue=settings.task_queue)
+        print(f"fork {handle.id} of {args.workflow_id} at step {args.at_step} ({plan.where}) started", file=sys.stderr)
         try:
             result = await follow(handle, lambda s: print_progress(s, sys.stderr))
         except WorkflowFailureError as exc:
@@ -53,7 +55,7 @@ async def fork_command(settings: WorkerSettings, args: argparse.Namespace) -> in
             return 1
     if args.json:
         print_json(FORK, {"fork_id": handle.id, "source": args.workflow_id, "at_step": args.at_step,
-                          "result": result.model_dump(mode="json")})
+                          "result": result.model_dump(mode="json"), "at_call": plan.at_call})
     else:
         print(f"fork {handle.id}")
         print_result(result, sys.stdout)

@@ -33,6 +33,7 @@ from typing import Any
 
 from temporalio.client import Client
 
+from ..contracts.errors import PayloadMissingError
 from ..storage.payload_store import PayloadStore
 from ..storage.s3_store import StoredObject
 
@@ -100,8 +101,14 @@ async def _reachable(store: PayloadStore, roots: set[str], by_digest: dict[str, 
         for o in by_digest[digest]:
             try:
                 blob = await store.read_object(o.location)
-            except Exception:  # gone meanwhile (another gc): nothing more to follow from it
-                continue
+            except Exception as exc:
+                if await store.modified(o.location) is None:  # gone meanwhile (another gc): nothing to follow
+                    continue
+                # Unread, what it names would look unreachable and be deleted: stop before deleting anything.
+                raise PayloadMissingError(
+                    f"payloads gc stopped, nothing deleted: sha256:{digest} is reachable but could not be read from "
+                    f"{store.location} to follow what it references ({type(exc).__name__}: {exc}); run it again"
+                ) from exc
             for found in _DIGEST.findall(blob):
                 if found.decode() in by_digest and found.decode() not in kept:
                     pending.append(found.decode())

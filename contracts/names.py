@@ -37,6 +37,7 @@ TOOLS_CALL = "tools.call"
 CODE_CHECK = "code.check"
 CODE_START = "code.start"
 CODE_RESUME = "code.resume"
+CODE_FORK = "code.fork"
 MONITOR_RECORD = "monitor.record"
 
 # ---------------------------------------------------------------- AgentWorkflow queries and signals
@@ -145,7 +146,10 @@ SEARCH_ATTRIBUTES: dict[str, str] = {
 namespace: these take all three."""
 
 WORKFLOWS = (AGENT_WORKFLOW, PIPELINE_WORKFLOW, MONITOR_WORKFLOW, SESSION_WORKFLOW)
-ACTIVITIES = (LLM_CALL, LLM_CALL_RESOLVING_TOOLS, LLM_CALL_STORED_RESULTS, TOOLS_DESCRIBE, TOOLS_CALL, CODE_CHECK, CODE_START, CODE_RESUME, MONITOR_RECORD)
+ACTIVITIES = (
+    LLM_CALL, LLM_CALL_RESOLVING_TOOLS, LLM_CALL_STORED_RESULTS, TOOLS_DESCRIBE, TOOLS_CALL, CODE_CHECK, CODE_START,
+    CODE_RESUME, CODE_FORK, MONITOR_RECORD,
+)
 
 __all__ = [
     "ACTIVITIES",
@@ -158,6 +162,7 @@ __all__ = [
     "CLOSE_UPDATE",
     "CURRENT_TURN_QUERY",
     "CODE_CHECK",
+    "CODE_FORK",
     "CODE_RESUME",
     "CODE_START",
     "CONVERSATION_REF_PATCH",

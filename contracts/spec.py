@@ -12,7 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from .approvals import ApprovalRecord
-from .code.program import ProgramLimits
+from .code.program import ForkedProgram, ProgramLimits
 from .llm.messages import Message
 from .llm.request import ContextAction, ContextPolicy, LLMConfig, Usage
 from .violations import Violation
@@ -130,6 +130,9 @@ class ForkOrigin(BaseModel):
     messages: list[Message]
     """The conversation after the system prompt: the user input and the steps before ``at_step``."""
     effects: list[EffectRecord] = Field(default_factory=list)
+    program: ForkedProgram | None = None
+    """Code mode, a fork inside a program: the program paused before that call (``messages`` then end
+    before the model step that wrote it)."""
 
 
 StepKind = Literal["assistant", "tool_call", "final"]

@@ -17,7 +17,9 @@ with workflow.unsafe.imports_passed_through():
     from .agent_run import AgentRun, seconds_since
     from .approvals import ApprovalDesk, ApprovalHandlers
     from .run_state import Features, RunProgress
-    from .steps import check_key_scope, check_spec_but_tools, opening, resolves_tools_lazily, run_steps, spec_tools
+    from .steps import (
+        check_fork, check_key_scope, check_spec_but_tools, opening, python_name, resolves_tools_lazily, run_steps, spec_tools,
+    )
     from .visibility import Visibility
 
 
@@ -99,7 +101,8 @@ class AgentWorkflow(ApprovalHandlers):
         system = opening(spec, tools)
         if run.effects is not None:
             run.effects.inherit(f"run {inp.fork.workflow_id}, which this run is a fork of", inp.fork.effects)
-            note = run.effects.inherited_note()
+            note = run.effects.inherited_note(python_name(spec, tools))
             if note:
                 system = system.model_copy(update={"content": f"{system.content or ''}\n\n{note}"})
-        return await run_steps(run, [system, *inp.fork.messages])
+        check_fork(spec, tools, inp.fork)
+        return await run_steps(run, [system, *inp.fork.messages], inp.fork)

@@ -84,12 +84,17 @@ class ApprovalDesk:
         except asyncio.CancelledError:
             # A sibling call failed the turn (or the run was cancelled): nobody will read this call's result.
             self._record(pending, "withdrawn", "", "its turn ended before a decision; the call did not run")
+            self._settle(approval_id)
             raise
-        finally:
-            self.pending.pop(approval_id, None)
-            if self.on_change is not None:
-                self.on_change(bool(self.pending))
+        # Not in a ``finally``: a worker evicting this run closes the coroutine with GeneratorExit outside
+        # the workflow's event loop, where ``on_change`` (a search-attribute upsert) cannot run.
+        self._settle(approval_id)
         return self.decided[approval_id]
+
+    def _settle(self, approval_id: str) -> None:
+        self.pending.pop(approval_id, None)
+        if self.on_change is not None:
+            self.on_change(bool(self.pending))
 
     def check(self, raw: Any) -> ApprovalDecision:
         """Parse and validate an Update's argument: the handlers' validator."""

@@ -24,6 +24,7 @@ with workflow.unsafe.imports_passed_through():
     from ..contracts import (
         AgentResult,
         AgentSpec,
+        ForkOrigin,
         LLMRequest,
         LLMResponse,
         Message,
@@ -36,12 +37,14 @@ with workflow.unsafe.imports_passed_through():
     from ..contracts.code.program import (
         LLM_FUNCTION,
         CallOutcome,
+        ForkedProgram,
         PendingCall,
         ProgramFunction,
         ProgramLimits,
         ProgramStatus,
         StartProgramInput,
         capped_view,
+        program_run_key,
     )
     from ..contracts.code.stubs import extract_program, generate_stubs, program_functions
     from ..contracts.code.variables import module_names, variable_stubs
@@ -74,8 +77,12 @@ def code_system_prompt(spec: AgentSpec, tools: list[ToolSchema]) -> str:
     return f"{spec.system_prompt}\n\n{PROGRAM_INSTRUCTIONS.format(stubs=generate_stubs(tools))}"
 
 
-async def run_code_mode(run: AgentRun, history: list[Message]) -> AgentResult:
-    """Run steps from ``history`` (``code_system_prompt`` first, the user's message last) to a program's value."""
+async def run_code_mode(run: AgentRun, history: list[Message], origin: ForkOrigin | None = None) -> AgentResult:
+    """Run steps from ``history`` (``code_system_prompt`` first, the user's message last) to a program's value.
+
+    A fork inside a source's program (``origin.program``) takes that program as its first step's answer:
+    no model call and no check (it ran in the source), the program resumed where the source's paused."""
+    resumed = origin.program if origin is not None else None
     spec = run.spec
     ladder = run.ladder()
     limits = spec.code_limits
@@ -91,22 +98,29 @@ async def run_code_mode(run: AgentRun, history: list[Message]) -> AgentResult:
         if run.cancelled():
             return run.result
         started = workflow.now()
-        request = LLMRequest(
-            config=ladder.current, messages=history, allowed_model_aliases=spec.allowed_model_aliases
-        )
-        response = await run.call_llm(request)
-        violations = list(response.violations)
-        program = None if violations else extract_program(response.message.content)
-        if not violations and program is None:
-            violations = [_violation(ViolationKind.program_syntax, "$.content", "the answer has no ```python block")]
-        if program is not None and not violations:
-            violations = await check_program(program, stubs, limits)
+        fork = resumed if index == 0 else None
+        if fork is not None:
+            response = LLMResponse(message=Message(role="assistant", content=fork.content), model=fork.model)
+            violations: list[Violation] = []
+            program: str | None = fork.program
+        else:
+            request = LLMRequest(
+                config=ladder.current, messages=history, allowed_model_aliases=spec.allowed_model_aliases
+            )
+            response = await run.call_llm(request)
+            violations = list(response.violations)
+            program = None if violations else extract_program(response.message.content)
+            if not violations and program is None:
+                violations = [_violation(ViolationKind.program_syntax, "$.content", "the answer has no ```python block")]
+            if program is not None and not violations:
+                violations = await check_program(program, stubs, limits)
 
         records: list[ToolCallRecord] = []
         value: Any = None
         status = ProgramStatus(state="failed")
         if program is not None and not violations:
-            status, records = await _execute(run, index, program, functions, limits, ladder)
+            forked = (origin.workflow_id, fork) if origin is not None and fork is not None else None
+            status, records = await _execute(run, index, program, functions, limits, ladder, forked)
             if status.state == "completed":
                 value = status.value
                 if spec.output_schema is not None:
@@ -154,6 +168,7 @@ async def _execute(
     functions: list[ProgramFunction],
     limits: ProgramLimits,
     ladder: ViolationLadder,
+    forked: tuple[str, ForkedProgram] | None = None,
 ) -> tuple[ProgramStatus, list[ToolCallRecord]]:
     info = workflow.info()
     if run.effects is not None:
@@ -169,10 +184,16 @@ async def _execute(
         known = [v.name for v in run.repl.variables]
         start.repl = run.repl
         start.variable_names = [*known, *(n for n in module_names(program) if n not in known)]
+    paused = forked_from = None
+    if forked is not None:
+        # The source's program where the fork starts; the worker checks its snapshot against the key of the
+        # source this run's input names, so no other run's memory can load here.
+        source, fork = forked
+        paused, forked_from = fork.paused, program_run_key(source, fork.chain_run_id, str(fork.step))
     status = await drive_program(
         start,
         lambda call: _run_call(run, index, info.run_id, call, by_name[call.function], ladder, records, program),
-        cancel_siblings=run.features.cancel_siblings,
+        cancel_siblings=run.features.cancel_siblings, paused=paused, forked_from=forked_from,
     )
     return status, [records[k] for k in sorted(records)]
 

@@ -22,11 +22,10 @@ from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from ..contracts import EffectRecord, Message, ToolCallResult
-    from ..contracts.llm.arguments import canonical_arguments
+    from ..contracts.llm.arguments import RECORD_CHARS, canonical_arguments, cap
     from ..contracts.llm.tools import OUTCOME_UNKNOWN
     from ..contracts.session import UntoldEffects
 
-RECORD_CHARS = 1000
 _NOTE_CHARS = 300
 _NOTE_ENTRIES = 40
 
@@ -42,10 +41,6 @@ def run_chain(key_scope: str | None = None) -> str:
         return f"scope:{key_scope}"
     info = workflow.info()
     return f"{info.workflow_id}/{info.first_execution_run_id}"
-
-
-def cap(text: str, limit: int = RECORD_CHARS) -> str:
-    return text if len(text) <= limit else text[:limit] + " [truncated]"
 
 
 class EffectLedger:

@@ -22,13 +22,15 @@ with workflow.unsafe.imports_passed_through():
         CallOutcome,
         CheckProgramInput,
         CheckProgramResult,
+        ForkProgramInput,
         PendingCall,
         ProgramLimits,
         ProgramStatus,
         ResumeProgramInput,
         StartProgramInput,
+        program_run_key,
     )
-    from ..contracts.names import CODE_CHECK, CODE_RESUME, CODE_START
+    from ..contracts.names import CODE_CHECK, CODE_FORK, CODE_RESUME, CODE_START
     from ..contracts.spec import ActivityPolicy
     from ..failures import from_failure, to_application_error
     from .activity_options import activity_options
@@ -43,8 +45,8 @@ def program_keys(step: str) -> tuple[str, str | None]:
     place of the chain's first) is the same for a run that is its chain's first, so it is left out then.
     """
     info = workflow.info()
-    key = f"{info.workflow_id}/{info.first_execution_run_id}/{step}"
-    legacy = f"{info.workflow_id}/{info.run_id}/{step}"
+    key = program_run_key(info.workflow_id, info.first_execution_run_id, step)
+    legacy = program_run_key(info.workflow_id, info.run_id, step)
     return key, (None if legacy == key else legacy)
 
 
@@ -88,12 +90,17 @@ async def drive_program(
     *,
     summary: str | None = None,
     cancel_siblings: Callable[[], bool] = lambda: False,
+    paused: ProgramStatus | None = None,
+    forked_from: str | None = None,
 ) -> ProgramStatus:
     """Run a program in the sandbox to its end; every call it makes goes to ``run_call``.
 
     Calls that pause together run concurrently; the program resumes with their
     outcomes. When the program fails (a call or a segment raises), the calls
     still running are cancelled if ``cancel_siblings()`` says so (``siblings``).
+
+    A fork starts from the source's ``paused`` program instead of ``code.start``: ``code.fork``
+    checks its snapshot against ``forked_from`` (the source's key) and signs it for ``start.run_key``.
     """
     options = _segment_options(start.limits)
     calls: dict[int, asyncio.Task[CallOutcome]] = {}
@@ -104,7 +111,12 @@ async def drive_program(
                 calls[call.call_id] = asyncio.ensure_future(run_call(call))
 
     try:
-        status = await _sandbox(CODE_START, start, options, summary)
+        if paused is not None and forked_from is not None:
+            # Re-bound before any call is made: a snapshot that is not the source's fails the fork here.
+            fork = ForkProgramInput(source_key=forked_from, run_key=start.run_key, paused=paused)
+            status = await _sandbox(CODE_FORK, fork, options, summary)
+        else:
+            status = await _sandbox(CODE_START, start, options, summary)
         while status.state == "pending":
             launch(status.calls)
             outcomes = list(await asyncio.gather(*(calls[i] for i in status.awaiting)))

@@ -10,11 +10,14 @@ they start from.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from ..contracts.errors import InvalidSpecError
-    from ..contracts import AgentResult, AgentSpec, Message, ToolSchema
+    from ..contracts import AgentResult, AgentSpec, ForkOrigin, Message, ToolSchema
+    from ..contracts.code.stubs import program_functions
     from ..contracts.spec_check import check_spec
     from ..failures import to_application_error
     from ..contracts.spec import key_scope_problem
@@ -63,10 +66,36 @@ def opening(spec: AgentSpec, tools: list[ToolSchema]) -> Message:
     return Message.system(spec.system_prompt)
 
 
-async def run_steps(run: AgentRun, history: list[Message]) -> AgentResult:
+async def run_steps(run: AgentRun, history: list[Message], fork: ForkOrigin | None = None) -> AgentResult:
     if run.spec.mode == "code":
-        return await run_code_mode(run, history)
+        return await run_code_mode(run, history, fork)
     return await run_tool_loop(run, history)
 
 
-__all__ = ["check_key_scope", "check_spec_but_tools", "opening", "resolves_tools_lazily", "run_steps", "spec_tools"]
+def python_name(spec: AgentSpec, tools: list[ToolSchema]) -> Callable[[str], str]:
+    """How the model knows a tool: by its name, or in code mode by the program function calling it."""
+    names = {f.tool: f.python_name for f in program_functions(tools)} if spec.mode == "code" else {}
+    return lambda tool: names.get(tool, tool)
+
+
+def check_fork(spec: AgentSpec, tools: list[ToolSchema], fork: ForkOrigin) -> None:
+    """A fork inside a program needs a code-mode spec offering every function its pending calls name;
+    anything else fails the fork typed before it runs (``fork_run`` refuses it first)."""
+    if fork.program is None:
+        return
+    known = {f.python_name for f in program_functions(tools)}
+    missing = sorted({c.function for c in fork.program.paused.calls} - known)
+    problem = None
+    if spec.mode != "code":
+        problem = "a fork inside a program runs in code mode"
+    elif fork.program.paused.state != "pending" or fork.program.paused.snapshot is None:
+        problem = "a fork inside a program starts from the program paused (a snapshot)"
+    elif missing:
+        problem = f"the program's pending calls name functions the fork's tools do not offer: {', '.join(missing)}"
+    if problem is not None:
+        violation = Violation(contract="fork", phase="pre", kind=ViolationKind.invalid_config, path="$.fork.program",
+                              message=problem)
+        raise to_application_error(InvalidSpecError([violation]), violation.model_dump(mode="json"))
+
+
+__all__ = ["check_fork", "check_key_scope", "python_name", "check_spec_but_tools", "opening", "resolves_tools_lazily", "run_steps", "spec_tools"]

@@ -1,4 +1,4 @@
-"""The code-mode activities: ``code.check``, ``code.start`` and ``code.resume``.
+"""The code-mode activities: ``code.check``, ``code.start``, ``code.resume`` and a fork's ``code.fork``.
 
 Each one holds a sandbox session only while the interpreter runs; a paused
 program is a signed snapshot in the payload store, so any worker can resume
@@ -20,6 +20,7 @@ from pydantic_monty import AsyncMontySession, MontyError
 from ...contracts.code.program import (
     CheckProgramInput,
     CheckProgramResult,
+    ForkProgramInput,
     ProgramStatus,
     ReplMemory,
     ResumeProgramInput,
@@ -29,7 +30,7 @@ from ...contracts.code.program import (
 )
 from ...contracts.code.variables import probe_program
 from ...contracts.errors import InvalidProgramResume, SnapshotIntegrityError, SnapshotKeyUnknownError
-from ...contracts.names import CODE_CHECK, CODE_RESUME, CODE_START
+from ...contracts.names import CODE_CHECK, CODE_FORK, CODE_RESUME, CODE_START
 from ...failures import to_application_error
 from ...telemetry.metrics import CODE_PROGRAMS, CODE_SANDBOX_SECONDS
 from .checker import check_program
@@ -105,6 +106,16 @@ class SandboxActivities:
                 status.snapshot = await self._vault.save(inp.run_key, paused.dump())
             await self._keep_repl(session, status, inp.repl, inp.variable_names)
         return _observed(status, started)
+
+    @activity.defn(name=CODE_FORK)
+    async def fork(self, inp: ForkProgramInput) -> ProgramStatus:
+        """A source's paused program for a fork: its snapshot checked against the source's key (typed
+        ``SnapshotIntegrityError`` when it is not that program's, was altered or was collected), then
+        signed for the fork. Content-addressed, so the bytes are stored once; only the binding is new."""
+        if inp.paused.state != "pending" or inp.paused.snapshot is None:
+            raise to_application_error(InvalidProgramResume("a fork starts from a paused program (with a snapshot)"))
+        blob = await self._load(inp.source_key, inp.paused.snapshot)
+        return inp.paused.model_copy(update={"snapshot": await self._vault.save(inp.run_key, blob)})
 
 
 @contextlib.asynccontextmanager

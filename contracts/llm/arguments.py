@@ -56,3 +56,12 @@ def _number(text: str) -> int | float:
 
 def _not_json(text: str) -> object:
     raise ValueError(f"{text} is not a JSON value")
+
+
+RECORD_CHARS = 1000
+"""Characters of a call's arguments and result an effect record keeps."""
+
+
+def cap(text: str, limit: int = RECORD_CHARS) -> str:
+    """``text`` as a record keeps it: whole, or its first ``limit`` characters marked truncated."""
+    return text if len(text) <= limit else text[:limit] + " [truncated]"

@@ -72,6 +72,9 @@ async def test_a_fork_at_every_step_of_a_ten_tool_run_repeats_no_effect(client, 
             charged = [c for s in fork.steps for c in s.tool_calls]
             assert all(json.loads(c.content) == {"charged": json.loads(c.arguments)["customer"]} for c in charged)
             assert fork.effects == []  # nothing took effect in the fork itself
+        # A fork of a fork knows the first source's effects too, though the middle run only inherited them.
+        again = await fork_run(client, handle.id, 0, data_converter=converter, task_queue=settings.task_queue)
+        assert (await again.result()).output == "all charged"
     assert sorted(executed) == list(range(CHARGES)), "an effect happened twice across the source and its forks"
     # The fork's model was told what the source did (the first request of the last fork).
     first = [r for r in scripted.requests if "which this run is a fork of" in str(r.body)]

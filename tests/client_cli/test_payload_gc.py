@@ -11,11 +11,13 @@ import uuid
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+import pytest
 from temporalio.client import Client
 
 from agentsteps.storage.payload_store import build_payload_store
 from agentsteps.client.payload_gc import collect_garbage
 from agentsteps.contracts import AgentInput
+from agentsteps.contracts.errors import PayloadMissingError
 from agentsteps.contracts.config.settings import WorkerSettings
 from agentsteps.contracts.names import AGENT_WORKFLOW
 
@@ -98,3 +100,32 @@ def test_gc_rejects_a_malformed_age_before_touching_anything(tmp_path):
     done = subprocess.run([AGENTSTEPS, "payloads", "gc", "--older-than", "thirty days"], cwd=tmp_path,
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and "not a duration" in done.stderr
+
+
+async def test_a_reachable_payload_that_cannot_be_read_stops_gc_before_it_deletes_what_it_names(temporal_env, tmp_path):
+    """A store error that outlasts the client's retries, on a kept payload: before, the walk skipped it as
+    "gone", so what only it names (here a paused program's snapshot) looked unreachable and was deleted."""
+    settings = WorkerSettings(state_dir=tmp_path)
+    store = build_payload_store(settings)
+    nested = await store.put(b"paused program" * 10)
+    workflow_id = await _open_run_with_large_input(temporal_env, store, f"see {nested['hash_value']} " + "y" * 300_000)
+    _age(tmp_path / "payloads")
+    large = [o async for o in store.list_objects() if o.digest != nested["hash_value"]]
+    assert len(large) == 1
+    read = store.read_object
+
+    async def unreadable(location: str) -> bytes:
+        if location == large[0].location:
+            raise OSError(5, "Input/output error")
+        return await read(location)
+
+    store.read_object = unreadable  # type: ignore[method-assign]
+    try:
+        with pytest.raises(PayloadMissingError, match=f"nothing deleted: sha256:{large[0].digest} is reachable"):
+            await collect_garbage(temporal_env.client, store, timedelta(days=30), delete=True)
+        assert store.driver.path_for(nested["hash_value"]).exists()
+        store.read_object = read  # type: ignore[method-assign]
+        report = await collect_garbage(temporal_env.client, store, timedelta(days=30), delete=True)
+        assert report.garbage == [] and store.driver.path_for(nested["hash_value"]).exists()
+    finally:
+        await temporal_env.client.get_workflow_handle(workflow_id).terminate()

@@ -18,7 +18,8 @@ def test_every_persisted_name_is_unchanged():
         "AgentWorkflow", "PipelineWorkflow", "StalledTicketMonitor",
     )
     assert names.ACTIVITIES == (
-        "llm.call", "llm.call.resolving_tools", "llm.call.stored_results", "tools.describe", "tools.call", "code.check", "code.start", "code.resume", "monitor.record",
+        "llm.call", "llm.call.resolving_tools", "llm.call.stored_results", "tools.describe", "tools.call", "code.check",
+        "code.start", "code.resume", "code.fork", "monitor.record",
     )
     assert (names.STATE_QUERY, names.STEPS_QUERY, names.CANCEL_SIGNAL) == ("state", "steps", "cancel")
     # A patch id is in every history recorded after its change; renaming it replays those runs the old way.

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 
 import pytest
+
+from agentsteps.storage import payload_store
 
 from agentsteps.storage.payload_store import (
     LocalDirStorageDriver,
@@ -13,7 +16,7 @@ from agentsteps.storage.payload_store import (
     build_payload_store,
 )
 from agentsteps.contracts.config.settings import WorkerSettings
-from agentsteps.contracts.errors import PayloadIntegrityError
+from agentsteps.contracts.errors import PayloadIntegrityError, PayloadMissingError
 
 pytestmark = pytest.mark.fast  # pure and quick: in `make test-fast`
 
@@ -33,6 +36,34 @@ async def test_altered_bytes_are_detected(tmp_path):
     store.driver.path_for(claim["hash_value"]).write_bytes(b"changed")
     with pytest.raises(PayloadIntegrityError):
         await store.get(claim)
+
+
+async def test_small_payloads_are_read_on_the_event_loop_and_failures_stay_typed(tmp_path, monkeypatch):
+    """A snapshot is read by every code.resume: a few KiB skip the thread hop; large, missing,
+    altered or malformed claims still go through the thread and fail with the same typed errors."""
+    store = PayloadStore(LocalDirStorageDriver(tmp_path))
+    small = await store.put(b"snapshot bytes")
+    large = await store.put(b"x" * (128 * 1024))
+    altered = await store.put(b"original")
+    store.driver.path_for(altered["hash_value"]).write_bytes(b"changed")
+    hops: list[str] = []
+    real_to_thread = asyncio.to_thread
+
+    async def counted(fn, *args, **kwargs):
+        hops.append(fn.__name__)
+        return await real_to_thread(fn, *args, **kwargs)
+
+    monkeypatch.setattr(payload_store.asyncio, "to_thread", counted)
+    assert await store.get(small) == b"snapshot bytes"
+    assert hops == []
+    assert await store.get(large) == b"x" * (128 * 1024)
+    assert hops == ["_retrieve_all"]
+    with pytest.raises(PayloadIntegrityError):
+        await store.get(altered)  # small and present: read inline, and still checked
+    with pytest.raises(PayloadMissingError):
+        await store.get({"hash_algorithm": "sha256", "hash_value": "0" * 64})
+    with pytest.raises(PayloadIntegrityError):
+        await store.get({"hash_algorithm": "sha256", "hash_value": "../../etc/passwd"})
 
 
 async def test_data_converter_offloads_payloads_over_256_kib(tmp_path):

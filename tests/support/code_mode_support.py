@@ -166,7 +166,7 @@ async def code_worker(client: Client, settings: WorkerSettings, pool: SandboxPoo
             client,
             task_queue=settings.task_queue,
             workflows=[AgentWorkflow, SessionWorkflow],
-            activities=[llm.call, tools.describe, tools.call, sandbox.check, sandbox.start, sandbox.resume],
+            activities=[llm.call, tools.describe, tools.call, sandbox.check, sandbox.start, sandbox.resume, sandbox.fork],
             max_concurrent_activities=20,
             # AGENTSTEPS_TEST_NO_CACHE=1: no sticky cache (the time-skipping server never reroutes sticky tasks).
             max_cached_workflows=0 if os.environ.get("AGENTSTEPS_TEST_NO_CACHE") else 1000,

@@ -41,6 +41,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from agentsteps.activities.tools.registry import ToolRegistry
 from agentsteps.client.dev_server import dev_server_args, temporal_binary
+from agentsteps.client.forks import fork_run
 from agentsteps.client.pipeline_files import load_pipeline_file
 from agentsteps.client.sessions import close_session, decide_approval, pending_approvals, send_turn, session_state
 from agentsteps.client.spec_files import parse_spec
@@ -200,6 +201,8 @@ async def record(out: Path, prefix: str, only: set[str] | None = None) -> list[s
                     await _session_state(rec)
                 if only is None:
                     await _agents(rec, settings)
+                if only is None or "code_mode_fork" in only:
+                    await _code_mode_fork(rec)
             if only is None:
                 await _monitor_tick(rec, settings, Path(state))
     finally:
@@ -227,6 +230,26 @@ async def _agents(rec: Recorder, settings: WorkerSettings) -> None:
             {"name": "wait", "arguments": {"seconds": SLOW_TOOL_SECONDS}}]}},
         {"match": {"tool_result_for": "wait"}, "reply": {"content": "done waiting"}},
     ]})
+
+
+async def _code_mode_fork(rec: Recorder) -> None:
+    """A code-mode fork inside its source's program (``code.fork``), caught waiting on its next tool call."""
+    program = (
+        'd = await send_notification(recipient="kim", message="hello")\n'
+        f'w = await wait({SLOW_TOOL_SECONDS})\n{{"id": d["notification_id"], "w": w["seconds"]}}\n'
+    )
+    rec.scripted.set_script({"default": {"content": f"```python\n{program}```"}})
+    source_id = f"code-fork-source-{uuid.uuid4().hex[:8]}"
+    source = await rec.client.execute_workflow(
+        AGENT_WORKFLOW, AgentInput(spec=agent_spec(mode="code", tools=["send_notification", "wait"]), input="notify"),
+        id=source_id, task_queue=rec.task_queue, result_type=AgentResult,
+    )
+    assert source.status == "completed", source.status
+    handle = await fork_run(rec.client, source_id, 2, data_converter=rec.client.data_converter, task_queue=rec.task_queue)
+    await _until(lambda: _tool_call_pending(handle), timeout=SLOW_TOOL_SECONDS * 3)
+    await rec.save("agent_code_mode_fork_waiting", handle)
+    result = await handle.result()
+    assert result.status == "completed", result.status
 
 
 async def _session(rec: Recorder) -> None:
