@@ -187,7 +187,9 @@ def build_worker(
     **worker_options: Any,
 ) -> Worker:
     conversations = ConversationStore(store or build_payload_store(settings))
-    tools = ToolActivities(registry if registry is not None else load_registry(settings), [mcp.source(), *sources])
+    tools = ToolActivities(
+        registry if registry is not None else load_registry(settings), [mcp.source(), *sources], conversations
+    )
     llm = LLMActivities(settings.providers, http, settings.prices, conversations, describe=tools.describe)
     session_fork = SessionForkActivities(conversations, sandbox)
     worker_options.setdefault("workflow_runner", ENGINE_SANDBOX)
@@ -209,6 +211,7 @@ def build_worker(
         activities=[
             llm.call,
             llm.call_resolving_tools,
+            llm.call_stored_results,
             tools.describe,
             tools.call,
             sandbox.check,

@@ -41,8 +41,8 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
-from agentsteps.contracts import AgentInput, AgentResult, AgentSpec, LLMConfig
-from agentsteps.contracts.names import AGENT_WORKFLOW
+from agentsteps.contracts import AgentSpec, LLMConfig
+from agentsteps.client.runs import start_agent_run
 from agentsteps.contracts.config.settings import ProviderSettings, WorkerSettings
 from agentsteps.client.dev_server import dev_server_args, temporal_binary
 from agentsteps.worker import running_worker
@@ -76,10 +76,9 @@ async def one_run(env: WorkflowEnvironment, side: str, port: int, task_queue: st
         before = {kind: sum(cpu_seconds(p) for p in ps) for kind, ps in kinds.items()}
         t0 = time.perf_counter()
         if side == "agent":
-            result = await env.client.execute_workflow(
-                AGENT_WORKFLOW, AgentInput(spec=spec, input="weather"), id=workflow_id, task_queue=task_queue,
-                result_type=AgentResult,
-            )
+            # As a backend starts one: the console's search attributes go with the start.
+            handle = await start_agent_run(env.client, spec, "weather", task_queue=task_queue, workflow_id=workflow_id)
+            result = await handle.result()
             assert result.status == "completed" and len(result.steps) == steps + 1, result.status
         elif side == "handwritten":
             calls = await env.client.execute_workflow(

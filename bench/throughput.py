@@ -41,8 +41,8 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
 from agentsteps.client.dev_server import dev_server_args, temporal_binary
-from agentsteps.contracts import AgentInput, AgentResult, AgentSpec, LLMConfig
-from agentsteps.contracts.names import AGENT_WORKFLOW
+from agentsteps.contracts import AgentSpec, LLMConfig
+from agentsteps.client.runs import start_agent_run
 from bare_workflow import BareAgentShape
 from billable import billable_actions
 from handwritten_workflow import HandwrittenAgentLoop
@@ -104,10 +104,9 @@ LAST_IDS: dict[str, str] = {}
 
 async def agent_run(client: Client, task_queue: str) -> None:
     LAST_IDS["agent"] = workflow_id = f"tp-agent-{uuid.uuid4().hex[:12]}"
-    result = await client.execute_workflow(
-        AGENT_WORKFLOW, AgentInput(spec=SPEC, input="weather in three cities"),
-        id=workflow_id, task_queue=task_queue, result_type=AgentResult,
-    )
+    # As a backend starts one: the console's search attributes go with the start.
+    handle = await start_agent_run(client, SPEC, "weather in three cities", task_queue=task_queue, workflow_id=workflow_id)
+    result = await handle.result()
     assert result.status == "completed" and len(result.steps) == STEPS + 1, (result.status, len(result.steps))
 
 

@@ -16,6 +16,7 @@ from ..contracts.spec import key_scope_problem
 from ..contracts.spec_check import check_spec
 from ..contracts.quotas.config import tenant_problem
 from ..contracts.quotas.wire import QuotaPlan
+from .search_attributes import run_start_attributes
 
 
 def validate_key_scope(key_scope: str | None) -> None:
@@ -62,7 +63,9 @@ async def start_agent_run(
     """Validate ``spec`` and start a run. ``key_scope``: see ``AgentInput.key_scope`` (dedupe across runs).
 
     ``tenant`` names the customer the run bills to; ``quota`` (``client.quotas.quota_plan(settings, tenant)``)
-    the accounts its model calls go through: without it the run takes no quota or budget."""
+    the accounts its model calls go through: without it the run takes no quota or budget.
+    The console's search attributes start with the run (free, part of the start), so the run
+    does not upsert them."""
     validate_spec(spec, known_tools)
     validate_key_scope(key_scope)
     validate_tenant(tenant)
@@ -72,6 +75,7 @@ async def start_agent_run(
         id=workflow_id or f"agent-{spec.name}-{uuid.uuid4().hex[:12]}",
         task_queue=task_queue,
         result_type=AgentResult,
+        search_attributes=run_start_attributes(spec, tenant),
     )
 
 

@@ -1,6 +1,8 @@
 """The ``AgentSteps*`` search attributes on the server: checked when a worker starts.
 
-Runs upsert them (``workflows/visibility.py``); an upsert of an attribute the
+A client starting a run sets the first values with the start (``run_start_attributes``: part
+of the start, no billable upsert); runs upsert changes (``workflows/visibility.py``), and a run
+started without them upserts them itself. An upsert of an attribute the
 namespace lacks fails the workflow task, again and again, so a worker must not
 start polling without them. ``ensure_search_attributes``:
 
@@ -17,14 +19,28 @@ start polling without them. ``ensure_search_attributes``:
 from __future__ import annotations
 
 import sys
+from datetime import datetime, timezone
 
 from temporalio.api.enums.v1 import IndexedValueType
 from temporalio.api.operatorservice.v1 import AddSearchAttributesRequest, ListSearchAttributesRequest
 from temporalio.client import Client
+from temporalio.common import SearchAttributeKey, SearchAttributePair, TypedSearchAttributes
 from temporalio.service import RPCError, RPCStatusCode
 
+from ..contracts import AgentSpec
 from ..contracts.errors import DeploymentConfigError
-from ..contracts.names import SEARCH_ATTRIBUTES
+from ..contracts.names import (
+    SA_AWAITING_APPROVAL,
+    SA_COST,
+    SA_LAST_ACTIVITY,
+    SA_MODEL,
+    SA_SPEC,
+    SA_STEPS,
+    SA_TENANT,
+    SA_TOKENS,
+    SA_VIOLATIONS,
+    SEARCH_ATTRIBUTES,
+)
 
 _TYPES = {
     "Keyword": IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD,
@@ -33,6 +49,24 @@ _TYPES = {
     "Bool": IndexedValueType.INDEXED_VALUE_TYPE_BOOL,
     "Datetime": IndexedValueType.INDEXED_VALUE_TYPE_DATETIME,
 }
+
+
+def run_start_attributes(spec: AgentSpec, tenant: str | None = None, now: datetime | None = None) -> TypedSearchAttributes:
+    """What a run's start upsert would set (``Visibility.start``), for the client to set at the start instead.
+
+    A run whose start carries them does not upsert them (one billable action less); the values and
+    types are the workflow's own, so the console lists either run alike."""
+    return TypedSearchAttributes([
+        *([SearchAttributePair(SearchAttributeKey.for_keyword(SA_TENANT), tenant)] if tenant else []),
+        SearchAttributePair(SearchAttributeKey.for_keyword(SA_SPEC), spec.name[:200]),
+        SearchAttributePair(SearchAttributeKey.for_keyword(SA_MODEL), spec.model.model[:200]),
+        SearchAttributePair(SearchAttributeKey.for_int(SA_STEPS), 0),
+        SearchAttributePair(SearchAttributeKey.for_int(SA_TOKENS), 0),
+        SearchAttributePair(SearchAttributeKey.for_int(SA_VIOLATIONS), 0),
+        SearchAttributePair(SearchAttributeKey.for_float(SA_COST), 0.0),
+        SearchAttributePair(SearchAttributeKey.for_bool(SA_AWAITING_APPROVAL), False),
+        SearchAttributePair(SearchAttributeKey.for_datetime(SA_LAST_ACTIVITY), now or datetime.now(timezone.utc)),
+    ])
 
 
 def create_commands(namespace: str, names: dict[str, str] | None = None) -> list[str]:
@@ -104,4 +138,4 @@ async def ensure_search_attributes(client: Client, namespace: str) -> None:
         print(f"registered search attributes in namespace {namespace!r}: {', '.join(missing)}", file=sys.stderr)
 
 
-__all__ = ["create_commands", "ensure_search_attributes", "missing_search_attributes"]
+__all__ = ["create_commands", "ensure_search_attributes", "missing_search_attributes", "run_start_attributes"]

@@ -1,7 +1,9 @@
 """What the console reads from Temporal, as a client: visibility rows, queries, results.
 
 Lists come from visibility (``list_workflows`` filtered on the ``AgentSteps*``
-search attributes), never from histories. A page about one run asks that run
+search attributes), never from histories. A completed run does not upsert its
+totals (``workflows/visibility.py``): a listed one that has none is filled in
+from its result (the close event only, ``completed_totals``). A page about one run asks that run
 (``state``, ``steps``, ``approvals`` queries while it runs; its result, the
 close event only, once it ended). Every name comes from ``contracts/names.py``.
 """
@@ -46,6 +48,8 @@ from ..contracts.names import (
 from ..contracts.session import SessionOutcome, SessionState, TurnSummary
 
 PAGE_SIZE = 50
+RESULT_READS = 8
+"""Results of completed runs read at once while filling in a page's totals."""
 QUERY_TIMEOUT = timedelta(seconds=5)
 STATUSES = {
     "running": "Running",
@@ -170,10 +174,30 @@ async def list_rows(client: Client, filters: Filters, token: str = "") -> Page:
     )
     await it.fetch_next_page()
     following = it.next_page_token
-    return Page(
-        [Row.of(wf) for wf in it.current_page or []],
-        base64.urlsafe_b64encode(following).decode() if following else "",
-    )
+    rows = [Row.of(wf) for wf in it.current_page or []]
+    await completed_totals(client, rows)
+    return Page(rows, base64.urlsafe_b64encode(following).decode() if following else "")
+
+
+async def completed_totals(client: Client, rows: list[Row]) -> None:
+    """Steps, tokens, violations, cost and model of each completed run listed without them, from its result.
+
+    Its search attributes still hold the zeros it started with: a run that completes keeps its totals in its
+    result rather than pay an upsert for them. A result that cannot be read leaves the row as it is."""
+    gate = asyncio.Semaphore(RESULT_READS)
+
+    async def fill(row: Row) -> None:
+        async with gate:
+            try:
+                handle = client.get_workflow_handle(row.workflow_id, run_id=row.run_id, result_type=AgentResult)
+                result = await handle.result(rpc_timeout=QUERY_TIMEOUT)
+            except Exception:  # gone (retention), unreadable payload: the row shows what visibility has
+                return
+        row.steps, row.tokens = len(result.steps), result.usage.total_tokens
+        row.violations, row.cost_usd = len(result.violations), result.cost_usd
+        row.model = result.model or row.model
+
+    await asyncio.gather(*(fill(r) for r in rows if r.kind == "run" and r.status == "completed" and not r.steps))
 
 
 # ------------------------------------------------------------------ the approvals inbox
@@ -316,6 +340,7 @@ __all__ = [
     "Waiting",
     "describe",
     "inbox",
+    "completed_totals",
     "list_rows",
     "run_view",
     "session_view",

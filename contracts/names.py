@@ -30,6 +30,10 @@ LLM_CALL_RESOLVING_TOOLS = "llm.call.resolving_tools"
 """``llm.call`` for a request that names its tools instead of carrying them (a one-shot tool-mode run's
 first call). Its own name, so a worker older than tool-name resolution never takes it: Temporal retries
 the task until an upgraded worker does, and no model is ever called without the run's tools."""
+LLM_CALL_STORED_RESULTS = "llm.call.stored_results"
+"""``llm.call`` for a request whose tool messages name their stored copies (``LLMRequest.stored_messages``)
+instead of carrying their content, so a tool result is in history once (the ``tools.call`` result). Its own
+name, so a worker older than it never takes it and no model ever reads a tool message without its content."""
 TOOLS_DESCRIBE = "tools.describe"
 TOOLS_CALL = "tools.call"
 CODE_CHECK = "code.check"
@@ -164,7 +168,10 @@ SEARCH_ATTRIBUTES: dict[str, str] = {
 namespace: these take all three."""
 
 WORKFLOWS = (AGENT_WORKFLOW, PIPELINE_WORKFLOW, MONITOR_WORKFLOW, SESSION_WORKFLOW, QUOTA_ACCOUNT_WORKFLOW)
-ACTIVITIES = (LLM_CALL, LLM_CALL_RESOLVING_TOOLS, TOOLS_DESCRIBE, TOOLS_CALL, CODE_CHECK, CODE_START, CODE_RESUME, CODE_FORK, SESSION_FORK, MONITOR_RECORD)
+ACTIVITIES = (
+    LLM_CALL, LLM_CALL_RESOLVING_TOOLS, LLM_CALL_STORED_RESULTS, TOOLS_DESCRIBE, TOOLS_CALL, CODE_CHECK, CODE_START,
+    CODE_RESUME, CODE_FORK, SESSION_FORK, MONITOR_RECORD,
+)
 
 __all__ = [
     "ACTIVITIES",
@@ -186,6 +193,7 @@ __all__ = [
     "FORK_SOURCE_QUERY",
     "LLM_CALL",
     "LLM_CALL_RESOLVING_TOOLS",
+    "LLM_CALL_STORED_RESULTS",
     "MONITOR_RECORD",
     "MONITOR_WORKFLOW",
     "PATCH_TOOL_RESULT_CAP",

@@ -11,11 +11,23 @@ from __future__ import annotations
 import hashlib
 from collections import OrderedDict
 
+from temporalio import activity
+
 from ..contracts.errors import PayloadIntegrityError, PayloadMissingError
 from ..contracts.llm.conversation import ConversationRef, decode_node, encode_node
 from ..contracts.llm.messages import Message
 from ..failures import to_application_error
 from .payload_store import PayloadStore
+
+
+def caller_owner(owner: str) -> str:
+    """``owner`` when it names the calling workflow (``<workflow id>/...``), so an activity's input can never
+    read or write another workflow's conversation; a typed, non-retried failure otherwise."""
+    if owner and activity.in_activity() and not owner.startswith(f"{activity.info().workflow_id}/"):
+        raise to_application_error(
+            PayloadIntegrityError(f"the conversation's owner {owner!r} is not the calling workflow")
+        )
+    return owner
 
 
 class ConversationStore:
@@ -72,4 +84,4 @@ class ConversationStore:
             self._cache.popitem(last=False)
 
 
-__all__ = ["ConversationStore"]
+__all__ = ["ConversationStore", "caller_owner"]

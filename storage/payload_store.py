@@ -40,12 +40,10 @@ from .s3_store import PrefixedAioboto3Client, StoredObject, s3_location
 
 _BLOB_ENCODING = b"binary/plain"
 LOCAL_DRIVER = "agentsteps.localdir"
-_INLINE_WRITE_BYTES = 64 * 1024
-"""A conversation segment (every model call writes one) is a few KiB: writing it on the event
-loop takes ~0.1 ms, handing it to a thread and back ~0.3 ms. Larger writes still go to a thread."""
 _INLINE_READ_BYTES = 64 * 1024
-"""Likewise for reads: every ``code.resume`` loads its program snapshot (a few KiB), which took
-0.18-0.20 ms read here against 0.30-0.55 ms handed to a thread and back, on a loaded worker."""
+"""Every ``code.resume`` loads its program snapshot (a few KiB), which took 0.18-0.20 ms read here
+against 0.30-0.55 ms handed to a thread and back, on a loaded worker. (Writes always go to a thread:
+they fsync.)"""
 
 
 class LocalDirStorageDriver(StorageDriver):
@@ -78,8 +76,9 @@ class LocalDirStorageDriver(StorageDriver):
         self, context: StorageDriverStoreContext, payloads: Sequence[Payload]
     ) -> list[StorageDriverClaim]:
         blobs = [p.SerializeToString() for p in payloads]
-        if sum(map(len, blobs)) <= _INLINE_WRITE_BYTES:
-            return self._store_all(blobs)
+        # Always in a thread: each new file is fsynced twice (file and directory), which on a busy
+        # disk takes milliseconds, and on the event loop that stalled every activation and activity of
+        # the worker (py-spy: 14% of a throughput worker's samples, in os.fsync on the loop).
         return await asyncio.to_thread(self._store_all, blobs)
 
     def _store_all(self, blobs: list[bytes]) -> list[StorageDriverClaim]:

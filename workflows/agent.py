@@ -33,6 +33,7 @@ class AgentWorkflow(ApprovalHandlers, QuotaHandlers):
         self.quotas = QuotaDesk()
         self.visibility = Visibility()
         self.approvals.on_change = self.visibility.awaiting
+        self.features: Features | None = None
 
     @workflow.run
     async def run(self, inp: AgentInput) -> AgentResult:
@@ -51,12 +52,15 @@ class AgentWorkflow(ApprovalHandlers, QuotaHandlers):
                 workflow_metrics.record_run("failed", seconds_since(started), len(result.steps), reason)
             raise
         workflow_metrics.record_run(result.status, seconds_since(started), len(result.steps))
-        self._totals(result)
+        self._totals(result, completed=True)
         return result
 
-    def _totals(self, result: AgentResult) -> None:
-        """The run's decisions into its result, its totals into its search attributes (one upsert)."""
+    def _totals(self, result: AgentResult, *, completed: bool = False) -> None:
+        """The run's decisions into its result, its totals into its search attributes: one upsert, or none
+        when the run completed under the release (its result has them; the console reads it)."""
         result.approvals = self.approvals.recent()
+        if completed and self.features is not None and self.features.release:
+            return
         self.visibility.totals(
             steps=len(result.steps), usage=result.usage, violations=len(result.violations),
             cost_usd=result.cost_usd, model=result.model or self.progress.model,
@@ -86,7 +90,7 @@ class AgentWorkflow(ApprovalHandlers, QuotaHandlers):
         # Before the first command. With CONVERSATION_REF_PATCH the conversation goes to the payload store as a
         # session's does, so a step's llm.call carries only what the step added; runs recorded without the
         # marker replay sending the whole history.
-        features = Features.at_start(one_shot=True)
+        features = self.features = Features.at_start(one_shot=True)
         quota = {"quota": inp.quota, "quota_desk": self.quotas} if inp.quota is not None else {}
         # A fork (its input names the source's conversation) describes its tools first, as it always did.
         if inp.fork is None and resolves_tools_lazily(spec, features.release):

@@ -278,6 +278,7 @@ class AgentRun:
         approval_id: str,
         model_text: str = "",
         program: str = "",
+        for_model: bool = False,
     ) -> ToolCallResult:
         """One tool call under the run's effect keys, after its approval if the tool requires one.
 
@@ -285,6 +286,8 @@ class AgentRun:
         what already happened is not a person's decision to make again (and a rejection would tell the
         model it did not run). ``scope`` is prefixed with the run's own (a session's turn), so equal calls
         in two turns are two effects. ``model_text`` or ``program`` is what an approver sees around the call.
+        ``for_model``: a tool-mode step's call, whose result the model reads next; under the release the
+        activity stores that tool message in the run's conversation store and the next call names it.
         """
         policy = self.spec.tool_policy
         if self.effects is None:
@@ -304,12 +307,19 @@ class AgentRun:
             return rejected
         if done is not None:
             return done
+        chain = self.config.chain
+        store_for = chain.owner if for_model and chain is not None and self.features.release else ""
         result = await call_tool(
-            name, arguments, call_id=call_id, key=key, policy=policy, delivery=schema.delivery if schema else None
+            name, arguments, call_id=call_id, key=key, policy=policy, delivery=schema.delivery if schema else None,
+            store_for=store_for, store_cap=self.tool_result_cap() if store_for else None,
         )
         if effectful:
             self.effects.record(key, name, arguments, result)
         return result
+
+    def tool_result_cap(self) -> int | None:
+        """Where a tool message the model reads is cut (None: runs recorded before the cap)."""
+        return self.spec.tool_result_chars if self.features.tool_result_cap else None
 
     def effects_note(self, python_name: Callable[[str], str] = str) -> str | None:
         return self.effects.note(python_name) if self.effects is not None else None

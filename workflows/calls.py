@@ -24,7 +24,9 @@ with workflow.unsafe.imports_passed_through():
     from ..contracts import LLMRequest, LLMResponse, ToolCallInput, ToolCallResult, ToolSchema, Usage
     from ..contracts.errors import BudgetExceededError, ToolNotSentError
     from ..contracts.code.program import CallOutcome
-    from ..contracts.names import EXACTLY_ONCE_PATCH, LLM_CALL, LLM_CALL_RESOLVING_TOOLS, TOOLS_CALL, TOOLS_DESCRIBE
+    from ..contracts.names import (
+        EXACTLY_ONCE_PATCH, LLM_CALL, LLM_CALL_RESOLVING_TOOLS, LLM_CALL_STORED_RESULTS, TOOLS_CALL, TOOLS_DESCRIBE,
+    )
     from ..contracts.spec import ActivityPolicy
     from ..contracts.llm.tools import Delivery, ToolsDescribeInput, outcome_unknown, result_value
     from ..failures import failure_type, to_application_error
@@ -51,7 +53,7 @@ async def call_llm(
     With ``token_budget``, going over it fails the run (typed, not retried).
     """
     response = await workflow.execute_activity(
-        LLM_CALL if request.tool_names is None else LLM_CALL_RESOLVING_TOOLS,
+        _llm_activity(request),
         request,
         result_type=LLMResponse,
         summary=summary or f"chat {request.config.model}",
@@ -65,13 +67,21 @@ async def call_llm(
     return response
 
 
+def _llm_activity(request: LLMRequest) -> str:
+    """The name only workers that understand the request register (older ones never take it)."""
+    if request.tool_names is not None:
+        return LLM_CALL_RESOLVING_TOOLS
+    return LLM_CALL_STORED_RESULTS if request.stored_messages else LLM_CALL
+
+
 def budget_exceeded(message: str) -> ApplicationError:
     """The run's typed failure for a spent token or step budget: not retried."""
     return to_application_error(BudgetExceededError(message))
 
 
 async def call_tool(
-    name: str, arguments: str, *, call_id: str, key: str, policy: ActivityPolicy, delivery: Delivery | None = None
+    name: str, arguments: str, *, call_id: str, key: str, policy: ActivityPolicy, delivery: Delivery | None = None,
+    store_for: str = "", store_cap: int | None = None,
 ) -> ToolCallResult:
     """One tool call. ``key`` must be stable across retries, crashes and replays: the side effect runs once.
 
@@ -83,7 +93,8 @@ async def call_tool(
     timeout or a lost worker becomes an ``OUTCOME_UNKNOWN`` error result for the
     model. A workflow cancel during the call cancels the run.
     """
-    call = ToolCallInput(name=name, arguments=arguments, call_id=call_id, idempotency_key=key, delivery=delivery)
+    call = ToolCallInput(name=name, arguments=arguments, call_id=call_id, idempotency_key=key, delivery=delivery,
+                         store_for=store_for, store_cap=store_cap)
     if delivery != "at_most_once":
         return await workflow.execute_activity(
             TOOLS_CALL, call, result_type=ToolCallResult, summary=f"execute_tool {name}", **activity_options(policy)

@@ -14,6 +14,10 @@ a loop that rebuilds equal messages resends nothing. A tail that begins with
 no stored prefix (a message was changed or dropped) starts a new segment on
 ``base`` and sends all of itself, so a change always reaches the store.
 Replay rebuilds equal lists, so it sends what the run sent.
+
+A tool message a ``tools.call`` stored itself (``remember_message``) goes as a
+placeholder naming that segment (``LLMRequest.stored_messages``), not as its
+content: the content is in history once, as the ``tools.call`` result.
 """
 
 from __future__ import annotations
@@ -35,6 +39,8 @@ class ConversationChain:
         """Every segment this chain stores is bound to the run (or session) it belongs to (``own_chain``)."""
         self._stored: list[tuple[tuple[Message, ...], ConversationRef]] = []
         """Stored prefixes of the tail, longest first."""
+        self._messages: dict[Message, ConversationRef] = {}
+        """Tool messages stored by their ``tools.call``, by value."""
 
     @classmethod
     def own_chain(cls, base: ConversationRef | None) -> ConversationChain:
@@ -52,9 +58,17 @@ class ConversationChain:
     def request(self, request: LLMRequest) -> LLMRequest:
         """``request`` with its messages replaced by a stored prefix's ref and what came after it."""
         length, ref = self._longest_stored(request.messages)
-        return request.model_copy(
-            update={"messages": request.messages[length:], "conversation": ref, "chained": True, "owner": self.owner}
-        )
+        tail = request.messages[length:]
+        stored = {i: self._messages[m] for i, m in enumerate(tail) if m.role == "tool" and m in self._messages}
+        if stored:
+            tail = [m.model_copy(update={"content": None}) if i in stored else m for i, m in enumerate(tail)]
+        return request.model_copy(update={
+            "messages": tail, "conversation": ref, "chained": True, "owner": self.owner, "stored_messages": stored,
+        })
+
+    def remember_message(self, message: Message, ref: ConversationRef) -> None:
+        """``message`` is stored as the one-message segment ``ref`` (what its ``tools.call`` returned)."""
+        self._messages[message] = ref
 
     def learn(self, tail: Sequence[Message], ref: ConversationRef) -> None:
         """``tail`` is stored as ``ref`` (what ``llm.call`` returned for it)."""

@@ -25,7 +25,7 @@ with workflow.unsafe.imports_passed_through():
         ToolCallRecord,
         ToolCallResult,
     )
-    from ..contracts.llm.tools import capped_tool_content
+    from ..contracts.llm.tools import tool_message
     from .agent_run import AgentRun
     from .calls import budget_exceeded
     from .siblings import together
@@ -71,8 +71,8 @@ async def run_tool_loop(run: AgentRun, history: list[Message]) -> AgentResult:
             ]
             run.record_step(index, "tool_call", response, records, step_started)
             # A huge result would overflow the context precondition and end the run; cut it visibly instead.
-            cap = spec.tool_result_chars if run.features.tool_result_cap else None
-            history = run.advance([*history, response.message, *(_tool_message(r, cap) for r in results)])
+            cap = run.tool_result_cap()
+            history = run.advance([*history, response.message, *(_tool_message(run, r, cap) for r in results)])
             accepted = len(history)
             continue
 
@@ -93,15 +93,18 @@ async def _run_tools(run: AgentRun, index: int, response: LLMResponse) -> list[T
         return await run.call_tool(
             run.config.schemas.get(call.name), call.name, call.arguments, call_id=call.id, scope=scope,
             legacy_key=f"{run_id}:{step_call}", approval_id=step_call, model_text=response.message.content or "",
+            for_model=True,
         )
 
     # Effect keys are taken before any await inside call_tool (approvals included): ordinals follow call order.
     return await together((one(call) for call in response.message.tool_calls), run.features.cancel_siblings)
 
 
-def _tool_message(result: ToolCallResult, cap: int | None) -> Message:
-    content = result.content if cap is None else capped_tool_content(result.content, cap)
-    return Message(role="tool", tool_call_id=result.call_id, name=result.name, content=content, is_error=result.is_error)
+def _tool_message(run: AgentRun, result: ToolCallResult, cap: int | None) -> Message:
+    message = tool_message(result, cap)
+    if result.message_ref is not None and run.config.chain is not None:
+        run.config.chain.remember_message(message, result.message_ref)  # the next llm.call names it
+    return message
 
 
 def _final_output(response: LLMResponse, spec: AgentSpec) -> object:

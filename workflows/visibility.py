@@ -5,9 +5,14 @@ reading histories, so the columns it shows (spec, model, steps, tokens, cost,
 violations, waiting for approval, last activity) must be search attributes.
 Each upsert is a workflow command (a billable action on Temporal Cloud), so a
 run upserts only when a column changes in a way a person filters on: at its
-start, when a call starts or stops waiting for approval, and at its end (a
-session: at its start, each turn's end and the approvals). Steps and tokens of
-a running run come from its ``state`` query instead.
+start, unless the client set the attributes with the start
+(``client.search_attributes.run_start_attributes``: free, part of the start);
+when a call starts or stops waiting for approval; and at its end, unless it
+completed (a session: at its start, each turn's end and the approvals). Steps
+and tokens of a running run come from its ``state`` query instead; those of a
+completed run from its result, which the console reads (``ExecutionStatus``
+already says it completed), so a completed run ends without an upsert. A
+failed run, which has no result, upserts its totals.
 
 Gated by ``SEARCH_ATTRIBUTES_PATCH``, asked once before the first command:
 runs recorded before it replay without upserts.
@@ -59,6 +64,8 @@ class Visibility:
 
         A run with a ``tenant`` names it in the same upsert (operators list runs by tenant)."""
         self.on = patched_since_release(SEARCH_ATTRIBUTES_PATCH)
+        if workflow.info().typed_search_attributes.get(SPEC) is not None:
+            return  # set by the client with the start (part of the start event, so replay reads the same)
         self._upsert(
             *([TENANT.value_set(tenant)] if tenant else []),
             SPEC.value_set(spec.name[:200]),

@@ -7,6 +7,7 @@ for the workflow to re-prompt or degrade.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Awaitable, Callable
 
@@ -28,7 +29,7 @@ from ...contracts.llm import context
 from ...contracts.llm.request import ContextAction, LLMRequest, LLMResponse
 from ...contracts.llm.tools import ToolSchema, ToolsDescribeInput
 from ...contracts.spec_check import check_spec_tools
-from ...contracts.names import LLM_CALL, LLM_CALL_RESOLVING_TOOLS
+from ...contracts.names import LLM_CALL, LLM_CALL_RESOLVING_TOOLS, LLM_CALL_STORED_RESULTS
 from ...contracts.llm.call_ids import with_engine_call_ids
 from ...contracts.llm.capabilities import check_capabilities
 from ...contracts.llm.postconditions import check_response
@@ -37,7 +38,7 @@ from ...contracts.violations import Violation, ViolationKind
 from ...telemetry.labels import MODELS
 from ...telemetry.tracing import llm_span
 from ...failures import from_failure, to_application_error
-from ...storage.conversations import ConversationStore
+from ...storage.conversations import ConversationStore, caller_owner
 from . import metrics
 from .providers.registry import ProviderSet
 from .providers.streams import TextSink
@@ -48,13 +49,7 @@ from .token_stream import TokenPublisher
 def _owner(request: LLMRequest) -> str:
     """Who a chained call's segments are bound to: the workflow sets it from its own info, and it must
     name the calling workflow, so a request can never read or write another workflow's conversation."""
-    if not request.owner:
-        return ""
-    if activity.in_activity() and not request.owner.startswith(f"{activity.info().workflow_id}/"):
-        raise to_application_error(
-            PayloadIntegrityError(f"the conversation's owner {request.owner!r} is not the calling workflow")
-        )
-    return request.owner
+    return caller_owner(request.owner)
 
 
 def _precondition_failure(violations: list[Violation]) -> ApplicationError:
@@ -98,6 +93,11 @@ class LLMActivities:
         """``llm.call`` under the name only workers that resolve ``tool_names`` register."""
         return await self.call(request)
 
+    @activity.defn(name=LLM_CALL_STORED_RESULTS)
+    async def call_stored_results(self, request: LLMRequest) -> LLMResponse:
+        """``llm.call`` under the name only workers that read ``stored_messages`` register."""
+        return await self.call(request)
+
     async def _resolve_tools(self, names: list[str]) -> list[ToolSchema]:
         """What ``tools.describe`` and the spec's tool check did before a run's first call; nothing is sent
         to the model when a name is unknown or a schema unusable (typed, not retried)."""
@@ -111,8 +111,10 @@ class LLMActivities:
 
     async def _chat(self, request: LLMRequest) -> LLMResponse:
         chained = request.chained or request.conversation is not None
-        full = request
         owner = _owner(request)
+        if request.stored_messages:
+            request = await self._stored_messages(request, owner)
+        full = request
         if chained:
             earlier = await self._store().load(request.conversation, owner)
             full = request.model_copy(
@@ -121,23 +123,49 @@ class LLMActivities:
         action = None
         if request.context_policy != "none" and not context.fits(full):
             full, action = await self._compact(full)
-        stored: ConversationRef | None = None
+        storing: asyncio.Task[ConversationRef] | None = None
         if chained:
-            # Stored before the provider call: a retry stores the same segment under the same address.
-            # A compacted conversation starts a new chain, so later calls build on the compacted one.
+            # Stored while the model answers (a write is two fsyncs, or a PUT to S3), and awaited before
+            # anything names it: the ref goes into history only once the segment is durable. A retry
+            # stores the same segment under the same address. A compacted conversation starts a new
+            # chain, so later calls build on the compacted one.
             if action is None:
-                stored = await self._store().extend(request.conversation, full.messages, request.messages, owner)
+                segment = self._store().extend(request.conversation, full.messages, request.messages, owner)
             else:
-                stored = await self._store().extend(None, full.messages, full.messages, owner)
-        if request.stream is None:
-            response = await self._call(full)
-        else:
-            async with TokenPublisher(request.stream) as tokens:
-                response = await self._call(full, on_text=tokens.add)
+                segment = self._store().extend(None, full.messages, full.messages, owner)
+            storing = asyncio.ensure_future(segment)
+        try:
+            if request.stream is None:
+                response = await self._call(full)
+            else:
+                async with TokenPublisher(request.stream) as tokens:
+                    response = await self._call(full, on_text=tokens.add)
+        except BaseException:
+            if storing is not None:
+                await asyncio.gather(storing, return_exceptions=True)  # the call's own failure is what counts
+            raise
+        stored = await storing if storing is not None else None
         cost = metrics.cost_usd(self._prices, full.config.model, response.usage)
         if action is not None:
             cost += metrics.cost_usd(self._prices, full.config.model, action.usage)
         return response.model_copy(update={"conversation": stored, "context": action, "cost_usd": cost})
+
+    async def _stored_messages(self, request: LLMRequest, owner: str) -> LLMRequest:
+        """``request`` with each placeholder replaced by the tool message its ``tools.call`` stored: bound to
+        this run (``owner``), and answering the same call, or the call fails typed and is not retried."""
+        messages = list(request.messages)
+        for index, ref in request.stored_messages.items():
+            placeholder = messages[index] if 0 <= index < len(messages) else None
+            stored = await self._store().load(ref, owner) if ref.length == 1 else []
+            if (
+                placeholder is None or len(stored) != 1 or stored[0].role != "tool"
+                or (stored[0].tool_call_id, stored[0].name) != (placeholder.tool_call_id, placeholder.name)
+            ):
+                raise to_application_error(PayloadIntegrityError(
+                    f"stored tool message {index} ({ref.sha256[:12]}) does not answer the call it stands for"
+                ))
+            messages[index] = stored[0]
+        return request.model_copy(update={"messages": messages, "stored_messages": {}})
 
     def _store(self) -> ConversationStore:
         if self._conversations is None:

@@ -20,9 +20,12 @@ from ...contracts.errors import ToolConfigError
 from ...contracts.json_schema import json_path
 from ...contracts.names import TOOLS_CALL, TOOLS_DESCRIBE
 from ...contracts.llm.arguments import parse_tool_arguments
-from ...contracts.llm.tools import ToolsDescribeInput, outcome_unknown, stored_once
+from ...contracts.llm.tools import (
+    STORED_MESSAGE_MIN_CHARS, ToolsDescribeInput, outcome_unknown, stored_once, tool_message,
+)
 from ...contracts.tool_names import tool_name_collisions
 from ...failures import to_application_error
+from ...storage.conversations import ConversationStore, caller_owner
 from ...telemetry.labels import TOOLS
 from ...telemetry.metrics import TOOL_CALL_SECONDS, TOOL_CALLS
 from ...telemetry.tracing import tool_span
@@ -31,9 +34,13 @@ from .source import ToolSource
 
 
 class ToolActivities:
-    def __init__(self, registry: ToolRegistry, sources: Sequence[ToolSource] = ()) -> None:
+    def __init__(
+        self, registry: ToolRegistry, sources: Sequence[ToolSource] = (), conversations: ConversationStore | None = None
+    ) -> None:
+        """``conversations``: where a call with ``store_for`` stores the tool message the model reads next."""
         self._registry = registry
         self._sources = list(sources)
+        self._conversations = conversations
 
     async def catalog(self) -> dict[str, ToolSchema]:
         """Every tool: the registry's, and every reachable one of each source (``agentsteps tools``)."""
@@ -90,10 +97,22 @@ class ToolActivities:
             if offered:
                 label = TOOLS.admit(call.name)
             outcome = "error" if result.is_error else "ok"
-            return stored_once(result)  # history keeps the value once, as content
+            return await self._stored_for_model(call, stored_once(result))  # history keeps the value once
         finally:
             TOOL_CALLS.labels(tool=label, outcome=outcome).inc()
             TOOL_CALL_SECONDS.labels(tool=label).observe(time.perf_counter() - started)
+
+    async def _stored_for_model(self, call: ToolCallInput, result: ToolCallResult) -> ToolCallResult:
+        """With ``store_for``, the tool message the model reads next, stored bound to the calling run, and
+        named in the result: that ``llm.call`` names it instead of carrying the content a second time."""
+        owner = caller_owner(call.store_for)
+        if not owner or self._conversations is None:
+            return result  # the workflow then sends the content itself, as it always did
+        message = tool_message(result, call.store_cap)
+        if len(message.content or "") < STORED_MESSAGE_MIN_CHARS:
+            return result  # cheaper as a copy than as a reference
+        ref = await self._conversations.extend(None, [message], [message], owner)
+        return result.model_copy(update={"message_ref": ref})
 
     def _tool_type(self, name: str) -> str:
         # OpenTelemetry's GenAI conventions call server-side tools "extension".

@@ -67,6 +67,10 @@ class LLMRequest(BaseModel):
     """Chained requests: the run or session the conversation belongs to, ``<workflow id>/<first run id>``,
     set by the workflow from its own info. Every segment stored is bound to it, and a chain holding a
     segment bound to another owner is refused (``PayloadIntegrityError``). Empty: an older release's call."""
+    stored_messages: dict[int, ConversationRef] = Field(default_factory=dict, exclude_if=lambda refs: not refs)
+    """Index in ``messages`` -> the one-message segment a ``tools.call`` stored for it (bound to ``owner``):
+    that message is sent as a placeholder without content, and the activity puts the stored one, checked
+    to answer the same call, in its place. So a tool result is in history once."""
     context_policy: ContextPolicy = "none"
     stream: TokenStream | None = None
     """Call the provider with streaming and publish the answer's text, batched, on the calling

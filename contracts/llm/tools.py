@@ -9,6 +9,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from ..json_schema import parse_json
+from .conversation import ConversationRef
+from .messages import Message
 
 TOOL_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$"
 
@@ -55,6 +57,12 @@ class ToolCallInput(BaseModel):
     delivery: Delivery | None = None
     """Set by the workflow; ``at_most_once`` makes the activity report a failure after the
     request may have been sent as an ``OUTCOME_UNKNOWN`` result instead of raising."""
+    store_for: str = Field(default="", exclude_if=lambda owner: not owner)
+    """A tool-mode step's call: the run or session (``<workflow id>/<first run id>``, the calling workflow)
+    the tool message the model will read (``tool_message``, cut at ``store_cap``) is stored for, as a
+    one-message conversation segment bound to it, when its content is at least ``STORED_MESSAGE_MIN_CHARS``
+    long; ``ToolCallResult.message_ref`` names it. Empty: not stored."""
+    store_cap: int | None = Field(default=None, exclude_if=lambda cap: cap is None)
 
 
 class ToolCallResult(BaseModel):
@@ -77,6 +85,21 @@ class ToolCallResult(BaseModel):
     error_type: str | None = None
     """``OUTCOME_UNKNOWN`` when the call may or may not have happened, ``TOOL_REMOVED`` when its server no
     longer offers the tool (``is_error`` is then true)."""
+    message_ref: ConversationRef | None = Field(default=None, exclude_if=lambda ref: ref is None)
+    """With ``ToolCallInput.store_for``: the stored tool message, so the next ``llm.call`` names it
+    instead of carrying its content again."""
+
+
+STORED_MESSAGE_MIN_CHARS = 512
+"""A tool message shorter than this goes to the model inline: its reference in the next ``llm.call``
+(a ``ConversationRef``, ~250 bytes) plus a store write would cost more than the copy it saves."""
+
+
+def tool_message(result: ToolCallResult, cap: int | None) -> Message:
+    """The tool message the model reads for ``result``: its content, cut at ``cap`` (the workflow and the
+    ``tools.call`` activity build it alike, so the stored copy is the message the run keeps)."""
+    content = result.content if cap is None else capped_tool_content(result.content, cap)
+    return Message(role="tool", tool_call_id=result.call_id, name=result.name, content=content, is_error=result.is_error)
 
 
 def stored_once(result: ToolCallResult) -> ToolCallResult:

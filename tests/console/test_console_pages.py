@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import html
 
+import pytest
+from temporalio.api.enums.v1 import EventType
+
+from agentsteps.client.runs import start_agent_run
+from agentsteps.console.present import money
 from agentsteps.contracts.config.settings import PriceTable
-from agentsteps.contracts.names import SA_COST, SA_MODEL, SA_SPEC, SA_STEPS, SA_TOKENS, SA_VIOLATIONS
+from agentsteps.contracts.names import SA_MODEL, SA_SPEC, SA_STEPS, SA_TOKENS, SA_VIOLATIONS
 from agentsteps.worker import running_worker
 
-from agent_support import MODEL
+from agent_support import MODEL, make_spec
 from console_support import browser, console, start_run, until
 
 HOSTILE = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned=2">'
@@ -29,30 +34,45 @@ async def visible(client, workflow_id: str, name: str):
     async def row():
         async for wf in client.list_workflows(f"WorkflowId = '{workflow_id}'"):
             values = {pair.key.name: pair.value for pair in wf.typed_search_attributes}
-            return values if name in values and values.get(SA_STEPS) else None
+            return values if name in values else None
         return None
 
     return await until(row)
 
 
+def upserts(history) -> int:
+    return sum(e.event_type == EventType.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES for e in history.events)
+
+
+@pytest.mark.parametrize("started_by", ["start_workflow", "start_agent_run"])
 async def test_a_finished_run_is_listed_through_visibility_with_its_spec_model_steps_tokens_and_cost(
-    client, settings, scripted
+    client, settings, scripted, started_by
 ):
+    """A completed run's totals come from its result (it pays no upsert for them); its spec and model from
+    visibility, set by the client with the start (``start_agent_run``) or by the run's own first upsert."""
     scripted.set_script(WEATHER)
     priced = settings.model_copy(update={"prices": PriceTable(input_per_mtok={MODEL: 1000.0})})
     async with running_worker(client, priced):
-        handle = await start_run(client, priced.task_queue, "weather in Paris", name="weather-desk", tools=["get_weather"])
+        if started_by == "start_agent_run":
+            handle = await start_agent_run(client, make_spec(name="weather-desk", tools=["get_weather"]),
+                                           "weather in Paris", task_queue=priced.task_queue)
+        else:
+            handle = await start_run(client, priced.task_queue, "weather in Paris", name="weather-desk",
+                                     tools=["get_weather"])
         result = await handle.result()
-        attrs = await visible(client, handle.id, SA_TOKENS)
+        attrs = await visible(client, handle.id, SA_SPEC)
         assert attrs[SA_SPEC] == "weather-desk" and attrs[SA_MODEL] == MODEL
-        assert attrs[SA_STEPS] == 2 and attrs[SA_TOKENS] == result.usage.total_tokens > 0
-        assert attrs[SA_VIOLATIONS] == 0
-        assert result.cost_usd > 0 and abs(attrs[SA_COST] - result.cost_usd) < 1e-6
+        # The zeros it started with: the totals are in the result.
+        assert attrs[SA_STEPS] == 0 and attrs[SA_TOKENS] == 0 and attrs[SA_VIOLATIONS] == 0
+        # The release marker's TemporalChangeVersion; and the run's own start upsert when the client set none.
+        assert upserts(await handle.fetch_history()) == (1 if started_by == "start_agent_run" else 2)
+        assert result.cost_usd > 0 and len(result.steps) == 2
 
         async with console(client) as url, browser(url) as web:
             page = (await web.get("/runs", params={"spec": "weather-desk", "kind": "run"})).text
             assert handle.id in page and "weather-desk" in page and MODEL in page
             assert f"{result.usage.total_tokens:,}" in page
+            assert money(result.cost_usd) in page and money(0.0) not in page
             # Another spec's filter does not list it; a session filter neither.
             assert handle.id not in (await web.get("/runs", params={"spec": "someone-else"})).text
             assert handle.id not in (await web.get("/runs", params={"kind": "session"})).text

@@ -64,8 +64,9 @@ async def test_each_step_adds_its_new_messages_to_history_never_the_conversation
     assert _marked(history, RELEASE_PATCH)
     kinds = [e.event_type for e in history.events]
     assert kinds.count(EventType.EVENT_TYPE_MARKER_RECORDED) == 1
-    # The release marker's TemporalChangeVersion, then the console's attributes at start and at the end.
-    assert kinds.count(EventType.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES) == 3
+    # The release marker's TemporalChangeVersion, then the console's attributes at start (this start set none);
+    # none at the end: the run completed, and its result has the totals.
+    assert kinds.count(EventType.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES) == 2
     # No tools.describe: the first llm.call resolved the tool names; one activity per model or tool call.
     scheduled = [e.activity_task_scheduled_event_attributes.activity_type.name for e in history.events
                  if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED]
