@@ -40,17 +40,20 @@ class AgentWorkflow(ApprovalHandlers, QuotaHandlers):
         started = workflow.now()
         result = self.progress.result
         try:
-            try:
-                result = await self._run(inp)
-            finally:
-                await self.quotas.settle()  # no command unless a call ran under a quota plan
+            result = await self._run(inp)
+        except GeneratorExit:
+            # The worker evicted this run from its cache and closes its coroutine outside the workflow's
+            # event loop: no workflow call (a quota release, a search-attribute upsert) may run there.
+            raise
         except BaseException as exc:
+            await self.quotas.settle()  # no command unless a call ran under a quota plan
             result.status = "failed"
             self._totals(result)
             if workflow_metrics.fails_the_run(exc):
                 reason = workflow_metrics.failure_reason(exc)
                 workflow_metrics.record_run("failed", seconds_since(started), len(result.steps), reason)
             raise
+        await self.quotas.settle()
         workflow_metrics.record_run(result.status, seconds_since(started), len(result.steps))
         self._totals(result, completed=True)
         return result

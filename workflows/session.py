@@ -271,8 +271,12 @@ class SessionWorkflow(ApprovalHandlers, QuotaHandlers):
                 text += "\n\n" + (run.effects.inherited_note() or "")
             try:
                 result = await run_steps(run, [*before, Message.user(text), *forked])
-            finally:
-                await self.quotas.settle()  # the turn's quota releases reach their accounts before it ends
+            except GeneratorExit:
+                raise  # evicted from the worker's cache: no workflow call may run (see AgentWorkflow.run)
+            except BaseException:
+                await self.quotas.settle()
+                raise
+            await self.quotas.settle()  # the turn's quota releases reach their accounts before it ends
             if result.status in ("completed", "completed_with_default"):
                 self.carry.conversation, self.carry.messages = run.commit()
                 self.carry.repl = run.repl
