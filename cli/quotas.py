@@ -84,14 +84,21 @@ async def _command(args: argparse.Namespace, kind: AccountKind) -> int:
 def summary(view: AccountView) -> str:
     if view.quota is not None:
         q = view.quota
+        e = view.effective or q
         lines = [f"quota {view.name} ({q.provider} {q.model}, key {q.api_key})"]
-        for label, used, limit in (
-            ("requests/min", view.requests_in_window, q.requests_per_minute),
-            ("input tokens/min", view.input_tokens_in_window, q.input_tokens_per_minute),
-            ("output tokens/min", view.output_tokens_in_window, q.output_tokens_per_minute),
-            ("concurrent", view.concurrent, q.concurrent_requests),
+        for label, used, limit, configured in (
+            ("requests/min", view.requests_in_window, e.requests_per_minute, q.requests_per_minute),
+            ("input tokens/min", view.input_tokens_in_window, e.input_tokens_per_minute, q.input_tokens_per_minute),
+            ("output tokens/min", view.output_tokens_in_window, e.output_tokens_per_minute, q.output_tokens_per_minute),
+            ("concurrent", view.concurrent, q.concurrent_requests, q.concurrent_requests),
         ):
-            lines.append(f"  {label:<18} {used} / {limit if limit is not None else 'unlimited'}")
+            shown = limit if limit is not None else "unlimited"
+            # Lowered after a provider 429: the limit in force, then the configured one it climbs back to.
+            lowered = f" (configured {configured})" if limit != configured else ""
+            lines.append(f"  {label:<18} {used} / {shown}{lowered}")
+        if view.effective_factor < 1.0:
+            lines.append(f"  throttled          limits at {view.effective_factor:.0%} after a provider 429, "
+                         "climbing back each window without one")
         lines.append(f"  waiting            {view.waiting}")
         lines.append(f"  utilization        {view.utilization:.0%}")
         return "\n".join(lines)

@@ -46,6 +46,7 @@ QUOTA_WAITS = "agentsteps_quota_waits"
 QUOTA_UTILIZATION = "agentsteps_quota_utilization_ratio"
 QUOTA_RESERVED_TOKENS = "agentsteps_quota_reserved_tokens"
 QUOTA_ACTUAL_TOKENS = "agentsteps_quota_actual_tokens"
+QUOTA_THROTTLED = "agentsteps_quota_throttled"
 TENANT_SPEND_USD = "agentsteps_tenant_spend_usd"
 TENANT_BUDGET_USED = "agentsteps_tenant_budget_used_ratio"
 
@@ -79,6 +80,8 @@ WORKFLOW_METRICS = (
                    "Share (0..1) of the quota's binding per-minute limit in use, as its account told at the last grant."),
     WorkflowMetric(QUOTA_RESERVED_TOKENS, "counter", ("quota",), "Tokens reserved before calls (prompt + max_tokens)."),
     WorkflowMetric(QUOTA_ACTUAL_TOKENS, "counter", ("quota",), "Tokens the same calls really used."),
+    WorkflowMetric(QUOTA_THROTTLED, "counter", ("quota",),
+                   "Provider 429s answered to calls granted by the quota (each lowers its effective limits)."),
     WorkflowMetric(TENANT_SPEND_USD, "counter", ("tenant",), "USD spent by tenant (price table); unconfigured: other."),
     WorkflowMetric(TENANT_BUDGET_USED, "gauge", ("tenant", "period", "limit"),
                    "Share of the tenant's budget used (with calls in flight) per period and limit (soft, hard)."),
@@ -218,6 +221,12 @@ def record_quota_grant(quota: str, waited_seconds: float, queued: bool, utilizat
 def record_quota_actual(quota: str, tokens: int) -> None:
     workflow.metric_meter().create_counter(QUOTA_ACTUAL_TOKENS, "Tokens the calls really used.").add(
         tokens, {"quota": quota}
+    )
+
+
+def record_quota_throttled(quota: str, answers: int) -> None:
+    workflow.metric_meter().create_counter(QUOTA_THROTTLED, "Provider 429s under the quota.").add(
+        answers, {"quota": quota}
     )
 
 

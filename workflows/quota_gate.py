@@ -12,7 +12,8 @@ issues exactly the commands it always did. With one, each call:
    a signal back, so no worker slot is held, and the run's state says
    ``waiting_for_quota`` meanwhile;
 3. after the call, signals each account the real use (or the estimate if
-   the call failed: it may have been paid for).
+   the call failed: it may have been paid for), and tells the quota whether
+   the provider answered 429 on the way (it lowers its effective limits).
 
 Deterministic: the estimate is the o200k count of the request, the same on
 every worker.
@@ -172,8 +173,13 @@ async def leased_call(
             used_in, used_out = estimate_in, estimate_out
             usd = plan.estimate_usd(request.config.model, estimate_in, estimate_out)
         if quota_lease is not None and route is not None:
-            desk.release(route.account, LeaseRelease(request_id=quota_lease, input_tokens=used_in, output_tokens=used_out))
+            throttled = response is not None and response.throttled > 0
+            desk.release(route.account, LeaseRelease(
+                request_id=quota_lease, input_tokens=used_in, output_tokens=used_out, throttled=throttled,
+            ))
             workflow_metrics.record_quota_actual(route.quota, used_in + used_out)
+            if throttled and response is not None:
+                workflow_metrics.record_quota_throttled(route.quota, response.throttled)
         if tenant_lease is not None and plan.tenant_account is not None:
             desk.release(plan.tenant_account, LeaseRelease(
                 request_id=tenant_lease, input_tokens=used_in, output_tokens=used_out, usd=usd,

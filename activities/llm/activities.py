@@ -46,6 +46,19 @@ from .token_stream import TokenPublisher
 
 
 
+_THROTTLED = "llm_throttled"
+
+
+def _throttled_before() -> int:
+    """The 429s earlier attempts of this activity got, as their last heartbeat recorded."""
+    if not activity.in_activity():
+        return 0
+    for details in activity.info().heartbeat_details[-1:]:
+        if isinstance(details, dict) and isinstance(details.get(_THROTTLED), int):
+            return max(0, details[_THROTTLED])
+    return 0
+
+
 def _owner(request: LLMRequest) -> str:
     """Who a chained call's segments are bound to: the workflow sets it from its own info, and it must
     name the calling workflow, so a request can never read or write another workflow's conversation."""
@@ -236,6 +249,10 @@ class LLMActivities:
                 )
         except RetryableProviderError as exc:
             metrics.record_outcome(config, "retryable_error")
+            if exc.status == 429 and activity.in_activity():
+                # Temporal hands the last heartbeat to the next attempt: the call that finally succeeds
+                # says it was throttled, so the run can tell its quota account.
+                activity.heartbeat({_THROTTLED: _throttled_before() + 1})
             raise to_application_error(exc) from exc
         except NonRetryableProviderError as exc:
             metrics.record_outcome(config, "fatal_error")
@@ -247,4 +264,4 @@ class LLMActivities:
         metrics.record_checks("post", post)
         metrics.record_usage(config, response.usage, self._prices)
         metrics.record_outcome(config, "violation" if post else "ok")
-        return response.model_copy(update={"violations": list(post)})
+        return response.model_copy(update={"violations": list(post), "throttled": _throttled_before()})

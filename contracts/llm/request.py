@@ -148,6 +148,8 @@ class LLMResponse(BaseModel):
     """For a request with ``tool_names``: the schemas they resolved to, which the run keeps."""
     cost_usd: float = 0.0
     """This call priced by the worker's price table (the summary a context policy asked for included)."""
+    throttled: int = 0
+    """Attempts of this call the provider answered 429 before this one (its quota account learns of them)."""
 
     @property
     def tool_calls(self) -> tuple[LLMToolCall, ...]:

@@ -18,6 +18,13 @@ A tenant account grants at once or refuses: a call that would take a period's
 ``*_hard`` past its limit (spent + reserved by calls in flight + this call) is
 refused, naming the period; past a ``*_soft`` limit it is granted and told to
 degrade. Periods are UTC calendar days and months.
+
+A provider's 429 (a release marked ``throttled``) lowers the quota's effective
+per-minute limits: halved, never below ``MIN_FACTOR`` of the configured ones,
+and halved again only by a call granted after the last cut (the calls already
+in flight when the limit fell say nothing new). Each full window without a
+429 gives back ``RECOVERY_STEP`` of the configured limits, up to them
+(additive increase). A function of the ledger and ``now`` only: deterministic.
 """
 
 from __future__ import annotations
@@ -31,6 +38,10 @@ from .config import PERIODS, QuotaLimit, TenantBudget
 from .wire import AccountView, BudgetRatio, LeaseGrant, LeaseRelease, LeaseRequest, LimitChange, PeriodUse
 
 WINDOW_SECONDS = 60.0
+MIN_FACTOR = 0.125
+"""The effective limits never fall below this share of the configured ones."""
+RECOVERY_STEP = 0.125
+"""The share of the configured limits given back per window without a 429."""
 
 
 class WindowEntry(BaseModel):
@@ -57,6 +68,10 @@ class LedgerState(BaseModel):
     clock: float = 0.0
     """The virtual time of the last grant: a tenant that starts waiting starts no earlier."""
     spent: dict[str, PeriodUse] = Field(default_factory=dict)
+    throttle_factor: float = 1.0
+    """The share of the configured per-minute limits set at the last 429 (1: never throttled)."""
+    throttled_at: float | None = None
+    """When a 429 was last reported; recovery counts whole windows from here."""
 
 
 class AccountInput(BaseModel):
@@ -94,14 +109,49 @@ class Ledger:
         # A call still in flight stays counted however long it takes to reach the provider (a busy worker).
         s.window = [e for e in s.window if e.at > now - self._window_seconds or e.request_id in s.leases]
 
+    def factor(self, now: float) -> float:
+        """The share of the configured per-minute limits in force now (1 unless a 429 lowered it)."""
+        s = self.state
+        if s.throttled_at is None:
+            return 1.0
+        windows = int(max(0.0, now - s.throttled_at) // self._window_seconds)
+        return min(1.0, s.throttle_factor + RECOVERY_STEP * windows)
+
+    def effective(self, now: float) -> QuotaLimit | None:
+        """The quota with its per-minute limits as in force now (concurrency and the rest as configured)."""
+        q = self.state.quota
+        if q is None:
+            return None
+        factor = self.factor(now)
+        if factor >= 1.0:
+            return q
+        return q.model_copy(update={
+            field: max(1, int(limit * factor))
+            for field in ("requests_per_minute", "input_tokens_per_minute", "output_tokens_per_minute")
+            if (limit := getattr(q, field)) is not None
+        })
+
+    def _throttled(self, lease: Lease | None, now: float) -> None:
+        """A 429: the effective limits are cut, once per round of calls granted under them."""
+        s, q = self.state, self.state.quota
+        assert q is not None
+        granted = None if lease is None else lease.expires - q.lease_seconds
+        current = self.factor(now)
+        if s.throttled_at is None or (granted is not None and granted >= s.throttled_at):
+            current = max(MIN_FACTOR, current / 2)
+        s.throttle_factor, s.throttled_at = current, now
+
     def _used(self) -> tuple[int, int, int]:
         w = self.state.window
         return len(w), sum(e.input_tokens for e in w), sum(e.output_tokens for e in w)
 
-    def _fits(self, request: LeaseRequest) -> bool:
-        q = self.state.quota
+    def _fits(self, request: LeaseRequest, now: float) -> bool:
+        q = self.effective(now)
         assert q is not None
         requests, inputs, outputs = self._used()
+        if requests == 0 and not self.state.leases:
+            q = self.state.quota  # an idle account always lets one call through: a lowered limit never starves
+            assert q is not None
         return not (
             (q.requests_per_minute is not None and requests + 1 > q.requests_per_minute)
             or (q.input_tokens_per_minute is not None and inputs + request.input_tokens > q.input_tokens_per_minute)
@@ -109,9 +159,10 @@ class Ledger:
             or (q.concurrent_requests is not None and len(self.state.leases) + 1 > q.concurrent_requests)
         )
 
-    def utilization(self) -> float:
-        """The binding per-minute limit's share in use (concurrency when no per-minute limit is set)."""
-        q = self.state.quota
+    def utilization(self, now: float | None = None) -> float:
+        """The binding per-minute limit's share in use (concurrency when no per-minute limit is set), against
+        the effective limits at ``now`` (the configured ones without it)."""
+        q = self.state.quota if now is None else self.effective(now)
         if q is None:
             return 0.0
         requests, inputs, outputs = self._used()
@@ -148,7 +199,7 @@ class Ledger:
         served = self.state.virtual.get(request.tenant, 0.0)
         self.state.clock = max(self.state.clock, served)
         self.state.virtual[request.tenant] = served + (request.input_tokens + request.output_tokens + 1) / request.weight
-        return LeaseGrant(request_id=request.request_id, requester=request.requester, account=q.name, queued=queued, utilization=self.utilization())
+        return LeaseGrant(request_id=request.request_id, requester=request.requester, account=q.name, queued=queued, utilization=self.utilization(now))
 
     def offer(self, request: LeaseRequest, now: float) -> list[LeaseGrant]:
         """A run asks; the answers this makes ready (its own, perhaps granted at once)."""
@@ -174,7 +225,7 @@ class Ledger:
             tenants = {r.tenant for r in self.state.queue}
             tenant = min(tenants, key=lambda t: (self.state.virtual.get(t, 0.0), t))
             request = next(r for r in self.state.queue if r.tenant == tenant)
-            if not self._fits(request):
+            if not self._fits(request, now):
                 break
             self.state.queue.remove(request)
             grants.append(self._grant(request, now, queued=request.request_id != first))
@@ -185,6 +236,10 @@ class Ledger:
         times = [lease.expires for lease in self.state.leases.values()]
         if self.state.queue:
             times += [e.at + self._window_seconds for e in self.state.window]
+            if self.state.throttled_at is not None and self.factor(now) < 1.0:
+                # The next step of recovery may let a waiting call through.
+                elapsed = int((now - self.state.throttled_at) // self._window_seconds) + 1
+                times.append(self.state.throttled_at + elapsed * self._window_seconds)
         later = [t for t in times if t > now]
         return min(later, default=None)
 
@@ -264,6 +319,8 @@ class Ledger:
                     use.tokens += release.input_tokens + release.output_tokens
                     use.usd += release.usd
             return []
+        if release.throttled:
+            self._throttled(lease, now)
         for entry in self.state.window:
             if entry.request_id == release.request_id:
                 entry.input_tokens, entry.output_tokens = release.input_tokens, release.output_tokens
@@ -301,7 +358,9 @@ class Ledger:
             quota=self.state.quota, tenant=self.state.tenant,
             requests_in_window=requests, input_tokens_in_window=inputs, output_tokens_in_window=outputs,
             concurrent=len(self.state.leases) if self.state.quota is not None else 0,
-            waiting=len(self.state.queue), utilization=self.utilization(),
+            waiting=len(self.state.queue), utilization=self.utilization(now),
+            effective=self.effective(now), effective_factor=self.factor(now) if self.state.quota is not None else 1.0,
+            throttled_at=self.state.throttled_at,
             waiting_by_tenant=dict(sorted(Counter(r.tenant for r in self.state.queue).items())[:100]),
             served_per_weight={t: round(v, 1) for t, v in sorted(self.state.virtual.items())[:100]},
             spent=dict(self.state.spent), reserved_tokens=reserved_tokens if self.state.tenant else 0,
@@ -313,4 +372,4 @@ def _num(value: float) -> str:
     return f"{value:.6g}"
 
 
-__all__ = ["AccountInput", "Lease", "Ledger", "LedgerState", "WINDOW_SECONDS", "WindowEntry", "period_key"]
+__all__ = ["AccountInput", "Lease", "Ledger", "LedgerState", "MIN_FACTOR", "RECOVERY_STEP", "WINDOW_SECONDS", "WindowEntry", "period_key"]

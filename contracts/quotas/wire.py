@@ -66,6 +66,8 @@ class LeaseRelease(BaseModel):
     input_tokens: int = 0
     output_tokens: int = 0
     usd: float = 0.0
+    throttled: bool = False
+    """The provider answered 429 at least once before this call ended: the quota lowers its effective limits."""
 
 
 class QuotaRoute(BaseModel):
@@ -127,6 +129,10 @@ class AccountView(BaseModel):
     concurrent: int = 0
     waiting: int = 0
     utilization: float = 0.0
+    effective: QuotaLimit | None = None
+    """A quota's limits in force now: the configured ones, or lower after a provider 429 until it recovers."""
+    effective_factor: float = 1.0
+    throttled_at: float | None = None
     waiting_by_tenant: dict[str, int] = Field(default_factory=dict)
     served_per_weight: dict[str, float] = Field(default_factory=dict)
     """A quota's fair-share clock by tenant: tokens granted / weight (tenants waiting are served lowest first)."""

@@ -286,9 +286,12 @@ def quotas_and_budgets() -> list[PanelModel]:
               "told at the latest grant (workers that granted none in the window are left out). Near 100% calls "
               "queue for capacity instead of meeting a provider 429.",
               [(utilization, "{{quota}}")], unit="percentunit", steps=worse_above(0.8, 0.95), width=6),
-        panel("Quota waits per second", "Model calls that found no capacity and waited durably for their quota "
-              "(no worker slot held; the run's state says waiting_for_quota).",
-              [(f"sum by (quota) ({rate('agentsteps_quota_waits_total', QUOTA)})", "{{quota}}")],
+        panel("Quota waits and 429s per second", "Model calls that found no capacity and waited durably for "
+              "their quota (no worker slot held; the run's state says waiting_for_quota), and provider 429s "
+              "answered to calls the quota granted: each lowers the quota's effective limits until the "
+              "provider recovers (agentsteps quota show).",
+              [(f"sum by (quota) ({rate('agentsteps_quota_waits_total', QUOTA)})", "{{quota}} waits"),
+               (f"sum by (quota) ({rate('agentsteps_quota_throttled_total', QUOTA)})", "{{quota}} 429s")],
               unit="ops", steps=worse_above(1, 10), width=6),
         panel("Quota wait p95", "95th percentile of the time a model call waited for its quota's grant (0 for "
               "calls granted at once).",

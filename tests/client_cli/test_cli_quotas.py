@@ -57,3 +57,20 @@ async def test_an_operator_reads_and_raises_quota_and_budget_limits_while_the_ac
     assert "invalid limit change" in hostile.stderr and "greater than 0" in hostile.stderr
     assert nothing.returncode == 2 and "nothing to change" in nothing.stderr
     assert absent.returncode == 2 and absent.stdout == "" and "no tenant account named" in absent.stderr
+
+
+def test_quota_show_prints_each_limit_in_force_beside_the_configured_one_after_a_provider_429():
+    from agentsteps.cli.quotas import summary
+    from agentsteps.contracts.quotas.config import QuotaLimit
+    from agentsteps.contracts.quotas.ledger import Ledger, LedgerState
+    from agentsteps.contracts.quotas.wire import LeaseRelease
+
+    ledger = Ledger(LedgerState(quota=QuotaLimit(name="gpt4o", requests_per_minute=6, input_tokens_per_minute=9000,
+                                                 concurrent_requests=4)))
+    assert "configured" not in summary(ledger.view(0.0)) and "throttled" not in summary(ledger.view(0.0))
+    ledger.release(LeaseRelease(request_id="r", throttled=True), 0.0)
+    text = summary(ledger.view(1.0))
+    assert "requests/min       0 / 3 (configured 6)" in text
+    assert "input tokens/min   0 / 4500 (configured 9000)" in text
+    assert "concurrent         0 / 4\n" in text, "concurrency is not lowered"
+    assert "throttled          limits at 50% after a provider 429" in text

@@ -127,3 +127,73 @@ def test_a_soft_budget_grants_but_says_degrade_and_a_new_day_starts_from_zero():
     ledger.release(LeaseRelease(request_id="acme-1", input_tokens=50, output_tokens=50), T0)
     assert not ledger.offer(ask(2, "acme"), T0 + 86_400)[0].degrade
     assert ledger.view(T0 + 86_400).spent["day"].tokens == 0
+
+
+def _granted(ledger: Ledger, n: int, now: float) -> list[str]:
+    return [g.request_id for g in ledger.offer(ask(n, "t"), now) if g.granted]
+
+
+def test_a_provider_429_halves_the_effective_limits_once_per_round_and_they_climb_back_a_step_per_quiet_window():
+    from agentsteps.contracts.quotas.ledger import MIN_FACTOR, RECOVERY_STEP
+
+    ledger = quota(requests_per_minute=16, input_tokens_per_minute=8000, window_seconds=10)
+    assert [len(_granted(ledger, n, T0)) for n in range(16)] == [1] * 16
+    # Three calls granted before the cut come back throttled: one cut, not three.
+    for n in range(3):
+        ledger.release(LeaseRelease(request_id=f"t-{n}", input_tokens=50, output_tokens=50, throttled=True), T0 + 1)
+    view = ledger.view(T0 + 1)
+    assert view.effective_factor == 0.5 and view.effective is not None
+    assert (view.effective.requests_per_minute, view.effective.input_tokens_per_minute) == (8, 4000)
+    assert view.quota is not None and view.quota.requests_per_minute == 16, "the configured limit is kept"
+    for n in range(3, 16):
+        ledger.release(LeaseRelease(request_id=f"t-{n}", input_tokens=50, output_tokens=50), T0 + 1)
+    # The window (16 calls) is over the lowered limit: nothing more until it moves.
+    assert _granted(ledger, 100, T0 + 2) == []
+    # A call granted under the lowered limit that is throttled too cuts again, down to the floor at most.
+    ledger.dispatch(T0 + 12)
+    ledger.release(LeaseRelease(request_id="t-100", throttled=True), T0 + 12)
+    assert ledger.factor(T0 + 12) == (0.5 + RECOVERY_STEP) / 2, "a window had passed: one step back, then cut"
+    for n in range(101, 110):
+        _granted(ledger, n, T0 + 12 + n)
+        ledger.release(LeaseRelease(request_id=f"t-{n}", throttled=True), T0 + 12 + n)
+    assert ledger.factor(T0 + 130) == MIN_FACTOR
+    assert ledger.view(T0 + 130).effective.requests_per_minute == 2  # type: ignore[union-attr]
+    # No 429 since T0 + 121: one step back per full window, up to the configured limits and no further.
+    last = ledger.state.throttled_at
+    assert last is not None
+    assert ledger.factor(last + 9.9) == MIN_FACTOR
+    assert ledger.factor(last + 10) == MIN_FACTOR + RECOVERY_STEP
+    assert ledger.factor(last + 30) == MIN_FACTOR + 3 * RECOVERY_STEP
+    assert ledger.factor(last + 1000) == 1.0
+    assert ledger.view(last + 1000).effective == ledger.state.quota
+
+
+def test_a_lowered_limit_lets_a_waiting_call_through_at_the_next_recovery_step_and_never_starves_an_idle_account():
+    ledger = quota(requests_per_minute=4, window_seconds=10)
+    for n in range(4):
+        _granted(ledger, n, T0)
+    ledger.release(LeaseRelease(request_id="t-0", throttled=True), T0)
+    for n in range(1, 4):
+        ledger.release(LeaseRelease(request_id=f"t-{n}"), T0)
+    assert ledger.factor(T0) == 0.5
+    assert _granted(ledger, 10, T0 + 10.5) == ["t-10"], "the window moved"
+    assert _granted(ledger, 11, T0 + 10.6) == ["t-11"]
+    assert _granted(ledger, 12, T0 + 10.7) == [], "2 of 4 while lowered"
+    assert ledger.next_wakeup(T0 + 10.7) is not None
+    # An account with nothing in its window grants one call even under a limit lowered below one call.
+    tiny = quota(input_tokens_per_minute=150, window_seconds=10)
+    _granted(tiny, 0, T0)
+    tiny.release(LeaseRelease(request_id="t-0", input_tokens=50, output_tokens=50, throttled=True), T0)
+    assert tiny.view(T0).effective.input_tokens_per_minute == 75  # type: ignore[union-attr]
+    assert _granted(tiny, 1, T0 + 11) == ["t-1"]
+
+
+def test_a_throttled_release_of_an_unknown_or_expired_lease_still_lowers_a_never_throttled_quota_but_a_tenant_ignores_it():
+    ledger = quota(requests_per_minute=10)
+    ledger.release(LeaseRelease(request_id="gone", throttled=True), T0)
+    assert ledger.factor(T0) == 0.5
+    ledger.release(LeaseRelease(request_id="gone-too", throttled=True), T0 + 1)
+    assert ledger.factor(T0 + 1) == 0.5, "a lease it cannot date is not a new round"
+    tenant = Ledger(LedgerState(tenant=TenantBudget(name="acme", budget={"day": {"tokens_hard": 10}})))
+    tenant.release(LeaseRelease(request_id="x", throttled=True), T0)
+    assert tenant.view(T0).effective_factor == 1.0

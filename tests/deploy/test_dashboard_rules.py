@@ -147,11 +147,12 @@ def test_the_quotas_and_budgets_row_filters_by_tenant_and_shows_each_quota_and_b
     titles = [p["title"] for p in dashboard["panels"]]
     start = titles.index("Quotas and budgets")
     row_panels = {p["title"]: p for p in dashboard["panels"][start + 1:start + 7]}
-    assert list(row_panels) == ["Quota utilization", "Quota waits per second", "Quota wait p95",
+    assert list(row_panels) == ["Quota utilization", "Quota waits and 429s per second", "Quota wait p95",
                                 "Reserved vs actual tokens", "Tenant budget used", "Tenant spend per hour (USD)"]
     metrics = {title: set(re.findall(r"agentsteps_[a-z_]+", json.dumps(p["targets"]))) for title, p in row_panels.items()}
     assert "agentsteps_quota_utilization_ratio" in metrics["Quota utilization"]
-    assert metrics["Quota waits per second"] == {"agentsteps_quota_waits_total"}
+    assert metrics["Quota waits and 429s per second"] == {"agentsteps_quota_waits_total",
+                                                          "agentsteps_quota_throttled_total"}
     assert metrics["Quota wait p95"] == {"agentsteps_quota_wait_seconds_bucket"}
     assert metrics["Reserved vs actual tokens"] == {"agentsteps_quota_reserved_tokens_total",
                                                     "agentsteps_quota_actual_tokens_total"}

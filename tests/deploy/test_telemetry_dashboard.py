@@ -154,7 +154,7 @@ def test_dashboard_has_the_panels_operators_asked_for():
         "LLM error ratio by model", "Tool error ratio by tool", "Run failure ratio by workflow type",
         "Failed runs by reason", "MCP servers up", "MCP error ratio by server", "MCP call latency p95",
         "MCP reconnects",
-        "Quota utilization", "Quota waits per second", "Quota wait p95", "Reserved vs actual tokens",
+        "Quota utilization", "Quota waits and 429s per second", "Quota wait p95", "Reserved vs actual tokens",
         "Tenant budget used", "Tenant spend per hour (USD)",
     ):
         assert expected in titles

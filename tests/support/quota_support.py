@@ -41,8 +41,12 @@ async def event_types(handle: WorkflowHandle[Any, Any]) -> list[str]:
     return [EventType.Name(e.event_type) for e in history.events]
 
 
-QUOTA_SCRIPT = {"default": {"content": "ok", "delay_seconds": 0.2}}
-"""Slow enough that calls overlap, so a one-at-a-time quota makes the others wait."""
+QUOTA_SCRIPT = {
+    "replies": [{"fault": {"status": 429, "retry_after": "1", "message": "slow down"}}],
+    "default": {"content": "ok", "delay_seconds": 0.2},
+}
+"""Slow enough that calls overlap, so a one-at-a-time quota makes the others wait; the first call meets one
+provider 429 (retried), so the quota's throttled series exists."""
 
 
 def quota_table() -> QuotaSettings:

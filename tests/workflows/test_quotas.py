@@ -222,3 +222,49 @@ async def test_a_hostile_tenant_on_the_input_fails_the_run_typed_before_anything
     assert isinstance(cause, ApplicationError) and cause.type == "InvalidSpecError"
     assert "$.tenant" in cause.message
     assert scripted.requests == []
+
+
+async def test_a_provider_429_lowers_the_accounts_effective_limit_429s_stop_and_it_climbs_back_once_the_provider_recovers(
+    client, settings, scripted
+):
+    """The provider allows 4 calls per window, the account was configured for 6: the first burst eats 429s
+    (retried as before), its releases say so and the account halves its limit to 3, under the provider's; the
+    next burst gets none (the limit stays under 4 for three quiet windows); with the provider's limit gone the
+    account's climbs back a step per quiet window."""
+    from agentsteps.client.quotas import read_account
+
+    window = 3.0
+    script = {"default": {"content": "hi", "usage": USAGE},
+              "quotas": {"*": {"requests_per_minute": 4, "window_seconds": window}}}
+    scripted.set_script(script)
+    quota = unique("q")
+    configured = with_quotas(settings, limits=[
+        {"name": quota, "model": "scripted-*", "requests_per_minute": 6, "window_seconds": window},
+    ])
+    async with running_worker(client, configured, registry=ToolRegistry()):
+        first = [await start_run(client, configured, spec()) for _ in range(6)]
+        assert [(await h.result()).status for h in first] == ["completed"] * 6
+        lowered = await _settled(client, "quota", quota)
+        throttled_first = scripted.stats()["http_429"]
+
+        scripted.set_script(script)  # counters from zero; the provider's window restarts too
+        second = [await start_run(client, configured, spec()) for _ in range(6)]
+        assert [(await h.result()).status for h in second] == ["completed"] * 6
+        throttled_second = scripted.stats()["http_429"]
+
+        scripted.set_script({"default": {"content": "hi", "usage": USAGE}})  # the provider recovered
+        climb = [(await read_account(client, "quota", quota)).effective_factor]
+        deadline = asyncio.get_running_loop().time() + 60
+        while climb[-1] < 1.0 and asyncio.get_running_loop().time() < deadline:
+            await (await start_run(client, configured, spec())).result()  # calls succeed again
+            await asyncio.sleep(window / 2)
+            climb.append((await read_account(client, "quota", quota)).effective_factor)
+        recovered = await read_account(client, "quota", quota)
+
+    assert throttled_first >= 1, "the provider's limit is below the configured quota"
+    assert lowered.effective_factor < 1.0 and lowered.effective is not None
+    assert lowered.effective.requests_per_minute == 3 and lowered.quota is not None
+    assert lowered.quota.requests_per_minute == 6, "the configured limit is kept beside the effective one"
+    assert throttled_second == 0, "the lowered limit is under the provider's: no 429 to eat"
+    assert climb == sorted(climb) and len(set(climb)) > 2, f"climbs back gradually: {climb}"
+    assert recovered.effective_factor == 1.0 and recovered.effective == recovered.quota
