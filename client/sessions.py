@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
+from typing import TypeVar
 
 from temporalio.client import (
     Client,
@@ -54,6 +55,9 @@ from ..contracts.session import (
 )
 from ..contracts.quotas.wire import QuotaPlan
 from .runs import validate_key_scope, validate_spec, validate_tenant
+
+
+T = TypeVar("T")
 
 
 def new_session_id(spec: AgentSpec) -> str:
@@ -111,17 +115,20 @@ def session_handle(client: Client, session_id: str) -> WorkflowHandle[object, Se
     return client.get_workflow_handle(session_id, result_type=SessionOutcome)
 
 
-async def continue_session(client: Client, session_id: str, text: str) -> TurnResult:
-    """A turn on a session that must already be open (no spec needed); ``SessionClosedError`` if it has ended."""
+async def _update_open(client: Client, session_id: str, update: str, arg: object, result_type: type[T]) -> T:
+    """``update`` on a session that must be open; ``SessionClosedError`` (how it ended) if it is not."""
     try:
-        result: TurnResult = await session_handle(client, session_id).execute_update(
-            TURN_UPDATE, TurnInput(input=text), result_type=TurnResult
-        )
+        result: T = await session_handle(client, session_id).execute_update(update, arg, result_type=result_type)
         return result
     except RPCError as exc:
         if exc.status is RPCStatusCode.NOT_FOUND:
             raise SessionClosedError(await closed_message(client, session_id)) from exc
         raise
+
+
+async def continue_session(client: Client, session_id: str, text: str) -> TurnResult:
+    """A turn on a session that must already be open (no spec needed); ``SessionClosedError`` if it has ended."""
+    return await _update_open(client, session_id, TURN_UPDATE, TurnInput(input=text), TurnResult)
 
 
 async def closed_message(client: Client, session_id: str) -> str:
@@ -152,15 +159,7 @@ async def session_turns(client: Client, session_id: str) -> list[TurnSummary]:
 
 
 async def close_session(client: Client, session_id: str, reason: str = "closed by caller") -> SessionState:
-    try:
-        state: SessionState = await session_handle(client, session_id).execute_update(
-            CLOSE_UPDATE, CloseInput(reason=reason), result_type=SessionState
-        )
-        return state
-    except RPCError as exc:
-        if exc.status is RPCStatusCode.NOT_FOUND:
-            raise SessionClosedError(await closed_message(client, session_id)) from exc
-        raise
+    return await _update_open(client, session_id, CLOSE_UPDATE, CloseInput(reason=reason), SessionState)
 
 
 async def rewind_session(client: Client, session_id: str, to_turn: int) -> SessionState:

@@ -39,6 +39,7 @@ from ...telemetry.labels import MODELS
 from ...telemetry.tracing import llm_span
 from ...failures import from_failure, to_application_error
 from ...storage.conversations import ConversationStore, caller_owner
+from ..attempts import recalled, remember
 from . import metrics
 from .providers.registry import ProviderSet
 from .providers.streams import TextSink
@@ -51,12 +52,8 @@ _THROTTLED = "llm_throttled"
 
 def _throttled_before() -> int:
     """The 429s earlier attempts of this activity got, as their last heartbeat recorded."""
-    if not activity.in_activity():
-        return 0
-    for details in activity.info().heartbeat_details[-1:]:
-        if isinstance(details, dict) and isinstance(details.get(_THROTTLED), int):
-            return max(0, details[_THROTTLED])
-    return 0
+    count = recalled(_THROTTLED)
+    return max(0, count) if isinstance(count, int) else 0
 
 
 def _owner(request: LLMRequest) -> str:
@@ -249,10 +246,9 @@ class LLMActivities:
                 )
         except RetryableProviderError as exc:
             metrics.record_outcome(config, "retryable_error")
-            if exc.status == 429 and activity.in_activity():
-                # Temporal hands the last heartbeat to the next attempt: the call that finally succeeds
-                # says it was throttled, so the run can tell its quota account.
-                activity.heartbeat({_THROTTLED: _throttled_before() + 1})
+            if exc.status == 429:
+                # The call that finally succeeds says it was throttled, so the run can tell its quota account.
+                remember(_THROTTLED, _throttled_before() + 1)
             raise to_application_error(exc) from exc
         except NonRetryableProviderError as exc:
             metrics.record_outcome(config, "fatal_error")

@@ -33,6 +33,7 @@ from temporalio import activity
 
 from ...contracts.llm.tools import OUTCOME_UNKNOWN, TOOL_REMOVED, ToolCallInput, ToolCallResult, ToolSchema
 from ...contracts.mcp import McpConfigError, McpError, McpServerDownError, McpUnavailableError
+from ..attempts import recalled, remember
 from .client import McpToolClient
 from .health import ServerHealth
 from .preflight import config_problem
@@ -299,22 +300,16 @@ class McpFleet:
         return all(h.state == "up" for h in self.health.values() if h.config.required)
 
 
-_UNAVAILABLE_SINCE = "mcp_unavailable_since"
-
-
 def _retrying_since_unavailable(server: str) -> float:
     """Seconds since this activity's first attempt that found ``server`` unavailable, in a row.
 
-    The first such time rides in the heartbeat details, which Temporal hands to the next attempt. Not
-    the time since the activity was scheduled: that counts waiting for a worker, or sitting on a killed
-    one until its timeout, as the server being down, and failed a call on the first blip after it.
+    Carried from attempt to attempt (``attempts``). Not the time since the activity was scheduled:
+    that counts waiting for a worker, or sitting on a killed one until its timeout, as the server
+    being down, and failed a call on the first blip after it.
     """
+    key = f"mcp_unavailable_since:{server}"
     now = time.time()
-    since = now
-    for details in activity.info().heartbeat_details[-1:]:
-        if isinstance(details, dict) and details.get("server") == server:
-            recorded = details.get(_UNAVAILABLE_SINCE)
-            if isinstance(recorded, (int, float)) and recorded <= now:
-                since = float(recorded)
-    activity.heartbeat({_UNAVAILABLE_SINCE: since, "server": server})
+    recorded = recalled(key)
+    since = float(recorded) if isinstance(recorded, (int, float)) and recorded <= now else now
+    remember(key, since)
     return now - since

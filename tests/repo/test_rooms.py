@@ -197,7 +197,7 @@ def test_no_module_imports_itself_round_a_circle():
 
 def test_activities_holds_packages_only():
     loose = [p.name for p in (ROOT / "activities").glob("*.py") if p.name != "__init__.py"]
-    assert loose == [], f"activities/ holds packages (llm, tools, mcp, sandbox, session, monitor), not loose files: {loose}"
+    assert loose == [], f"activities/ holds packages (llm, tools, mcp, sandbox, session, monitor, attempts), not loose files: {loose}"
 
 
 def test_every_folder_of_the_package_is_listed_in_pyproject():
