@@ -416,10 +416,14 @@ class Soak:
         turns = args.turns
         rounds = list(range(1, turns + 1))
         middle = max(2, turns // 2)
-        kill_rounds = [self.rng.choice(rounds[1:] or rounds) for _ in range(args.kills)]
+        outage = {middle + 1} if args.outage and turns > middle else set()
+        # Not in the outage round: a call on a killed worker is retried only after its timeout, by which
+        # time the outage may be over, and time on a dead worker is not the MCP server being down.
+        killable = [r for r in rounds[1:] if r not in outage] or rounds
+        kill_rounds = [self.rng.choice(killable) for _ in range(args.kills)]
         plan = {
             "kills": Counter(kill_rounds),
-            "outage": {middle + 1} if args.outage and turns > middle else set(),
+            "outage": outage,
             "bounce": {r for r in rounds if r != middle + 1},
             "gc": set(sorted({max(2, turns * (g + 1) // (args.gc + 1)) for g in range(args.gc)})) if args.gc else set(),
             "rotation": middle,

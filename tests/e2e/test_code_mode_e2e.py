@@ -146,7 +146,9 @@ async def test_tampered_snapshot_fails_the_run_with_a_typed_error(env, scripted)
 
     def snapshots() -> list:
         # The store also holds the run's conversation segments (read from the worker's cache): leave those.
-        return [p for p in store.rglob("*") if p.is_file() and b'"prev":' not in p.read_bytes()]
+        # Nor a write still in flight: it goes to a ``.tmp-`` file first, renamed when whole.
+        return [p for p in store.rglob("*")
+                if p.is_file() and not p.name.startswith(".tmp-") and b'"prev":' not in p.read_bytes()]
 
     deadline = time.monotonic() + 10
     while not store.exists() or not snapshots():
