@@ -85,6 +85,7 @@ async def _serve(client: Client, settings: WorkerSettings, banner: list[str], ad
         settings.metrics_port, ready=lambda: ready.is_set() and mcp.fleet.ready(),
         details=lambda: {"mcp_servers": mcp.fleet.report()},
     )
+    lost: ServerLost | None = None
     try:
         async with running_worker(client, settings, mcp=mcp, **worker_options):
             settle_heap()
@@ -92,15 +93,25 @@ async def _serve(client: Client, settings: WorkerSettings, banner: list[str], ad
             print("\n".join(banner), flush=True)
             try:
                 await _until_stopped(client, address, stop)
-            except ServerLost as lost:
+            except ServerLost as exc:
+                lost = exc
                 print(f"error: {lost}", file=sys.stderr, flush=True)
-                return EXIT_SERVER_LOST
             finally:
                 ready.clear()
-            _stopping(settings)
+            if lost is None:
+                _stopping(settings)
+    except asyncio.CancelledError:
+        # With its server gone the SDK's worker fails fatally and cancels the task inside its
+        # ``async with``, even while that task is already shutting it down: the end we chose.
+        if lost is None:
+            raise
+        asyncio.current_task().uncancel()
+    except Exception:
+        if lost is None:
+            raise
     finally:
         metrics.stop()
-    return 0
+    return EXIT_SERVER_LOST if lost else 0
 
 
 def _port_free(port: int) -> bool:
