@@ -1,21 +1,27 @@
 """Conversations in the payload store, for ``llm.call``: load and verify a chain, store a segment.
 
 The chain is verified segment by segment (digest, version, length) on its way
-in; a verified prefix is cached by its head digest, so a session's next call
-reads one segment, not the whole conversation, while any worker without the
-cache can still rebuild it from the store.
+in; a verified prefix is cached by its owner and head digest, so a session's
+next call reads one segment, not the whole conversation, while any worker
+without the cache can still rebuild it from the store. A cached prefix is a
+``KnownPrefix``: beside its messages it keeps what calls derived from them
+(``contracts/llm/prefix.py``), so the next call derives it for its new
+messages only. The cache is bounded (``cache_entries`` prefixes), and a
+worker without it reads, verifies and derives the same.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections import OrderedDict
+from collections.abc import Sequence
 
 from temporalio import activity
 
 from ..contracts.errors import PayloadIntegrityError, PayloadMissingError
 from ..contracts.llm.conversation import ConversationRef, decode_node, encode_node
 from ..contracts.llm.messages import Message
+from ..contracts.llm.prefix import KnownPrefix
 from ..failures import to_application_error
 from .payload_store import PayloadStore
 
@@ -33,20 +39,30 @@ def caller_owner(owner: str) -> str:
 class ConversationStore:
     def __init__(self, store: PayloadStore, cache_entries: int = 512) -> None:
         self._store = store
-        self._cache: OrderedDict[tuple[str, str], tuple[Message, ...]] = OrderedDict()
+        self._cache: OrderedDict[tuple[str, str], KnownPrefix] = OrderedDict()
         self._cache_entries = cache_entries
 
     async def load(self, ref: ConversationRef | None, owner: str = "") -> list[Message]:
         """The whole conversation ``ref`` names, every segment bound to ``owner`` (or written before owners
         existed); a missing, altered or foreign segment fails typed, never retried."""
+        return list((await self.known(ref, owner)).messages)
+
+    async def known(self, ref: ConversationRef | None, owner: str = "") -> KnownPrefix:
+        """``load``'s conversation as the cached ``KnownPrefix`` (with what calls derived from it), verified alike."""
+        if ref is None:
+            return KnownPrefix(())
+        cached = self._cache.get((owner, ref.sha256))
+        if cached is not None:
+            self._cache.move_to_end((owner, ref.sha256))
+            return cached
         segments: list[list[Message]] = []
         base: tuple[Message, ...] = ()
         current = ref
         while current is not None:
-            cached = self._cache.get((owner, current.sha256))
-            if cached is not None:
+            found = self._cache.get((owner, current.sha256))
+            if found is not None:
                 self._cache.move_to_end((owner, current.sha256))
-                base = cached
+                base = found.messages
                 break
             try:
                 data = await self._store.get(current.claim)
@@ -60,25 +76,27 @@ class ConversationStore:
         full = list(base)
         for messages in reversed(segments):
             full.extend(messages)
-        if ref is not None:
-            self._remember((owner, ref.sha256), full)
-        return full
+        known = KnownPrefix(full)
+        self._remember((owner, ref.sha256), known)
+        return known
 
     async def extend(
-        self, ref: ConversationRef | None, full: list[Message], added: list[Message], owner: str = ""
+        self, ref: ConversationRef | None, full: Sequence[Message] | KnownPrefix, added: list[Message],
+        owner: str = "",
     ) -> ConversationRef:
-        """Store ``added`` after ``ref``, bound to ``owner``; ``full`` is the whole conversation it makes (for the cache)."""
+        """Store ``added`` after ``ref``, bound to ``owner``; ``full`` is the whole conversation it makes (for the
+        cache: as a ``KnownPrefix``, the next call resumes what this one derives from it)."""
         data = encode_node(ref, added, owner)
         claim = await self._store.put(data)
         head = ConversationRef(
             sha256=hashlib.sha256(data).hexdigest(), length=(ref.length if ref else 0) + len(added), claim=claim
         )
-        self._remember((owner, head.sha256), full)
+        self._remember((owner, head.sha256), full if isinstance(full, KnownPrefix) else KnownPrefix(full))
         return head
 
-    def _remember(self, key: tuple[str, str], messages: list[Message]) -> None:
+    def _remember(self, key: tuple[str, str], known: KnownPrefix) -> None:
         """Cached by owner and head: a verified prefix is reused only by the owner it was verified for."""
-        self._cache[key] = tuple(messages)
+        self._cache[key] = known
         self._cache.move_to_end(key)
         while len(self._cache) > self._cache_entries:
             self._cache.popitem(last=False)

@@ -25,6 +25,7 @@ from ...contracts.errors import (
     RetryableProviderError,
 )
 from ...contracts.llm.conversation import ConversationRef
+from ...contracts.llm.prefix import Folds, KnownPrefix
 from ...contracts.llm import context
 from ...contracts.llm.request import ContextAction, LLMRequest, LLMResponse
 from ...contracts.llm.tools import ToolSchema, ToolsDescribeInput
@@ -125,13 +126,19 @@ class LLMActivities:
         if request.stored_messages:
             request = await self._stored_messages(request, owner)
         full = request
+        folds: Folds | None = None
+        following: KnownPrefix | None = None
         if chained:
-            earlier = await self._store().load(request.conversation, owner)
+            known = await self._store().known(request.conversation, owner)
             full = request.model_copy(
-                update={"messages": [*earlier, *request.messages], "conversation": None, "chained": False}
+                update={"messages": [*known.messages, *request.messages], "conversation": None, "chained": False}
             )
+            # What this call derives from the conversation (its checks, its ids, its encoding) is resumed
+            # from the stored prefix's and kept for the next call's, which extends this one.
+            following = KnownPrefix(full.messages)
+            folds = Folds(known, following)
         action = None
-        if request.context_policy != "none" and not context.fits(full):
+        if request.context_policy != "none" and not context.fits(full, folds):
             full, action = await self._compact(full)
         storing: asyncio.Task[ConversationRef] | None = None
         if chained:
@@ -139,17 +146,17 @@ class LLMActivities:
             # anything names it: the ref goes into history only once the segment is durable. A retry
             # stores the same segment under the same address. A compacted conversation starts a new
             # chain, so later calls build on the compacted one.
-            if action is None:
-                segment = self._store().extend(request.conversation, full.messages, request.messages, owner)
+            if action is None and following is not None:
+                segment = self._store().extend(request.conversation, following, request.messages, owner)
             else:
                 segment = self._store().extend(None, full.messages, full.messages, owner)
             storing = asyncio.ensure_future(segment)
         try:
             if request.stream is None:
-                response = await self._call(full)
+                response = await self._call(full, folds=folds)
             else:
                 async with TokenPublisher(request.stream) as tokens:
-                    response = await self._call(full, on_text=tokens.add)
+                    response = await self._call(full, on_text=tokens.add, folds=folds)
         except BaseException:
             if storing is not None:
                 await asyncio.gather(storing, return_exceptions=True)  # the call's own failure is what counts
@@ -209,10 +216,13 @@ class LLMActivities:
         action.note = note
         return compacted, action
 
-    async def _call(self, request: LLMRequest, on_text: TextSink | None = None) -> LLMResponse:
+    async def _call(self, request: LLMRequest, on_text: TextSink | None = None, folds: Folds | None = None
+                    ) -> LLMResponse:
+        """One checked provider call; ``folds`` spares deriving again what the stored prefix already gave (the
+        checks, the ids, the encoding are the same with it and without)."""
         config = request.config
         # The capability table is the worker's, so this part of the precondition is checked here.
-        pre = check_request(request) or check_capabilities(
+        pre = check_request(request, folds) or check_capabilities(
             request, self._providers.capability(config.provider, config.model))
         metrics.record_checks("pre", pre)
         if pre:
@@ -229,9 +239,9 @@ class LLMActivities:
                 served = True
                 try:
                     if on_text is None:
-                        response = await provider.complete(request)
+                        response = await provider.complete(request, folds)
                     else:
-                        response = await provider.stream(request, on_text)
+                        response = await provider.stream(request, on_text, folds)
                 except BaseException as exc:
                     served = isinstance(exc, RetryableProviderError)  # the same rule as its outcome's label
                     raise
@@ -255,7 +265,7 @@ class LLMActivities:
             raise to_application_error(exc) from exc
 
         # Before the postcondition, so it and everything after see one id per call in the run.
-        response = response.model_copy(update={"message": with_engine_call_ids(response.message, request.messages)})
+        response = response.model_copy(update={"message": with_engine_call_ids(response.message, request.messages, folds)})
         post = check_response(request, response)
         metrics.record_checks("post", post)
         metrics.record_usage(config, response.usage, self._prices)

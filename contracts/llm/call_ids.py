@@ -15,20 +15,42 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .messages import LLMToolCall, Message
+from .prefix import Folds, fold
 
 
-def _used_ids(history: Sequence[Message]) -> set[str]:
-    used = {m.tool_call_id for m in history if m.tool_call_id}
-    used |= {c.id for m in history for c in m.tool_calls}
-    return used
+class _Used:
+    """The ids ``history`` uses (tool calls and the results answering them) and its assistant turns."""
+
+    __slots__ = ("ids", "turns")
+
+    def __init__(self) -> None:
+        self.ids: set[str] = set()
+        self.turns = 0
+
+    def copy(self) -> _Used:
+        other = _Used()
+        other.ids, other.turns = set(self.ids), self.turns
+        return other
+
+    def step(self, m: Message) -> _Used:
+        if m.tool_call_id:
+            self.ids.add(m.tool_call_id)
+        for c in m.tool_calls:
+            self.ids.add(c.id)
+        if m.role == "assistant":
+            self.turns += 1
+        return self
 
 
-def with_engine_call_ids(answer: Message, history: Sequence[Message]) -> Message:
-    """``answer`` with every tool-call id unique in ``history`` plus the answer; unchanged when already so."""
+def with_engine_call_ids(answer: Message, history: Sequence[Message], folds: Folds | None = None) -> Message:
+    """``answer`` with every tool-call id unique in ``history`` plus the answer; unchanged when already so.
+
+    ``history``'s ids are a fold, resumed from a stored prefix's (``folds``): the same answer either way.
+    """
     if not answer.tool_calls:
         return answer
-    used = _used_ids(history)
-    turn = sum(1 for m in history if m.role == "assistant")
+    seen = fold(folds, "call_ids.used", history, _Used, _Used.step, _Used.copy)
+    used, turn = seen.ids, seen.turns
     calls: list[LLMToolCall] = []
     for i, call in enumerate(answer.tool_calls):
         if call.id and call.id not in used:

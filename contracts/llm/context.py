@@ -21,7 +21,8 @@ from __future__ import annotations
 import json
 from .messages import Message
 from .request import ContextAction, LLMConfig, LLMRequest, ResponseFormat
-from .tokens import count_message_tokens, count_prompt_tokens, count_text_tokens
+from .prefix import Folds
+from .tokens import count_message_tokens, count_prompt_tokens, count_text_tokens, prompt_tokens_upper_bound
 
 SUMMARY_MARK = "Summary of the earlier conversation (older turns were replaced by it):"
 SUMMARY_SCHEMA = {
@@ -36,8 +37,10 @@ SUMMARY_INSTRUCTIONS = (
 )
 
 
-def fits(request: LLMRequest) -> bool:
-    return count_prompt_tokens(request) + request.config.max_tokens <= request.config.context_window
+def fits(request: LLMRequest, folds: Folds | None = None) -> bool:
+    room = request.config.context_window - request.config.max_tokens
+    # The byte bound proves most requests fit without tokenizing the whole history again.
+    return prompt_tokens_upper_bound(request, folds) <= room or count_prompt_tokens(request, folds) <= room
 
 
 def split_turns(messages: list[Message]) -> tuple[list[Message], list[list[Message]]]:

@@ -17,6 +17,8 @@ from collections.abc import Iterable, Mapping
 
 from ..json_schema import MAX_ERRORS, clip, describe, schema_violations
 from .pinning import CONTRACT, check_model_pinned
+from .messages import Message
+from .prefix import Folds, fold
 from .request import LLMConfig, LLMRequest
 from .tokens import count_prompt_tokens, prompt_tokens_upper_bound
 from .tools import ToolSchema
@@ -86,7 +88,7 @@ def check_config(
 # ---------------------------------------------------------------- message order
 
 
-def check_messages(request: LLMRequest) -> list[Violation]:
+def check_messages(request: LLMRequest, folds: Folds | None = None) -> list[Violation]:
     """Roles valid and in a legal order, every tool call answered exactly once.
 
     - system messages only before the first non-system message;
@@ -96,58 +98,82 @@ def check_messages(request: LLMRequest) -> list[Violation]:
       is still open; a second answer to the same id is a violation;
     - every call is answered before the next user or assistant message, and
       before the request ends.
+
+    Checked as a fold (``_Order``), so a call resumes from the state its stored prefix left (``folds``).
     """
-    out: list[Violation] = []
+    order = fold(folds, "pre.order", request.messages, _Order, _Order.step, _Order.copy)
+    order.close_open_calls("the end of the conversation")
+    if not order.seen_non_system:
+        order.flag("$.messages", "the request needs at least one user, assistant or tool message")
+    return order.out[:MAX_ERRORS]
 
-    def flag(path: str, message: str) -> None:
-        out.append(pre_violation(_K.invalid_role_order, path, message))
 
-    open_calls: dict[str, str] = {}  # id -> path of the call
-    issued: set[str] = set()
-    answered: set[str] = set()
-    seen_non_system = False
+class _Order:
+    """``check_messages``' state after some messages: violations so far, open, issued and answered call ids."""
 
-    def close_open_calls(before: str) -> None:
-        for call_id, at in open_calls.items():
-            flag(at, f"tool call {describe(call_id)} has no tool message answering it before {before}")
-        open_calls.clear()
+    __slots__ = ("out", "open_calls", "issued", "answered", "seen_non_system", "index")
 
-    for i, message in enumerate(request.messages):
-        at = f"$.messages[{i}]"
+    def __init__(self) -> None:
+        self.out: list[Violation] = []
+        self.open_calls: dict[str, str] = {}  # id -> path of the call
+        self.issued: set[str] = set()
+        self.answered: set[str] = set()
+        self.seen_non_system = False
+        self.index = 0
+
+    def copy(self) -> _Order:
+        other = _Order()
+        other.out, other.open_calls = list(self.out), dict(self.open_calls)
+        other.issued, other.answered = set(self.issued), set(self.answered)
+        other.seen_non_system, other.index = self.seen_non_system, self.index
+        return other
+
+    def flag(self, path: str, message: str) -> None:
+        self.out.append(pre_violation(_K.invalid_role_order, path, message))
+
+    def close_open_calls(self, before: str) -> None:
+        for call_id, at in self.open_calls.items():
+            self.flag(at, f"tool call {describe(call_id)} has no tool message answering it before {before}")
+        self.open_calls.clear()
+
+    def step(self, message: Message) -> _Order:
+        at = f"$.messages[{self.index}]"
+        self.index += 1
+        flag = self.flag
         role = message.role
         if role not in ROLES:
             flag(f"{at}.role", f"role {describe(role)} is not one of system, user, assistant, tool")
-            continue
+            return self
         if role == "system":
-            if seen_non_system:
+            if self.seen_non_system:
                 flag(f"{at}.role", "a system message may only appear before the first user, assistant or tool message")
         else:
-            seen_non_system = True
+            self.seen_non_system = True
         if message.tool_calls and role != "assistant":
             flag(f"{at}.tool_calls", f"only assistant messages may carry tool_calls, not a {role} message")
         if message.tool_call_id is not None and role != "tool":
             flag(f"{at}.tool_call_id", f"only tool messages may carry tool_call_id, not a {role} message")
 
         if role in ("user", "assistant"):
-            close_open_calls(f"the {role} message at {at}")
+            self.close_open_calls(f"the {role} message at {at}")
         if role == "assistant":
             for k, call in enumerate(message.tool_calls):
                 call_at = f"{at}.tool_calls[{k}].id"
                 if not call.id:
                     flag(call_at, "a tool call needs a non-empty id")
-                elif call.id in issued:
+                elif call.id in self.issued:
                     flag(call_at, f"tool call id {describe(call.id)} is used by an earlier tool call")
                 else:
-                    issued.add(call.id)
-                    open_calls[call.id] = call_at
+                    self.issued.add(call.id)
+                    self.open_calls[call.id] = call_at
         elif role == "tool":
             call_id = message.tool_call_id
             if not call_id:
                 flag(f"{at}.tool_call_id", "a tool message must name the tool call it answers in tool_call_id")
-            elif call_id in open_calls:
-                del open_calls[call_id]
-                answered.add(call_id)
-            elif call_id in answered:
+            elif call_id in self.open_calls:
+                del self.open_calls[call_id]
+                self.answered.add(call_id)
+            elif call_id in self.answered:
                 flag(f"{at}.tool_call_id", f"tool call {describe(call_id)} was already answered")
             else:
                 flag(
@@ -155,10 +181,7 @@ def check_messages(request: LLMRequest) -> list[Violation]:
                     f"tool_call_id {describe(call_id)} does not answer an open tool call of the "
                     "assistant message before it",
                 )
-    close_open_calls("the end of the conversation")
-    if not seen_non_system:
-        flag("$.messages", "the request needs at least one user, assistant or tool message")
-    return out[:MAX_ERRORS]
+        return self
 
 
 # ---------------------------------------------------------------- tools and schemas
@@ -194,9 +217,12 @@ def check_tool_schemas(tools: Iterable[ToolSchema], path: str = "$.tools", contr
     return out
 
 
-def check_request(request: LLMRequest) -> list[Violation]:
-    """The ``llm.call`` preconditions; an empty list means the request may be sent."""
-    out = check_messages(request)
+def check_request(request: LLMRequest, folds: Folds | None = None) -> list[Violation]:
+    """The ``llm.call`` preconditions; an empty list means the request may be sent.
+
+    ``folds`` only saves work (see ``prefix``): the violations are the same with it and without.
+    """
+    out = check_messages(request, folds)
     out += check_config(request.config, request.allowed_model_aliases, "$.config")
     out += check_tool_schemas(request.tools)
     if request.response_format is not None:
@@ -210,7 +236,7 @@ def check_request(request: LLMRequest) -> list[Violation]:
         )
     max_tokens = request.config.max_tokens
     window = request.config.context_window
-    bound = _Bound(request)
+    bound = _Bound(request, folds)
     if isinstance(max_tokens, int) and isinstance(window, int) and 0 < max_tokens < window:
         prompt = bound.beyond(window - max_tokens)
         if prompt is not None:
@@ -241,8 +267,9 @@ def check_request(request: LLMRequest) -> list[Violation]:
 class _Bound:
     """The prompt's size for the window and the budget checks, each measured at most once per request."""
 
-    def __init__(self, request: LLMRequest) -> None:
+    def __init__(self, request: LLMRequest, folds: Folds | None = None) -> None:
         self._request = request
+        self._folds = folds
         self._upper: int | None = None
         self._exact: int | None = None
 
@@ -253,11 +280,11 @@ class _Bound:
         fits, so a long history is not tokenized again at every step.
         """
         if self._upper is None:
-            self._upper = prompt_tokens_upper_bound(self._request)
+            self._upper = prompt_tokens_upper_bound(self._request, self._folds)
         if self._upper <= limit:
             return None
         if self._exact is None:
-            self._exact = count_prompt_tokens(self._request)
+            self._exact = count_prompt_tokens(self._request, self._folds)
         return self._exact if self._exact > limit else None
 
 

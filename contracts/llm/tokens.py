@@ -20,6 +20,7 @@ from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
 from .messages import Message
+from .prefix import Folds, fold
 from .request import LLMRequest
 from .tools import ToolSchema
 
@@ -133,21 +134,25 @@ def _bytes(text: str | None) -> int:
     return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
 
 
-def prompt_tokens_upper_bound(request: LLMRequest) -> int:
+def message_bytes(m: Message) -> int:
+    """``count_message_tokens``' bound: every text counted as its UTF-8 bytes."""
+    total = TOKENS_PER_MESSAGE + _bytes(m.role) + _bytes(m.content) + _bytes(m.tool_call_id)
+    if m.name:
+        total += TOKENS_PER_NAME + _bytes(m.name)
+    for call in m.tool_calls:
+        total += TOKENS_PER_TOOL_CALL + _bytes(call.id) + _bytes(call.name) + _bytes(call.arguments)
+    return total
+
+
+def prompt_tokens_upper_bound(request: LLMRequest, folds: Folds | None = None) -> int:
     """A bound ``count_prompt_tokens`` never exceeds, in time linear in the prompt's bytes.
 
     Every BPE token stands for at least one byte of its text, so a text has at
     most as many tokens as UTF-8 bytes. Most requests are far below their
     window, and this lets the precondition skip tokenizing the whole history
-    again at every step.
+    again at every step. The messages' part is a sum, resumed from a stored prefix's (``folds``).
     """
-    total = REPLY_PRIMING
-    for m in request.messages:
-        total += TOKENS_PER_MESSAGE + _bytes(m.role) + _bytes(m.content) + _bytes(m.tool_call_id)
-        if m.name:
-            total += TOKENS_PER_NAME + _bytes(m.name)
-        for call in m.tool_calls:
-            total += TOKENS_PER_TOOL_CALL + _bytes(call.id) + _bytes(call.name) + _bytes(call.arguments)
+    total = REPLY_PRIMING + fold(folds, "tokens.bound", request.messages, int, lambda n, m: n + message_bytes(m))
     for tool in request.tools:
         described = {"name": tool.name, "description": tool.description, "parameters": tool.parameters}
         total += TOKENS_PER_TOOL + _bytes(_dumps(described))
@@ -156,10 +161,10 @@ def prompt_tokens_upper_bound(request: LLMRequest) -> int:
     return total
 
 
-def count_prompt_tokens(request: LLMRequest) -> int:
+def count_prompt_tokens(request: LLMRequest, folds: Folds | None = None) -> int:
     """Estimated prompt tokens of ``request``: messages, tool definitions and response schema."""
     total = REPLY_PRIMING
-    total += sum(count_message_tokens(m) for m in request.messages)
+    total += fold(folds, "tokens.count", request.messages, int, lambda n, m: n + count_message_tokens(m))
     total += sum(count_tool_tokens(t) for t in request.tools)
     if request.response_format is not None:
         total += count_text_tokens(_dumps(request.response_format.json_schema))

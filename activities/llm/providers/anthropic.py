@@ -29,6 +29,7 @@ from pydantic import SecretStr
 
 from ....contracts.llm.capabilities import ModelCapability, capability_for
 from ....contracts.llm.messages import LLMToolCall, Message
+from ....contracts.llm.prefix import Folds
 from ....contracts.llm.request import FinishReason, LLMRequest, LLMResponse, Usage
 from .base import parse_wire, sdk_call
 from .errors import DEFAULT_RETRY_AFTER_CAP
@@ -253,7 +254,8 @@ class AnthropicProvider:
             options["headers"] = {"Authorization": anthropic.Omit(), "X-Api-Key": anthropic.Omit()}
         return params, extra_body, options
 
-    async def complete(self, request: LLMRequest) -> LLMResponse:
+    async def complete(self, request: LLMRequest, folds: Folds | None = None) -> LLMResponse:
+        # ``folds`` is not used: the prompt-cache marks move with each call, so the body is built whole.
         params, extra_body, options = self._prepared(request)
         extra: dict[str, Any] = {"extra_body": extra_body} if extra_body else {}
         if "timeout" in options:
@@ -267,7 +269,7 @@ class AnthropicProvider:
         body = await sdk_call(self.name, call, secret=self._key, retry_after_cap=self._cap)
         return response_from_wire(body, request)
 
-    async def stream(self, request: LLMRequest, on_text: TextSink) -> LLMResponse:
+    async def stream(self, request: LLMRequest, on_text: TextSink, folds: Folds | None = None) -> LLMResponse:
         """The same call with ``stream: true``; text deltas go to ``on_text``, the assembled answer is returned."""
         params, extra_body, options = self._prepared(request)
         body = {**params, **extra_body, "stream": True}

@@ -12,6 +12,7 @@ from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from ....contracts.llm.prefix import Folds
 from ....contracts.llm.request import LLMRequest, LLMResponse
 from .errors import DEFAULT_RETRY_AFTER_CAP, classify_sdk_error, json_body, malformed
 
@@ -21,11 +22,15 @@ M = TypeVar("M", bound=BaseModel)
 class Provider(Protocol):
     name: str
 
-    async def complete(self, request: LLMRequest) -> LLMResponse:
-        """One provider call; raises ``RetryableProviderError`` or ``NonRetryableProviderError``."""
+    async def complete(self, request: LLMRequest, folds: Folds | None = None) -> LLMResponse:
+        """One provider call; raises ``RetryableProviderError`` or ``NonRetryableProviderError``.
+
+        ``folds`` may spare re-encoding the conversation's stored prefix; the request sent is the same.
+        """
         ...
 
-    async def stream(self, request: LLMRequest, on_text: Callable[[str], None]) -> LLMResponse:
+    async def stream(self, request: LLMRequest, on_text: Callable[[str], None], folds: Folds | None = None
+                     ) -> LLMResponse:
         """The same call streamed: answer text goes to ``on_text`` as it arrives; returns what ``complete`` would."""
         ...
 

@@ -15,11 +15,13 @@ import httpx2
 import openai
 from openai.types.chat import ChatCompletion, ChatCompletionMessageParam, ChatCompletionToolParam
 from openai._types import RequestOptions
+from openai._utils._json import openapi_dumps
 from openai.types.chat.completion_create_params import CompletionCreateParamsNonStreaming
 from pydantic import SecretStr
 
 from ....contracts.llm.capabilities import ModelCapability, capability_for
 from ....contracts.llm.messages import LLMToolCall, Message
+from ....contracts.llm.prefix import Folds, fold
 from ....contracts.llm.request import FinishReason, LLMRequest, LLMResponse, Usage
 from .base import parse_wire, sdk_call
 from .errors import DEFAULT_RETRY_AFTER_CAP, malformed
@@ -37,7 +39,9 @@ _FINISH: dict[str, FinishReason] = {
 }
 
 
-def _message_to_wire(message: Message, names: WireNames) -> ChatCompletionMessageParam | None:
+def _message_to_wire(message: Message) -> ChatCompletionMessageParam | None:
+    # A function of the message alone (tool names map the same in every request), so its encoding
+    # can be kept per conversation prefix (``request_body``).
     if message.role == "tool":
         return {"role": "tool", "tool_call_id": message.tool_call_id or "",
                 "content": message.content or ""}
@@ -50,7 +54,7 @@ def _message_to_wire(message: Message, names: WireNames) -> ChatCompletionMessag
         if message.tool_calls:
             return {"role": "assistant", "content": message.content, "tool_calls": [
                 {"id": c.id, "type": "function",
-                 "function": {"name": names.tool(c.name), "arguments": c.arguments}}
+                 "function": {"name": WireNames.tool(c.name), "arguments": c.arguments}}
                 for c in message.tool_calls
             ]}
         return {"role": "assistant", "content": message.content}
@@ -66,8 +70,42 @@ def _tool_to_wire(tool: Any) -> ChatCompletionToolParam:
 
 def request_to_wire(request: LLMRequest, capability: ModelCapability | None = None
                     ) -> CompletionCreateParamsNonStreaming:
-    names = WireNames(request)
-    messages = [wire for m in request.messages if (wire := _message_to_wire(m, names)) is not None]
+    messages = [wire for m in request.messages if (wire := _message_to_wire(m)) is not None]
+    return _params(request, capability, messages)
+
+
+# ``openapi_dumps``' settings, built once: a message's wire form holds only strings, None, lists and dicts,
+# which its encoder's ``default`` (dates, pydantic models) never sees.
+_MESSAGE_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def _encoded(fragments: list[bytes], message: Message) -> list[bytes]:
+    wire = _message_to_wire(message)
+    if wire is not None:
+        fragments.append(_MESSAGE_ENCODER.encode(wire).encode())
+    return fragments
+
+
+def request_body(request: LLMRequest, capability: ModelCapability | None = None, *,
+                 extra: dict[str, Any] | None = None, folds: Folds | None = None) -> bytes:
+    """The bytes the SDK sends for ``request_to_wire(request, capability)`` plus ``extra``: ``openapi_dumps`` of it.
+
+    Built from each message's own encoding (JSON composes: an array is its items joined by commas), so a
+    call encodes only the messages its conversation's stored prefix did not (``folds``); the bytes are the
+    same either way (tests/activities/test_prefix_folds.py).
+    """
+    if folds is None:
+        return openapi_dumps({**request_to_wire(request, capability), **(extra or {})})
+    fragments = fold(folds, "openai.messages", request.messages, list, _encoded, list)
+    rest: dict[str, Any] = {**_params(request, capability, []), **(extra or {})}
+    model = rest.pop("model")
+    del rest["messages"]  # the second key, after "model": where the SDK's encoding puts it
+    return b"".join((b'{"model":', openapi_dumps(model), b',"messages":[', b",".join(fragments), b"],",
+                     openapi_dumps(rest)[1:]))
+
+
+def _params(request: LLMRequest, capability: ModelCapability | None,
+            messages: list[ChatCompletionMessageParam]) -> CompletionCreateParamsNonStreaming:
     # max_tokens is deprecated and rejected by reasoning models; max_completion_tokens is what the API documents.
     params: CompletionCreateParamsNonStreaming = {
         "model": request.config.model,
@@ -191,37 +229,43 @@ class OpenAIProvider:
         self._cap = retry_after_cap
         self._capabilities = list(capabilities or [])
 
-    def _prepared(self, request: LLMRequest) -> tuple[CompletionCreateParamsNonStreaming, RequestOptions]:
-        params = request_to_wire(request, capability_for(self.name, request.config.model, self._capabilities))
+    def _prepared(self, request: LLMRequest) -> tuple[ModelCapability, RequestOptions]:
         options: RequestOptions = {}
         if self._timeout is not None:
             options["timeout"] = self._timeout
         if not self._key:
             options["headers"] = {"Authorization": openai.Omit()}
-        return params, options
+        return capability_for(self.name, request.config.model, self._capabilities), options
 
-    async def stream(self, request: LLMRequest, on_text: TextSink) -> LLMResponse:
+    async def stream(self, request: LLMRequest, on_text: TextSink, folds: Folds | None = None) -> LLMResponse:
         """The same call with ``stream: true``; text deltas go to ``on_text``, the assembled answer is returned."""
-        params, options = self._prepared(request)
-        body = {**params, "stream": True, "stream_options": {"include_usage": True}}
+        capability, options = self._prepared(request)
 
         async def open_stream() -> Any:
+            body = request_body(request, capability, extra={"stream": True, "stream_options": {"include_usage": True}},
+                                folds=folds)
             # cast_to=object: the SDK parses each event's JSON and hands it over as is; the assembler checks it.
-            return await self._client.post(CHAT_COMPLETIONS_PATH, cast_to=object, body=body, options=options,
+            return await self._client.post(CHAT_COMPLETIONS_PATH, cast_to=object, content=body, options=options,
                                            stream=True, stream_cls=OpenAIEventStream[object])
 
         assembled = await read_stream(self.name, open_stream, OpenAIChunks(), on_text, secret=self._key,
                                       retry_after_cap=self._cap)
         return response_from_wire(assembled, request)
 
-    async def complete(self, request: LLMRequest) -> LLMResponse:
-        params, options = self._prepared(request)
-        # Posted by the SDK client (auth, headers, timeout, errors) but not through
-        # chat.completions.create: its per-field param transform tries every message
-        # against every member of the message union (~60 ms CPU at 400 messages, the
-        # largest cost of a long run's step), and it is an identity on these params,
-        # which declare no aliases or formats (test_provider_sdk pins that).
-        body = await sdk_call(self.name, lambda: self._client.post(
-            CHAT_COMPLETIONS_PATH, cast_to=httpx2.Response, body=params, options=options),
-            secret=self._key, retry_after_cap=self._cap)
+    async def complete(self, request: LLMRequest, folds: Folds | None = None) -> LLMResponse:
+        capability, options = self._prepared(request)
+
+        async def post() -> httpx2.Response:
+            # Posted by the SDK client (auth, headers, timeout, errors) but not through
+            # chat.completions.create: its per-field param transform tries every message
+            # against every member of the message union (~60 ms CPU at 400 messages, the
+            # largest cost of a long run's step), and it is an identity on these params,
+            # which declare no aliases or formats (test_provider_sdk pins that). The body
+            # is the SDK's own encoding of them (``request_body``), each message encoded
+            # once per conversation; built in here so an encoding error is classified as before.
+            body = request_body(request, capability, folds=folds)
+            return await self._client.post(CHAT_COMPLETIONS_PATH, cast_to=httpx2.Response, content=body,
+                                           options=options)
+
+        body = await sdk_call(self.name, post, secret=self._key, retry_after_cap=self._cap)
         return response_from_wire(body, request)
