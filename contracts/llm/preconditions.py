@@ -129,7 +129,9 @@ class _Order:
         return other
 
     def flag(self, path: str, message: str) -> None:
-        self.out.append(pre_violation(_K.invalid_role_order, path, message))
+        # Only the first MAX_ERRORS are ever reported, so a kept state holds no more than those.
+        if len(self.out) < MAX_ERRORS:
+            self.out.append(pre_violation(_K.invalid_role_order, path, message))
 
     def close_open_calls(self, before: str) -> None:
         for call_id, at in self.open_calls.items():

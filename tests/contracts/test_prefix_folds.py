@@ -120,3 +120,12 @@ def test_a_kept_state_is_never_changed_by_the_calls_that_resume_it():
         # each call closes c1 (a violation) or answers it, on its own copy of the state
         assert check_request(request([*known.messages, result("c1")]), Folds(known)) == []
         assert len(check_request(request([*known.messages, Message.user("?")]), Folds(known))) == 1
+
+
+def test_a_conversation_full_of_violations_reports_the_same_first_ones_resumed_or_not():
+    messages = [Message.user("go"), *(result(f"orphan{n}") for n in range(30)), call("open")]
+    cold = check_request(request(messages))
+    for split in (1, 10, 31):
+        known = warmed(messages[:split])
+        assert check_request(request([*known.messages, *messages[split:]]), Folds(known)) == cold, split
+    assert len(cold) == 5 and cold[0].path == "$.messages[1].tool_call_id"
