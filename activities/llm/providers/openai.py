@@ -92,7 +92,7 @@ def request_body(request: LLMRequest, capability: ModelCapability | None = None,
 
     Built from each message's own encoding (JSON composes: an array is its items joined by commas), so a
     call encodes only the messages its conversation's stored prefix did not (``folds``); the bytes are the
-    same either way (tests/activities/test_prefix_folds.py).
+    same either way (tests/activities/test_prefix_cache.py).
     """
     if folds is None:
         return openapi_dumps({**request_to_wire(request, capability), **(extra or {})})
