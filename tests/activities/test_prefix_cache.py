@@ -13,7 +13,7 @@ import json
 
 import httpx2
 import pytest
-from openai._utils._json import openapi_dumps
+import openai
 from pydantic import SecretStr
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
@@ -45,11 +45,27 @@ def conversation(steps: int) -> list[Message]:
     return messages
 
 
+async def sdk_sends(params: dict) -> httpx2.Request:
+    """The request the official SDK itself sends for ``params`` posted as a JSON body."""
+    sent: list[httpx2.Request] = []
+
+    def capture(request: httpx2.Request) -> httpx2.Response:
+        sent.append(request)
+        return httpx2.Response(200, json={})
+
+    async with httpx2.AsyncClient(transport=httpx2.MockTransport(capture)) as http:
+        sdk = openai.AsyncOpenAI(api_key="sk-test", base_url="http://model.invalid/v1", http_client=http, max_retries=0)
+        await sdk.post("/chat/completions", cast_to=httpx2.Response, body=params)
+    return sent[0]
+
+
 @pytest.mark.parametrize("extra", [None, {"stream": True, "stream_options": {"include_usage": True}}])
-def test_the_body_is_the_sdk_s_own_encoding_cold_warm_and_at_every_split(extra):
+async def test_the_body_is_what_the_sdk_sends_cold_warm_and_at_every_split(extra):
     messages = conversation(6)
     req = LLMRequest(config=CONFIG, messages=messages, tools=[WEATHER])
-    sdk = openapi_dumps({**request_to_wire(req), **(extra or {})})
+    sent = await sdk_sends({**request_to_wire(req), **(extra or {})})
+    sdk = sent.content
+    assert sent.headers["content-type"] == "application/json" and b"\u65e5" not in sdk  # UTF-8, not escaped
     assert request_body(req, extra=extra) == sdk
     assert request_body(req, extra=extra, folds=Folds()) == sdk
     for split in range(len(messages) + 1):

@@ -15,7 +15,6 @@ import httpx2
 import openai
 from openai.types.chat import ChatCompletion, ChatCompletionMessageParam, ChatCompletionToolParam
 from openai._types import RequestOptions
-from openai._utils._json import openapi_dumps
 from openai.types.chat.completion_create_params import CompletionCreateParamsNonStreaming
 from pydantic import SecretStr
 
@@ -74,34 +73,38 @@ def request_to_wire(request: LLMRequest, capability: ModelCapability | None = No
     return _params(request, capability, messages)
 
 
-# ``openapi_dumps``' settings, built once: a message's wire form holds only strings, None, lists and dicts,
-# which its encoder's ``default`` (dates, pydantic models) never sees.
-_MESSAGE_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+# The SDK's JSON settings for a request body (``openai._utils._json.openapi_dumps``, built once here):
+# the params hold only strings, numbers, None, lists and dicts, which its encoder's ``default`` (dates,
+# pydantic models) never sees. tests/activities/test_prefix_cache.py compares with what the SDK sends.
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def _dumps(value: Any) -> bytes:
+    return _ENCODER.encode(value).encode()
 
 
 def _encoded(fragments: list[bytes], message: Message) -> list[bytes]:
     wire = _message_to_wire(message)
     if wire is not None:
-        fragments.append(_MESSAGE_ENCODER.encode(wire).encode())
+        fragments.append(_dumps(wire))
     return fragments
 
 
 def request_body(request: LLMRequest, capability: ModelCapability | None = None, *,
                  extra: dict[str, Any] | None = None, folds: Folds | None = None) -> bytes:
-    """The bytes the SDK sends for ``request_to_wire(request, capability)`` plus ``extra``: ``openapi_dumps`` of it.
+    """The bytes the SDK sends for ``request_to_wire(request, capability)`` plus ``extra`` (posted as ``body=``).
 
     Built from each message's own encoding (JSON composes: an array is its items joined by commas), so a
     call encodes only the messages its conversation's stored prefix did not (``folds``); the bytes are the
     same either way (tests/activities/test_prefix_cache.py).
     """
     if folds is None:
-        return openapi_dumps({**request_to_wire(request, capability), **(extra or {})})
+        return _dumps({**request_to_wire(request, capability), **(extra or {})})
     fragments = fold(folds, "openai.messages", request.messages, list, _encoded, list)
     rest: dict[str, Any] = {**_params(request, capability, []), **(extra or {})}
     model = rest.pop("model")
     del rest["messages"]  # the second key, after "model": where the SDK's encoding puts it
-    return b"".join((b'{"model":', openapi_dumps(model), b',"messages":[', b",".join(fragments), b"],",
-                     openapi_dumps(rest)[1:]))
+    return b"".join((b'{"model":', _dumps(model), b',"messages":[', b",".join(fragments), b"],", _dumps(rest)[1:]))
 
 
 def _params(request: LLMRequest, capability: ModelCapability | None,
