@@ -65,7 +65,7 @@ async def test_the_body_is_what_the_sdk_sends_cold_warm_and_at_every_split(extra
     req = LLMRequest(config=CONFIG, messages=messages, tools=[WEATHER])
     sent = await sdk_sends({**request_to_wire(req), **(extra or {})})
     sdk = sent.content
-    assert sent.headers["content-type"] == "application/json" and b"\u65e5" not in sdk  # UTF-8, not escaped
+    assert sent.headers["content-type"] == "application/json" and rb"\u65e5" not in sdk  # UTF-8, not escaped
     assert request_body(req, extra=extra) == sdk
     assert request_body(req, extra=extra, folds=Folds()) == sdk
     for split in range(len(messages) + 1):
