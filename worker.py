@@ -344,9 +344,11 @@ async def running_worker(
     ``extra_workflows`` (benchmarks, tests) run beside the engine's own on the same task queue;
     ``worker_options`` go to ``temporalio.worker.Worker`` (e.g. ``max_cached_workflows``).
     """
+    # Refused before anything starts (accounts, pools): a quota on an undeclared key, a named key's secret unset.
+    check_quota_keys(settings)
+    provider_keys(settings)
     # Runs upsert the AgentSteps* search attributes: a namespace without them would fail every run's task.
     await ensure_search_attributes(client, client.namespace)
-    check_quota_keys(settings)
     if settings.quotas.configured:
         await asyncio.to_thread(warm_tokenizer)  # runs under a quota plan count their prompts in the workflow
         await ensure_accounts(client, settings.quotas, task_queue or settings.task_queue)
