@@ -5,27 +5,36 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-PIP := PYTHONWARNINGS="ignore:Editable installation" $(BIN)/pip install --quiet --disable-pip-version-check
+# Every install takes the tested set (constraints.txt); pyproject.toml only declares ranges.
+PIP := PYTHONWARNINGS="ignore:Editable installation" $(BIN)/pip install --quiet --disable-pip-version-check -c constraints.txt
 RUNTIME := $(VENV)/.installed-runtime
 DEVELOP := $(VENV)/.installed-test
 
-.PHONY: demo test test-fast test-first-hour dist install mcp-thirdparty clean dashboard
+.PHONY: demo test test-fast test-first-hour dist install mcp-thirdparty clean dashboard constraints
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --disable-pip-version-check --upgrade pip
 
-$(RUNTIME): pyproject.toml | $(BIN)/python
+$(RUNTIME): pyproject.toml constraints.txt | $(BIN)/python
 	@echo "installing agentsteps into $(VENV) (the runtime only)"
 	@$(PIP) -e .
 	@touch $@
 
-$(DEVELOP): pyproject.toml | $(BIN)/python
+$(DEVELOP): pyproject.toml constraints.txt | $(BIN)/python
 	@echo "installing agentsteps into $(VENV) with its test extras"
 	@$(PIP) -e '.[test]'
 	@touch $@ $(RUNTIME)
 
 install: $(DEVELOP)
+
+# Re-resolve the tested set after a dependency changed in pyproject.toml: the newest versions within its
+# ranges, in a scratch venv, frozen into constraints.txt (its comment header is kept).
+constraints:
+	rm -rf .venv-constraints && $(PYTHON) -m venv .venv-constraints
+	.venv-constraints/bin/pip install --quiet --disable-pip-version-check '.[test,s3,otlp]'
+	{ grep '^#' constraints.txt; .venv-constraints/bin/pip freeze --exclude-editable | grep -v '^agentsteps'; } > constraints.txt.new
+	mv constraints.txt.new constraints.txt && rm -rf .venv-constraints
 
 demo: $(RUNTIME)
 	$(BIN)/agentsteps demo

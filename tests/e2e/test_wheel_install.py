@@ -88,8 +88,9 @@ def installed(tmp_path_factory) -> Installed:
     (sdist,) = dist.glob("agentsteps-*.tar.gz")
     venv = base / "venv"
     _checked([sys.executable, "-m", "venv", str(venv)], timeout=120)
-    # Dependencies come from the package index (pip's cache); agentsteps itself only from the wheel.
-    _checked([str(venv / "bin" / "pip"), "install", "--quiet", "--disable-pip-version-check", str(wheel)],
+    # Dependencies come from the package index (pip's cache), at the tested set; agentsteps only from the wheel.
+    _checked([str(venv / "bin" / "pip"), "install", "--quiet", "--disable-pip-version-check",
+              "-c", str(ROOT / "constraints.txt"), str(wheel)],
              timeout=540, cwd=base)
     work = base / "work"
     work.mkdir()

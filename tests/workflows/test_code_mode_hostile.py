@@ -77,7 +77,10 @@ async def assert_worker_still_serves(shared, server: ScriptedModelServer) -> Non
 HOSTILE = [
     # (id, program, violation kind, text the violation's message must hold)
     ("infinite-loop", "while True:\n    pass\n", ViolationKind.program_failed, "[timeout]"),
-    ("memory-bomb-growing", 'x = []\nwhile True:\n    x.append("a" * 1000000)\n', ViolationKind.program_failed, "[memory]"),
+    # 16 MB a step: the 256 MB limit trips in ~16 allocations, well inside the 2 s limit on a loaded machine
+    # (1 MB steps took 2.5 s there and met the time limit first).
+    ("memory-bomb-growing", 'x = []\nwhile True:\n    x.append("a" * 16000000)\n', ViolationKind.program_failed,
+     "[memory]"),
     ("memory-bomb-one-allocation", "x = 'a' * 10**10\nlen(x)\n", ViolationKind.program_failed, "[memory]"),
     ("deep-recursion", "def f(n):\n    return f(n + 1)\nf(0)\n", ViolationKind.program_failed, "[recursion]"),
     ("import-os-getenv", "import os\nos.getenv('HOME')\n", ViolationKind.program_failed, "PermissionError"),
