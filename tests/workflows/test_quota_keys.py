@@ -164,3 +164,42 @@ def _failure_text(error: BaseException) -> str:
         parts.append(str(getattr(node, "type", "") or ""))
         node = node.__cause__
     return "\n".join(parts)
+
+
+CHEAP = "scripted-mini-2026-01-01"
+
+
+async def test_a_fallback_model_and_a_tenant_degrade_to_entry_send_with_the_key_they_name(
+    client, settings, scripted, monkeypatch
+):
+    secret_a, secret_b = "sk-test-a-" + uuid.uuid4().hex, "sk-test-b-" + uuid.uuid4().hex
+    quota_b, tenant = unique("fallback-b"), unique("soft")
+    scripted.set_script({"rules": [
+        {"match": {"model": CHEAP}, "reply": {"json": {"answer": "cheap"}, "usage": USAGE}},
+        {"match": {"model": MODEL}, "reply": {"content": "no json", "usage": USAGE}},
+    ]})
+    configured = keyed_settings(settings, monkeypatch, {"acme": secret_a, "globex": secret_b}, [
+        {"name": quota_b, "model": CHEAP, "api_key": "globex", "requests_per_minute": 100},
+    ])
+    configured = configured.model_copy(update={"quotas": configured.quotas.model_copy(update={"tenants": [
+        QuotaSettings.model_validate({"tenants": [{
+            "name": tenant, "budget": {"day": {"tokens_soft": 1, "tokens_hard": 100_000}},
+            "degrade_to": [{"model": CHEAP, "api_key": "globex"}],
+        }]}).tenants[0]]})})
+    schema = {"type": "object", "required": ["answer"]}
+    falls_back = spec("acme").model_copy(update={
+        "output_schema": schema, "reprompt_budget": 0,
+        "fallback_models": [LLMConfig(model=CHEAP, max_tokens=20, context_window=16_000, api_key="globex")],
+    })
+    async with running_worker(client, configured, registry=ToolRegistry()):
+        fallback = await asyncio.wait_for((await start_run(client, configured, falls_back, "fallback")).result(), 60)
+        degraded = await asyncio.wait_for(
+            (await start_run(client, configured, spec("acme"), "degraded", tenant=tenant)).result(), 60)
+        view = await _settled(client, quota_b)
+
+    assert fallback.output == {"answer": "cheap"} and degraded.model == CHEAP
+    sent = [(r.body["messages"][-1]["content"], r.body["model"], r.headers.get("authorization"))
+            for r in scripted.requests]
+    assert sent == [("fallback", MODEL, f"Bearer {secret_a}"), ("fallback", CHEAP, f"Bearer {secret_b}"),
+                    ("degraded", CHEAP, f"Bearer {secret_b}")]
+    assert view.requests_in_window == 2, "both calls on key globex were counted by its quota"
