@@ -8,7 +8,7 @@ issues exactly the commands it always did. With one, each call:
    Refused: the run fails with ``BudgetExceededError`` naming tenant and period
    (a program's ``llm()`` is refused instead). Past a soft limit the call goes
    to the tenant's ``degrade_to`` model;
-2. asks the quota covering its provider and model, and waits for the grant:
+2. asks the quota covering its provider, model and key name, and waits for the grant:
    a signal back, so no worker slot is held, and the run's state says
    ``waiting_for_quota`` meanwhile;
 3. after the call, signals each account the real use (or the estimate if
@@ -139,7 +139,7 @@ async def leased_call(
         tenant_lease = ask.request_id
         if grant.degrade:
             request = _degraded(plan, request)
-    route = plan.route(request.config.provider, request.config.model)
+    route = plan.route(request.config.provider, request.config.model, request.config.api_key)
     quota_lease: str | None = None
     if route is not None:
         ask = LeaseRequest(
@@ -192,7 +192,10 @@ def _degraded(plan: QuotaPlan, request: LLMRequest) -> LLMRequest:
     for target in plan.degrade_to:
         if target.model != request.config.model:
             workflow_metrics.record_degradation("budget_soft", "fallback")
-            config: LLMConfig = request.config.model_copy(update={"provider": target.provider, "model": target.model})
+            update = {"provider": target.provider, "model": target.model}
+            if target.api_key is not None:
+                update["api_key"] = target.api_key
+            config: LLMConfig = request.config.model_copy(update=update)
             return request.model_copy(update={"config": config})
     return request
 
