@@ -31,7 +31,7 @@ with workflow.unsafe.imports_passed_through():
     from ..contracts.errors import BudgetExceededError, DeploymentConfigError
     from ..contracts.llm.tokens import count_prompt_tokens
     from ..contracts.names import QUOTA_ACQUIRE_SIGNAL, QUOTA_GRANT_SIGNAL, QUOTA_RELEASE_SIGNAL
-    from ..contracts.quotas.wire import LeaseGrant, LeaseRelease, LeaseRequest, QuotaPlan
+    from ..contracts.quotas.wire import LeaseGrant, LeaseRelease, LeaseRequest, QuotaPlan, QuotaRoute
     from ..failures import to_application_error
     from ..telemetry import workflow_metrics
 
@@ -162,29 +162,43 @@ async def leased_call(
         )
         quota_lease = ask.request_id
     response: LLMResponse | None = None
+    dropped = False
     try:
         response = await send(request)
         return response
+    except GeneratorExit:
+        # A dropped instance closed by the garbage collector: a release signal sent now would land in whichever
+        # run's activation is current. The lease expires instead (tests/workflows/test_session_dropped_instance.py).
+        dropped = True
+        raise
     finally:
-        if response is not None:
-            used_in, used_out = response.usage.prompt_tokens, response.usage.completion_tokens
-            usd = response.cost_usd
-        else:
-            used_in, used_out = estimate_in, estimate_out
-            usd = plan.estimate_usd(request.config.model, estimate_in, estimate_out)
-        if quota_lease is not None and route is not None:
-            throttled = response is not None and response.throttled > 0
-            desk.release(route.account, LeaseRelease(
-                request_id=quota_lease, input_tokens=used_in, output_tokens=used_out, throttled=throttled,
-            ))
-            workflow_metrics.record_quota_actual(route.quota, used_in + used_out)
-            if throttled and response is not None:
-                workflow_metrics.record_quota_throttled(route.quota, response.throttled)
-        if tenant_lease is not None and plan.tenant_account is not None:
-            desk.release(plan.tenant_account, LeaseRelease(
-                request_id=tenant_lease, input_tokens=used_in, output_tokens=used_out, usd=usd,
-            ))
-        workflow_metrics.record_tenant_spend(plan.tenant_label, usd)
+        if not dropped:
+            _release(desk, plan, route, request, response, (estimate_in, estimate_out), quota_lease, tenant_lease)
+
+
+def _release(desk: QuotaDesk, plan: QuotaPlan, route: QuotaRoute | None, request: LLMRequest,
+             response: LLMResponse | None, estimate: tuple[int, int], quota_lease: str | None,
+             tenant_lease: str | None) -> None:
+    """Both leases back to their accounts with what the call used (its estimate when it never answered)."""
+    if response is not None:
+        used_in, used_out = response.usage.prompt_tokens, response.usage.completion_tokens
+        usd = response.cost_usd
+    else:
+        used_in, used_out = estimate
+        usd = plan.estimate_usd(request.config.model, used_in, used_out)
+    if quota_lease is not None and route is not None:
+        throttled = response is not None and response.throttled > 0
+        desk.release(route.account, LeaseRelease(
+            request_id=quota_lease, input_tokens=used_in, output_tokens=used_out, throttled=throttled,
+        ))
+        workflow_metrics.record_quota_actual(route.quota, used_in + used_out)
+        if throttled and response is not None:
+            workflow_metrics.record_quota_throttled(route.quota, response.throttled)
+    if tenant_lease is not None and plan.tenant_account is not None:
+        desk.release(plan.tenant_account, LeaseRelease(
+            request_id=tenant_lease, input_tokens=used_in, output_tokens=used_out, usd=usd,
+        ))
+    workflow_metrics.record_tenant_spend(plan.tenant_label, usd)
 
 
 def _degraded(plan: QuotaPlan, request: LLMRequest) -> LLMRequest:
