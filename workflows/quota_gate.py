@@ -168,7 +168,8 @@ async def leased_call(
         return response
     except GeneratorExit:
         # A dropped instance closed by the garbage collector: a release signal sent now would land in whichever
-        # run's activation is current. The run, replayed, releases its own (tests/workflows/test_session_dropped_instance.py).
+        # run's activation is current. The run, replayed, releases its own
+        # (tests/workflows/test_session_dropped_instance.py).
         dropped = True
         raise
     finally:
