@@ -39,9 +39,9 @@ from .activities.tools.registry import ToolRegistry
 from .activities.tools.source import ToolSource
 from .activities.tools.activities import ToolActivities
 from .client.search_attributes import ensure_search_attributes
-from .client.settings import load_mcp_config, secret_sources
-from .contracts.config.settings import DEMO_TOOL_FACTORIES, WorkerSettings
-from .contracts.errors import DeploymentConfigError
+from .client.settings import load_mcp_config, provider_keys, secret_sources
+from .contracts.config.settings import DEMO_TOOL_FACTORIES, PROVIDER_KEY_ENV, WorkerSettings
+from .contracts.errors import DeploymentConfigError, QuotaConfigError
 from .telemetry.metrics import PAYLOAD_STORE_DENIED, WORKER_SLOTS
 from .telemetry.runtime import build_runtime
 from .telemetry.tracing import tracing_interceptors
@@ -126,11 +126,10 @@ async def check_snapshot_key(settings: WorkerSettings) -> None:
         await store.aclose()
 
 
-_KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
-
-
 def check_provider_keys(settings: WorkerSettings) -> None:
-    """Refuse to start without the API key of a provider the operator declared required."""
+    """Refuse to start without the API key of a provider the operator declared required, or without the
+    secret of a named key (``provider_keys``; every worker build checks that too)."""
+    provider_keys(settings)
     keys = {"openai": settings.providers.openai_api_key, "anthropic": settings.providers.anthropic_api_key}
     missing = [p for p in settings.required_providers if not _has_value(keys[p])]
     if missing:
@@ -140,9 +139,17 @@ def check_provider_keys(settings: WorkerSettings) -> None:
             + " but the worker has no API key for "
             + ("it" if len(missing) == 1 else "them")
             + ": set "
-            + " and ".join(_KEY_ENV[p] for p in missing)
+            + " and ".join(PROVIDER_KEY_ENV[p] for p in missing)
             + " (in Kubernetes, the Secret agentsteps-provider-keys)."
         )
+
+
+def check_quota_keys(settings: WorkerSettings) -> None:
+    """A quota on a key the worker does not declare is refused at start (``load_settings`` refuses it in a
+    file; this covers settings built in code), as a ``QuotaConfigError`` naming the quota and the key."""
+    problem = settings.quotas.undeclared_key(settings.providers.key_names)
+    if problem is not None:
+        raise QuotaConfigError.with_message(f"$.quotas.{problem}")
 
 
 def load_registry(settings: WorkerSettings) -> ToolRegistry:
@@ -190,7 +197,8 @@ def build_worker(
     tools = ToolActivities(
         registry if registry is not None else load_registry(settings), [mcp.source(), *sources], conversations
     )
-    llm = LLMActivities(settings.providers, http, settings.prices, conversations, describe=tools.describe)
+    llm = LLMActivities(settings.providers, http, settings.prices, conversations, describe=tools.describe,
+                        keys=provider_keys(settings))
     session_fork = SessionForkActivities(conversations, sandbox)
     worker_options.setdefault("workflow_runner", ENGINE_SANDBOX)
     # The SDK's default (0) cancels every running activity at shutdown: a rolling
@@ -336,6 +344,9 @@ async def running_worker(
     ``extra_workflows`` (benchmarks, tests) run beside the engine's own on the same task queue;
     ``worker_options`` go to ``temporalio.worker.Worker`` (e.g. ``max_cached_workflows``).
     """
+    # Refused before anything starts (accounts, pools): a quota on an undeclared key, a named key's secret unset.
+    check_quota_keys(settings)
+    provider_keys(settings)
     # Runs upsert the AgentSteps* search attributes: a namespace without them would fail every run's task.
     await ensure_search_attributes(client, client.namespace)
     if settings.quotas.configured:

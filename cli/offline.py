@@ -39,9 +39,10 @@ def offline_script_text() -> str:
 
 
 def wants_offline(settings: WorkerSettings) -> bool:
-    """No key and no provider URL of the user's own: nothing could answer a model call but the offline model."""
+    """No key (named ones included) and no provider URL of the user's own: nothing could answer a model call
+    but the offline model."""
     p, default = settings.providers, ProviderSettings()
-    return (p.openai_api_key is None and p.anthropic_api_key is None
+    return (p.openai_api_key is None and p.anthropic_api_key is None and not p.openai_keys and not p.anthropic_keys
             and p.openai_base_url == default.openai_base_url and p.anthropic_base_url == default.anthropic_base_url)
 
 

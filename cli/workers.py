@@ -124,16 +124,19 @@ def fingerprint(settings: WorkerSettings, registry: ToolRegistry, offline_script
     mcp = load_mcp_config(settings.config_file)
     providers = settings.providers
 
-    def route(key: object, url: str) -> str:
+    def route(provider: str, key: object, url: str) -> str:
         if offline_script is not None:
             return f"offline:{offline_script}"
-        return f"{url} key={'set' if key else 'unset'}"
+        # The named keys' names (never their variables' values): a run naming a key one worker lacks would
+        # fail on that worker only. Unnamed, the line is what it always was, so older workers still agree.
+        named = sorted(providers.named_keys(provider))
+        return f"{url} key={'set' if key else 'unset'}" + (f" keys={','.join(named)}" if named else "")
 
     described = {
         "tools": tools,
         "mcp": sorted(mcp.servers),
-        "openai": route(providers.openai_api_key, providers.openai_base_url),
-        "anthropic": route(providers.anthropic_api_key, providers.anthropic_base_url),
+        "openai": route("openai", providers.openai_api_key, providers.openai_base_url),
+        "anthropic": route("anthropic", providers.anthropic_api_key, providers.anthropic_base_url),
         "namespace": settings.namespace,
     }
     return hashlib.sha256(json.dumps(described, sort_keys=True, default=str).encode()).hexdigest()[:12]

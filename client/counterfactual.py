@@ -32,6 +32,7 @@ from ..contracts import (
 from ..contracts.llm.arguments import canonical_arguments
 from ..contracts.names import AGENT_WORKFLOW, LLM_CALL_RESOLVING_TOOLS, TOOLS_CALL, TOOLS_DESCRIBE
 from .replay_check import fetch_history, workflow_type
+from .search_attributes import run_start_attributes
 
 Cost = Callable[[str, Usage], float]
 """The price of one step's usage on a model (the worker's price table)."""
@@ -211,7 +212,8 @@ async def replay_runs(
         tools.add(replay_id, source.schemas, source.calls)
         inp = AgentInput(spec=new_spec(source.inp.spec, spec, model), input=source.inp.input)
         handles.append((source, replay_id, await client.start_workflow(
-            AGENT_WORKFLOW, inp, id=replay_id, task_queue=task_queue, result_type=AgentResult)))
+            AGENT_WORKFLOW, inp, id=replay_id, task_queue=task_queue,
+            search_attributes=run_start_attributes(inp.spec, inp.tenant), result_type=AgentResult)))
     scores = []
     for source, replay_id, handle in handles:
         try:

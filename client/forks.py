@@ -29,6 +29,7 @@ from ..contracts.violations import Violation, ViolationKind
 from .counterfactual import RecordedRun, new_spec, read_recorded_run
 from .fork_points import ForkPoint, code_points, program_segments
 from .replay_check import fetch_history
+from .search_attributes import run_start_attributes
 
 
 def _bad(path: str, message: str) -> InvalidSpecError:
@@ -131,7 +132,8 @@ async def plan_fork(
     effects = list({e.key: e for e in [*inherited, *made]}.values())
     origin = ForkOrigin(workflow_id=workflow_id, at_step=at_step, messages=messages, effects=effects, program=program)
     return ForkPlan(
-        source=workflow_id, at_step=at_step, inp=AgentInput(spec=new, input=source.inp.input, fork=origin),
+        source=workflow_id, at_step=at_step, inp=AgentInput(spec=new, input=source.inp.input, fork=origin, tenant=source.inp.tenant,
+                                                      quota=source.inp.quota),
         where=point.describe(), at_call=None if point.call_id is None else f"p{point.step}-{point.call_id}",
     )
 
@@ -150,7 +152,8 @@ async def start_fork(
 ) -> WorkflowHandle[object, AgentResult]:
     return await client.start_workflow(
         AGENT_WORKFLOW, plan.inp, id=fork_id or f"{plan.source}-fork{plan.at_step}-{uuid.uuid4().hex[:8]}",
-        task_queue=task_queue, result_type=AgentResult,
+        task_queue=task_queue, search_attributes=run_start_attributes(plan.inp.spec, plan.inp.tenant),
+        result_type=AgentResult,
     )
 
 

@@ -69,8 +69,8 @@ def quota_plan(settings: WorkerSettings | QuotaSettings, tenant: str | None = No
         weight=configured.weight if configured is not None else 1.0,
         tenant_account=account_id("tenant", configured.name) if configured is not None and configured.has_budget
         else None,
-        routes=[QuotaRoute(quota=q.name, provider=q.provider, model=q.model, account=account_id("quota", q.name))
-                for q in routes],
+        routes=[QuotaRoute(quota=q.name, provider=q.provider, model=q.model, api_key=q.api_key,
+                           account=account_id("quota", q.name)) for q in routes],
         degrade_to=list(configured.degrade_to) if configured is not None else [],
         prices=prices,
     )

@@ -19,7 +19,10 @@ Where the state comes from:
   source and bind them to the fork;
 - every effect the source made that it still records (its kept turns, undone
   turns, failed turns', what it inherited) goes with the fork: the fork's model
-  is told, and an identical call is answered from the record.
+  is told, and an identical call is answered from the record;
+- the source's tenant and quota plan go with the fork (it bills where the
+  source does), and its start sets the console's search attributes, as
+  ``start_agent_run`` does, so the fork upserts none at its start.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ from ..failures import from_failure
 from .counterfactual import new_spec
 from .forks import conversation_before
 from .replay_check import fetch_history
+from .search_attributes import run_start_attributes
 from .sessions import closed_message
 
 
@@ -169,7 +173,8 @@ async def plan_session_fork(
     return SessionForkPlan(
         source=session_id, turn=turn, at_step=at_step,
         fork_id=fork_id or f"{session_id}-fork{turn}.{at_step}-{uuid.uuid4().hex[:8]}",
-        inp=SessionInput(spec=new, session=inp.session, key_scope=inp.key_scope, fork=fork),
+        inp=SessionInput(spec=new, session=inp.session, key_scope=inp.key_scope, tenant=inp.tenant, quota=inp.quota,
+                         fork=fork),
         turn_input=turn_input, where=f"before step {at_step} of turn {turn}",
     )
 
@@ -187,7 +192,7 @@ async def start_session_fork(client: Client, plan: SessionForkPlan, *, task_queu
     start: WithStartWorkflowOperation[object, SessionOutcome] = WithStartWorkflowOperation(
         SESSION_WORKFLOW, plan.inp, id=plan.fork_id, task_queue=task_queue,
         id_conflict_policy=WorkflowIDConflictPolicy.FAIL, id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
-        result_type=SessionOutcome,
+        search_attributes=run_start_attributes(plan.inp.spec, plan.inp.tenant), result_type=SessionOutcome,
     )
     try:
         result: TurnResult = await client.execute_update_with_start_workflow(

@@ -164,11 +164,9 @@ async def close_session(client: Client, session_id: str, reason: str = "closed b
 
 async def rewind_session(client: Client, session_id: str, to_turn: int) -> SessionState:
     """The session goes on from its state after turn ``to_turn`` (0: a fresh start); undone turns stay in
-    ``SessionState.rewinds`` and their effects are told to later turns, never repeated."""
-    state: SessionState = await session_handle(client, session_id).execute_update(
-        REWIND_UPDATE, RewindInput(to_turn=to_turn), result_type=SessionState
-    )
-    return state
+    ``SessionState.rewinds`` and their effects are told to later turns, never repeated. ``SessionClosedError``
+    (how it ended) if the session has ended."""
+    return await _update_open(client, session_id, REWIND_UPDATE, RewindInput(to_turn=to_turn), SessionState)
 
 
 async def decide_approval(

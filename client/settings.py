@@ -14,13 +14,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import SecretStr, ValidationError
 
 from ..contracts import InvalidSpecError, Violation, ViolationKind
-from ..contracts.errors import QuotaConfigError
+from ..contracts.errors import DeploymentConfigError, QuotaConfigError
+from ..contracts.llm.api_keys import DEFAULT_API_KEY
 from ..contracts.mcp import McpConfigError
 from ..contracts.config.mcp_config import McpConfig, parse_mcp_config
-from ..contracts.config.settings import WorkerSettings
+from ..contracts.config.settings import PROVIDER_KEY_ENV, WorkerSettings
 
 
 DEFAULT_CONFIG_FILE = "agentsteps.toml"
@@ -136,6 +137,44 @@ def secret_sources(settings: WorkerSettings, env: Mapping[str, str] | None = Non
     env = os.environ if env is None else env
     directory = settings.secrets_dir or env.get(SECRETS_DIR_ENV) or None
     return env, Path(directory) if directory else None
+
+
+def provider_keys(settings: WorkerSettings, env: Mapping[str, str] | None = None) -> dict[str, dict[str, SecretStr]]:
+    """The secrets of every named provider key (``[worker.providers] openai_keys``): provider -> name -> key.
+
+    Read where ``secret:NAME`` is (the secrets folder, then the environment) when a worker is built. A
+    declared key whose variable is unset or empty, or two names holding one secret (their quotas would
+    count one key twice), is a ``DeploymentConfigError`` naming the keys and variables, never a value:
+    the worker refuses to start instead of failing every call on that key later.
+    """
+    env, secrets_dir = secret_sources(settings, env)
+    providers = settings.providers
+    found: dict[str, dict[str, SecretStr]] = {}
+    problems: list[str] = []
+    for provider in PROVIDER_KEY_ENV:
+        default = getattr(providers, f"{provider}_api_key")
+        holders: dict[str, str] = {default.get_secret_value(): DEFAULT_API_KEY} if default else {}
+        for name, var in sorted(providers.named_keys(provider).items()):
+            value = _secret_value(var, env, secrets_dir)
+            if not value:
+                where = f"{secrets_dir}/{var} or " if secrets_dir is not None else ""
+                problems.append(f"{provider} key {name!r} reads {where}environment variable {var}, which is not set")
+            elif value in holders:
+                problems.append(f"{provider} keys {holders[value]!r} and {name!r} hold the same key: its quota "
+                                "would be counted twice; declare it once")
+            else:
+                holders[value] = name
+                found.setdefault(provider, {})[name] = SecretStr(value)
+    if problems:
+        raise DeploymentConfigError("[worker.providers] declares API keys this worker cannot use: "
+                                    + "; ".join(problems) + ".")
+    return found
+
+
+def _secret_value(name: str, env: Mapping[str, str], secrets_dir: Path | None) -> str:
+    if secrets_dir is not None and (secrets_dir / name).is_file():
+        return (secrets_dir / name).read_text().strip()
+    return env.get(name, "").strip()
 
 
 def _config_violation(path: str, message: str) -> Violation:

@@ -138,6 +138,8 @@ async def drive_program(
             launch(status.calls)
         if calls:
             await asyncio.gather(*calls.values())
+    except GeneratorExit:
+        raise  # closed by the garbage collector: no workflow call here (``cancel_siblings`` may ask a patch)
     except BaseException:
         await cancel_unfinished(calls.values(), cancel_siblings)
         raise

@@ -8,7 +8,7 @@ issues exactly the commands it always did. With one, each call:
    Refused: the run fails with ``BudgetExceededError`` naming tenant and period
    (a program's ``llm()`` is refused instead). Past a soft limit the call goes
    to the tenant's ``degrade_to`` model;
-2. asks the quota covering its provider and model, and waits for the grant:
+2. asks the quota covering its provider, model and key name, and waits for the grant:
    a signal back, so no worker slot is held, and the run's state says
    ``waiting_for_quota`` meanwhile;
 3. after the call, signals each account the real use (or the estimate if
@@ -31,7 +31,7 @@ with workflow.unsafe.imports_passed_through():
     from ..contracts.errors import BudgetExceededError, DeploymentConfigError
     from ..contracts.llm.tokens import count_prompt_tokens
     from ..contracts.names import QUOTA_ACQUIRE_SIGNAL, QUOTA_GRANT_SIGNAL, QUOTA_RELEASE_SIGNAL
-    from ..contracts.quotas.wire import LeaseGrant, LeaseRelease, LeaseRequest, QuotaPlan
+    from ..contracts.quotas.wire import LeaseGrant, LeaseRelease, LeaseRequest, QuotaPlan, QuotaRoute
     from ..failures import to_application_error
     from ..telemetry import workflow_metrics
 
@@ -139,7 +139,7 @@ async def leased_call(
         tenant_lease = ask.request_id
         if grant.degrade:
             request = _degraded(plan, request)
-    route = plan.route(request.config.provider, request.config.model)
+    route = plan.route(request.config.provider, request.config.model, request.config.api_key)
     quota_lease: str | None = None
     if route is not None:
         ask = LeaseRequest(
@@ -162,29 +162,44 @@ async def leased_call(
         )
         quota_lease = ask.request_id
     response: LLMResponse | None = None
+    dropped = False
     try:
         response = await send(request)
         return response
+    except GeneratorExit:
+        # A dropped instance closed by the garbage collector: a release signal sent now would land in whichever
+        # run's activation is current. The run, replayed, releases its own
+        # (tests/workflows/test_session_dropped_instance.py).
+        dropped = True
+        raise
     finally:
-        if response is not None:
-            used_in, used_out = response.usage.prompt_tokens, response.usage.completion_tokens
-            usd = response.cost_usd
-        else:
-            used_in, used_out = estimate_in, estimate_out
-            usd = plan.estimate_usd(request.config.model, estimate_in, estimate_out)
-        if quota_lease is not None and route is not None:
-            throttled = response is not None and response.throttled > 0
-            desk.release(route.account, LeaseRelease(
-                request_id=quota_lease, input_tokens=used_in, output_tokens=used_out, throttled=throttled,
-            ))
-            workflow_metrics.record_quota_actual(route.quota, used_in + used_out)
-            if throttled and response is not None:
-                workflow_metrics.record_quota_throttled(route.quota, response.throttled)
-        if tenant_lease is not None and plan.tenant_account is not None:
-            desk.release(plan.tenant_account, LeaseRelease(
-                request_id=tenant_lease, input_tokens=used_in, output_tokens=used_out, usd=usd,
-            ))
-        workflow_metrics.record_tenant_spend(plan.tenant_label, usd)
+        if not dropped:
+            _release(desk, plan, route, request, response, (estimate_in, estimate_out), quota_lease, tenant_lease)
+
+
+def _release(desk: QuotaDesk, plan: QuotaPlan, route: QuotaRoute | None, request: LLMRequest,
+             response: LLMResponse | None, estimate: tuple[int, int], quota_lease: str | None,
+             tenant_lease: str | None) -> None:
+    """Both leases back to their accounts with what the call used (its estimate when it never answered)."""
+    if response is not None:
+        used_in, used_out = response.usage.prompt_tokens, response.usage.completion_tokens
+        usd = response.cost_usd
+    else:
+        used_in, used_out = estimate
+        usd = plan.estimate_usd(request.config.model, used_in, used_out)
+    if quota_lease is not None and route is not None:
+        throttled = response is not None and response.throttled > 0
+        desk.release(route.account, LeaseRelease(
+            request_id=quota_lease, input_tokens=used_in, output_tokens=used_out, throttled=throttled,
+        ))
+        workflow_metrics.record_quota_actual(route.quota, used_in + used_out)
+        if throttled and response is not None:
+            workflow_metrics.record_quota_throttled(route.quota, response.throttled)
+    if tenant_lease is not None and plan.tenant_account is not None:
+        desk.release(plan.tenant_account, LeaseRelease(
+            request_id=tenant_lease, input_tokens=used_in, output_tokens=used_out, usd=usd,
+        ))
+    workflow_metrics.record_tenant_spend(plan.tenant_label, usd)
 
 
 def _degraded(plan: QuotaPlan, request: LLMRequest) -> LLMRequest:
@@ -192,7 +207,10 @@ def _degraded(plan: QuotaPlan, request: LLMRequest) -> LLMRequest:
     for target in plan.degrade_to:
         if target.model != request.config.model:
             workflow_metrics.record_degradation("budget_soft", "fallback")
-            config: LLMConfig = request.config.model_copy(update={"provider": target.provider, "model": target.model})
+            update = {"provider": target.provider, "model": target.model}
+            if target.api_key is not None:
+                update["api_key"] = target.api_key
+            config: LLMConfig = request.config.model_copy(update=update)
             return request.model_copy(update={"config": config})
     return request
 

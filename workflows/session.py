@@ -248,6 +248,7 @@ class SessionWorkflow(ApprovalHandlers, QuotaHandlers):
         self.activity += 1
         summary = TurnSummary(turn=number, input=preview(inp.input), status="running", started_at=workflow.now())
         self._publish(ProgressEvent(kind="turn_started", turn=number, at=workflow.now(), detail=preview(inp.input)))
+        dropped = False
         try:
             await workflow.wait_condition(lambda: self.tools_decided)
             if self.tools is None:
@@ -272,7 +273,7 @@ class SessionWorkflow(ApprovalHandlers, QuotaHandlers):
             try:
                 result = await run_steps(run, [*before, Message.user(text), *forked])
             except GeneratorExit:
-                raise  # evicted from the worker's cache: no workflow call may run (see AgentWorkflow.run)
+                raise  # see the outer ``except GeneratorExit``
             except BaseException:
                 await self.quotas.settle()
                 raise
@@ -284,27 +285,34 @@ class SessionWorkflow(ApprovalHandlers, QuotaHandlers):
             summary.status = result.status
             summary.output = preview(result.output if isinstance(result.output, str) else _json(result.output))
             return TurnResult(**result.model_dump(), session_id=workflow.info().workflow_id, turn=number)
+        except GeneratorExit:
+            # The worker dropped this instance and the garbage collector is closing the coroutine, on whatever
+            # workflow's activation is current: the turn's bookkeeping (its totals upsert) would land in that
+            # run's history, which no replay of it reproduces (tests/workflows/test_session_dropped_instance.py).
+            dropped = True
+            raise
         except FailureError as exc:
             summary.status = "failed"
             summary.output = preview(f"{type(exc).__name__}: {exc}")
             raise
         finally:
-            summary.steps = len(progress.result.steps)
-            summary.usage = progress.result.usage
-            summary.violations = len(progress.result.violations)
-            summary.cost_usd = progress.result.cost_usd
-            summary.finished_at = workflow.now()
-            if summary.status not in ("completed", "completed_with_default") and progress.result.effects:
-                # Rolled back, but what it did happened: carried until a turn's conversation says so.
-                effects = progress.result.effects
-                untold = UntoldEffects(turn=number, status=summary.status, effects=effects[:EFFECTS_KEPT_PER_TURN],
-                                       more=max(0, len(effects) - EFFECTS_KEPT_PER_TURN))
-                self.carry.untold_effects = [*self.carry.untold_effects, untold][-UNTOLD_TURNS_KEPT:]
-            self.carry.checkpoints = [*self.carry.checkpoints, TurnCheckpoint(
-                turn=number, conversation=self.carry.conversation, messages=self.carry.messages,
-                repl=self.carry.repl, effects=progress.result.effects,
-            )][-self.inp.session.turns_kept :]
-            self._finish_turn(summary)
+            if not dropped:
+                summary.steps = len(progress.result.steps)
+                summary.usage = progress.result.usage
+                summary.violations = len(progress.result.violations)
+                summary.cost_usd = progress.result.cost_usd
+                summary.finished_at = workflow.now()
+                if summary.status not in ("completed", "completed_with_default") and progress.result.effects:
+                    # Rolled back, but what it did happened: carried until a turn's conversation says so.
+                    effects = progress.result.effects
+                    untold = UntoldEffects(turn=number, status=summary.status, effects=effects[:EFFECTS_KEPT_PER_TURN],
+                                           more=max(0, len(effects) - EFFECTS_KEPT_PER_TURN))
+                    self.carry.untold_effects = [*self.carry.untold_effects, untold][-UNTOLD_TURNS_KEPT:]
+                self.carry.checkpoints = [*self.carry.checkpoints, TurnCheckpoint(
+                    turn=number, conversation=self.carry.conversation, messages=self.carry.messages,
+                    repl=self.carry.repl, effects=progress.result.effects,
+                )][-self.inp.session.turns_kept :]
+                self._finish_turn(summary)
 
     async def _describe(self, spec: AgentSpec) -> list[ToolSchema]:
         """The spec's tool schemas, asked at a turn: a failure (a server down past its ``give_up_seconds``, a

@@ -27,6 +27,8 @@ async def together(calls: Iterable[Awaitable[T]], cancel_siblings: Callable[[], 
     tasks = [asyncio.ensure_future(call) for call in calls]
     try:
         return list(await asyncio.gather(*tasks))
+    except GeneratorExit:
+        raise  # closed by the garbage collector: no workflow call here (``cancel_siblings`` may ask a patch)
     except BaseException:
         await cancel_unfinished(tasks, cancel_siblings)
         raise

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 
 import httpx2
+from pydantic import SecretStr
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
@@ -81,10 +82,12 @@ class LLMActivities:
         prices: PriceTable | None = None,
         conversations: ConversationStore | None = None,
         describe: Callable[[ToolsDescribeInput], Awaitable[list[ToolSchema]]] | None = None,
+        keys: Mapping[str, Mapping[str, SecretStr]] | None = None,
     ) -> None:
-        """``describe`` is the worker's ``tools.describe`` lookup, for requests that name their tools."""
+        """``describe`` is the worker's ``tools.describe`` lookup, for requests that name their tools;
+        ``keys`` the named provider keys (``client.settings.provider_keys``), beside each provider's default."""
         self._describe = describe
-        self._providers = ProviderSet(settings, http)
+        self._providers = ProviderSet(settings, http, keys)
         self._prices = prices or PriceTable()
         # Priced models are labels from the start, even when a provider rejects a call to one.
         MODELS.add_known([*self._prices.input_per_mtok, *self._prices.output_per_mtok])
@@ -230,7 +233,7 @@ class LLMActivities:
             raise _precondition_failure(pre)
 
         try:
-            provider = self._providers.get(config.provider)
+            provider = self._providers.get(config.provider, config.api_key)
             started = time.perf_counter()
             with llm_span(
                 config.provider, config.model, temperature=config.temperature, max_tokens=config.max_tokens

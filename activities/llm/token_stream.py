@@ -19,6 +19,7 @@ from typing import Any
 from temporalio import activity
 from temporalio.contrib.workflow_streams import WorkflowStreamClient
 
+from ..attempts import keep_alive
 from ...contracts.llm.request import TokenStream
 from ...contracts.names import PROGRESS_TOPIC
 from ...contracts.session import ProgressEvent
@@ -77,7 +78,7 @@ class TokenPublisher:
         if not self._buffer:
             return
         text, self._buffer, self._size = "".join(self._buffer), [], 0
-        activity.heartbeat()
+        keep_alive()  # never erases the 429s earlier attempts counted
         if self._topic is None:
             return
         event = ProgressEvent(kind="token", turn=self._target.turn, step=self._target.step, detail=text,

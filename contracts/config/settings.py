@@ -14,10 +14,15 @@ from pathlib import Path
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationInfo, field_validator
 
+from ..llm.api_keys import DEFAULT_API_KEY, ENV_VAR_NAME, key_name_problem
 from ..llm.capabilities import ModelCapability
 from ..quotas.config import QuotaSettings
+
+
+PROVIDER_KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+"""The variable of each provider's ``default`` key."""
 
 
 class ProviderSettings(BaseModel):
@@ -36,6 +41,45 @@ class ProviderSettings(BaseModel):
     """Anthropic: mark the system prompt, tools and conversation prefix with ``cache_control``."""
     models: list[ModelCapability] = Field(default_factory=list)
     """Per-model capabilities (temperature, structured output), before the built-in table."""
+    openai_keys: dict[str, str] = Field(default_factory=dict)
+    """More OpenAI keys, by name: ``acme = "OPENAI_KEY_ACME"``, the environment variable (or secrets-folder
+    file) holding the secret, never the secret itself. ``default`` is ``openai_api_key``; a model call picks
+    a key with ``api_key = "acme"`` and a quota counts one key (``docs/quotas.md``)."""
+    anthropic_keys: dict[str, str] = Field(default_factory=dict)
+    """The same for Anthropic (``default`` is ``anthropic_api_key``)."""
+
+    @field_validator("openai_keys", "anthropic_keys")
+    @classmethod
+    def _named_keys(cls, value: dict[str, str], info: ValidationInfo) -> dict[str, str]:
+        provider = str(info.field_name).removesuffix("_keys")
+        own = PROVIDER_KEY_ENV[provider]
+        seen: dict[str, str] = {}
+        for name, var in value.items():
+            if name == DEFAULT_API_KEY:
+                raise ValueError(f"'default' is the {provider} key of {own}; give the other keys other names")
+            problem = key_name_problem(name)
+            if problem is not None:
+                raise ValueError(problem)
+            # The value is never quoted: it may be the secret pasted where its variable's name belongs.
+            if not isinstance(var, str) or not ENV_VAR_NAME.fullmatch(var):
+                raise ValueError(f"key {name!r}: the value must name the environment variable holding the key "
+                                 "(letters, digits and '_'), never the key itself")
+            if var == own:
+                raise ValueError(f"key {name!r} reads {own}, the 'default' key: one key under two names would "
+                                 "count its quota twice")
+            if var in seen:
+                raise ValueError(f"keys {seen[var]!r} and {name!r} both read {var}: one key under two names "
+                                 "would count its quota twice")
+            seen[var] = name
+        return value
+
+    def key_names(self, provider: str) -> list[str]:
+        """``default`` and the provider's named keys: what a call's ``api_key`` may say on this worker."""
+        return [DEFAULT_API_KEY, *sorted(self.named_keys(provider))]
+
+    def named_keys(self, provider: str) -> dict[str, str]:
+        """Key name -> the variable holding it, for ``provider``'s keys other than ``default``."""
+        return dict(getattr(self, f"{provider}_keys", {}))
 
 
 class PriceTable(BaseModel):
@@ -166,3 +210,14 @@ class WorkerSettings(BaseModel):
     single_worker: bool = False
     """The operator declares that one worker serves this cluster's task queue, so a local payload
     store and a key file are enough; without it a worker on a cluster needs a shared store and key."""
+
+    @field_validator("quotas")
+    @classmethod
+    def _quota_keys_declared(cls, quotas: QuotaSettings, info: ValidationInfo) -> QuotaSettings:
+        """A quota on a key no call can be sent with would count nothing: refused at load."""
+        providers = info.data.get("providers")
+        if isinstance(providers, ProviderSettings):
+            problem = quotas.undeclared_key(providers.key_names)
+            if problem is not None:
+                raise ValueError(problem)
+        return quotas

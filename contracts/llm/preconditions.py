@@ -16,6 +16,7 @@ import math
 from collections.abc import Iterable, Mapping
 
 from ..json_schema import MAX_ERRORS, clip, describe, schema_violations
+from .api_keys import key_name_problem
 from .pinning import CONTRACT, check_model_pinned
 from .messages import Message
 from .prefix import Folds, fold
@@ -40,8 +41,11 @@ def pre_violation(kind: ViolationKind, path: str, message: str, contract: str = 
 def check_config(
     config: LLMConfig, allowed_aliases: Iterable[str], path: str, contract: str = CONTRACT
 ) -> list[Violation]:
-    """Model pinned, temperature in [0, 2], max_tokens > 0 and below the context window."""
+    """Model pinned, temperature in [0, 2], max_tokens > 0 and below the context window, a plain key name."""
     out = [v.model_copy(update={"contract": contract}) for v in check_model_pinned(config, allowed_aliases, path)]
+    key_problem = key_name_problem(config.api_key)
+    if key_problem is not None:
+        out.append(pre_violation(_K.invalid_config, f"{path}.api_key", key_problem, contract))
     low, high = TEMPERATURE_RANGE
     t = config.temperature
     # Unset means the model's default; nothing is sent.

@@ -6,6 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from .api_keys import DEFAULT_API_KEY
 from .conversation import ConversationRef
 from .messages import LLMToolCall, Message
 from .tools import ToolSchema
@@ -24,6 +25,10 @@ class LLMConfig(BaseModel):
     worker's table) and sent as it is, never silently changed."""
     max_tokens: int = 1024
     context_window: int = 128_000
+    api_key: str = Field(default=DEFAULT_API_KEY, exclude_if=lambda name: name == DEFAULT_API_KEY)
+    """The NAME of the worker's key of ``provider`` this call is sent (and its quota counted) with
+    (``[worker.providers] openai_keys``), never the key itself; ``default`` is the provider's own
+    (``OPENAI_API_KEY``). Left out of the payload when default: a call without one is the bytes it always was."""
 
 
 class ResponseFormat(BaseModel):

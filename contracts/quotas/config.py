@@ -2,7 +2,7 @@
 
     [[worker.quotas.limits]]            one shared provider quota
     name, provider, model               ``model`` is a pinned name or a family prefix ending in ``*``
-    api_key                             which of the worker's keys ("default": the provider's key)
+    api_key                             which of the provider's keys, by name ("default": OPENAI_API_KEY's)
     requests_per_minute, input_tokens_per_minute, output_tokens_per_minute, concurrent_requests
     lease_seconds                       a grant not released by then is taken back (a killed worker)
     window_seconds                      the "minute" (60 s; shorter in tests and benchmarks)
@@ -21,10 +21,12 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable, Iterable
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from ..llm.api_keys import DEFAULT_API_KEY, key_name_problem
 from ..llm.request import Provider
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
@@ -58,8 +60,9 @@ class QuotaLimit(BaseModel):
     provider: Provider = "openai"
     model: str = "*"
     """A pinned model name, or a family prefix ending in ``*`` (``gpt-4o*``; ``*`` alone: every model)."""
-    api_key: str = "default"
-    """Which key of the provider the quota belongs to; the worker has one key per provider ("default")."""
+    api_key: str = DEFAULT_API_KEY
+    """The NAME of the provider key the quota belongs to (``default``: ``OPENAI_API_KEY``'s; others are
+    declared in ``[worker.providers] openai_keys``): two keys of one provider have quotas of their own."""
     requests_per_minute: int | None = Field(default=None, gt=0)
     input_tokens_per_minute: int | None = Field(default=None, gt=0)
     output_tokens_per_minute: int | None = Field(default=None, gt=0)
@@ -76,11 +79,19 @@ class QuotaLimit(BaseModel):
             raise ValueError("a quota name is 1-64 letters, digits, '.', '_' or '-'")
         return value
 
-    @field_validator("model", "api_key")
+    @field_validator("model")
     @classmethod
     def _model(cls, value: str) -> str:
         if value != "*" and not _MODEL.fullmatch(value):
             raise ValueError(f"{value[:80]!r} is not a model name or a family prefix ending in '*'")
+        return value
+
+    @field_validator("api_key")
+    @classmethod
+    def _api_key(cls, value: str) -> str:
+        problem = key_name_problem(value)
+        if problem is not None:
+            raise ValueError(problem)
         return value
 
     @field_validator("lease_seconds", "window_seconds")
@@ -99,8 +110,8 @@ class QuotaLimit(BaseModel):
             raise ValueError(f"quota {self.name!r} limits nothing: set at least one per-minute or concurrent limit")
         return self
 
-    def matches(self, provider: str, model: str) -> bool:
-        if provider != self.provider:
+    def matches(self, provider: str, model: str, api_key: str = DEFAULT_API_KEY) -> bool:
+        if provider != self.provider or api_key != self.api_key:
             return False
         if self.model.endswith("*"):
             return model.startswith(self.model[:-1])
@@ -136,12 +147,22 @@ class DegradeModel(BaseModel):
 
     provider: Provider = "openai"
     model: str
+    api_key: str | None = Field(default=None, exclude_if=lambda name: name is None)
+    """The key name degraded calls use; unset: the call's own."""
 
     @field_validator("model")
     @classmethod
     def _pinned(cls, value: str) -> str:
         if not _MODEL.fullmatch(value) or value.endswith("*") or value.endswith("latest"):
             raise ValueError(f"{value[:80]!r} is not a pinned model name")
+        return value
+
+    @field_validator("api_key")
+    @classmethod
+    def _api_key(cls, value: str | None) -> str | None:
+        problem = None if value is None else key_name_problem(value)
+        if problem is not None:
+            raise ValueError(problem)
         return value
 
 
@@ -200,9 +221,19 @@ class QuotaSettings(BaseModel):
         for q in self.limits:
             key = (q.provider, q.model, q.api_key)
             if key in keys:
-                raise ValueError(f"quotas {keys[key]!r} and {q.name!r} both cover {q.provider} {q.model}")
+                raise ValueError(f"quotas {keys[key]!r} and {q.name!r} both cover {q.provider} {q.model} "
+                                 f"on key {q.api_key!r}")
             keys[key] = q.name
         return self
+
+    def undeclared_key(self, declared: Callable[[str], Iterable[str]]) -> str | None:
+        """Why a quota names a key the worker does not declare (``declared(provider)``: its key names), or None."""
+        for i, q in enumerate(self.limits):
+            names = list(declared(q.provider))
+            if q.api_key not in names:
+                return (f"limits[{i}].api_key: quota {q.name!r} counts {q.provider} key {q.api_key!r}, which "
+                        f"[worker.providers] {q.provider}_keys does not declare (declared: {', '.join(names)})")
+        return None
 
     @property
     def configured(self) -> bool:
@@ -211,9 +242,9 @@ class QuotaSettings(BaseModel):
     def tenant(self, name: str | None) -> TenantBudget | None:
         return next((t for t in self.tenants if t.name == name), None)
 
-    def quota_for(self, provider: str, model: str) -> QuotaLimit | None:
-        """The most specific quota covering the model: an exact name, then the longest family prefix."""
-        matching = [q for q in self.limits if q.matches(provider, model)]
+    def quota_for(self, provider: str, model: str, api_key: str = DEFAULT_API_KEY) -> QuotaLimit | None:
+        """The most specific quota covering the model on that key: an exact name, then the longest family prefix."""
+        matching = [q for q in self.limits if q.matches(provider, model, api_key)]
         return max(matching, key=lambda q: (not q.model.endswith("*"), len(q.model)), default=None)
 
 

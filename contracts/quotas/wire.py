@@ -13,6 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..llm.api_keys import DEFAULT_API_KEY
 from .config import DegradeModel, Period, PeriodBudget, QuotaLimit, TenantBudget
 
 AccountKind = Literal["quota", "tenant"]
@@ -75,9 +76,11 @@ class QuotaRoute(BaseModel):
     provider: str
     model: str
     account: str
+    api_key: str = Field(default=DEFAULT_API_KEY, exclude_if=lambda name: name == DEFAULT_API_KEY)
+    """The key name whose calls the quota counts (left out when default: a plan recorded before keys replays)."""
 
-    def matches(self, provider: str, model: str) -> bool:
-        if provider != self.provider:
+    def matches(self, provider: str, model: str, api_key: str = DEFAULT_API_KEY) -> bool:
+        if provider != self.provider or api_key != self.api_key:
             return False
         return model.startswith(self.model[:-1]) if self.model.endswith("*") else model == self.model
 
@@ -101,8 +104,9 @@ class QuotaPlan(BaseModel):
     prices: dict[str, tuple[float, float]] = Field(default_factory=dict)
     """USD per million input and output tokens by model, from the price table (estimates only)."""
 
-    def route(self, provider: str, model: str) -> QuotaRoute | None:
-        return next((r for r in self.routes if r.matches(provider, model)), None)
+    def route(self, provider: str, model: str, api_key: str = DEFAULT_API_KEY) -> QuotaRoute | None:
+        """The quota of a call to ``model`` on the key named ``api_key``; two keys never share one."""
+        return next((r for r in self.routes if r.matches(provider, model, api_key)), None)
 
     def estimate_usd(self, model: str, input_tokens: int, output_tokens: int) -> float:
         per_in, per_out = self.prices.get(model, (0.0, 0.0))

@@ -370,3 +370,28 @@ def test_error_message_without_json_body_uses_the_text():
     error = classify_response("openai", httpx2.Response(403, text="forbidden by proxy"))
     assert isinstance(error, NonRetryableProviderError)
     assert str(error) == "openai HTTP 403: forbidden by proxy"
+
+
+@pytest.mark.parametrize("wire", WIRES)
+async def test_each_named_key_is_its_own_client_and_an_unknown_one_is_refused_before_sending(server, http, wire):
+    from agentsteps.activities.llm.providers import ProviderSet
+    from agentsteps.contracts.config.settings import ProviderSettings
+
+    server.set_script({"default": {"content": "ok"}})
+    other = "sk-test-other-9f8e7d6c5b4a"
+    settings = ProviderSettings(openai_base_url=server.url_openai, anthropic_base_url=server.url_anthropic,
+                                openai_api_key=SecretStr(KEY), anthropic_api_key=SecretStr(KEY))
+    providers = ProviderSet(settings, http, {wire: {"acme": SecretStr(other)}})
+    model = "claude-sonnet-4-20250514" if wire == "anthropic" else "gpt-4o-2024-08-06"
+    before = len(server.requests)
+    for key in ("default", "acme"):
+        await providers.get(wire, key).complete(request(Message.user("hi"), config=LLMConfig(model=model, provider=wire)))
+    sent = [r.headers["authorization"] for r in server.requests[before:]]
+    assert sent == [f"Bearer {KEY}", f"Bearer {other}"]
+    with pytest.raises(NonRetryableProviderError) as caught:
+        providers.get(wire, "initech")
+    assert f"the {wire} API key 'initech' is not configured on this worker (it has acme, default)" in str(caught.value)
+    with pytest.raises(NonRetryableProviderError) as pasted:
+        providers.get(wire, other + "x" * 60)  # a secret where its name belongs is never echoed
+    assert other not in str(pasted.value)
+    assert len(server.requests) == before + 2

@@ -14,7 +14,7 @@ import json
 
 import pytest
 
-from agent_support import make_spec
+from agent_support import make_spec, start_columns_without_upsert
 from cli_json_support import pinned
 from pydantic import BaseModel
 
@@ -109,6 +109,8 @@ async def test_twenty_recorded_runs_replayed_with_another_model_execute_no_tool(
     assert summary["not_executed_calls"] == 2 and summary["live_calls"] == 0
     assert summary["tokens"][1] < summary["tokens"][0] and summary["tokens_change"].startswith("-")
     by_source = {r["source_id"]: r for r in body["runs"]}
+    # A replay's start set the console's columns, as start_agent_run's does: it upserted none at its start.
+    assert await start_columns_without_upsert(client, body["runs"][0]["replay_id"]) == spec.name
     for i in range(RUNS):
         run = by_source[ids[i]]
         assert run["status"] == ["completed", "completed"]

@@ -6,21 +6,26 @@ dedupe, and every execution is counted at the tool.
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
-from agent_support import make_spec
+from agent_support import make_spec, start_columns_without_upsert
 from cli_json_support import pinned
 from pydantic import BaseModel
+from temporalio.common import SearchAttributeKey
 
 from agentsteps.activities.tools.registry import ToolContext, ToolRegistry
 from agentsteps.cli.json_output import FORK
 from agentsteps.client.forks import fork_run
+from agentsteps.client.runs import start_agent_run
 from agentsteps.contracts import AgentInput, AgentResult, InvalidSpecError
 from agentsteps.contracts.errors import HistoryUnavailableError
-from agentsteps.contracts.names import AGENT_WORKFLOW
+from agentsteps.contracts.names import AGENT_WORKFLOW, SA_TENANT
+from agentsteps.contracts.quotas.wire import QuotaPlan
 from agentsteps.storage.payload_store import build_data_converter
 from agentsteps.worker import running_worker
+from agentsteps.workflows.quota_gate import warm_tokenizer
 
 CHARGES = 10
 
@@ -75,6 +80,8 @@ async def test_a_fork_at_every_step_of_a_ten_tool_run_repeats_no_effect(client, 
         # A fork of a fork knows the first source's effects too, though the middle run only inherited them.
         again = await fork_run(client, handle.id, 0, data_converter=converter, task_queue=settings.task_queue)
         assert (await again.result()).output == "all charged"
+        # Its start set the console's columns, as start_agent_run's does: the fork upserted none at its start.
+        assert await start_columns_without_upsert(client, again.id) == spec.name
     assert sorted(executed) == list(range(CHARGES)), "an effect happened twice across the source and its forks"
     # The fork's model was told what the source did (the first request of the last fork).
     first = [r for r in scripted.requests if "which this run is a fork of" in str(r.body)]
@@ -121,3 +128,22 @@ async def test_the_fork_command_prints_the_fork_as_json(client, settings, script
     assert body["fork_id"].startswith(f"cli-source-{settings.task_queue}-fork3-")
     assert body["result"]["status"] == "completed" and len(body["result"]["steps"]) == CHARGES + 1 - 3
     assert executed == list(range(CHARGES))
+
+
+async def test_a_fork_bills_where_its_source_does(client, settings, scripted):
+    scripted.set_script({"rules": [], "default": {"content": "done"}})
+    plan = QuotaPlan(tenant="acme", tenant_label="acme")  # no account: the calls take no quota command
+    await asyncio.to_thread(warm_tokenizer)  # a run under a plan counts its prompts in the workflow
+    converter = build_data_converter(settings)
+    source_id = f"billed-{settings.task_queue}"
+    async with running_worker(client, settings):
+        await start_agent_run(client, make_spec(tools=[]), "hello", workflow_id=source_id, task_queue=settings.task_queue,
+                              tenant="acme", quota=plan)
+        assert (await client.get_workflow_handle(source_id, result_type=AgentResult).result()).output == "done"
+        fork = await fork_run(client, source_id, 0, data_converter=converter, task_queue=settings.task_queue)
+        assert (await fork.result()).output == "done"
+        started = (await fork.fetch_history()).events[0].workflow_execution_started_event_attributes
+        described = await fork.describe()
+    inp = (await converter.decode(list(started.input.payloads), [AgentInput]))[0]
+    assert (inp.tenant, inp.quota) == ("acme", plan)
+    assert described.typed_search_attributes.get(SearchAttributeKey.for_keyword(SA_TENANT)) == "acme"

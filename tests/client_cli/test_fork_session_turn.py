@@ -6,17 +6,24 @@ not dedupe, and every execution is counted at the tool.
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
-from agent_support import make_spec
+from agent_support import make_spec, start_columns_without_upsert
 from pydantic import BaseModel
 from session_support import session_id
+from temporalio.common import SearchAttributeKey
 
 from agentsteps.activities.tools.registry import ToolContext, ToolRegistry
 from agentsteps.client.session_forks import fork_session, plan_session_fork, start_session_fork
 from agentsteps.client.sessions import close_session, continue_session, send_turn, session_state, session_turns
 from agentsteps.contracts.errors import InvalidTurnError, PayloadIntegrityError, PayloadMissingError, SessionClosedError
+from agentsteps.contracts.names import SA_TENANT
+from agentsteps.contracts.quotas.wire import QuotaPlan
+from agentsteps.contracts.session import SessionInput
 from agentsteps.storage.payload_store import build_data_converter, build_payload_store
 from agentsteps.worker import running_worker
+from agentsteps.workflows.quota_gate import warm_tokenizer
 
 CHARGES = 10
 
@@ -226,3 +233,24 @@ async def test_the_fork_command_forks_a_session_turn_and_prints_it_as_json(clien
             assert await fork_command(on_this_server, args(turn=7, at_step=0)) == 2
         assert "no turn 7" in err.getvalue()
     assert executed == list(range(CHARGES))
+
+
+async def test_a_fork_bills_where_its_source_does_and_its_start_sets_the_consoles_columns(client, settings, scripted):
+    scripted.set_script(tool_script())
+    sid = session_id()
+    spec = make_spec(tools=[])
+    plan = QuotaPlan(tenant="acme", tenant_label="acme")  # no account: the calls take no quota command
+    await asyncio.to_thread(warm_tokenizer)  # a run under a plan counts its prompts in the workflow
+    converter = build_data_converter(settings)
+    async with running_worker(client, settings):
+        await send_turn(client, spec, "hello", session_id=sid, task_queue=settings.task_queue, tenant="acme", quota=plan)
+        fork_id, first = await fork_session(client, sid, 1, 0, data_converter=converter, task_queue=settings.task_queue)
+        assert first.output == "hi there"
+        described = await client.get_workflow_handle(fork_id).describe()
+        history = await client.get_workflow_handle(fork_id).fetch_history()
+
+    started = history.events[0].workflow_execution_started_event_attributes
+    inp = (await converter.decode(list(started.input.payloads), [SessionInput]))[0]
+    assert (inp.tenant, inp.quota) == ("acme", plan)
+    assert described.typed_search_attributes.get(SearchAttributeKey.for_keyword(SA_TENANT)) == "acme"
+    assert await start_columns_without_upsert(client, fork_id) == spec.name

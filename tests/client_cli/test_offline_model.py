@@ -56,6 +56,7 @@ def test_a_question_it_has_no_rule_for_says_it_is_a_test_double(offline):
 def test_it_serves_only_when_nothing_else_could_answer():
     assert wants_offline(WorkerSettings())
     assert not wants_offline(WorkerSettings(providers=ProviderSettings(openai_api_key="sk-x")))
+    assert not wants_offline(WorkerSettings(providers=ProviderSettings(openai_keys={"acme": "OPENAI_KEY_ACME"})))
     assert not wants_offline(WorkerSettings(providers=ProviderSettings(openai_base_url="http://127.0.0.1:11434/v1")))
     with worker_models(WorkerSettings()) as models:
         assert models.offline_digest and "offline scripted model" in models.note

@@ -21,7 +21,7 @@ from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
-from agentsteps.client.sessions import close_session, continue_session, send_turn, session_handle
+from agentsteps.client.sessions import close_session, continue_session, rewind_session, send_turn, session_handle
 from agentsteps.contracts.errors import SessionClosedError
 from agentsteps.contracts.names import SESSION_WORKFLOW, TURN_UPDATE
 from agentsteps.client.dev_server import temporal_binary
@@ -55,7 +55,7 @@ async def wait_runs(client: Client, sid: str, count: int) -> list[str]:
     return await runs_under(client, sid)
 
 
-async def test_a_turn_on_a_closed_session_is_refused_and_starts_nothing(engine, scripted):
+async def test_a_turn_or_rewind_on_a_closed_session_is_refused_and_starts_nothing(engine, scripted):
     scripted.set_script(memory_script())
     sid = session_id()
     await turn(engine, sid, "weather in Lisbon?")
@@ -67,6 +67,8 @@ async def test_a_turn_on_a_closed_session_is_refused_and_starts_nothing(engine, 
         await continue_session(engine.client, sid, "what did I ask before?")
     with pytest.raises(SessionClosedError):
         await close_session(engine.client, sid)
+    with pytest.raises(SessionClosedError, match="resolved"):
+        await rewind_session(engine.client, sid, 0)
     assert len(await wait_runs(engine.client, sid, 2)) == 1  # no empty session was started under the id
 
     # Asked for explicitly, a new, empty session starts under the id: turn 1, no memory of the old one.

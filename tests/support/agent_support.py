@@ -71,3 +71,21 @@ def all_text(request_body: dict[str, Any]) -> str:
     import json
 
     return json.dumps(request_body["messages"])
+
+
+async def start_columns_without_upsert(client: Any, workflow_id: str) -> str | None:
+    """The run's ``AgentStepsSpec`` column, asserting its start set it (no upsert in its history set it again)."""
+    from temporalio.api.enums.v1 import EventType
+    from temporalio.common import SearchAttributeKey
+
+    from agentsteps.contracts.names import SA_SPEC
+
+    handle = client.get_workflow_handle(workflow_id)
+    history = await handle.fetch_history()
+    started = history.events[0].workflow_execution_started_event_attributes
+    assert SA_SPEC in started.search_attributes.indexed_fields, "the start did not set the console's columns"
+    upserted = [set(e.upsert_workflow_search_attributes_event_attributes.search_attributes.indexed_fields)
+                for e in history.events if e.event_type == EventType.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES]
+    assert not any(SA_SPEC in keys for keys in upserted), upserted
+    value: str | None = (await handle.describe()).typed_search_attributes.get(SearchAttributeKey.for_keyword(SA_SPEC))
+    return value

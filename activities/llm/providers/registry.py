@@ -1,12 +1,22 @@
-"""The configured providers, keyed by ``LLMConfig.provider``."""
+"""The configured providers, keyed by ``LLMConfig.provider`` and the call's key name (``LLMConfig.api_key``).
+
+Each key is its own SDK client on the one shared HTTP client: ``default`` is
+the provider's own key (``OPENAI_API_KEY``), the others are the named keys the
+worker resolved at start (``client.settings.provider_keys``). A call naming a
+key this worker lacks fails non-retryably, naming the key and the provider,
+never a secret.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from urllib.parse import urlparse
 
 import httpx2
+from pydantic import SecretStr
 
 from ....contracts.config.settings import ProviderSettings
+from ....contracts.llm.api_keys import DEFAULT_API_KEY, shown
 from ....contracts.llm.capabilities import ModelCapability, capability_for
 from ....contracts.errors import NonRetryableProviderError
 from .anthropic import AnthropicProvider
@@ -17,31 +27,49 @@ _OFFICIAL_OPENAI_HOST = "api.openai.com"
 
 
 class ProviderSet:
-    def __init__(self, settings: ProviderSettings, http: httpx2.AsyncClient) -> None:
+    def __init__(self, settings: ProviderSettings, http: httpx2.AsyncClient,
+                 keys: Mapping[str, Mapping[str, SecretStr]] | None = None) -> None:
         self._settings = settings
         common = {"timeout": settings.request_timeout_seconds, "retry_after_cap": settings.retry_after_cap_seconds,
                   "capabilities": settings.models}
-        self._providers: dict[str, Provider] = {
-            "openai": OpenAIProvider(http, base_url=settings.openai_base_url, api_key=settings.openai_api_key,
-                                     **common),
-            "anthropic": AnthropicProvider(http, base_url=settings.anthropic_base_url,
-                                           api_key=settings.anthropic_api_key, api_version=settings.anthropic_version,
-                                           caching=settings.prompt_caching, **common),
+
+        def openai_on(key: SecretStr | None) -> Provider:
+            return OpenAIProvider(http, base_url=settings.openai_base_url, api_key=key, **common)
+
+        def anthropic_on(key: SecretStr | None) -> Provider:
+            return AnthropicProvider(http, base_url=settings.anthropic_base_url, api_key=key,
+                                     api_version=settings.anthropic_version, caching=settings.prompt_caching, **common)
+
+        build = {"openai": openai_on, "anthropic": anthropic_on}
+        self._providers: dict[tuple[str, str], Provider] = {
+            ("openai", DEFAULT_API_KEY): openai_on(settings.openai_api_key),
+            ("anthropic", DEFAULT_API_KEY): anthropic_on(settings.anthropic_api_key),
         }
+        for provider, named in (keys or {}).items():
+            for name, secret in named.items():
+                self._providers[(provider, name)] = build[provider](secret)
 
     def capability(self, provider: str, model: str) -> ModelCapability:
         return capability_for(provider, model, self._settings.models)
 
-    def get(self, name: str) -> Provider:
-        """The provider, or ``NonRetryableProviderError`` naming the missing setting."""
+    def get(self, name: str, api_key: str = DEFAULT_API_KEY) -> Provider:
+        """The provider on the named key, or ``NonRetryableProviderError`` naming the missing setting or key."""
         s = self._settings
+        if name not in ("openai", "anthropic"):
+            raise NonRetryableProviderError(f"unknown provider {name!r}; expected one of ['anthropic', 'openai']")
+        if api_key != DEFAULT_API_KEY:
+            provider = self._providers.get((name, api_key))
+            if provider is None:
+                have = sorted(k for p, k in self._providers if p == name)
+                raise NonRetryableProviderError(
+                    f"the {name} API key {shown(api_key)} is not configured on this worker (it has "
+                    f"{', '.join(have)}): declare it in [worker.providers] {name}_keys, or name one of those"
+                )
+            return provider
         if name == "openai":
             # Local OpenAI-compatible servers (vLLM, Ollama, the scripted model) need no key.
             if s.openai_api_key is None and urlparse(s.openai_base_url).hostname == _OFFICIAL_OPENAI_HOST:
                 raise NonRetryableProviderError(f"OPENAI_API_KEY is not set; it is required for {s.openai_base_url}")
-        elif name == "anthropic":
-            if s.anthropic_api_key is None:
-                raise NonRetryableProviderError("ANTHROPIC_API_KEY is not set; it is required for the anthropic provider")
-        if name not in self._providers:
-            raise NonRetryableProviderError(f"unknown provider {name!r}; expected one of {sorted(self._providers)}")
-        return self._providers[name]
+        elif s.anthropic_api_key is None:
+            raise NonRetryableProviderError("ANTHROPIC_API_KEY is not set; it is required for the anthropic provider")
+        return self._providers[(name, DEFAULT_API_KEY)]
