@@ -52,19 +52,39 @@ async def call_llm(
 
     With ``token_budget``, going over it fails the run (typed, not retried).
     """
-    response = await workflow.execute_activity(
-        _llm_activity(request),
-        request,
-        result_type=LLMResponse,
-        summary=summary or f"chat {request.config.model}",
-        **activity_options(policy),
-    )
+    name = _llm_activity(request)
+    for wait in (*UPGRADE_WAITS, None):
+        try:
+            response = await workflow.execute_activity(
+                name, request, result_type=LLMResponse, summary=summary or f"chat {request.config.model}",
+                **activity_options(policy),
+            )
+            break
+        except ActivityError as exc:
+            if wait is None or name == LLM_CALL or not _not_registered(exc):
+                raise
+            # Every attempt met a worker from before this name (a rolling upgrade): wait for an upgraded one.
+            workflow.logger.warning("%s: no upgraded worker took it; asking again in %d s", name, wait)
+            await workflow.sleep(timedelta(seconds=wait))
     ledger.usage = ledger.usage + response.usage.billable()
     if response.context is not None:  # a summary the context policy asked for
         ledger.usage = ledger.usage + response.context.usage
     if token_budget is not None and ledger.usage.total_tokens > token_budget:
         raise budget_exceeded(f"token budget exceeded: {ledger.usage.total_tokens} > {token_budget}")
     return response
+
+
+UPGRADE_WAITS = (5, 30, 60, 120, 300, 600, 900, 900, 900, 900, 900, 900)
+"""Seconds to wait, in turn, before scheduling again a model call whose every attempt met a worker that does
+not register its name (about two hours in all): a rollout ends within that. Only a run that would otherwise
+have failed takes them."""
+
+
+def _not_registered(exc: ActivityError) -> bool:
+    """The SDK's own failure for an activity name the worker that took the task does not register."""
+    cause = exc.cause
+    return (isinstance(cause, ApplicationError) and cause.type == "NotFoundError"
+            and "is not registered on this worker" in str(cause.message))
 
 
 def _llm_activity(request: LLMRequest) -> str:

@@ -153,3 +153,35 @@ async def test_an_older_worker_never_takes_the_call_that_resolves_tools_and_the_
     assert result.status == "completed" and [r.name for s in result.steps for r in s.tool_calls] == ["get_weather"] * 2
     # The older worker may take later calls (they carry the schemas), never the one that names its tools.
     assert all(r.tool_names is None and r.tools for r in older_calls)
+
+
+async def test_a_call_whose_every_attempt_met_an_older_worker_waits_for_an_upgraded_one_instead_of_failing(
+    client, settings, scripted
+):
+    """In a rolling upgrade the older workers may take every attempt of the call only upgraded ones register:
+    the run waits durably and schedules it again, never fails for it (one attempt here, so it would at once)."""
+    from agentsteps.contracts.spec import ActivityPolicy
+    from agentsteps.worker import running_worker
+
+    scripted.set_script(weather_then_answer())
+    spec = make_spec(tools=["get_weather"], llm_policy=ActivityPolicy(max_attempts=1))
+    async with Worker(client, task_queue=settings.task_queue, workflows=[AgentWorkflow], activities=[older_llm_call],
+                      workflow_runner=UnsandboxedWorkflowRunner()):
+        handle = await client.start_workflow(
+            AGENT_WORKFLOW, AgentInput(spec=spec, input="weather"), id=f"test-rollout-{uuid.uuid4().hex[:10]}",
+            task_queue=settings.task_queue, result_type=AgentResult,
+        )
+        for _ in range(600):
+            if "EVENT_TYPE_TIMER_STARTED" in await _event_types(handle):
+                break
+            await asyncio.sleep(0.1)
+    events = await _event_types(handle)
+    assert "EVENT_TYPE_ACTIVITY_TASK_FAILED" in events and "EVENT_TYPE_TIMER_STARTED" in events, events
+    async with running_worker(client, settings):
+        result = await handle.result()
+
+    assert result.status == "completed" and [r.name for s in result.steps for r in s.tool_calls] == ["get_weather"] * 2
+
+
+async def _event_types(handle) -> list[str]:
+    return [EventType.Name(e.event_type) for e in (await handle.fetch_history()).events]
