@@ -166,9 +166,11 @@ async def test_hostile_model_text_shows_as_text_and_runs_no_script(chrome, clien
 async def test_the_runs_list_and_a_session_with_its_live_answer_at_desktop_and_phone_width(
     chrome, client, settings, scripted
 ):
+    # About 5 s of streaming: the page the form redirects to must load before the turn ends, or it lists the
+    # turn as done and rightly skips its tokens (1.4 s was not enough on a loaded CI machine).
     scripted.set_script({"rules": [
         {"match": {"role": "user", "contains": "story"},
-         "reply": {"content": "Once upon a time, tokens arrived one by one.", "stream": {"chunk_chars": 5, "delay_seconds": 0.15}}},
+         "reply": {"content": "Once upon a time, tokens arrived one by one.", "stream": {"chunk_chars": 5, "delay_seconds": 0.6}}},
     ], "default": {"echo": True}})
     sid = session_id()
     async with running_worker(client, settings), console(client) as url:
