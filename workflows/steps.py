@@ -54,20 +54,18 @@ def _refuse(violations: list) -> None:
 
 def check_key_scope(scope: str | None) -> None:
     """A bad ``key_scope`` fails the run typed before anything runs (no command: nothing changes for valid ones)."""
-    problem = key_scope_problem(scope)
-    if problem is not None:
-        violation = Violation(contract="run_input", phase="pre", kind=ViolationKind.invalid_config, path="$.key_scope",
-                              message=problem)
-        raise to_application_error(InvalidSpecError([violation]), violation.model_dump(mode="json"))
+    _refuse_input("$.key_scope", key_scope_problem(scope))
 
 
 def check_tenant(tenant: str | None) -> None:
     """A bad ``tenant`` fails the run typed before anything runs (no command)."""
-    problem = tenant_problem(tenant)
+    _refuse_input("$.tenant", tenant_problem(tenant))
+
+
+def _refuse_input(path: str, problem: str | None) -> None:
     if problem is not None:
-        violation = Violation(contract="run_input", phase="pre", kind=ViolationKind.invalid_config, path="$.tenant",
-                              message=problem)
-        raise to_application_error(InvalidSpecError([violation]), violation.model_dump(mode="json"))
+        _refuse([Violation(contract="run_input", phase="pre", kind=ViolationKind.invalid_config, path=path,
+                           message=problem)])
 
 
 def opening(spec: AgentSpec, tools: list[ToolSchema]) -> Message:
