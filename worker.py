@@ -30,6 +30,7 @@ from .activities.mcp import McpActivities, SecretResolver, build_mcp_activities
 from .activities.monitor.activities import MonitorActivities
 from .storage.payload_store import PayloadStore, build_data_converter, build_payload_store
 from .storage import payload_unavailable
+from .storage.payload_contexts import contexts_of
 from .storage.payload_unavailable import terminate_unreadable_runs
 from .activities.llm.providers.http_transport import provider_http_client
 from .activities.sandbox import SandboxActivities, SandboxPool, SnapshotVault, load_snapshot_key
@@ -239,7 +240,8 @@ def build_worker(
 # run. The sandbox still guards everything else a workflow imports.
 class RunAwareRunner(WorkflowRunner):
     """Another runner's instances, each activation marked with its run id (``decoding_for``), so a
-    payload the store cannot give back is pinned on the very run that met it."""
+    payload the store cannot give back is pinned on the very run that met it, and each payload's
+    contexts read from the workflow instance without a round trip into the sandbox (``payload_contexts``)."""
 
     def __init__(self, inner: WorkflowRunner) -> None:
         self.inner = inner
@@ -257,16 +259,17 @@ class RunAwareRunner(WorkflowRunner):
 class _RunAwareInstance(WorkflowInstance):
     def __init__(self, inner: WorkflowInstance) -> None:
         self._inner = inner
+        self._contexts = contexts_of(inner)  # asked per payload sequence: no round trip into the sandbox
 
     def activate(self, act: Any) -> Any:
         with payload_unavailable.decoding_for(act.run_id):
             return self._inner.activate(act)
 
     def get_serialization_context(self, *args: Any) -> Any:
-        return self._inner.get_serialization_context(*args)
+        return self._contexts.get_serialization_context(*args)
 
     def get_external_store_context(self, *args: Any) -> Any:
-        return self._inner.get_external_store_context(*args)
+        return self._contexts.get_external_store_context(*args)
 
     def get_info(self) -> Any:
         return self._inner.get_info()
