@@ -1,4 +1,4 @@
-"""Where a sandboxed workflow's payload contexts are read: the workflow instance itself, not through the sandbox.
+"""A workflow's payload contexts: read from the workflow instance, not through the sandbox, and each bound once.
 
 Temporal's converter asks the workflow instance, for every payload sequence it
 encodes, decodes, stores or fetches (three times per payload each way), which
@@ -14,12 +14,27 @@ code runs in it. So it is asked of the instance inside the sandbox directly:
 the same object answers, with the same state, only without the hop. An SDK
 whose sandbox is laid out otherwise is asked the old way (``contexts_of``
 returns the sandbox's own instance), so nothing changes but the cost.
+
+With each answer the converter derives a copy of itself bound to the context
+(``with_context``, then ``_with_store_context``): two dataclass copies, each
+building a payload converter and a failure converter it throws away. An
+activity's context is asked nine times (its input and summary encoded, stored
+and referenced, its result decoded, fetched and dereferenced) and a
+workflow's on every activation, with equal values each time, so
+``ContextCachingDataConverter`` keeps the bound copies of recent contexts.
+A bound copy is a pure function of the context's value (frozen dataclasses,
+compared by value), so a copy made earlier converts exactly as a new one would.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import threading
+from collections import OrderedDict
 from typing import Any
 
+from temporalio.converter import DataConverter, SerializationContext
+from temporalio.converter._extstore import StorageDriverStoreContext
 from temporalio.worker import WorkflowInstance
 from temporalio.worker._workflow_instance import _WorkflowInstanceImpl
 from temporalio.worker.workflow_sandbox._runner import _Instance as _SandboxedInstance
@@ -35,4 +50,60 @@ def contexts_of(instance: WorkflowInstance) -> Any:
     return inner if isinstance(inner, _WorkflowInstanceImpl) else instance
 
 
-__all__ = ["contexts_of"]
+BOUND_KEPT = 2048
+"""Bound copies kept per converter: an activity's nine questions span the other runs' tasks in between
+(two a run in flight, so 1,000 runs at once still find theirs); the oldest go first."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ContextCachingDataConverter(DataConverter):
+    """A ``DataConverter`` that keeps the copies of itself it binds to recent contexts (see the module)."""
+
+    _bound: Any = dataclasses.field(init=False, repr=False, compare=False, default=None)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        # A bound copy is one of these too, with its own cache (of store contexts, mostly).
+        object.__setattr__(self, "_bound", _Bound())
+
+    def with_context(self, context: SerializationContext) -> Any:
+        return self._bound.get(("context", context), lambda: super(ContextCachingDataConverter, self).with_context(context))
+
+    def _with_store_context(self, store_ctx: StorageDriverStoreContext) -> DataConverter:
+        return self._bound.get(
+            ("store", store_ctx), lambda: super(ContextCachingDataConverter, self)._with_store_context(store_ctx)
+        )
+
+
+class _Bound:
+    """A small LRU map; converters are bound from the event loop and from workflow threads alike."""
+
+    def __init__(self) -> None:
+        self._kept: OrderedDict[Any, Any] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: Any, make: Any) -> Any:
+        try:
+            hash(key)
+        except TypeError:  # a context type that is not hashable: bound afresh, as the SDK does
+            return make()
+        with self._lock:
+            found = self._kept.get(key)
+            if found is not None:
+                self._kept.move_to_end(key)
+                return found
+        made = make()
+        with self._lock:
+            self._kept[key] = made
+            if len(self._kept) > BOUND_KEPT:
+                self._kept.popitem(last=False)
+        return made
+
+
+def caching_contexts(converter: DataConverter, **changes: Any) -> ContextCachingDataConverter:
+    """``converter`` with ``changes``, as a ``ContextCachingDataConverter``."""
+    fields = {f.name: getattr(converter, f.name) for f in dataclasses.fields(converter) if f.init}
+    return ContextCachingDataConverter(**{**fields, **changes})
+
+
+__all__ = ["BOUND_KEPT", "ContextCachingDataConverter", "caching_contexts", "contexts_of"]

@@ -14,7 +14,6 @@ happens when a payload cannot be found is in ``payload_unavailable.py``.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import hashlib
 import os
 import tempfile
@@ -35,6 +34,7 @@ from temporalio.converter import (
 
 from ..contracts.config.settings import WorkerSettings
 from ..contracts.errors import PayloadIntegrityError, PayloadMissingError
+from .payload_contexts import caching_contexts
 from .payload_unavailable import AgentStepsPayloadConverter, TypedExternalStorage, TypedRetrievalDriver, error_of
 from .s3_store import PrefixedAioboto3Client, StoredObject, s3_location
 
@@ -198,7 +198,7 @@ class PayloadStore:
 
     def data_converter(self) -> DataConverter:
         """The pydantic data converter with large payloads offloaded to this store."""
-        return dataclasses.replace(
+        return caching_contexts(
             pydantic_data_converter,
             payload_converter_class=AgentStepsPayloadConverter,
             external_storage=self.external_storage(),
