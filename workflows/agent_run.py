@@ -202,9 +202,6 @@ class AgentRun:
                     "the worker that ran the run's first model call did not resolve its tool names"
                 ))
             self.learn_tools(response.tools, response.tools_ref)
-        elif response.tools_ref is not None and self.config.tools_ref is None and chain is not None:
-            # The call stored the run's schemas as its catalog (``store_tools``, see ``_wire``): later calls name it.
-            self.config = dataclasses.replace(self.config, tools_ref=response.tools_ref)
         if chain is not None and response.conversation is not None:
             chain.learn(request.messages, response.conversation)
         self.result.cost_usd += response.cost_usd
@@ -217,21 +214,15 @@ class AgentRun:
         return await self._reserved_call(request, chain, refusable)
 
     def _wire(self, request: LLMRequest, chain: ConversationChain | None) -> LLMRequest:
-        """What goes into history: the conversation by its stored prefix and, once a call of the run stored its
-        tool catalog, the run's schemas by that catalog. Only here, after every bound was taken on the request
-        with its schemas; and only for the run's own schemas on its own chain (the catalog's owner). Until then a
-        call carrying them asks the worker to store them (``store_tools``, which a worker before catalogs
-        ignores): a session turn's first call, as a one-shot run's resolving call does. Which branch a call
-        takes follows from recorded results only (an earlier call's ``tools_ref``), so no patch is needed."""
+        """What goes into history: the conversation by its stored prefix and, once the run's first call stored
+        its tool catalog, the run's schemas by that catalog. Only here, after every bound was taken on the
+        request with its schemas; and only for the run's own schemas on its own chain (the catalog's owner)."""
         if chain is None:
             return request
         sent = chain.request(request)
         ref = self.config.tools_ref
-        if request.tools and tuple(request.tools) == self.config.tools:
-            if ref is not None:
-                sent = sent.model_copy(update={"tools": [], "tools_ref": ref})
-            else:
-                sent = sent.model_copy(update={"store_tools": True})
+        if ref is not None and request.tools and tuple(request.tools) == self.config.tools:
+            sent = sent.model_copy(update={"tools": [], "tools_ref": ref})
         return sent
 
     async def _leased(self, request: LLMRequest, chain: ConversationChain | None, refusable: bool) -> LLMResponse:

@@ -62,10 +62,6 @@ class LLMRequest(BaseModel):
     """The run's tool schemas as the catalog its resolving call stored (``LLMResponse.tools_ref``), bound to
     ``owner``: the worker reads them (checked) and sends them as ``tools``, which this request leaves empty.
     So the schemas are in history once, in the first call's result. Left out of the payload when unset."""
-    store_tools: bool = Field(default=False, exclude_if=lambda store: not store)
-    """A chained request: also store ``tools`` as a catalog bound to ``owner`` and return its ref
-    (``LLMResponse.tools_ref``), so the calls after it name the catalog (a session turn's first call). A worker
-    before catalogs ignores it, returns no ref, and the run goes on sending its schemas."""
     tool_choice: Literal["auto", "none", "required"] = "auto"
     response_format: ResponseFormat | None = None
     allowed_model_aliases: list[str] = Field(default_factory=list)
@@ -161,7 +157,7 @@ class LLMResponse(BaseModel):
     tools: list[ToolSchema] | None = None
     """For a request with ``tool_names``: the schemas they resolved to, which the run keeps."""
     tools_ref: ToolCatalogRef | None = Field(default=None, exclude_if=lambda ref: ref is None)
-    """For a chained request with ``tool_names`` or ``store_tools``: the schemas stored as a catalog bound to the run, which
+    """For a chained request with ``tool_names``: those schemas stored as a catalog bound to the run, which
     its later calls name instead of carrying them. Set by workers since tool catalogs; a run whose first
     call's result has none (an older worker, a recorded history) sends the schemas as before."""
     cost_usd: float = 0.0

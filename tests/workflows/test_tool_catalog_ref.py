@@ -21,7 +21,6 @@ from agentsteps.contracts import AgentInput, AgentResult
 from agentsteps.contracts.names import AGENT_WORKFLOW, APPROVE_UPDATE, LLM_CALL_RESOLVING_TOOLS, LLM_CALL_TOOL_CATALOG
 from agentsteps.storage.payload_store import build_payload_store
 from agentsteps.workflows.agent import AgentWorkflow
-from agentsteps.workflows.session import SessionWorkflow
 
 from agent_support import make_spec
 from approval_support import REFUND_SCRIPT, approval_worker
@@ -97,32 +96,3 @@ async def test_later_calls_name_the_catalog_which_outlives_gc_and_loads_on_anoth
         assert _events_holding(history, text) == ["ACTIVITY_TASK_COMPLETED"], text
     await Replayer(workflows=[AgentWorkflow], data_converter=pydantic_data_converter).replay_workflow(history)
     await store.aclose()
-
-
-async def test_a_session_turn_stores_its_tools_with_its_first_call_and_its_later_calls_name_them(engine, scripted):
-    """A session's schemas come from ``tools.describe``; each turn's first model call carries them and asks the
-    worker to store them (``store_tools``), the turn's later calls name the catalog."""
-    from agentsteps.client.sessions import session_state
-    from agentsteps.contracts.names import LLM_CALL
-    from session_support import memory_script, session_id, turn
-
-    scripted.set_script(memory_script())
-    sid = session_id()
-    first = await turn(engine, sid, "weather in Lisbon?", tools=["get_weather", "send_notification"])
-    second = await turn(engine, sid, "what did I ask?", tools=["get_weather", "send_notification"])
-    assert (first.output, second.output) == ("Lisbon is sunny", "about Lisbon")
-    assert (await session_state(engine.client, sid)).turns == 2
-
-    # Every model call got both tools, the same schemas.
-    sent = [r.body["tools"] for r in scripted.requests]
-    assert len(sent) == 3 and sent[0] == sent[1] == sent[2] and len(sent[0]) == 2
-    history = await engine.client.get_workflow_handle(sid).fetch_history()
-    calls = [(name, body) for name, body in _scheduled(history) if name.startswith("llm.call")]
-    # Turn 1: the first call carries the schemas (and asks to store them), the second names the catalog.
-    assert [name for name, _ in calls[:2]] == [LLM_CALL, LLM_CALL_TOOL_CATALOG]
-    assert calls[0][1]["store_tools"] is True and len(calls[0][1]["tools"]) == 2
-    assert not calls[1][1].get("tools") and calls[1][1]["tools_ref"]["count"] == 2
-    assert "Current weather for a city." not in json.dumps(calls[1][1])
-    # Turn 2's one call asks again: the catalog is per turn (a turn's run knows only what its own calls returned).
-    assert len(calls) == 3 and calls[2][0] == LLM_CALL and calls[2][1]["store_tools"] is True
-    await Replayer(workflows=[SessionWorkflow], data_converter=pydantic_data_converter).replay_workflow(history)
