@@ -130,11 +130,17 @@ async def test_an_older_worker_never_takes_the_call_that_resolves_tools_and_the_
     """A rolling upgrade in either order: the first call waits for an upgraded worker, never runs without tools."""
     from agentsteps.worker import running_worker
 
+    from agentsteps.activities.tools.activities import ToolActivities
+    from agentsteps.worker import load_registry
+
     scripted.set_script(weather_then_answer())
     older_calls.clear()
     spec = make_spec(tools=["get_weather"])
-    async with Worker(client, task_queue=settings.task_queue, workflows=[AgentWorkflow], activities=[older_llm_call],
-                      workflow_runner=UnsandboxedWorkflowRunner()):
+    # An older worker runs tools too (storing nothing): without tools.call there, every attempt of a tool call
+    # could meet it on a loaded machine and fail the run, which no real rollout does.
+    older_tools = ToolActivities(load_registry(settings))
+    async with Worker(client, task_queue=settings.task_queue, workflows=[AgentWorkflow],
+                      activities=[older_llm_call, older_tools.call], workflow_runner=UnsandboxedWorkflowRunner()):
         handle = await client.start_workflow(
             AGENT_WORKFLOW, AgentInput(spec=spec, input="weather"), id=f"test-older-{uuid.uuid4().hex[:10]}",
             task_queue=settings.task_queue, result_type=AgentResult,
