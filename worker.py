@@ -221,6 +221,7 @@ def build_worker(
             llm.call,
             llm.call_resolving_tools,
             llm.call_stored_results,
+            llm.call_tool_catalog,
             tools.describe,
             tools.call,
             sandbox.check,

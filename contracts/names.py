@@ -34,6 +34,10 @@ LLM_CALL_STORED_RESULTS = "llm.call.stored_results"
 """``llm.call`` for a request whose tool messages name their stored copies (``LLMRequest.stored_messages``)
 instead of carrying their content, so a tool result is in history once (the ``tools.call`` result). Its own
 name, so a worker older than it never takes it and no model ever reads a tool message without its content."""
+LLM_CALL_TOOL_CATALOG = "llm.call.tool_catalog"
+"""``llm.call`` for a request that names the run's stored tool catalog (``LLMRequest.tools_ref``) instead of
+carrying the schemas; such a request may also carry ``stored_messages``. Its own name, so a worker older than
+catalogs never takes it and no model is ever called without the run's tools."""
 TOOLS_DESCRIBE = "tools.describe"
 TOOLS_CALL = "tools.call"
 CODE_CHECK = "code.check"
@@ -169,8 +173,8 @@ namespace: these take all three."""
 
 WORKFLOWS = (AGENT_WORKFLOW, PIPELINE_WORKFLOW, MONITOR_WORKFLOW, SESSION_WORKFLOW, QUOTA_ACCOUNT_WORKFLOW)
 ACTIVITIES = (
-    LLM_CALL, LLM_CALL_RESOLVING_TOOLS, LLM_CALL_STORED_RESULTS, TOOLS_DESCRIBE, TOOLS_CALL, CODE_CHECK, CODE_START,
-    CODE_RESUME, CODE_FORK, SESSION_FORK, MONITOR_RECORD,
+    LLM_CALL, LLM_CALL_RESOLVING_TOOLS, LLM_CALL_STORED_RESULTS, LLM_CALL_TOOL_CATALOG, TOOLS_DESCRIBE, TOOLS_CALL,
+    CODE_CHECK, CODE_START, CODE_RESUME, CODE_FORK, SESSION_FORK, MONITOR_RECORD,
 )
 
 __all__ = [
@@ -194,6 +198,7 @@ __all__ = [
     "LLM_CALL",
     "LLM_CALL_RESOLVING_TOOLS",
     "LLM_CALL_STORED_RESULTS",
+    "LLM_CALL_TOOL_CATALOG",
     "MONITOR_RECORD",
     "MONITOR_WORKFLOW",
     "PATCH_TOOL_RESULT_CAP",

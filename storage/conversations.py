@@ -22,8 +22,11 @@ from ..contracts.errors import PayloadIntegrityError, PayloadMissingError
 from ..contracts.llm.conversation import ConversationRef, decode_node, encode_node
 from ..contracts.llm.messages import Message
 from ..contracts.llm.prefix import KnownPrefix
+from ..contracts.llm.tool_catalog import ToolCatalogRef, catalog_ref, encode_catalog
+from ..contracts.llm.tools import ToolSchema
 from ..failures import to_application_error
 from .payload_store import PayloadStore
+from .tool_catalogs import ToolCatalogs
 
 
 def caller_owner(owner: str) -> str:
@@ -41,6 +44,8 @@ class ConversationStore:
         self._store = store
         self._cache: OrderedDict[tuple[str, str], KnownPrefix] = OrderedDict()
         self._cache_entries = cache_entries
+        self.catalogs = ToolCatalogs(store, cache_entries)
+        """The runs' tool catalogs, in the same store (``storage/tool_catalogs.py``)."""
 
     async def load(self, ref: ConversationRef | None, owner: str = "") -> list[Message]:
         """The whole conversation ``ref`` names, every segment bound to ``owner`` (or written before owners
@@ -88,6 +93,23 @@ class ConversationStore:
         cache: as a ``KnownPrefix``, the next call resumes what this one derives from it)."""
         data = encode_node(ref, added, owner)
         claim = await self._store.put(data)
+        return self._stored(ref, full, added, owner, data, claim)
+
+    async def extend_with_catalog(
+        self, ref: ConversationRef | None, full: Sequence[Message] | KnownPrefix, added: list[Message],
+        owner: str, tools: list[ToolSchema],
+    ) -> tuple[ConversationRef, ToolCatalogRef]:
+        """``extend``, and ``tools`` stored as the run's catalog bound to ``owner``, in the same store call."""
+        data, catalog = encode_node(ref, added, owner), encode_catalog(tools, owner)
+        claim, catalog_claim = await self._store.put_all([data, catalog])
+        stored = catalog_ref(catalog, len(tools), catalog_claim)
+        self.catalogs.remember(stored, owner, tools)
+        return self._stored(ref, full, added, owner, data, claim), stored
+
+    def _stored(
+        self, ref: ConversationRef | None, full: Sequence[Message] | KnownPrefix, added: list[Message], owner: str,
+        data: bytes, claim: dict[str, str],
+    ) -> ConversationRef:
         head = ConversationRef(
             sha256=hashlib.sha256(data).hexdigest(), length=(ref.length if ref else 0) + len(added), claim=claim
         )

@@ -180,6 +180,12 @@ class PayloadStore:
         [claim] = await self.driver.store(StorageDriverStoreContext(target=None), [payload])
         return dict(claim.claim_data)
 
+    async def put_all(self, blobs: Sequence[bytes]) -> list[dict[str, str]]:
+        """Several blobs in one driver call (one hop to the writing thread, one batch for S3)."""
+        payloads = [Payload(metadata={"encoding": _BLOB_ENCODING}, data=data) for data in blobs]
+        claims = await self.driver.store(StorageDriverStoreContext(target=None), payloads)
+        return [dict(claim.claim_data) for claim in claims]
+
     async def get(self, claim: Mapping[str, str]) -> bytes:
         typed = TypedRetrievalDriver(self.driver, self.location)
         [payload] = await typed.retrieve(StorageDriverRetrieveContext(), [StorageDriverClaim(claim_data=dict(claim))])

@@ -36,6 +36,7 @@ with workflow.unsafe.imports_passed_through():
     from ..contracts.code.program import ReplMemory
     from ..contracts.llm.conversation import ConversationRef
     from ..contracts.llm.tokens import prompt_tokens_upper_bound
+    from ..contracts.llm.tool_catalog import ToolCatalogRef
     from ..contracts.llm.tools import catalog_digest
     from ..contracts.llm.request import TokenStream
     from ..telemetry import workflow_metrics
@@ -124,10 +125,11 @@ class AgentRun:
 
     # ------------------------------------------------------------------ changing it
 
-    def learn_tools(self, tools: Sequence[ToolSchema]) -> None:
+    def learn_tools(self, tools: Sequence[ToolSchema], ref: ToolCatalogRef | None = None) -> None:
         """The schemas the first model call resolved the run's tool names to: the run keeps them (in
-        history as that call's result) as it keeps a ``tools.describe`` result."""
-        self.config = dataclasses.replace(self.config, tools=tuple(tools), pending_tools=())
+        history as that call's result) as it keeps a ``tools.describe`` result; ``ref`` is the catalog that call
+        stored them as, which later calls name instead (None from workers before catalogs)."""
+        self.config = dataclasses.replace(self.config, tools=tuple(tools), pending_tools=(), tools_ref=ref)
         self.result.catalog_digest = catalog_digest(list(tools)) if tools else ""
 
     def advance(self, history: list[Message]) -> list[Message]:
@@ -199,7 +201,7 @@ class AgentRun:
                 raise to_application_error(DeploymentConfigError(
                     "the worker that ran the run's first model call did not resolve its tool names"
                 ))
-            self.learn_tools(response.tools)
+            self.learn_tools(response.tools, response.tools_ref)
         if chain is not None and response.conversation is not None:
             chain.learn(request.messages, response.conversation)
         self.result.cost_usd += response.cost_usd
@@ -207,9 +209,21 @@ class AgentRun:
 
     async def _send(self, request: LLMRequest, chain: ConversationChain | None, refusable: bool) -> LLMResponse:
         if not self.features.effects_once:
-            sent = chain.request(request) if chain is not None else request
-            return await call_llm(sent, self.spec.llm_policy, self.result, token_budget=self.spec.token_budget)
+            return await call_llm(self._wire(request, chain), self.spec.llm_policy, self.result,
+                                  token_budget=self.spec.token_budget)
         return await self._reserved_call(request, chain, refusable)
+
+    def _wire(self, request: LLMRequest, chain: ConversationChain | None) -> LLMRequest:
+        """What goes into history: the conversation by its stored prefix and, once the run's first call stored
+        its tool catalog, the run's schemas by that catalog. Only here, after every bound was taken on the
+        request with its schemas; and only for the run's own schemas on its own chain (the catalog's owner)."""
+        if chain is None:
+            return request
+        sent = chain.request(request)
+        ref = self.config.tools_ref
+        if ref is not None and request.tools and tuple(request.tools) == self.config.tools:
+            sent = sent.model_copy(update={"tools": [], "tools_ref": ref})
+        return sent
 
     async def _leased(self, request: LLMRequest, chain: ConversationChain | None, refusable: bool) -> LLMResponse:
         """The call under the run's quota plan (``quota_gate``): a tenant's hard limit fails it typed."""
@@ -250,7 +264,7 @@ class AgentRun:
         sent = request.model_copy(update={"token_allowance": allowance})
         try:
             return await call_llm(
-                chain.request(sent) if chain is not None else sent,
+                self._wire(sent, chain),
                 spec.llm_policy,
                 self.result,
                 token_budget=spec.token_budget,

@@ -25,7 +25,8 @@ with workflow.unsafe.imports_passed_through():
     from ..contracts.errors import BudgetExceededError, ToolNotSentError
     from ..contracts.code.program import CallOutcome
     from ..contracts.names import (
-        EXACTLY_ONCE_PATCH, LLM_CALL, LLM_CALL_RESOLVING_TOOLS, LLM_CALL_STORED_RESULTS, TOOLS_CALL, TOOLS_DESCRIBE,
+        EXACTLY_ONCE_PATCH, LLM_CALL, LLM_CALL_RESOLVING_TOOLS, LLM_CALL_STORED_RESULTS, LLM_CALL_TOOL_CATALOG, TOOLS_CALL,
+        TOOLS_DESCRIBE,
     )
     from ..contracts.spec import ActivityPolicy
     from ..contracts.llm.tools import Delivery, ToolsDescribeInput, outcome_unknown, result_value
@@ -91,6 +92,8 @@ def _llm_activity(request: LLMRequest) -> str:
     """The name only workers that understand the request register (older ones never take it)."""
     if request.tool_names is not None:
         return LLM_CALL_RESOLVING_TOOLS
+    if request.tools_ref is not None:
+        return LLM_CALL_TOOL_CATALOG  # whose workers read stored_messages too
     return LLM_CALL_STORED_RESULTS if request.stored_messages else LLM_CALL
 
 

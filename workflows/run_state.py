@@ -30,6 +30,7 @@ from temporalio import workflow
 with workflow.unsafe.imports_passed_through():
     from ..contracts import AgentResult, AgentSpec, AgentState, Message, ToolSchema
     from ..contracts.code.program import ReplMemory
+    from ..contracts.llm.tool_catalog import ToolCatalogRef
     from ..contracts.names import (
         APPROVALS_PATCH,
         CONVERSATION_REF_PATCH,
@@ -141,6 +142,9 @@ class RunConfig:
     pending_tools: tuple[str, ...] = ()
     """Tool names the run's first ``llm.call`` resolves on the worker (a one-shot tool-mode run under
     ``RELEASE_PATCH``: no ``tools.describe`` activity); ``AgentRun.learn_tools`` then sets ``tools``."""
+    tools_ref: ToolCatalogRef | None = None
+    """The catalog the run's resolving call stored ``tools`` as (``LLMResponse.tools_ref``): later calls name it
+    instead of carrying the schemas. None when that call's result has none (older workers, recorded runs)."""
     key_scope: str | None = None
     """The backend's scope for effect keys (``AgentInput.key_scope``, validated by the workflow); unset:
     the run's workflow chain."""

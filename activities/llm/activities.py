@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 
 import httpx2
 from pydantic import SecretStr
@@ -26,12 +26,14 @@ from ...contracts.errors import (
     RetryableProviderError,
 )
 from ...contracts.llm.conversation import ConversationRef
+from ...contracts.llm.tool_catalog import ToolCatalogRef
 from ...contracts.llm.prefix import Folds, KnownPrefix
 from ...contracts.llm import context
+from ...contracts.llm.messages import Message
 from ...contracts.llm.request import ContextAction, LLMRequest, LLMResponse
 from ...contracts.llm.tools import ToolSchema, ToolsDescribeInput
 from ...contracts.spec_check import check_spec_tools
-from ...contracts.names import LLM_CALL, LLM_CALL_RESOLVING_TOOLS, LLM_CALL_STORED_RESULTS
+from ...contracts.names import LLM_CALL, LLM_CALL_RESOLVING_TOOLS, LLM_CALL_STORED_RESULTS, LLM_CALL_TOOL_CATALOG
 from ...contracts.llm.call_ids import with_engine_call_ids
 from ...contracts.llm.capabilities import check_capabilities
 from ...contracts.llm.postconditions import check_response
@@ -95,11 +97,13 @@ class LLMActivities:
 
     @activity.defn(name=LLM_CALL)
     async def call(self, request: LLMRequest) -> LLMResponse:
+        if request.tools_ref is not None:
+            request = await self._catalog_tools(request)
         tools = None
         if request.tool_names is not None:
             tools = await self._resolve_tools(request.tool_names)
             request = request.model_copy(update={"tools": tools, "tool_names": None})
-        response = await self._chat(request)
+        response = await self._chat(request, catalog=tools)
         return response if tools is None else response.model_copy(update={"tools": tools})
 
     @activity.defn(name=LLM_CALL_RESOLVING_TOOLS)
@@ -112,6 +116,23 @@ class LLMActivities:
         """``llm.call`` under the name only workers that read ``stored_messages`` register."""
         return await self.call(request)
 
+    @activity.defn(name=LLM_CALL_TOOL_CATALOG)
+    async def call_tool_catalog(self, request: LLMRequest) -> LLMResponse:
+        """``llm.call`` under the name only workers that read ``tools_ref`` register (they read
+        ``stored_messages`` too: a request may carry both)."""
+        return await self.call(request)
+
+    async def _catalog_tools(self, request: LLMRequest) -> LLMRequest:
+        """``request`` with the schemas of the catalog it names (bound to its owner, the calling workflow) as its
+        ``tools``: from here on it is the request that carried them, checked the same."""
+        assert request.tools_ref is not None
+        if request.tools or request.tool_names is not None:
+            raise to_application_error(PayloadIntegrityError(
+                "a request naming its tool catalog carries schemas or tool names of its own"
+            ))
+        tools = await self._store().catalogs.load(request.tools_ref, _owner(request))
+        return request.model_copy(update={"tools": tools, "tools_ref": None})
+
     async def _resolve_tools(self, names: list[str]) -> list[ToolSchema]:
         """What ``tools.describe`` and the spec's tool check did before a run's first call; nothing is sent
         to the model when a name is unknown or a schema unusable (typed, not retried)."""
@@ -123,7 +144,8 @@ class LLMActivities:
             raise to_application_error(InvalidSpecError(violations), *[v.model_dump(mode="json") for v in violations])
         return tools
 
-    async def _chat(self, request: LLMRequest) -> LLMResponse:
+    async def _chat(self, request: LLMRequest, catalog: list[ToolSchema] | None = None) -> LLMResponse:
+        """``catalog``: the schemas a resolving call resolved, stored (chained calls) beside its segment."""
         chained = request.chained or request.conversation is not None
         owner = _owner(request)
         if request.stored_messages:
@@ -143,17 +165,18 @@ class LLMActivities:
         action = None
         if request.context_policy != "none" and not context.fits(full, folds):
             full, action = await self._compact(full)
-        storing: asyncio.Task[ConversationRef] | None = None
+        storing: asyncio.Task[tuple[ConversationRef, ToolCatalogRef | None]] | None = None
         if chained:
             # Stored while the model answers (a write is two fsyncs, or a PUT to S3), and awaited before
             # anything names it: the ref goes into history only once the segment is durable. A retry
             # stores the same segment under the same address. A compacted conversation starts a new
-            # chain, so later calls build on the compacted one.
+            # chain, so later calls build on the compacted one. A resolving call's tool catalog goes in
+            # the same store call.
             if action is None and following is not None:
-                segment = self._store().extend(request.conversation, following, request.messages, owner)
+                base, whole, added = request.conversation, following, request.messages
             else:
-                segment = self._store().extend(None, full.messages, full.messages, owner)
-            storing = asyncio.ensure_future(segment)
+                base, whole, added = None, full.messages, full.messages
+            storing = asyncio.ensure_future(self._store_segment(base, whole, added, owner, catalog))
         try:
             if request.stream is None:
                 response = await self._call(full, folds=folds)
@@ -164,11 +187,20 @@ class LLMActivities:
             if storing is not None:
                 await asyncio.gather(storing, return_exceptions=True)  # the call's own failure is what counts
             raise
-        stored = await storing if storing is not None else None
+        stored, tools_ref = await storing if storing is not None else (None, None)
         cost = metrics.cost_usd(self._prices, full.config.model, response.usage)
         if action is not None:
             cost += metrics.cost_usd(self._prices, full.config.model, action.usage)
-        return response.model_copy(update={"conversation": stored, "context": action, "cost_usd": cost})
+        return response.model_copy(
+            update={"conversation": stored, "context": action, "cost_usd": cost, "tools_ref": tools_ref})
+
+    async def _store_segment(
+        self, base: ConversationRef | None, whole: Sequence[Message] | KnownPrefix, added: list[Message], owner: str,
+        catalog: list[ToolSchema] | None,
+    ) -> tuple[ConversationRef, ToolCatalogRef | None]:
+        if catalog is None or not owner:  # an unbound catalog would load in any run: never stored
+            return await self._store().extend(base, whole, added, owner), None
+        return await self._store().extend_with_catalog(base, whole, added, owner, catalog)
 
     async def _stored_messages(self, request: LLMRequest, owner: str) -> LLMRequest:
         """``request`` with each placeholder replaced by the tool message its ``tools.call`` stored: bound to

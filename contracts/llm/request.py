@@ -9,6 +9,7 @@ from pydantic import BaseModel, Field
 from .api_keys import DEFAULT_API_KEY
 from .conversation import ConversationRef
 from .messages import LLMToolCall, Message
+from .tool_catalog import ToolCatalogRef
 from .tools import ToolSchema
 from ..violations import Violation
 
@@ -57,6 +58,10 @@ class LLMRequest(BaseModel):
     """Tools the worker resolves to their schemas before anything else (``tools.describe``'s lookup
     and the spec's tool checks, inside this activity) and sends as ``tools``; the response returns
     them. A one-shot tool-mode run's first call, so the run needs no ``tools.describe`` activity."""
+    tools_ref: ToolCatalogRef | None = Field(default=None, exclude_if=lambda ref: ref is None)
+    """The run's tool schemas as the catalog its resolving call stored (``LLMResponse.tools_ref``), bound to
+    ``owner``: the worker reads them (checked) and sends them as ``tools``, which this request leaves empty.
+    So the schemas are in history once, in the first call's result. Left out of the payload when unset."""
     tool_choice: Literal["auto", "none", "required"] = "auto"
     response_format: ResponseFormat | None = None
     allowed_model_aliases: list[str] = Field(default_factory=list)
@@ -151,6 +156,10 @@ class LLMResponse(BaseModel):
     """Set when the context policy compacted the request."""
     tools: list[ToolSchema] | None = None
     """For a request with ``tool_names``: the schemas they resolved to, which the run keeps."""
+    tools_ref: ToolCatalogRef | None = Field(default=None, exclude_if=lambda ref: ref is None)
+    """For a chained request with ``tool_names``: those schemas stored as a catalog bound to the run, which
+    its later calls name instead of carrying them. Set by workers since tool catalogs; a run whose first
+    call's result has none (an older worker, a recorded history) sends the schemas as before."""
     cost_usd: float = 0.0
     """This call priced by the worker's price table (the summary a context policy asked for included)."""
     throttled: int = 0

@@ -18,7 +18,7 @@ def test_every_persisted_name_is_unchanged():
         "AgentWorkflow", "PipelineWorkflow", "StalledTicketMonitor",
     )
     assert names.ACTIVITIES == (
-        "llm.call", "llm.call.resolving_tools", "llm.call.stored_results", "tools.describe", "tools.call", "code.check",
+        "llm.call", "llm.call.resolving_tools", "llm.call.stored_results", "llm.call.tool_catalog", "tools.describe", "tools.call", "code.check",
         "code.start", "code.resume", "code.fork", "session.fork", "monitor.record",
     )
     assert (names.FORK_SOURCE_QUERY, names.TURNS_QUERY) == ("fork_source", "turns")

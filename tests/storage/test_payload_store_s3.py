@@ -131,3 +131,20 @@ async def test_hostile_references_decode_to_typed_failures_not_stuck_tasks(tmp_p
         with pytest.raises(ApplicationError) as caught:
             await build_data_converter(settings).decode([payload], [dict])
         assert caught.value.type == expected and caught.value.non_retryable, payload.data
+
+
+async def test_a_segment_and_a_tool_catalog_stored_in_one_call_read_back_from_s3(tmp_path, s3_endpoint, s3_bucket):
+    """``put_all``: a resolving call's conversation segment and tool catalog go in one store call."""
+    from agentsteps.contracts.llm.tool_catalog import catalog_ref, decode_catalog, encode_catalog
+    from agentsteps.contracts.llm.tools import ToolSchema
+
+    settings = s3_settings(tmp_path, s3_endpoint, s3_bucket, "team-a/")
+    store = build_payload_store(settings)
+    tools = [ToolSchema(name="get_weather", description="Current weather for a city.")]
+    catalog = encode_catalog(tools, "run-a/1")
+    segment_claim, catalog_claim = await store.put_all([b"a segment", catalog])
+    other = build_payload_store(settings)  # another worker
+    assert await other.get(segment_claim) == b"a segment"
+    assert decode_catalog(catalog_ref(catalog, 1, catalog_claim), await other.get(catalog_claim), "run-a/1") == tools
+    await store.aclose()
+    await other.aclose()

@@ -209,6 +209,8 @@ async def record(out: Path, prefix: str, only: set[str] | None = None) -> list[s
                     await _session_state(rec)
                 if only is None:
                     await _agents(rec, settings)
+                elif "tool_mode" in only:
+                    await _tool_mode(rec)
                 if only is None or "quotas" in only:
                     await _quotas(rec, settings)
                 if only is None or "code_mode_fork" in only:

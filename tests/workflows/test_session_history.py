@@ -16,7 +16,7 @@ from agentsteps.storage.payload_store import LocalDirStorageDriver, PayloadStore
 from agentsteps.contracts import Message
 from agentsteps.contracts.llm.conversation import ConversationRef
 from agentsteps.client.sessions import continue_session, session_state
-from agentsteps.contracts.names import LLM_CALL, LLM_CALL_RESOLVING_TOOLS, LLM_CALL_STORED_RESULTS
+from agentsteps.contracts.names import LLM_CALL, LLM_CALL_RESOLVING_TOOLS, LLM_CALL_STORED_RESULTS, LLM_CALL_TOOL_CATALOG
 from agentsteps.contracts.session import SessionConfig
 from agentsteps.workflows.session import SessionWorkflow
 
@@ -74,7 +74,8 @@ def _llm_input_sizes(history) -> list[int]:
         sum(len(p.data) for p in e.activity_task_scheduled_event_attributes.input.payloads)
         for e in history.events
         if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
-        and e.activity_task_scheduled_event_attributes.activity_type.name in (LLM_CALL, LLM_CALL_RESOLVING_TOOLS, LLM_CALL_STORED_RESULTS)
+        and e.activity_task_scheduled_event_attributes.activity_type.name in (LLM_CALL, LLM_CALL_RESOLVING_TOOLS, LLM_CALL_STORED_RESULTS,
+                                                                      LLM_CALL_TOOL_CATALOG)
     ]
 
 

@@ -17,7 +17,7 @@ from agentsteps.activities.tools.activities import ToolActivities
 from agentsteps.activities.tools.registry import ToolRegistry
 from agentsteps.contracts import AgentInput, AgentResult, LLMConfig, LLMRequest, Message
 from agentsteps.contracts.llm.tools import ToolCallInput
-from agentsteps.contracts.names import AGENT_WORKFLOW, LLM_CALL_STORED_RESULTS
+from agentsteps.contracts.names import AGENT_WORKFLOW, LLM_CALL_TOOL_CATALOG
 from agentsteps.storage.conversations import ConversationStore
 from agentsteps.storage.payload_store import LocalDirStorageDriver, PayloadStore
 from agentsteps.worker import running_worker
@@ -93,10 +93,11 @@ async def test_each_tool_result_is_in_history_once_and_the_model_still_reads_it(
         where = occurrences(history, f"{marker}-{n}-")
         assert where.pop("ACTIVITY_TASK_COMPLETED") == 1, where
         assert where == {"WORKFLOW_EXECUTION_COMPLETED": 1}, where
-    # The calls after a tool step went to the name only workers that read stored messages register.
+    # The calls after a tool step went to a name only workers that read stored messages register (here the
+    # one for requests naming the run's tool catalog, whose workers read stored messages too).
     names = [e.activity_task_scheduled_event_attributes.activity_type.name for e in history.events
              if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED]
-    assert names.count(LLM_CALL_STORED_RESULTS) == STEPS
+    assert names.count(LLM_CALL_TOOL_CATALOG) == STEPS
     await Replayer(workflows=[AgentWorkflow], data_converter=pydantic_data_converter).replay_workflow(history)
 
 
