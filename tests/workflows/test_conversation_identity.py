@@ -18,7 +18,7 @@ from temporalio.worker import UnsandboxedWorkflowRunner
 
 from agentsteps.contracts import AgentSpec, LLMConfig, LLMRequest, LLMToolCall, Message
 from agentsteps.contracts.llm.conversation import ConversationRef
-from agentsteps.contracts.names import LLM_CALL, LLM_CALL_RESOLVING_TOOLS
+from agentsteps.contracts.names import LLM_CALL, LLM_CALL_RESOLVING_TOOLS, LLM_CALL_STORED_RESULTS, LLM_CALL_TOOL_CATALOG
 from agentsteps.workflows.agent_run import AgentRun
 from agentsteps.workflows.approvals import ApprovalDesk
 from agentsteps.workflows.conversation import ConversationChain
@@ -145,7 +145,7 @@ async def _run(client, settings, edit: bool) -> list[dict]:
         json.loads(e.activity_task_scheduled_event_attributes.input.payloads[0].data)
         for e in history.events
         if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
-        and e.activity_task_scheduled_event_attributes.activity_type.name in (LLM_CALL, LLM_CALL_RESOLVING_TOOLS, LLM_CALL_RESOLVING_TOOLS)
+        and e.activity_task_scheduled_event_attributes.activity_type.name in (LLM_CALL, LLM_CALL_RESOLVING_TOOLS, LLM_CALL_STORED_RESULTS, LLM_CALL_TOOL_CATALOG)
     ]
 
 
