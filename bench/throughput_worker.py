@@ -6,7 +6,10 @@ Serves ``TASK_QUEUE`` (the engine, as ``agentsteps worker`` builds it: the
 worker's own client, data converter and runtime) and ``TASK_QUEUE-bare``
 (``BareAgentShape`` with no-op activities) and ``TASK_QUEUE-hand`` (the
 hand-written loop, ``HandwrittenAgentLoop``), prints ``ready`` and runs until
-it is terminated.
+it is terminated. The bare and hand-written workers have a client of their
+own on the same runtime, with the converter a team would pick
+(``pydantic_data_converter``): the engine's (payload store, kept context
+bindings) is the engine's, not theirs.
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ import signal
 import sys
 from pathlib import Path
 
+from temporalio.client import Client
+from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Worker
 
 from agentsteps.contracts.config.settings import ProviderSettings, WorkerSettings
@@ -32,9 +37,11 @@ async def serve(address: str, task_queue: str, base_url: str, state_dir: str) ->
         providers=ProviderSettings(openai_base_url=base_url, request_timeout_seconds=60),
     )
     client = await connect(settings, address)
-    bare = Worker(client, task_queue=f"{task_queue}-bare", workflows=[BareAgentShape], activities=[noop])
+    plain = await Client.connect(address, namespace=settings.namespace, data_converter=pydantic_data_converter,
+                                 runtime=client.service_client.config.runtime)
+    bare = Worker(plain, task_queue=f"{task_queue}-bare", workflows=[BareAgentShape], activities=[noop])
     hand = HandwrittenActivities(base_url)
-    handwritten = Worker(client, task_queue=f"{task_queue}-hand", workflows=[HandwrittenAgentLoop],
+    handwritten = Worker(plain, task_queue=f"{task_queue}-hand", workflows=[HandwrittenAgentLoop],
                          activities=[hand.chat, hand.get_weather])
     async with running_worker(client, settings), bare, handwritten:
         settle_heap()  # as agentsteps worker does
