@@ -31,19 +31,23 @@ from __future__ import annotations
 import dataclasses
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
-from temporalio.converter import DataConverter, SerializationContext
-from temporalio.converter._extstore import StorageDriverStoreContext
+from temporalio.converter import DataConverter, SerializationContext, StorageDriverStoreContext
 from temporalio.worker import WorkflowInstance
-from temporalio.worker._workflow_instance import _WorkflowInstanceImpl
-from temporalio.worker.workflow_sandbox._runner import _Instance as _SandboxedInstance
+
+try:  # SDK internals: a temporalio 1.x that moves them is asked the SDK's own way (``contexts_of``)
+    from temporalio.worker._workflow_instance import _WorkflowInstanceImpl
+    from temporalio.worker.workflow_sandbox._runner import _Instance as _SandboxedInstance
+except ImportError:  # pragma: no cover - the tested version has them
+    _WorkflowInstanceImpl = _SandboxedInstance = None  # type: ignore[assignment, misc]
 
 
 def contexts_of(instance: WorkflowInstance) -> Any:
     """What to ask ``get_serialization_context`` and ``get_external_store_context`` of: the workflow instance
     inside ``instance``'s sandbox when the SDK's layout is the one this was written against, else ``instance``."""
-    if not isinstance(instance, _SandboxedInstance):
+    if _SandboxedInstance is None or _WorkflowInstanceImpl is None or not isinstance(instance, _SandboxedInstance):
         return instance
     in_sandbox = getattr(instance, "globals_and_locals", {}).get("__temporal_in_sandbox")
     inner = getattr(in_sandbox, "instance", None)
@@ -59,7 +63,7 @@ BOUND_KEPT = 2048
 class ContextCachingDataConverter(DataConverter):
     """A ``DataConverter`` that keeps the copies of itself it binds to recent contexts (see the module)."""
 
-    _bound: Any = dataclasses.field(init=False, repr=False, compare=False, default=None)
+    _bound: _Bound = dataclasses.field(init=False, repr=False, compare=False, default=None)  # type: ignore[assignment]
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -79,10 +83,10 @@ class _Bound:
     """A small LRU map; converters are bound from the event loop and from workflow threads alike."""
 
     def __init__(self) -> None:
-        self._kept: OrderedDict[Any, Any] = OrderedDict()
+        self._kept: OrderedDict[Any, DataConverter] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, key: Any, make: Any) -> Any:
+    def get(self, key: Any, make: Callable[[], DataConverter]) -> DataConverter:
         try:
             hash(key)
         except TypeError:  # a context type that is not hashable: bound afresh, as the SDK does
