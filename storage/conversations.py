@@ -18,14 +18,14 @@ from collections.abc import Sequence
 
 from temporalio import activity
 
-from ..contracts.errors import PayloadIntegrityError, PayloadMissingError
+from ..contracts.errors import PayloadIntegrityError
 from ..contracts.llm.conversation import ConversationRef, decode_node, encode_node
 from ..contracts.llm.messages import Message
 from ..contracts.llm.prefix import KnownPrefix
 from ..contracts.llm.tool_catalog import ToolCatalogRef, catalog_ref, encode_catalog
 from ..contracts.llm.tools import ToolSchema
 from ..failures import to_application_error
-from .payload_store import PayloadStore
+from .payload_store import PayloadStore, unreadable
 from .tool_catalogs import ToolCatalogs
 
 
@@ -73,10 +73,7 @@ class ConversationStore:
                 data = await self._store.get(current.claim)
                 current, messages = decode_node(current, data, owner)
             except (PayloadIntegrityError, ValueError) as exc:
-                # Typed as what went wrong (a missing segment is PayloadMissingError), and never retried.
-                message = f"the run's stored conversation cannot be read: {exc}"
-                kind = PayloadMissingError if isinstance(exc, PayloadMissingError) else PayloadIntegrityError
-                raise to_application_error(kind(message)) from None
+                raise unreadable("conversation", exc) from None
             segments.append(messages)
         full = list(base)
         for messages in reversed(segments):

@@ -33,7 +33,10 @@ from temporalio.converter import (
 )
 
 from ..contracts.config.settings import WorkerSettings
+from temporalio.exceptions import ApplicationError
+
 from ..contracts.errors import PayloadIntegrityError, PayloadMissingError
+from ..failures import to_application_error
 from .payload_contexts import caching_contexts
 from .payload_unavailable import AgentStepsPayloadConverter, TypedExternalStorage, TypedRetrievalDriver, error_of
 from .s3_store import PrefixedAioboto3Client, StoredObject, s3_location
@@ -270,6 +273,13 @@ class PayloadStore:
         client = getattr(self.driver, "_client", None)
         if isinstance(client, PrefixedAioboto3Client):
             await client.aclose()
+
+
+def unreadable(what: str, exc: Exception) -> ApplicationError:
+    """The failure for a stored object ``what`` that cannot be read: typed as what went wrong (a missing one
+    ``PayloadMissingError``, an altered or foreign one ``PayloadIntegrityError``), never retried."""
+    kind = PayloadMissingError if isinstance(exc, PayloadMissingError) else PayloadIntegrityError
+    return to_application_error(kind(f"the run's stored {what} cannot be read: {exc}"))
 
 
 def build_payload_store(settings: WorkerSettings) -> PayloadStore:

@@ -13,11 +13,10 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
-from ..contracts.errors import PayloadIntegrityError, PayloadMissingError
+from ..contracts.errors import PayloadIntegrityError
 from ..contracts.llm.tool_catalog import ToolCatalogRef, decode_catalog
 from ..contracts.llm.tools import ToolSchema
-from ..failures import to_application_error
-from .payload_store import PayloadStore
+from .payload_store import PayloadStore, unreadable
 
 
 class ToolCatalogs:
@@ -37,9 +36,7 @@ class ToolCatalogs:
         try:
             tools = decode_catalog(ref, await self._store.get(ref.claim), owner)
         except (PayloadIntegrityError, ValueError) as exc:
-            message = f"the run's stored tool catalog cannot be read: {exc}"
-            kind = PayloadMissingError if isinstance(exc, PayloadMissingError) else PayloadIntegrityError
-            raise to_application_error(kind(message)) from None
+            raise unreadable("tool catalog", exc) from None
         self.remember(ref, owner, tools)
         return tools
 
