@@ -2,8 +2,9 @@
 
 The request is built as the SDK's own ``CompletionCreateParamsNonStreaming``
 and the answer is validated with its ``ChatCompletion`` model; only the mapping
-between those and ``LLMRequest``/``LLMResponse`` lives here. Without a key
-(local servers) no Authorization header is sent.
+between those and ``LLMRequest``/``LLMResponse`` lives here. The SDK builds the
+HTTP request once per provider (``PreparedPost``); each call sends it with its
+body. Without a key (local servers) no Authorization header is sent.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from ....contracts.llm.capabilities import ModelCapability, capability_for
 from ....contracts.llm.messages import LLMToolCall, Message
 from ....contracts.llm.prefix import Folds, fold
 from ....contracts.llm.request import FinishReason, LLMRequest, LLMResponse, Usage
-from .base import parse_wire, sdk_call
+from .base import PreparedPost, parse_wire, sdk_call
 from .errors import DEFAULT_RETRY_AFTER_CAP, malformed
 from .streams import OpenAIChunks, OpenAIEventStream, TextSink, read_stream
 from .wire_names import WireNames
@@ -217,6 +218,14 @@ def _usage(completion: ChatCompletion) -> Usage:
                  reasoning_tokens=(completion.reasoning_tokens or 0) if completion else 0)
 
 
+def _final_request_options() -> type[Any] | None:
+    try:
+        from openai._models import FinalRequestOptions
+    except ImportError:  # a later SDK moved it: PreparedPost posts through the SDK's own post
+        return None
+    return FinalRequestOptions
+
+
 class OpenAIProvider:
     name = "openai"
 
@@ -228,27 +237,27 @@ class OpenAIProvider:
         # settings are loaded in one place. Retries are Temporal's.
         self._client = openai.AsyncOpenAI(api_key=self._key or "", base_url=base_url, http_client=http,
                                           max_retries=0, _enforce_credentials=False)
-        self._timeout = timeout
         self._cap = retry_after_cap
         self._capabilities = list(capabilities or [])
-
-    def _prepared(self, request: LLMRequest) -> tuple[ModelCapability, RequestOptions]:
-        options: RequestOptions = {}
-        if self._timeout is not None:
-            options["timeout"] = self._timeout
+        self._options: RequestOptions = {}
+        if timeout is not None:
+            self._options["timeout"] = timeout
         if not self._key:
-            options["headers"] = {"Authorization": openai.Omit()}
-        return capability_for(self.name, request.config.model, self._capabilities), options
+            self._options["headers"] = {"Authorization": openai.Omit()}
+        self._post = PreparedPost(self._client, http, CHAT_COMPLETIONS_PATH, self._options, _final_request_options())
+
+    def _capability(self, request: LLMRequest) -> ModelCapability:
+        return capability_for(self.name, request.config.model, self._capabilities)
 
     async def stream(self, request: LLMRequest, on_text: TextSink, folds: Folds | None = None) -> LLMResponse:
         """The same call with ``stream: true``; text deltas go to ``on_text``, the assembled answer is returned."""
-        capability, options = self._prepared(request)
+        capability = self._capability(request)
 
         async def open_stream() -> Any:
             body = request_body(request, capability, extra={"stream": True, "stream_options": {"include_usage": True}},
                                 folds=folds)
             # cast_to=object: the SDK parses each event's JSON and hands it over as is; the assembler checks it.
-            return await self._client.post(CHAT_COMPLETIONS_PATH, cast_to=object, content=body, options=options,
+            return await self._client.post(CHAT_COMPLETIONS_PATH, cast_to=object, content=body, options=self._options,
                                            stream=True, stream_cls=OpenAIEventStream[object])
 
         assembled = await read_stream(self.name, open_stream, OpenAIChunks(), on_text, secret=self._key,
@@ -256,19 +265,17 @@ class OpenAIProvider:
         return response_from_wire(assembled, request)
 
     async def complete(self, request: LLMRequest, folds: Folds | None = None) -> LLMResponse:
-        capability, options = self._prepared(request)
+        capability = self._capability(request)
 
         async def post() -> httpx2.Response:
-            # Posted by the SDK client (auth, headers, timeout, errors) but not through
-            # chat.completions.create: its per-field param transform tries every message
-            # against every member of the message union (~60 ms CPU at 400 messages, the
-            # largest cost of a long run's step), and it is an identity on these params,
-            # which declare no aliases or formats (test_provider_sdk pins that). The body
-            # is the SDK's own encoding of them (``request_body``), each message encoded
-            # once per conversation; built in here so an encoding error is classified as before.
-            body = request_body(request, capability, folds=folds)
-            return await self._client.post(CHAT_COMPLETIONS_PATH, cast_to=httpx2.Response, content=body,
-                                           options=options)
+            # The SDK client's request (auth, headers, timeout, errors), built by it once (``PreparedPost``),
+            # and not through chat.completions.create: its per-field param transform tries every message
+            # against every member of the message union (~60 ms CPU at 400 messages, the largest cost of a
+            # long run's step), and it is an identity on these params, which declare no aliases or formats
+            # (test_provider_sdk pins that). The body is the SDK's own encoding of them (``request_body``),
+            # each message encoded once per conversation; built in here so an encoding error is classified
+            # as before.
+            return await self._post.send(request_body(request, capability, folds=folds))
 
         body = await sdk_call(self.name, post, secret=self._key, retry_after_cap=self._cap)
         return response_from_wire(body, request)
