@@ -13,7 +13,12 @@ Temporal's 50 MB limit (about turn 140 here); its ratios are then taken at the
 last turn it finished, and ``baseline.failed_at_turn`` says when. The last
 line is one JSON object.
 
-    .venv/bin/python bench/session_history.py [--turns 200]
+``--tickets`` gives both sides the bundled ticket tracker's four MCP tools
+too (over stdio, as a worker's config file declares them; the model never
+calls them): a session whose tool catalog is the size of a typical MCP
+server's, about 6.7 KB of schemas.
+
+    .venv/bin/python bench/session_history.py [--turns 200] [--tickets]
 """
 
 from __future__ import annotations
@@ -45,6 +50,7 @@ from agentsteps.scripted_model import ScriptedModelServer
 from agentsteps.worker import running_worker
 from full_list_session import BASELINE_WORKFLOW, FullListSession
 
+TICKET_TOOLS = ["list_issues", "get_issue", "add_comment", "update_issue"]
 CALLS_PER_TURN = 2
 WINDOW = 5
 SCRIPT = {
@@ -111,7 +117,17 @@ class Meter:
         return statistics.median(values)
 
 
-async def main(turns: int) -> dict:
+def tickets_config(state: Path) -> Path:
+    """A worker config file declaring the bundled ticket tracker as an MCP server (stdio, no token: loopback)."""
+    args = ["-m", "agentsteps.examples.tickets", "--transport", "stdio", "--db", str(state / "tickets.db"),
+            "--seed-issues", "10", "--insecure-no-auth"]
+    path = state / "agentsteps.toml"
+    path.write_text(f"[mcp.servers.tickets]\ntransport = \"stdio\"\ncommand = {json.dumps(sys.executable)}\n"
+                    f"args = {json.dumps(args)}\n")
+    return path
+
+
+async def main(turns: int, tickets: bool = False) -> dict:
     env = await WorkflowEnvironment.start_local(
         dev_server_existing_path=temporal_binary(), data_converter=pydantic_data_converter
     )
@@ -122,12 +138,13 @@ async def main(turns: int) -> dict:
             state_dir=Path(state),
             task_queue=f"bench-{uuid.uuid4().hex[:6]}",
             providers=ProviderSettings(openai_base_url=scripted.url_openai),
+            config_file=tickets_config(Path(state)) if tickets else None,
         )
         store = Path(state) / "payloads"
         spec = AgentSpec(
             name="bench",
             model=LLMConfig(model="scripted-2026-01-01", max_tokens=64, context_window=10_000_000),
-            tools=["fetch_report"],
+            tools=["fetch_report", *(TICKET_TOOLS if tickets else [])],
             max_steps=4,
             token_budget=10**9,
         )
@@ -188,6 +205,7 @@ async def main(turns: int) -> dict:
     base["failed_at_turn"] = baseline_died
     return {
         "turns": turns,
+        "tools": len(spec.tools),
         "session.bytes_per_call_ratio": session["bytes_per_call_ratio"],
         "session.step_time_ratio": session["step_time_ratio"],
         "baseline.bytes_per_call_ratio": base["bytes_per_call_ratio"],
@@ -201,8 +219,9 @@ async def main(turns: int) -> dict:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--turns", type=int, default=200)
+    parser.add_argument("--tickets", action="store_true", help="the ticket tracker's MCP tools too (~6.7 KB)")
     args = parser.parse_args()
-    summary = asyncio.run(main(args.turns))
+    summary = asyncio.run(main(args.turns, args.tickets))
     print(json.dumps(summary), flush=True)
     sys.stderr.flush()
     os._exit(0)  # temporalio issue #300

@@ -20,6 +20,7 @@ from .code.program import ReplMemory, VariableInfo
 from .llm.conversation import ConversationRef
 from .llm.messages import Message
 from .llm.request import Usage
+from .llm.tool_catalog import ToolCatalogRef
 from .llm.tools import ToolSchema
 from .quotas.wire import QuotaPlan
 from .spec import AgentResult, AgentSpec, EffectRecord, RunStatus
@@ -138,6 +139,11 @@ class SessionCarry(BaseModel):
     tools: list[ToolSchema] | None = None
     """The tool schemas the session's runs have used: a continued run takes them instead of describing
     its tools again (None: carried by a release before this field, or not described yet)."""
+    tools_ref: ToolCatalogRef | None = Field(default=None, exclude_if=lambda ref: ref is None)
+    """``tools`` as the catalog the session stored them as, bound to the session (``chain``): every model call
+    of every turn names it instead of carrying the schemas. Set only beside the ``tools`` it names (a describe
+    clears it). None: carried by a worker before session catalogs (the next call with the schemas stores
+    one), or no call has stored it yet. Left out of the payload when unset."""
     chain: str | None = None
     """The session this state belongs to, ``<workflow id>/<first run id>`` (``session_owner``); a run
     accepts carried state only when it names the run's own chain (None: carried by an older release)."""

@@ -92,12 +92,16 @@ class AgentRun:
         turn: int, conversation: ConversationRef | None, approvals: ApprovalDesk, progress: RunProgress,
         on_event: Callable[[ProgressEvent], None] | None = None, stream_tokens: bool = False,
         key_scope: str | None = None, quota: QuotaPlan | None = None, quota_desk: QuotaDesk | None = None,
+        tools_ref: ToolCatalogRef | None = None,
     ) -> AgentRun:
-        """One session turn: keys scoped ``t<turn>.``, the conversation stored on top of ``conversation``."""
+        """One session turn: keys scoped ``t<turn>.``, the conversation stored on top of ``conversation``;
+        ``tools_ref`` the session's catalog of exactly ``tools`` (None: the turn's first call stores one)."""
+        if tools_ref is not None and tools_ref.count != len(tools):
+            tools_ref = None  # never names other schemas than the turn's (the session pairs them; a cheap check)
         config = RunConfig(
             spec=spec, tools=tuple(tools), approvals=approvals, chain=ConversationChain.own_chain(conversation),
             scope=f"t{turn}.", turn=turn, on_event=on_event, stream_tokens=stream_tokens, key_scope=key_scope,
-            quota=quota, quota_desk=quota_desk,
+            quota=quota, quota_desk=quota_desk, tools_ref=tools_ref, session_catalog=True,
         )
         return cls(config, features, progress)
 
@@ -202,6 +206,10 @@ class AgentRun:
                     "the worker that ran the run's first model call did not resolve its tool names"
                 ))
             self.learn_tools(response.tools, response.tools_ref)
+        elif response.tools_ref is not None and self.config.tools_ref is None and self.config.session_catalog:
+            # The call stored the session's schemas (``store_tools``, see ``_wire``): later calls name them.
+            # Only a result recorded by a worker since session catalogs has a ref: older histories replay as sent.
+            self.config = dataclasses.replace(self.config, tools_ref=response.tools_ref)
         if chain is not None and response.conversation is not None:
             chain.learn(request.messages, response.conversation)
         self.result.cost_usd += response.cost_usd
@@ -214,15 +222,21 @@ class AgentRun:
         return await self._reserved_call(request, chain, refusable)
 
     def _wire(self, request: LLMRequest, chain: ConversationChain | None) -> LLMRequest:
-        """What goes into history: the conversation by its stored prefix and, once the run's first call stored
-        its tool catalog, the run's schemas by that catalog. Only here, after every bound was taken on the
-        request with its schemas; and only for the run's own schemas on its own chain (the catalog's owner)."""
+        """What goes into history: the conversation by its stored prefix and, once a call stored the run's (or
+        session's) tool catalog, its schemas by that catalog. Only here, after every bound was taken on the
+        request with its schemas; and only for the run's own schemas on its own chain (the catalog's owner).
+        A session turn with no catalog yet asks its call carrying the schemas to store them (``store_tools``,
+        which a worker before catalogs ignores). Which branch a call takes follows from recorded values only
+        (an earlier result's ``tools_ref``, carried state), so no patch is needed."""
         if chain is None:
             return request
         sent = chain.request(request)
-        ref = self.config.tools_ref
-        if ref is not None and request.tools and tuple(request.tools) == self.config.tools:
-            sent = sent.model_copy(update={"tools": [], "tools_ref": ref})
+        config = self.config
+        if request.tools and tuple(request.tools) == config.tools:
+            if config.tools_ref is not None:
+                sent = sent.model_copy(update={"tools": [], "tools_ref": config.tools_ref})
+            elif config.session_catalog:
+                sent = sent.model_copy(update={"store_tools": True})
         return sent
 
     async def _leased(self, request: LLMRequest, chain: ConversationChain | None, refusable: bool) -> LLMResponse:

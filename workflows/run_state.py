@@ -143,8 +143,12 @@ class RunConfig:
     """Tool names the run's first ``llm.call`` resolves on the worker (a one-shot tool-mode run under
     ``RELEASE_PATCH``: no ``tools.describe`` activity); ``AgentRun.learn_tools`` then sets ``tools``."""
     tools_ref: ToolCatalogRef | None = None
-    """The catalog the run's resolving call stored ``tools`` as (``LLMResponse.tools_ref``): later calls name it
-    instead of carrying the schemas. None when that call's result has none (older workers, recorded runs)."""
+    """The catalog ``tools`` are stored as (``LLMResponse.tools_ref``): calls name it instead of carrying the
+    schemas. A one-shot run's resolving call stores it; a session's first call with its schemas does, and the
+    session hands it to every later turn. None when no call's result had one (older workers, recorded runs)."""
+    session_catalog: bool = False
+    """A session turn: until ``tools_ref`` is known, a call carrying ``tools`` asks the worker to store them
+    (``LLMRequest.store_tools``) and the run learns the ref from its result."""
     key_scope: str | None = None
     """The backend's scope for effect keys (``AgentInput.key_scope``, validated by the workflow); unset:
     the run's workflow chain."""

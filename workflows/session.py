@@ -30,6 +30,7 @@ with workflow.unsafe.imports_passed_through():
     from ..contracts import AgentSpec, AgentState, Message, Step, ToolSchema
     from ..contracts.code.program import ReplMemory
     from ..contracts.code.variables import variables_note
+    from ..contracts.llm.tool_catalog import ToolCatalogRef
     from ..contracts.names import (
         APPROVALS_CARRIED_PATCH,
         CANCEL_SIGNAL,
@@ -107,6 +108,9 @@ class SessionWorkflow(ApprovalHandlers, QuotaHandlers):
         carried, stream = (inp.carried, inp.stream) if self.refused is None else (None, None)
         self.carry = carried or SessionCarry(created_at=now, last_activity=now)
         self.tools: list[ToolSchema] | None = None
+        self.tools_ref: ToolCatalogRef | None = None
+        """``tools`` stored as a catalog bound to this session, named by every model call instead of the schemas;
+        only ever set beside the ``tools`` it names (``_use_tools``)."""
         self.tools_decided = False
         """Set by ``run`` once it knows where this run's tools come from; a turn waits for it."""
         self.current: RunProgress | None = None
@@ -154,9 +158,9 @@ class SessionWorkflow(ApprovalHandlers, QuotaHandlers):
             # A continued run takes the schemas it carries; a new one (or one carried by an older release)
             # describes its tools at its next turn. Either way nothing here can fail: a continue-as-new
             # never ends a session, and a failed describe fails at most that turn.
-            self.tools = self.carry.tools
+            self._use_tools(self.carry.tools, self.carry.tools_ref)
         else:
-            self.tools = await spec_tools(inp.spec)
+            self._use_tools(await spec_tools(inp.spec))
         if self.fork is not None:
             # A new kind of input (no recorded run takes this branch): the source's state, bound to this session.
             await self._take_fork(self.fork)
@@ -195,7 +199,7 @@ class SessionWorkflow(ApprovalHandlers, QuotaHandlers):
         if carry_decisions:
             self.carry.decided = self.approvals.recent()
         self.carry.chain = self.owner
-        self.carry.tools = self.tools
+        self.carry.tools, self.carry.tools_ref = self.tools, self.tools_ref
         return SessionInput(spec=inp.spec, session=inp.session, carried=self.carry, stream=stream, key_scope=inp.key_scope,
                             tenant=inp.tenant, quota=inp.quota)
 
@@ -249,15 +253,17 @@ class SessionWorkflow(ApprovalHandlers, QuotaHandlers):
         summary = TurnSummary(turn=number, input=preview(inp.input), status="running", started_at=workflow.now())
         self._publish(ProgressEvent(kind="turn_started", turn=number, at=workflow.now(), detail=preview(inp.input)))
         dropped = False
+        run: AgentRun | None = None
         try:
             await workflow.wait_condition(lambda: self.tools_decided)
             if self.tools is None:
-                self.tools = await self._describe(spec)
+                self._use_tools(await self._describe(spec))
             run = AgentRun.for_turn(
                 spec, self.tools, features, turn=number, conversation=self.carry.conversation,
                 approvals=self.approvals, progress=progress, on_event=self._publish,
                 stream_tokens=self.inp.session.stream_tokens, key_scope=self.inp.key_scope,
                 quota=self.inp.quota, quota_desk=self.quotas if self.inp.quota is not None else None,
+                tools_ref=self.tools_ref,
             )
             started = self.carry.conversation is not None or self.carry.messages
             before = self.carry.messages if started else [opening(spec, self.tools)]
@@ -296,6 +302,10 @@ class SessionWorkflow(ApprovalHandlers, QuotaHandlers):
             summary.output = preview(f"{type(exc).__name__}: {exc}")
             raise
         finally:
+            if run is not None and not dropped and run.config.tools_ref is not None and self.tools is not None:
+                # The catalog a call of this turn stored (or the one it was given) for the session's schemas:
+                # durable once returned, so a failed turn's is kept too, and every later turn names it.
+                self._use_tools(self.tools, run.config.tools_ref)
             if not dropped:
                 summary.steps = len(progress.result.steps)
                 summary.usage = progress.result.usage
@@ -313,6 +323,11 @@ class SessionWorkflow(ApprovalHandlers, QuotaHandlers):
                     repl=self.carry.repl, effects=progress.result.effects,
                 )][-self.inp.session.turns_kept :]
                 self._finish_turn(summary)
+
+    def _use_tools(self, tools: list[ToolSchema] | None, ref: ToolCatalogRef | None = None) -> None:
+        """The one place the session's schemas change, and their catalog with them: new schemas (a describe)
+        come with no ref, so the next call carrying them stores a catalog of exactly them."""
+        self.tools, self.tools_ref = tools, (ref if tools is not None else None)
 
     async def _describe(self, spec: AgentSpec) -> list[ToolSchema]:
         """The spec's tool schemas, asked at a turn: a failure (a server down past its ``give_up_seconds``, a

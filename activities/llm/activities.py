@@ -103,7 +103,9 @@ class LLMActivities:
         if request.tool_names is not None:
             tools = await self._resolve_tools(request.tool_names)
             request = request.model_copy(update={"tools": tools, "tool_names": None})
-        response = await self._chat(request, catalog=tools)
+        # A session's call carrying its schemas asks for them to be stored (``store_tools``): as a resolving call's.
+        catalog = tools if tools is not None else (request.tools if request.store_tools and request.tools else None)
+        response = await self._chat(request, catalog=catalog)
         return response if tools is None else response.model_copy(update={"tools": tools})
 
     @activity.defn(name=LLM_CALL_RESOLVING_TOOLS)
@@ -145,7 +147,7 @@ class LLMActivities:
         return tools
 
     async def _chat(self, request: LLMRequest, catalog: list[ToolSchema] | None = None) -> LLMResponse:
-        """``catalog``: the schemas a resolving call resolved, stored (chained calls) beside its segment."""
+        """``catalog``: the schemas a resolving (or ``store_tools``) call stores, when chained, beside its segment."""
         chained = request.chained or request.conversation is not None
         owner = _owner(request)
         if request.stored_messages:

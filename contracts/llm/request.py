@@ -62,6 +62,11 @@ class LLMRequest(BaseModel):
     """The run's tool schemas as the catalog its resolving call stored (``LLMResponse.tools_ref``), bound to
     ``owner``: the worker reads them (checked) and sends them as ``tools``, which this request leaves empty.
     So the schemas are in history once, in the first call's result. Left out of the payload when unset."""
+    store_tools: bool = Field(default=False, exclude_if=lambda store: not store)
+    """A chained request: also store ``tools`` as a catalog bound to ``owner`` and return its ref
+    (``LLMResponse.tools_ref``), so every later call names the catalog (a session's first call with its
+    schemas: the session keeps the ref, across turns and continue-as-new). A worker before catalogs ignores
+    it and returns no ref; the session goes on sending its schemas. Left out of the payload when unset."""
     tool_choice: Literal["auto", "none", "required"] = "auto"
     response_format: ResponseFormat | None = None
     allowed_model_aliases: list[str] = Field(default_factory=list)
@@ -157,8 +162,8 @@ class LLMResponse(BaseModel):
     tools: list[ToolSchema] | None = None
     """For a request with ``tool_names``: the schemas they resolved to, which the run keeps."""
     tools_ref: ToolCatalogRef | None = Field(default=None, exclude_if=lambda ref: ref is None)
-    """For a chained request with ``tool_names``: those schemas stored as a catalog bound to the run, which
-    its later calls name instead of carrying them. Set by workers since tool catalogs; a run whose first
+    """For a chained request with ``tool_names`` or ``store_tools``: the schemas stored as a catalog bound to the
+    run (or session), which its later calls name instead of carrying them. Set by workers since tool catalogs; a run whose first
     call's result has none (an older worker, a recorded history) sends the schemas as before."""
     cost_usd: float = 0.0
     """This call priced by the worker's price table (the summary a context policy asked for included)."""

@@ -5,6 +5,11 @@ the worker (``LLMRequest.tool_names``). That call also stores the schemas it
 resolved as one catalog blob bound to the run (its owner) and returns a
 ``ToolCatalogRef``; every later call of the run names the catalog instead of
 carrying the schemas (about 1.6 KB of history per call with two tools).
+A session does the same once for its whole life: its first call carrying
+its schemas asks for them to be stored (``LLMRequest.store_tools``), the
+catalog is bound to the session (the owner of its conversation, the same
+across continue-as-new), and the session carries the ref from turn to turn
+and across continue-as-new (``SessionCarry.tools_ref``).
 
 The catalog is its own stored object, not a field of the conversation
 segment the same call stores: a context policy's compaction starts a new

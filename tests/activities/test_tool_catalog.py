@@ -191,3 +191,32 @@ async def test_an_unchained_resolving_call_stores_no_catalog(tmp_path, settings,
     answer = await llm.call(request(tool_names=NAMES, chained=False, owner=""))
     assert answer.tools is not None and answer.tools_ref is None
     assert not (tmp_path / "sha256").exists(), "nothing was stored"
+
+
+async def test_a_store_tools_call_stores_a_catalog_only_its_session_reads(tmp_path, settings, scripted, http):
+    """A session's first call carrying its schemas stores them (``store_tools``) bound to the session; every later
+    call of the session reads them back on any worker, and a fork (another owner) is refused, typed."""
+    scripted.set_script({"rules": [], "default": {"content": "ok"}})
+    llm, _ = worker(tmp_path, settings, http)
+    tools = [registry().schemas()[name] for name in NAMES]
+    session, fork = "session-a/0192-first-run", "session-fork/0193-first-run"
+    first = await llm.call(request(tools=tools, store_tools=True, owner=session))
+    ref = first.tools_ref
+    assert ref is not None and ref.count == len(NAMES) and first.tools is None
+    inline = scripted.requests[-1].body
+
+    other, _ = worker(tmp_path, settings, http)  # another worker, days later: no cache
+    await other.call(request(tools_ref=ref, owner=session))
+    assert json.dumps(scripted.requests[-1].body) == json.dumps(inline)
+    sent = len(scripted.requests)
+    with pytest.raises(ApplicationError) as foreign:
+        await worker(tmp_path, settings, http)[0].call(request(tools_ref=ref, owner=fork))
+    assert foreign.value.type == "PayloadIntegrityError" and foreign.value.non_retryable
+    assert "another run or session" in foreign.value.message
+    assert len(scripted.requests) == sent, "nothing was sent to the model"
+
+    # Hostile or pointless: with no owner, or no schemas, nothing is stored and no ref comes back.
+    assert (await llm.call(request(tools=tools, store_tools=True, chained=False, owner=""))).tools_ref is None
+    assert (await llm.call(request(store_tools=True, owner=session))).tools_ref is None
+    # A request without the flag is the bytes it was.
+    assert "store_tools" not in request(tools=tools).model_dump_json()
