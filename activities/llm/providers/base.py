@@ -8,7 +8,7 @@ history and retries never multiply.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Protocol, TypeVar
+from typing import Any, NamedTuple, Protocol, TypeVar
 
 import httpx2
 from pydantic import BaseModel, ValidationError
@@ -63,12 +63,21 @@ async def sdk_call(provider: str, call: Callable[[], Awaitable[RawResponse]], *,
     raise error
 
 
+class _Kept(NamedTuple):
+    """A request the SDK built, kept without its body, and the SDK's error for a non-2xx answer to it."""
+
+    url: httpx2.URL
+    headers: list[tuple[bytes, bytes]]
+    extensions: dict[str, Any]
+    status_error: Callable[[httpx2.Response], Exception]
+
+
 class PreparedPost:
     """One SDK client's POST to one path, built by the SDK once and sent with each call's body.
 
     A Stainless SDK (openai) rebuilds the same request on every call: its options model, the header
-    merge, platform headers, auth hooks, the URL join, its retry loop: ~0.6 ms of a worker's event loop
-    a model call, measured in place (docs/benchmarks.md). Apart from the body, the request is a function
+    merge, platform headers, auth hooks, the URL join, its retry loop: about half the worker's CPU for
+    a model call (``bench/provider_post.py``: 0.79 against 0.39 ms). Apart from the body, the request is a function
     of the client and the options, which a provider fixes at construction, so the SDK's own
     ``_build_request`` builds it once and each call sends that request with its body through the SDK's
     HTTP client, raising the SDK's own status error for a non-2xx answer. A client whose request can
@@ -88,30 +97,30 @@ class PreparedPost:
         self._path = path
         self._options = dict(options)
         self._options_class = options_class
-        self._template: tuple[httpx2.URL, list[tuple[bytes, bytes]], dict[str, Any]] | None = None
+        self._kept: _Kept | None = None
         self._prepared = False
 
     @property
     def prepared(self) -> bool:
         """Whether calls skip the SDK's per-call build (known after the first call)."""
-        return self._template is not None
+        return self._kept is not None
 
     async def send(self, body: bytes) -> httpx2.Response:
         if not self._prepared:
-            self._template = await self._build()
+            self._kept = await self._build()
             self._prepared = True
-        if self._template is None:
+        kept = self._kept
+        if kept is None:
             response: httpx2.Response = await self._client.post(
                 self._path, cast_to=httpx2.Response, content=body, options=self._options)
             return response
-        url, headers, extensions = self._template
-        response = await self._http.send(httpx2.Request("POST", url, headers=headers, content=body,
-                                                        extensions=extensions))
+        response = await self._http.send(httpx2.Request("POST", kept.url, headers=kept.headers, content=body,
+                                                        extensions=dict(kept.extensions)))
         if not response.is_success:
-            raise self._client._make_status_error_from_response(response)
+            raise kept.status_error(response)  # what the SDK's post raises for it, so classified alike
         return response
 
-    async def _build(self) -> tuple[httpx2.URL, list[tuple[bytes, bytes]], dict[str, Any]] | None:
+    async def _build(self) -> _Kept | None:
         if self._options_class is None or any(getattr(self._client, name, None) is not None for name in self._VARYING):
             return None
         try:
@@ -119,10 +128,11 @@ class PreparedPost:
             options = await self._client._prepare_options(options)
             request: httpx2.Request = self._client._build_request(options)
             await self._client._prepare_request(request)
+            status_error = self._client._make_status_error_from_response
         except (AttributeError, TypeError):  # the SDK's internals moved: its own post still works
             return None
         headers = [(k, v) for k, v in request.headers.raw if k.lower() != b"content-length"]
-        return request.url, headers, dict(request.extensions)
+        return _Kept(request.url, headers, dict(request.extensions), status_error)
 
 
 def parse_wire(model: type[M], provider: str, body: dict[str, Any]) -> M:
