@@ -28,6 +28,7 @@ from agentsteps.activities.tools.registry import ToolRegistry
 from agentsteps.client.payload_gc import collect_garbage
 from agentsteps.client.session_forks import fork_session
 from agentsteps.client.sessions import continue_session, send_turn, session_handle, session_state, session_turns
+from agentsteps.contracts import AgentSpec
 from agentsteps.contracts.names import LLM_CALL, LLM_CALL_TOOL_CATALOG, TURN_UPDATE
 from agentsteps.contracts.session import SessionConfig, SessionInput, SessionOutcome, TurnInput, TurnResult
 from agentsteps.storage.payload_store import build_data_converter, build_payload_store
@@ -116,6 +117,12 @@ async def next_turn(client: Client, sid: str, text: str) -> TurnResult:
     raise AssertionError("no worker took the turn")
 
 
+def fresh_session(scripted) -> tuple[str, AgentSpec]:  # noqa: ANN001
+    """A new session's id and its spec (two tools), the scripted model answering from the start of ``SCRIPT``."""
+    scripted.set_script(SCRIPT)
+    return session_id(), make_spec(tools=["get_weather", "send_notification"])
+
+
 def state_turns(turns):  # noqa: ANN001, ANN201
     return sorted(turns, key=lambda t: t.turn)
 
@@ -128,9 +135,7 @@ def holding(history, text: str) -> list[str]:
 async def test_a_session_stores_its_tools_once_and_every_call_names_them_across_continue_as_new_and_gc(
     client, settings, scripted
 ):
-    scripted.set_script(SCRIPT)
-    sid = session_id()
-    spec = make_spec(tools=["get_weather", "send_notification"])
+    sid, spec = fresh_session(scripted)
     store = build_payload_store(settings)
     async with running_worker(client, settings, registry=weather_registry(WEATHER_V1)):
         first = await send_turn(client, spec, "weather in Lisbon?", session_id=sid, task_queue=settings.task_queue,
@@ -201,9 +206,7 @@ class SessionDescribingAgain(SessionWorkflow):
 
 
 async def test_a_session_that_describes_its_tools_again_names_a_catalog_of_the_new_schemas(client, settings, scripted):
-    scripted.set_script(SCRIPT)
-    sid = session_id()
-    spec = make_spec(tools=["get_weather", "send_notification"])
+    sid, spec = fresh_session(scripted)
     inp = SessionInput(spec=spec, session=SHORT)
     async with running_worker(client, settings, registry=weather_registry(WEATHER_V1),
                               extra_workflows=[SessionDescribingAgain]):
@@ -236,9 +239,7 @@ async def test_a_session_that_describes_its_tools_again_names_a_catalog_of_the_n
 
 
 async def test_a_fork_stores_its_own_catalog_and_never_names_its_sources(client, settings, scripted):
-    scripted.set_script(SCRIPT)
-    sid = session_id()
-    spec = make_spec(tools=["get_weather", "send_notification"])
+    sid, spec = fresh_session(scripted)
     converter = build_data_converter(settings)
     store = build_payload_store(settings)
     async with running_worker(client, settings, registry=weather_registry(WEATHER_V1)):
@@ -268,9 +269,7 @@ async def test_a_fork_stores_its_own_catalog_and_never_names_its_sources(client,
 async def test_an_altered_or_missing_session_catalog_fails_the_turn_typed_and_is_never_retried(
     client, settings, scripted
 ):
-    scripted.set_script(SCRIPT)
-    sid = session_id()
-    spec = make_spec(tools=["get_weather", "send_notification"])
+    sid, spec = fresh_session(scripted)
     store = build_payload_store(settings)
     async with running_worker(client, settings, registry=weather_registry(WEATHER_V1)):
         await send_turn(client, spec, "hello", session_id=sid, task_queue=settings.task_queue)
