@@ -13,11 +13,21 @@ Differences from the Chat Completions shape, handled here:
   in ``cache_control`` marks, so each call of a run reads the previous prefix;
 - the SDK has no ``temperature`` parameter any more: it is sent (in the body)
   only to models the capability table says accept it.
+
+``complete`` sends what ``messages.create`` sends, without its per-call work: the
+SDK builds the request once per timeout (``PreparedPost``), the body is the SDK's
+encoding of the params in its key order (``request_body``), and the per-call part
+of ``create`` is done here with the SDK's own tables (the timeout it derives
+from ``max_tokens`` and the model, and its refusal of a call expected to take
+over 10 minutes; the deprecated-model warning). A call the SDK would trace goes
+through ``messages.create`` (``sdk_would_trace``). ``stream`` posts through the
+SDK's ``post``.
 """
 
 from __future__ import annotations
 
 import json
+import warnings
 from typing import Any
 
 import anthropic
@@ -31,7 +41,7 @@ from ....contracts.llm.capabilities import ModelCapability, capability_for
 from ....contracts.llm.messages import LLMToolCall, Message
 from ....contracts.llm.prefix import Folds
 from ....contracts.llm.request import FinishReason, LLMRequest, LLMResponse, Usage
-from .base import parse_wire, sdk_call
+from .base import DEFAULT_OPTIONS, PreparedPost, parse_wire, sdk_call, sdk_json, sdk_would_trace
 from .errors import DEFAULT_RETRY_AFTER_CAP
 from .streams import AnthropicEvents, TextSink, read_stream
 from .wire_names import WireNames
@@ -47,6 +57,7 @@ _FINISH: dict[str, FinishReason] = {
 }
 _TOOL_CHOICE: dict[str, Any] = {"auto": {"type": "auto"}, "required": {"type": "any"}, "none": {"type": "none"}}
 _CACHE: dict[str, str] = {"type": "ephemeral"}
+MESSAGES_PATH = "/v1/messages"
 
 
 def json_instruction(name: str, schema: dict[str, Any]) -> str:
@@ -109,11 +120,14 @@ def request_to_wire(request: LLMRequest, capability: ModelCapability | None = No
     fmt = request.response_format
     if fmt is not None and not capability.structured_output:
         system_parts.append(json_instruction(fmt.name, fmt.json_schema))
+    # Keys in the order messages.create lays its body out, so ``request_body`` is its bytes.
     params: MessageCreateParamsNonStreaming = {
-        "model": request.config.model,
         "max_tokens": request.config.max_tokens,
         "messages": _messages(request),
+        "model": request.config.model,
     }
+    if fmt is not None and capability.structured_output:
+        params["output_config"] = {"format": {"type": "json_schema", "schema": fmt.json_schema}}
     if system_parts:
         system: list[TextBlockParam] = [{"type": "text", "text": "\n\n".join(system_parts)}]
         params["system"] = system
@@ -122,16 +136,24 @@ def request_to_wire(request: LLMRequest, capability: ModelCapability | None = No
             {"name": WireNames.tool(t.name), "description": t.description, "input_schema": t.parameters}
             for t in request.tools
         ]
-        params["tools"] = tools
         params["tool_choice"] = _TOOL_CHOICE[request.tool_choice]
-    if fmt is not None and capability.structured_output:
-        params["output_config"] = {"format": {"type": "json_schema", "schema": fmt.json_schema}}
+        params["tools"] = tools
     if caching:
         _mark_cache(params)
     extra: dict[str, Any] = {}
     if request.config.temperature is not None and capability.temperature:
         extra["temperature"] = request.config.temperature
     return params, extra
+
+
+def request_body(params: MessageCreateParamsNonStreaming, extra_body: dict[str, Any]) -> bytes:
+    """The bytes ``messages.create(**params, extra_body=extra_body)`` sends.
+
+    The SDK's param preparation copies the params without their omitted entries and reads file inputs
+    (``{"type": "base64", "data": <path or file>}``); these hold only JSON values, so it is an identity
+    on them. Its ``extra_body`` is merged last. tests/activities/test_prepared_post.py compares the bytes.
+    """
+    return sdk_json({**params, **extra_body})
 
 
 def _mark_cache(params: MessageCreateParamsNonStreaming) -> None:
@@ -224,6 +246,30 @@ def _usage(wire: WireMessage) -> Usage:
                  reasoning_tokens=details.thinking_tokens if details is not None else 0)
 
 
+def _warn_deprecated(model: str, end_of_life: str) -> None:
+    # messages.create's warning, word for word (test_prepared_post compares them), from the same module.
+    warnings.warn(
+        f"The model '{model}' is deprecated and will reach end-of-life on {end_of_life}.\nPlease migrate to a newer "
+        "model. Visit https://docs.anthropic.com/en/docs/resources/model-deprecations for more information.",
+        DeprecationWarning,
+        stacklevel=2,  # ``call`` in ``complete``: where the SDK's (its caller's caller) points too
+    )
+
+
+def _create_internals() -> tuple[dict[str, int], dict[str, str], type[Any]] | None:
+    """The SDK tables ``messages.create`` reads per call, and its options model; None if a later SDK moved them."""
+    try:
+        from anthropic._constants import MODEL_NONSTREAMING_TOKENS
+        from anthropic._models import FinalRequestOptions
+        from anthropic.resources.messages import DEPRECATED_MODELS
+    except ImportError:
+        return None
+    return MODEL_NONSTREAMING_TOKENS, DEPRECATED_MODELS, FinalRequestOptions
+
+
+_INTERNALS = _create_internals()
+
+
 class AnthropicProvider:
     name = "anthropic"
 
@@ -241,22 +287,51 @@ class AnthropicProvider:
         self._cap = retry_after_cap
         self._caching = caching
         self._capabilities = list(capabilities or [])
+        # No auth headers at all without a key.
+        self._auth: dict[str, Any] = {} if self._key else {
+            "headers": {"Authorization": anthropic.Omit(), "X-Api-Key": anthropic.Omit()}}
+        # The timeout is each call's (``complete``); the rest of the request is the client's.
+        self._post: PreparedPost | None = None
+        if _INTERNALS is not None and hasattr(self._client, "_calculate_nonstreaming_timeout"):
+            self._post = PreparedPost(self._client, http, MESSAGES_PATH, self._auth, _INTERNALS[2])
 
     def _prepared(self, request: LLMRequest) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
         """Wire params, the body fields the SDK's params do not declare, and request options
         (timeout; no auth headers at all without a key)."""
         capability = capability_for(self.name, request.config.model, self._capabilities)
         params, extra_body = request_to_wire(request, capability, caching=self._caching)
-        options: dict[str, Any] = {}
+        options = dict(self._auth)
         if self._timeout is not None:
             options["timeout"] = self._timeout
-        if not self._key:
-            options["headers"] = {"Authorization": anthropic.Omit(), "X-Api-Key": anthropic.Omit()}
         return params, extra_body, options
 
     async def complete(self, request: LLMRequest, folds: Folds | None = None) -> LLMResponse:
         # ``folds`` is not used: the prompt-cache marks move with each call, so the body is built whole.
         params, extra_body, options = self._prepared(request)
+        if self._post is None or _INTERNALS is None or sdk_would_trace(self._client):
+            return await self._complete_by_sdk(request, params, extra_body, options)
+        post, (nonstreaming_tokens, deprecated, _) = self._post, _INTERNALS
+
+        async def call() -> httpx2.Response:
+            # What messages.create does before its post, in its order, inside sdk_call so that its refusal is
+            # classified as before. It reads the SDK's tables; it sends no thinking config, whose warning is left.
+            model = params["model"]
+            timeout: Any = self._timeout
+            if timeout is None:
+                timeout = DEFAULT_OPTIONS
+                if self._client.timeout == anthropic.DEFAULT_TIMEOUT:
+                    timeout = self._client._calculate_nonstreaming_timeout(params["max_tokens"],
+                                                                           nonstreaming_tokens.get(model, None))
+            if model in deprecated:
+                _warn_deprecated(model, deprecated[model])
+            return await post.send(request_body(params, extra_body), timeout)
+
+        body = await sdk_call(self.name, call, secret=self._key, retry_after_cap=self._cap)
+        return response_from_wire(body, request)
+
+    async def _complete_by_sdk(self, request: LLMRequest, params: MessageCreateParamsNonStreaming,
+                               extra_body: dict[str, Any], options: dict[str, Any]) -> LLMResponse:
+        """``complete`` through ``messages.create``, for a call it traces or an SDK whose internals moved."""
         extra: dict[str, Any] = {"extra_body": extra_body} if extra_body else {}
         if "timeout" in options:
             extra["timeout"] = options["timeout"]

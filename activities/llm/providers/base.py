@@ -7,10 +7,12 @@ history and retries never multiply.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+import json
+from collections.abc import Awaitable, Callable, Hashable, Mapping
 from typing import Any, NamedTuple, Protocol, TypeVar
 
 import httpx2
+import opentelemetry.trace
 from pydantic import BaseModel, ValidationError
 
 from ....contracts.llm.prefix import Folds
@@ -63,6 +65,32 @@ async def sdk_call(provider: str, call: Callable[[], Awaitable[RawResponse]], *,
     raise error
 
 
+# The JSON settings both Stainless SDKs (openai, anthropic) encode a request body with (``_utils._json.openapi_dumps``),
+# built once here: the bodies hold only strings, numbers, booleans, None, lists and dicts, which their encoder's
+# ``default`` (dates, pydantic models) never sees. tests/activities/test_prefix_cache.py and test_prepared_post.py
+# compare with what the SDKs send.
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def sdk_json(value: Any) -> bytes:
+    """``value`` as the SDKs encode a request body."""
+    return _ENCODER.encode(value).encode()
+
+
+def sdk_would_trace(client: Any) -> bool:
+    """Whether a call by the SDK's own method would open its span, and send the trace context with the request.
+
+    The SDK opens one for a call when a process-wide tracer provider records it, or when the current span
+    (``llm_span``) has a valid context, which it then propagates (``traceparent``). A kept request carries
+    neither, so such a call goes through the SDK.
+    """
+    if getattr(client, "_tracer", None) is None:
+        return False
+    if opentelemetry.trace.get_current_span().get_span_context().is_valid:
+        return True
+    return not isinstance(opentelemetry.trace.get_tracer_provider(), opentelemetry.trace.ProxyTracerProvider)
+
+
 class _Kept(NamedTuple):
     """A request the SDK built, kept without its body, and the SDK's error for a non-2xx answer to it."""
 
@@ -72,23 +100,37 @@ class _Kept(NamedTuple):
     status_error: Callable[[httpx2.Response], Exception]
 
 
+DEFAULT_OPTIONS: Any = object()
+"""``PreparedPost.send``'s timeout when the call has none of its own: the options the post was made with."""
+
+_UNBUILT: Any = object()
+
+
+def _timeout_key(timeout: Any) -> Hashable:
+    return tuple(timeout.as_dict().items()) if isinstance(timeout, httpx2.Timeout) else timeout
+
+
 class PreparedPost:
     """One SDK client's POST to one path, built by the SDK once and sent with each call's body.
 
-    A Stainless SDK (openai) rebuilds the same request on every call: its options model, the header
-    merge, platform headers, auth hooks, the URL join, its retry loop: about half the worker's CPU for
-    a model call (``bench/provider_post.py``: 0.79 against 0.39 ms). Apart from the body, the request is a function
-    of the client and the options, which a provider fixes at construction, so the SDK's own
-    ``_build_request`` builds it once and each call sends that request with its body through the SDK's
-    HTTP client, raising the SDK's own status error for a non-2xx answer. A client whose request can
-    change from call to call (a key provider, a provider runtime, workload identity, custom auth, an
-    idempotency header), or an SDK whose internals moved, posts through the SDK's ``post`` as before.
-    tests/activities/test_prepared_post.py checks that both send the same request.
+    A Stainless SDK (openai, anthropic) rebuilds the same request on every call: its options model, the
+    header merge, platform headers, auth hooks, the URL join, its retry loop: about half the worker's CPU
+    for a model call (``bench/provider_post.py``: 0.79 against 0.39 ms). Apart from the body, the request is
+    a function of the client and the options, which a provider fixes at construction, and of the call's
+    timeout where the SDK derives one per call (Anthropic, from ``max_tokens`` and the model), so the SDK's
+    own ``_build_request`` builds it once per timeout and each call sends that request with its body through
+    the SDK's HTTP client, raising the SDK's own status error for a non-2xx answer. A client whose request
+    can change from call to call (a key provider, a provider runtime, workload identity, custom auth, an
+    idempotency header, middleware), or an SDK whose internals moved, posts through the SDK's ``post`` as
+    before. tests/activities/test_prepared_post.py checks that both send the same request.
     """
 
     _VARYING = ("_api_key_provider", "_provider_runtime", "_workload_identity_auth", "workload_identity",
-                "custom_auth", "_idempotency_header")
+                "custom_auth", "_idempotency_header", "_middleware")
     """Client attributes that, when set, can make one call's request differ from the next one's."""
+
+    _MAX_KEPT = 4
+    """Requests kept per post, one per timeout: a timeout that changed on every call would not be kept."""
 
     def __init__(self, client: Any, http: httpx2.AsyncClient, path: str, options: Mapping[str, Any],
                  options_class: type[Any] | None) -> None:
@@ -97,22 +139,26 @@ class PreparedPost:
         self._path = path
         self._options = dict(options)
         self._options_class = options_class
-        self._kept: _Kept | None = None
-        self._prepared = False
+        self._kept: dict[Hashable, _Kept | None] = {}
 
     @property
     def prepared(self) -> bool:
         """Whether calls skip the SDK's per-call build (known after the first call)."""
-        return self._kept is not None
+        return any(kept is not None for kept in self._kept.values())
 
-    async def send(self, body: bytes) -> httpx2.Response:
-        if not self._prepared:
-            self._kept = await self._build()
-            self._prepared = True
-        kept = self._kept
+    async def send(self, body: bytes, timeout: Any = DEFAULT_OPTIONS) -> httpx2.Response:
+        """POST ``body``; ``timeout`` (a float, ``httpx2.Timeout`` or None) is this call's request timeout."""
+        options = self._options if timeout is DEFAULT_OPTIONS else {**self._options, "timeout": timeout}
+        key = _timeout_key(timeout)
+        kept = self._kept.get(key, _UNBUILT)
+        if kept is _UNBUILT:
+            if len(self._kept) >= self._MAX_KEPT:
+                kept = None
+            else:
+                kept = self._kept[key] = await self._build(options)
         if kept is None:
             response: httpx2.Response = await self._client.post(
-                self._path, cast_to=httpx2.Response, content=body, options=self._options)
+                self._path, cast_to=httpx2.Response, content=body, options=options)
             return response
         response = await self._http.send(httpx2.Request("POST", kept.url, headers=kept.headers, content=body,
                                                         extensions=dict(kept.extensions)))
@@ -120,13 +166,13 @@ class PreparedPost:
             raise kept.status_error(response)  # what the SDK's post raises for it, so classified alike
         return response
 
-    async def _build(self) -> _Kept | None:
-        if self._options_class is None or any(getattr(self._client, name, None) is not None for name in self._VARYING):
+    async def _build(self, options: Mapping[str, Any]) -> _Kept | None:
+        if self._options_class is None or any(getattr(self._client, name, None) for name in self._VARYING):
             return None
         try:
-            options = self._options_class.construct(method="post", url=self._path, content=b"", **self._options)
-            options = await self._client._prepare_options(options)
-            request: httpx2.Request = self._client._build_request(options)
+            built = self._options_class.construct(method="post", url=self._path, content=b"", **options)
+            built = await self._client._prepare_options(built)
+            request: httpx2.Request = self._client._build_request(built)
             await self._client._prepare_request(request)
             status_error = self._client._make_status_error_from_response
         except (AttributeError, TypeError):  # the SDK's internals moved: its own post still works

@@ -23,7 +23,7 @@ from ....contracts.llm.capabilities import ModelCapability, capability_for
 from ....contracts.llm.messages import LLMToolCall, Message
 from ....contracts.llm.prefix import Folds, fold
 from ....contracts.llm.request import FinishReason, LLMRequest, LLMResponse, Usage
-from .base import PreparedPost, parse_wire, sdk_call
+from .base import PreparedPost, parse_wire, sdk_call, sdk_json
 from .errors import DEFAULT_RETRY_AFTER_CAP, malformed
 from .streams import OpenAIChunks, OpenAIEventStream, TextSink, read_stream
 from .wire_names import WireNames
@@ -74,14 +74,8 @@ def request_to_wire(request: LLMRequest, capability: ModelCapability | None = No
     return _params(request, capability, messages)
 
 
-# The SDK's JSON settings for a request body (``openai._utils._json.openapi_dumps``, built once here):
-# the params hold only strings, numbers, None, lists and dicts, which its encoder's ``default`` (dates,
-# pydantic models) never sees. tests/activities/test_prefix_cache.py compares with what the SDK sends.
-_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-
-
-def _dumps(value: Any) -> bytes:
-    return _ENCODER.encode(value).encode()
+# The body is the SDK's own encoding (``sdk_json``); tests/activities/test_prefix_cache.py compares with what it sends.
+_dumps = sdk_json
 
 
 def _encoded(fragments: list[bytes], message: Message) -> list[bytes]:
