@@ -15,7 +15,9 @@ over total time.
 CPU seconds per run are the worker processes', the Temporal server's and the
 scripted model's, read from /proc. The last line is one JSON object: runs/s
 per side, ``ratio_vs_handwritten`` and ``ratio_by_workers`` (agent / bare),
-CPU seconds per run, and Temporal billable actions of each side's last run.
+each round's own agent ÷ hand-written ratio (``ratio_vs_handwritten_by_round``)
+and their median, CPU seconds per run, and Temporal billable actions of each
+side's last run.
 
     .venv/bin/python bench/throughput.py [--runs 200] [--workers 1,2,3] [--rounds 2]
 """
@@ -26,6 +28,7 @@ import argparse
 import asyncio
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -155,6 +158,7 @@ async def main(runs: int, worker_counts: list[int], rounds: int) -> dict[str, An
     address = env.client.service_client.config.target_host
     server = temporal_server_pids()
     by_side: dict[str, dict[str, Any]] = {side: {} for side in SIDES}
+    by_round: dict[str, list[float]] = {}
     with tempfile.TemporaryDirectory() as state, scripted_model_process(script(), free_port()) as model:
         for count in worker_counts:
             task_queue = f"tp-{count}-{uuid.uuid4().hex[:6]}"
@@ -170,6 +174,10 @@ async def main(runs: int, worker_counts: list[int], rounds: int) -> dict[str, An
                         batches[side].append(await batch(lambda: run(env.client, task_queue), runs, pids))
                 for side in SIDES:
                     by_side[side][str(count)] = summary(batches[side], runs)
+                # A round runs every side back to back, so its ratio shares that moment's load: the spread
+                # of these says how far the totals above can move at this load.
+                by_round[str(count)] = [round(h["seconds"] / a["seconds"], 3)
+                                        for a, h in zip(batches["agent"], batches["handwritten"])]
             a, h, b = (by_side[side][str(count)] for side in SIDES)
             print(f"{count} worker process(es): agent {a['runs_per_s']} runs/s against the hand-written loop "
                   f"{h['runs_per_s']} (ratio {a['runs_per_s'] / h['runs_per_s']:.3f}) and the bare baseline "
@@ -190,6 +198,8 @@ async def main(runs: int, worker_counts: list[int], rounds: int) -> dict[str, An
         **by_side,
         "ratio_by_workers": {k: round(agent[k]["runs_per_s"] / bare[k]["runs_per_s"], 3) for k in agent},
         "ratio_vs_handwritten": {k: round(agent[k]["runs_per_s"] / hand[k]["runs_per_s"], 3) for k in agent},
+        "ratio_vs_handwritten_by_round": by_round,
+        "ratio_vs_handwritten_median_of_rounds": {k: statistics.median(v) for k, v in by_round.items()},
         "cpu_ratio_vs_handwritten": {
             k: round(agent[k]["cpu_s_per_run"] / hand[k]["cpu_s_per_run"], 3) for k in agent
         },
