@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 
+import anthropic
 import httpx2
 import openai
 import pytest
@@ -121,3 +122,26 @@ def _options_class() -> type:
     from openai._models import FinalRequestOptions
 
     return FinalRequestOptions
+
+
+
+async def test_a_request_is_kept_per_call_timeout_and_a_timeout_new_on_every_call_is_built_by_the_sdk():
+    # Anthropic's SDK derives a timeout per call: each one gets its own kept request (the timeout is in its
+    # x-stainless headers and the transport's extensions), up to a few; past them the SDK builds each request.
+    from anthropic._models import FinalRequestOptions
+
+    recorder = Recorder()
+    timeouts = [10.0, httpx2.Timeout(600, connect=5.0), 10.0, None, 20.0, 30.0, 40.0]
+    async with httpx2.AsyncClient(transport=httpx2.MockTransport(recorder)) as http:
+        client = anthropic.AsyncAnthropic(api_key=KEY, base_url="http://model.test", http_client=http, max_retries=0)
+        post = PreparedPost(client, http, "/v1/messages", {}, FinalRequestOptions)
+        for timeout in timeouts:
+            await post.send(b'{"model":"m"}', timeout)
+        assert len(post._kept) == PreparedPost._MAX_KEPT == 4 and post.prepared
+        for timeout in timeouts:
+            await client.post("/v1/messages", cast_to=httpx2.Response, content=b'{"model":"m"}',
+                              options={"timeout": timeout})
+    kept, by_sdk = recorder.requests[:len(timeouts)], recorder.requests[len(timeouts):]
+    assert [_sent(r) for r in kept] == [_sent(r) for r in by_sdk]
+    assert [r.headers["x-stainless-timeout"] for r in kept] == ["10.0", "600", "10.0", "None", "20.0", "30.0", "40.0"]
+    assert [r.extensions["timeout"]["read"] for r in kept] == [10.0, 600, 10.0, None, 20.0, 30.0, 40.0]
