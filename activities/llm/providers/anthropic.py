@@ -151,7 +151,7 @@ def request_body(params: MessageCreateParamsNonStreaming, extra_body: dict[str, 
 
     The SDK's param preparation copies the params without their omitted entries and reads file inputs
     (``{"type": "base64", "data": <path or file>}``); these hold only JSON values, so it is an identity
-    on them. Its ``extra_body`` is merged last. tests/activities/test_prepared_post.py compares the bytes.
+    on them. Its ``extra_body`` is merged last. tests/activities/test_prepared_post_anthropic.py compares the bytes.
     """
     return sdk_json({**params, **extra_body})
 
@@ -247,7 +247,7 @@ def _usage(wire: WireMessage) -> Usage:
 
 
 def _warn_deprecated(model: str, end_of_life: str) -> None:
-    # messages.create's warning, word for word (test_prepared_post compares them), from the same module.
+    # messages.create's warning, word for word (test_prepared_post_anthropic compares them), from the same module.
     warnings.warn(
         f"The model '{model}' is deprecated and will reach end-of-life on {end_of_life}.\nPlease migrate to a newer "
         "model. Visit https://docs.anthropic.com/en/docs/resources/model-deprecations for more information.",
@@ -314,7 +314,8 @@ class AnthropicProvider:
 
         async def call() -> httpx2.Response:
             # What messages.create does before its post, in its order, inside sdk_call so that its refusal is
-            # classified as before. It reads the SDK's tables; it sends no thinking config, whose warning is left.
+            # classified as before, from the SDK's own tables. Its warning about a thinking config does not apply:
+            # none is sent.
             model = params["model"]
             timeout: Any = self._timeout
             if timeout is None:
