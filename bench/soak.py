@@ -19,7 +19,9 @@ as new every few turns (``continue_after_events=100``). Meanwhile:
   with closed throwaway sessions as its garbage;
 - the snapshot key is rotated midway as ``docs/deployment.md`` says (one
   rollout: every worker restarted in turn with the new key and the old one as
-  previous), between rounds.
+  previous), between rounds; a worker still running ``STOP_GRACE_SECONDS``
+  after its SIGTERM is SIGKILLed, as Kubernetes does after a pod's grace
+  period (``killed_after_grace``).
 
 At the end each session is asked for its whole past: a tool-mode session
 must find its first and its last step in the conversation it is sent, a
@@ -95,6 +97,8 @@ CREDENTIALS = {"s3_access_key_id": "testing", "s3_secret_access_key": "testing-s
 GIVE_UP = 3.0
 """The MCP server's ``give_up_seconds``: a bounce shorter than this is retried through, an outage is not."""
 EXPECTED_FAILURES = {"McpServerDownError"}
+STOP_GRACE_SECONDS = 60.0
+"""How long a SIGTERMed worker may take to exit (its drain is ``AGENTSTEPS_GRACEFUL_SHUTDOWN_SECONDS``, 15)."""
 KEY_OLD = "soak-deployment-key-one-0123456789abcdef"
 KEY_NEW = "soak-deployment-key-two-fedcba9876543210"
 SESSION = SessionConfig(continue_after_events=100, idle_timeout_seconds=30 * 86400)
@@ -166,6 +170,8 @@ class Fleet:
     key: str = KEY_OLD
     previous: list[str] = field(default_factory=list)
     workers: dict[int, tuple[subprocess.Popen, int]] = field(default_factory=dict)
+    pids_started: dict[int, int] = field(default_factory=dict)
+    """pid -> the worker's number (its state dir, ``worker-N``)."""
     started = 0
 
     def env(self) -> dict[str, str]:
@@ -203,6 +209,7 @@ class Fleet:
                     raise RuntimeError(f"worker {proc.pid} never became ready")
                 await asyncio.sleep(0.2)
         self.workers[proc.pid] = (proc, port)
+        self.pids_started[proc.pid] = self.started
         return proc.pid
 
     def sigkill(self, rng: random.Random) -> int:
@@ -212,11 +219,22 @@ class Fleet:
         proc.wait()
         return pid
 
-    async def stop(self, pid: int) -> None:
-        """SIGTERM and wait: the worker drains (a rollout's restart)."""
+    async def stop(self, pid: int) -> bool:
+        """SIGTERM and wait: the worker drains (a rollout's restart). One still running
+        ``STOP_GRACE_SECONDS`` later is SIGKILLed, as Kubernetes does after the pod's grace
+        period, and True says so (its log tail is printed: why it did not exit)."""
         proc, _ = self.workers.pop(pid)
         proc.send_signal(signal.SIGTERM)
-        await asyncio.to_thread(proc.wait, 60)
+        try:
+            await asyncio.to_thread(proc.wait, STOP_GRACE_SECONDS)
+            return False
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            log = self.dir / f"worker-{self.pids_started[pid]}" / "worker.log"
+            say(f"  worker {pid} still running {STOP_GRACE_SECONDS:g} s after SIGTERM: SIGKILL; its log ends:\n"
+                + log.read_text(errors="replace")[-1500:])
+            return True
 
     def kill_all(self) -> None:
         for proc, _ in self.workers.values():
@@ -364,12 +382,12 @@ class Soak:
     async def rotate(self) -> dict[str, Any]:
         """docs/deployment.md's rotation, step 2: every worker restarted in turn with the new key, the old as previous."""
         self.fleet.key, self.fleet.previous = KEY_NEW, [KEY_OLD]
-        replaced = 0
+        replaced = killed = 0
         for pid in list(self.fleet.workers):  # a rolling update: the new pod ready, then the old one stopped
             await self.fleet.spawn()
-            await self.fleet.stop(pid)
+            killed += await self.fleet.stop(pid)
             replaced += 1
-        return {"rollouts": 1, "workers_replaced": replaced, "previous_keys_during": 1}
+        return {"rollouts": 1, "workers_replaced": replaced, "killed_after_grace": killed, "previous_keys_during": 1}
 
     # -- the rounds
 
