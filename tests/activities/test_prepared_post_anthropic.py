@@ -99,6 +99,22 @@ async def _outcome(call: Callable[[], Awaitable[Any]]) -> Any:
         return exc
 
 
+async def _on_both_paths(server: ScriptedModelServer, answer: dict[str, Any]) -> tuple[Any, Any]:
+    """What ``complete`` (its kept request, asked twice so the second call reuses it) and the SDK's path give
+    while the server answers every call with ``answer``."""
+    server.set_script({"default": answer})
+    try:
+        async with _http("worker", []) as http:
+            provider = _provider(http, server)
+            prepared = await _outcome(lambda: provider.complete(_request()))
+            await _outcome(lambda: provider.complete(_request()))
+            by_sdk = await _outcome(lambda: _by_sdk(provider, _request()))
+            assert provider._post is not None and provider._post.prepared
+    finally:
+        server.set_script({"default": {"content": "hi"}})
+    return prepared, by_sdk
+
+
 def _wire(request: httpx2.Request) -> tuple:
     return (request.method, str(request.url), request.headers.multi_items(), request.content,
             request.extensions.get("timeout"))
@@ -194,17 +210,7 @@ async def test_a_deprecated_model_warns_as_messages_create_does(server):
     {"status": 401, "message": f"invalid x-api-key: {KEY}"},  # a hostile answer echoing the key
 ])
 async def test_an_error_status_is_classified_the_same_on_both_paths(server, fault):
-    server.set_script({"default": {"fault": fault}})
-    try:
-        sent: list[httpx2.Request] = []
-        async with _http("worker", sent) as http:
-            provider = _provider(http, server)
-            prepared = await _outcome(lambda: provider.complete(_request()))
-            await _outcome(lambda: provider.complete(_request()))
-            by_sdk = await _outcome(lambda: _by_sdk(provider, _request()))
-            assert provider._post is not None and provider._post.prepared
-    finally:
-        server.set_script({"default": {"content": "hi"}})
+    prepared, by_sdk = await _on_both_paths(server, {"fault": fault})
     assert _failure(prepared) == _failure(by_sdk)
     assert prepared.status == fault["status"] and KEY not in str(prepared)
     if "retry_after" in fault:
@@ -221,15 +227,7 @@ async def test_an_error_status_is_classified_the_same_on_both_paths(server, faul
     '{"content": [{"type": "text", "text": "' + "x" * 200_000 + '"}], "stop_reason": "no_such_reason"}',
 ])
 async def test_a_malformed_answer_gives_the_same_typed_error_on_both_paths(server, raw):
-    server.set_script({"default": {"raw_body": raw}})
-    try:
-        sent: list[httpx2.Request] = []
-        async with _http("worker", sent) as http:
-            provider = _provider(http, server)
-            prepared = await _outcome(lambda: provider.complete(_request()))
-            by_sdk = await _outcome(lambda: _by_sdk(provider, _request()))
-    finally:
-        server.set_script({"default": {"content": "hi"}})
+    prepared, by_sdk = await _on_both_paths(server, {"raw_body": raw})
     if isinstance(prepared, Exception):
         assert _failure(prepared) == _failure(by_sdk)
         assert isinstance(prepared, NonRetryableProviderError) and KEY not in str(prepared)
