@@ -74,14 +74,10 @@ def request_to_wire(request: LLMRequest, capability: ModelCapability | None = No
     return _params(request, capability, messages)
 
 
-# The body is the SDK's own encoding (``sdk_json``); tests/activities/test_prefix_cache.py compares with what it sends.
-_dumps = sdk_json
-
-
 def _encoded(fragments: list[bytes], message: Message) -> list[bytes]:
     wire = _message_to_wire(message)
     if wire is not None:
-        fragments.append(_dumps(wire))
+        fragments.append(sdk_json(wire))
     return fragments
 
 
@@ -94,12 +90,12 @@ def request_body(request: LLMRequest, capability: ModelCapability | None = None,
     same either way (tests/activities/test_prefix_cache.py).
     """
     if folds is None:
-        return _dumps({**request_to_wire(request, capability), **(extra or {})})
+        return sdk_json({**request_to_wire(request, capability), **(extra or {})})
     fragments = fold(folds, "openai.messages", request.messages, list, _encoded, list)
     rest: dict[str, Any] = {**_params(request, capability, []), **(extra or {})}
     model = rest.pop("model")
     del rest["messages"]  # the second key, after "model": where the SDK's encoding puts it
-    return b"".join((b'{"model":', _dumps(model), b',"messages":[', b",".join(fragments), b"],", _dumps(rest)[1:]))
+    return b"".join((b'{"model":', sdk_json(model), b',"messages":[', b",".join(fragments), b"],", sdk_json(rest)[1:]))
 
 
 def _params(request: LLMRequest, capability: ModelCapability | None,
