@@ -59,7 +59,7 @@ from agentsteps.contracts.names import AGENT_WORKFLOW
 from agentsteps.contracts.config.settings import ProviderSettings, WorkerSettings
 from agentsteps.contracts.llm.tokens import TOKENS_PER_MESSAGE, count_text_tokens
 from agentsteps.scripted_model import ScriptedModelServer
-from agentsteps.client.dev_server import dev_server_args, temporal_binary
+from agentsteps.client.dev_server import SERVER_STARTUP, dev_server_args, temporal_binary
 from agentsteps.worker import running_worker
 from cpu import child_pids, cpu_seconds, temporal_server_pids
 from direct_tools_workflow import DirectToolCalls, noop_segment
@@ -356,7 +356,8 @@ async def per_call(client: Client, queue: str, direct_queue: str, scripted: Scri
 
 async def main(sizes: list[int], rounds: int, calls: int, capped: bool = False) -> dict[str, Any]:
     env = await WorkflowEnvironment.start_local(
-        dev_server_existing_path=temporal_binary(), dev_server_extra_args=_capped_args() if capped else dev_server_args()
+        dev_server_existing_path=temporal_binary(), dev_server_startup_timeout=SERVER_STARTUP,
+        dev_server_extra_args=_capped_args() if capped else dev_server_args()
     )
     address = env.client.service_client.config.target_host
     results: dict[str, list[dict[str, Any]]] = {mode: [] for mode in MODES}

@@ -45,7 +45,7 @@ from temporalio.worker import Worker
 from agentsteps.contracts import AgentSpec, LLMConfig
 from agentsteps.client.runs import start_agent_run
 from agentsteps.contracts.config.settings import ProviderSettings, WorkerSettings
-from agentsteps.client.dev_server import dev_server_args, temporal_binary
+from agentsteps.client.dev_server import SERVER_STARTUP, dev_server_args, temporal_binary
 from agentsteps.worker import running_worker
 from bare_workflow import BareAgentShape, noop
 from billable import billable_actions
@@ -142,7 +142,8 @@ async def measure(env: WorkflowEnvironment, port: int, task_queue: str, steps: i
 async def main(step_counts: list[int], rounds: int, capped: bool) -> dict:
     extra = [] if capped else dev_server_args()
     env = await WorkflowEnvironment.start_local(
-        dev_server_existing_path=temporal_binary(), data_converter=pydantic_data_converter,
+        dev_server_existing_path=temporal_binary(), dev_server_startup_timeout=SERVER_STARTUP,
+        data_converter=pydantic_data_converter,
         dev_server_extra_args=extra, dev_server_log_level="error",
     )
     by_steps: dict[str, dict] = {}
