@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from itertools import islice
 from datetime import timedelta
 from typing import Any
 
@@ -38,6 +39,8 @@ class ApprovalDesk:
     def __init__(self) -> None:
         self.pending: dict[str, PendingApproval] = {}
         self.decided: dict[str, ApprovalRecord] = {}
+        self._unread: set[str] = set()
+        """Decided ids whose call is still waiting (has not read its decision): never forgotten."""
         self.on_request: Callable[[PendingApproval], None] | None = None
         """Called when a call starts waiting (the progress stream publishes it)."""
         self.on_change: Callable[[bool], None] | None = None
@@ -93,6 +96,7 @@ class ApprovalDesk:
 
     def _settle(self, approval_id: str) -> None:
         self.pending.pop(approval_id, None)
+        self._unread.discard(approval_id)
         if self.on_change is not None:
             self.on_change(bool(self.pending))
 
@@ -132,10 +136,11 @@ class ApprovalDesk:
             decided_at=now, waited_seconds=(now - pending.requested_at).total_seconds(),
         )
         self.decided[pending.approval_id] = record
+        if pending.approval_id in self.pending:
+            self._unread.add(pending.approval_id)
         self._forget_oldest()
         workflow_metrics.record_approval_decided(outcome, record.waited_seconds)
         return record
-
 
     def _forget_oldest(self) -> None:
         """Keep the latest 200 decisions, but never one whose call has not read it yet.
@@ -143,11 +148,20 @@ class ApprovalDesk:
         Many decisions can land in one workflow task (a person approving a batch)
         before any waiting call wakes; dropping one of those would leave its call
         waiting for a decision already made, until it timed out.
+
+        Linear in a batch: while every decision beyond the 200 is still unread there is
+        nothing to forget, and that is known without a scan (``_unread`` holds only
+        decided ids still waiting, so ``len(decided) - len(_unread)`` bounds the
+        forgettable ones from above). Scanning all decisions for each one made a batch of
+        n decisions in one task cost about n²/2 look-ups. What is forgotten is unchanged:
+        the oldest decisions whose call has read them.
         """
         excess = len(self.decided) - _DECIDED_KEPT
-        if excess > 0:
-            for approval_id in [a for a in self.decided if a not in self.pending][:excess]:
-                del self.decided[approval_id]
+        if excess <= 0 or len(self.decided) <= len(self._unread):
+            return
+        read = (a for a in self.decided if a not in self.pending)
+        for approval_id in list(islice(read, excess)):
+            del self.decided[approval_id]
 
 
 class ApprovalHandlers:

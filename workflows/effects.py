@@ -31,7 +31,11 @@ _NOTE_ENTRIES = 40
 
 
 def effect_key(chain: str, scope: str, tool: str, arguments: str, ordinal: int) -> str:
-    material = json.dumps([chain, scope, tool, canonical_arguments(arguments), ordinal])
+    return _key(chain, scope, tool, canonical_arguments(arguments), ordinal)
+
+
+def _key(chain: str, scope: str, tool: str, canonical: str, ordinal: int) -> str:
+    material = json.dumps([chain, scope, tool, canonical, ordinal])
     return "ak1-" + hashlib.sha256(material.encode()).hexdigest()[:40]
 
 
@@ -62,6 +66,8 @@ class EffectLedger:
 
     def inherited(self, tool: str, arguments: str, call_id: str) -> ToolCallResult | None:
         """The source run's result for this exact call, if the source made it: never executed again."""
+        if not self._inherited:  # most runs are not forks: no arguments to parse for every call
+            return None
         record = self._inherited.get((tool, cap(canonical_arguments(arguments), RECORD_CHARS)))
         if record is None:
             return None
@@ -73,10 +79,11 @@ class EffectLedger:
 
     def key(self, scope: str, tool: str, arguments: str) -> str:
         """The key of the next call to ``tool`` with ``arguments`` in ``scope``; call before any await."""
-        ident = (scope, tool, canonical_arguments(arguments))
+        canonical = canonical_arguments(arguments)
+        ident = (scope, tool, canonical)
         ordinal = self._ordinals.get(ident, 0)
         self._ordinals[ident] = ordinal + 1
-        return effect_key(self._chain, scope, tool, arguments, ordinal)
+        return _key(self._chain, scope, tool, canonical, ordinal)
 
     def completed(self, key: str, call_id: str) -> ToolCallResult | None:
         found = self._results.get(key)
