@@ -4,11 +4,22 @@ Before: the desk kept only its latest 200 decisions, evicting the oldest as
 each new one came in, so when more than 200 landed in one workflow task
 (before any waiting call woke) the first ones were gone, and their calls sat
 until the approval timeout rejected them as ``timed_out``.
+
+The next worker gets all 250 decisions in one activation, and the SDK fails an
+activation that takes over 2 s of wall time ("potential deadlock"). That
+activation costs this process 50-100 ms of CPU; what once took it past 2 s on
+a loaded CI machine was a full garbage collection landing inside it: this
+process's heap (the provider SDKs' models that ``agentsteps.worker`` imports,
+over 300,000 objects) takes 300-400 ms to scan here. The product's worker
+freezes that heap once it has started (``settle_heap``), so its collections
+never scan it; this process cannot keep it frozen (it builds worker after
+worker), so it freezes it only while that worker runs.
 """
 
 from __future__ import annotations
 
 import asyncio
+import gc
 import uuid
 
 from temporalio.contrib.pydantic import pydantic_data_converter
@@ -57,9 +68,14 @@ async def test_250_decisions_in_one_workflow_task_all_reach_their_calls(scripted
             for w in waiting
         ]
         await asyncio.sleep(2)
-        async with approval_worker(client, settings, ran):
-            records: list[ApprovalRecord] = await asyncio.wait_for(asyncio.gather(*decisions), timeout=120)
-            result = await asyncio.wait_for(running, timeout=120)
+        gc.collect()  # garbage (the first worker's evicted run) is freed, not frozen
+        gc.freeze()  # as ``settle_heap`` does in the product's worker process
+        try:
+            async with approval_worker(client, settings, ran):
+                records: list[ApprovalRecord] = await asyncio.wait_for(asyncio.gather(*decisions), timeout=120)
+                result = await asyncio.wait_for(running, timeout=120)
+        finally:
+            gc.unfreeze()
     finally:
         await env.shutdown()
 
