@@ -36,6 +36,8 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 from temporalio.contrib.pydantic import pydantic_data_converter
@@ -139,15 +141,10 @@ async def measure(env: WorkflowEnvironment, port: int, task_queue: str, steps: i
     return figure
 
 
-async def main(step_counts: list[int], rounds: int, capped: bool) -> dict:
-    extra = [] if capped else dev_server_args()
-    env = await WorkflowEnvironment.start_local(
-        dev_server_existing_path=temporal_binary(), dev_server_startup_timeout=SERVER_STARTUP,
-        data_converter=pydantic_data_converter,
-        dev_server_extra_args=extra, dev_server_log_level="error",
-    )
-    by_steps: dict[str, dict] = {}
-    port = free_port()
+@asynccontextmanager
+async def serving(env: WorkflowEnvironment, port: int) -> AsyncIterator[str]:
+    """The engine's worker, the bare and the hand-written loop's in this process, on the model at ``port``;
+    yields the engine's task queue (``one_run`` adds the others' suffixes)."""
     with tempfile.TemporaryDirectory() as state:
         settings = WorkerSettings(
             state_dir=Path(state),
@@ -163,14 +160,27 @@ async def main(step_counts: list[int], rounds: int, capped: bool) -> dict:
             activities=[hand.chat, hand.get_weather],
         )
         async with running_worker(env.client, settings), bare_worker, hand_worker:
-            for steps in step_counts:
-                by_steps[str(steps)] = f = await measure(env, port, settings.task_queue, steps, rounds)
-                print(f"{steps} steps: agent {f['agent_step_ms']} ms/step against the hand-written loop "
-                      f"{f['handwritten_step_ms']} (ratio {f['ratio_vs_handwritten']}) and the bare baseline "
-                      f"{f['bare_step_ms']} (ratio {f['ratio']}); CPU ms/step agent {f['agent_cpu_ms_per_step']}, "
-                      f"hand-written {f['handwritten_cpu_ms_per_step']}; billable actions/run agent "
-                      f"{f['agent_billable_actions_per_run']['total']}, hand-written "
-                      f"{f['handwritten_billable_actions_per_run']['total']}", file=sys.stderr, flush=True)
+            yield settings.task_queue
+
+
+async def main(step_counts: list[int], rounds: int, capped: bool) -> dict:
+    extra = [] if capped else dev_server_args()
+    env = await WorkflowEnvironment.start_local(
+        dev_server_existing_path=temporal_binary(), dev_server_startup_timeout=SERVER_STARTUP,
+        data_converter=pydantic_data_converter,
+        dev_server_extra_args=extra, dev_server_log_level="error",
+    )
+    by_steps: dict[str, dict] = {}
+    port = free_port()
+    async with serving(env, port) as task_queue:
+        for steps in step_counts:
+            by_steps[str(steps)] = f = await measure(env, port, task_queue, steps, rounds)
+            print(f"{steps} steps: agent {f['agent_step_ms']} ms/step against the hand-written loop "
+                  f"{f['handwritten_step_ms']} (ratio {f['ratio_vs_handwritten']}) and the bare baseline "
+                  f"{f['bare_step_ms']} (ratio {f['ratio']}); CPU ms/step agent {f['agent_cpu_ms_per_step']}, "
+                  f"hand-written {f['handwritten_cpu_ms_per_step']}; billable actions/run agent "
+                  f"{f['agent_billable_actions_per_run']['total']}, hand-written "
+                  f"{f['handwritten_billable_actions_per_run']['total']}", file=sys.stderr, flush=True)
     await env.shutdown()
     return {
         "by_steps": by_steps,
