@@ -6,7 +6,9 @@ agent step with one tool call is two activities (``llm.call`` over real HTTP
 to the scripted model, then ``tools.call``). The hand-written side
 (``handwritten_workflow.py``) is the loop a team writes with no framework: a
 workflow keeping the message list, one activity calling the official
-``openai`` SDK, one activity per tool call, the same tool and data converter.
+``openai`` SDK, one activity per tool call, the same tool, the pydantic data
+converter; the engine's worker has a client of its own, as ``agentsteps
+worker`` builds it.
 The bare baseline (``BareAgentShape``) runs the agent's activity shape with
 no-op activities. The scripted model (zero delay) runs in its own process, as
 a model endpoint does, so its HTTP thread never competes with the worker for
@@ -48,7 +50,7 @@ from agentsteps.contracts import AgentSpec, LLMConfig
 from agentsteps.client.runs import start_agent_run
 from agentsteps.contracts.config.settings import ProviderSettings, WorkerSettings
 from agentsteps.client.dev_server import SERVER_STARTUP, dev_server_args, temporal_binary
-from agentsteps.worker import running_worker
+from agentsteps.worker import connect, running_worker
 from bare_workflow import BareAgentShape, noop
 from billable import billable_actions
 from cpu import cpu_seconds, temporal_server_pids
@@ -144,7 +146,10 @@ async def measure(env: WorkflowEnvironment, port: int, task_queue: str, steps: i
 @asynccontextmanager
 async def serving(env: WorkflowEnvironment, port: int) -> AsyncIterator[str]:
     """The engine's worker, the bare and the hand-written loop's in this process, on the model at ``port``;
-    yields the engine's task queue (``one_run`` adds the others' suffixes)."""
+    yields the engine's task queue (``one_run`` adds the others' suffixes).
+
+    The engine's worker has a client of its own, as ``agentsteps worker`` builds it (its data converter,
+    its connection settings); the others use ``env``'s, with the converter a team would pick."""
     with tempfile.TemporaryDirectory() as state:
         settings = WorkerSettings(
             state_dir=Path(state),
@@ -159,7 +164,8 @@ async def serving(env: WorkflowEnvironment, port: int) -> AsyncIterator[str]:
             env.client, task_queue=settings.task_queue + "-hand", workflows=[HandwrittenAgentLoop],
             activities=[hand.chat, hand.get_weather],
         )
-        async with running_worker(env.client, settings), bare_worker, hand_worker:
+        engine = await connect(settings, env.client.service_client.config.target_host)
+        async with running_worker(engine, settings), bare_worker, hand_worker:
             yield settings.task_queue
 
 
