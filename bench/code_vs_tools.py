@@ -60,7 +60,7 @@ from agentsteps.contracts.config.settings import ProviderSettings, WorkerSetting
 from agentsteps.contracts.llm.tokens import TOKENS_PER_MESSAGE, count_text_tokens
 from agentsteps.scripted_model import ScriptedModelServer
 from agentsteps.client.dev_server import SERVER_STARTUP, dev_server_args, temporal_binary
-from agentsteps.worker import running_worker
+from agentsteps.worker import connect, running_worker
 from cpu import child_pids, cpu_seconds, temporal_server_pids
 from direct_tools_workflow import DirectToolCalls, noop_segment
 
@@ -372,7 +372,9 @@ async def main(sizes: list[int], rounds: int, calls: int, capped: bool = False) 
         direct_queue = settings.task_queue + "-direct"
         direct = Worker(client, task_queue=direct_queue, workflows=[DirectToolCalls],
                         activities=[ToolActivities(reg).call, noop_segment])
-        async with running_worker(client, settings, registry=reg), direct:
+        # The engine's worker has a client of its own, as agentsteps worker builds it; the direct side the team's.
+        engine = await connect(settings, address)
+        async with running_worker(engine, settings, registry=reg), direct:
             for count in sizes:
                 for mode in MODES:
                     figure = await task_in_mode(client, settings.task_queue, scripted, mode, count, rounds)
