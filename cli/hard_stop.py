@@ -9,8 +9,8 @@ soak), keeps the process alive forever under systemd, ``docker stop`` with a
 long grace, or in a terminal. So a stop always ends the process:
 
 - ``graceful_shutdown_seconds + STOP_MARGIN_SECONDS`` after the first signal
-  a daemon thread timer (it needs nothing from the asyncio loop, which may be
-  the thing that is stuck) prints one ``error:`` line and exits
+  a daemon thread (it needs nothing from the asyncio loop, which may be the
+  thing that is stuck) prints one ``error:`` line and exits
   ``EXIT_STOP_TIMED_OUT``;
 - a second SIGINT or SIGTERM exits at once, ``128 + signum`` (130 for Ctrl-C,
   as the shell reports a process ended by that signal).
@@ -46,7 +46,9 @@ ABANDONED = ("running activities are abandoned: Temporal retries each after its 
              "idempotency key, and the run's effect ledger keeps a recorded side effect from repeating")
 
 _waiting_for = "the command to stop (it was still starting: settings, connecting or building the worker)"
-_timer: threading.Timer | None = None
+_signalled = threading.Event()
+_first: tuple[str, float] | None = None  # the first stop signal's name and time.monotonic()
+_watchdog: threading.Thread | None = None
 
 
 def waiting_for(what: str) -> None:
@@ -55,25 +57,38 @@ def waiting_for(what: str) -> None:
     _waiting_for = what
 
 
-def arm(signal_name: str, signalled_at: float, grace_seconds: float) -> None:
-    """Exit ``EXIT_STOP_TIMED_OUT`` if still running ``grace_seconds + STOP_MARGIN_SECONDS`` after
-    ``signalled_at`` (``time.monotonic()``). Once; a normal stop ends the process before it fires."""
-    global _timer
-    if _timer is not None:
+def start_watchdog(grace_seconds: float) -> None:
+    """Start (once, before any signal can need it) the daemon thread that ends the process
+    ``grace_seconds + STOP_MARGIN_SECONDS`` after the first stop signal.
+
+    Started ahead, not from the signal handler: a handler that started a thread could
+    deadlock on a threading lock the interrupted main thread holds.
+    """
+    global _watchdog
+    if _watchdog is not None:
         return
+    _watchdog = threading.Thread(target=_watch, args=(grace_seconds,), name="agentsteps-stop-deadline", daemon=True)
+    _watchdog.start()
+
+
+def signalled(signal_name: str, at: float) -> None:
+    """The first stop signal came (called from its handler: sets an event, nothing more)."""
+    global _first
+    _first = (signal_name, at)
+    _signalled.set()
+
+
+def _watch(grace_seconds: float) -> None:
+    _signalled.wait()
+    assert _first is not None
+    signal_name, at = _first
     limit = grace_seconds + STOP_MARGIN_SECONDS
-
-    def expire() -> None:
-        waited = time.monotonic() - signalled_at
-        exit_now(EXIT_STOP_TIMED_OUT,
-                 f"error: still stopping {waited:.0f} s after {signal_name} (graceful_shutdown_seconds "
-                 f"{grace_seconds:g} + {STOP_MARGIN_SECONDS:g} s margin), waiting for {_waiting_for}; exiting "
-                 f"with status {EXIT_STOP_TIMED_OUT}: {ABANDONED}")
-
-    _timer = threading.Timer(max(0.0, signalled_at + limit - time.monotonic()), expire)
-    _timer.daemon = True
-    _timer.name = "agentsteps-stop-deadline"
-    _timer.start()
+    time.sleep(max(0.0, at + limit - time.monotonic()))
+    # Still here: the normal stop ends the process (cli.main._exit) long before this.
+    exit_now(EXIT_STOP_TIMED_OUT,
+             f"error: still stopping {time.monotonic() - at:.0f} s after {signal_name} (graceful_shutdown_seconds "
+             f"{grace_seconds:g} + {STOP_MARGIN_SECONDS:g} s margin), waiting for {_waiting_for}; exiting "
+             f"with status {EXIT_STOP_TIMED_OUT}: {ABANDONED}")
 
 
 def second_signal(signal_name: str, signum: int) -> NoReturn:

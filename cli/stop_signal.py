@@ -34,6 +34,7 @@ def _on_signal(signum: int, frame: FrameType | None) -> None:
     if _first is not None:
         hard_stop.second_signal(name, signum)
     _first = (name, time.monotonic())
+    hard_stop.signalled(*_first)
     for listener in _listeners:
         listener()
 
@@ -52,10 +53,9 @@ def stop_event(grace_seconds: float) -> asyncio.Event:
     """
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
+    hard_stop.start_watchdog(grace_seconds)
 
     def stopped() -> None:
-        assert _first is not None
-        hard_stop.arm(*_first, grace_seconds)
         try:
             loop.call_soon_threadsafe(stop.set)
         except RuntimeError:  # the loop has closed: the command is leaving anyway
