@@ -19,6 +19,7 @@ import httpx2
 from pydantic import SecretStr
 from temporalio.client import Client
 from temporalio.runtime import Runtime
+from temporalio.service import GrpcCompression
 from temporalio.worker import Worker
 from temporalio.worker import WorkflowInstance, WorkflowInstanceDetails, WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
@@ -69,6 +70,9 @@ def _process_runtime(settings: WorkerSettings) -> Runtime:
     return _runtime
 
 
+_COMPRESSION = {"none": GrpcCompression.NONE, "gzip": GrpcCompression.GZIP}
+
+
 async def connect(settings: WorkerSettings, address: str | None = None) -> Client:
     # Interceptors go on the client only; workers inherit them (twice would trace twice).
     return await Client.connect(
@@ -76,6 +80,7 @@ async def connect(settings: WorkerSettings, address: str | None = None) -> Clien
         namespace=settings.namespace,
         data_converter=build_data_converter(settings),
         runtime=_process_runtime(settings),
+        grpc_compression=_COMPRESSION[settings.temporal_grpc_compression],
         interceptors=tracing_interceptors(settings),
     )
 

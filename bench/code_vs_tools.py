@@ -59,8 +59,8 @@ from agentsteps.contracts.names import AGENT_WORKFLOW
 from agentsteps.contracts.config.settings import ProviderSettings, WorkerSettings
 from agentsteps.contracts.llm.tokens import TOKENS_PER_MESSAGE, count_text_tokens
 from agentsteps.scripted_model import ScriptedModelServer
-from agentsteps.client.dev_server import dev_server_args, temporal_binary
-from agentsteps.worker import running_worker
+from agentsteps.client.dev_server import SERVER_STARTUP, dev_server_args, temporal_binary
+from agentsteps.worker import connect, running_worker
 from cpu import child_pids, cpu_seconds, temporal_server_pids
 from direct_tools_workflow import DirectToolCalls, noop_segment
 
@@ -356,7 +356,8 @@ async def per_call(client: Client, queue: str, direct_queue: str, scripted: Scri
 
 async def main(sizes: list[int], rounds: int, calls: int, capped: bool = False) -> dict[str, Any]:
     env = await WorkflowEnvironment.start_local(
-        dev_server_existing_path=temporal_binary(), dev_server_extra_args=_capped_args() if capped else dev_server_args()
+        dev_server_existing_path=temporal_binary(), dev_server_startup_timeout=SERVER_STARTUP,
+        dev_server_extra_args=_capped_args() if capped else dev_server_args()
     )
     address = env.client.service_client.config.target_host
     results: dict[str, list[dict[str, Any]]] = {mode: [] for mode in MODES}
@@ -371,7 +372,9 @@ async def main(sizes: list[int], rounds: int, calls: int, capped: bool = False) 
         direct_queue = settings.task_queue + "-direct"
         direct = Worker(client, task_queue=direct_queue, workflows=[DirectToolCalls],
                         activities=[ToolActivities(reg).call, noop_segment])
-        async with running_worker(client, settings, registry=reg), direct:
+        # The engine's worker has a client of its own, as agentsteps worker builds it; the direct side the team's.
+        engine = await connect(settings, address)
+        async with running_worker(engine, settings, registry=reg), direct:
             for count in sizes:
                 for mode in MODES:
                     figure = await task_in_mode(client, settings.task_queue, scripted, mode, count, rounds)

@@ -44,7 +44,7 @@ import httpx
 from temporalio.testing import WorkflowEnvironment
 
 from agentsteps.activities.tools.registry import ToolRegistry
-from agentsteps.client.dev_server import dev_server_args, temporal_binary
+from agentsteps.client.dev_server import SERVER_STARTUP, dev_server_args, temporal_binary
 from agentsteps.client.quotas import quota_plan, read_account
 from agentsteps.contracts import AgentInput, AgentResult, AgentSpec, LLMConfig
 from agentsteps.contracts.config.settings import ProviderSettings, WorkerSettings
@@ -140,7 +140,8 @@ async def main(args: argparse.Namespace) -> dict:
     output_per_window = int(6 * MAX_TOKENS * window)
     port = free_port()
     env = await WorkflowEnvironment.start_local(
-        dev_server_existing_path=temporal_binary(), dev_server_extra_args=dev_server_args(),
+        dev_server_existing_path=temporal_binary(), dev_server_startup_timeout=SERVER_STARTUP,
+        dev_server_extra_args=dev_server_args(),
         dev_server_log_level="error",
     )
     try:

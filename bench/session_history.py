@@ -40,7 +40,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
 from agentsteps.activities.tools.registry import ToolRegistry
-from agentsteps.client.dev_server import temporal_binary
+from agentsteps.client.dev_server import SERVER_STARTUP, temporal_binary
 from agentsteps.client.sessions import continue_session, send_turn
 from agentsteps.contracts import AgentSpec, LLMConfig
 from agentsteps.contracts.config.settings import ProviderSettings, WorkerSettings
@@ -129,7 +129,8 @@ def tickets_config(state: Path) -> Path:
 
 async def main(turns: int, tickets: bool = False) -> dict:
     env = await WorkflowEnvironment.start_local(
-        dev_server_existing_path=temporal_binary(), data_converter=pydantic_data_converter
+        dev_server_existing_path=temporal_binary(), dev_server_startup_timeout=SERVER_STARTUP,
+        data_converter=pydantic_data_converter
     )
     marks = [10, 100, turns] if turns >= 100 else [10, turns]
     measured = {t for m in marks for t in range(m - WINDOW + 1, m + 1)}

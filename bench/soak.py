@@ -82,7 +82,7 @@ from temporalio.service import RPCError  # noqa: E402
 from temporalio.testing import WorkflowEnvironment  # noqa: E402
 
 from agentsteps.cli.hard_stop import EXIT_STOP_TIMED_OUT  # noqa: E402
-from agentsteps.client.dev_server import dev_server_args, temporal_binary  # noqa: E402
+from agentsteps.client.dev_server import SERVER_STARTUP, dev_server_args, temporal_binary  # noqa: E402
 from agentsteps.client.sessions import close_session, send_turn, session_handle, session_state  # noqa: E402
 from agentsteps.contracts import AgentSpec, LLMConfig  # noqa: E402
 from agentsteps.contracts.session import SessionConfig  # noqa: E402
@@ -534,10 +534,12 @@ async def soak(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
 
         binary = shutil.which("temporal-test-server", path=str(Path(sys.executable).parent))
         env = await WorkflowEnvironment.start_time_skipping(test_server_existing_path=binary,
+                                                            test_server_startup_timeout=SERVER_STARTUP,
                                                             data_converter=pydantic_data_converter)
     else:
         env = await WorkflowEnvironment.start_local(
-            dev_server_existing_path=temporal_binary(), dev_server_extra_args=dev_server_args(),
+            dev_server_existing_path=temporal_binary(), dev_server_startup_timeout=SERVER_STARTUP,
+            dev_server_extra_args=dev_server_args(),
             data_converter=pydantic_data_converter, dev_server_log_level="error",
         )
     queue = f"soak-{uuid.uuid4().hex[:6]}"

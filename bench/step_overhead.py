@@ -6,7 +6,9 @@ agent step with one tool call is two activities (``llm.call`` over real HTTP
 to the scripted model, then ``tools.call``). The hand-written side
 (``handwritten_workflow.py``) is the loop a team writes with no framework: a
 workflow keeping the message list, one activity calling the official
-``openai`` SDK, one activity per tool call, the same tool and data converter.
+``openai`` SDK, one activity per tool call, the same tool, the pydantic data
+converter; the engine's worker has a client of its own, as ``agentsteps
+worker`` builds it.
 The bare baseline (``BareAgentShape``) runs the agent's activity shape with
 no-op activities. The scripted model (zero delay) runs in its own process, as
 a model endpoint does, so its HTTP thread never competes with the worker for
@@ -36,6 +38,8 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 from temporalio.contrib.pydantic import pydantic_data_converter
@@ -45,8 +49,8 @@ from temporalio.worker import Worker
 from agentsteps.contracts import AgentSpec, LLMConfig
 from agentsteps.client.runs import start_agent_run
 from agentsteps.contracts.config.settings import ProviderSettings, WorkerSettings
-from agentsteps.client.dev_server import dev_server_args, temporal_binary
-from agentsteps.worker import running_worker
+from agentsteps.client.dev_server import SERVER_STARTUP, dev_server_args, temporal_binary
+from agentsteps.worker import connect, running_worker
 from bare_workflow import BareAgentShape, noop
 from billable import billable_actions
 from cpu import cpu_seconds, temporal_server_pids
@@ -139,14 +143,13 @@ async def measure(env: WorkflowEnvironment, port: int, task_queue: str, steps: i
     return figure
 
 
-async def main(step_counts: list[int], rounds: int, capped: bool) -> dict:
-    extra = [] if capped else dev_server_args()
-    env = await WorkflowEnvironment.start_local(
-        dev_server_existing_path=temporal_binary(), data_converter=pydantic_data_converter,
-        dev_server_extra_args=extra, dev_server_log_level="error",
-    )
-    by_steps: dict[str, dict] = {}
-    port = free_port()
+@asynccontextmanager
+async def serving(env: WorkflowEnvironment, port: int) -> AsyncIterator[str]:
+    """The engine's worker, the bare and the hand-written loop's in this process, on the model at ``port``;
+    yields the engine's task queue (``one_run`` adds the others' suffixes).
+
+    The engine's worker has a client of its own, as ``agentsteps worker`` builds it (its data converter,
+    its connection settings); the others use ``env``'s, with the converter a team would pick."""
     with tempfile.TemporaryDirectory() as state:
         settings = WorkerSettings(
             state_dir=Path(state),
@@ -161,15 +164,29 @@ async def main(step_counts: list[int], rounds: int, capped: bool) -> dict:
             env.client, task_queue=settings.task_queue + "-hand", workflows=[HandwrittenAgentLoop],
             activities=[hand.chat, hand.get_weather],
         )
-        async with running_worker(env.client, settings), bare_worker, hand_worker:
-            for steps in step_counts:
-                by_steps[str(steps)] = f = await measure(env, port, settings.task_queue, steps, rounds)
-                print(f"{steps} steps: agent {f['agent_step_ms']} ms/step against the hand-written loop "
-                      f"{f['handwritten_step_ms']} (ratio {f['ratio_vs_handwritten']}) and the bare baseline "
-                      f"{f['bare_step_ms']} (ratio {f['ratio']}); CPU ms/step agent {f['agent_cpu_ms_per_step']}, "
-                      f"hand-written {f['handwritten_cpu_ms_per_step']}; billable actions/run agent "
-                      f"{f['agent_billable_actions_per_run']['total']}, hand-written "
-                      f"{f['handwritten_billable_actions_per_run']['total']}", file=sys.stderr, flush=True)
+        engine = await connect(settings, env.client.service_client.config.target_host)
+        async with running_worker(engine, settings), bare_worker, hand_worker:
+            yield settings.task_queue
+
+
+async def main(step_counts: list[int], rounds: int, capped: bool) -> dict:
+    extra = [] if capped else dev_server_args()
+    env = await WorkflowEnvironment.start_local(
+        dev_server_existing_path=temporal_binary(), dev_server_startup_timeout=SERVER_STARTUP,
+        data_converter=pydantic_data_converter,
+        dev_server_extra_args=extra, dev_server_log_level="error",
+    )
+    by_steps: dict[str, dict] = {}
+    port = free_port()
+    async with serving(env, port) as task_queue:
+        for steps in step_counts:
+            by_steps[str(steps)] = f = await measure(env, port, task_queue, steps, rounds)
+            print(f"{steps} steps: agent {f['agent_step_ms']} ms/step against the hand-written loop "
+                  f"{f['handwritten_step_ms']} (ratio {f['ratio_vs_handwritten']}) and the bare baseline "
+                  f"{f['bare_step_ms']} (ratio {f['ratio']}); CPU ms/step agent {f['agent_cpu_ms_per_step']}, "
+                  f"hand-written {f['handwritten_cpu_ms_per_step']}; billable actions/run agent "
+                  f"{f['agent_billable_actions_per_run']['total']}, hand-written "
+                  f"{f['handwritten_billable_actions_per_run']['total']}", file=sys.stderr, flush=True)
     await env.shutdown()
     return {
         "by_steps": by_steps,

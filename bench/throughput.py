@@ -43,7 +43,7 @@ from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
-from agentsteps.client.dev_server import dev_server_args, temporal_binary
+from agentsteps.client.dev_server import SERVER_STARTUP, dev_server_args, temporal_binary
 from agentsteps.contracts import AgentSpec, LLMConfig
 from agentsteps.client.runs import start_agent_run
 from bare_workflow import BareAgentShape
@@ -152,7 +152,8 @@ def summary(batches: list[dict[str, float]], runs: int) -> dict[str, float]:
 
 async def main(runs: int, worker_counts: list[int], rounds: int) -> dict[str, Any]:
     env = await WorkflowEnvironment.start_local(
-        dev_server_existing_path=temporal_binary(), dev_server_extra_args=dev_server_args(),
+        dev_server_existing_path=temporal_binary(), dev_server_startup_timeout=SERVER_STARTUP,
+        dev_server_extra_args=dev_server_args(),
         data_converter=pydantic_data_converter, dev_server_log_level="error",
     )
     address = env.client.service_client.config.target_host

@@ -30,7 +30,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.contrib.workflow_streams import WorkflowStreamClient
 from temporalio.testing import WorkflowEnvironment
 
-from agentsteps.client.dev_server import dev_server_args, temporal_binary
+from agentsteps.client.dev_server import SERVER_STARTUP, dev_server_args, temporal_binary
 from agentsteps.client.sessions import send_turn
 from agentsteps.contracts import AgentSpec, LLMConfig
 from agentsteps.contracts.config.settings import ProviderSettings, WorkerSettings
@@ -78,6 +78,7 @@ async def one_turn(client: Client, sid: str, queue: str, config: SessionConfig, 
 
 async def main(turns: int) -> dict:
     env = await WorkflowEnvironment.start_local(dev_server_existing_path=temporal_binary(),
+                                                dev_server_startup_timeout=SERVER_STARTUP,
                                                 dev_server_extra_args=dev_server_args(),
                                                 data_converter=pydantic_data_converter)
     try:

@@ -23,6 +23,7 @@ import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 
 from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest
@@ -35,6 +36,11 @@ from ..contracts.names import SEARCH_ATTRIBUTES
 from ..contracts.errors import StackConflictError
 
 PROBE_SECONDS = 5.0
+
+# How long a server we start may take to answer. The SDK's default (5 s) ran out
+# in CI once, for a demo starting its SQLite-backed server on a loaded 2-core
+# machine; a server that fails to start still shows its own error on stderr at once.
+SERVER_STARTUP = timedelta(seconds=30)
 
 # The dev server polls transfer tasks (activity and workflow task dispatch) at
 # 20/s by default, which caps every step at ~100 ms whatever the engine costs.
@@ -158,6 +164,7 @@ async def _start_local(settings: WorkerSettings) -> WorkflowEnvironment:
         namespace=settings.namespace,
         data_converter=pydantic_data_converter,
         dev_server_existing_path=temporal_binary(),
+        dev_server_startup_timeout=SERVER_STARTUP,
         dev_server_database_filename=str(settings.state_dir / "temporal.db"),
         dev_server_extra_args=dev_server_args(),
         dev_server_log_level="error",

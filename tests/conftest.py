@@ -11,7 +11,7 @@ from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
-from agentsteps.client.dev_server import dev_server_args, temporal_binary
+from agentsteps.client.dev_server import SERVER_STARTUP, dev_server_args, temporal_binary
 
 _exit_status = 0
 
@@ -19,7 +19,7 @@ _exit_status = 0
 @pytest_asyncio.fixture(scope="session")
 async def temporal_env():
     env = await WorkflowEnvironment.start_local(
-        dev_server_existing_path=temporal_binary(),
+        dev_server_existing_path=temporal_binary(), dev_server_startup_timeout=SERVER_STARTUP,
         dev_server_extra_args=dev_server_args(),
         data_converter=pydantic_data_converter,
         dev_server_log_level="error",

@@ -169,6 +169,10 @@ class WorkerSettings(BaseModel):
     dev_ui_port: int = Field(default=8233, ge=1, le=65535)
     """The embedded dev server's web UI port."""
     namespace: str = "default"
+    temporal_grpc_compression: Literal["none", "gzip"] = "none"
+    """Whether the engine's connection to Temporal gzips its messages. The engine keeps its payloads
+    small (conversations and large results go by reference), so gzip costs the worker and the server
+    CPU on every message for little saved: ``none``. ``gzip`` (the SDK's default) for a slow link."""
     task_queue: str = "agentsteps"
     state_dir: Path = Path(".agentsteps")
     metrics_port: int = 9464

@@ -24,7 +24,7 @@ from temporalio.testing import WorkflowEnvironment
 from agentsteps.client.sessions import close_session, continue_session, rewind_session, send_turn, session_handle
 from agentsteps.contracts.errors import SessionClosedError
 from agentsteps.contracts.names import SESSION_WORKFLOW, TURN_UPDATE
-from agentsteps.client.dev_server import temporal_binary
+from agentsteps.client.dev_server import SERVER_STARTUP, temporal_binary
 from agentsteps.contracts.session import SessionConfig
 from agentsteps.worker import running_worker
 
@@ -93,7 +93,8 @@ async def test_a_failed_session_is_refused_too(engine, scripted):
 async def test_a_session_that_timed_out_idle_is_refused(scripted, settings):
     scripted.set_script(memory_script())
     env = await WorkflowEnvironment.start_time_skipping(
-        test_server_existing_path=test_server_binary(), data_converter=pydantic_data_converter
+        test_server_existing_path=test_server_binary(), test_server_startup_timeout=SERVER_STARTUP,
+        data_converter=pydantic_data_converter
     )
     sid = session_id()
     config = SessionConfig(idle_timeout_seconds=3600)

@@ -65,7 +65,7 @@ with workflow.unsafe.imports_passed_through():
         pending_approvals,
         send_turn,
     )
-    from agentsteps.client.dev_server import dev_server_args, temporal_binary
+    from agentsteps.client.dev_server import SERVER_STARTUP, dev_server_args, temporal_binary
     from agentsteps.contracts.session import SessionConfig
     from agentsteps.worker import DEMO_TOOL_FACTORIES, running_worker
 
@@ -290,7 +290,7 @@ def _total(name: str) -> float:
 async def dashboard_temporal():
     """A dev server of this module's own: long polls expire after 1 s instead of 60, so empty polls are counted."""
     env = await WorkflowEnvironment.start_local(
-        dev_server_existing_path=temporal_binary(),
+        dev_server_existing_path=temporal_binary(), dev_server_startup_timeout=SERVER_STARTUP,
         dev_server_extra_args=[
             *dev_server_args(), "--dynamic-config-value", 'matching.longPollExpirationInterval="1s"',
         ],

@@ -9,6 +9,7 @@ from pathlib import Path
 from temporalio.testing import WorkflowEnvironment
 
 from agentsteps.storage.payload_store import build_payload_store
+from agentsteps.client.dev_server import SERVER_STARTUP
 from agentsteps.client.sessions import continue_session, session_state
 from agentsteps.contracts.names import SESSION_WORKFLOW
 from agentsteps.contracts.session import SessionInput
@@ -34,7 +35,8 @@ async def test_turn_two_a_day_later_on_a_fresh_worker_answers_from_turn_ones_var
     task_queue = f"memory-{uuid.uuid4().hex[:8]}"
     settings = worker_settings(state_dir, task_queue, scripted.url_openai)
     env = await WorkflowEnvironment.start_time_skipping(
-        test_server_existing_path=test_server_binary(), data_converter=build_payload_store(settings).data_converter()
+        test_server_existing_path=test_server_binary(), test_server_startup_timeout=SERVER_STARTUP,
+        data_converter=build_payload_store(settings).data_converter()
     )
     sid = f"memory-{uuid.uuid4().hex[:8]}"
     address = env.client.service_client.config.target_host

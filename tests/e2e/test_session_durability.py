@@ -13,6 +13,7 @@ import pytest
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
+from agentsteps.client.dev_server import SERVER_STARTUP
 from agentsteps.client.sessions import continue_session, session_turns
 from agentsteps.contracts.names import SESSION_WORKFLOW
 from agentsteps.contracts.session import SessionInput
@@ -39,7 +40,8 @@ test_server_binary.__test__ = False  # type: ignore[attr-defined]
 async def test_a_turn_three_days_later_on_another_worker_process_sees_the_first_turn(scripted, tmp_path):
     scripted.set_script(memory_script())
     env = await WorkflowEnvironment.start_time_skipping(
-        test_server_existing_path=test_server_binary(), data_converter=pydantic_data_converter
+        test_server_existing_path=test_server_binary(), test_server_startup_timeout=SERVER_STARTUP,
+        data_converter=pydantic_data_converter
     )
     task_queue = f"days-{uuid.uuid4().hex[:8]}"
     sid = f"days-{uuid.uuid4().hex[:8]}"

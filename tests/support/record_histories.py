@@ -40,7 +40,7 @@ from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 
 from agentsteps.activities.tools.registry import ToolRegistry
-from agentsteps.client.dev_server import dev_server_args, temporal_binary
+from agentsteps.client.dev_server import SERVER_STARTUP, dev_server_args, temporal_binary
 from agentsteps.client.forks import fork_run
 from agentsteps.client.pipeline_files import load_pipeline_file
 from agentsteps.client.session_forks import fork_session
@@ -187,7 +187,8 @@ async def _tool_mode(rec: Recorder) -> None:
 async def record(out: Path, prefix: str, only: set[str] | None = None) -> list[str]:
     out.mkdir(parents=True, exist_ok=True)
     env = await WorkflowEnvironment.start_local(
-        dev_server_existing_path=temporal_binary(), dev_server_extra_args=dev_server_args(),
+        dev_server_existing_path=temporal_binary(), dev_server_startup_timeout=SERVER_STARTUP,
+        dev_server_extra_args=dev_server_args(),
         dev_server_log_level="error",
     )
     try:

@@ -14,7 +14,7 @@ import uuid
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
-from agentsteps.client.dev_server import dev_server_args, temporal_binary
+from agentsteps.client.dev_server import SERVER_STARTUP, dev_server_args, temporal_binary
 from agentsteps.client.sessions import decide_approval, pending_approvals
 from agentsteps.contracts.approvals import ApprovalRecord
 
@@ -32,7 +32,8 @@ async def test_250_decisions_in_one_workflow_task_all_reach_their_calls(scripted
     ]})
     # A person approving a batch: the server must admit that many Updates at once (its default is 10).
     env = await WorkflowEnvironment.start_local(
-        dev_server_existing_path=temporal_binary(), data_converter=pydantic_data_converter,
+        dev_server_existing_path=temporal_binary(), dev_server_startup_timeout=SERVER_STARTUP,
+        data_converter=pydantic_data_converter,
         dev_server_extra_args=[*dev_server_args(), "--dynamic-config-value", "history.maxInFlightUpdates=1000"],
         dev_server_log_level="error",
     )
