@@ -25,8 +25,8 @@ from ..telemetry.server import start_metrics_server
 from ..worker import (
     build_mcp, check_snapshot_key, connect, load_registry, production_settings, running_worker, settle_heap,
 )
-from .offline import offline_script_text, wants_offline, worker_models
 from . import hard_stop
+from .offline import offline_script_text, wants_offline, worker_models
 from .stop_signal import stop_event
 from .workers import fingerprint, live_pollers, worker_identity
 
