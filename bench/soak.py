@@ -21,7 +21,8 @@ as new every few turns (``continue_after_events=100``). Meanwhile:
   rollout: every worker restarted in turn with the new key and the old one as
   previous), between rounds; a worker still running ``STOP_GRACE_SECONDS``
   after its SIGTERM is SIGKILLed, as Kubernetes does after a pod's grace
-  period (``killed_after_grace``).
+  period, and one that ends a stuck shutdown itself at its deadline (graceful
+  15 s + 20, exit status 4) is counted with it (``killed_after_grace``).
 
 At the end each session is asked for its whole past: a tool-mode session
 must find its first and its last step in the conversation it is sent, a
@@ -80,6 +81,7 @@ from temporalio.exceptions import ApplicationError  # noqa: E402
 from temporalio.service import RPCError  # noqa: E402
 from temporalio.testing import WorkflowEnvironment  # noqa: E402
 
+from agentsteps.cli.hard_stop import EXIT_STOP_TIMED_OUT  # noqa: E402
 from agentsteps.client.dev_server import SERVER_STARTUP, dev_server_args, temporal_binary  # noqa: E402
 from agentsteps.client.sessions import close_session, send_turn, session_handle, session_state  # noqa: E402
 from agentsteps.contracts import AgentSpec, LLMConfig  # noqa: E402
@@ -220,21 +222,25 @@ class Fleet:
         return pid
 
     async def stop(self, pid: int) -> bool:
-        """SIGTERM and wait: the worker drains (a rollout's restart). One still running
-        ``STOP_GRACE_SECONDS`` later is SIGKILLed, as Kubernetes does after the pod's grace
-        period, and True says so (its log tail is printed: why it did not exit)."""
+        """SIGTERM and wait: the worker drains (a rollout's restart). One that ends its stuck
+        shutdown itself at its deadline (``EXIT_STOP_TIMED_OUT``), or is still running
+        ``STOP_GRACE_SECONDS`` later and is SIGKILLed as Kubernetes does after the pod's grace
+        period, did not drain: True says so (its log tail is printed: why)."""
         proc, _ = self.workers.pop(pid)
         proc.send_signal(signal.SIGTERM)
         try:
-            await asyncio.to_thread(proc.wait, STOP_GRACE_SECONDS)
-            return False
+            status = await asyncio.to_thread(proc.wait, STOP_GRACE_SECONDS)
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
-            log = self.dir / f"worker-{self.pids_started[pid]}" / "worker.log"
-            say(f"  worker {pid} still running {STOP_GRACE_SECONDS:g} s after SIGTERM: SIGKILL; its log ends:\n"
-                + log.read_text(errors="replace")[-1500:])
-            return True
+            why = f"still running {STOP_GRACE_SECONDS:g} s after SIGTERM: SIGKILL"
+        else:
+            if status != EXIT_STOP_TIMED_OUT:
+                return False
+            why = f"ended its stuck shutdown at the deadline (status {status})"
+        log = self.dir / f"worker-{self.pids_started[pid]}" / "worker.log"
+        say(f"  worker {pid} {why}; its log ends:\n" + log.read_text(errors="replace")[-1500:])
+        return True
 
     def kill_all(self) -> None:
         for proc, _ in self.workers.values():

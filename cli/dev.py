@@ -25,6 +25,7 @@ from ..telemetry.server import start_metrics_server
 from ..worker import (
     build_mcp, check_snapshot_key, connect, load_registry, production_settings, running_worker, settle_heap,
 )
+from . import hard_stop
 from .offline import offline_script_text, wants_offline, worker_models
 from .stop_signal import stop_event
 from .workers import fingerprint, live_pollers, worker_identity
@@ -39,6 +40,10 @@ class ServerLost(Exception):
 
 
 def _stopping(settings: WorkerSettings) -> None:
+    hard_stop.waiting_for(
+        "the worker's shutdown: the Temporal SDK's Worker.shutdown(), which waits until every running activity "
+        "has finished or accepted its cancellation, then MCP sessions and sandboxes closing"
+    )
     print(
         f"stopping: no new tasks; running activities get up to {settings.graceful_shutdown_seconds:g} s",
         file=sys.stderr,
@@ -75,6 +80,7 @@ async def _serve(client: Client, settings: WorkerSettings, banner: list[str], ad
     A stop is graceful: /readyz turns 503 first, then the worker stops polling
     and lets running activities finish for ``graceful_shutdown_seconds``
     (leaving ``running_worker`` shuts the Temporal worker down), then exits.
+    A shutdown that never returns is ended by ``hard_stop``'s deadline.
     """
     if stop.is_set():  # stopped while connecting: never poll at all
         _stopping(settings)
@@ -100,6 +106,7 @@ async def _serve(client: Client, settings: WorkerSettings, banner: list[str], ad
                 ready.clear()
             if lost is None:
                 _stopping(settings)
+        hard_stop.waiting_for("the metrics server, and for dev the console and the embedded Temporal server, to stop")
     except asyncio.CancelledError:
         # With its server gone the SDK's worker fails fatally and cancels the task inside its
         # ``async with``, even while that task is already shutting it down: the end we chose.
@@ -125,7 +132,7 @@ def _port_free(port: int) -> bool:
 
 
 async def run_dev(settings: WorkerSettings) -> int:
-    stop = stop_event()  # first: a stop while starting drains, never kills
+    stop = stop_event(settings.graceful_shutdown_seconds)  # first: a stop while starting drains, never kills
     if settings.temporal_address:
         raise StackConflictError(
             f"agentsteps dev runs the embedded stack on this machine, but TEMPORAL_ADDRESS is set "
@@ -185,7 +192,7 @@ def _dev_banner(temporal: Stack, settings: WorkerSettings, models: str, console_
 
 
 async def run_worker_only(settings: WorkerSettings) -> int:
-    stop = stop_event()  # first: the handler is in place before connecting, polling or the banner
+    stop = stop_event(settings.graceful_shutdown_seconds)  # first: in place before connecting, polling or the banner
     settings = production_settings(settings)
     await check_snapshot_key(settings)
     client = await connect(settings)

@@ -328,12 +328,15 @@ def test_no_secret_values_anywhere_in_deploy():
 # --- operability: graceful stop, sizing, keys, scraping, rules, disruptions, autoscaling ---
 
 
-def test_k8s_grace_period_outlasts_the_graceful_shutdown_which_outlasts_an_llm_call(k8s):
+def test_k8s_grace_period_outlasts_the_stop_deadline_whose_drain_outlasts_an_llm_call(k8s):
+    from agentsteps.cli.hard_stop import STOP_MARGIN_SECONDS
     from agentsteps.contracts.spec import ActivityPolicy
 
     settings = _k8s_worker_settings(k8s)
     grace = k8s["Deployment"]["spec"]["template"]["spec"]["terminationGracePeriodSeconds"]
-    assert ActivityPolicy().start_to_close_seconds < settings.graceful_shutdown_seconds < grace
+    assert ActivityPolicy().start_to_close_seconds < settings.graceful_shutdown_seconds
+    # A stuck shutdown ends itself, with its log line, before the kubelet's SIGKILL.
+    assert settings.graceful_shutdown_seconds + STOP_MARGIN_SECONDS < grace
 
 
 def test_k8s_slots_cache_and_sandbox_pool_are_sized_from_the_pod(k8s):
