@@ -74,6 +74,16 @@ def test_compose_worker_builds_the_dockerfile_and_exposes_the_metrics_port(compo
     assert set(worker["environment"]) <= ENV_THE_CODE_READS
 
 
+def test_compose_gives_a_stopping_worker_its_drain_and_stop_deadline_before_sigkill(compose):
+    from agentsteps.cli.hard_stop import STOP_MARGIN_SECONDS
+    from agentsteps.contracts.config.settings import WorkerSettings
+
+    drain = WorkerSettings().graceful_shutdown_seconds  # the compose config leaves it at its default
+    for name in ("worker", "worker-extra"):
+        grace = compose["services"][name]["stop_grace_period"]
+        assert grace.endswith("s") and drain + STOP_MARGIN_SECONDS < int(grace[:-1]), (name, grace)
+
+
 def test_compose_mounts_only_files_that_exist(compose):
     for name, service in compose["services"].items():
         for volume in service.get("volumes", []):
