@@ -17,6 +17,8 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -134,27 +136,52 @@ def _tool_log(tmp_path: Path) -> list[str]:
     return log.read_text().splitlines() if log.exists() else []
 
 
+@dataclass
+class Stopped:
+    """A worker stopped by SIGTERM while its run's tool call was running."""
+
+    worker: Worker
+    handle: WorkflowHandle
+    status: int
+    after_signal: float
+    """Seconds from the SIGTERM to the exit."""
+    address: str
+    task_queue: str
+
+
+@asynccontextmanager
+async def _sigterm_during_the_tool_call(temporal_env, client, scripted, tmp_path: Path, *, mode: str,
+                                        grace: float) -> AsyncIterator[Stopped]:
+    """Starts a worker whose tool behaves as ``mode``, and a run; SIGTERMs the worker once the tool runs
+    and waits for its exit. The worker and the run are cleaned up on leaving."""
+    scripted.set_script(SCRIPT)
+    address = temporal_env.client.service_client.config.target_host
+    task_queue = f"{mode}-{uuid.uuid4().hex[:8]}"
+    worker = _start_worker(address, task_queue, scripted.url_openai, tmp_path, mode=mode, grace_seconds=grace)
+    handle = await _start_run(client, task_queue)
+    try:
+        await _until(lambda: f"start {mode}" in _tool_log(tmp_path), "the tool call", 60)
+        sent_at = time.monotonic()
+        worker.proc.send_signal(signal.SIGTERM)
+        status, exited_at = await _exit_status(worker, timeout=grace + STOP_MARGIN_SECONDS + 120)
+        yield Stopped(worker, handle, status, exited_at - sent_at, address, task_queue)
+    finally:
+        worker.stop()
+        await _end(handle)
+
+
 @pytest.mark.timeout(600)
 async def test_a_shutdown_stuck_on_a_tool_that_swallows_cancellation_ends_at_the_deadline_and_loses_nothing(
     temporal_env, client, scripted, tmp_path
 ):
-    scripted.set_script(SCRIPT)
-    address = temporal_env.client.service_client.config.target_host
-    task_queue = f"stuck-{uuid.uuid4().hex[:8]}"
     grace = 2.0
-    first = _start_worker(address, task_queue, scripted.url_openai, tmp_path, mode="swallow", grace_seconds=grace)
-    second = None
-    handle = await _start_run(client, task_queue)
-    try:
-        await _until(lambda: "start swallow" in _tool_log(tmp_path), "the tool call", 60)
-        sent_at = time.monotonic()
-        first.proc.send_signal(signal.SIGTERM)
-        status, exited_at = await _exit_status(first, timeout=grace + STOP_MARGIN_SECONDS + 120)
-        err = first.err()
+    async with _sigterm_during_the_tool_call(temporal_env, client, scripted, tmp_path, mode="swallow",
+                                             grace=grace) as stopped:
+        err = stopped.worker.err()
         # The SDK did cancel it after the grace, and the tool swallowed that: the shutdown was really stuck.
         assert "cancelled swallow" in _tool_log(tmp_path), err[-2000:]
-        assert status == EXIT_STOP_TIMED_OUT, f"status {status}: {err[-2000:]}"
-        assert exited_at - sent_at >= grace + STOP_MARGIN_SECONDS - 1, "ended before its deadline"
+        assert stopped.status == EXIT_STOP_TIMED_OUT, f"status {stopped.status}: {err[-2000:]}"
+        assert stopped.after_signal >= grace + STOP_MARGIN_SECONDS - 1, "ended before its deadline"
         assert "stopping: no new tasks" in err
         line = next(ln for ln in err.splitlines() if ln.startswith("error: still stopping"))
         assert "after SIGTERM" in line and f"graceful_shutdown_seconds {grace:g}" in line
@@ -162,15 +189,13 @@ async def test_a_shutdown_stuck_on_a_tool_that_swallows_cancellation_ends_at_the
         assert f"status {EXIT_STOP_TIMED_OUT}" in line
         assert "Traceback" not in err
         # Nothing lost: the run is still open, and a second worker finishes it through the tool's retry.
-        assert (await handle.describe()).status == WorkflowExecutionStatus.RUNNING
-        second = _start_worker(address, task_queue, scripted.url_openai, tmp_path, mode="quick",
+        assert (await stopped.handle.describe()).status == WorkflowExecutionStatus.RUNNING
+        second = _start_worker(stopped.address, stopped.task_queue, scripted.url_openai, tmp_path, mode="quick",
                                grace_seconds=grace)
-        result = await asyncio.wait_for(handle.result(), timeout=180)
-    finally:
-        first.stop()
-        if second is not None:
+        try:
+            result = await asyncio.wait_for(stopped.handle.result(), timeout=180)
+        finally:
             second.stop()
-        await _end(handle)
 
     assert result.status == "completed" and result.output == "A-1 is found."
     assert _tool_log(tmp_path).count("start quick") == 1
@@ -206,26 +231,14 @@ async def test_a_second_signal_while_stopping_ends_the_worker_at_once(temporal_e
 async def test_a_stop_that_cancels_a_polite_tool_after_the_grace_still_exits_0_without_an_error_line(
     temporal_env, client, scripted, tmp_path
 ):
-    scripted.set_script(SCRIPT)
-    address = temporal_env.client.service_client.config.target_host
-    task_queue = f"polite-{uuid.uuid4().hex[:8]}"
     grace = 2.0
-    worker = _start_worker(address, task_queue, scripted.url_openai, tmp_path, mode="honour", grace_seconds=grace)
-    handle = await _start_run(client, task_queue)
-    try:
-        await _until(lambda: "start honour" in _tool_log(tmp_path), "the tool call", 60)
-        sent_at = time.monotonic()
-        worker.proc.send_signal(signal.SIGTERM)
-        status, exited_at = await _exit_status(worker, timeout=grace + STOP_MARGIN_SECONDS + 120)
-    finally:
-        worker.stop()
-        await _end(handle)
-
-    err = worker.err()
-    assert "cancelled honour" in _tool_log(tmp_path), "the stop never reached the cancellation after the grace"
-    assert status == 0, f"status {status}: {err[-2000:]}"
-    assert "stopping: no new tasks" in err
-    assert not [ln for ln in err.splitlines() if ln.startswith("error:")], err[-2000:]
+    async with _sigterm_during_the_tool_call(temporal_env, client, scripted, tmp_path, mode="honour",
+                                             grace=grace) as stopped:
+        err = stopped.worker.err()
+        assert "cancelled honour" in _tool_log(tmp_path), "the stop never reached the cancellation after the grace"
+        assert stopped.status == 0, f"status {stopped.status}: {err[-2000:]}"
+        assert "stopping: no new tasks" in err
+        assert not [ln for ln in err.splitlines() if ln.startswith("error:")], err[-2000:]
     # The figure behind STOP_MARGIN_SECONDS: what a healthy shutdown takes after the grace.
-    print(f"after the {grace:g} s grace the shutdown took {exited_at - sent_at - grace:.1f} s "
+    print(f"after the {grace:g} s grace the shutdown took {stopped.after_signal - grace:.1f} s "
           f"(margin {STOP_MARGIN_SECONDS:g} s)")
