@@ -20,40 +20,39 @@ from pydantic import SecretStr
 from temporalio.client import Client
 from temporalio.runtime import Runtime
 from temporalio.service import GrpcCompression
-from temporalio.worker import Worker
-from temporalio.worker import WorkflowInstance, WorkflowInstanceDetails, WorkflowRunner
+from temporalio.worker import Worker, WorkflowInstance, WorkflowInstanceDetails, WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
-from .storage.conversations import ConversationStore
-from .activities.session import SessionForkActivities
 from .activities.llm.activities import LLMActivities
+from .activities.llm.providers.http_transport import provider_http_client
 from .activities.mcp import McpActivities, SecretResolver, build_mcp_activities
 from .activities.monitor.activities import MonitorActivities
-from .storage.payload_store import PayloadStore, build_data_converter, build_payload_store
-from .storage import payload_unavailable
-from .storage.payload_contexts import contexts_of
-from .storage.payload_unavailable import terminate_unreadable_runs
-from .activities.llm.providers.http_transport import provider_http_client
 from .activities.sandbox import SandboxActivities, SandboxPool, SnapshotVault, load_snapshot_key
 from .activities.sandbox.key_check import check_deployment_key
 from .activities.sandbox.snapshots import previous_snapshot_keys
+from .activities.session import SessionForkActivities
+from .activities.tools.activities import ToolActivities
 from .activities.tools.registry import ToolRegistry
 from .activities.tools.source import ToolSource
-from .activities.tools.activities import ToolActivities
+from .client.quotas import ensure_accounts
 from .client.search_attributes import ensure_search_attributes
 from .client.settings import load_mcp_config, provider_keys, secret_sources
 from .contracts.config.settings import DEMO_TOOL_FACTORIES, PROVIDER_KEY_ENV, WorkerSettings
 from .contracts.errors import DeploymentConfigError, QuotaConfigError
+from .storage import payload_unavailable
+from .storage.conversations import ConversationStore
+from .storage.payload_contexts import contexts_of
+from .storage.payload_store import PayloadStore, build_data_converter, build_payload_store
+from .storage.payload_unavailable import terminate_unreadable_runs
 from .telemetry.metrics import PAYLOAD_STORE_DENIED, WORKER_SLOTS
 from .telemetry.runtime import build_runtime
 from .telemetry.tracing import tracing_interceptors
 from .workflows.agent import AgentWorkflow
 from .workflows.monitor import MonitorWorkflow
 from .workflows.pipeline import PipelineWorkflow
-from .workflows.session import SessionWorkflow
 from .workflows.quota_account import QuotaAccountWorkflow
 from .workflows.quota_gate import warm_tokenizer
-from .client.quotas import ensure_accounts
+from .workflows.session import SessionWorkflow
 
 _runtime: Runtime | None = None
 
@@ -121,6 +120,8 @@ def production_settings(settings: WorkerSettings) -> WorkerSettings:
     if settings.tool_factories is None:
         settings = settings.model_copy(update={"tool_factories": []})
     return settings
+
+
 async def check_snapshot_key(settings: WorkerSettings) -> None:
     """On a cluster: refuse a snapshot key that is not the deployment's (``activities/sandbox/key_check.py``)."""
     if settings.temporal_address is None or settings.single_worker:
@@ -203,8 +204,9 @@ def build_worker(
     tools = ToolActivities(
         registry if registry is not None else load_registry(settings), [mcp.source(), *sources], conversations
     )
-    llm = LLMActivities(settings.providers, http, settings.prices, conversations, describe=tools.describe,
-                        keys=provider_keys(settings))
+    llm = LLMActivities(
+        settings.providers, http, settings.prices, conversations, describe=tools.describe, keys=provider_keys(settings)
+    )
     session_fork = SessionForkActivities(conversations, sandbox)
     worker_options.setdefault("workflow_runner", ENGINE_SANDBOX)
     # The SDK's default (0) cancels every running activity at shutdown: a rolling
@@ -284,9 +286,11 @@ class _RunAwareInstance(WorkflowInstance):
         return getattr(self._inner, name)
 
 
-ENGINE_SANDBOX = RunAwareRunner(SandboxedWorkflowRunner(
-    restrictions=SandboxRestrictions.default.with_passthrough_modules(__package__ or "agentsteps"),
-))
+ENGINE_SANDBOX = RunAwareRunner(
+    SandboxedWorkflowRunner(
+        restrictions=SandboxRestrictions.default.with_passthrough_modules(__package__ or "agentsteps"),
+    )
+)
 
 
 # Gauge kind -> the Worker option that sizes it, and the SDK's default when nothing overrides it.

@@ -45,24 +45,24 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from cpu import child_pids, cpu_seconds, temporal_server_pids
+from direct_tools_workflow import DirectToolCalls, noop_segment
 from pydantic import BaseModel
 from temporalio.client import Client, WorkflowFailureError
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
-from agentsteps.storage.payload_store import build_data_converter
-from agentsteps.activities.tools.registry import ToolRegistry
 from agentsteps.activities.tools.activities import ToolActivities
+from agentsteps.activities.tools.registry import ToolRegistry
+from agentsteps.client.dev_server import SERVER_STARTUP, dev_server_args, temporal_binary
 from agentsteps.contracts import AgentInput, AgentResult, AgentSpec, LLMConfig
-from agentsteps.contracts.names import AGENT_WORKFLOW
 from agentsteps.contracts.config.settings import ProviderSettings, WorkerSettings
 from agentsteps.contracts.llm.tokens import TOKENS_PER_MESSAGE, count_text_tokens
+from agentsteps.contracts.names import AGENT_WORKFLOW
 from agentsteps.scripted_model import ScriptedModelServer
-from agentsteps.client.dev_server import SERVER_STARTUP, dev_server_args, temporal_binary
+from agentsteps.storage.payload_store import build_data_converter
 from agentsteps.worker import connect, running_worker
-from cpu import child_pids, cpu_seconds, temporal_server_pids
-from direct_tools_workflow import DirectToolCalls, noop_segment
 
 MODEL = "scripted-2026-01-01"
 CONTEXT_WINDOW = 1_000_000  # the largest windows on offer today
@@ -98,9 +98,13 @@ class Pong(BaseModel):
 def tickets(count: int) -> list[Ticket]:
     return [
         Ticket(
-            id=i, title=f"Export hangs for customer {i}", assignee=f"user{i % 17}",
-            status="in_progress" if i % 3 else "blocked", stalled=i % 3 == 0,
-            due=f"2026-{1 + (i * 7) % 12:02d}-{1 + (i * 13) % 28:02d}", body=BODY,
+            id=i,
+            title=f"Export hangs for customer {i}",
+            assignee=f"user{i % 17}",
+            status="in_progress" if i % 3 else "blocked",
+            stalled=i % 3 == 0,
+            due=f"2026-{1 + (i * 7) % 12:02d}-{1 + (i * 13) % 28:02d}",
+            body=BODY,
         )
         for i in range(1, count + 1)
     ]
@@ -144,10 +148,12 @@ def fenced(program: str) -> dict[str, Any]:
 
 
 def tools_script(count: int) -> dict[str, Any]:
-    return {"replies": [
-        {"tool_calls": [{"name": "tickets.list", "arguments": {"count": count}}]},
-        {"content": json.dumps(expected_ids(count))},
-    ]}
+    return {
+        "replies": [
+            {"tool_calls": [{"name": "tickets.list", "arguments": {"count": count}}]},
+            {"content": json.dumps(expected_ids(count))},
+        ]
+    }
 
 
 MODES = ("tools_whole", "tools_cut", "code")
@@ -158,9 +164,14 @@ default ``tool_result_chars`` (what the engine's tool mode sends), and code mode
 def spec(mode: str, tools: list[str]) -> AgentSpec:
     whole = {"tool_result_chars": 10**12} if mode == "tools_whole" else {}
     return AgentSpec(
-        name=f"bench-{mode}", model=LLMConfig(model=MODEL, max_tokens=1024, context_window=CONTEXT_WINDOW),
-        tools=tools, mode="code" if mode == "code" else "tools", max_steps=3, reprompt_budget=0,  # type: ignore[arg-type]
-        token_budget=100_000_000, **whole,
+        name=f"bench-{mode}",
+        model=LLMConfig(model=MODEL, max_tokens=1024, context_window=CONTEXT_WINDOW),
+        tools=tools,
+        mode="code" if mode == "code" else "tools",
+        max_steps=3,
+        reprompt_budget=0,  # type: ignore[arg-type]
+        token_budget=100_000_000,
+        **whole,
     )
 
 
@@ -202,12 +213,17 @@ def reply_tokens(reply: dict[str, Any]) -> int:
 # ----------------------------------------------------------------- runs
 
 
-async def run_agent(client: Client, queue: str, agent: AgentSpec, text: str) -> tuple[AgentResult | None, str | None, float]:
+async def run_agent(
+    client: Client, queue: str, agent: AgentSpec, text: str
+) -> tuple[AgentResult | None, str | None, float]:
     started = time.perf_counter()
     try:
         result = await client.execute_workflow(
-            AGENT_WORKFLOW, AgentInput(spec=agent, input=text), id=f"bench-{uuid.uuid4().hex[:10]}",
-            task_queue=queue, result_type=AgentResult,
+            AGENT_WORKFLOW,
+            AgentInput(spec=agent, input=text),
+            id=f"bench-{uuid.uuid4().hex[:10]}",
+            task_queue=queue,
+            result_type=AgentResult,
         )
     except WorkflowFailureError as exc:
         cause = exc.cause
@@ -217,8 +233,9 @@ async def run_agent(client: Client, queue: str, agent: AgentSpec, text: str) -> 
     return result, None, time.perf_counter() - started
 
 
-async def task_in_mode(client: Client, queue: str, scripted: ScriptedModelServer, mode: str, count: int,
-                       rounds: int) -> dict[str, Any]:
+async def task_in_mode(
+    client: Client, queue: str, scripted: ScriptedModelServer, mode: str, count: int, rounds: int
+) -> dict[str, Any]:
     """Tokens and wall time of the task in ``mode``, and whether its answer is right.
 
     The scripted model always answers with the right ids; in tool mode that is honest only when the
@@ -237,10 +254,17 @@ async def task_in_mode(client: Client, queue: str, scripted: ScriptedModelServer
             # A real finding, not a number: the tool result does not fit the model.
             kind = re.search(r"\[(\w+)\] at", error)
             refused = re.search(r"the prompt is about (\d+) tokens", error)
-            return {"n": count, "tokens": None, "sent": None, "received": None, "wall_s": round(elapsed, 3),
-                    "answer_correct": False,
-                    "error": kind.group(1) if kind else error[:300], "requests_sent": len(scripted.requests),
-                    "refused_prompt_tokens": int(refused.group(1)) if refused else None}
+            return {
+                "n": count,
+                "tokens": None,
+                "sent": None,
+                "received": None,
+                "wall_s": round(elapsed, 3),
+                "answer_correct": False,
+                "error": kind.group(1) if kind else error[:300],
+                "requests_sent": len(scripted.requests),
+                "refused_prompt_tokens": int(refused.group(1)) if refused else None,
+            }
         assert result is not None
         output = result.output if mode == "code" else json.loads(result.output)
         assert output == expected_ids(count), (mode, count, output)
@@ -255,9 +279,16 @@ async def task_in_mode(client: Client, queue: str, scripted: ScriptedModelServer
         sent = sum(request_tokens(b) for b in bodies)
         received = sum(reply_tokens(r) for r in script["replies"][: len(bodies)])
     assert sent is not None and received is not None
-    return {"n": count, "tokens": sent + received, "sent": sent, "received": received,
-            "wall_s": round(statistics.median(times), 3), "error": None, "answer_correct": correct,
-            "tickets_the_model_could_read": readable}
+    return {
+        "n": count,
+        "tokens": sent + received,
+        "sent": sent,
+        "received": received,
+        "wall_s": round(statistics.median(times), 3),
+        "error": None,
+        "answer_correct": correct,
+        "tickets_the_model_could_read": readable,
+    }
 
 
 PROCESSES = ("worker", "sandbox", "server")
@@ -297,8 +328,9 @@ def _spent(before: dict[str, float]) -> dict[str, float]:
     return {proc: after[proc] - before[proc] for proc in PROCESSES}
 
 
-async def per_call(client: Client, queue: str, direct_queue: str, scripted: ScriptedModelServer, calls: int,
-                   rounds: int) -> dict[str, Any]:
+async def per_call(
+    client: Client, queue: str, direct_queue: str, scripted: ScriptedModelServer, calls: int, rounds: int
+) -> dict[str, Any]:
     programs = {
         "sequential": (f"for i in range({calls}):\n    await ping(i)\n{calls}\n", "0\n"),
         "gathered": (f"import asyncio\nlen(await asyncio.gather(*[ping(i) for i in range({calls})]))\n", "0\n"),
@@ -321,10 +353,17 @@ async def per_call(client: Client, queue: str, direct_queue: str, scripted: Scri
                 result, error, elapsed = await run_agent(client, queue, agent, "ping")
                 assert result is not None and error is None, error
                 timed[label], used[label] = elapsed, _spent(before)
-            for label, k, segment in (("dk", calls, False), ("dzero", 0, False), ("fk", calls, True), ("fzero", 0, True)):
+            for label, k, segment in (
+                ("dk", calls, False),
+                ("dzero", 0, False),
+                ("fk", calls, True),
+                ("fzero", 0, True),
+            ):
                 started, before = time.perf_counter(), _cpu()
                 await client.execute_workflow(
-                    DirectToolCalls.run, args=[k, shape == "gathered", segment], id=f"direct-{uuid.uuid4().hex[:10]}",
+                    DirectToolCalls.run,
+                    args=[k, shape == "gathered", segment],
+                    id=f"direct-{uuid.uuid4().hex[:10]}",
                     task_queue=direct_queue,
                 )
                 timed[label], used[label] = time.perf_counter() - started, _spent(before)
@@ -332,46 +371,63 @@ async def per_call(client: Client, queue: str, direct_queue: str, scripted: Scri
                 code_samples.append((timed["k"] - timed["zero"]) / calls)
                 direct_samples.append((timed["dk"] - timed["dzero"]) / calls)
                 floor_samples.append((timed["fk"] - timed["fzero"]) / calls)
-                for side, (k, zero) in {"code": ("k", "zero"), "direct": ("dk", "dzero"), "floor": ("fk", "fzero")}.items():
+                for side, (k, zero) in {
+                    "code": ("k", "zero"),
+                    "direct": ("dk", "dzero"),
+                    "floor": ("fk", "fzero"),
+                }.items():
                     for proc in used[k]:
                         cpu_samples[side][proc].append((used[k][proc] - used[zero][proc]) / calls)
-            print(f"{shape} round {round_}: code {1000 * (timed['k'] - timed['zero']) / calls:.1f} ms/call, "
-                  f"direct {1000 * (timed['dk'] - timed['dzero']) / calls:.1f} ms/call, "
-                  f"direct + no-op local activity {1000 * (timed['fk'] - timed['fzero']) / calls:.1f} ms/call",
-                  file=sys.stderr, flush=True)
+            print(
+                f"{shape} round {round_}: code {1000 * (timed['k'] - timed['zero']) / calls:.1f} ms/call, "
+                f"direct {1000 * (timed['dk'] - timed['dzero']) / calls:.1f} ms/call, "
+                f"direct + no-op local activity {1000 * (timed['fk'] - timed['fzero']) / calls:.1f} ms/call",
+                file=sys.stderr,
+                flush=True,
+            )
         code, direct = statistics.median(code_samples), statistics.median(direct_samples)
         floor = statistics.median(floor_samples)
-        figures[shape] = {"code_ms_per_call": round(code * 1000, 2), "direct_ms_per_call": round(direct * 1000, 2),
-                          "ratio": round(code / direct, 3) if direct > 0 else None,
-                          # The same calls plus one no-op local activity per pause: what the
-                          # local-activity segment alone costs, before any interpreter work.
-                          "local_activity_floor_ms_per_call": round(floor * 1000, 2),
-                          "floor_ratio": round(floor / direct, 3) if direct > 0 else None,
-                          "cpu_ms_per_call": {
-                              side: {proc: round(statistics.median(v) * 1000, 2) for proc, v in by_proc.items()}
-                              for side, by_proc in cpu_samples.items()
-                          }}
+        figures[shape] = {
+            "code_ms_per_call": round(code * 1000, 2),
+            "direct_ms_per_call": round(direct * 1000, 2),
+            "ratio": round(code / direct, 3) if direct > 0 else None,
+            # The same calls plus one no-op local activity per pause: what the
+            # local-activity segment alone costs, before any interpreter work.
+            "local_activity_floor_ms_per_call": round(floor * 1000, 2),
+            "floor_ratio": round(floor / direct, 3) if direct > 0 else None,
+            "cpu_ms_per_call": {
+                side: {proc: round(statistics.median(v) * 1000, 2) for proc, v in by_proc.items()}
+                for side, by_proc in cpu_samples.items()
+            },
+        }
     return figures
 
 
 async def main(sizes: list[int], rounds: int, calls: int, capped: bool = False) -> dict[str, Any]:
     env = await WorkflowEnvironment.start_local(
-        dev_server_existing_path=temporal_binary(), dev_server_startup_timeout=SERVER_STARTUP,
-        dev_server_extra_args=_capped_args() if capped else dev_server_args()
+        dev_server_existing_path=temporal_binary(),
+        dev_server_startup_timeout=SERVER_STARTUP,
+        dev_server_extra_args=_capped_args() if capped else dev_server_args(),
     )
     address = env.client.service_client.config.target_host
     results: dict[str, list[dict[str, Any]]] = {mode: [] for mode in MODES}
     with tempfile.TemporaryDirectory() as state, ScriptedModelServer({"rules": []}) as scripted:
         settings = WorkerSettings(
-            state_dir=Path(state), task_queue=f"bench-{uuid.uuid4().hex[:6]}", tool_factories=[],
+            state_dir=Path(state),
+            task_queue=f"bench-{uuid.uuid4().hex[:6]}",
+            tool_factories=[],
             snapshot_key="bench-snapshot-key-0123456789abcdef",
             providers=ProviderSettings(openai_base_url=scripted.url_openai, request_timeout_seconds=120),
         )
         client = await Client.connect(address, data_converter=build_data_converter(settings))
         reg = registry()
         direct_queue = settings.task_queue + "-direct"
-        direct = Worker(client, task_queue=direct_queue, workflows=[DirectToolCalls],
-                        activities=[ToolActivities(reg).call, noop_segment])
+        direct = Worker(
+            client,
+            task_queue=direct_queue,
+            workflows=[DirectToolCalls],
+            activities=[ToolActivities(reg).call, noop_segment],
+        )
         # The engine's worker has a client of its own, as agentsteps worker builds it; the direct side the team's.
         engine = await connect(settings, address)
         async with running_worker(engine, settings, registry=reg), direct:
@@ -390,12 +446,16 @@ async def main(sizes: list[int], rounds: int, calls: int, capped: bool = False) 
 def _capped_args() -> list[str]:
     """The embedded server's arguments without the lifted transfer-task poll cap (search attributes kept)."""
     args = dev_server_args()
-    return [a for i, a in enumerate(args)
-            if "transferProcessor" not in a and not (a == "--dynamic-config-value" and "transferProcessor" in args[i + 1])]
+    return [
+        a
+        for i, a in enumerate(args)
+        if "transferProcessor" not in a and not (a == "--dynamic-config-value" and "transferProcessor" in args[i + 1])
+    ]
 
 
-def summarise(results: dict[str, list[dict[str, Any]]], overhead: dict[str, Any], rounds: int,
-              calls: int) -> dict[str, Any]:
+def summarise(
+    results: dict[str, list[dict[str, Any]]], overhead: dict[str, Any], rounds: int, calls: int
+) -> dict[str, Any]:
     by = {mode: {f["n"]: f for f in figures} for mode, figures in results.items()}
     code_500 = by["code"].get(500, {}).get("tokens")
     savings = {}
@@ -430,8 +490,11 @@ if __name__ == "__main__":
     parser.add_argument("--sizes", default="50,500,5000")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--calls", type=int, default=20)
-    parser.add_argument("--capped", action="store_true",
-                        help="keep the dev server's default transfer-task poll cap (every dispatch waits ~50 ms)")
+    parser.add_argument(
+        "--capped",
+        action="store_true",
+        help="keep the dev server's default transfer-task poll cap (every dispatch waits ~50 ms)",
+    )
     args = parser.parse_args()
     summary = asyncio.run(main([int(s) for s in args.sizes.split(",")], args.rounds, args.calls, args.capped))
     print(json.dumps(summary), flush=True)

@@ -21,21 +21,21 @@ def _sections(elf: bytes) -> dict[str, tuple[int, int, int]]:
     """Section name -> (address, file offset, size), from a 64-bit little-endian ELF."""
     if elf[:4] != b"\x7fELF" or elf[4] != 2 or elf[5] != 1:
         raise ValueError("not a 64-bit little-endian ELF file")
-    shoff, = struct.unpack_from("<Q", elf, 0x28)
+    (shoff,) = struct.unpack_from("<Q", elf, 0x28)
     shentsize, shnum, shstrndx = struct.unpack_from("<HHH", elf, 0x3A)
     headers = [struct.unpack_from("<IIQQQQ", elf, shoff + i * shentsize) for i in range(shnum)]
     names_at = headers[shstrndx][4]
 
     def name(offset: int) -> str:
         start = names_at + offset
-        return elf[start:elf.index(b"\0", start)].decode()
+        return elf[start : elf.index(b"\0", start)].decode()
 
     return {name(h[0]): (h[3], h[4], h[5]) for h in headers}
 
 
 def _load_base(elf: bytes) -> int:
     """Virtual address minus file offset of the executable segment."""
-    phoff, = struct.unpack_from("<Q", elf, 0x20)
+    (phoff,) = struct.unpack_from("<Q", elf, 0x20)
     phentsize, phnum = struct.unpack_from("<HH", elf, 0x36)
     for i in range(phnum):
         kind, flags, offset, vaddr = struct.unpack_from("<IIQQ", elf, phoff + i * phentsize)
@@ -53,8 +53,8 @@ class GoSymbols:
         if ".gopclntab" not in sections:
             raise ValueError(f"{binary} has no .gopclntab: not a Go binary")
         _, offset, size = sections[".gopclntab"]
-        table = memoryview(elf)[offset:offset + size]
-        magic, = struct.unpack_from("<I", table, 0)
+        table = memoryview(elf)[offset : offset + size]
+        (magic,) = struct.unpack_from("<I", table, 0)
         if magic != _GO_120_MAGIC or table[7] != 8:
             raise ValueError(f"{binary}: pclntab magic {magic:#x}, pointer size {table[7]} (need Go >= 1.20, 64-bit)")
         nfunc, _, text_start, names_off, _, _, _, functab_off = struct.unpack_from("<8Q", table, 8)
@@ -64,9 +64,9 @@ class GoSymbols:
         entries: list[tuple[int, str]] = []
         for i in range(nfunc):
             entry, func = struct.unpack_from("<II", table, functab_off + i * 8)
-            name_at, = struct.unpack_from("<i", table, functab_off + func + 4)
+            (name_at,) = struct.unpack_from("<i", table, functab_off + func + 4)
             start = offset + names_off + name_at
-            entries.append((text_start + entry, elf[start:elf.index(b"\0", start)].decode(errors="replace")))
+            entries.append((text_start + entry, elf[start : elf.index(b"\0", start)].decode(errors="replace")))
         entries.sort()
         self._starts = [e[0] for e in entries]
         self._names = [e[1] for e in entries]

@@ -22,7 +22,7 @@ from temporalio.exceptions import ApplicationError
 with workflow.unsafe.imports_passed_through():
     import openai
 
-    from agentsteps.examples.demo_tools import WeatherQuery, _WEATHER
+    from agentsteps.examples.demo_tools import _WEATHER, WeatherQuery
 
 WEATHER_TOOL: dict[str, Any] = {
     "type": "function",
@@ -43,7 +43,10 @@ class HandwrittenActivities:
     @activity.defn(name="hand.chat")
     async def chat(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
         completion = await self._client.chat.completions.create(
-            model="scripted-2026-01-01", messages=messages, tools=[WEATHER_TOOL], max_completion_tokens=64,
+            model="scripted-2026-01-01",
+            messages=messages,
+            tools=[WEATHER_TOOL],
+            max_completion_tokens=64,
         )
         return completion.choices[0].message.model_dump(exclude_none=True)
 
@@ -69,16 +72,20 @@ class HandwrittenAgentLoop:
             {"role": "user", "content": prompt},
         ]
         for step in range(1, max_steps + 1):
-            reply = await workflow.execute_activity("hand.chat", messages, result_type=dict[str, Any],
-                                                    start_to_close_timeout=_TIMEOUT)
+            reply = await workflow.execute_activity(
+                "hand.chat", messages, result_type=dict[str, Any], start_to_close_timeout=_TIMEOUT
+            )
             messages.append(reply)
             calls = reply.get("tool_calls") or []
             if not calls:
                 return step
-            results = await asyncio.gather(*(
-                workflow.execute_activity("hand.get_weather", c["function"]["arguments"], result_type=str,
-                                          start_to_close_timeout=_TIMEOUT)
-                for c in calls
-            ))
+            results = await asyncio.gather(
+                *(
+                    workflow.execute_activity(
+                        "hand.get_weather", c["function"]["arguments"], result_type=str, start_to_close_timeout=_TIMEOUT
+                    )
+                    for c in calls
+                )
+            )
             messages += [{"role": "tool", "tool_call_id": c["id"], "content": r} for c, r in zip(calls, results)]
         raise ApplicationError(f"no answer within {max_steps} steps", non_retryable=True)

@@ -42,8 +42,11 @@ from agentsteps.contracts.llm.prefix import KnownPrefix
 from agentsteps.storage.conversations import ConversationStore
 from agentsteps.storage.payload_store import LocalDirStorageDriver, PayloadStore
 
-WEATHER = ToolSchema(name="get_weather", description="Current weather for a city.",
-                     parameters={"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]})
+WEATHER = ToolSchema(
+    name="get_weather",
+    description="Current weather for a city.",
+    parameters={"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+)
 CONFIG = LLMConfig(model="scripted-2026-01-01", max_tokens=64, context_window=128_000)
 
 
@@ -59,12 +62,33 @@ _ANSWERS = iter(range(10**9))
 
 def _answer(request: httpx2.Request) -> httpx2.Response:
     turn = next(_ANSWERS)  # a fresh id each answer; the body is not parsed (that is the model's CPU, not ours)
-    return httpx2.Response(200, json={
-        "id": "x", "object": "chat.completion", "created": 0, "model": CONFIG.model,
-        "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant", "content": None,
-                     "tool_calls": [{"id": f"call_{turn}", "type": "function",
-                                     "function": {"name": "get_weather", "arguments": '{"city":"Paris"}'}}]}}],
-        "usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5}})
+    return httpx2.Response(
+        200,
+        json={
+            "id": "x",
+            "object": "chat.completion",
+            "created": 0,
+            "model": CONFIG.model,
+            "choices": [
+                {
+                    "index": 0,
+                    "finish_reason": "tool_calls",
+                    "message": {
+                        "role": "assistant",
+                        "content": None,
+                        "tool_calls": [
+                            {
+                                "id": f"call_{turn}",
+                                "type": "function",
+                                "function": {"name": "get_weather", "arguments": '{"city":"Paris"}'},
+                            }
+                        ],
+                    },
+                }
+            ],
+            "usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5},
+        },
+    )
 
 
 async def chain(activities: LLMActivities, steps: int) -> list[float]:
@@ -78,8 +102,10 @@ async def chain(activities: LLMActivities, steps: int) -> list[float]:
         response = await env.run(activities.call, request)
         cpu.append(time.process_time() - started)
         ref, call = response.conversation, response.message.tool_calls[0]
-        new = [response.message,
-               Message(role="tool", tool_call_id=call.id, name="get_weather", content='{"temp": 21, "sky": "clear"}')]
+        new = [
+            response.message,
+            Message(role="tool", tool_call_id=call.id, name="get_weather", content='{"temp": 21, "sky": "clear"}'),
+        ]
     return cpu
 
 
@@ -105,15 +131,22 @@ async def main(step_counts: list[int], rounds: int) -> dict:
                     means[side].append(statistics.mean(cpu))
                     tails[side].append(statistics.mean(cpu[-20:]))
             figure = {f"{side}_cpu_ms_per_call": round(1000 * statistics.median(means[side]), 3) for side in sides}
-            figure |= {f"{side}_cpu_ms_last_20_calls": round(1000 * statistics.median(tails[side]), 3) for side in sides}
+            figure |= {
+                f"{side}_cpu_ms_last_20_calls": round(1000 * statistics.median(tails[side]), 3) for side in sides
+            }
             figure["ratio"] = round(figure["folds_cpu_ms_per_call"] / figure["cold_cpu_ms_per_call"], 3)
             figure["ratio_last_20_calls"] = round(
-                figure["folds_cpu_ms_last_20_calls"] / figure["cold_cpu_ms_last_20_calls"], 3)
+                figure["folds_cpu_ms_last_20_calls"] / figure["cold_cpu_ms_last_20_calls"], 3
+            )
             by_steps[str(steps)] = figure
-            print(f"{steps} calls: llm.call CPU ms/call with folds {figure['folds_cpu_ms_per_call']} "
-                  f"(last 20: {figure['folds_cpu_ms_last_20_calls']}), folding from scratch "
-                  f"{figure['cold_cpu_ms_per_call']} (last 20: {figure['cold_cpu_ms_last_20_calls']}); "
-                  f"ratio {figure['ratio']}", file=sys.stderr, flush=True)
+            print(
+                f"{steps} calls: llm.call CPU ms/call with folds {figure['folds_cpu_ms_per_call']} "
+                f"(last 20: {figure['folds_cpu_ms_last_20_calls']}), folding from scratch "
+                f"{figure['cold_cpu_ms_per_call']} (last 20: {figure['cold_cpu_ms_last_20_calls']}); "
+                f"ratio {figure['ratio']}",
+                file=sys.stderr,
+                flush=True,
+            )
         await http.aclose()
     return {"by_steps": by_steps, "rounds": rounds, "load_average": os.getloadavg()}
 

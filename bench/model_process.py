@@ -46,7 +46,8 @@ def scripted_model_process(script: dict[str, Any], port: int) -> Iterator[ModelP
         path.write_text(json.dumps(script))
         proc = subprocess.Popen(
             [sys.executable, "-m", "agentsteps.scripted_model", "--script", str(path), "--port", str(port)],
-            stdout=subprocess.PIPE, text=True,
+            stdout=subprocess.PIPE,
+            text=True,
         )
         try:
             assert proc.stdout is not None

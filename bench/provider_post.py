@@ -38,6 +38,7 @@ from typing import Any
 
 import anthropic
 import openai
+from model_process import free_port, scripted_model_process
 from pydantic import SecretStr
 
 from agentsteps.activities.llm.providers import anthropic as anthropic_wire
@@ -46,10 +47,12 @@ from agentsteps.activities.llm.providers.base import PreparedPost
 from agentsteps.activities.llm.providers.http_transport import provider_http_client
 from agentsteps.activities.llm.providers.openai import CHAT_COMPLETIONS_PATH, OpenAIProvider, request_to_wire
 from agentsteps.contracts import LLMConfig, LLMRequest, Message, ToolSchema
-from model_process import free_port, scripted_model_process
 
-WEATHER = ToolSchema(name="get_weather", description="Current weather for a city.",
-                     parameters={"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]})
+WEATHER = ToolSchema(
+    name="get_weather",
+    description="Current weather for a city.",
+    parameters={"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+)
 SCRIPT = {"rules": [], "default": {"content": "done"}}
 SIDES = ("create", "sdk_post", "prepared")
 
@@ -58,8 +61,9 @@ def _request(messages: int, provider: str) -> LLMRequest:
     turns = [Message.system("Be brief.")]
     for i in range(messages - 1):
         turns.append(Message.user(f"question {i}") if i % 2 == 0 else Message(role="assistant", content=f"answer {i}"))
-    return LLMRequest(config=LLMConfig(model="scripted-2026-01-01", provider=provider, max_tokens=64),
-                      messages=turns, tools=[WEATHER])
+    return LLMRequest(
+        config=LLMConfig(model="scripted-2026-01-01", provider=provider, max_tokens=64), messages=turns, tools=[WEATHER]
+    )
 
 
 async def measure(url: str, provider: str, messages: int, calls: int, rounds: int) -> dict[str, float]:
@@ -68,7 +72,7 @@ async def measure(url: str, provider: str, messages: int, calls: int, rounds: in
         sides = (_openai_sides if provider == "openai" else _anthropic_sides)(url, http, request)
         cpu: dict[str, list[float]] = {side: [] for side in SIDES}
         for round_ in range(rounds + 1):  # round 0 warms every path up
-            order = SIDES[round_ % 3:] + SIDES[:round_ % 3]
+            order = SIDES[round_ % 3 :] + SIDES[: round_ % 3]
             for side in order:
                 call = sides[side]
                 start = time.process_time()
@@ -103,8 +107,7 @@ def _anthropic_sides(url: str, http: Any, request: LLMRequest) -> dict[str, Call
     params, extra_body = anthropic_wire.request_to_wire(request)
     prepared = AnthropicProvider(http, base_url=url, api_key=SecretStr("sk-bench"), timeout=120.0)
     before = AnthropicProvider(http, base_url=url, api_key=SecretStr("sk-bench"), timeout=120.0)
-    client = anthropic.AsyncAnthropic(api_key="sk-bench", base_url=url, http_client=http, max_retries=0,
-                                      timeout=120.0)
+    client = anthropic.AsyncAnthropic(api_key="sk-bench", base_url=url, http_client=http, max_retries=0, timeout=120.0)
 
     async def create() -> object:
         return await client.messages.create(**params, extra_body=extra_body or None)
@@ -136,8 +139,13 @@ async def main(provider: str, message_counts: list[int], calls: int, rounds: int
                 "prepared_vs_sdk_post": round(ms["prepared"] / ms["sdk_post"], 3),
             }
             print(f"{messages} messages: CPU ms per call {ms}", file=sys.stderr, flush=True)
-    return {"provider": provider, "by_messages": figures, "calls": calls, "rounds": rounds,
-            "load_average": os.getloadavg()}
+    return {
+        "provider": provider,
+        "by_messages": figures,
+        "calls": calls,
+        "rounds": rounds,
+        "load_average": os.getloadavg(),
+    }
 
 
 if __name__ == "__main__":

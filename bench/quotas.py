@@ -41,6 +41,7 @@ import uuid
 from pathlib import Path
 
 import httpx
+from model_process import free_port, scripted_model_process
 from temporalio.testing import WorkflowEnvironment
 
 from agentsteps.activities.tools.registry import ToolRegistry
@@ -52,7 +53,6 @@ from agentsteps.contracts.names import AGENT_WORKFLOW
 from agentsteps.contracts.quotas.config import QuotaSettings
 from agentsteps.contracts.spec import ActivityPolicy
 from agentsteps.worker import connect, running_worker
-from model_process import free_port, scripted_model_process
 
 MODEL = "scripted-2026-01-01"
 MAX_TOKENS = 20
@@ -69,12 +69,28 @@ def _script(output_per_window: int, window: float) -> dict:
 def _spec() -> AgentSpec:
     # Retried as long as a 429 keeps coming: quotas off must not lose runs, only time.
     policy = ActivityPolicy(max_attempts=100, initial_interval_seconds=0.5, maximum_interval_seconds=10)
-    return AgentSpec(name="bench-quota", model=LLMConfig(model=MODEL, max_tokens=MAX_TOKENS), tools=[],
-                     max_steps=1, llm_policy=policy, system_prompt="Answer briefly.")
+    return AgentSpec(
+        name="bench-quota",
+        model=LLMConfig(model=MODEL, max_tokens=MAX_TOKENS),
+        tools=[],
+        max_steps=1,
+        llm_policy=policy,
+        system_prompt="Answer briefly.",
+    )
 
 
-async def _phase(client, settings: WorkerSettings, stats_url: str, *, plans: bool, runs: int, seconds: float,
-                 warmup: float, output_per_window: int, window: float) -> dict:
+async def _phase(
+    client,
+    settings: WorkerSettings,
+    stats_url: str,
+    *,
+    plans: bool,
+    runs: int,
+    seconds: float,
+    warmup: float,
+    output_per_window: int,
+    window: float,
+) -> dict:
     spec = _spec()
     done: list[tuple[float, str, int]] = []  # (ended at, tenant, output tokens)
     failed = 0
@@ -85,8 +101,11 @@ async def _phase(client, settings: WorkerSettings, stats_url: str, *, plans: boo
         plan = quota_plan(settings, tenant) if plans else None
         while time.monotonic() < stop_at:
             handle = await client.start_workflow(
-                AGENT_WORKFLOW, AgentInput(spec=spec, input=f"hello from {tenant}", tenant=tenant, quota=plan),
-                id=f"bench-{tenant}-{uuid.uuid4().hex[:10]}", task_queue=settings.task_queue, result_type=AgentResult,
+                AGENT_WORKFLOW,
+                AgentInput(spec=spec, input=f"hello from {tenant}", tenant=tenant, quota=plan),
+                id=f"bench-{tenant}-{uuid.uuid4().hex[:10]}",
+                task_queue=settings.task_queue,
+                result_type=AgentResult,
             )
             try:
                 result = await handle.result()
@@ -140,29 +159,50 @@ async def main(args: argparse.Namespace) -> dict:
     output_per_window = int(6 * MAX_TOKENS * window)
     port = free_port()
     env = await WorkflowEnvironment.start_local(
-        dev_server_existing_path=temporal_binary(), dev_server_startup_timeout=SERVER_STARTUP,
+        dev_server_existing_path=temporal_binary(),
+        dev_server_startup_timeout=SERVER_STARTUP,
         dev_server_extra_args=dev_server_args(),
         dev_server_log_level="error",
     )
     try:
-        with tempfile.TemporaryDirectory() as state, scripted_model_process(_script(output_per_window, window),
-                                                                            port) as model:
-            quotas = QuotaSettings.model_validate({
-                "limits": [{"name": "bench", "model": MODEL, "output_tokens_per_minute": output_per_window,
-                            "window_seconds": window, "lease_seconds": 120}],
-                "tenants": [{"name": t, "weight": w} for t, w in WEIGHTS.items()],
-            })
+        with (
+            tempfile.TemporaryDirectory() as state,
+            scripted_model_process(_script(output_per_window, window), port) as model,
+        ):
+            quotas = QuotaSettings.model_validate(
+                {
+                    "limits": [
+                        {
+                            "name": "bench",
+                            "model": MODEL,
+                            "output_tokens_per_minute": output_per_window,
+                            "window_seconds": window,
+                            "lease_seconds": 120,
+                        }
+                    ],
+                    "tenants": [{"name": t, "weight": w} for t, w in WEIGHTS.items()],
+                }
+            )
             settings = WorkerSettings(
-                state_dir=Path(state), task_queue=f"bench-quotas-{uuid.uuid4().hex[:6]}", quotas=quotas,
-                providers=ProviderSettings(openai_base_url=model.url, request_timeout_seconds=30,
-                                           retry_after_cap_seconds=window),
+                state_dir=Path(state),
+                task_queue=f"bench-quotas-{uuid.uuid4().hex[:6]}",
+                quotas=quotas,
+                providers=ProviderSettings(
+                    openai_base_url=model.url, request_timeout_seconds=30, retry_after_cap_seconds=window
+                ),
             )
             client = await connect(settings, env.client.service_client.config.target_host)
             stats_url = model.url.removesuffix("/v1") + "/stats"
-            common = dict(runs=args.runs, seconds=seconds, warmup=window, output_per_window=output_per_window,
-                          window=window)
-            async with running_worker(client, settings, registry=ToolRegistry(), max_concurrent_activities=400,
-                                      max_concurrent_workflow_tasks=100):
+            common = dict(
+                runs=args.runs, seconds=seconds, warmup=window, output_per_window=output_per_window, window=window
+            )
+            async with running_worker(
+                client,
+                settings,
+                registry=ToolRegistry(),
+                max_concurrent_activities=400,
+                max_concurrent_workflow_tasks=100,
+            ):
                 off = await _phase(client, settings, stats_url, plans=False, **common)
                 print(f"quotas off: {off}", file=sys.stderr, flush=True)
                 await asyncio.sleep(window * 1.2)  # the provider's window empties between the phases

@@ -47,30 +47,37 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from temporalio.contrib.pydantic import pydantic_data_converter
-from temporalio.testing import WorkflowEnvironment
-
 import step_overhead
 import throughput
-from agentsteps.client.dev_server import SERVER_STARTUP, dev_server_args, temporal_binary
-from agentsteps.contracts import AgentSpec, LLMConfig
 from cpu import temporal_server_pids
 from go_symbols import GoSymbols
 from model_process import free_port
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.testing import WorkflowEnvironment
+
+from agentsteps.client.dev_server import SERVER_STARTUP, dev_server_args, temporal_binary
+from agentsteps.contracts import AgentSpec, LLMConfig
 
 FREQUENCY = 1999
 """Samples a second: one sample is about 0.5 ms of server CPU."""
 
 CATEGORIES: list[tuple[str, tuple[str, ...]]] = [
-    ("visibility rows (start, upserts, close)", ("visibilityQueueTaskExecutor", "VisibilityStore", "visibilityManager")),
-    ("search attributes (validate, upsert command)", ("go.temporal.io/server/common/searchattribute.",
-                                                     "AddUpsertWorkflowSearchAttributesEvent")),
+    (
+        "visibility rows (start, upserts, close)",
+        ("visibilityQueueTaskExecutor", "VisibilityStore", "visibilityManager"),
+    ),
+    (
+        "search attributes (validate, upsert command)",
+        ("go.temporal.io/server/common/searchattribute.", "AddUpsertWorkflowSearchAttributesEvent"),
+    ),
     ("gzip of gRPC messages", ("compress/flate.", "compress/gzip.")),
     ("protobuf encode and decode", ("google.golang.org/protobuf/", "github.com/gogo/protobuf/")),
     ("garbage collector", ("runtime.gcBgMarkWorker", "runtime.gcAssist", "runtime.bgsweep")),
     ("history events (append, read)", ("AppendHistoryNodes", "ReadHistoryBranch", "readRawHistoryBranch")),
-    ("mutable state (create, update, load)", ("CreateWorkflowExecution", "UpdateWorkflowExecution",
-                                             "GetWorkflowExecution")),
+    (
+        "mutable state (create, update, load)",
+        ("CreateWorkflowExecution", "UpdateWorkflowExecution", "GetWorkflowExecution"),
+    ),
     ("matching (task queues, dispatch)", ("go.temporal.io/server/service/matching.",)),
     ("periodic refreshes (namespaces, cluster metadata)", ("GetClusterMetadata", "GetNamespace", "ListNamespaces")),
 ]
@@ -96,9 +103,23 @@ def _check_perf() -> str:
 def recording(perf: str, pids: list[int], out: Path) -> Iterator[None]:
     """``perf record`` of ``pids`` while the block runs."""
     proc = subprocess.Popen(
-        [perf, "record", "-q", "-e", "cpu-clock:u", "-F", str(FREQUENCY), "--call-graph", "fp",
-         "-p", ",".join(map(str, pids)), "-o", str(out)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        [
+            perf,
+            "record",
+            "-q",
+            "-e",
+            "cpu-clock:u",
+            "-F",
+            str(FREQUENCY),
+            "--call-graph",
+            "fp",
+            "-p",
+            ",".join(map(str, pids)),
+            "-o",
+            str(out),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
     )
     try:
         yield
@@ -120,8 +141,9 @@ class Stacks:
 
     def read(self, data: Path) -> Iterator[list[str]]:
         # perf prints an address it cannot name relative to its mapping; the text maps at the ELF's load base.
-        out = subprocess.run([self.perf, "script", "-i", str(data), "-F", "ip,dso"],
-                             capture_output=True, text=True, check=True).stdout
+        out = subprocess.run(
+            [self.perf, "script", "-i", str(data), "-F", "ip,dso"], capture_output=True, text=True, check=True
+        ).stdout
         chain: list[str] = []
         for line in out.splitlines():
             fields = line.split()
@@ -177,48 +199,63 @@ def tally(stacks: Stacks, files: list[Path], units: int) -> dict[str, dict[str, 
     }
 
 
-async def throughput_shape(perf: str, env: WorkflowEnvironment, sides: list[str], runs: int, rounds: int,
-                           out: Path) -> dict[str, list[Path]]:
+async def throughput_shape(
+    perf: str, env: WorkflowEnvironment, sides: list[str], runs: int, rounds: int, out: Path
+) -> dict[str, list[Path]]:
     server = temporal_server_pids()
     files: dict[str, list[Path]] = {side: [] for side in sides}
-    with tempfile.TemporaryDirectory() as state, \
-            throughput.scripted_model_process(throughput.script(), free_port()) as model:
+    with (
+        tempfile.TemporaryDirectory() as state,
+        throughput.scripted_model_process(throughput.script(), free_port()) as model,
+    ):
         task_queue = f"profile-{uuid.uuid4().hex[:6]}"
         address = env.client.service_client.config.target_host
         with throughput.worker_processes(1, address, task_queue, model.url, Path(state)) as workers:
             pids = {"worker": workers, "server": server, "model": [model.pid]}
             await asyncio.gather(*(throughput.RUNS[s](env.client, task_queue) for s in sides for _ in range(8)))
             for round_ in range(rounds):
-                for side in sides[round_ % len(sides):] + sides[:round_ % len(sides)]:
+                for side in sides[round_ % len(sides) :] + sides[: round_ % len(sides)]:
                     run = throughput.RUNS[side]
                     data = out / f"{side}-{round_}.data"
                     with recording(perf, server, data):
                         figure = await throughput.batch(lambda: run(env.client, task_queue), runs, pids)
                     files[side].append(data)
-                    print(f"round {round_} {side}: {runs / figure['seconds']:.1f} runs/s, server CPU "
-                          f"{1000 * figure['server'] / runs:.1f} ms/run", file=sys.stderr, flush=True)
+                    print(
+                        f"round {round_} {side}: {runs / figure['seconds']:.1f} runs/s, server CPU "
+                        f"{1000 * figure['server'] / runs:.1f} ms/run",
+                        file=sys.stderr,
+                        flush=True,
+                    )
     return files
 
 
-async def steps_shape(perf: str, env: WorkflowEnvironment, sides: list[str], steps: int, rounds: int,
-                      out: Path) -> dict[str, list[Path]]:
+async def steps_shape(
+    perf: str, env: WorkflowEnvironment, sides: list[str], steps: int, rounds: int, out: Path
+) -> dict[str, list[Path]]:
     server = temporal_server_pids()
     port = free_port()
     files: dict[str, list[Path]] = {side: [] for side in sides}
     spec = AgentSpec(
-        name="bench", model=LLMConfig(model="scripted-2026-01-01", max_tokens=64, context_window=128_000),
-        tools=["get_weather"], max_steps=steps + 1, token_budget=10**9,
+        name="bench",
+        model=LLMConfig(model="scripted-2026-01-01", max_tokens=64, context_window=128_000),
+        tools=["get_weather"],
+        max_steps=steps + 1,
+        token_budget=10**9,
     )
     pids = {"worker": [os.getpid()], "server": server}
     async with step_overhead.serving(env, port) as task_queue:
         for round_ in range(rounds):
-            for side in sides[round_ % len(sides):] + sides[:round_ % len(sides)]:
+            for side in sides[round_ % len(sides) :] + sides[: round_ % len(sides)]:
                 data = out / f"{side}-{round_}.data"
                 with recording(perf, server, data):
                     seconds, cpu, _ = await step_overhead.one_run(env, side, port, task_queue, spec, steps, pids)
                 files[side].append(data)
-                print(f"round {round_} {side}: {1000 * seconds / (steps + 1):.1f} ms/step, server CPU "
-                      f"{1000 * cpu['server'] / (steps + 1):.1f} ms/step", file=sys.stderr, flush=True)
+                print(
+                    f"round {round_} {side}: {1000 * seconds / (steps + 1):.1f} ms/step, server CPU "
+                    f"{1000 * cpu['server'] / (steps + 1):.1f} ms/step",
+                    file=sys.stderr,
+                    flush=True,
+                )
     return files
 
 
@@ -226,8 +263,10 @@ async def main(sides: list[str], runs: int, rounds: int, steps: int | None) -> d
     perf = _check_perf()
     stacks = Stacks(perf, os.path.realpath(temporal_binary()))
     env = await WorkflowEnvironment.start_local(
-        dev_server_existing_path=temporal_binary(), dev_server_startup_timeout=SERVER_STARTUP,
-        dev_server_extra_args=dev_server_args(), data_converter=pydantic_data_converter,
+        dev_server_existing_path=temporal_binary(),
+        dev_server_startup_timeout=SERVER_STARTUP,
+        dev_server_extra_args=dev_server_args(),
+        data_converter=pydantic_data_converter,
         dev_server_log_level="error",
     )
     try:
@@ -241,17 +280,20 @@ async def main(sides: list[str], runs: int, rounds: int, steps: int | None) -> d
             figures = {side: tally(stacks, files[side], per_side) for side in sides}
     finally:
         await env.shutdown()
-    summary: dict = {"unit": unit, "frequency_hz": FREQUENCY, "load_average": os.getloadavg(),
-                     "server_cpu_ms": figures}
+    summary: dict = {"unit": unit, "frequency_hz": FREQUENCY, "load_average": os.getloadavg(), "server_cpu_ms": figures}
     if "handwritten" in figures:
         hand = figures["handwritten"]["by_category"]
         summary["excess_over_handwritten_ms"] = {
             side: {k: round(v - hand[k], 2) for k, v in f["by_category"].items()}
-            for side, f in figures.items() if side != "handwritten"
+            for side, f in figures.items()
+            if side != "handwritten"
         }
     for side, f in figures.items():
-        print(f"{side}: {f['total']} ms of server CPU a {unit}: "
-              + ", ".join(f"{k} {v}" for k, v in f["by_category"].items()), file=sys.stderr)
+        print(
+            f"{side}: {f['total']} ms of server CPU a {unit}: "
+            + ", ".join(f"{k} {v}" for k, v in f["by_category"].items()),
+            file=sys.stderr,
+        )
     return summary
 
 

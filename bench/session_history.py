@@ -34,6 +34,7 @@ import time
 import uuid
 from pathlib import Path
 
+from full_list_session import BASELINE_WORKFLOW, FullListSession
 from pydantic import BaseModel
 from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.contrib.pydantic import pydantic_data_converter
@@ -48,7 +49,6 @@ from agentsteps.contracts.names import TURN_UPDATE
 from agentsteps.contracts.session import TurnInput, TurnResult
 from agentsteps.scripted_model import ScriptedModelServer
 from agentsteps.worker import running_worker
-from full_list_session import BASELINE_WORKFLOW, FullListSession
 
 TICKET_TOOLS = ["list_issues", "get_issue", "add_comment", "update_issue"]
 CALLS_PER_TURN = 2
@@ -119,18 +119,30 @@ class Meter:
 
 def tickets_config(state: Path) -> Path:
     """A worker config file declaring the bundled ticket tracker as an MCP server (stdio, no token: loopback)."""
-    args = ["-m", "agentsteps.examples.tickets", "--transport", "stdio", "--db", str(state / "tickets.db"),
-            "--seed-issues", "10", "--insecure-no-auth"]
+    args = [
+        "-m",
+        "agentsteps.examples.tickets",
+        "--transport",
+        "stdio",
+        "--db",
+        str(state / "tickets.db"),
+        "--seed-issues",
+        "10",
+        "--insecure-no-auth",
+    ]
     path = state / "agentsteps.toml"
-    path.write_text(f"[mcp.servers.tickets]\ntransport = \"stdio\"\ncommand = {json.dumps(sys.executable)}\n"
-                    f"args = {json.dumps(args)}\n")
+    path.write_text(
+        f'[mcp.servers.tickets]\ntransport = "stdio"\ncommand = {json.dumps(sys.executable)}\n'
+        f"args = {json.dumps(args)}\n"
+    )
     return path
 
 
 async def main(turns: int, tickets: bool = False) -> dict:
     env = await WorkflowEnvironment.start_local(
-        dev_server_existing_path=temporal_binary(), dev_server_startup_timeout=SERVER_STARTUP,
-        data_converter=pydantic_data_converter
+        dev_server_existing_path=temporal_binary(),
+        dev_server_startup_timeout=SERVER_STARTUP,
+        data_converter=pydantic_data_converter,
     )
     marks = [10, 100, turns] if turns >= 100 else [10, turns]
     measured = {t for m in marks for t in range(m - WINDOW + 1, m + 1)}
@@ -152,9 +164,7 @@ async def main(turns: int, tickets: bool = False) -> dict:
         baseline_died: int | None = None
         session_id = f"bench-session-{uuid.uuid4().hex[:8]}"
         baseline_id = f"bench-baseline-{uuid.uuid4().hex[:8]}"
-        async with running_worker(
-            env.client, settings, registry=registry(), extra_workflows=[FullListSession]
-        ):
+        async with running_worker(env.client, settings, registry=registry(), extra_workflows=[FullListSession]):
             await send_turn(env.client, spec, "warm up", session_id=session_id, task_queue=settings.task_queue)
             baseline: WorkflowHandle = await env.client.start_workflow(
                 BASELINE_WORKFLOW, spec, id=baseline_id, task_queue=settings.task_queue
@@ -176,16 +186,21 @@ async def main(turns: int, tickets: bool = False) -> dict:
                         baseline_died = n
                         print(f"turn {n}: baseline failed ({exc.cause}); history limit reached", flush=True)
                 if n in marks and n in theirs.history:
-                    print(f"turn {n}: session {ours.at(ours.history, n):.0f} B/call history, "
-                          f"{ours.at(ours.total, n):.0f} with store, {ours.at(ours.step_ms, n):.1f} ms/call | "
-                          f"baseline {theirs.at(theirs.history, n):.0f} B/call history, "
-                          f"{theirs.at(theirs.total, n):.0f} with store, {theirs.at(theirs.step_ms, n):.1f} ms/call",
-                          flush=True)
+                    print(
+                        f"turn {n}: session {ours.at(ours.history, n):.0f} B/call history, "
+                        f"{ours.at(ours.total, n):.0f} with store, {ours.at(ours.step_ms, n):.1f} ms/call | "
+                        f"baseline {theirs.at(theirs.history, n):.0f} B/call history, "
+                        f"{theirs.at(theirs.total, n):.0f} with store, {theirs.at(theirs.step_ms, n):.1f} ms/call",
+                        flush=True,
+                    )
             if baseline_died is None:
                 await baseline.signal("finish")
             else:
-                print(f"turn {turns}: session {ours.at(ours.history, turns):.0f} B/call history; "
-                      f"baseline died at turn {baseline_died}", flush=True)
+                print(
+                    f"turn {turns}: session {ours.at(ours.history, turns):.0f} B/call history; "
+                    f"baseline died at turn {baseline_died}",
+                    flush=True,
+                )
     await env.shutdown()
 
     def side(meter: Meter, last: int) -> dict:

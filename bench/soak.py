@@ -74,7 +74,12 @@ sys.path.insert(0, str(SUPPORT))  # the tests' stand-ins: MCP fleet server, faul
 
 import boto3  # noqa: E402
 import httpx  # noqa: E402
+from fleet_support import Control, fleet_server  # noqa: E402
+from mcp_support import write_mcp_config  # noqa: E402
+from model_process import free_port, scripted_model_process  # noqa: E402
 from moto.server import ThreadedMotoServer  # noqa: E402
+from s3_fault_proxy import FaultingS3Proxy  # noqa: E402
+from scale_support import Ledger  # noqa: E402
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowUpdateFailedError  # noqa: E402
 from temporalio.contrib.pydantic import pydantic_data_converter  # noqa: E402
 from temporalio.exceptions import ApplicationError  # noqa: E402
@@ -87,12 +92,6 @@ from agentsteps.client.sessions import close_session, send_turn, session_handle,
 from agentsteps.contracts import AgentSpec, LLMConfig  # noqa: E402
 from agentsteps.contracts.session import SessionConfig  # noqa: E402
 from agentsteps.contracts.spec import ActivityPolicy  # noqa: E402
-
-from fleet_support import Control, fleet_server  # noqa: E402
-from mcp_support import write_mcp_config  # noqa: E402
-from model_process import free_port, scripted_model_process  # noqa: E402
-from s3_fault_proxy import FaultingS3Proxy  # noqa: E402
-from scale_support import Ledger  # noqa: E402
 
 AGENTSTEPS = Path(sys.executable).with_name("agentsteps")
 CREDENTIALS = {"s3_access_key_id": "testing", "s3_secret_access_key": "testing-secret", "s3_region": "us-east-1"}
@@ -129,31 +128,60 @@ def model_script(sessions: list[tuple[str, str]], turns: int) -> dict[str, Any]:
             every = ", ".join(f"v{k}" for k in range(1, turns + 1))
             rules.append({"match": {"contains": recap, "any_contains": CODE_MARK}, "reply": program(f"[{every}]\n")})
         else:
-            rules.append({"match": {"contains": recap, "any_contains": f"S{index} step 1."},
-                          "reply": {"tool_calls": [{"name": "soak_echo", "arguments": {"text": f"S{index} recap first"}}]}})
-            rules.append({"match": {"tool_result_for": "soak_echo", "contains": f"S{index} recap first",
-                                    "any_contains": f"recorded S{index} step {turns}"},
-                          "reply": {"content": f"S{index} intact"}})
+            rules.append(
+                {
+                    "match": {"contains": recap, "any_contains": f"S{index} step 1."},
+                    "reply": {"tool_calls": [{"name": "soak_echo", "arguments": {"text": f"S{index} recap first"}}]},
+                }
+            )
+            rules.append(
+                {
+                    "match": {
+                        "tool_result_for": "soak_echo",
+                        "contains": f"S{index} recap first",
+                        "any_contains": f"recorded S{index} step {turns}",
+                    },
+                    "reply": {"content": f"S{index} intact"},
+                }
+            )
     rules += [  # "fill": the regex's named groups go into the reply
-        {"match": {"role": "user", "regex": step, "any_contains": CODE_MARK}, "reply": {"fill": True, **program(
-            'e = await soak_echo(text="S{s} step {k}")\nr = await record(step="S{s}-{k}")\nv{k} = {k} * 7\nv{k}\n')}},
-        {"match": {"role": "user", "regex": step},
-         "reply": {"fill": True, "tool_calls": [{"name": "soak_echo", "arguments": {"text": "S{s} step {k}"}}]}},
-        {"match": {"tool_result_for": "soak_echo", "regex": r"S(?P<s>\d+) step (?P<k>\d+)"},
-         "reply": {"fill": True, "tool_calls": [{"name": "record", "arguments": {"step": "S{s}-{k}"}}]}},
-        {"match": {"tool_result_for": "record", "regex": r"S(?P<s>\d+)-(?P<k>\d+)"},
-         "reply": {"fill": True, "content": "recorded S{s} step {k}"}},
+        {
+            "match": {"role": "user", "regex": step, "any_contains": CODE_MARK},
+            "reply": {
+                "fill": True,
+                **program(
+                    'e = await soak_echo(text="S{s} step {k}")\nr = await record(step="S{s}-{k}")\nv{k} = {k} * 7\nv{k}\n'
+                ),
+            },
+        },
+        {
+            "match": {"role": "user", "regex": step},
+            "reply": {"fill": True, "tool_calls": [{"name": "soak_echo", "arguments": {"text": "S{s} step {k}"}}]},
+        },
+        {
+            "match": {"tool_result_for": "soak_echo", "regex": r"S(?P<s>\d+) step (?P<k>\d+)"},
+            "reply": {"fill": True, "tool_calls": [{"name": "record", "arguments": {"step": "S{s}-{k}"}}]},
+        },
+        {
+            "match": {"tool_result_for": "record", "regex": r"S(?P<s>\d+)-(?P<k>\d+)"},
+            "reply": {"fill": True, "content": "recorded S{s} step {k}"},
+        },
     ]
     return {"rules": rules, "default": {"content": "lost"}}
 
 
 def spec(mode: str) -> AgentSpec:
     return AgentSpec(
-        name=f"soak-{mode}", mode=mode,  # type: ignore[arg-type]
+        name=f"soak-{mode}",
+        mode=mode,  # type: ignore[arg-type]
         model=LLMConfig(model="scripted-2026-01-01", max_tokens=256, context_window=2_000_000),
-        tools=["soak_echo", "record"], max_steps=6, token_budget=10_000_000, system_prompt=f"soak, {mode} mode",
-        tool_policy=ActivityPolicy(start_to_close_seconds=10, max_attempts=100, initial_interval_seconds=0.2,
-                                   maximum_interval_seconds=1),
+        tools=["soak_echo", "record"],
+        max_steps=6,
+        token_budget=10_000_000,
+        system_prompt=f"soak, {mode} mode",
+        tool_policy=ActivityPolicy(
+            start_to_close_seconds=10, max_attempts=100, initial_interval_seconds=0.2, maximum_interval_seconds=1
+        ),
         # The scripted model answers at once: a call lost with a killed worker is retried after 10 s, not 120.
         llm_policy=ActivityPolicy(start_to_close_seconds=10, initial_interval_seconds=0.5, maximum_interval_seconds=2),
     )
@@ -178,10 +206,14 @@ class Fleet:
 
     def env(self) -> dict[str, str]:
         env = {
-            **os.environ, "AGENTSTEPS_CONFIG": str(self.config), "TEMPORAL_ADDRESS": self.address,
-            "AGENTSTEPS_SNAPSHOT_KEY": self.key, "AGENTSTEPS_SNAPSHOT_PREVIOUS_KEYS": ",".join(self.previous),
+            **os.environ,
+            "AGENTSTEPS_CONFIG": str(self.config),
+            "TEMPORAL_ADDRESS": self.address,
+            "AGENTSTEPS_SNAPSHOT_KEY": self.key,
+            "AGENTSTEPS_SNAPSHOT_PREVIOUS_KEYS": ",".join(self.previous),
             "PYTHONPATH": os.pathsep.join([str(SUPPORT), os.environ.get("PYTHONPATH", "")]),
-            "SOAK_LEDGER": str(self.ledger), "AGENTSTEPS_GRACEFUL_SHUTDOWN_SECONDS": "15",
+            "SOAK_LEDGER": str(self.ledger),
+            "AGENTSTEPS_GRACEFUL_SHUTDOWN_SECONDS": "15",
         }
         if self.no_cache:
             env["AGENTSTEPS_MAX_CACHED_WORKFLOWS"] = "0"
@@ -194,13 +226,20 @@ class Fleet:
         state.mkdir(parents=True)
         port = free_port()
         log = (state / "worker.log").open("w")
-        proc = subprocess.Popen([str(AGENTSTEPS), "worker"], env={**self.env(), "AGENTSTEPS_STATE_DIR": str(state),
-                                "AGENTSTEPS_METRICS_PORT": str(port)}, cwd=state, stdout=log, stderr=log)
+        proc = subprocess.Popen(
+            [str(AGENTSTEPS), "worker"],
+            env={**self.env(), "AGENTSTEPS_STATE_DIR": str(state), "AGENTSTEPS_METRICS_PORT": str(port)},
+            cwd=state,
+            stdout=log,
+            stderr=log,
+        )
         deadline = time.monotonic() + 120
         async with httpx.AsyncClient() as http:
             while True:
                 if proc.poll() is not None:
-                    raise RuntimeError(f"worker {proc.pid} exited at start: {(state / 'worker.log').read_text()[-2000:]}")
+                    raise RuntimeError(
+                        f"worker {proc.pid} exited at start: {(state / 'worker.log').read_text()[-2000:]}"
+                    )
                 try:
                     if (await http.get(f"http://127.0.0.1:{port}/readyz", timeout=1)).status_code == 200:
                         break
@@ -292,8 +331,16 @@ def _failure(exc: BaseException) -> ApplicationError | None:
 
 
 class Soak:
-    def __init__(self, args: argparse.Namespace, client: Client, fleet: Fleet, control: Control, queue: str,
-                 proxy: FaultingS3Proxy, s3_env: dict[str, str]) -> None:
+    def __init__(
+        self,
+        args: argparse.Namespace,
+        client: Client,
+        fleet: Fleet,
+        control: Control,
+        queue: str,
+        proxy: FaultingS3Proxy,
+        s3_env: dict[str, str],
+    ) -> None:
         self.args, self.client, self.fleet, self.control, self.queue = args, client, fleet, control, queue
         self.proxy, self.s3_env = proxy, s3_env
         self.rng = random.Random(args.seed)
@@ -313,8 +360,9 @@ class Soak:
             started = time.monotonic()
             self.fig.turns += 1
             try:
-                result = await send_turn(self.client, spec(mode), text, session_id=sid, task_queue=self.queue,
-                                         config=SESSION)
+                result = await send_turn(
+                    self.client, spec(mode), text, session_id=sid, task_queue=self.queue, config=SESSION
+                )
                 return result.output
             except WorkflowUpdateFailedError as exc:
                 failure = _failure(exc)
@@ -333,11 +381,13 @@ class Soak:
 
     async def continued(self) -> int:
         """Continue-as-new count over every session (0 for one not started yet)."""
+
         async def one(sid: str) -> int:
             try:
                 return (await session_state(self.client, sid)).continued
             except RPCError:
                 return 0
+
         return sum(await asyncio.gather(*(one(sid) for sid, _ in self.sessions)))
 
     # -- the disturbances
@@ -364,8 +414,16 @@ class Soak:
 
     async def gc(self) -> None:
         proc = await asyncio.create_subprocess_exec(
-            str(AGENTSTEPS), "payloads", "gc", "--older-than", f"{self.args.gc_older_than}s", "--delete", "--json",
-            env=self.fleet.env(), stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+            str(AGENTSTEPS),
+            "payloads",
+            "gc",
+            "--older-than",
+            f"{self.args.gc_older_than}s",
+            "--delete",
+            "--json",
+            env=self.fleet.env(),
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
         )
         out, err = await proc.communicate()
         self.fig.gc_runs += 1
@@ -376,13 +434,21 @@ class Soak:
         report = json.loads(out.decode().strip().splitlines()[-1])
         self.fig.gc_deleted += len(report["garbage"])
         self.fig.gc_kept += report["referenced"] + report["recent"]
-        say(f"  gc: deleted {len(report['garbage'])}, kept {report['referenced']} reachable and {report['recent']} recent")
+        say(
+            f"  gc: deleted {len(report['garbage'])}, kept {report['referenced']} reachable and {report['recent']} recent"
+        )
 
     async def throwaway(self, n: int) -> None:
         """A short session, closed at once: what gc may collect once it is older than the cutoff."""
         sid = f"soak-{self.run}-tmp-{n}"
-        await send_turn(self.client, spec("tools"), f"throwaway {n} {uuid.uuid4().hex}", session_id=sid,
-                        task_queue=self.queue, config=SESSION)
+        await send_turn(
+            self.client,
+            spec("tools"),
+            f"throwaway {n} {uuid.uuid4().hex}",
+            session_id=sid,
+            task_queue=self.queue,
+            config=SESSION,
+        )
         await close_session(self.client, sid)
 
     async def rotate(self) -> dict[str, Any]:
@@ -398,8 +464,10 @@ class Soak:
     # -- the rounds
 
     async def round(self, n: int, plan: dict[str, Any]) -> None:
-        say(f"round {n}/{self.args.turns} at {time.monotonic() - self.began:.0f} s: {len(self.fleet.workers)} workers,"
-            f" S3 faults so far {self.proxy.total}")
+        say(
+            f"round {n}/{self.args.turns} at {time.monotonic() - self.began:.0f} s: {len(self.fleet.workers)} workers,"
+            f" S3 faults so far {self.proxy.total}"
+        )
         chaos: list[asyncio.Future[Any]] = []
         if n in plan["outage"]:
             self.fig.outages += 1
@@ -477,10 +545,14 @@ class Soak:
             status = (await session_handle(self.client, sid).describe()).status
             state = await session_state(self.client, sid)
             spans.append((state.last_activity - state.created_at).total_seconds() / 86400)
-            expected_outputs = [(f"recorded S{index} step {k}" if mode == "tools" else k * 7)
-                                for k in range(1, turns + 1)]
-            if (status is not WorkflowExecutionStatus.RUNNING or state.status != "idle"
-                    or self.outputs[sid] != expected_outputs):
+            expected_outputs = [
+                (f"recorded S{index} step {k}" if mode == "tools" else k * 7) for k in range(1, turns + 1)
+            ]
+            if (
+                status is not WorkflowExecutionStatus.RUNNING
+                or state.status != "idle"
+                or self.outputs[sid] != expected_outputs
+            ):
                 lost.append(sid)
             if mode == "tools":
                 conversations[0] += 1
@@ -496,20 +568,36 @@ class Soak:
                 say(f"  {sid}: effects {effects}")
         continued = await self.continued()
         return {
-            "server": self.args.server, "seed": self.args.seed, "simulated_days": self.args.days if self.args.server == "time-skipping" else 0,
-            "sessions": len(self.sessions), "turns_per_session": turns, "workers": self.args.workers,
-            "turns": self.fig.turns, "turns_failed_by_type": dict(self.fig.failed),
+            "server": self.args.server,
+            "seed": self.args.seed,
+            "simulated_days": self.args.days if self.args.server == "time-skipping" else 0,
+            "sessions": len(self.sessions),
+            "turns_per_session": turns,
+            "workers": self.args.workers,
+            "turns": self.fig.turns,
+            "turns_failed_by_type": dict(self.fig.failed),
             "turns_failed_while_mcp_down": dict(self.fig.failed_in),
-            "turns_failed_unexpected": self.fig.unexpected, "sessions_lost": len(lost), "lost": lost,
-            "conversations_checked": conversations[0], "conversations_intact": conversations[1],
-            "variables_checked": variables[0], "variables_intact": variables[1],
-            "effects_expected": len(self.sessions) * turns, "effects_applied": effects_applied,
-            "kills": self.fig.kills, "gc_runs": self.fig.gc_runs, "gc_deleted": self.fig.gc_deleted,
-            "gc_kept": self.fig.gc_kept, "gc_errors": self.fig.gc_errors,
+            "turns_failed_unexpected": self.fig.unexpected,
+            "sessions_lost": len(lost),
+            "lost": lost,
+            "conversations_checked": conversations[0],
+            "conversations_intact": conversations[1],
+            "variables_checked": variables[0],
+            "variables_intact": variables[1],
+            "effects_expected": len(self.sessions) * turns,
+            "effects_applied": effects_applied,
+            "kills": self.fig.kills,
+            "gc_runs": self.fig.gc_runs,
+            "gc_deleted": self.fig.gc_deleted,
+            "gc_kept": self.fig.gc_kept,
+            "gc_errors": self.fig.gc_errors,
             "s3_faults_injected": {**dict(self.proxy.injected), "total": self.proxy.total},
-            "s3_requests": self.proxy.requests, "rotation": rotation,
-            "mcp_bounces": self.fig.bounces, "mcp_bounces_across_continue_as_new": self.fig.bounces_across_continue,
-            "mcp_outages": self.fig.outages, "continued_as_new": continued,
+            "s3_requests": self.proxy.requests,
+            "rotation": rotation,
+            "mcp_bounces": self.fig.bounces,
+            "mcp_bounces_across_continue_as_new": self.fig.bounces_across_continue,
+            "mcp_outages": self.fig.outages,
+            "continued_as_new": continued,
             "session_span_days": round(min(spans), 2),
             "wall_seconds": round(time.monotonic() - began, 1),
         }
@@ -523,42 +611,77 @@ async def soak(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
     moto.start()
     host, port = moto.get_host_and_port()
     bucket = f"soak-{uuid.uuid4().hex[:8]}"
-    boto3.client("s3", endpoint_url=f"http://{host}:{port}", region_name=CREDENTIALS["s3_region"],
-                 aws_access_key_id=CREDENTIALS["s3_access_key_id"],
-                 aws_secret_access_key=CREDENTIALS["s3_secret_access_key"]).create_bucket(Bucket=bucket)
-    proxy = FaultingS3Proxy(f"http://{host}:{port}", rate=args.s3_fault_rate, seed=args.seed,
-                            slow_seconds=args.s3_slow_seconds)
+    boto3.client(
+        "s3",
+        endpoint_url=f"http://{host}:{port}",
+        region_name=CREDENTIALS["s3_region"],
+        aws_access_key_id=CREDENTIALS["s3_access_key_id"],
+        aws_secret_access_key=CREDENTIALS["s3_secret_access_key"],
+    ).create_bucket(Bucket=bucket)
+    proxy = FaultingS3Proxy(
+        f"http://{host}:{port}", rate=args.s3_fault_rate, seed=args.seed, slow_seconds=args.s3_slow_seconds
+    )
     endpoint = await proxy.start()
     if args.server == "time-skipping":
         import shutil
 
         binary = shutil.which("temporal-test-server", path=str(Path(sys.executable).parent))
-        env = await WorkflowEnvironment.start_time_skipping(test_server_existing_path=binary,
-                                                            test_server_startup_timeout=SERVER_STARTUP,
-                                                            data_converter=pydantic_data_converter)
+        env = await WorkflowEnvironment.start_time_skipping(
+            test_server_existing_path=binary,
+            test_server_startup_timeout=SERVER_STARTUP,
+            data_converter=pydantic_data_converter,
+        )
     else:
         env = await WorkflowEnvironment.start_local(
-            dev_server_existing_path=temporal_binary(), dev_server_startup_timeout=SERVER_STARTUP,
+            dev_server_existing_path=temporal_binary(),
+            dev_server_startup_timeout=SERVER_STARTUP,
             dev_server_extra_args=dev_server_args(),
-            data_converter=pydantic_data_converter, dev_server_log_level="error",
+            data_converter=pydantic_data_converter,
+            dev_server_log_level="error",
         )
     queue = f"soak-{uuid.uuid4().hex[:6]}"
     control = Control(workdir / "mcp-control")
     config = workdir / "agentsteps.toml"
     store = {"s3_bucket": bucket, "s3_prefix": "agentsteps/", "s3_endpoint_url": endpoint, **CREDENTIALS}
-    mcp_part = write_mcp_config(workdir / "mcp.toml", {"bouncer": fleet_server(
-        control, tool_prefix="soak_", give_up_seconds=GIVE_UP, catalog_ttl_seconds=5,
-        timeouts={"connect_seconds": 5, "call_seconds": 2, "list_seconds": 3},
-        breaker={"failures": 2, "open_seconds": 0.5, "max_open_seconds": 1},
-    )}).read_text()
-    config.write_text("\n".join([
-        "[worker]", f'task_queue = "{queue}"', 'tool_factories = ["soak_support:build_registry"]',
-        "sandbox_processes = 1", "", "[worker.providers]", f'openai_base_url = "{args.model_url}"',
-        "request_timeout_seconds = 30", "", "[worker.payload_store]",
-        *(f'{k} = "{v}"' for k, v in store.items()), "", mcp_part,
-    ]))
-    fleet = Fleet(dir=workdir, address=env.client.service_client.config.target_host, config=config,
-                  ledger=workdir / "ledger.db", no_cache=args.server == "time-skipping")
+    mcp_part = write_mcp_config(
+        workdir / "mcp.toml",
+        {
+            "bouncer": fleet_server(
+                control,
+                tool_prefix="soak_",
+                give_up_seconds=GIVE_UP,
+                catalog_ttl_seconds=5,
+                timeouts={"connect_seconds": 5, "call_seconds": 2, "list_seconds": 3},
+                breaker={"failures": 2, "open_seconds": 0.5, "max_open_seconds": 1},
+            )
+        },
+    ).read_text()
+    config.write_text(
+        "\n".join(
+            [
+                "[worker]",
+                f'task_queue = "{queue}"',
+                'tool_factories = ["soak_support:build_registry"]',
+                "sandbox_processes = 1",
+                "",
+                "[worker.providers]",
+                f'openai_base_url = "{args.model_url}"',
+                "request_timeout_seconds = 30",
+                "",
+                "[worker.payload_store]",
+                *(f'{k} = "{v}"' for k, v in store.items()),
+                "",
+                mcp_part,
+            ]
+        )
+    )
+    fleet = Fleet(
+        dir=workdir,
+        address=env.client.service_client.config.target_host,
+        config=config,
+        ledger=workdir / "ledger.db",
+        no_cache=args.server == "time-skipping",
+    )
     Ledger(fleet.ledger)
     try:
         for _ in range(args.workers):  # one at a time: the first records the deployment's key id
@@ -611,8 +734,9 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="soak-") as tmp:
         workdir = args.workdir or Path(tmp)
         workdir.mkdir(parents=True, exist_ok=True)
-        with scripted_model_process(model_script(
-            [(f"S{i}", "code" if i % 2 else "tools") for i in range(args.sessions)], args.turns), free_port()
+        with scripted_model_process(
+            model_script([(f"S{i}", "code" if i % 2 else "tools") for i in range(args.sessions)], args.turns),
+            free_port(),
         ) as model:
             args.model_url = model.url
             figures = asyncio.run(soak(args, workdir))

@@ -42,20 +42,20 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-from temporalio.contrib.pydantic import pydantic_data_converter
-from temporalio.testing import WorkflowEnvironment
-from temporalio.worker import Worker
-
-from agentsteps.contracts import AgentSpec, LLMConfig
-from agentsteps.client.runs import start_agent_run
-from agentsteps.contracts.config.settings import ProviderSettings, WorkerSettings
-from agentsteps.client.dev_server import SERVER_STARTUP, dev_server_args, temporal_binary
-from agentsteps.worker import connect, running_worker
 from bare_workflow import BareAgentShape, noop
 from billable import billable_actions
 from cpu import cpu_seconds, temporal_server_pids
 from handwritten_workflow import HandwrittenActivities, HandwrittenAgentLoop
 from model_process import free_port, openai_url, scripted_model_process
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Worker
+
+from agentsteps.client.dev_server import SERVER_STARTUP, dev_server_args, temporal_binary
+from agentsteps.client.runs import start_agent_run
+from agentsteps.contracts import AgentSpec, LLMConfig
+from agentsteps.contracts.config.settings import ProviderSettings, WorkerSettings
+from agentsteps.worker import connect, running_worker
 
 
 def _script(steps: int) -> dict:
@@ -72,8 +72,15 @@ def _script(steps: int) -> dict:
 SIDES = ("agent", "handwritten", "bare")
 
 
-async def one_run(env: WorkflowEnvironment, side: str, port: int, task_queue: str, spec: AgentSpec,
-                  steps: int, pids: dict[str, list[int]]) -> tuple[float, dict[str, float], str]:
+async def one_run(
+    env: WorkflowEnvironment,
+    side: str,
+    port: int,
+    task_queue: str,
+    spec: AgentSpec,
+    steps: int,
+    pids: dict[str, list[int]],
+) -> tuple[float, dict[str, float], str]:
     """One run of ``side``: seconds, CPU seconds by process kind, and its workflow id."""
     workflow_id = f"bench-{side}-{uuid.uuid4().hex[:8]}"
     with scripted_model_process(_script(steps), port) as model:  # a fresh script: its counters start at zero
@@ -87,13 +94,16 @@ async def one_run(env: WorkflowEnvironment, side: str, port: int, task_queue: st
             assert result.status == "completed" and len(result.steps) == steps + 1, result.status
         elif side == "handwritten":
             calls = await env.client.execute_workflow(
-                HandwrittenAgentLoop.run, args=["weather", steps + 1], id=workflow_id,
+                HandwrittenAgentLoop.run,
+                args=["weather", steps + 1],
+                id=workflow_id,
                 task_queue=task_queue + "-hand",
             )
             assert calls == steps + 1, calls
         else:
-            await env.client.execute_workflow(BareAgentShape.run, steps, id=workflow_id,
-                                              task_queue=task_queue + "-bare")
+            await env.client.execute_workflow(
+                BareAgentShape.run, steps, id=workflow_id, task_queue=task_queue + "-bare"
+            )
         seconds = time.perf_counter() - t0
         cpu = {kind: sum(cpu_seconds(p) for p in ps) - before[kind] for kind, ps in kinds.items()}
     return seconds, cpu, workflow_id
@@ -114,7 +124,7 @@ async def measure(env: WorkflowEnvironment, port: int, task_queue: str, steps: i
     cpu: dict[str, list[dict[str, float]]] = {side: [] for side in SIDES}
     last_ids: dict[str, str] = {}
     for round_ in range(rounds + 1):  # round 0 warms every path up
-        order = SIDES[round_ % 3:] + SIDES[:round_ % 3]
+        order = SIDES[round_ % 3 :] + SIDES[: round_ % 3]
         line = []
         for side in order:
             seconds, used, last_ids[side] = await one_run(env, side, port, task_queue, spec, steps, pids)
@@ -161,7 +171,9 @@ async def serving(env: WorkflowEnvironment, port: int) -> AsyncIterator[str]:
         )
         hand = HandwrittenActivities(openai_url(port))
         hand_worker = Worker(
-            env.client, task_queue=settings.task_queue + "-hand", workflows=[HandwrittenAgentLoop],
+            env.client,
+            task_queue=settings.task_queue + "-hand",
+            workflows=[HandwrittenAgentLoop],
             activities=[hand.chat, hand.get_weather],
         )
         engine = await connect(settings, env.client.service_client.config.target_host)
@@ -172,21 +184,27 @@ async def serving(env: WorkflowEnvironment, port: int) -> AsyncIterator[str]:
 async def main(step_counts: list[int], rounds: int, capped: bool) -> dict:
     extra = [] if capped else dev_server_args()
     env = await WorkflowEnvironment.start_local(
-        dev_server_existing_path=temporal_binary(), dev_server_startup_timeout=SERVER_STARTUP,
+        dev_server_existing_path=temporal_binary(),
+        dev_server_startup_timeout=SERVER_STARTUP,
         data_converter=pydantic_data_converter,
-        dev_server_extra_args=extra, dev_server_log_level="error",
+        dev_server_extra_args=extra,
+        dev_server_log_level="error",
     )
     by_steps: dict[str, dict] = {}
     port = free_port()
     async with serving(env, port) as task_queue:
         for steps in step_counts:
             by_steps[str(steps)] = f = await measure(env, port, task_queue, steps, rounds)
-            print(f"{steps} steps: agent {f['agent_step_ms']} ms/step against the hand-written loop "
-                  f"{f['handwritten_step_ms']} (ratio {f['ratio_vs_handwritten']}) and the bare baseline "
-                  f"{f['bare_step_ms']} (ratio {f['ratio']}); CPU ms/step agent {f['agent_cpu_ms_per_step']}, "
-                  f"hand-written {f['handwritten_cpu_ms_per_step']}; billable actions/run agent "
-                  f"{f['agent_billable_actions_per_run']['total']}, hand-written "
-                  f"{f['handwritten_billable_actions_per_run']['total']}", file=sys.stderr, flush=True)
+            print(
+                f"{steps} steps: agent {f['agent_step_ms']} ms/step against the hand-written loop "
+                f"{f['handwritten_step_ms']} (ratio {f['ratio_vs_handwritten']}) and the bare baseline "
+                f"{f['bare_step_ms']} (ratio {f['ratio']}); CPU ms/step agent {f['agent_cpu_ms_per_step']}, "
+                f"hand-written {f['handwritten_cpu_ms_per_step']}; billable actions/run agent "
+                f"{f['agent_billable_actions_per_run']['total']}, hand-written "
+                f"{f['handwritten_billable_actions_per_run']['total']}",
+                file=sys.stderr,
+                flush=True,
+            )
     await env.shutdown()
     return {
         "by_steps": by_steps,
@@ -204,8 +222,11 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--steps", default="20,200", help="comma-separated step counts, each measured in turn")
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--capped", action="store_true",
-                        help="keep the dev server's default transfer-task poll cap (to see what it costs)")
+    parser.add_argument(
+        "--capped",
+        action="store_true",
+        help="keep the dev server's default transfer-task poll cap (to see what it costs)",
+    )
     args = parser.parse_args()
     summary = asyncio.run(main([int(n) for n in args.steps.split(",")], args.rounds, args.capped))
     print(json.dumps(summary), flush=True)

@@ -39,18 +39,18 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from bare_workflow import BareAgentShape
+from billable import billable_actions
+from cpu import cpu_seconds, temporal_server_pids
+from handwritten_workflow import HandwrittenAgentLoop
+from model_process import free_port, scripted_model_process
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
 from agentsteps.client.dev_server import SERVER_STARTUP, dev_server_args, temporal_binary
-from agentsteps.contracts import AgentSpec, LLMConfig
 from agentsteps.client.runs import start_agent_run
-from bare_workflow import BareAgentShape
-from billable import billable_actions
-from handwritten_workflow import HandwrittenAgentLoop
-from cpu import cpu_seconds, temporal_server_pids
-from model_process import free_port, scripted_model_process
+from agentsteps.contracts import AgentSpec, LLMConfig
 
 HERE = Path(__file__).resolve().parent
 STEPS = 3
@@ -61,6 +61,7 @@ TARGET = 1.0
 
 def script() -> dict[str, Any]:
     """Stateless, so one model process serves every concurrent run: each tool result names the next city."""
+
     def call(city: str) -> dict[str, Any]:
         return {"tool_calls": [{"name": "get_weather", "arguments": {"city": city}}]}
 
@@ -83,11 +84,21 @@ def worker_processes(count: int, address: str, task_queue: str, base_url: str, s
     procs = []
     try:
         for i in range(count):
-            procs.append(subprocess.Popen(
-                [sys.executable, str(HERE / "throughput_worker.py"), address, task_queue, base_url,
-                 str(state / f"worker-{i}")],
-                stdout=subprocess.PIPE, text=True, cwd=HERE,
-            ))
+            procs.append(
+                subprocess.Popen(
+                    [
+                        sys.executable,
+                        str(HERE / "throughput_worker.py"),
+                        address,
+                        task_queue,
+                        base_url,
+                        str(state / f"worker-{i}"),
+                    ],
+                    stdout=subprocess.PIPE,
+                    text=True,
+                    cwd=HERE,
+                )
+            )
         for proc in procs:
             assert proc.stdout is not None
             if proc.stdout.readline().strip() != "ready":
@@ -108,15 +119,21 @@ LAST_IDS: dict[str, str] = {}
 async def agent_run(client: Client, task_queue: str) -> None:
     LAST_IDS["agent"] = workflow_id = f"tp-agent-{uuid.uuid4().hex[:12]}"
     # As a backend starts one: the console's search attributes go with the start.
-    handle = await start_agent_run(client, SPEC, "weather in three cities", task_queue=task_queue, workflow_id=workflow_id)
+    handle = await start_agent_run(
+        client, SPEC, "weather in three cities", task_queue=task_queue, workflow_id=workflow_id
+    )
     result = await handle.result()
     assert result.status == "completed" and len(result.steps) == STEPS + 1, (result.status, len(result.steps))
 
 
 async def handwritten_run(client: Client, task_queue: str) -> None:
     LAST_IDS["handwritten"] = workflow_id = f"tp-hand-{uuid.uuid4().hex[:12]}"
-    calls = await client.execute_workflow(HandwrittenAgentLoop.run, args=["weather in three cities", STEPS + 1],
-                                          id=workflow_id, task_queue=f"{task_queue}-hand")
+    calls = await client.execute_workflow(
+        HandwrittenAgentLoop.run,
+        args=["weather in three cities", STEPS + 1],
+        id=workflow_id,
+        task_queue=f"{task_queue}-hand",
+    )
     assert calls == STEPS + 1, calls
 
 
@@ -152,9 +169,11 @@ def summary(batches: list[dict[str, float]], runs: int) -> dict[str, float]:
 
 async def main(runs: int, worker_counts: list[int], rounds: int) -> dict[str, Any]:
     env = await WorkflowEnvironment.start_local(
-        dev_server_existing_path=temporal_binary(), dev_server_startup_timeout=SERVER_STARTUP,
+        dev_server_existing_path=temporal_binary(),
+        dev_server_startup_timeout=SERVER_STARTUP,
         dev_server_extra_args=dev_server_args(),
-        data_converter=pydantic_data_converter, dev_server_log_level="error",
+        data_converter=pydantic_data_converter,
+        dev_server_log_level="error",
     )
     address = env.client.service_client.config.target_host
     server = temporal_server_pids()
@@ -170,23 +189,28 @@ async def main(runs: int, worker_counts: list[int], rounds: int) -> dict[str, An
                 batches: dict[str, list[dict[str, float]]] = {side: [] for side in SIDES}
                 for round_ in range(rounds):
                     # Rotate which side goes first, so load that drifts during a run hits every side alike.
-                    for side in SIDES[round_ % 3:] + SIDES[:round_ % 3]:
+                    for side in SIDES[round_ % 3 :] + SIDES[: round_ % 3]:
                         run = RUNS[side]
                         batches[side].append(await batch(lambda: run(env.client, task_queue), runs, pids))
                 for side in SIDES:
                     by_side[side][str(count)] = summary(batches[side], runs)
                 # A round runs every side back to back, so its ratio shares that moment's load: the spread
                 # of these says how far the totals above can move at this load.
-                by_round[str(count)] = [round(h["seconds"] / a["seconds"], 3)
-                                        for a, h in zip(batches["agent"], batches["handwritten"])]
+                by_round[str(count)] = [
+                    round(h["seconds"] / a["seconds"], 3) for a, h in zip(batches["agent"], batches["handwritten"])
+                ]
             a, h, b = (by_side[side][str(count)] for side in SIDES)
-            print(f"{count} worker process(es): agent {a['runs_per_s']} runs/s against the hand-written loop "
-                  f"{h['runs_per_s']} (ratio {a['runs_per_s'] / h['runs_per_s']:.3f}) and the bare baseline "
-                  f"{b['runs_per_s']} (ratio {a['runs_per_s'] / b['runs_per_s']:.3f}); CPU s/run agent "
-                  f"{a['cpu_s_per_run']} (workers {a['worker_cpu_s_per_run']}, server {a['server_cpu_s_per_run']}, "
-                  f"model {a['model_cpu_s_per_run']}), hand-written {h['cpu_s_per_run']} (workers "
-                  f"{h['worker_cpu_s_per_run']}, server {h['server_cpu_s_per_run']}, model "
-                  f"{h['model_cpu_s_per_run']}), bare {b['cpu_s_per_run']}", file=sys.stderr, flush=True)
+            print(
+                f"{count} worker process(es): agent {a['runs_per_s']} runs/s against the hand-written loop "
+                f"{h['runs_per_s']} (ratio {a['runs_per_s'] / h['runs_per_s']:.3f}) and the bare baseline "
+                f"{b['runs_per_s']} (ratio {a['runs_per_s'] / b['runs_per_s']:.3f}); CPU s/run agent "
+                f"{a['cpu_s_per_run']} (workers {a['worker_cpu_s_per_run']}, server {a['server_cpu_s_per_run']}, "
+                f"model {a['model_cpu_s_per_run']}), hand-written {h['cpu_s_per_run']} (workers "
+                f"{h['worker_cpu_s_per_run']}, server {h['server_cpu_s_per_run']}, model "
+                f"{h['model_cpu_s_per_run']}), bare {b['cpu_s_per_run']}",
+                file=sys.stderr,
+                flush=True,
+            )
     billable = {side: await billable_actions(env.client, LAST_IDS[side]) for side in SIDES}
     await env.shutdown()
     agent, hand, bare = (by_side[side] for side in SIDES)
@@ -201,9 +225,7 @@ async def main(runs: int, worker_counts: list[int], rounds: int) -> dict[str, An
         "ratio_vs_handwritten": {k: round(agent[k]["runs_per_s"] / hand[k]["runs_per_s"], 3) for k in agent},
         "ratio_vs_handwritten_by_round": by_round,
         "ratio_vs_handwritten_median_of_rounds": {k: statistics.median(v) for k, v in by_round.items()},
-        "cpu_ratio_vs_handwritten": {
-            k: round(agent[k]["cpu_s_per_run"] / hand[k]["cpu_s_per_run"], 3) for k in agent
-        },
+        "cpu_ratio_vs_handwritten": {k: round(agent[k]["cpu_s_per_run"] / hand[k]["cpu_s_per_run"], 3) for k in agent},
         "billable_actions_per_run": billable,
         "target_ratio_vs_handwritten": TARGET,
         "target_met": all(agent[k]["runs_per_s"] >= TARGET * hand[k]["runs_per_s"] for k in agent),

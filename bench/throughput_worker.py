@@ -20,14 +20,14 @@ import signal
 import sys
 from pathlib import Path
 
+from bare_workflow import BareAgentShape, noop
+from handwritten_workflow import HandwrittenActivities, HandwrittenAgentLoop
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Worker
 
 from agentsteps.contracts.config.settings import ProviderSettings, WorkerSettings
 from agentsteps.worker import connect, running_worker, settle_heap
-from bare_workflow import BareAgentShape, noop
-from handwritten_workflow import HandwrittenActivities, HandwrittenAgentLoop
 
 
 async def serve(address: str, task_queue: str, base_url: str, state_dir: str) -> None:
@@ -37,12 +37,20 @@ async def serve(address: str, task_queue: str, base_url: str, state_dir: str) ->
         providers=ProviderSettings(openai_base_url=base_url, request_timeout_seconds=60),
     )
     client = await connect(settings, address)
-    plain = await Client.connect(address, namespace=settings.namespace, data_converter=pydantic_data_converter,
-                                 runtime=client.service_client.config.runtime)
+    plain = await Client.connect(
+        address,
+        namespace=settings.namespace,
+        data_converter=pydantic_data_converter,
+        runtime=client.service_client.config.runtime,
+    )
     bare = Worker(plain, task_queue=f"{task_queue}-bare", workflows=[BareAgentShape], activities=[noop])
     hand = HandwrittenActivities(base_url)
-    handwritten = Worker(plain, task_queue=f"{task_queue}-hand", workflows=[HandwrittenAgentLoop],
-                         activities=[hand.chat, hand.get_weather])
+    handwritten = Worker(
+        plain,
+        task_queue=f"{task_queue}-hand",
+        workflows=[HandwrittenAgentLoop],
+        activities=[hand.chat, hand.get_weather],
+    )
     async with running_worker(client, settings), bare, handwritten:
         settle_heap()  # as agentsteps worker does
         print("ready", flush=True)

@@ -41,10 +41,17 @@ from agentsteps.worker import running_worker
 
 ANSWER = ("The refund for order A-17 was approved and sent; the customer will see it within three days. " * 13)[:1200]
 # The same model pace both ways: 300 deltas 5 ms apart when streamed, the whole answer after 1.5 s when not.
-SCRIPT = {"rules": [{"match": {"contains": "plain"}, "reply": {"content": ANSWER, "delay_seconds": 1.5}}],
-          "default": {"content": ANSWER, "stream": {"chunk_chars": 4, "delay_seconds": 0.005}}}
-SPEC = AgentSpec(name="bench", model=LLMConfig(model="scripted-2026-01-01", max_tokens=2048, context_window=10**7),
-                 tools=[], max_steps=2, token_budget=10**9)
+SCRIPT = {
+    "rules": [{"match": {"contains": "plain"}, "reply": {"content": ANSWER, "delay_seconds": 1.5}}],
+    "default": {"content": ANSWER, "stream": {"chunk_chars": 4, "delay_seconds": 0.005}},
+}
+SPEC = AgentSpec(
+    name="bench",
+    model=LLMConfig(model="scripted-2026-01-01", max_tokens=2048, context_window=10**7),
+    tools=[],
+    max_steps=2,
+    token_budget=10**9,
+)
 
 
 async def history(client: Client, sid: str) -> tuple[int, int]:
@@ -55,8 +62,9 @@ async def history(client: Client, sid: str) -> tuple[int, int]:
 async def first_text(client: Client, sid: str, offset: int, started: float) -> float:
     """Seconds from the turn's start until the answer's first text is on the progress stream."""
     stream = WorkflowStreamClient.create(client, sid)
-    async for item in stream.subscribe([PROGRESS_TOPIC], from_offset=offset, result_type=ProgressEvent,
-                                       poll_cooldown=timedelta(milliseconds=10)):
+    async for item in stream.subscribe(
+        [PROGRESS_TOPIC], from_offset=offset, result_type=ProgressEvent, poll_cooldown=timedelta(milliseconds=10)
+    ):
         event: ProgressEvent = item.data
         if event.kind == "token" or (event.kind == "turn_ended" and event.detail):
             return time.perf_counter() - started
@@ -68,7 +76,9 @@ async def one_turn(client: Client, sid: str, queue: str, config: SessionConfig, 
     offset = await WorkflowStreamClient.create(client, sid).get_offset()
     started = time.perf_counter()
     seen = asyncio.ensure_future(first_text(client, sid, offset, started))
-    result = await send_turn(client, SPEC, f"{sid.split('-')[1]} turn {n}", session_id=sid, task_queue=queue, config=config)
+    result = await send_turn(
+        client, SPEC, f"{sid.split('-')[1]} turn {n}", session_id=sid, task_queue=queue, config=config
+    )
     wall = time.perf_counter() - started
     assert result.output == ANSWER
     first = await asyncio.wait_for(seen, 10)
@@ -77,21 +87,32 @@ async def one_turn(client: Client, sid: str, queue: str, config: SessionConfig, 
 
 
 async def main(turns: int) -> dict:
-    env = await WorkflowEnvironment.start_local(dev_server_existing_path=temporal_binary(),
-                                                dev_server_startup_timeout=SERVER_STARTUP,
-                                                dev_server_extra_args=dev_server_args(),
-                                                data_converter=pydantic_data_converter)
+    env = await WorkflowEnvironment.start_local(
+        dev_server_existing_path=temporal_binary(),
+        dev_server_startup_timeout=SERVER_STARTUP,
+        dev_server_extra_args=dev_server_args(),
+        data_converter=pydantic_data_converter,
+    )
     try:
         with tempfile.TemporaryDirectory() as state, ScriptedModelServer(SCRIPT) as scripted:
-            settings = WorkerSettings(state_dir=Path(state), task_queue=f"bench-{uuid.uuid4().hex[:6]}",
-                                      providers=ProviderSettings(openai_base_url=scripted.url_openai))
+            settings = WorkerSettings(
+                state_dir=Path(state),
+                task_queue=f"bench-{uuid.uuid4().hex[:6]}",
+                providers=ProviderSettings(openai_base_url=scripted.url_openai),
+            )
             modes = {"streamed": SessionConfig(stream_tokens=True), "plain": SessionConfig()}
             ids = {mode: f"bench-{mode}-{uuid.uuid4().hex[:6]}" for mode in modes}
             rows: dict[str, list[dict[str, float]]] = {mode: [] for mode in modes}
             async with running_worker(env.client, settings):
                 for mode, config in modes.items():  # warm up: both sessions exist
-                    await send_turn(env.client, SPEC, f"{mode} hello", session_id=ids[mode], task_queue=settings.task_queue,
-                                    config=config)
+                    await send_turn(
+                        env.client,
+                        SPEC,
+                        f"{mode} hello",
+                        session_id=ids[mode],
+                        task_queue=settings.task_queue,
+                        config=config,
+                    )
                 for n in range(1, turns + 1):
                     for mode, config in modes.items():
                         rows[mode].append(await one_turn(env.client, ids[mode], settings.task_queue, config, n))
@@ -99,14 +120,21 @@ async def main(turns: int) -> dict:
         await env.shutdown()
     med = {mode: {k: statistics.median(r[k] for r in rows[mode]) for k in rows[mode][0]} for mode in rows}
     print(f"{'per turn (median)':<26}{'streamed':>12}{'plain':>12}{'ratio':>8}")
-    for key, label in [("events", "history events"), ("bytes", "history bytes"), ("turn_s", "turn wall time, s"),
-                       ("first_text_s", "first text seen, s")]:
+    for key, label in [
+        ("events", "history events"),
+        ("bytes", "history bytes"),
+        ("turn_s", "turn wall time, s"),
+        ("first_text_s", "first text seen, s"),
+    ]:
         s, p = med["streamed"][key], med["plain"][key]
         print(f"{label:<26}{s:>12.3f}{p:>12.3f}{s / p:>8.2f}")
-    return {"streamed": med["streamed"], "plain": med["plain"],
-            "history_bytes_ratio": med["streamed"]["bytes"] / med["plain"]["bytes"],
-            "first_text_ratio": med["streamed"]["first_text_s"] / med["plain"]["first_text_s"],
-            "answer_chars": len(ANSWER)}
+    return {
+        "streamed": med["streamed"],
+        "plain": med["plain"],
+        "history_bytes_ratio": med["streamed"]["bytes"] / med["plain"]["bytes"],
+        "first_text_ratio": med["streamed"]["first_text_s"] / med["plain"]["first_text_s"],
+        "answer_chars": len(ANSWER),
+    }
 
 
 if __name__ == "__main__":

@@ -43,11 +43,11 @@ from ..client.sessions import (
 )
 from ..client.spec_files import load_spec
 from ..contracts import AgentSpec
+from ..contracts.approvals import PendingApproval
+from ..contracts.config.settings import WorkerSettings
 from ..contracts.errors import SessionClosedError
 from ..contracts.names import PROGRESS_TOPIC, SESSION_WORKFLOW
-from ..contracts.approvals import PendingApproval
 from ..contracts.session import ProgressEvent, SessionConfig, TurnResult
-from ..contracts.config.settings import WorkerSettings
 from ..worker import connect
 from .failure_lines import describe
 from .workers import WorkerMode, client_and_worker
@@ -162,8 +162,10 @@ async def _gone_on_end(sid: str, call: Awaitable[T]) -> T:
         return await call
     except RPCError as exc:
         if exc.status is RPCStatusCode.NOT_FOUND:
-            raise SessionGone(f"SessionClosedError: session {sid} has ended ({exc.message}); "
-                              "start a new one with: agentsteps chat --spec FILE") from None
+            raise SessionGone(
+                f"SessionClosedError: session {sid} has ended ({exc.message}); "
+                "start a new one with: agentsteps chat --spec FILE"
+            ) from None
         raise
 
 
@@ -271,8 +273,12 @@ class Follower:
         note = await term.ask("    note (optional): ") or ""
         try:
             record = await decide_approval(
-                self.client, self.sid, pending.approval_id, approve=(answer or "").strip().lower().startswith("y"),
-                note=note, approver="chat",
+                self.client,
+                self.sid,
+                pending.approval_id,
+                approve=(answer or "").strip().lower().startswith("y"),
+                note=note,
+                approver="chat",
             )
             term.say(f"    {record.outcome}")
         except WorkflowUpdateFailedError as exc:
@@ -303,8 +309,14 @@ def _any_session_queue(session_id: str) -> Callable[[Client, Stack], Awaitable[s
 
 
 async def session_command(
-    settings: WorkerSettings, action: str, session_id: str | None, reason: str, out: IO[str],
-    *, worker: WorkerMode = "auto", to_turn: int | None = None,
+    settings: WorkerSettings,
+    action: str,
+    session_id: str | None,
+    reason: str,
+    out: IO[str],
+    *,
+    worker: WorkerMode = "auto",
+    to_turn: int | None = None,
 ) -> int:
     """``session list|show|close|rewind``; an unknown or closed id is one line on stderr and exit status 1."""
     try:
@@ -317,7 +329,12 @@ async def session_command(
 
 
 async def _session_command(
-    settings: WorkerSettings, action: str, session_id: str | None, reason: str, out: IO[str], worker: WorkerMode,
+    settings: WorkerSettings,
+    action: str,
+    session_id: str | None,
+    reason: str,
+    out: IO[str],
+    worker: WorkerMode,
     to_turn: int | None,
 ) -> int:
     if action == "list":
@@ -352,8 +369,11 @@ async def _session_command(
                 return 2
             last = state.rewinds[-1]
             undone = ", ".join(f"#{t.turn}" for t in last.undone) or "none"
-            print(f"session {session_id} rewound to turn {to_turn}; undone turns: {undone} (kept in its state); "
-                  f"{len(last.effects)} side effects of theirs stay done and will not be repeated", file=out)
+            print(
+                f"session {session_id} rewound to turn {to_turn}; undone turns: {undone} (kept in its state); "
+                f"{len(last.effects)} side effects of theirs stay done and will not be repeated",
+                file=out,
+            )
             return 0
         try:
             state = await close_session(client, session_id, reason)

@@ -10,10 +10,10 @@ import json
 import sys
 from typing import TextIO
 
+from ..client.pipeline_files import load_pipeline_file
 from ..contracts.composition.contract import EdgeReport, check_edges
 from ..contracts.composition.prover import Verdict
 from ..contracts.errors import InvalidSpecError
-from ..client.pipeline_files import load_pipeline_file
 from .json_output import CHECK, print_json
 
 EXIT_OK, EXIT_FAILED, EXIT_INVALID = 0, 1, 2
@@ -40,7 +40,10 @@ def _detail(e: EdgeReport) -> list[str]:
 def render_table(name: str, steps: int, edges: list[EdgeReport], final_checks: list[str] | None = None) -> str:
     width = max([len("EDGE"), *(len(e.edge) for e in edges)])
     status_width = max([len("VERDICT"), *(len(_status(e)) for e in edges)])
-    out = [f"pipeline {name}: {steps} steps, {len(edges)} edges", f"{'EDGE':<{width}}  {'VERDICT':<{status_width}}  DETAIL"]
+    out = [
+        f"pipeline {name}: {steps} steps, {len(edges)} edges",
+        f"{'EDGE':<{width}}  {'VERDICT':<{status_width}}  DETAIL",
+    ]
     for e in edges:
         detail = _detail(e) or [""]
         out.append(f"{e.edge:<{width}}  {_status(e):<{status_width}}  {detail[0]}".rstrip())
@@ -62,7 +65,11 @@ def check_command(path: str, as_json: bool, out: TextIO | None = None) -> int:
         edges = check_edges(loaded.contracts, loaded.spec.acknowledge_unproven)
     except InvalidSpecError as exc:
         if as_json:
-            body = {"ok": False, "error": "InvalidSpecError", "violations": [v.model_dump(mode="json") for v in exc.violations]}
+            body = {
+                "ok": False,
+                "error": "InvalidSpecError",
+                "violations": [v.model_dump(mode="json") for v in exc.violations],
+            }
             print_json(CHECK, body, out)
         else:
             print(f"{path}: invalid pipeline", file=out)

@@ -18,12 +18,18 @@ from datetime import timedelta
 from temporalio.client import Client
 
 from ..client.dev_server import Stack, embedded_temporal
-from ..contracts.config.settings import WorkerSettings
 from ..console import running_console
+from ..contracts.config.settings import WorkerSettings
 from ..contracts.errors import StackConflictError
 from ..telemetry.server import start_metrics_server
 from ..worker import (
-    build_mcp, check_snapshot_key, connect, load_registry, production_settings, running_worker, settle_heap,
+    build_mcp,
+    check_snapshot_key,
+    connect,
+    load_registry,
+    production_settings,
+    running_worker,
+    settle_heap,
 )
 from . import hard_stop
 from .offline import offline_script_text, wants_offline, worker_models
@@ -68,12 +74,15 @@ async def _until_stopped(client: Client, address: str, stop: asyncio.Event) -> N
             now = loop.time()
             silent_since = silent_since or now
             if now - silent_since >= SERVER_LOST_SECONDS:
-                raise ServerLost(f"the Temporal server at {address} has not answered for "
-                                 f"{SERVER_LOST_SECONDS:g} s ({type(exc).__name__}); stopping") from None
+                raise ServerLost(
+                    f"the Temporal server at {address} has not answered for "
+                    f"{SERVER_LOST_SECONDS:g} s ({type(exc).__name__}); stopping"
+                ) from None
 
 
-async def _serve(client: Client, settings: WorkerSettings, banner: list[str], address: str,
-                 stop: asyncio.Event, **worker_options) -> int:
+async def _serve(
+    client: Client, settings: WorkerSettings, banner: list[str], address: str, stop: asyncio.Event, **worker_options
+) -> int:
     """Worker plus /metrics until SIGINT or SIGTERM; /readyz turns ready once the worker polls
     and every required MCP server is up, and shows each server's state.
 
@@ -88,7 +97,8 @@ async def _serve(client: Client, settings: WorkerSettings, banner: list[str], ad
     ready = threading.Event()
     mcp = build_mcp(settings)
     metrics = start_metrics_server(
-        settings.metrics_port, ready=lambda: ready.is_set() and mcp.fleet.ready(),
+        settings.metrics_port,
+        ready=lambda: ready.is_set() and mcp.fleet.ready(),
         details=lambda: {"mcp_servers": mcp.fleet.report()},
     )
     lost: ServerLost | None = None
@@ -170,14 +180,21 @@ async def run_dev(settings: WorkerSettings) -> int:
         async with running_console(client, console, settings.prices) as console_url:
             with worker_models(settings) as models:
                 return await _serve(
-                    client, models.settings, _dev_banner(temporal, settings, models.note, console_url),
-                    temporal.address, stop, registry=registry, identity=worker_identity("dev", config),
+                    client,
+                    models.settings,
+                    _dev_banner(temporal, settings, models.note, console_url),
+                    temporal.address,
+                    stop,
+                    registry=registry,
+                    identity=worker_identity("dev", config),
                 )
 
 
 def _dev_banner(temporal: Stack, settings: WorkerSettings, models: str, console_url: str) -> list[str]:
-    lines = [f"Temporal server: {temporal.address} "
-             f"({'started by this command' if temporal.started_here else 'found running; not started here'})"]
+    lines = [
+        f"Temporal server: {temporal.address} "
+        f"({'started by this command' if temporal.started_here else 'found running; not started here'})"
+    ]
     if temporal.ui_url:
         lines.append(f"Temporal UI:     {temporal.ui_url}")
     lines += [
@@ -198,6 +215,12 @@ async def run_worker_only(settings: WorkerSettings) -> int:
     client = await connect(settings)
     registry = load_registry(settings)
     identity = worker_identity("worker", fingerprint(settings, registry))
-    return await _serve(client, settings, [f"worker on {settings.task_queue!r}, metrics on :{settings.metrics_port}"],
-                        settings.temporal_address or f"127.0.0.1:{settings.dev_port}", stop, registry=registry,
-                        identity=identity)
+    return await _serve(
+        client,
+        settings,
+        [f"worker on {settings.task_queue!r}, metrics on :{settings.metrics_port}"],
+        settings.temporal_address or f"127.0.0.1:{settings.dev_port}",
+        stop,
+        registry=registry,
+        identity=identity,
+    )

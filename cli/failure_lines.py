@@ -93,8 +93,10 @@ class OneLineFormatter(logging.Formatter):
         exc = record.exc_info[1]
         activity = getattr(record, "temporal_activity", None)
         if isinstance(activity, Mapping) and exc is not None:
-            line = (f"{record.levelname} call failed: {activity.get('activity_type')} of "
-                    f"{activity.get('workflow_id')} (attempt {activity.get('attempt')}): {describe(exc)}")
+            line = (
+                f"{record.levelname} call failed: {activity.get('activity_type')} of "
+                f"{activity.get('workflow_id')} (attempt {activity.get('attempt')}): {describe(exc)}"
+            )
             return line
         message = record.getMessage().splitlines()[0] if record.getMessage() else ""
         return f"{record.levelname} {record.name}: {message}" + (f": {describe(exc)}" if exc is not None else "")

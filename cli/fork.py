@@ -14,12 +14,12 @@ from temporalio.client import Client, WorkflowFailureError, WorkflowUpdateFailed
 
 from ..client.dev_server import embedded_temporal
 from ..client.forks import plan_fork, start_fork
-from ..client.session_forks import plan_session_fork, start_session_fork
 from ..client.report import print_progress, print_result
 from ..client.runs import follow
+from ..client.session_forks import plan_session_fork, start_session_fork
 from ..client.spec_files import load_spec
-from ..contracts.config.settings import WorkerSettings
 from ..contracts import AgentSpec
+from ..contracts.config.settings import WorkerSettings
 from ..contracts.errors import AgentStepsError, HistoryUnavailableError, SessionError
 from ..storage.payload_store import build_data_converter
 from ..worker import connect, load_registry, running_worker
@@ -27,11 +27,20 @@ from .json_output import FORK, print_json
 
 
 def configure_parser(fork: argparse.ArgumentParser) -> None:
-    fork.add_argument("workflow_id", help="the recorded agent run to fork, or with --turn the session (it is only read)")
-    fork.add_argument("--at-step", type=int, required=True,
-                      help="start from the state before this step (0: the input; code mode counts model calls and program calls)")
-    fork.add_argument("--turn", type=int,
-                      help="fork this turn of the session WORKFLOW_ID: a new session goes on from before its step N")
+    fork.add_argument(
+        "workflow_id", help="the recorded agent run to fork, or with --turn the session (it is only read)"
+    )
+    fork.add_argument(
+        "--at-step",
+        type=int,
+        required=True,
+        help="start from the state before this step (0: the input; code mode counts model calls and program calls)",
+    )
+    fork.add_argument(
+        "--turn",
+        type=int,
+        help="fork this turn of the session WORKFLOW_ID: a new session goes on from before its step N",
+    )
     fork.add_argument("--spec", help="AgentSpec file the fork runs with (default: the source's)")
     fork.add_argument("--model", help="PROVIDER:MODEL replacing the source's model")
     fork.add_argument("--input", help="a new user message (at step 0: replaces the source's input)")
@@ -50,8 +59,13 @@ async def fork_command(settings: WorkerSettings, args: argparse.Namespace) -> in
             return await _fork_turn(client, settings, args, spec)
         try:
             plan = await plan_fork(
-                client, args.workflow_id, args.at_step, data_converter=build_data_converter(settings),
-                spec=spec, model=args.model, user_input=args.input,
+                client,
+                args.workflow_id,
+                args.at_step,
+                data_converter=build_data_converter(settings),
+                spec=spec,
+                model=args.model,
+                user_input=args.input,
             )
         except HistoryUnavailableError as exc:
             print(f"error: {exc}", file=sys.stderr)
@@ -64,8 +78,17 @@ async def fork_command(settings: WorkerSettings, args: argparse.Namespace) -> in
             print(f"fork failed: {exc.cause}", file=sys.stderr)
             return 1
     if args.json:
-        print_json(FORK, {"fork_id": handle.id, "source": args.workflow_id, "at_step": args.at_step,
-                          "result": result.model_dump(mode="json"), "at_call": plan.at_call, "turn": None})
+        print_json(
+            FORK,
+            {
+                "fork_id": handle.id,
+                "source": args.workflow_id,
+                "at_step": args.at_step,
+                "result": result.model_dump(mode="json"),
+                "at_call": plan.at_call,
+                "turn": None,
+            },
+        )
     else:
         print(f"fork {handle.id}")
         print_result(result, sys.stdout)
@@ -76,8 +99,14 @@ async def _fork_turn(client: Client, settings: WorkerSettings, args: argparse.Na
     """``--turn T``: a new session from session WORKFLOW_ID's state before step N of turn T."""
     try:
         plan = await plan_session_fork(
-            client, args.workflow_id, args.turn, args.at_step, data_converter=build_data_converter(settings),
-            spec=spec, model=args.model, user_input=args.input,
+            client,
+            args.workflow_id,
+            args.turn,
+            args.at_step,
+            data_converter=build_data_converter(settings),
+            spec=spec,
+            model=args.model,
+            user_input=args.input,
         )
     except (HistoryUnavailableError, SessionError) as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -90,8 +119,17 @@ async def _fork_turn(client: Client, settings: WorkerSettings, args: argparse.Na
         return 1
     if args.json:
         body = result.model_dump(mode="json", exclude={"session_id", "turn"})
-        print_json(FORK, {"fork_id": plan.fork_id, "source": args.workflow_id, "at_step": args.at_step,
-                          "result": body, "at_call": None, "turn": args.turn})
+        print_json(
+            FORK,
+            {
+                "fork_id": plan.fork_id,
+                "source": args.workflow_id,
+                "at_step": args.at_step,
+                "result": body,
+                "at_call": None,
+                "turn": args.turn,
+            },
+        )
     else:
         print(f"fork {plan.fork_id} (a session: send it turns with agentsteps session / chat)")
         print_result(result, sys.stdout)

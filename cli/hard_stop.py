@@ -42,8 +42,10 @@ from typing import NoReturn
 EXIT_STOP_TIMED_OUT = 4
 STOP_MARGIN_SECONDS = 20.0
 
-ABANDONED = ("running activities are abandoned: Temporal retries each after its timeout with the same "
-             "idempotency key, and the run's effect ledger keeps a recorded side effect from repeating")
+ABANDONED = (
+    "running activities are abandoned: Temporal retries each after its timeout with the same "
+    "idempotency key, and the run's effect ledger keeps a recorded side effect from repeating"
+)
 
 _waiting_for = "the command to stop (it was still starting: settings, connecting or building the worker)"
 _signalled = threading.Event()
@@ -85,16 +87,20 @@ def _watch(grace_seconds: float) -> None:
     limit = grace_seconds + STOP_MARGIN_SECONDS
     time.sleep(max(0.0, at + limit - time.monotonic()))
     # Still here: the normal stop ends the process (cli.main._exit) long before this.
-    exit_now(EXIT_STOP_TIMED_OUT,
-             f"error: still stopping {time.monotonic() - at:.0f} s after {signal_name} (graceful_shutdown_seconds "
-             f"{grace_seconds:g} + {STOP_MARGIN_SECONDS:g} s margin), waiting for {_waiting_for}; exiting "
-             f"with status {EXIT_STOP_TIMED_OUT}: {ABANDONED}")
+    exit_now(
+        EXIT_STOP_TIMED_OUT,
+        f"error: still stopping {time.monotonic() - at:.0f} s after {signal_name} (graceful_shutdown_seconds "
+        f"{grace_seconds:g} + {STOP_MARGIN_SECONDS:g} s margin), waiting for {_waiting_for}; exiting "
+        f"with status {EXIT_STOP_TIMED_OUT}: {ABANDONED}",
+    )
 
 
 def second_signal(signal_name: str, signum: int) -> NoReturn:
-    exit_now(128 + signum,
-             f"error: {signal_name} again while stopping: exiting now (status {128 + signum}) without waiting "
-             f"for {_waiting_for}; {ABANDONED}")
+    exit_now(
+        128 + signum,
+        f"error: {signal_name} again while stopping: exiting now (status {128 + signum}) without waiting "
+        f"for {_waiting_for}; {ABANDONED}",
+    )
 
 
 def exit_now(status: int, line: str) -> NoReturn:

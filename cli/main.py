@@ -65,8 +65,9 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="agentsteps", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"agentsteps {__version__}")
     parser.add_argument("--config", help="TOML config file (default: ./agentsteps.toml if present)")
-    parser.add_argument("--debug", action="store_true",
-                        help="log at debug level, with tracebacks (also AGENTSTEPS_LOG_LEVEL=DEBUG)")
+    parser.add_argument(
+        "--debug", action="store_true", help="log at debug level, with tracebacks (also AGENTSTEPS_LOG_LEVEL=DEBUG)"
+    )
     sub = parser.add_subparsers(metavar="COMMAND")
 
     def command(name: str, handler: Callable[[argparse.Namespace], int], help: str) -> argparse.ArgumentParser:
@@ -75,15 +76,21 @@ def _parser() -> argparse.ArgumentParser:
         return p
 
     command("demo", _demo, "Run the demo on the embedded stack (offline scripted model without an API key).")
-    dev = command("dev", _dev, "Keep the embedded stack running: Temporal server, UI and a worker "
-                               "(the offline scripted model when no API key is set).")
+    dev = command(
+        "dev",
+        _dev,
+        "Keep the embedded stack running: Temporal server, UI and a worker "
+        "(the offline scripted model when no API key is set).",
+    )
     dev.add_argument("--port", type=int, help="Temporal server port on 127.0.0.1 (default 7233; AGENTSTEPS_DEV_PORT)")
     dev.add_argument("--ui-port", type=int, help="Temporal UI port (default 8233; AGENTSTEPS_DEV_UI_PORT)")
     dev.add_argument("--metrics-port", type=int, help="/metrics port (default 9464; AGENTSTEPS_METRICS_PORT)")
     dev.add_argument("--console-port", type=int, help="the console's port (default 8234)")
     console = command("console", _console, "Serve the web console: approvals, runs, sessions (docs/console.md).")
     console.add_argument("--port", type=int, help="port (default 8234)")
-    console.add_argument("--host", help="address to bind (default 127.0.0.1; anything else needs a token or an auth proxy)")
+    console.add_argument(
+        "--host", help="address to bind (default 127.0.0.1; anything else needs a token or an auth proxy)"
+    )
     command("worker", _worker, "Run a worker against TEMPORAL_ADDRESS (production).")
 
     run = command("run", _run, "Start an agent run or a pipeline, show its progress and print the result.")
@@ -108,11 +115,15 @@ def _parser() -> argparse.ArgumentParser:
     _worker_flags(session)
     session.add_argument("--to-turn", type=int, help="rewind: go on from the state after this turn (0: a fresh start)")
 
-    check = command("check", _check, "Prove a pipeline's edges compatible; non-zero on a refuted or unacknowledged edge.")
+    check = command(
+        "check", _check, "Prove a pipeline's edges compatible; non-zero on a refuted or unacknowledged edge."
+    )
     check.add_argument("file")
     check.add_argument("--json", action="store_true", help="print the edge reports as JSON")
 
-    schedule = command("schedule", _schedule, "Apply, list, pause, resume or trigger the schedules in deploy/schedules.")
+    schedule = command(
+        "schedule", _schedule, "Apply, list, pause, resume or trigger the schedules in deploy/schedules."
+    )
     from .schedule import configure_parser
 
     configure_parser(schedule)
@@ -124,18 +135,25 @@ def _parser() -> argparse.ArgumentParser:
 
     from .quotas import configure_parser as configure_quotas
 
-    configure_quotas(sub.add_parser("quota", help="Read or raise a provider quota's live limits (docs/quotas.md)."),
-                     "quota")
-    configure_quotas(sub.add_parser("budget", help="Read or raise a tenant's live budget and weight (docs/quotas.md)."),
-                     "tenant")
+    configure_quotas(
+        sub.add_parser("quota", help="Read or raise a provider quota's live limits (docs/quotas.md)."), "quota"
+    )
+    configure_quotas(
+        sub.add_parser("budget", help="Read or raise a tenant's live budget and weight (docs/quotas.md)."), "tenant"
+    )
 
-    fork = command("fork", _fork, "Start a new run from a recorded agent run's state before a step (or a new session from a session turn's); no effect repeated.")
+    fork = command(
+        "fork",
+        _fork,
+        "Start a new run from a recorded agent run's state before a step (or a new session from a session turn's); no effect repeated.",
+    )
     from .fork import configure_parser as configure_fork
 
     configure_fork(fork)
 
     replay = command(
-        "replay", _replay,
+        "replay",
+        _replay,
         "Replay recorded runs: --check against this build's workflows (a deploy gate), or with --spec/--model (an eval).",
     )
     from .replay import configure_parser as configure_replay
@@ -168,11 +186,22 @@ def _parser() -> argparse.ArgumentParser:
 
 def _worker_flags(parser: argparse.ArgumentParser) -> None:
     choice = parser.add_mutually_exclusive_group()
-    choice.add_argument("--worker", dest="worker", action="store_const", const="yes", default="auto",
-                        help="run a worker in this process even against a cluster (it must pass the checks of "
-                             "`agentsteps worker`, and agree with any worker already on the queue)")
-    choice.add_argument("--no-worker", dest="worker", action="store_const", const="no",
-                        help="never run a worker here; use the ones polling the task queue")
+    choice.add_argument(
+        "--worker",
+        dest="worker",
+        action="store_const",
+        const="yes",
+        default="auto",
+        help="run a worker in this process even against a cluster (it must pass the checks of "
+        "`agentsteps worker`, and agree with any worker already on the queue)",
+    )
+    choice.add_argument(
+        "--no-worker",
+        dest="worker",
+        action="store_const",
+        const="no",
+        help="never run a worker here; use the ones polling the task queue",
+    )
 
 
 def _settings(args: argparse.Namespace):
@@ -229,8 +258,9 @@ def _run(args: argparse.Namespace) -> int:
         return asyncio.run(
             run_pipeline(_settings(args), args.pipeline, args.input, as_json=args.json, worker=args.worker)
         )
-    return asyncio.run(run_from_spec(_settings(args), args.spec, args.input, as_json=args.json, worker=args.worker,
-                                     tenant=args.tenant))
+    return asyncio.run(
+        run_from_spec(_settings(args), args.spec, args.input, as_json=args.json, worker=args.worker, tenant=args.tenant)
+    )
 
 
 def _chat(args: argparse.Namespace) -> int:
@@ -253,8 +283,15 @@ def _session(args: argparse.Namespace) -> int:
         print(f"error: session {args.action} needs a session id", file=sys.stderr)
         return EXIT_BAD_INPUT
     return asyncio.run(
-        session_command(_settings(args), args.action, args.session_id, args.reason, sys.stdout, worker=args.worker,
-                        to_turn=args.to_turn)
+        session_command(
+            _settings(args),
+            args.action,
+            args.session_id,
+            args.reason,
+            sys.stdout,
+            worker=args.worker,
+            to_turn=args.to_turn,
+        )
     )
 
 

@@ -42,8 +42,14 @@ def wants_offline(settings: WorkerSettings) -> bool:
     """No key (named ones included) and no provider URL of the user's own: nothing could answer a model call
     but the offline model."""
     p, default = settings.providers, ProviderSettings()
-    return (p.openai_api_key is None and p.anthropic_api_key is None and not p.openai_keys and not p.anthropic_keys
-            and p.openai_base_url == default.openai_base_url and p.anthropic_base_url == default.anthropic_base_url)
+    return (
+        p.openai_api_key is None
+        and p.anthropic_api_key is None
+        and not p.openai_keys
+        and not p.anthropic_keys
+        and p.openai_base_url == default.openai_base_url
+        and p.anthropic_base_url == default.anthropic_base_url
+    )
 
 
 @contextmanager
@@ -57,10 +63,13 @@ def worker_models(settings: WorkerSettings) -> Iterator[Models]:
         providers = settings.providers.model_copy(
             update={"openai_base_url": server.url_openai, "anthropic_base_url": server.url_anthropic}
         )
-        note = (f"no OPENAI_API_KEY or ANTHROPIC_API_KEY: every model call is answered by the offline scripted "
-                f"model (a test double, not a model) at {server.url_openai}, from examples/{SCRIPT_NAME}")
-        yield Models(settings.model_copy(update={"providers": providers}),
-                     hashlib.sha256(text.encode()).hexdigest()[:12], note)
+        note = (
+            f"no OPENAI_API_KEY or ANTHROPIC_API_KEY: every model call is answered by the offline scripted "
+            f"model (a test double, not a model) at {server.url_openai}, from examples/{SCRIPT_NAME}"
+        )
+        yield Models(
+            settings.model_copy(update={"providers": providers}), hashlib.sha256(text.encode()).hexdigest()[:12], note
+        )
 
 
 __all__ = ["Models", "offline_script_text", "wants_offline", "worker_models"]

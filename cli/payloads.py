@@ -12,7 +12,9 @@ from .json_output import PAYLOADS_GC, print_json
 def configure_parser(parser: argparse.ArgumentParser) -> None:
     actions = parser.add_subparsers(metavar="ACTION")
     gc = actions.add_parser("gc", help="Delete payloads no open workflow can still need (dry run by default).")
-    gc.add_argument("--older-than", required=True, type=_duration, help="only payloads stored before this long ago, e.g. 30d")
+    gc.add_argument(
+        "--older-than", required=True, type=_duration, help="only payloads stored before this long ago, e.g. 30d"
+    )
     gc.add_argument("--delete", action="store_true", help="delete them (default: only report)")
     gc.add_argument("--json", action="store_true", help="print the report as one JSON object")
     gc.add_argument("--config", default=argparse.SUPPRESS, help="TOML config file")
@@ -31,9 +33,9 @@ def payloads_gc(args: argparse.Namespace) -> int:
 
 
 async def _gc(args: argparse.Namespace) -> int:
-    from ..storage.payload_store import build_payload_store
     from ..client.payload_gc import collect_garbage
     from ..client.settings import load_settings
+    from ..storage.payload_store import build_payload_store
     from ..worker import connect
 
     settings = load_settings(getattr(args, "config", None))

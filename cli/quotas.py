@@ -51,8 +51,11 @@ def _change(args: argparse.Namespace, kind: AccountKind) -> dict[str, Any]:
         keys = ("requests_per_minute", "input_tokens_per_minute", "output_tokens_per_minute", "concurrent_requests")
         return {k: getattr(args, k) for k in keys if getattr(args, k) is not None}
     change: dict[str, Any] = {} if args.weight is None else {"weight": args.weight}
-    budget = {k: getattr(args, k) for k in ("tokens_soft", "tokens_hard", "usd_soft", "usd_hard")
-              if getattr(args, k) is not None}
+    budget = {
+        k: getattr(args, k)
+        for k in ("tokens_soft", "tokens_hard", "usd_soft", "usd_hard")
+        if getattr(args, k) is not None
+    }
     if budget and args.period is None:
         raise QuotaConfigError.with_message("--tokens-*/--usd-* need --period day|month")
     if args.period is not None:
@@ -97,8 +100,10 @@ def summary(view: AccountView) -> str:
             lowered = f" (configured {configured})" if limit != configured else ""
             lines.append(f"  {label:<18} {used} / {shown}{lowered}")
         if view.effective_factor < 1.0:
-            lines.append(f"  throttled          limits at {view.effective_factor:.0%} after a provider 429, "
-                         "climbing back each window without one")
+            lines.append(
+                f"  throttled          limits at {view.effective_factor:.0%} after a provider 429, "
+                "climbing back each window without one"
+            )
         lines.append(f"  waiting            {view.waiting}")
         lines.append(f"  utilization        {view.utilization:.0%}")
         return "\n".join(lines)
@@ -107,8 +112,10 @@ def summary(view: AccountView) -> str:
     lines = [f"tenant {view.name} (weight {t.weight:g})"]
     for period, budget in t.budget.items():
         used = view.spent.get(period)
-        lines.append(f"  {period}: {used.tokens if used else 0} tokens, ${used.usd if used else 0:.4f} spent"
-                     f" (soft {budget.tokens_soft}/{budget.usd_soft}, hard {budget.tokens_hard}/{budget.usd_hard})")
+        lines.append(
+            f"  {period}: {used.tokens if used else 0} tokens, ${used.usd if used else 0:.4f} spent"
+            f" (soft {budget.tokens_soft}/{budget.usd_soft}, hard {budget.tokens_hard}/{budget.usd_hard})"
+        )
     lines.append(f"  in flight: {view.reserved_tokens} tokens, ${view.reserved_usd:.4f} reserved")
     if t.degrade_to:
         lines.append(f"  past a soft limit: {', '.join(m.model for m in t.degrade_to)}")

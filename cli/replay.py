@@ -9,22 +9,19 @@ from __future__ import annotations
 
 import argparse
 import sys
+import uuid
 from contextlib import AsyncExitStack
 from typing import TextIO
 
-import uuid
-
+from ..activities.llm.metrics import cost_usd
 from ..activities.mcp import SecretResolver, build_mcp_activities
 from ..activities.tools.activities import ToolActivities
-from ..activities.tools.registry import ToolRegistry
-from ..activities.llm.metrics import cost_usd
 from ..activities.tools.recorded import RecordedTools
+from ..activities.tools.registry import ToolRegistry
 from ..client.counterfactual import load_sources, replay_runs
 from ..client.counterfactual import render as render_scores
 from ..client.counterfactual import report_json as counterfactual_json
 from ..client.dev_server import embedded_temporal
-from ..client.spec_files import load_spec
-from ..contracts.config.mcp_config import McpConfig
 from ..client.replay_check import (
     check_histories,
     history_files,
@@ -33,6 +30,8 @@ from ..client.replay_check import (
     server_histories,
     visibility_query,
 )
+from ..client.spec_files import load_spec
+from ..contracts.config.mcp_config import McpConfig
 from ..contracts.config.settings import WorkerSettings
 from ..contracts.errors import HistoryUnavailableError
 from ..storage.payload_store import build_data_converter
@@ -43,17 +42,25 @@ EXIT_OK, EXIT_FAILED, EXIT_INVALID = 0, 1, 2
 
 
 def configure_parser(replay: argparse.ArgumentParser) -> None:
-    replay.add_argument("workflow_ids", nargs="*", metavar="WORKFLOW_ID", help="recorded runs to replay with --spec/--model")
+    replay.add_argument(
+        "workflow_ids", nargs="*", metavar="WORKFLOW_ID", help="recorded runs to replay with --spec/--model"
+    )
     replay.add_argument("--check", action="store_true", help="replay recorded histories against this build's workflows")
     source = replay.add_mutually_exclusive_group()
     source.add_argument("--histories", help="a folder of history JSON files (e.g. tests/histories) instead of a server")
     source.add_argument("--type", dest="workflow_type", help="only runs of this workflow type (e.g. AgentWorkflow)")
     source.add_argument("--query", help="a Temporal visibility query selecting the runs")
-    replay.add_argument("--limit", type=int, default=50, help="at most this many recent runs from the server (default 50)")
+    replay.add_argument(
+        "--limit", type=int, default=50, help="at most this many recent runs from the server (default 50)"
+    )
     replay.add_argument("--spec", help="counterfactual: AgentSpec file the recorded runs are replayed with")
     replay.add_argument("--model", help="counterfactual: PROVIDER:MODEL replacing each recorded run's model")
-    replay.add_argument("--allow-tools", default="", help="counterfactual: comma-separated read-only tools that may run live")
-    replay.add_argument("--max-differ", type=int, default=0, help="counterfactual: exit 1 when more runs than this differ")
+    replay.add_argument(
+        "--allow-tools", default="", help="counterfactual: comma-separated read-only tools that may run live"
+    )
+    replay.add_argument(
+        "--max-differ", type=int, default=0, help="counterfactual: exit 1 when more runs than this differ"
+    )
     replay.add_argument("--json", action="store_true", help="print the report as one JSON object")
 
 
@@ -86,8 +93,10 @@ async def replay_check(settings: WorkerSettings, args: argparse.Namespace, out: 
 async def replay_command(settings: WorkerSettings, args: argparse.Namespace, out: TextIO | None = None) -> int:
     if args.check:
         if args.workflow_ids or args.spec or args.model:
-            print("error: --check replays histories against this build; it takes no WORKFLOW_ID, --spec or --model",
-                  file=sys.stderr)
+            print(
+                "error: --check replays histories against this build; it takes no WORKFLOW_ID, --spec or --model",
+                file=sys.stderr,
+            )
             return EXIT_INVALID
         return await replay_check(settings, args, out)
     if not args.workflow_ids or not (args.spec or args.model):
@@ -104,11 +113,17 @@ async def counterfactual(settings: WorkerSettings, args: argparse.Namespace, out
     registry = load_registry(settings)
     unknown = [t for t in allow if registry.get(t) is None]
     if unknown:
-        print(f"error: --allow-tools names tools this worker has no Python tool for: {', '.join(unknown)}", file=sys.stderr)
+        print(
+            f"error: --allow-tools names tools this worker has no Python tool for: {', '.join(unknown)}",
+            file=sys.stderr,
+        )
         return EXIT_INVALID
     effectful = [t for t in allow if t not in unknown and registry.get(t).schema().side_effects]
     if effectful:
-        print(f"error: --allow-tools takes read-only tools; these have side effects: {', '.join(effectful)}", file=sys.stderr)
+        print(
+            f"error: --allow-tools takes read-only tools; these have side effects: {', '.join(effectful)}",
+            file=sys.stderr,
+        )
         return EXIT_INVALID
     read_only = ToolRegistry()
     for name in allow:
@@ -123,13 +138,25 @@ async def counterfactual(settings: WorkerSettings, args: argparse.Namespace, out
             sources = await load_sources(client, args.workflow_ids, converter)
             task_queue = f"replay-{uuid.uuid4().hex[:12]}"
             # No registry and no MCP servers: the recorded answers (and the allowed read-only tools) are all it has.
-            await stack.enter_async_context(running_worker(
-                client, settings, registry=ToolRegistry(), sources=[tools], task_queue=task_queue,
-                mcp=build_mcp_activities(McpConfig(), SecretResolver({})),
-            ))
-            scores = await replay_runs(client, sources, task_queue=task_queue, tools=tools, spec=spec,
-                                       model=args.model,
-                                       cost=lambda model, usage: cost_usd(settings.prices, model, usage))
+            await stack.enter_async_context(
+                running_worker(
+                    client,
+                    settings,
+                    registry=ToolRegistry(),
+                    sources=[tools],
+                    task_queue=task_queue,
+                    mcp=build_mcp_activities(McpConfig(), SecretResolver({})),
+                )
+            )
+            scores = await replay_runs(
+                client,
+                sources,
+                task_queue=task_queue,
+                tools=tools,
+                spec=spec,
+                model=args.model,
+                cost=lambda model, usage: cost_usd(settings.prices, model, usage),
+            )
     except HistoryUnavailableError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_INVALID

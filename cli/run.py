@@ -8,22 +8,27 @@ import uuid
 
 from temporalio.client import WorkflowFailureError
 
-from ..contracts import InvalidSpecError, Violation, ViolationKind
-from ..contracts.names import PIPELINE_WORKFLOW
-from ..contracts.composition.pipeline_run import PipelineResult, pipeline_input
-from ..contracts.config.settings import WorkerSettings
 from ..client.pipeline_files import load_pipeline_file
-from .json_output import PIPELINE_RUN, RUN, print_json
-from ..client.report import print_progress, print_result
-from .failure_lines import describe
 from ..client.quotas import quota_plan
+from ..client.report import print_progress, print_result
 from ..client.runs import follow, start_agent_run
 from ..client.spec_files import load_spec
+from ..contracts import InvalidSpecError, Violation, ViolationKind
+from ..contracts.composition.pipeline_run import PipelineResult, pipeline_input
+from ..contracts.config.settings import WorkerSettings
+from ..contracts.names import PIPELINE_WORKFLOW
+from .failure_lines import describe
+from .json_output import PIPELINE_RUN, RUN, print_json
 from .workers import WorkerMode, client_and_worker
 
 
 async def run_from_spec(
-    settings: WorkerSettings, spec_path: str, user_input: str, *, as_json: bool, worker: WorkerMode,
+    settings: WorkerSettings,
+    spec_path: str,
+    user_input: str,
+    *,
+    as_json: bool,
+    worker: WorkerMode,
     tenant: str | None = None,
 ) -> int:
     spec = load_spec(spec_path)
@@ -33,8 +38,9 @@ async def run_from_spec(
         client, registry = local.client, local.registry
         # This worker's Python tools are known here; another worker's (and MCP tools) only to it, which re-checks.
         known = registry.schemas() if registry is not None and set(spec.tools) <= set(registry.schemas()) else None
-        handle = await start_agent_run(client, spec, user_input, task_queue=local.task_queue, known_tools=known,
-                                       tenant=tenant, quota=plan)
+        handle = await start_agent_run(
+            client, spec, user_input, task_queue=local.task_queue, known_tools=known, tenant=tenant, quota=plan
+        )
         print(f"run {handle.id} started", file=progress)
         try:
             result = await follow(handle, lambda s: print_progress(s, progress))
@@ -48,14 +54,23 @@ async def run_from_spec(
     return 0
 
 
-async def run_pipeline(settings: WorkerSettings, path: str, input_json: str, *, as_json: bool, worker: WorkerMode) -> int:
+async def run_pipeline(
+    settings: WorkerSettings, path: str, input_json: str, *, as_json: bool, worker: WorkerMode
+) -> int:
     loaded = load_pipeline_file(path)
     try:
         value = json.loads(input_json)
     except json.JSONDecodeError as exc:
         raise InvalidSpecError(
-            [Violation(contract="pipeline", phase="pre", kind=ViolationKind.invalid_config, path="$.input",
-                       message=f"--input must be JSON for a pipeline: {exc}")]
+            [
+                Violation(
+                    contract="pipeline",
+                    phase="pre",
+                    kind=ViolationKind.invalid_config,
+                    path="$.input",
+                    message=f"--input must be JSON for a pipeline: {exc}",
+                )
+            ]
         ) from None
     async with client_and_worker(settings, worker, "run") as local:
         client = local.client

@@ -7,7 +7,6 @@ import asyncio
 import json
 import sys
 
-from ..contracts.config.schedules import ScheduleChange
 from ..client.schedules import (
     DEFAULT_DIRECTORY,
     apply_schedules,
@@ -17,6 +16,7 @@ from ..client.schedules import (
     resume,
     trigger,
 )
+from ..contracts.config.schedules import ScheduleChange
 from .json_output import SCHEDULE_CHANGES, SCHEDULE_LIST, print_json
 
 ACTIONS = ("apply", "list", "pause", "resume", "trigger")
@@ -28,9 +28,14 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("name", nargs="?", help="schedule id (pause, resume, trigger)")
     parser.add_argument("--dir", default=str(DEFAULT_DIRECTORY), help="schedule files (apply)")
     parser.add_argument("--note", help="note recorded with pause or resume")
-    parser.add_argument("--json", action="store_true", help="print one JSON object: the rows (list) or the changes made")
-    parser.add_argument("--wait", action="store_true",
-                        help="trigger: wait for the tick to end and print its result (the monitor's report)")
+    parser.add_argument(
+        "--json", action="store_true", help="print one JSON object: the rows (list) or the changes made"
+    )
+    parser.add_argument(
+        "--wait",
+        action="store_true",
+        help="trigger: wait for the tick to end and print its result (the monitor's report)",
+    )
 
 
 def schedule_command(args: argparse.Namespace) -> int:
@@ -47,8 +52,10 @@ def schedule_command(args: argparse.Namespace) -> int:
     except RuntimeError as exc:
         if "connect" not in str(exc).lower():
             raise
-        print(f"error: cannot reach Temporal ({exc}); start it with 'agentsteps dev' or set TEMPORAL_ADDRESS",
-              file=sys.stderr)
+        print(
+            f"error: cannot reach Temporal ({exc}); start it with 'agentsteps dev' or set TEMPORAL_ADDRESS",
+            file=sys.stderr,
+        )
         return 1
 
 
@@ -88,8 +95,9 @@ async def _run(args: argparse.Namespace, action: str, name: str | None) -> int:
         if change.outcome == "triggered" and change.workflow_id:
             print(f"triggered {change.id}: workflow {change.workflow_id}", file=sys.stderr if as_json else sys.stdout)
         elif change.outcome == "skipped":
-            print(f"skipped {change.id}: no tick started (a tick is still running, and overlap = skip)",
-                  file=sys.stderr)
+            print(
+                f"skipped {change.id}: no tick started (a tick is still running, and overlap = skip)", file=sys.stderr
+            )
         else:
             print(f"{change.outcome} {change.id}")
     if wait:
@@ -127,8 +135,11 @@ async def _wait_for(client, changes: list[ScheduleChange], as_json: bool) -> int
         print(f"tick failed: {describe(exc)}", file=sys.stderr)
         return 1
     if as_json:
-        print_json(SCHEDULE_CHANGES, {
-            "changes": [c.model_dump(mode="json", exclude_none=True) for c in changes],
-            "result": json.loads(json.dumps(result, default=str)),
-        })
+        print_json(
+            SCHEDULE_CHANGES,
+            {
+                "changes": [c.model_dump(mode="json", exclude_none=True) for c in changes],
+                "result": json.loads(json.dumps(result, default=str)),
+            },
+        )
     return 1 if failed else 0

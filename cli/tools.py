@@ -89,8 +89,11 @@ async def _tools_list(config_path: str | Path | None, as_json: bool) -> int:
             detail = f" since {health['since']}: {health['last_error']}" if health["state"] != "up" else ""
             print(f"  {name}  {health['state']}{' (required)' if health['required'] else ''}{detail}")
         for name in sorted(shadowed):
-            print(f"warning: MCP tool {name!r} is hidden by the Python tool of the same name; "
-                  "set tool_prefix on its server", file=sys.stderr)
+            print(
+                f"warning: MCP tool {name!r} is hidden by the Python tool of the same name; "
+                "set tool_prefix on its server",
+                file=sys.stderr,
+            )
     # One optional server down is shown, not fatal; a required one is a failure, as in /readyz.
     return EXIT_OK if mcp.fleet.ready() else EXIT_FAILED
 
@@ -112,8 +115,9 @@ async def _tools_call(name: str, args_json: str, config_path: str | Path | None)
             return EXIT_BAD_INPUT
         call_id = f"cli-{uuid.uuid4().hex[:12]}"
         # One key per invocation: a CLI call is one attempt. Pass idempotency_key in --args to repeat a write safely.
-        result = await tools.call(ToolCallInput(name=name, arguments=json.dumps(arguments), call_id=call_id,
-                                                idempotency_key=call_id))
+        result = await tools.call(
+            ToolCallInput(name=name, arguments=json.dumps(arguments), call_id=call_id, idempotency_key=call_id)
+        )
     finally:
         await mcp.aclose()
     if result.is_error:
@@ -154,8 +158,13 @@ def _table(tools: list[ToolSchema]) -> str:
     """One row per tool: where it comes from, whether it writes, whether a person approves each call, and its
     delivery policy (``retry``: safe to repeat; ``key``: deduplicated by idempotency key; ``at_most_once``)."""
     rows = [_COLUMNS] + [
-        (t.name, t.source, "writes" if t.side_effects else "read-only", "required" if t.requires_approval else "-",
-         t.delivery)
+        (
+            t.name,
+            t.source,
+            "writes" if t.side_effects else "read-only",
+            "required" if t.requires_approval else "-",
+            t.delivery,
+        )
         for t in tools
     ]
     widths = [max(len(row[i]) for row in rows) for i in range(len(_COLUMNS))]
@@ -165,7 +174,9 @@ def _table(tools: list[ToolSchema]) -> str:
 def _describe(tool: ToolSchema) -> str:
     kind = "writes" if tool.side_effects else "read-only"
     summary = (tool.description or "").strip().splitlines()[0] if tool.description else ""
-    return (f"{tool.name}  [{tool.source}, {kind}]\n"
-            f"    {summary}\n"
-            f"    input:  {_fields(tool.parameters)}\n"
-            f"    output: {_fields(tool.output_schema)}")
+    return (
+        f"{tool.name}  [{tool.source}, {kind}]\n"
+        f"    {summary}\n"
+        f"    input:  {_fields(tool.parameters)}\n"
+        f"    output: {_fields(tool.output_schema)}"
+    )

@@ -70,7 +70,7 @@ class Poller:
     def fingerprint(self) -> str | None:
         for part in self.identity.split():
             if part.startswith(_FINGERPRINT_TAG):
-                return part[len(_FINGERPRINT_TAG):]
+                return part[len(_FINGERPRINT_TAG) :]
         return None
 
 
@@ -80,8 +80,9 @@ async def live_pollers(client: Client, task_queue: str) -> list[Poller]:
     now = time.time()
     for kind in (TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW, TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY):
         answer = await client.workflow_service.describe_task_queue(
-            DescribeTaskQueueRequest(namespace=client.namespace, task_queue=TaskQueue(name=task_queue),
-                                     task_queue_type=kind)
+            DescribeTaskQueueRequest(
+                namespace=client.namespace, task_queue=TaskQueue(name=task_queue), task_queue_type=kind
+            )
         )
         for poller in answer.pollers:
             ago = max(0.0, now - poller.last_access_time.ToSeconds()) if poller.HasField("last_access_time") else 0.0
@@ -119,8 +120,10 @@ def fingerprint(settings: WorkerSettings, registry: ToolRegistry, offline_script
     """
     from ..client.settings import load_mcp_config
 
-    tools = {name: schema.model_dump(mode="json", include={"side_effects", "requires_approval", "delivery"})
-             for name, schema in registry.schemas().items()}
+    tools = {
+        name: schema.model_dump(mode="json", include={"side_effects", "requires_approval", "delivery"})
+        for name, schema in registry.schemas().items()
+    }
     mcp = load_mcp_config(settings.config_file)
     providers = settings.providers
 
@@ -156,15 +159,22 @@ class WorkerPlan:
 
 
 async def plan_worker(
-    client: Client, stack: Stack, task_queue: str, mode: WorkerMode, config_fingerprint: str | None = None,
+    client: Client,
+    stack: Stack,
+    task_queue: str,
+    mode: WorkerMode,
+    config_fingerprint: str | None = None,
 ) -> WorkerPlan:
     """Decide whether this process polls ``task_queue`` (see the module docstring for the rule)."""
     try:
         pollers = await live_pollers(client, task_queue)
     except RPCError as exc:  # a cluster may not let this identity describe task queues
         if mode == "no" or (mode == "auto" and stack.cluster):
-            return WorkerPlan(False, f"task queue {task_queue!r} is served by the cluster's workers "
-                                     f"(its pollers could not be listed: {exc.status.name})")
+            return WorkerPlan(
+                False,
+                f"task queue {task_queue!r} is served by the cluster's workers "
+                f"(its pollers could not be listed: {exc.status.name})",
+            )
         raise StackConflictError(
             f"cannot list who polls task queue {task_queue!r} on {stack.address} ({exc.status.name}: {exc.message}), "
             "so a worker here could disagree with one already there; use the workers there (--no-worker)."
@@ -178,10 +188,14 @@ async def plan_worker(
                 f"--no-worker, but nothing serves task queue {task_queue!r}: the Temporal server at {stack.address} "
                 "was started by this command. Start `agentsteps dev` first, or drop --no-worker."
             )
-        hint = ("start `agentsteps worker` against the cluster, or pass --worker" if stack.cluster
-                else "start `agentsteps dev` in another terminal, or drop --no-worker")
-        return WorkerPlan(False, f"no worker polls task queue {task_queue!r} on {stack.address} yet; "
-                                 f"the work waits for one ({hint})")
+        hint = (
+            "start `agentsteps worker` against the cluster, or pass --worker"
+            if stack.cluster
+            else "start `agentsteps dev` in another terminal, or drop --no-worker"
+        )
+        return WorkerPlan(
+            False, f"no worker polls task queue {task_queue!r} on {stack.address} yet; the work waits for one ({hint})"
+        )
     differing = [p for p in pollers if p.fingerprint != config_fingerprint]
     if differing:
         raise StackConflictError(
@@ -197,8 +211,6 @@ def say(note: str) -> None:
     print(note, file=sys.stderr, flush=True)
 
 
-
-
 @dataclass(frozen=True)
 class Local:
     """What a CLI command works with: its client, the stack it found or started, and its own worker's tools."""
@@ -212,7 +224,10 @@ class Local:
 
 @asynccontextmanager
 async def client_and_worker(
-    settings: WorkerSettings, mode: WorkerMode, role: str, *,
+    settings: WorkerSettings,
+    mode: WorkerMode,
+    role: str,
+    *,
     task_queue: str | Callable[[Client, Stack], Awaitable[str]] | None = None,
 ) -> AsyncIterator[Local]:
     """Find or start the stack, connect, and run a worker here only when the rule says so (module docstring).
@@ -244,10 +259,23 @@ async def client_and_worker(
         if models is not None:
             say(models.note)
             worker_settings = models.settings
-        await exits.enter_async_context(running_worker(
-            client, worker_settings, registry=registry, task_queue=queue, identity=worker_identity(role, config)))
+        await exits.enter_async_context(
+            running_worker(
+                client, worker_settings, registry=registry, task_queue=queue, identity=worker_identity(role, config)
+            )
+        )
         yield Local(client, stack, registry, queue)
 
 
-__all__ = ["Local", "Poller", "WorkerMode", "WorkerPlan", "client_and_worker", "fingerprint", "live_pollers",
-           "plan_worker", "say", "worker_identity"]
+__all__ = [
+    "Local",
+    "Poller",
+    "WorkerMode",
+    "WorkerPlan",
+    "client_and_worker",
+    "fingerprint",
+    "live_pollers",
+    "plan_worker",
+    "say",
+    "worker_identity",
+]

@@ -26,7 +26,15 @@ from temporalio.client import Client, WorkflowFailureError, WorkflowHistory
 from temporalio.converter import DataConverter
 
 from ..contracts import (
-    AgentInput, AgentResult, AgentSpec, InvalidSpecError, LLMConfig, LLMResponse, ToolCallInput, ToolCallResult, ToolSchema,
+    AgentInput,
+    AgentResult,
+    AgentSpec,
+    InvalidSpecError,
+    LLMConfig,
+    LLMResponse,
+    ToolCallInput,
+    ToolCallResult,
+    ToolSchema,
     Usage,
 )
 from ..contracts.llm.arguments import canonical_arguments
@@ -45,7 +53,9 @@ class AnsweredTools(Protocol):
     refused: Mapping[str, list[tuple[str, str]]]
     live_calls: Mapping[str, list[tuple[str, str]]]
 
-    def add(self, replay_id: str, schemas: Sequence[ToolSchema], calls: Sequence[tuple[str, str, ToolCallResult]]) -> None: ...
+    def add(
+        self, replay_id: str, schemas: Sequence[ToolSchema], calls: Sequence[tuple[str, str, ToolCallResult]]
+    ) -> None: ...
 
 
 @dataclass
@@ -127,7 +137,11 @@ class RunScore:
 
 
 def _tokens(result: AgentResult | None) -> int:
-    return 0 if result is None else result.usage.total_tokens or (result.usage.prompt_tokens + result.usage.completion_tokens)
+    return (
+        0
+        if result is None
+        else result.usage.total_tokens or (result.usage.prompt_tokens + result.usage.completion_tokens)
+    )
 
 
 def _cost(result: AgentResult | None, cost: Cost) -> float:
@@ -156,14 +170,27 @@ def _multiset_minus(a: list[str], b: list[str]) -> list[str]:
     return out
 
 
-def score(source: RecordedRun, replay_id: str, replay: AgentResult | None, tools: AnsweredTools,
-          cost: Cost, error: str | None = None) -> RunScore:
+def score(
+    source: RecordedRun,
+    replay_id: str,
+    replay: AgentResult | None,
+    tools: AnsweredTools,
+    cost: Cost,
+    error: str | None = None,
+) -> RunScore:
     before, after = source.result, replay
     status = (before.status if before else "failed", after.status if after else "failed")
-    same = before is not None and after is not None and json.dumps(before.output, sort_keys=True) == json.dumps(after.output, sort_keys=True)
+    same = (
+        before is not None
+        and after is not None
+        and json.dumps(before.output, sort_keys=True) == json.dumps(after.output, sort_keys=True)
+    )
     src_calls, new_calls = _calls(before), _calls(after)
     return RunScore(
-        source_id=source.workflow_id, replay_id=replay_id, status=status, same_output=same,
+        source_id=source.workflow_id,
+        replay_id=replay_id,
+        status=status,
+        same_output=same,
         output=(before.output if before else None, after.output if after else None),
         steps=(len(before.steps) if before else 0, len(after.steps) if after else 0),
         tokens=(_tokens(before), _tokens(after)),
@@ -211,9 +238,20 @@ async def replay_runs(
         replay_id = f"replay-{source.workflow_id}-{uuid.uuid4().hex[:8]}"
         tools.add(replay_id, source.schemas, source.calls)
         inp = AgentInput(spec=new_spec(source.inp.spec, spec, model), input=source.inp.input)
-        handles.append((source, replay_id, await client.start_workflow(
-            AGENT_WORKFLOW, inp, id=replay_id, task_queue=task_queue,
-            search_attributes=run_start_attributes(inp.spec, inp.tenant), result_type=AgentResult)))
+        handles.append(
+            (
+                source,
+                replay_id,
+                await client.start_workflow(
+                    AGENT_WORKFLOW,
+                    inp,
+                    id=replay_id,
+                    task_queue=task_queue,
+                    search_attributes=run_start_attributes(inp.spec, inp.tenant),
+                    result_type=AgentResult,
+                ),
+            )
+        )
     scores = []
     for source, replay_id, handle in handles:
         try:
@@ -242,8 +280,10 @@ def summary(scores: Sequence[RunScore]) -> dict[str, Any]:
         "same_answer": sum(s.same_output for s in scores),
         "differ": sum(s.differs for s in scores),
         "completed": [sum(s.status[i].startswith("completed") for s in scores) for i in (0, 1)],
-        "tokens": tokens, "tokens_change": _pct(*tokens),
-        "cost_usd": cost, "cost_change": _pct(*cost),
+        "tokens": tokens,
+        "tokens_change": _pct(*tokens),
+        "cost_usd": cost,
+        "cost_change": _pct(*cost),
         "answered_from_record": sum(s.answered_from_record for s in scores),
         "not_executed_calls": sum(len(s.not_executed) for s in scores),
         "live_calls": sum(len(s.ran_live) for s in scores),
@@ -255,8 +295,11 @@ def render(scores: Sequence[RunScore]) -> str:
     lines = [f"{'RUN':<{width}}  {'STATUS':<23}  {'ANSWER':<7}  {'STEPS':<6}  {'TOKENS':<11}  {'VIOL':<5}  TOOL CALLS"]
     for s in scores:
         status = s.status[0] if s.status[0] == s.status[1] else f"{s.status[0]}->{s.status[1]}"
-        tool_note = "same" if not (s.tool_calls_only_in_source or s.tool_calls_only_in_replay) else (
-            f"-{len(s.tool_calls_only_in_source)} +{len(s.tool_calls_only_in_replay)}")
+        tool_note = (
+            "same"
+            if not (s.tool_calls_only_in_source or s.tool_calls_only_in_replay)
+            else (f"-{len(s.tool_calls_only_in_source)} +{len(s.tool_calls_only_in_replay)}")
+        )
         if s.not_executed:
             tool_note += f", {len(s.not_executed)} not executed"
         lines.append(
@@ -287,5 +330,16 @@ def report_json(scores: Sequence[RunScore]) -> dict[str, Any]:
     }
 
 
-__all__ = ["AnsweredTools", "RecordedRun", "RunScore", "load_sources", "read_recorded_run", "render",
-           "replay_runs", "report_json", "score", "summary", "new_spec"]
+__all__ = [
+    "AnsweredTools",
+    "RecordedRun",
+    "RunScore",
+    "load_sources",
+    "read_recorded_run",
+    "render",
+    "replay_runs",
+    "report_json",
+    "score",
+    "summary",
+    "new_spec",
+]

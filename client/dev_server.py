@@ -32,8 +32,8 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
 from ..contracts.config.settings import WorkerSettings
-from ..contracts.names import SEARCH_ATTRIBUTES
 from ..contracts.errors import StackConflictError
+from ..contracts.names import SEARCH_ATTRIBUTES
 
 PROBE_SECONDS = 5.0
 
@@ -52,8 +52,10 @@ def dev_server_args() -> list[str]:
     (demo, ``agentsteps dev``, tests, benchmarks): lift the transfer-task poll cap, register the
     engine's search attributes."""
     args = [
-        "--dynamic-config-value", f"history.transferProcessorMaxPollRPS={TRANSFER_POLL_RPS}",
-        "--dynamic-config-value", f"history.transferProcessorMaxPollHostRPS={TRANSFER_POLL_RPS}",
+        "--dynamic-config-value",
+        f"history.transferProcessorMaxPollRPS={TRANSFER_POLL_RPS}",
+        "--dynamic-config-value",
+        f"history.transferProcessorMaxPollHostRPS={TRANSFER_POLL_RPS}",
     ]
     # The console lists runs by these (runs upsert them; workers check them at start).
     for name, kind in SEARCH_ATTRIBUTES.items():

@@ -22,8 +22,8 @@ from temporalio.converter import DataConverter
 from ..contracts import AgentInput, AgentResult, AgentSpec, EffectRecord, ForkOrigin, InvalidSpecError, Message, Step
 from ..contracts.code.program import ForkedProgram
 from ..contracts.llm.arguments import cap
-from ..contracts.llm.tools import OUTCOME_UNKNOWN
 from ..contracts.llm.messages import LLMToolCall
+from ..contracts.llm.tools import OUTCOME_UNKNOWN
 from ..contracts.names import AGENT_WORKFLOW, STEPS_QUERY
 from ..contracts.violations import Violation, ViolationKind
 from .counterfactual import RecordedRun, new_spec, read_recorded_run
@@ -33,7 +33,9 @@ from .search_attributes import run_start_attributes
 
 
 def _bad(path: str, message: str) -> InvalidSpecError:
-    return InvalidSpecError([Violation(contract="fork", phase="pre", kind=ViolationKind.invalid_config, path=path, message=message)])
+    return InvalidSpecError(
+        [Violation(contract="fork", phase="pre", kind=ViolationKind.invalid_config, path=path, message=message)]
+    )
 
 
 def effects_in_history(source: RecordedRun) -> list[EffectRecord]:
@@ -44,10 +46,15 @@ def effects_in_history(source: RecordedRun) -> list[EffectRecord]:
     for index, (tool, arguments, answer) in enumerate(source.calls):
         unknown = answer.error_type == OUTCOME_UNKNOWN
         if tool in effectful and (unknown or not answer.is_error):
-            records.append(EffectRecord(
-                key=f"history-{index}", tool=tool, arguments=cap(arguments), content=cap(answer.content),
-                outcome="unknown" if unknown else "done",
-            ))
+            records.append(
+                EffectRecord(
+                    key=f"history-{index}",
+                    tool=tool,
+                    arguments=cap(arguments),
+                    content=cap(answer.content),
+                    outcome="unknown" if unknown else "done",
+                )
+            )
     return records
 
 
@@ -57,10 +64,19 @@ def conversation_before(user_input: str, steps: Sequence[Step], at_step: int) ->
     for step in steps[:at_step]:
         if step.kind != "tool_call" or not step.tool_calls:
             continue  # an assistant text or a violated answer the ladder replaced: not in the conversation
-        messages.append(Message(role="assistant", content=step.content, tool_calls=tuple(
-            LLMToolCall(id=c.call_id, name=c.name, arguments=c.arguments) for c in step.tool_calls)))
-        messages += [Message(role="tool", content=c.content, tool_call_id=c.call_id, name=c.name, is_error=c.is_error)
-                     for c in step.tool_calls]
+        messages.append(
+            Message(
+                role="assistant",
+                content=step.content,
+                tool_calls=tuple(
+                    LLMToolCall(id=c.call_id, name=c.name, arguments=c.arguments) for c in step.tool_calls
+                ),
+            )
+        )
+        messages += [
+            Message(role="tool", content=c.content, tool_call_id=c.call_id, name=c.name, is_error=c.is_error)
+            for c in step.tool_calls
+        ]
     return messages
 
 
@@ -107,7 +123,10 @@ async def plan_fork(
         points = [ForkPoint(i) for i in range(len(result.steps) + 1)]
     if at_step < 0 or at_step >= len(points):
         what = " (code mode: model calls and program calls)" if code else ""
-        raise _bad("--at-step", f"run {workflow_id} has steps 0..{len(points) - 2}{what}; --at-step must be 0..{len(points) - 1}")
+        raise _bad(
+            "--at-step",
+            f"run {workflow_id} has steps 0..{len(points) - 2}{what}; --at-step must be 0..{len(points) - 1}",
+        )
     point = points[at_step]
     messages = conversation_before(source.inp.input, result.steps, point.step)
     program = None
@@ -115,10 +134,15 @@ async def plan_fork(
         assert point.call_id is not None
         program = _forked_program(history, result.steps[point.step], point)
         if user_input is not None:
-            raise _bad("--input", f"step {at_step} is {point.describe()}: a new message can only start a fork at a model step")
+            raise _bad(
+                "--input", f"step {at_step} is {point.describe()}: a new message can only start a fork at a model step"
+            )
         if sorted(new.tools) != sorted(source.inp.spec.tools):
-            raise _bad("--spec", f"step {at_step} is {point.describe()}: the program was written against the source's "
-                                 f"tools ({', '.join(source.inp.spec.tools) or 'none'}); fork at a model step to change them")
+            raise _bad(
+                "--spec",
+                f"step {at_step} is {point.describe()}: the program was written against the source's "
+                f"tools ({', '.join(source.inp.spec.tools) or 'none'}); fork at a model step to change them",
+            )
     elif user_input is not None:
         if point.step == 0:
             messages = [Message.user(user_input)]
@@ -132,9 +156,11 @@ async def plan_fork(
     effects = list({e.key: e for e in [*inherited, *made]}.values())
     origin = ForkOrigin(workflow_id=workflow_id, at_step=at_step, messages=messages, effects=effects, program=program)
     return ForkPlan(
-        source=workflow_id, at_step=at_step, inp=AgentInput(spec=new, input=source.inp.input, fork=origin, tenant=source.inp.tenant,
-                                                      quota=source.inp.quota),
-        where=point.describe(), at_call=None if point.call_id is None else f"p{point.step}-{point.call_id}",
+        source=workflow_id,
+        at_step=at_step,
+        inp=AgentInput(spec=new, input=source.inp.input, fork=origin, tenant=source.inp.tenant, quota=source.inp.quota),
+        where=point.describe(),
+        at_call=None if point.call_id is None else f"p{point.step}-{point.call_id}",
     )
 
 
@@ -142,8 +168,13 @@ def _forked_program(history: WorkflowHistory, step: Step, point: ForkPoint) -> F
     assert point.paused is not None and point.call_id is not None and step.program is not None
     started = history.events[0].workflow_execution_started_event_attributes
     return ForkedProgram(
-        step=step.index, call_id=point.call_id, chain_run_id=started.first_execution_run_id,
-        content=step.content or "", model=step.model, program=step.program, paused=point.paused,
+        step=step.index,
+        call_id=point.call_id,
+        chain_run_id=started.first_execution_run_id,
+        content=step.content or "",
+        model=step.model,
+        program=step.program,
+        paused=point.paused,
     )
 
 
@@ -151,8 +182,11 @@ async def start_fork(
     client: Client, plan: ForkPlan, *, task_queue: str, fork_id: str | None = None
 ) -> WorkflowHandle[object, AgentResult]:
     return await client.start_workflow(
-        AGENT_WORKFLOW, plan.inp, id=fork_id or f"{plan.source}-fork{plan.at_step}-{uuid.uuid4().hex[:8]}",
-        task_queue=task_queue, search_attributes=run_start_attributes(plan.inp.spec, plan.inp.tenant),
+        AGENT_WORKFLOW,
+        plan.inp,
+        id=fork_id or f"{plan.source}-fork{plan.at_step}-{uuid.uuid4().hex[:8]}",
+        task_queue=task_queue,
+        search_attributes=run_start_attributes(plan.inp.spec, plan.inp.tenant),
         result_type=AgentResult,
     )
 
@@ -173,6 +207,7 @@ async def fork_run(
 
     In code mode a step is a model call or a call a program made (``fork_points``); a fork inside a
     program resumes it from the source's snapshot, which the worker re-binds to the fork."""
-    plan = await plan_fork(client, workflow_id, at_step, data_converter=data_converter, spec=spec, model=model,
-                           user_input=user_input)
+    plan = await plan_fork(
+        client, workflow_id, at_step, data_converter=data_converter, spec=spec, model=model, user_input=user_input
+    )
     return await start_fork(client, plan, task_queue=task_queue, fork_id=fork_id)

@@ -64,8 +64,12 @@ class GcReport:
 
     def as_json(self) -> dict[str, Any]:
         return {
-            "store": self.store, "deleted": self.deleted, "garbage": [o.digest for o in self.garbage],
-            "garbage_bytes": self.garbage_bytes, "referenced": self.referenced, "recent": self.recent,
+            "store": self.store,
+            "deleted": self.deleted,
+            "garbage": [o.digest for o in self.garbage],
+            "garbage_bytes": self.garbage_bytes,
+            "referenced": self.referenced,
+            "recent": self.recent,
             "open_workflows": self.open_workflows,
         }
 
@@ -89,8 +93,9 @@ async def open_workflow_digests(client: Client, continued_since: datetime | None
     return digests, count
 
 
-async def _reachable(store: PayloadStore, roots: set[str], by_digest: dict[str, list[StoredObject]],
-                     kept: set[str]) -> None:
+async def _reachable(
+    store: PayloadStore, roots: set[str], by_digest: dict[str, list[StoredObject]], kept: set[str]
+) -> None:
     """Add to ``kept`` every stored digest reachable from ``roots`` (reading kept blobs for more)."""
     pending = [d for d in roots if d in by_digest and d not in kept]
     while pending:

@@ -17,8 +17,8 @@ from typing import Any
 from pydantic import BaseModel
 
 from ..contracts.composition.contract import Contract
-from ..contracts.errors import InvalidSpecError
 from ..contracts.composition.pipeline_spec import PipelineSpec, parse_pipeline, to_contracts
+from ..contracts.errors import InvalidSpecError
 from ..contracts.violations import Violation, ViolationKind
 
 

@@ -40,7 +40,10 @@ async def ensure_accounts(client: Client, quotas: QuotaSettings, task_queue: str
     started = []
     for workflow_id, inp in account_inputs(quotas).items():
         await client.start_workflow(
-            QUOTA_ACCOUNT_WORKFLOW, inp, id=workflow_id, task_queue=task_queue,
+            QUOTA_ACCOUNT_WORKFLOW,
+            inp,
+            id=workflow_id,
+            task_queue=task_queue,
             id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
             id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
         )
@@ -67,10 +70,15 @@ def quota_plan(settings: WorkerSettings | QuotaSettings, tenant: str | None = No
         tenant=tenant or "default",
         tenant_label=configured.name if configured is not None else "other",
         weight=configured.weight if configured is not None else 1.0,
-        tenant_account=account_id("tenant", configured.name) if configured is not None and configured.has_budget
+        tenant_account=account_id("tenant", configured.name)
+        if configured is not None and configured.has_budget
         else None,
-        routes=[QuotaRoute(quota=q.name, provider=q.provider, model=q.model, api_key=q.api_key,
-                           account=account_id("quota", q.name)) for q in routes],
+        routes=[
+            QuotaRoute(
+                quota=q.name, provider=q.provider, model=q.model, api_key=q.api_key, account=account_id("quota", q.name)
+            )
+            for q in routes
+        ],
         degrade_to=list(configured.degrade_to) if configured is not None else [],
         prices=prices,
     )

@@ -25,13 +25,12 @@ from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import Client, WorkflowHistory
 from temporalio.converter import DataConverter
 from temporalio.service import RPCError, RPCStatusCode
-from temporalio.worker import Replayer, WorkflowReplayResult
+from temporalio.worker import Replayer
 
-from ..contracts.llm.tokens import encoding as warm_tokenizer
 from ..contracts.errors import HistoryUnavailableError, InvalidSpecError
+from ..contracts.llm.tokens import encoding as warm_tokenizer
 from ..contracts.names import WORKFLOWS
 from ..contracts.violations import Violation, ViolationKind
-
 
 # The events a workflow task's commands become: a build that issues other commands mismatches one of these.
 _COMMAND_EVENTS = {
@@ -102,8 +101,14 @@ def _task_ends(history: WorkflowHistory) -> list[int]:
     """Cut points after each completed workflow task's commands: just before the next task is scheduled."""
     events = history.events
     # A prefix with no completed task gives the Replayer nothing to check (it would wait for one).
-    first_done = next((i for i, e in enumerate(events) if e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED), len(events))
-    cuts = [i for i, e in enumerate(events) if i > first_done and e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED]
+    first_done = next(
+        (i for i, e in enumerate(events) if e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED), len(events)
+    )
+    cuts = [
+        i
+        for i, e in enumerate(events)
+        if i > first_done and e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED
+    ]
     return [*cuts, len(events)]
 
 
@@ -132,7 +137,10 @@ async def _locate(replayer: Replayer, history: WorkflowHistory, error: str) -> H
         else:
             lo = mid + 1
     end = ends[lo]
-    start = max((i for i in range(end) if history.events[i].event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED), default=0)
+    start = max(
+        (i for i in range(end) if history.events[i].event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED),
+        default=0,
+    )
     candidates = [e for e in history.events[start:end] if e.event_type in _COMMAND_EVENTS]
     named = set(_quoted(error))
     for event in candidates:
@@ -185,7 +193,12 @@ async def check_histories(
         event = await _locate(replayer, history, error)
         findings.append(
             ReplayFinding(
-                history.workflow_id, wf_type, source, False, len(history.events), error=error,
+                history.workflow_id,
+                wf_type,
+                source,
+                False,
+                len(history.events),
+                error=error,
                 event_id=event.event_id if event is not None else None,
                 event=describe_event(event) if event is not None else None,
                 hint=_hint(wf_type, event),
@@ -195,7 +208,9 @@ async def check_histories(
 
 
 def _bad(path: str, message: str) -> InvalidSpecError:
-    return InvalidSpecError([Violation(contract="replay", phase="pre", kind=ViolationKind.invalid_config, path=path, message=message)])
+    return InvalidSpecError(
+        [Violation(contract="replay", phase="pre", kind=ViolationKind.invalid_config, path=path, message=message)]
+    )
 
 
 def history_files(folder: str | Path) -> list[tuple[str, WorkflowHistory]]:

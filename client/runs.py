@@ -9,13 +9,20 @@ from collections.abc import Callable, Mapping
 from temporalio.client import Client, WorkflowHandle
 
 from ..contracts import (
-    AgentInput, AgentResult, AgentSpec, InvalidSpecError, Step, ToolSchema, Violation, ViolationKind,
+    AgentInput,
+    AgentResult,
+    AgentSpec,
+    InvalidSpecError,
+    Step,
+    ToolSchema,
+    Violation,
+    ViolationKind,
 )
 from ..contracts.names import AGENT_WORKFLOW, STEPS_QUERY
-from ..contracts.spec import key_scope_problem
-from ..contracts.spec_check import check_spec
 from ..contracts.quotas.config import tenant_problem
 from ..contracts.quotas.wire import QuotaPlan
+from ..contracts.spec import key_scope_problem
+from ..contracts.spec_check import check_spec
 from .search_attributes import run_start_attributes
 
 
@@ -23,16 +30,34 @@ def validate_key_scope(key_scope: str | None) -> None:
     """Raise InvalidSpecError for a ``key_scope`` the workflow would refuse (``AgentInput.key_scope``)."""
     problem = key_scope_problem(key_scope)
     if problem is not None:
-        raise InvalidSpecError([Violation(contract="run_input", phase="pre", kind=ViolationKind.invalid_config,
-                                          path="$.key_scope", message=problem)])
+        raise InvalidSpecError(
+            [
+                Violation(
+                    contract="run_input",
+                    phase="pre",
+                    kind=ViolationKind.invalid_config,
+                    path="$.key_scope",
+                    message=problem,
+                )
+            ]
+        )
 
 
 def validate_tenant(tenant: str | None) -> None:
     """Raise InvalidSpecError for a ``tenant`` the workflow would refuse (``AgentInput.tenant``)."""
     problem = tenant_problem(tenant)
     if problem is not None:
-        raise InvalidSpecError([Violation(contract="run_input", phase="pre", kind=ViolationKind.invalid_config,
-                                          path="$.tenant", message=problem)])
+        raise InvalidSpecError(
+            [
+                Violation(
+                    contract="run_input",
+                    phase="pre",
+                    kind=ViolationKind.invalid_config,
+                    path="$.tenant",
+                    message=problem,
+                )
+            ]
+        )
 
 
 def validate_spec(spec: AgentSpec, known_tools: Mapping[str, ToolSchema] | None = None) -> None:

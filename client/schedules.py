@@ -85,8 +85,12 @@ def build_schedule(file: ScheduleFile, *, state: ScheduleState | None = None) ->
         memo={DIGEST_MEMO: file.digest()},
     )
     policy = SchedulePolicy(overlap=_OVERLAP[file.overlap], catchup_window=file.catchup_window)
-    return Schedule(action=action, spec=spec, policy=policy,
-                    state=state or ScheduleState(paused=file.paused, note=file.note or None))
+    return Schedule(
+        action=action,
+        spec=spec,
+        policy=policy,
+        state=state or ScheduleState(paused=file.paused, note=file.note or None),
+    )
 
 
 def _digest_of(description: ScheduleDescription) -> str | None:
@@ -147,15 +151,17 @@ async def list_schedules(client: Client) -> list[ScheduleStatus]:
             continue
         action = described.schedule.action
         recent = described.info.recent_actions
-        out.append(ScheduleStatus(
-            id=entry.id,
-            workflow=getattr(action, "workflow", type(action).__name__),
-            paused=described.schedule.state.paused,
-            note=described.schedule.state.note or "",
-            managed=_digest_of(described) is not None,
-            next_run=described.info.next_action_times[0] if described.info.next_action_times else None,
-            last_run=recent[-1].started_at if recent else None,
-        ))
+        out.append(
+            ScheduleStatus(
+                id=entry.id,
+                workflow=getattr(action, "workflow", type(action).__name__),
+                paused=described.schedule.state.paused,
+                note=described.schedule.state.note or "",
+                managed=_digest_of(described) is not None,
+                next_run=described.info.next_action_times[0] if described.info.next_action_times else None,
+                last_run=recent[-1].started_at if recent else None,
+            )
+        )
     return sorted(out, key=lambda s: s.id)
 
 

@@ -51,22 +51,26 @@ _TYPES = {
 }
 
 
-def run_start_attributes(spec: AgentSpec, tenant: str | None = None, now: datetime | None = None) -> TypedSearchAttributes:
+def run_start_attributes(
+    spec: AgentSpec, tenant: str | None = None, now: datetime | None = None
+) -> TypedSearchAttributes:
     """What a run's start upsert would set (``Visibility.start``), for the client to set at the start instead.
 
     A run whose start carries them does not upsert them (one billable action less); the values and
     types are the workflow's own, so the console lists either run alike."""
-    return TypedSearchAttributes([
-        *([SearchAttributePair(SearchAttributeKey.for_keyword(SA_TENANT), tenant)] if tenant else []),
-        SearchAttributePair(SearchAttributeKey.for_keyword(SA_SPEC), spec.name[:200]),
-        SearchAttributePair(SearchAttributeKey.for_keyword(SA_MODEL), spec.model.model[:200]),
-        SearchAttributePair(SearchAttributeKey.for_int(SA_STEPS), 0),
-        SearchAttributePair(SearchAttributeKey.for_int(SA_TOKENS), 0),
-        SearchAttributePair(SearchAttributeKey.for_int(SA_VIOLATIONS), 0),
-        SearchAttributePair(SearchAttributeKey.for_float(SA_COST), 0.0),
-        SearchAttributePair(SearchAttributeKey.for_bool(SA_AWAITING_APPROVAL), False),
-        SearchAttributePair(SearchAttributeKey.for_datetime(SA_LAST_ACTIVITY), now or datetime.now(timezone.utc)),
-    ])
+    return TypedSearchAttributes(
+        [
+            *([SearchAttributePair(SearchAttributeKey.for_keyword(SA_TENANT), tenant)] if tenant else []),
+            SearchAttributePair(SearchAttributeKey.for_keyword(SA_SPEC), spec.name[:200]),
+            SearchAttributePair(SearchAttributeKey.for_keyword(SA_MODEL), spec.model.model[:200]),
+            SearchAttributePair(SearchAttributeKey.for_int(SA_STEPS), 0),
+            SearchAttributePair(SearchAttributeKey.for_int(SA_TOKENS), 0),
+            SearchAttributePair(SearchAttributeKey.for_int(SA_VIOLATIONS), 0),
+            SearchAttributePair(SearchAttributeKey.for_float(SA_COST), 0.0),
+            SearchAttributePair(SearchAttributeKey.for_bool(SA_AWAITING_APPROVAL), False),
+            SearchAttributePair(SearchAttributeKey.for_datetime(SA_LAST_ACTIVITY), now or datetime.now(timezone.utc)),
+        ]
+    )
 
 
 def create_commands(namespace: str, names: dict[str, str] | None = None) -> list[str]:

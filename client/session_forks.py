@@ -38,9 +38,17 @@ from temporalio.converter import DataConverter
 from temporalio.service import RPCError, RPCStatusCode
 
 from ..contracts import AgentSpec, EffectRecord, Message
-from ..contracts.errors import AgentStepsError, InvalidTurnError, SessionClosedError
+from ..contracts.errors import InvalidTurnError, SessionClosedError
 from ..contracts.names import FORK_SOURCE_QUERY, SESSION_WORKFLOW, TURN_UPDATE
-from ..contracts.session import ForkSource, SessionFork, SessionInput, SessionOutcome, TurnCheckpoint, TurnInput, TurnResult
+from ..contracts.session import (
+    ForkSource,
+    SessionFork,
+    SessionInput,
+    SessionOutcome,
+    TurnCheckpoint,
+    TurnInput,
+    TurnResult,
+)
 from ..failures import from_failure
 from .counterfactual import new_spec
 from .forks import conversation_before
@@ -88,7 +96,9 @@ async def _source_spec_and_turn(
             if event.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED:
                 request = event.workflow_execution_update_accepted_event_attributes.accepted_request
                 if request.input.name == TURN_UPDATE:
-                    inputs[request.meta.update_id] = (await converter.decode(list(request.input.args.payloads), [Any]))[0]
+                    inputs[request.meta.update_id] = (await converter.decode(list(request.input.args.payloads), [Any]))[
+                        0
+                    ]
             elif event.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED:
                 done = event.workflow_execution_update_completed_event_attributes
                 if done.meta.update_id not in inputs or not done.outcome.HasField("success"):
@@ -143,17 +153,22 @@ async def plan_session_fork(
     forkable = [c.turn for c in source.checkpoints if c.turn > 0]
     if turn not in forkable:
         kept = ", ".join(map(str, forkable)) or "none yet"
-        raise InvalidTurnError(f"session {session_id} has no turn {turn} to fork; the turns it keeps are: {kept} "
-                               "(undone turns and turns older than turns_kept are gone)")
+        raise InvalidTurnError(
+            f"session {session_id} has no turn {turn} to fork; the turns it keeps are: {kept} "
+            "(undone turns and turns older than turns_kept are gone)"
+        )
     inp, recorded = await _source_spec_and_turn(client, session_id, turn, data_converter)
     if recorded is None:
-        raise InvalidTurnError(f"turn {turn} of session {session_id} did not complete: only a completed turn's steps are recorded")
+        raise InvalidTurnError(
+            f"turn {turn} of session {session_id} did not complete: only a completed turn's steps are recorded"
+        )
     # The first turn after a rewind to 0 started fresh, like turn 1.
     rewound_to_zero = {max(u.turn for u in r.undone) + 1 for r in source.rewinds if r.to_turn == 0 and r.undone}
     steps = recorded.result.steps
     if at_step < 0 or at_step > len(steps):
-        raise InvalidTurnError(f"turn {turn} of session {session_id} has steps 0..{len(steps) - 1}; "
-                               f"--at-step must be 0..{len(steps)}")
+        raise InvalidTurnError(
+            f"turn {turn} of session {session_id} has steps 0..{len(steps) - 1}; --at-step must be 0..{len(steps)}"
+        )
     before = _state_before(source, turn, rewound_to_zero)
     turn_input = recorded.input
     turn_messages = [*recorded.before, *conversation_before(turn_input, steps, at_step)[1:]]
@@ -164,18 +179,31 @@ async def plan_session_fork(
             turn_messages.append(Message.user(user_input))
     new = new_spec(inp.spec, spec, model)
     if new.mode != inp.spec.mode:
-        raise InvalidTurnError(f"session {session_id} is a {inp.spec.mode}-mode session; its fork runs in the same mode")
+        raise InvalidTurnError(
+            f"session {session_id} is a {inp.spec.mode}-mode session; its fork runs in the same mode"
+        )
     effects = _effects(source)
     fork = SessionFork(
-        session_id=session_id, owner=source.owner, turn=turn, at_step=at_step, conversation=before.conversation,
-        messages=before.messages, repl=before.repl, turn_messages=turn_messages, effects=effects,
+        session_id=session_id,
+        owner=source.owner,
+        turn=turn,
+        at_step=at_step,
+        conversation=before.conversation,
+        messages=before.messages,
+        repl=before.repl,
+        turn_messages=turn_messages,
+        effects=effects,
     )
     return SessionForkPlan(
-        source=session_id, turn=turn, at_step=at_step,
+        source=session_id,
+        turn=turn,
+        at_step=at_step,
         fork_id=fork_id or f"{session_id}-fork{turn}.{at_step}-{uuid.uuid4().hex[:8]}",
-        inp=SessionInput(spec=new, session=inp.session, key_scope=inp.key_scope, tenant=inp.tenant, quota=inp.quota,
-                         fork=fork),
-        turn_input=turn_input, where=f"before step {at_step} of turn {turn}",
+        inp=SessionInput(
+            spec=new, session=inp.session, key_scope=inp.key_scope, tenant=inp.tenant, quota=inp.quota, fork=fork
+        ),
+        turn_input=turn_input,
+        where=f"before step {at_step} of turn {turn}",
     )
 
 
@@ -190,9 +218,14 @@ def _effects(source: ForkSource) -> list[EffectRecord]:
 async def start_session_fork(client: Client, plan: SessionForkPlan, *, task_queue: str) -> TurnResult:
     """Start the fork session and run its first turn (the forked one, from the planned step); its result."""
     start: WithStartWorkflowOperation[object, SessionOutcome] = WithStartWorkflowOperation(
-        SESSION_WORKFLOW, plan.inp, id=plan.fork_id, task_queue=task_queue,
-        id_conflict_policy=WorkflowIDConflictPolicy.FAIL, id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
-        search_attributes=run_start_attributes(plan.inp.spec, plan.inp.tenant), result_type=SessionOutcome,
+        SESSION_WORKFLOW,
+        plan.inp,
+        id=plan.fork_id,
+        task_queue=task_queue,
+        id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
+        id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+        search_attributes=run_start_attributes(plan.inp.spec, plan.inp.tenant),
+        result_type=SessionOutcome,
     )
     try:
         result: TurnResult = await client.execute_update_with_start_workflow(
@@ -224,8 +257,17 @@ async def fork_session(
 ) -> tuple[str, TurnResult]:
     """Fork session ``session_id`` before step ``at_step`` of turn ``turn``: a new session (its id is
     returned) whose first turn goes on from there; send it more turns as to any session."""
-    plan = await plan_session_fork(client, session_id, turn, at_step, data_converter=data_converter, spec=spec,
-                                   model=model, user_input=user_input, fork_id=fork_id)
+    plan = await plan_session_fork(
+        client,
+        session_id,
+        turn,
+        at_step,
+        data_converter=data_converter,
+        spec=spec,
+        model=model,
+        user_input=user_input,
+        fork_id=fork_id,
+    )
     return plan.fork_id, await start_session_fork(client, plan, task_queue=task_queue)
 
 

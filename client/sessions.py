@@ -35,13 +35,14 @@ from ..contracts.names import (
     APPROVALS_QUERY,
     APPROVE_UPDATE,
     CLOSE_UPDATE,
-    REWIND_UPDATE,
     REJECT_UPDATE,
+    REWIND_UPDATE,
     SESSION_WORKFLOW,
     STATE_QUERY,
     TURN_UPDATE,
     TURNS_QUERY,
 )
+from ..contracts.quotas.wire import QuotaPlan
 from ..contracts.session import (
     CloseInput,
     RewindInput,
@@ -53,9 +54,7 @@ from ..contracts.session import (
     TurnResult,
     TurnSummary,
 )
-from ..contracts.quotas.wire import QuotaPlan
 from .runs import validate_key_scope, validate_spec, validate_tenant
-
 
 T = TypeVar("T")
 
@@ -154,7 +153,8 @@ async def session_state(client: Client, session_id: str) -> SessionState:
 
 async def session_turns(client: Client, session_id: str) -> list[TurnSummary]:
     turns: list[TurnSummary] = await session_handle(client, session_id).query(
-        TURNS_QUERY, result_type=list[TurnSummary])
+        TURNS_QUERY, result_type=list[TurnSummary]
+    )
     return turns
 
 
@@ -193,7 +193,8 @@ async def decide_approval(
 
 async def pending_approvals(client: Client, workflow_id: str) -> list[PendingApproval]:
     pending: list[PendingApproval] = await client.get_workflow_handle(workflow_id).query(
-        APPROVALS_QUERY, result_type=list[PendingApproval])
+        APPROVALS_QUERY, result_type=list[PendingApproval]
+    )
     return pending
 
 

@@ -17,12 +17,11 @@ from typing import Any
 from pydantic import SecretStr, ValidationError
 
 from ..contracts import InvalidSpecError, Violation, ViolationKind
+from ..contracts.config.mcp_config import McpConfig, parse_mcp_config
+from ..contracts.config.settings import PROVIDER_KEY_ENV, WorkerSettings
 from ..contracts.errors import DeploymentConfigError, QuotaConfigError
 from ..contracts.llm.api_keys import DEFAULT_API_KEY
 from ..contracts.mcp import McpConfigError
-from ..contracts.config.mcp_config import McpConfig, parse_mcp_config
-from ..contracts.config.settings import PROVIDER_KEY_ENV, WorkerSettings
-
 
 DEFAULT_CONFIG_FILE = "agentsteps.toml"
 CONFIG_ENV = "AGENTSTEPS_CONFIG"
@@ -127,7 +126,9 @@ def load_mcp_config(path: str | Path | None) -> McpConfig:
     return parse_mcp_config(document, origin=str(resolved))
 
 
-def secret_sources(settings: WorkerSettings, env: Mapping[str, str] | None = None) -> tuple[Mapping[str, str], Path | None]:
+def secret_sources(
+    settings: WorkerSettings, env: Mapping[str, str] | None = None
+) -> tuple[Mapping[str, str], Path | None]:
     """Where the worker resolves ``secret:NAME``: the secrets folder, then the environment variables.
 
     ``load_settings`` already put ``$AGENTSTEPS_SECRETS_DIR`` into
@@ -160,14 +161,17 @@ def provider_keys(settings: WorkerSettings, env: Mapping[str, str] | None = None
                 where = f"{secrets_dir}/{var} or " if secrets_dir is not None else ""
                 problems.append(f"{provider} key {name!r} reads {where}environment variable {var}, which is not set")
             elif value in holders:
-                problems.append(f"{provider} keys {holders[value]!r} and {name!r} hold the same key: its quota "
-                                "would be counted twice; declare it once")
+                problems.append(
+                    f"{provider} keys {holders[value]!r} and {name!r} hold the same key: its quota "
+                    "would be counted twice; declare it once"
+                )
             else:
                 holders[value] = name
                 found.setdefault(provider, {})[name] = SecretStr(value)
     if problems:
-        raise DeploymentConfigError("[worker.providers] declares API keys this worker cannot use: "
-                                    + "; ".join(problems) + ".")
+        raise DeploymentConfigError(
+            "[worker.providers] declares API keys this worker cannot use: " + "; ".join(problems) + "."
+        )
     return found
 
 

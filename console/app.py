@@ -20,8 +20,8 @@ from __future__ import annotations
 import logging
 import secrets
 from collections import OrderedDict
-from dataclasses import dataclass
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -55,12 +55,20 @@ class Console:
         self.guard = Guard(settings)
         self.flashes: OrderedDict[str, writes.Told] = OrderedDict()
         self.env = Environment(
-            loader=FileSystemLoader(str(_TEMPLATES)), autoescape=select_autoescape(default=True, default_for_string=True)
+            loader=FileSystemLoader(str(_TEMPLATES)),
+            autoescape=select_autoescape(default=True, default_for_string=True),
         )
         self.env.globals.update(
-            number=present.number, money=present.money, when=present.when, link=present.link, output=present.output,
-            arguments=present.arguments, step_kind=present.step_kind, quote=lambda s: quote(s, safe=""),
-            statuses=list(reads.STATUSES), since=list(reads.SINCE),
+            number=present.number,
+            money=present.money,
+            when=present.when,
+            link=present.link,
+            output=present.output,
+            arguments=present.arguments,
+            step_kind=present.step_kind,
+            quote=lambda s: quote(s, safe=""),
+            statuses=list(reads.STATUSES),
+            since=list(reads.SINCE),
         )
 
     # ------------------------------------------------------------------ plumbing
@@ -70,11 +78,17 @@ class Console:
             request.state.new_browser_id = "" if request.cookies.get(BROWSER_COOKIE) else new_browser_id()
             request.state.nonce = secrets.token_urlsafe(16)
             if not self.guard.host_ok(request):
-                return self._finish(request, Response("this console answers at its loopback address only", status_code=403))
+                return self._finish(
+                    request, Response("this console answers at its loopback address only", status_code=403)
+                )
             if not self.guard.allowed(request) and (request.url.path != "/login" or self.guard.proxied):
                 if self.guard.proxied:
                     response: Response = self.render(
-                        request, "message.html", heading="Not signed in", tone="bad", status=401,
+                        request,
+                        "message.html",
+                        heading="Not signed in",
+                        tone="bad",
+                        status=401,
                         text="This console is reached through your organisation's sign-in; open it through that.",
                     )
                 elif request.method == "GET" and not request.url.path.endswith(("/live", "/stream")):
@@ -86,7 +100,11 @@ class Console:
                 form = await request.form()
                 if not self.guard.csrf_ok(request, str(form.get(CSRF_FIELD, ""))):
                     response = self.render(
-                        request, "message.html", heading="Please try again", tone="bad", status=403,
+                        request,
+                        "message.html",
+                        heading="Please try again",
+                        tone="bad",
+                        status=403,
                         text="This form is out of date (or did not come from this console). Reload the page and send it again.",
                     )
                     return self._finish(request, response)
@@ -94,16 +112,26 @@ class Console:
             try:
                 response = await handler(request)
             except reads.BadFilter as exc:
-                response = self.render(request, "message.html", heading="Not a filter", tone="bad", text=str(exc), status=400)
+                response = self.render(
+                    request, "message.html", heading="Not a filter", tone="bad", text=str(exc), status=400
+                )
             except RPCError as exc:
                 response = self.render(
-                    request, "message.html", heading="Temporal did not answer", tone="bad", status=502,
+                    request,
+                    "message.html",
+                    heading="Temporal did not answer",
+                    tone="bad",
+                    status=502,
                     text=f"The console could not reach Temporal ({exc.message}). Try again in a moment.",
                 )
             except Exception:  # a page, never a stack trace; the trace goes to the console's log
                 _log.exception("console page %s failed", request.url.path)
                 response = self.render(
-                    request, "message.html", heading="Something went wrong", tone="bad", status=500,
+                    request,
+                    "message.html",
+                    heading="Something went wrong",
+                    tone="bad",
+                    status=500,
                     text="The console could not build this page; its log says why.",
                 )
             return self._finish(request, response)
@@ -112,8 +140,13 @@ class Console:
 
     def _finish(self, request: Request, response: Response) -> Response:
         if request.state.new_browser_id:
-            response.set_cookie(BROWSER_COOKIE, request.state.new_browser_id, httponly=True, samesite="strict",
-                                secure=request.url.scheme == "https")
+            response.set_cookie(
+                BROWSER_COOKIE,
+                request.state.new_browser_id,
+                httponly=True,
+                samesite="strict",
+                secure=request.url.scheme == "https",
+            )
         nonce = request.state.nonce
         response.headers["Content-Security-Policy"] = (
             f"default-src 'none'; script-src 'nonce-{nonce}'; style-src 'nonce-{nonce}'; connect-src 'self'; "
@@ -128,8 +161,12 @@ class Console:
     def render(self, request: Request, template: str, *, status: int = 200, **context: Any) -> HTMLResponse:
         flash = self.flashes.pop(request.query_params.get("flash", ""), None)
         html = self.env.get_template(template).render(
-            nonce=request.state.nonce, csrf=self.guard.csrf_token(request), person=self.guard.person(request),
-            proxied=self.guard.proxied, flash=flash, **context,
+            nonce=request.state.nonce,
+            csrf=self.guard.csrf_token(request),
+            person=self.guard.person(request),
+            proxied=self.guard.proxied,
+            flash=flash,
+            **context,
         )
         return HTMLResponse(html, status_code=status)
 
@@ -153,11 +190,22 @@ class Console:
     async def login_post(self, request: Request) -> Response:
         form = request.state.form
         if self.settings.token is None or not self.guard.token_matches(str(form.get("token", ""))):
-            return self.render(request, "message.html", heading="Not signed in", tone="bad", status=401,
-                               text="That token is not this console's. Ask whoever runs it.")
+            return self.render(
+                request,
+                "message.html",
+                heading="Not signed in",
+                tone="bad",
+                status=401,
+                text="That token is not this console's. Ask whoever runs it.",
+            )
         response = RedirectResponse(_local(str(form.get("next", "/approvals"))), status_code=303)
-        response.set_cookie(AUTH_COOKIE, self.guard.auth_cookie_value(), httponly=True, samesite="strict",
-                            secure=request.url.scheme == "https")
+        response.set_cookie(
+            AUTH_COOKIE,
+            self.guard.auth_cookie_value(),
+            httponly=True,
+            samesite="strict",
+            secure=request.url.scheme == "https",
+        )
         return response
 
     # ------------------------------------------------------------------ approvals
@@ -183,7 +231,9 @@ class Console:
         )
         response = self.told(told, back)
         if not self.guard.proxied and name:
-            response.set_cookie(NAME_COOKIE, name, httponly=True, samesite="strict", secure=request.url.scheme == "https")
+            response.set_cookie(
+                NAME_COOKIE, name, httponly=True, samesite="strict", secure=request.url.scheme == "https"
+            )
         return response
 
     # ------------------------------------------------------------------ runs and sessions
@@ -201,8 +251,14 @@ class Console:
             return await reads.describe(self.client, workflow_id)
         except RPCError as exc:
             if exc.status is RPCStatusCode.NOT_FOUND:
-                return self.render(request, "message.html", heading="Not found", tone="bad", status=404,
-                                   text=f"No run or session has the id {workflow_id}.")
+                return self.render(
+                    request,
+                    "message.html",
+                    heading="Not found",
+                    tone="bad",
+                    status=404,
+                    text=f"No run or session has the id {workflow_id}.",
+                )
             raise
 
     async def run(self, request: Request) -> Response:
@@ -215,10 +271,18 @@ class Console:
         totals = _run_totals(view)
         waiting = [reads.Waiting(view.row, p) for p in view.pending]
         return self.render(
-            request, "run.html", nav="runs", view=view, r=view.row, totals=totals, waiting=waiting,
+            request,
+            "run.html",
+            nav="runs",
+            view=view,
+            r=view.row,
+            totals=totals,
+            waiting=waiting,
             back=present.link(view.row),
-            links=self._links(view.row, totals.model), live_status=view.state.last_step if view.state else "",
-            handled=lambda s: present.handled(s, view.result, view.steps), reprompt=present.reprompt,
+            links=self._links(view.row, totals.model),
+            live_status=view.state.last_step if view.state else "",
+            handled=lambda s: present.handled(s, view.result, view.steps),
+            reprompt=present.reprompt,
             mode=_mode(view),
         )
 
@@ -231,16 +295,26 @@ class Console:
         view = await reads.session_view(self.client, description)
         st = view.state
         totals = _Totals(
-            steps=st.steps if st else view.row.steps, tokens=st.usage.total_tokens if st else view.row.tokens,
-            cost_usd=st.cost_usd if st else view.row.cost_usd, violations=st.violations if st else view.row.violations,
+            steps=st.steps if st else view.row.steps,
+            tokens=st.usage.total_tokens if st else view.row.tokens,
+            cost_usd=st.cost_usd if st else view.row.cost_usd,
+            violations=st.violations if st else view.row.violations,
             model=view.row.model,
         )
         return self.render(
-            request, "session.html", nav="runs", view=view, r=view.row, totals=totals, back=present.link(view.row),
-            waiting=[reads.Waiting(view.row, p) for p in view.pending], links=self._links(view.row, view.row.model),
+            request,
+            "session.html",
+            nav="runs",
+            view=view,
+            r=view.row,
+            totals=totals,
+            back=present.link(view.row),
+            waiting=[reads.Waiting(view.row, p) for p in view.pending],
+            links=self._links(view.row, view.row.model),
             status_label=_SESSION_STATUS.get(st.status, "") if st and view.row.status == "running" else "",
             timeline_turn=(st.current_turn or st.turns) if st else None,
-            handled=lambda s: present.handled(s, None, view.steps), reprompt=present.reprompt,
+            handled=lambda s: present.handled(s, None, view.steps),
+            reprompt=present.reprompt,
             mode=st.mode if st else "",
             stream_url=f"/sessions/{quote(view.row.workflow_id, safe='')}/stream",
         )
@@ -311,15 +385,27 @@ def _run_totals(view: reads.RunView) -> _Totals:
     """A running run's live numbers (its state query), an ended one's result; visibility otherwise."""
     if view.result is not None:
         r = view.result
-        return _Totals(steps=len(r.steps), tokens=r.usage.total_tokens, cost_usd=r.cost_usd,
-                       violations=len(r.violations), model=r.model or view.row.model)
+        return _Totals(
+            steps=len(r.steps),
+            tokens=r.usage.total_tokens,
+            cost_usd=r.cost_usd,
+            violations=len(r.violations),
+            model=r.model or view.row.model,
+        )
     if view.state is not None:
         s = view.state
         cost = sum(step.cost_usd for step in view.steps)
-        return _Totals(steps=s.step, tokens=s.usage.total_tokens, cost_usd=cost, violations=s.violations,
-                       model=s.model or view.row.model)
+        return _Totals(
+            steps=s.step,
+            tokens=s.usage.total_tokens,
+            cost_usd=cost,
+            violations=s.violations,
+            model=s.model or view.row.model,
+        )
     row = view.row
-    return _Totals(steps=row.steps, tokens=row.tokens, cost_usd=row.cost_usd, violations=row.violations, model=row.model)
+    return _Totals(
+        steps=row.steps, tokens=row.tokens, cost_usd=row.cost_usd, violations=row.violations, model=row.model
+    )
 
 
 def _mode(view: reads.RunView) -> str:

@@ -92,7 +92,11 @@ def handled(step: Step, result: AgentResult | None, steps: list[Step]) -> str:
     degradations = result.degradations if result is not None else []
     for d in degradations:
         if d.step == step.index:
-            return "Handled: the default result was used." if d.to == "default_result" else f"Handled: fell back to {d.to}."
+            return (
+                "Handled: the default result was used."
+                if d.to == "default_result"
+                else f"Handled: fell back to {d.to}."
+            )
     if step.kind == "assistant" or any(s.index > step.index for s in steps):
         return "Handled: the model was re-prompted with the violations (below)."
     return "Not handled yet."

@@ -125,5 +125,14 @@ def new_browser_id() -> str:
     return secrets.token_urlsafe(24)
 
 
-__all__ = ["AUTH_COOKIE", "BROWSER_COOKIE", "CSRF_FIELD", "ConsoleConfigError", "Guard", "NAME_COOKIE",
-           "check_binding", "is_loopback", "new_browser_id"]
+__all__ = [
+    "AUTH_COOKIE",
+    "BROWSER_COOKIE",
+    "CSRF_FIELD",
+    "ConsoleConfigError",
+    "Guard",
+    "NAME_COOKIE",
+    "check_binding",
+    "is_loopback",
+    "new_browser_id",
+]

@@ -29,8 +29,13 @@ async def running_console(
     """The console listening (its URL yielded) until the block ends. Refuses an exposed binding first."""
     check_binding(settings)
     config = uvicorn.Config(
-        build_app(client, settings, prices), host=settings.host, port=settings.port, log_level="warning",
-        access_log=False, lifespan="off", proxy_headers=False,
+        build_app(client, settings, prices),
+        host=settings.host,
+        port=settings.port,
+        log_level="warning",
+        access_log=False,
+        lifespan="off",
+        proxy_headers=False,
         # A browser's open event stream must not hold a stop (dev's Ctrl-C, a test's end) for long.
         timeout_graceful_shutdown=2,
     )

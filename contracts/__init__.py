@@ -16,7 +16,6 @@ from .errors import (
 from .llm.messages import LLMToolCall, Message
 from .llm.request import LLMConfig, LLMRequest, LLMResponse, ResponseFormat, Usage
 from .llm.tools import ToolCallInput, ToolCallResult, ToolSchema
-from .violations import Violation, ViolationKind
 from .spec import (
     AgentInput,
     AgentResult,
@@ -29,6 +28,7 @@ from .spec import (
     Step,
     ToolCallRecord,
 )
+from .violations import Violation, ViolationKind
 
 __all__ = [
     "AgentInput",

@@ -141,6 +141,7 @@ class ProviderError(AgentStepsError):
 
 class RetryableProviderError(ProviderError):
     retryable = True
+
     def __init__(self, message: str, *, status: int | None = None, retry_after: float | None = None) -> None:
         self.retry_after = retry_after
         super().__init__(message, status=status)
@@ -272,8 +273,9 @@ class ScheduleFileError(InvalidSpecError):
     def __init__(self, file: str, field: str, message: str) -> None:
         self.file = file
         self.field = field
-        violation = Violation(contract="schedule", phase="pre", kind=ViolationKind.invalid_config, path=field,
-                              message=message)
+        violation = Violation(
+            contract="schedule", phase="pre", kind=ViolationKind.invalid_config, path=field, message=message
+        )
         super().__init__([violation])
         self.args = (f"{file}: {field}: {message}",)
 

@@ -295,6 +295,4 @@ def instance_violations(
     except Exception as exc:  # noqa: BLE001 - e.g. a bad regex in an unchecked schema; never crash
         reason = f"its schema cannot be applied: {type(exc).__name__}: {clip(str(exc), 120)}"
         return [violation(path, f"cannot check {what}: {reason}")]
-    return [
-        violation(json_path(path, e.absolute_path), f"invalid {what}: {_message(e)}{_expected(e)}") for e in errors
-    ]
+    return [violation(json_path(path, e.absolute_path), f"invalid {what}: {_message(e)}{_expected(e)}") for e in errors]

@@ -15,8 +15,8 @@ from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from .code.program import ProgramLimits
 from .llm.request import LLMConfig, Usage
-from .violations import Violation
 from .spec import ActivityPolicy
+from .violations import Violation
 
 IssueState = Literal["open", "in_progress", "closed"]
 
@@ -68,7 +68,9 @@ class MonitorSpec(BaseModel):
     tools: TrackerTools = Field(default_factory=TrackerTools)
     llm_policy: ActivityPolicy = Field(default_factory=ActivityPolicy)
     tool_policy: ActivityPolicy = Field(default_factory=lambda: ActivityPolicy(start_to_close_seconds=60.0))
-    program_limits: ProgramLimits = Field(default_factory=lambda: ProgramLimits(total_seconds=120.0, max_tool_calls=2000))
+    program_limits: ProgramLimits = Field(
+        default_factory=lambda: ProgramLimits(total_seconds=120.0, max_tool_calls=2000)
+    )
 
 
 class MonitorInput(BaseModel):

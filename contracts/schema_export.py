@@ -6,11 +6,10 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from .approvals import ApprovalDecision, ApprovalRecord, PendingApproval
 from .llm.messages import LLMToolCall, Message
 from .llm.request import LLMConfig, LLMRequest, LLMResponse, Usage
 from .llm.tools import ToolSchema
-from .violations import Violation
-from .approvals import ApprovalDecision, ApprovalRecord, PendingApproval
 from .monitor import MonitorInput, MonitorReport, MonitorSpec
 from .session import (
     CloseInput,
@@ -24,6 +23,7 @@ from .session import (
     TurnSummary,
 )
 from .spec import AgentInput, AgentResult, AgentSpec, AgentState, Step
+from .violations import Violation
 
 PUBLIC_MODELS: tuple[type[BaseModel], ...] = (
     Message,

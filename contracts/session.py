@@ -14,9 +14,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from .json_schema import json_path
 from .approvals import ApprovalRecord, PendingApproval
 from .code.program import ReplMemory, VariableInfo
+from .json_schema import json_path
 from .llm.conversation import ConversationRef
 from .llm.messages import Message
 from .llm.request import Usage
@@ -372,7 +372,9 @@ def parse_turn(raw: Any, limit: int) -> TurnInput:
             turn = TurnInput.model_validate(raw)
         except ValidationError as exc:
             detail = "; ".join(f"{json_path('$', e['loc'])}: {e['msg']}" for e in exc.errors())
-            raise ValueError(f'a turn is a JSON object {{"input": "<text>"}}; got {type(raw).__name__}: {detail}') from None
+            raise ValueError(
+                f'a turn is a JSON object {{"input": "<text>"}}; got {type(raw).__name__}: {detail}'
+            ) from None
     problem = turn_input_problem(turn.input, limit)
     if problem is not None:
         raise ValueError(problem)

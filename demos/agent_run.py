@@ -11,17 +11,18 @@ import uuid
 from contextlib import AsyncExitStack
 from importlib import resources
 
-from ..contracts import AgentSpec, LLMConfig
-from ..contracts.config.settings import WorkerSettings
-from .code_mode import demo_code_mode_run
-from .monitor import demo_monitor_tick
+from ..client.dev_server import embedded_temporal
 from ..client.report import print_progress, print_result
 from ..client.runs import follow, start_agent_run
-from ..scripted_model import Script, ScriptedModelServer
 from ..client.spec_files import parse_spec
-from ..client.dev_server import embedded_temporal
+from ..contracts import AgentSpec, LLMConfig
+from ..contracts.config.settings import WorkerSettings
+from ..scripted_model import Script, ScriptedModelServer
 from ..telemetry.server import start_metrics_server
 from ..worker import connect, load_registry, running_worker
+from .code_mode import demo_code_mode_run
+from .monitor import demo_monitor_tick
+
 
 def private_queue(base: str, part: str) -> str:
     """A task queue only this process polls (see cli/workers.py for why the demo never shares one)."""
@@ -96,9 +97,12 @@ async def run_demo(settings: WorkerSettings) -> int:
             print(f"  Temporal UI: {temporal.ui_url}/namespaces/{settings.namespace}/workflows/{handle.id}", file=out)
         print(f"  Metrics:     {metrics.url}/metrics (while the demo runs; `agentsteps dev` serves :9464)", file=out)
         if temporal.started_here:
-            print("  These links die with the demo's server when it exits. To keep them alive, start\n"
-                  "  `agentsteps dev` in another terminal (. .venv/bin/activate first), then run `make demo`\n"
-                  "  again: it uses dev's server, and its runs stay browsable there.", file=out)
+            print(
+                "  These links die with the demo's server when it exits. To keep them alive, start\n"
+                "  `agentsteps dev` in another terminal (. .venv/bin/activate first), then run `make demo`\n"
+                "  again: it uses dev's server, and its runs stay browsable there.",
+                file=out,
+            )
         elif not temporal.cluster:
             print("  These links stay alive while the server it found (`agentsteps dev`) runs.", file=out)
         print("\nDemo finished; shutting down cleanly.", file=out, flush=True)

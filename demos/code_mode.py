@@ -19,18 +19,17 @@ from typing import TextIO
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHandle
 
-from ..contracts import AgentResult, AgentSpec, LLMConfig, LLMResponse
-from ..contracts.code.stubs import extract_program
-from ..contracts.names import LLM_CALL
-from ..contracts.config.settings import WorkerSettings
 from ..client.report import print_progress
 from ..client.runs import follow, start_agent_run
+from ..contracts import AgentResult, AgentSpec, LLMConfig, LLMResponse
+from ..contracts.code.stubs import extract_program
+from ..contracts.config.settings import WorkerSettings
+from ..contracts.names import LLM_CALL
 from ..scripted_model import ScriptedModelServer
 from ..worker import load_registry, running_worker
 
 CODE_DEMO_INPUT = (
-    "Which of Paris, Tokyo and London is warmest right now? "
-    "Notify alice@example.com with a one-line summary."
+    "Which of Paris, Tokyo and London is warmest right now? Notify alice@example.com with a one-line summary."
 )
 SCRIPTED_MODEL = "scripted-demo-2026-01-01"
 OPENAI_MODEL = "gpt-4o-mini-2024-07-18"
@@ -80,17 +79,24 @@ async def demo_code_mode_run(client: Client, settings: WorkerSettings, out: Text
     print("\nCode mode: the model writes one program; each tool call in it is its own activity.", file=out)
     async with AsyncExitStack() as stack:
         if not (settings.providers.openai_api_key or settings.providers.anthropic_api_key):
-            scripted = stack.enter_context(ScriptedModelServer({"default": {"content": f"```python\n{DEMO_PROGRAM}```"}}))
-            settings = settings.model_copy(update={
-                "providers": settings.providers.model_copy(update={"openai_base_url": scripted.url_openai})})
+            scripted = stack.enter_context(
+                ScriptedModelServer({"default": {"content": f"```python\n{DEMO_PROGRAM}```"}})
+            )
+            settings = settings.model_copy(
+                update={"providers": settings.providers.model_copy(update={"openai_base_url": scripted.url_openai})}
+            )
         task_queue = f"{settings.task_queue}-code-demo-{uuid.uuid4().hex[:8]}"
         registry = load_registry(settings)
         await stack.enter_async_context(running_worker(client, settings, registry=registry, task_queue=task_queue))
         spec = code_demo_spec(settings)
-        print(f"Agent {spec.name!r} on {spec.model.provider}/{spec.model.model}, mode = \"code\"", file=out)
+        print(f'Agent {spec.name!r} on {spec.model.provider}/{spec.model.model}, mode = "code"', file=out)
         print(f"Input: {CODE_DEMO_INPUT}", file=out, flush=True)
         handle = await start_agent_run(
-            client, spec, CODE_DEMO_INPUT, task_queue=task_queue, known_tools=registry.schemas(),
+            client,
+            spec,
+            CODE_DEMO_INPUT,
+            task_queue=task_queue,
+            known_tools=registry.schemas(),
             workflow_id=f"code-demo-{uuid.uuid4().hex[:10]}",
         )
         result = await follow(handle, lambda s: print_progress(s, out))
@@ -125,8 +131,11 @@ def print_code_run(result: AgentResult, program: str | None, out: TextIO) -> Non
     print(f"Tool calls the program made ({len(calls)}, each its own activity):", file=out)
     for call in calls:
         print(f"  {call.name}({call.arguments}) -> {call.content}", file=out)
-    print(f"status: {result.status}; {result.usage.total_tokens} model tokens. The tool results stayed in the "
-          f"program; the run's answer is the program's value:", file=out)
+    print(
+        f"status: {result.status}; {result.usage.total_tokens} model tokens. The tool results stayed in the "
+        f"program; the run's answer is the program's value:",
+        file=out,
+    )
     print(f"  {json.dumps(result.output)}", file=out, flush=True)
 
 

@@ -24,12 +24,12 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 
 from ..activities.mcp import McpSessionPool, McpToolClient, McpToolSource, SecretResolver
-from ..contracts.config.mcp_config import parse_mcp_config
 from ..activities.tools.registry import ToolRegistry
+from ..contracts.config.mcp_config import parse_mcp_config
+from ..contracts.config.settings import WorkerSettings
 from ..contracts.llm.request import LLMConfig
 from ..contracts.monitor import MonitorInput, MonitorReport, MonitorSpec
 from ..contracts.names import MONITOR_WORKFLOW
-from ..contracts.config.settings import WorkerSettings
 from ..worker import running_worker
 from ..workflows.monitor.nudges import NUDGE_MARKER
 
@@ -56,8 +56,10 @@ def tracker_client(servers: dict[str, dict[str, Any]], token: str) -> McpToolCli
 
 
 def nudge_reply(issue_id: str, assignee: str) -> dict[str, Any]:
-    message = (f"Hi @{assignee}, {issue_id} has been quiet for a while. "
-               "Could you post a short status update, or hand it over if you are blocked?")
+    message = (
+        f"Hi @{assignee}, {issue_id} has been quiet for a while. "
+        "Could you post a short status update, or hand it over if you are blocked?"
+    )
     return {"json": {"issue_id": issue_id, "message": message}}
 
 
@@ -74,8 +76,15 @@ def nudge_script(issues: Iterable[tuple[str, str]], *, off_contract_first: Itera
     for issue_id, assignee in issues:
         match = {"any_contains": f'issue_id "{issue_id}"'}
         if issue_id in wrong:
-            rules.append({"match": match, "times": 1, "reply": {"json": {
-                "issue_id": issue_id, "message": f"{issue_id} looks stalled, please take a look."}}})
+            rules.append(
+                {
+                    "match": match,
+                    "times": 1,
+                    "reply": {
+                        "json": {"issue_id": issue_id, "message": f"{issue_id} looks stalled, please take a look."}
+                    },
+                }
+            )
         rules.append({"match": match, "reply": nudge_reply(issue_id, assignee)})
     return {"rules": rules}
 
@@ -90,7 +99,11 @@ def assigned_issues(db: Path | str) -> list[tuple[str, str]]:
 
 @asynccontextmanager
 async def monitor_worker(
-    client: Client, settings: WorkerSettings, mcp: McpToolClient, *, task_queue: str | None = None,
+    client: Client,
+    settings: WorkerSettings,
+    mcp: McpToolClient,
+    *,
+    task_queue: str | None = None,
 ) -> AsyncIterator[Worker]:
     """The standard worker, with the tracker as an extra tool source and no Python tools."""
     async with running_worker(
@@ -106,8 +119,14 @@ def demo_spec(settings: WorkerSettings, *, lead: str = "lead.core") -> MonitorSp
         model = LLMConfig(provider="anthropic", model=ANTHROPIC_MODEL, max_tokens=300, context_window=200_000)
     else:
         model = LLMConfig(model=SCRIPTED_MODEL, max_tokens=300, context_window=16_000)
-    return MonitorSpec(name="demo-stalled-tickets", project="PROJ", lead=lead, stalled_after_days=14,
-                       max_actions_per_tick=8, model=model)
+    return MonitorSpec(
+        name="demo-stalled-tickets",
+        project="PROJ",
+        lead=lead,
+        stalled_after_days=14,
+        max_actions_per_tick=8,
+        model=model,
+    )
 
 
 async def demo_monitor_tick(
@@ -130,23 +149,30 @@ async def demo_monitor_tick(
     seed(db, issues=issues, seed=7, now=now)
     spec = spec or demo_spec(settings)
     print(f"\nStalled-ticket monitor: one tick against a fresh tracker ({issues} issues, {db})", file=out)
-    print(f"  stalled = {'/'.join(spec.states)}, assigned, no update for {spec.stalled_after_days} days"
-          f" in project {spec.project or 'any'}; escalate after {spec.escalate_after_nudges} nudges", file=out,
-          flush=True)
+    print(
+        f"  stalled = {'/'.join(spec.states)}, assigned, no update for {spec.stalled_after_days} days"
+        f" in project {spec.project or 'any'}; escalate after {spec.escalate_after_nudges} nudges",
+        file=out,
+        flush=True,
+    )
 
     token = _secrets.token_hex(16)
     async with AsyncExitStack() as stack:
         if not (settings.providers.openai_api_key or settings.providers.anthropic_api_key):
             scripted = stack.enter_context(ScriptedModelServer(nudge_script(assigned_issues(db))))
-            settings = settings.model_copy(update={
-                "providers": settings.providers.model_copy(update={"openai_base_url": scripted.url_openai})})
+            settings = settings.model_copy(
+                update={"providers": settings.providers.model_copy(update={"openai_base_url": scripted.url_openai})}
+            )
         mcp = tracker_client({"tickets": tracker_server(db)}, token)
         stack.push_async_callback(mcp.aclose)
         task_queue = f"{settings.task_queue}-monitor-demo-{uuid.uuid4().hex[:8]}"
         await stack.enter_async_context(monitor_worker(client, settings, mcp, task_queue=task_queue))
         report: MonitorReport = await client.execute_workflow(
-            MONITOR_WORKFLOW, MonitorInput(spec=spec), id=f"monitor-demo-{uuid.uuid4().hex[:8]}",
-            task_queue=task_queue, result_type=MonitorReport,
+            MONITOR_WORKFLOW,
+            MonitorInput(spec=spec),
+            id=f"monitor-demo-{uuid.uuid4().hex[:8]}",
+            task_queue=task_queue,
+            result_type=MonitorReport,
         )
     print_report(report, out)
     sample = _sample_nudge(db, report)
@@ -160,13 +186,22 @@ def print_report(report: MonitorReport, out: TextIO) -> None:
         return ", ".join(values[:8]) + (f" (+{len(values) - 8} more)" if len(values) > 8 else "")
 
     counts = report.counts
-    print(f"  tick {report.day}: {counts['stalled']} stalled, {counts['nudged']} nudged, "
-          f"{counts['escalated']} escalated, {counts['deferred']} deferred to later ticks, "
-          f"{counts['failed']} failed; {report.reprompts} re-prompts, {report.usage.total_tokens} tokens", file=out)
-    print(f"  the scan program made {report.scan_tool_calls} tracker calls in the sandbox; the model only read "
-          f"one short prompt per nudge", file=out)
-    for label, values in (("nudged", report.nudged), ("escalated", report.escalated),
-                          ("already nudged today", report.nudged_today)):
+    print(
+        f"  tick {report.day}: {counts['stalled']} stalled, {counts['nudged']} nudged, "
+        f"{counts['escalated']} escalated, {counts['deferred']} deferred to later ticks, "
+        f"{counts['failed']} failed; {report.reprompts} re-prompts, {report.usage.total_tokens} tokens",
+        file=out,
+    )
+    print(
+        f"  the scan program made {report.scan_tool_calls} tracker calls in the sandbox; the model only read "
+        f"one short prompt per nudge",
+        file=out,
+    )
+    for label, values in (
+        ("nudged", report.nudged),
+        ("escalated", report.escalated),
+        ("already nudged today", report.nudged_today),
+    ):
         if values:
             print(f"  {label}: {ids(values)}", file=out)
     for failure in report.failed[:5]:

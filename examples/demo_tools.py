@@ -84,8 +84,11 @@ def build_registry(settings: WorkerSettings) -> ToolRegistry:
     def refund_order(refund: RefundRequest, ctx: ToolContext) -> RefundIssued:
         """Refund an order. A person approves each refund before it is issued."""
         # The refund id derives from the idempotency key: a retried call issues the same refund.
-        return RefundIssued(order_id=refund.order_id, amount_eur=refund.amount_eur,
-                            refund_id="R-" + hashlib.sha256(ctx.idempotency_key.encode()).hexdigest()[:8])
+        return RefundIssued(
+            order_id=refund.order_id,
+            amount_eur=refund.amount_eur,
+            refund_id="R-" + hashlib.sha256(ctx.idempotency_key.encode()).hexdigest()[:8],
+        )
 
     return registry
 

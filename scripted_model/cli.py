@@ -11,8 +11,13 @@ from pydantic import ValidationError
 from .script import ANY_MODEL, Quota, Script
 from .server import ScriptedModelServer
 
-_SHORT = {"rpm": "requests_per_minute", "itpm": "input_tokens_per_minute", "otpm": "output_tokens_per_minute",
-          "tpm": "tokens_per_minute", "concurrency": "concurrent_requests"}
+_SHORT = {
+    "rpm": "requests_per_minute",
+    "itpm": "input_tokens_per_minute",
+    "otpm": "output_tokens_per_minute",
+    "tpm": "tokens_per_minute",
+    "concurrency": "concurrent_requests",
+}
 """``--quota`` spellings beside the script's own key names."""
 
 
@@ -59,8 +64,7 @@ def _number(value: str, kind: type, key: str, text: str) -> object:
         raise argparse.ArgumentTypeError(f"{key}={value!r} is not a number (in quota {text!r})") from None
 
 
-def run_cli(script_path: str, port: int, host: str = "127.0.0.1",
-            quotas: Sequence[tuple[str, Quota]] = ()) -> None:
+def run_cli(script_path: str, port: int, host: str = "127.0.0.1", quotas: Sequence[tuple[str, Quota]] = ()) -> None:
     """Serve ``script_path`` until Ctrl-C, after printing where clients should point.
 
     ``quotas`` (from ``--quota``) add to the script's own, replacing one for the same model."""
@@ -84,9 +88,15 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     parser.add_argument("--script", required=True, help="script file (JSON), see docs/scripted-model.md")
     parser.add_argument("--port", type=int, default=8787)
     parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--quota", action="append", type=parse_quota, default=[], metavar="SPEC",
-                        help="a rate limit answered with 429 beyond it, e.g. model=m-1,rpm=60,tpm=40000,"
-                             "concurrency=4,window=sliding (repeatable; see docs/scripted-model.md)")
+    parser.add_argument(
+        "--quota",
+        action="append",
+        type=parse_quota,
+        default=[],
+        metavar="SPEC",
+        help="a rate limit answered with 429 beyond it, e.g. model=m-1,rpm=60,tpm=40000,"
+        "concurrency=4,window=sliding (repeatable; see docs/scripted-model.md)",
+    )
     return parser
 
 

@@ -53,8 +53,10 @@ class Refusal:
 
     def headers(self) -> dict[str, str]:
         """``Retry-After`` in whole seconds (rounded up) and OpenAI's precise ``retry-after-ms``."""
-        return {"Retry-After": str(max(1, math.ceil(self.retry_after))),
-                "retry-after-ms": str(max(1, math.ceil(self.retry_after * 1000)))}
+        return {
+            "Retry-After": str(max(1, math.ceil(self.retry_after))),
+            "retry-after-ms": str(max(1, math.ceil(self.retry_after * 1000))),
+        }
 
 
 @dataclass
@@ -117,10 +119,12 @@ class QuotaGate:
                 self._forget_old(window, now)
                 out[model] = {
                     "limits": window.quota.model_dump(exclude_none=True),
-                    "window": {"requests": len(window.charges),
-                               "input_tokens": sum(c.input for c in window.charges),
-                               "output_tokens": sum(c.output for c in window.charges),
-                               "in_flight": window.in_flight},
+                    "window": {
+                        "requests": len(window.charges),
+                        "input_tokens": sum(c.input for c in window.charges),
+                        "output_tokens": sum(c.output for c in window.charges),
+                        "in_flight": window.in_flight,
+                    },
                 }
             return out
 
@@ -141,17 +145,35 @@ class QuotaGate:
     def _refusal(self, window: _Window, model: str, now: float, prompt: int, max_tokens: int) -> Refusal | None:
         quota = window.quota
         if quota.concurrent_requests is not None and window.in_flight + 1 > quota.concurrent_requests:
-            return Refusal("concurrent_requests",
-                           f"Rate limit reached for {model} on concurrent requests: limit {quota.concurrent_requests}, "
-                           f"in flight {window.in_flight}.", min(1.0, quota.window_seconds))
+            return Refusal(
+                "concurrent_requests",
+                f"Rate limit reached for {model} on concurrent requests: limit {quota.concurrent_requests}, "
+                f"in flight {window.in_flight}.",
+                min(1.0, quota.window_seconds),
+            )
         checks: list[tuple[str, str, int | None, Callable[[_Charge], int], int]] = [
             ("requests_per_minute", "requests per min (RPM)", quota.requests_per_minute, lambda c: 1, 1),
-            ("input_tokens_per_minute", "input tokens per min (ITPM)", quota.input_tokens_per_minute,
-             lambda c: c.input, prompt),
-            ("output_tokens_per_minute", "output tokens per min (OTPM)", quota.output_tokens_per_minute,
-             lambda c: c.output, max_tokens),
-            ("tokens_per_minute", "tokens per min (TPM)", quota.tokens_per_minute,
-             lambda c: c.input + c.output, prompt + max_tokens),
+            (
+                "input_tokens_per_minute",
+                "input tokens per min (ITPM)",
+                quota.input_tokens_per_minute,
+                lambda c: c.input,
+                prompt,
+            ),
+            (
+                "output_tokens_per_minute",
+                "output tokens per min (OTPM)",
+                quota.output_tokens_per_minute,
+                lambda c: c.output,
+                max_tokens,
+            ),
+            (
+                "tokens_per_minute",
+                "tokens per min (TPM)",
+                quota.tokens_per_minute,
+                lambda c: c.input + c.output,
+                prompt + max_tokens,
+            ),
         ]
         refused: list[Refusal] = []
         for name, words, limit, cost, needed in checks:
@@ -162,11 +184,15 @@ class QuotaGate:
                 continue
             wait = self._wait(window, now, cost, limit - needed)
             if needed > limit:
-                message = (f"Request too large for {model} on {words}: limit {limit}, requested {needed}. "
-                           f"Lower max_tokens or the prompt.")
+                message = (
+                    f"Request too large for {model} on {words}: limit {limit}, requested {needed}. "
+                    f"Lower max_tokens or the prompt."
+                )
             else:
-                message = (f"Rate limit reached for {model} on {words}: limit {limit}, used {used}, "
-                           f"requested {needed}. Please try again in {wait:.3f}s.")
+                message = (
+                    f"Rate limit reached for {model} on {words}: limit {limit}, used {used}, "
+                    f"requested {needed}. Please try again in {wait:.3f}s."
+                )
             refused.append(Refusal(name, message, wait))
         if not refused:
             return None

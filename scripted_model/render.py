@@ -78,9 +78,12 @@ def _json(status: int, payload: Any, headers: dict[str, str] | None = None) -> H
     return answer
 
 
-def error_answer(wire: Wire, status: int, message: str, error_type: str | None = None,
-                 headers: dict[str, str] | None = None) -> HttpAnswer:
-    kind = error_type or ("rate_limit_error" if status == 429 else "api_error" if status >= 500 else "invalid_request_error")
+def error_answer(
+    wire: Wire, status: int, message: str, error_type: str | None = None, headers: dict[str, str] | None = None
+) -> HttpAnswer:
+    kind = error_type or (
+        "rate_limit_error" if status == 429 else "api_error" if status >= 500 else "invalid_request_error"
+    )
     if wire == "anthropic":
         payload: dict[str, Any] = {"type": "error", "error": {"type": kind, "message": message}}
     else:
@@ -93,8 +96,9 @@ def fault_answer(wire: Wire, fault: Fault) -> HttpAnswer:
     return error_answer(wire, fault.status, fault.message, fault.error_type, headers)
 
 
-def render(wire: Wire, reply: Reply, view: RequestView, serial: int, model: str | None,
-           cache: tuple[int, int] = (0, 0)) -> HttpAnswer:
+def render(
+    wire: Wire, reply: Reply, view: RequestView, serial: int, model: str | None, cache: tuple[int, int] = (0, 0)
+) -> HttpAnswer:
     if reply.raw_body is not None:
         status = reply.fault.status if reply.fault else 200
         return HttpAnswer(status, reply.raw_body.encode())
@@ -112,8 +116,9 @@ def render(wire: Wire, reply: Reply, view: RequestView, serial: int, model: str 
     return answer
 
 
-def _openai_body(reply: Reply, text: str | None, serial: int, model: str, finish: str,
-                 counts: Counts) -> dict[str, Any]:
+def _openai_body(
+    reply: Reply, text: str | None, serial: int, model: str, finish: str, counts: Counts
+) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": text, "refusal": reply.refusal}
     if reply.tool_calls:
         message["tool_calls"] = [
@@ -124,11 +129,13 @@ def _openai_body(reply: Reply, text: str | None, serial: int, model: str, finish
             }
             for i, call in enumerate(reply.tool_calls)
         ]
-    usage: dict[str, Any] = {"prompt_tokens": counts.prompt, "completion_tokens": counts.completion,
-                             "total_tokens": counts.total}
+    usage: dict[str, Any] = {
+        "prompt_tokens": counts.prompt,
+        "completion_tokens": counts.completion,
+        "total_tokens": counts.total,
+    }
     if counts.cache_read or counts.cache_write:
-        usage["prompt_tokens_details"] = {"cached_tokens": counts.cache_read,
-                                          "cache_write_tokens": counts.cache_write}
+        usage["prompt_tokens_details"] = {"cached_tokens": counts.cache_read, "cache_write_tokens": counts.cache_write}
     if counts.reasoning:
         usage["completion_tokens_details"] = {"reasoning_tokens": counts.reasoning}
     return {
@@ -151,8 +158,9 @@ def _tool_input(call_arguments: Any) -> Any:
         return call_arguments
 
 
-def _anthropic_body(reply: Reply, text: str | None, serial: int, model: str, finish: str,
-                    counts: Counts) -> dict[str, Any]:
+def _anthropic_body(
+    reply: Reply, text: str | None, serial: int, model: str, finish: str, counts: Counts
+) -> dict[str, Any]:
     content: list[dict[str, Any]] = []
     if reply.thinking:
         content.append({"type": "thinking", "thinking": reply.thinking, "signature": f"scripted-{serial}"})
@@ -160,12 +168,18 @@ def _anthropic_body(reply: Reply, text: str | None, serial: int, model: str, fin
         content.append({"type": "text", "text": text})
     for i, call in enumerate(reply.tool_calls):
         content.append(
-            {"type": "tool_use", "id": call.id or f"toolu_{serial}_{i}", "name": call.name,
-             "input": _tool_input(call.arguments)}
+            {
+                "type": "tool_use",
+                "id": call.id or f"toolu_{serial}_{i}",
+                "name": call.name,
+                "input": _tool_input(call.arguments),
+            }
         )
     stop = "refusal" if reply.refusal is not None else _ANTHROPIC_STOP.get(finish, finish)
-    usage: dict[str, Any] = {"input_tokens": max(0, counts.prompt - counts.cache_read - counts.cache_write),
-                             "output_tokens": counts.completion}
+    usage: dict[str, Any] = {
+        "input_tokens": max(0, counts.prompt - counts.cache_read - counts.cache_write),
+        "output_tokens": counts.completion,
+    }
     if counts.cache_read or counts.cache_write:
         usage["cache_read_input_tokens"] = counts.cache_read
         usage["cache_creation_input_tokens"] = counts.cache_write

@@ -86,8 +86,9 @@ class StreamShape(BaseModel):
     connection closes, as vLLM and LiteLLM report a failing upstream; ``cut_after_finish``: the connection
     closes right after the finish (OpenAI: the ``finish_reason`` chunk, before usage and ``[DONE]``;
     Anthropic: ``message_delta``, before ``message_stop``)."""
-    error: Fault = Field(default_factory=lambda: Fault(status=503, message="upstream overloaded",
-                                                       error_type="server_error"))
+    error: Fault = Field(
+        default_factory=lambda: Fault(status=503, message="upstream overloaded", error_type="server_error")
+    )
     """What an ``error_event`` carries: OpenAI-compatible ``{"error": {"message", "type", "code": status}}``;
     Anthropic ``{"type": "error", "error": {"type", "message"}}``."""
 
@@ -186,11 +187,20 @@ class Quota(BaseModel):
 
     @model_validator(mode="after")
     def _some_limit(self) -> Quota:
-        if all(v is None for v in (self.requests_per_minute, self.input_tokens_per_minute,
-                                    self.output_tokens_per_minute, self.tokens_per_minute,
-                                    self.concurrent_requests)):
-            raise ValueError("a quota needs at least one limit: requests_per_minute, input_tokens_per_minute, "
-                             "output_tokens_per_minute, tokens_per_minute or concurrent_requests")
+        if all(
+            v is None
+            for v in (
+                self.requests_per_minute,
+                self.input_tokens_per_minute,
+                self.output_tokens_per_minute,
+                self.tokens_per_minute,
+                self.concurrent_requests,
+            )
+        ):
+            raise ValueError(
+                "a quota needs at least one limit: requests_per_minute, input_tokens_per_minute, "
+                "output_tokens_per_minute, tokens_per_minute or concurrent_requests"
+            )
         return self
 
 

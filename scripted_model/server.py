@@ -120,8 +120,9 @@ class ScriptedModelServer:
     """``with ScriptedModelServer(script) as server:`` then point a client at
     ``server.url_openai`` or ``server.url_anthropic``."""
 
-    def __init__(self, script: Script | dict[str, Any] | str | Path | None = None, *,
-                 host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(
+        self, script: Script | dict[str, Any] | str | Path | None = None, *, host: str = "127.0.0.1", port: int = 0
+    ) -> None:
         self._state = _ScriptState(_coerce(script))
         self._host, self._port = host, port
         self._requests: list[RecordedRequest] = []
@@ -224,9 +225,13 @@ class ScriptedModelServer:
         if outcome.ticket is not None:
             outcome.state.gate.release(outcome.ticket)
         counts = outcome.answer.counts if outcome.answer.status == 200 else None
-        outcome.state.stats.ended(outcome.model, outcome.answer.status,
-                                  counts.prompt if counts else 0, counts.completion if counts else 0,
-                                  outcome.refusal.limit if outcome.refusal else None)
+        outcome.state.stats.ended(
+            outcome.model,
+            outcome.answer.status,
+            counts.prompt if counts else 0,
+            counts.completion if counts else 0,
+            outcome.refusal.limit if outcome.refusal else None,
+        )
 
     def _answer(self, outcome: _Outcome, wire: Wire, headers: dict[str, str], body: Any) -> tuple[HttpAnswer, float]:
         state = outcome.state
@@ -246,8 +251,10 @@ class ScriptedModelServer:
         outcome.ticket = admitted
         reply, serial = state.choose(view)
         if reply is None:
-            message = (f"scripted model: no rule matched and no replies are left "
-                       f"(last message role={view.last_role!r}, text={view.last_text[:200]!r})")
+            message = (
+                f"scripted model: no rule matched and no replies are left "
+                f"(last message role={view.last_role!r}, text={view.last_text[:200]!r})"
+            )
             return error_answer(wire, 500, message, "no_rule_matched"), 0.0
         cache = state.cache.anthropic(body) if wire == "anthropic" else (state.cache.openai(body), 0)
         answer = render(wire, reply, view, serial, state.script.model, cache)
@@ -349,8 +356,14 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         if self.path.rstrip("/") in ("/v1/models", "/models"):
             model = self.server.owner.script.model or "scripted-model"
-            self._send(HttpAnswer(200, json.dumps({"object": "list", "data": [
-                {"id": model, "object": "model", "owned_by": "agentsteps"}]}).encode()))
+            self._send(
+                HttpAnswer(
+                    200,
+                    json.dumps(
+                        {"object": "list", "data": [{"id": model, "object": "model", "owned_by": "agentsteps"}]}
+                    ).encode(),
+                )
+            )
         elif self.path == "/healthz":
             self._send(HttpAnswer(200, b'{"ok": true}'))
         elif self.path == "/stats":

@@ -34,8 +34,9 @@ class ServerStats:
             self._in_flight += 1
             self._max_in_flight = max(self._max_in_flight, self._in_flight)
 
-    def ended(self, model: str, status: int, input_tokens: int = 0, output_tokens: int = 0,
-              quota_limit: str | None = None) -> None:
+    def ended(
+        self, model: str, status: int, input_tokens: int = 0, output_tokens: int = 0, quota_limit: str | None = None
+    ) -> None:
         """One answer sent: its status, the tokens it served, and the quota limit that refused it if one did."""
         with self._lock:
             self._in_flight -= 1

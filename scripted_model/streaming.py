@@ -40,10 +40,25 @@ def openai_events(body: dict[str, Any], shape: StreamShape, include_usage: bool)
         events += [chunk({"content": p}) for p in _pieces(message["content"], shape.chunk_chars)]
     for i, call in enumerate(message.get("tool_calls") or []):
         function = call["function"]
-        events.append(chunk({"tool_calls": [{"index": i, "id": call["id"], "type": "function",
-                                             "function": {"name": function["name"], "arguments": ""}}]}))
-        events += [chunk({"tool_calls": [{"index": i, "function": {"arguments": p}}]})
-                   for p in _pieces(function["arguments"], shape.chunk_chars) if p]
+        events.append(
+            chunk(
+                {
+                    "tool_calls": [
+                        {
+                            "index": i,
+                            "id": call["id"],
+                            "type": "function",
+                            "function": {"name": function["name"], "arguments": ""},
+                        }
+                    ]
+                }
+            )
+        )
+        events += [
+            chunk({"tool_calls": [{"index": i, "function": {"arguments": p}}]})
+            for p in _pieces(function["arguments"], shape.chunk_chars)
+            if p
+        ]
     events.append(chunk({}, choice["finish_reason"]))
     if shape.fault == "cut_after_finish":
         return events
@@ -51,50 +66,75 @@ def openai_events(body: dict[str, Any], shape: StreamShape, include_usage: bool)
         events.append(_sse({**envelope, "choices": [], "usage": body["usage"]}))
     events.append(b"data: [DONE]\n\n")
     error = shape.error
-    return _broken(events, shape, _sse({"error": {"message": error.message, "type": error.error_type or "server_error",
-                                                  "param": None, "code": error.status}}))
+    return _broken(
+        events,
+        shape,
+        _sse(
+            {
+                "error": {
+                    "message": error.message,
+                    "type": error.error_type or "server_error",
+                    "param": None,
+                    "code": error.status,
+                }
+            }
+        ),
+    )
 
 
 def anthropic_events(body: dict[str, Any], shape: StreamShape) -> list[bytes]:
     usage = body["usage"]
-    start = {**body, "content": [], "stop_reason": None, "stop_sequence": None,
-             "usage": {**usage, "output_tokens": 1}}
+    start = {**body, "content": [], "stop_reason": None, "stop_sequence": None, "usage": {**usage, "output_tokens": 1}}
     start.pop("stop_details", None)
     events = [_sse({"type": "message_start", "message": start}, "message_start")]
     opening: dict[str, Any]
     for index, block in enumerate(body["content"]):
         kind = block["type"]
         if kind == "text":
-            opening, deltas = {"type": "text", "text": ""}, [
-                {"type": "text_delta", "text": p} for p in _pieces(block["text"], shape.chunk_chars)]
+            opening, deltas = (
+                {"type": "text", "text": ""},
+                [{"type": "text_delta", "text": p} for p in _pieces(block["text"], shape.chunk_chars)],
+            )
         elif kind == "thinking":
-            opening, deltas = {"type": "thinking", "thinking": "", "signature": ""}, [
-                *({"type": "thinking_delta", "thinking": p} for p in _pieces(block["thinking"], shape.chunk_chars)),
-                {"type": "signature_delta", "signature": block["signature"]}]
+            opening, deltas = (
+                {"type": "thinking", "thinking": "", "signature": ""},
+                [
+                    *({"type": "thinking_delta", "thinking": p} for p in _pieces(block["thinking"], shape.chunk_chars)),
+                    {"type": "signature_delta", "signature": block["signature"]},
+                ],
+            )
         else:
             raw = block["input"] if isinstance(block["input"], str) else json.dumps(block["input"])
             opening = {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}
             deltas = [{"type": "input_json_delta", "partial_json": p} for p in _pieces(raw, shape.chunk_chars)]
-        events.append(_sse({"type": "content_block_start", "index": index, "content_block": opening},
-                           "content_block_start"))
-        events += [_sse({"type": "content_block_delta", "index": index, "delta": d}, "content_block_delta")
-                   for d in deltas]
+        events.append(
+            _sse({"type": "content_block_start", "index": index, "content_block": opening}, "content_block_start")
+        )
+        events += [
+            _sse({"type": "content_block_delta", "index": index, "delta": d}, "content_block_delta") for d in deltas
+        ]
         events.append(_sse({"type": "content_block_stop", "index": index}, "content_block_stop"))
-    delta: dict[str, Any] = {"type": "message_delta",
-                             "delta": {"stop_reason": body["stop_reason"], "stop_sequence": None}}
+    delta: dict[str, Any] = {
+        "type": "message_delta",
+        "delta": {"stop_reason": body["stop_reason"], "stop_sequence": None},
+    }
     if "stop_details" in body:
         delta["delta"]["stop_details"] = body["stop_details"]
     if shape.fault != "no_usage":
-        delta["usage"] = {"output_tokens": usage["output_tokens"],
-                          **({"output_tokens_details": usage["output_tokens_details"]}
-                             if "output_tokens_details" in usage else {})}
+        delta["usage"] = {
+            "output_tokens": usage["output_tokens"],
+            **({"output_tokens_details": usage["output_tokens_details"]} if "output_tokens_details" in usage else {}),
+        }
     events.append(_sse(delta, "message_delta"))
     if shape.fault == "cut_after_finish":
         return events
     events.append(_sse({"type": "message_stop"}, "message_stop"))
     error = shape.error
-    return _broken(events, shape, _sse({"type": "error", "error": {"type": error.error_type or "api_error",
-                                                                   "message": error.message}}, "error"))
+    return _broken(
+        events,
+        shape,
+        _sse({"type": "error", "error": {"type": error.error_type or "api_error", "message": error.message}}, "error"),
+    )
 
 
 def _broken(events: list[bytes], shape: StreamShape, error_event: bytes) -> list[bytes]:

@@ -83,7 +83,10 @@ class ConversationStore:
         return known
 
     async def extend(
-        self, ref: ConversationRef | None, full: Sequence[Message] | KnownPrefix, added: list[Message],
+        self,
+        ref: ConversationRef | None,
+        full: Sequence[Message] | KnownPrefix,
+        added: list[Message],
         owner: str = "",
     ) -> ConversationRef:
         """Store ``added`` after ``ref``, bound to ``owner``; ``full`` is the whole conversation it makes (for the
@@ -93,8 +96,12 @@ class ConversationStore:
         return self._stored(ref, full, added, owner, data, claim)
 
     async def extend_with_catalog(
-        self, ref: ConversationRef | None, full: Sequence[Message] | KnownPrefix, added: list[Message],
-        owner: str, tools: list[ToolSchema],
+        self,
+        ref: ConversationRef | None,
+        full: Sequence[Message] | KnownPrefix,
+        added: list[Message],
+        owner: str,
+        tools: list[ToolSchema],
     ) -> tuple[ConversationRef, ToolCatalogRef]:
         """``extend``, and ``tools`` stored as the run's catalog bound to ``owner``, in the same store call."""
         data, catalog = encode_node(ref, added, owner), encode_catalog(tools, owner)
@@ -104,8 +111,13 @@ class ConversationStore:
         return self._stored(ref, full, added, owner, data, claim), stored
 
     def _stored(
-        self, ref: ConversationRef | None, full: Sequence[Message] | KnownPrefix, added: list[Message], owner: str,
-        data: bytes, claim: dict[str, str],
+        self,
+        ref: ConversationRef | None,
+        full: Sequence[Message] | KnownPrefix,
+        added: list[Message],
+        owner: str,
+        data: bytes,
+        claim: dict[str, str],
     ) -> ConversationRef:
         head = ConversationRef(
             sha256=hashlib.sha256(data).hexdigest(), length=(ref.length if ref else 0) + len(added), claim=claim

@@ -71,7 +71,9 @@ class ContextCachingDataConverter(DataConverter):
         object.__setattr__(self, "_bound", _Bound())
 
     def with_context(self, context: SerializationContext) -> Any:
-        return self._bound.get(("context", context), lambda: super(ContextCachingDataConverter, self).with_context(context))
+        return self._bound.get(
+            ("context", context), lambda: super(ContextCachingDataConverter, self).with_context(context)
+        )
 
     def _with_store_context(self, store_ctx: StorageDriverStoreContext) -> DataConverter:
         return self._bound.get(

@@ -31,10 +31,9 @@ from temporalio.converter import (
     StorageDriverRetrieveContext,
     StorageDriverStoreContext,
 )
-
-from ..contracts.config.settings import WorkerSettings
 from temporalio.exceptions import ApplicationError
 
+from ..contracts.config.settings import WorkerSettings
 from ..contracts.errors import PayloadIntegrityError, PayloadMissingError
 from ..failures import to_application_error
 from .payload_contexts import caching_contexts
@@ -75,9 +74,7 @@ class LocalDirStorageDriver(StorageDriver):
             raise PayloadIntegrityError(f"not a sha256 digest: {digest!r}")
         return self._root / "sha256" / digest[:2] / digest
 
-    async def store(
-        self, context: StorageDriverStoreContext, payloads: Sequence[Payload]
-    ) -> list[StorageDriverClaim]:
+    async def store(self, context: StorageDriverStoreContext, payloads: Sequence[Payload]) -> list[StorageDriverClaim]:
         blobs = [p.SerializeToString() for p in payloads]
         # Always in a thread: each new file is fsynced twice (file and directory), which on a busy
         # disk takes milliseconds, and on the event loop that stalled every activation and activity of

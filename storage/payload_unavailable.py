@@ -83,8 +83,16 @@ _UNREADABLE_RUNS: queue.SimpleQueue[tuple[str, str | None, str]] = queue.SimpleQ
 # S3 error codes that prove the object is not there.
 _MISSING_CODES = {"NoSuchKey", "404", "NotFound", "NoSuchBucket"}
 # S3 error codes that say this worker may not read it: its own fault, never the run's.
-_DENIED_CODES = {"AccessDenied", "403", "InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken",
-                 "InvalidToken", "AllAccessDisabled", "AccountProblem"}
+_DENIED_CODES = {
+    "AccessDenied",
+    "403",
+    "InvalidAccessKeyId",
+    "SignatureDoesNotMatch",
+    "ExpiredToken",
+    "InvalidToken",
+    "AllAccessDisabled",
+    "AccountProblem",
+}
 
 
 on_denied: list[Callable[[], None]] = []
@@ -195,8 +203,13 @@ class TypedRetrievalDriver(StorageDriver):
             if denied is not None:
                 for listener in on_denied:
                     listener()
-                logger.error("the payload store %s refused this worker reading sha256:%s (%s): check this pod's "
-                             "credentials; the attempt is retried and the run left alone", self.location, digest, denied)
+                logger.error(
+                    "the payload store %s refused this worker reading sha256:%s (%s): check this pod's "
+                    "credentials; the attempt is retried and the run left alone",
+                    self.location,
+                    digest,
+                    denied,
+                )
                 raise PayloadStoreDeniedError(
                     f"payload sha256:{digest}: {self.location} refused this worker ({denied}); retried"
                 ) from exc
@@ -246,10 +259,13 @@ class ForeignStoreDriver(StorageDriver):
         self, context: StorageDriverRetrieveContext, claims: Sequence[StorageDriverClaim]
     ) -> list[Payload]:
         return [
-            unavailable_payload(PayloadMissingError(
-                f"payload sha256:{c.claim_data.get('hash_value', '?')} was stored in {self._name} "
-                f"(another worker's store), which this worker cannot read; it uses {self._location}"
-            ), self._run_id)
+            unavailable_payload(
+                PayloadMissingError(
+                    f"payload sha256:{c.claim_data.get('hash_value', '?')} was stored in {self._name} "
+                    f"(another worker's store), which this worker cannot read; it uses {self._location}"
+                ),
+                self._run_id,
+            )
             for c in claims
         ]
 
@@ -314,8 +330,12 @@ async def terminate_unreadable_runs(client: Client, every: float = 0.2, grace: f
             await asyncio.sleep(grace)  # a run that failed typed is closed by now
         for (workflow_id, run_id), reason in reported.items():
             if run_id is None:
-                logger.error("workflow %s met an unreadable payload (%s) in a run this worker could not name: "
-                             "nothing terminated", workflow_id, reason)
+                logger.error(
+                    "workflow %s met an unreadable payload (%s) in a run this worker could not name: "
+                    "nothing terminated",
+                    workflow_id,
+                    reason,
+                )
                 continue
             handle = client.get_workflow_handle(workflow_id, run_id=run_id)
             try:

@@ -49,9 +49,7 @@ class PrefixedAioboto3Client(S3StorageDriverClient):
                     import aioboto3
                     from temporalio.contrib.aws.s3driver.aioboto3 import new_aioboto3_client
                 except ImportError as exc:  # pragma: no cover - depends on the install
-                    raise RuntimeError(
-                        "the S3 payload store needs the s3 extra: pip install 'agentsteps[s3]'"
-                    ) from exc
+                    raise RuntimeError("the S3 payload store needs the s3 extra: pip install 'agentsteps[s3]'") from exc
                 cfg = self._cfg
 
                 def secret(value: Any) -> str | None:
@@ -85,8 +83,11 @@ class PrefixedAioboto3Client(S3StorageDriverClient):
         full = self._prefix + key
         try:
             await raw.copy_object(
-                Bucket=bucket, Key=full, CopySource={"Bucket": bucket, "Key": full},
-                MetadataDirective="REPLACE", Metadata={"agentsteps-referenced": datetime.now(timezone.utc).isoformat()},
+                Bucket=bucket,
+                Key=full,
+                CopySource={"Bucket": bucket, "Key": full},
+                MetadataDirective="REPLACE",
+                Metadata={"agentsteps-referenced": datetime.now(timezone.utc).isoformat()},
             )
         except Exception as exc:
             if _error_code(exc) in _ABSENT:

@@ -20,20 +20,29 @@ LLM_TOKENS = Counter(
     "agentsteps_llm_tokens", "LLM tokens by direction.", ["provider", "model", "direction"], registry=REGISTRY
 )
 LLM_COST_USD = Counter(
-    "agentsteps_llm_cost_usd", "Estimated LLM cost from the configured price table.", ["provider", "model"],
+    "agentsteps_llm_cost_usd",
+    "Estimated LLM cost from the configured price table.",
+    ["provider", "model"],
     registry=REGISTRY,
 )
 LLM_REQUEST_SECONDS = Histogram(
-    "agentsteps_llm_request_seconds", "LLM HTTP request latency.", ["provider", "model"],
-    buckets=_LATENCY_BUCKETS, registry=REGISTRY,
+    "agentsteps_llm_request_seconds",
+    "LLM HTTP request latency.",
+    ["provider", "model"],
+    buckets=_LATENCY_BUCKETS,
+    registry=REGISTRY,
 )
 LLM_REQUESTS = Counter(
-    "agentsteps_llm_requests", "LLM calls by outcome (ok, violation, retryable_error, fatal_error, precondition).",
-    ["provider", "model", "outcome"], registry=REGISTRY,
+    "agentsteps_llm_requests",
+    "LLM calls by outcome (ok, violation, retryable_error, fatal_error, precondition).",
+    ["provider", "model", "outcome"],
+    registry=REGISTRY,
 )
 CONTRACT_CHECKS = Counter(
-    "agentsteps_contract_checks", "Contract checks by contract, phase and outcome (pass, fail).",
-    ["contract", "phase", "outcome"], registry=REGISTRY,
+    "agentsteps_contract_checks",
+    "Contract checks by contract, phase and outcome (pass, fail).",
+    ["contract", "phase", "outcome"],
+    registry=REGISTRY,
 )
 CONTRACT_VIOLATIONS = Counter(
     "agentsteps_contract_violations", "Contract violations by kind.", ["contract", "phase", "kind"], registry=REGISTRY
@@ -44,46 +53,55 @@ TOOL_CALLS = Counter(
 TOOL_CALL_SECONDS = Histogram(
     "agentsteps_tool_call_seconds", "Tool call latency.", ["tool"], buckets=_LATENCY_BUCKETS, registry=REGISTRY
 )
-CODE_PROGRAMS = Counter(
-    "agentsteps_code_programs", "Code-mode programs by outcome.", ["outcome"], registry=REGISTRY
-)
+CODE_PROGRAMS = Counter("agentsteps_code_programs", "Code-mode programs by outcome.", ["outcome"], registry=REGISTRY)
 CODE_SANDBOX_SECONDS = Histogram(
-    "agentsteps_code_sandbox_seconds", "Time spent executing programs in the sandbox.",
-    buckets=_LATENCY_BUCKETS, registry=REGISTRY,
+    "agentsteps_code_sandbox_seconds",
+    "Time spent executing programs in the sandbox.",
+    buckets=_LATENCY_BUCKETS,
+    registry=REGISTRY,
 )
 CONTEXT_ACTIONS = Counter(
-    "agentsteps_context_actions", "Requests compacted by a context policy, by action (truncated, summarized).",
-    ["action"], registry=REGISTRY,
+    "agentsteps_context_actions",
+    "Requests compacted by a context policy, by action (truncated, summarized).",
+    ["action"],
+    registry=REGISTRY,
 )
 MONITOR_STALLED_TICKETS = Gauge(
-    "agentsteps_monitor_stalled_tickets", "Stalled tickets found by the last monitor tick.", ["monitor"],
+    "agentsteps_monitor_stalled_tickets",
+    "Stalled tickets found by the last monitor tick.",
+    ["monitor"],
     registry=REGISTRY,
 )
 MONITOR_LAST_TICK = Gauge(
     "agentsteps_monitor_last_tick_timestamp_seconds",
     "When the last monitor tick this worker recorded was scheduled to record (Unix time). Each worker keeps the "
     "stalled count of the last tick it ran; the newest timestamp says which worker's count is current.",
-    ["monitor"], registry=REGISTRY,
+    ["monitor"],
+    registry=REGISTRY,
 )
 MONITOR_NUDGES = Counter("agentsteps_monitor_nudges", "Nudges posted.", ["monitor"], registry=REGISTRY)
-MONITOR_ESCALATIONS = Counter(
-    "agentsteps_monitor_escalations", "Tickets escalated.", ["monitor"], registry=REGISTRY
-)
+MONITOR_ESCALATIONS = Counter("agentsteps_monitor_escalations", "Tickets escalated.", ["monitor"], registry=REGISTRY)
 
 # Per MCP server; ``server`` is a configured server name only (bounded), every series pre-created at start.
 MCP_SERVER_UP = Gauge(
-    "agentsteps_mcp_server_up", "1 when the MCP server is up; 0 when down, misconfigured or its circuit is open.",
-    ["server"], registry=REGISTRY,
+    "agentsteps_mcp_server_up",
+    "1 when the MCP server is up; 0 when down, misconfigured or its circuit is open.",
+    ["server"],
+    registry=REGISTRY,
 )
 MCP_CALLS = Counter(
-    "agentsteps_mcp_calls", "MCP tool calls by outcome (ok, error, infra_error, timeout, circuit_open).",
-    ["server", "outcome"], registry=REGISTRY,
+    "agentsteps_mcp_calls",
+    "MCP tool calls by outcome (ok, error, infra_error, timeout, circuit_open).",
+    ["server", "outcome"],
+    registry=REGISTRY,
 )
 MCP_CALL_SECONDS = Histogram(
     "agentsteps_mcp_call_seconds", "MCP tool call latency.", ["server"], buckets=_LATENCY_BUCKETS, registry=REGISTRY
 )
 MCP_RECONNECTS = Counter(
-    "agentsteps_mcp_reconnects", "Sessions to the MCP server re-established after the first.", ["server"],
+    "agentsteps_mcp_reconnects",
+    "Sessions to the MCP server re-established after the first.",
+    ["server"],
     registry=REGISTRY,
 )
 MCP_CALL_OUTCOMES = ("ok", "error", "infra_error", "timeout", "circuit_open")
@@ -98,5 +116,6 @@ PAYLOAD_STORE_DENIED = Counter(
 WORKER_SLOTS = Gauge(
     "agentsteps_worker_slots",
     "The worker's configured capacity by kind (activity, workflow_task, cached_workflows, sandbox_processes).",
-    ["kind"], registry=REGISTRY,
+    ["kind"],
+    registry=REGISTRY,
 )

@@ -28,7 +28,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from prometheus_client import CollectorRegistry
+from prometheus_client import CollectorRegistry, Counter
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from temporalio.runtime import (
     BUFFERED_METRIC_KIND_COUNTER,
@@ -40,8 +40,6 @@ from temporalio.runtime import (
     Runtime,
     TelemetryConfig,
 )
-
-from prometheus_client import Counter
 
 from . import workflow_metrics
 from .labels import BoundedLabel

@@ -109,8 +109,7 @@ def _otlp_exporter(endpoint: str) -> SpanExporter:
                     phase="pre",
                     kind=ViolationKind.invalid_config,
                     path="$.tracing.otlp_endpoint",
-                    message="an OTLP endpoint is set but the exporter is not installed: "
-                    "pip install 'agentsteps[otlp]'",
+                    message="an OTLP endpoint is set but the exporter is not installed: pip install 'agentsteps[otlp]'",
                 )
             ]
         ) from None

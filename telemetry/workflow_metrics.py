@@ -72,19 +72,35 @@ WORKFLOW_METRICS = (
     WorkflowMetric(SESSION_TURN_SECONDS, "histogram", ("outcome",), "Session turn latency."),
     WorkflowMetric(SESSION_CONTINUED, "counter", (), "Sessions that continued-as-new between turns."),
     WorkflowMetric(APPROVALS_REQUESTED, "counter", ("tool",), "Tool calls that asked a person for approval."),
-    WorkflowMetric(APPROVALS_DECIDED, "counter", ("outcome",), "Approvals by outcome (approved, rejected, timed_out, withdrawn)."),
+    WorkflowMetric(
+        APPROVALS_DECIDED, "counter", ("outcome",), "Approvals by outcome (approved, rejected, timed_out, withdrawn)."
+    ),
     WorkflowMetric(APPROVAL_WAIT_SECONDS, "histogram", ("outcome",), "Time a call waited for its approval."),
     WorkflowMetric(QUOTA_WAIT_SECONDS, "histogram", ("quota",), "Time a model call waited for its quota's grant."),
-    WorkflowMetric(QUOTA_WAITS, "counter", ("quota",), "Model calls that queued for their quota (no capacity at once)."),
-    WorkflowMetric(QUOTA_UTILIZATION, "gauge", ("quota",),
-                   "Share (0..1) of the quota's binding per-minute limit in use, as its account told at the last grant."),
+    WorkflowMetric(
+        QUOTA_WAITS, "counter", ("quota",), "Model calls that queued for their quota (no capacity at once)."
+    ),
+    WorkflowMetric(
+        QUOTA_UTILIZATION,
+        "gauge",
+        ("quota",),
+        "Share (0..1) of the quota's binding per-minute limit in use, as its account told at the last grant.",
+    ),
     WorkflowMetric(QUOTA_RESERVED_TOKENS, "counter", ("quota",), "Tokens reserved before calls (prompt + max_tokens)."),
     WorkflowMetric(QUOTA_ACTUAL_TOKENS, "counter", ("quota",), "Tokens the same calls really used."),
-    WorkflowMetric(QUOTA_THROTTLED, "counter", ("quota",),
-                   "Provider 429s answered to calls granted by the quota (each lowers its effective limits)."),
+    WorkflowMetric(
+        QUOTA_THROTTLED,
+        "counter",
+        ("quota",),
+        "Provider 429s answered to calls granted by the quota (each lowers its effective limits).",
+    ),
     WorkflowMetric(TENANT_SPEND_USD, "counter", ("tenant",), "USD spent by tenant (price table); unconfigured: other."),
-    WorkflowMetric(TENANT_BUDGET_USED, "gauge", ("tenant", "period", "limit"),
-                   "Share of the tenant's budget used (with calls in flight) per period and limit (soft, hard)."),
+    WorkflowMetric(
+        TENANT_BUDGET_USED,
+        "gauge",
+        ("tenant", "period", "limit"),
+        "Share of the tenant's budget used (with calls in flight) per period and limit (soft, hard).",
+    ),
 )
 """Every metric recorded here. Temporal adds ``namespace``, ``task_queue`` and ``workflow_type`` labels."""
 
@@ -165,9 +181,9 @@ def record_degradation(reason: str, target: str) -> None:
 
 
 def record_approval_requested(tool: str) -> None:
-    workflow.metric_meter().create_counter(
-        APPROVALS_REQUESTED, "Tool calls that asked a person for approval."
-    ).add(1, {"tool": tool})
+    workflow.metric_meter().create_counter(APPROVALS_REQUESTED, "Tool calls that asked a person for approval.").add(
+        1, {"tool": tool}
+    )
 
 
 def record_approval_decided(outcome: str, waited_seconds: float) -> None:
@@ -175,9 +191,9 @@ def record_approval_decided(outcome: str, waited_seconds: float) -> None:
     meter.create_counter(APPROVALS_DECIDED, "Approvals by outcome (approved, rejected, timed_out, withdrawn).").add(
         1, {"outcome": outcome}
     )
-    meter.create_histogram_float(
-        APPROVAL_WAIT_SECONDS, "Time a call waited for its approval.", _LATENCY_UNIT
-    ).record(waited_seconds, {"outcome": outcome})
+    meter.create_histogram_float(APPROVAL_WAIT_SECONDS, "Time a call waited for its approval.", _LATENCY_UNIT).record(
+        waited_seconds, {"outcome": outcome}
+    )
 
 
 def record_session_started() -> None:
@@ -200,6 +216,8 @@ def record_turn(outcome: str, seconds: float) -> None:
 
 def record_session_continued() -> None:
     workflow.metric_meter().create_counter(SESSION_CONTINUED, "Sessions that continued-as-new between turns.").add(1)
+
+
 CONTRACT_CHECKS = "agentsteps_contract_checks"
 CONTRACT_VIOLATIONS = "agentsteps_contract_violations"
 """Shared with ``telemetry.metrics``: the collector adds workflow-side counts to those counters."""
@@ -208,8 +226,9 @@ CONTRACT_VIOLATIONS = "agentsteps_contract_violations"
 def record_quota_grant(quota: str, waited_seconds: float, queued: bool, utilization: float, reserved: int) -> None:
     meter = workflow.metric_meter()
     labels = {"quota": quota}
-    meter.create_histogram_float(QUOTA_WAIT_SECONDS, "Time a model call waited for its quota's grant.",
-                                 _LATENCY_UNIT).record(waited_seconds, labels)
+    meter.create_histogram_float(
+        QUOTA_WAIT_SECONDS, "Time a model call waited for its quota's grant.", _LATENCY_UNIT
+    ).record(waited_seconds, labels)
     if queued:
         meter.create_counter(QUOTA_WAITS, "Model calls that queued for their quota.").add(1, labels)
     meter.create_gauge_float(QUOTA_UTILIZATION, "Share of the quota's binding per-minute limit in use.").set(

@@ -19,7 +19,8 @@ _exit_status = 0
 @pytest_asyncio.fixture(scope="session")
 async def temporal_env():
     env = await WorkflowEnvironment.start_local(
-        dev_server_existing_path=temporal_binary(), dev_server_startup_timeout=SERVER_STARTUP,
+        dev_server_existing_path=temporal_binary(),
+        dev_server_startup_timeout=SERVER_STARTUP,
         dev_server_extra_args=dev_server_args(),
         data_converter=pydantic_data_converter,
         dev_server_log_level="error",
@@ -38,7 +39,11 @@ def client(temporal_env) -> Client:
 def pytest_ignore_collect(collection_path, config):
     # The fast lane (`-m fast`) skips importing modules that mark nothing fast:
     # importing them is most of what the lane would otherwise spend.
-    if config.getoption("markexpr") == "fast" and collection_path.name.startswith("test_") and collection_path.suffix == ".py":
+    if (
+        config.getoption("markexpr") == "fast"
+        and collection_path.name.startswith("test_")
+        and collection_path.suffix == ".py"
+    ):
         return True if "pytest.mark.fast" not in collection_path.read_text() else None
     return None
 

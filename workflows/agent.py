@@ -16,10 +16,18 @@ with workflow.unsafe.imports_passed_through():
     from ..telemetry import workflow_metrics
     from .agent_run import AgentRun, seconds_since
     from .approvals import ApprovalDesk, ApprovalHandlers
-    from .run_state import Features, RunProgress
     from .quota_gate import QuotaDesk, QuotaHandlers
+    from .run_state import Features, RunProgress
     from .steps import (
-        check_fork, check_key_scope, check_tenant, check_spec_but_tools, opening, python_name, resolves_tools_lazily, run_steps, spec_tools,
+        check_fork,
+        check_key_scope,
+        check_spec_but_tools,
+        check_tenant,
+        opening,
+        python_name,
+        resolves_tools_lazily,
+        run_steps,
+        spec_tools,
     )
     from .visibility import Visibility
 
@@ -65,8 +73,11 @@ class AgentWorkflow(ApprovalHandlers, QuotaHandlers):
         if completed and self.features is not None and self.features.release:
             return
         self.visibility.totals(
-            steps=len(result.steps), usage=result.usage, violations=len(result.violations),
-            cost_usd=result.cost_usd, model=result.model or self.progress.model,
+            steps=len(result.steps),
+            usage=result.usage,
+            violations=len(result.violations),
+            cost_usd=result.cost_usd,
+            model=result.model or self.progress.model,
         )
 
     @workflow.query(name=STATE_QUERY)
@@ -98,12 +109,21 @@ class AgentWorkflow(ApprovalHandlers, QuotaHandlers):
         # A fork (its input names the source's conversation) describes its tools first, as it always did.
         if inp.fork is None and resolves_tools_lazily(spec, features.release):
             check_spec_but_tools(spec)
-            run = AgentRun.one_shot(spec, [], features, progress=self.progress, approvals=self.approvals,
-                                    pending_tools=spec.tools, key_scope=inp.key_scope, **quota)
+            run = AgentRun.one_shot(
+                spec,
+                [],
+                features,
+                progress=self.progress,
+                approvals=self.approvals,
+                pending_tools=spec.tools,
+                key_scope=inp.key_scope,
+                **quota,
+            )
             return await run_steps(run, [opening(spec, []), Message.user(inp.input)])
         tools = await spec_tools(spec)
-        run = AgentRun.one_shot(spec, tools, features, progress=self.progress, approvals=self.approvals,
-                               key_scope=inp.key_scope, **quota)
+        run = AgentRun.one_shot(
+            spec, tools, features, progress=self.progress, approvals=self.approvals, key_scope=inp.key_scope, **quota
+        )
         if inp.fork is None:
             return await run_steps(run, [opening(spec, tools), Message.user(inp.input)])
         # A fork (a new kind of input, so no recorded run takes this branch): the source's conversation, and

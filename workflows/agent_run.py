@@ -21,7 +21,6 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
-    from ..contracts.errors import BudgetExceededError, DeploymentConfigError, InvalidSpecError, ToolConfigError
     from ..contracts import (
         AgentResult,
         AgentSpec,
@@ -33,24 +32,25 @@ with workflow.unsafe.imports_passed_through():
         ToolCallResult,
         ToolSchema,
     )
+    from ..contracts.approvals import rejection_message
     from ..contracts.code.program import ReplMemory
+    from ..contracts.errors import BudgetExceededError, DeploymentConfigError, InvalidSpecError, ToolConfigError
     from ..contracts.llm.conversation import ConversationRef
+    from ..contracts.llm.request import TokenStream
     from ..contracts.llm.tokens import prompt_tokens_upper_bound
     from ..contracts.llm.tool_catalog import ToolCatalogRef
     from ..contracts.llm.tools import catalog_digest
-    from ..contracts.llm.request import TokenStream
-    from ..telemetry import workflow_metrics
-    from .calls import budget_exceeded, call_llm, call_tool
-    from ..contracts.approvals import rejection_message
+    from ..contracts.quotas.wire import QuotaPlan
     from ..contracts.session import ProgressEvent, ProgressKind
     from ..failures import from_failure, to_application_error
+    from ..telemetry import workflow_metrics
     from .approvals import ApprovalDesk
+    from .calls import budget_exceeded, call_llm, call_tool
     from .conversation import ConversationChain
     from .effects import EffectLedger, run_chain
     from .ladder import Rung, ViolationLadder, retry_history, violation_error
-    from .run_state import Features, RunConfig, RunProgress
-    from ..contracts.quotas.wire import QuotaPlan
     from .quota_gate import QuotaDesk, QuotaRefused, leased_call
+    from .run_state import Features, RunConfig, RunProgress
 
 
 PROGRAM_KEPT = 20_000
@@ -74,24 +74,50 @@ class AgentRun:
 
     @classmethod
     def one_shot(
-        cls, spec: AgentSpec, tools: Sequence[ToolSchema], features: Features, *,
-        progress: RunProgress, approvals: ApprovalDesk, pending_tools: Sequence[str] = (), key_scope: str | None = None,
-        quota: QuotaPlan | None = None, quota_desk: QuotaDesk | None = None,
+        cls,
+        spec: AgentSpec,
+        tools: Sequence[ToolSchema],
+        features: Features,
+        *,
+        progress: RunProgress,
+        approvals: ApprovalDesk,
+        pending_tools: Sequence[str] = (),
+        key_scope: str | None = None,
+        quota: QuotaPlan | None = None,
+        quota_desk: QuotaDesk | None = None,
     ) -> AgentRun:
         """An ``AgentWorkflow`` run; its conversation is stored when ``features.conversation_ref``.
 
         With ``pending_tools`` (and no ``tools``) the first model call resolves the names on the worker."""
         chain = ConversationChain.own_chain(None) if features.conversation_ref else None
-        config = RunConfig(spec=spec, tools=tuple(tools), approvals=approvals, chain=chain,
-                           pending_tools=tuple(pending_tools), key_scope=key_scope, quota=quota, quota_desk=quota_desk)
+        config = RunConfig(
+            spec=spec,
+            tools=tuple(tools),
+            approvals=approvals,
+            chain=chain,
+            pending_tools=tuple(pending_tools),
+            key_scope=key_scope,
+            quota=quota,
+            quota_desk=quota_desk,
+        )
         return cls(config, features, progress)
 
     @classmethod
     def for_turn(
-        cls, spec: AgentSpec, tools: Sequence[ToolSchema], features: Features, *,
-        turn: int, conversation: ConversationRef | None, approvals: ApprovalDesk, progress: RunProgress,
-        on_event: Callable[[ProgressEvent], None] | None = None, stream_tokens: bool = False,
-        key_scope: str | None = None, quota: QuotaPlan | None = None, quota_desk: QuotaDesk | None = None,
+        cls,
+        spec: AgentSpec,
+        tools: Sequence[ToolSchema],
+        features: Features,
+        *,
+        turn: int,
+        conversation: ConversationRef | None,
+        approvals: ApprovalDesk,
+        progress: RunProgress,
+        on_event: Callable[[ProgressEvent], None] | None = None,
+        stream_tokens: bool = False,
+        key_scope: str | None = None,
+        quota: QuotaPlan | None = None,
+        quota_desk: QuotaDesk | None = None,
         tools_ref: ToolCatalogRef | None = None,
     ) -> AgentRun:
         """One session turn: keys scoped ``t<turn>.``, the conversation stored on top of ``conversation``;
@@ -99,9 +125,19 @@ class AgentRun:
         if tools_ref is not None and tools_ref.count != len(tools):
             tools_ref = None  # never names other schemas than the turn's (the session pairs them; a cheap check)
         config = RunConfig(
-            spec=spec, tools=tuple(tools), approvals=approvals, chain=ConversationChain.own_chain(conversation),
-            scope=f"t{turn}.", turn=turn, on_event=on_event, stream_tokens=stream_tokens, key_scope=key_scope,
-            quota=quota, quota_desk=quota_desk, tools_ref=tools_ref, session_catalog=True,
+            spec=spec,
+            tools=tuple(tools),
+            approvals=approvals,
+            chain=ConversationChain.own_chain(conversation),
+            scope=f"t{turn}.",
+            turn=turn,
+            on_event=on_event,
+            stream_tokens=stream_tokens,
+            key_scope=key_scope,
+            quota=quota,
+            quota_desk=quota_desk,
+            tools_ref=tools_ref,
+            session_catalog=True,
         )
         return cls(config, features, progress)
 
@@ -153,7 +189,9 @@ class AgentRun:
     def ladder(self) -> ViolationLadder:
         spec = self.spec
         return ViolationLadder(
-            [spec.model, *spec.fallback_models], spec.reprompt_budget, spec.default_result,
+            [spec.model, *spec.fallback_models],
+            spec.reprompt_budget,
+            spec.default_result,
             release=self.features.release,
         )
 
@@ -202,9 +240,11 @@ class AgentRun:
             if response.tools is None:
                 # llm.call.resolving_tools always returns them; a worker that did not is misbuilt, never
                 # a reason to go on as if the run had no tools.
-                raise to_application_error(DeploymentConfigError(
-                    "the worker that ran the run's first model call did not resolve its tool names"
-                ))
+                raise to_application_error(
+                    DeploymentConfigError(
+                        "the worker that ran the run's first model call did not resolve its tool names"
+                    )
+                )
             self.learn_tools(response.tools, response.tools_ref)
         elif response.tools_ref is not None and self.config.tools_ref is None and self.config.session_catalog:
             # The call stored the session's schemas (``store_tools``, see ``_wire``): later calls name them.
@@ -217,8 +257,9 @@ class AgentRun:
 
     async def _send(self, request: LLMRequest, chain: ConversationChain | None, refusable: bool) -> LLMResponse:
         if not self.features.effects_once:
-            return await call_llm(self._wire(request, chain), self.spec.llm_policy, self.result,
-                                  token_budget=self.spec.token_budget)
+            return await call_llm(
+                self._wire(request, chain), self.spec.llm_policy, self.result, token_budget=self.spec.token_budget
+            )
         return await self._reserved_call(request, chain, refusable)
 
     def _wire(self, request: LLMRequest, chain: ConversationChain | None) -> LLMRequest:
@@ -319,13 +360,19 @@ class AgentRun:
         """
         policy = self.spec.tool_policy
         if self.effects is None:
-            rejected = await self.rejection(approval_id, call_id, name, arguments, model_text=model_text, program=program)
+            rejected = await self.rejection(
+                approval_id, call_id, name, arguments, model_text=model_text, program=program
+            )
             if rejected is not None:
                 return rejected
             return await call_tool(name, arguments, call_id=call_id, key=legacy_key, policy=policy)
         key = self.effects.key(self.scope + scope, name, arguments)  # before any await: ordinals follow call order
         effectful = schema is not None and schema.side_effects
-        done = (self.effects.completed(key, call_id) or self.effects.inherited(name, arguments, call_id)) if effectful else None
+        done = (
+            (self.effects.completed(key, call_id) or self.effects.inherited(name, arguments, call_id))
+            if effectful
+            else None
+        )
         # Runs recorded before EXACTLY_ONCE_PATCH asked the approver again first; they replay that way.
         if done is not None and (not schema.requires_approval or self.features.recorded_not_reasked):
             self.emit("tool_call", tool=name, detail=f"answered from the record: {arguments[:460]}")
@@ -338,8 +385,14 @@ class AgentRun:
         chain = self.config.chain
         store_for = chain.owner if for_model and chain is not None and self.features.release else ""
         result = await call_tool(
-            name, arguments, call_id=call_id, key=key, policy=policy, delivery=schema.delivery if schema else None,
-            store_for=store_for, store_cap=self.tool_result_cap() if store_for else None,
+            name,
+            arguments,
+            call_id=call_id,
+            key=key,
+            policy=policy,
+            delivery=schema.delivery if schema else None,
+            store_for=store_for,
+            store_cap=self.tool_result_cap() if store_for else None,
         )
         if effectful:
             self.effects.record(key, name, arguments, result)

@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from itertools import islice
 from datetime import timedelta
+from itertools import islice
 from typing import Any
 
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from ..contracts.errors import ApprovalError
     from ..contracts import ToolSchema
     from ..contracts.approvals import (
         ApprovalDecision,
@@ -27,6 +26,7 @@ with workflow.unsafe.imports_passed_through():
         PendingApproval,
         parse_decision,
     )
+    from ..contracts.errors import ApprovalError
     from ..contracts.names import APPROVALS_QUERY, APPROVE_UPDATE, REJECT_UPDATE
     from ..failures import to_application_error
     from ..telemetry import workflow_metrics
@@ -56,8 +56,14 @@ class ApprovalDesk:
         return list(self.decided.values())[-_DECIDED_KEPT:]
 
     async def gate(
-        self, approval_id: str, tool: ToolSchema, arguments: str, timeout_seconds: float, *,
-        model_text: str = "", program: str = "",
+        self,
+        approval_id: str,
+        tool: ToolSchema,
+        arguments: str,
+        timeout_seconds: float,
+        *,
+        model_text: str = "",
+        program: str = "",
     ) -> ApprovalRecord:
         now = workflow.now()
         timeout = timedelta(seconds=timeout_seconds)
@@ -132,8 +138,13 @@ class ApprovalDesk:
     def _record(self, pending: PendingApproval, outcome: ApprovalOutcome, approver: str, note: str) -> ApprovalRecord:
         now = workflow.now()
         record = ApprovalRecord(
-            approval_id=pending.approval_id, tool=pending.tool, outcome=outcome, approver=approver, note=note,
-            decided_at=now, waited_seconds=(now - pending.requested_at).total_seconds(),
+            approval_id=pending.approval_id,
+            tool=pending.tool,
+            outcome=outcome,
+            approver=approver,
+            note=note,
+            decided_at=now,
+            waited_seconds=(now - pending.requested_at).total_seconds(),
         )
         self.decided[pending.approval_id] = record
         if pending.approval_id in self.pending:

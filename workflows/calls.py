@@ -22,14 +22,19 @@ from temporalio.exceptions import ActivityError, ApplicationError, CancelledErro
 
 with workflow.unsafe.imports_passed_through():
     from ..contracts import LLMRequest, LLMResponse, ToolCallInput, ToolCallResult, ToolSchema, Usage
-    from ..contracts.errors import BudgetExceededError, ToolNotSentError
     from ..contracts.code.program import CallOutcome
+    from ..contracts.errors import BudgetExceededError, ToolNotSentError
+    from ..contracts.llm.tools import Delivery, ToolsDescribeInput, outcome_unknown, result_value
     from ..contracts.names import (
-        EXACTLY_ONCE_PATCH, LLM_CALL, LLM_CALL_RESOLVING_TOOLS, LLM_CALL_STORED_RESULTS, LLM_CALL_TOOL_CATALOG, TOOLS_CALL,
+        EXACTLY_ONCE_PATCH,
+        LLM_CALL,
+        LLM_CALL_RESOLVING_TOOLS,
+        LLM_CALL_STORED_RESULTS,
+        LLM_CALL_TOOL_CATALOG,
+        TOOLS_CALL,
         TOOLS_DESCRIBE,
     )
     from ..contracts.spec import ActivityPolicy
-    from ..contracts.llm.tools import Delivery, ToolsDescribeInput, outcome_unknown, result_value
     from ..failures import failure_type, to_application_error
     from .activity_options import activity_options
     from .run_state import patched_since_release
@@ -57,7 +62,10 @@ async def call_llm(
     for wait in (*UPGRADE_WAITS, None):
         try:
             response = await workflow.execute_activity(
-                name, request, result_type=LLMResponse, summary=summary or f"chat {request.config.model}",
+                name,
+                request,
+                result_type=LLMResponse,
+                summary=summary or f"chat {request.config.model}",
                 **activity_options(policy),
             )
             break
@@ -84,8 +92,11 @@ have failed takes them."""
 def _not_registered(exc: ActivityError) -> bool:
     """The SDK's own failure for an activity name the worker that took the task does not register."""
     cause = exc.cause
-    return (isinstance(cause, ApplicationError) and cause.type == "NotFoundError"
-            and "is not registered on this worker" in str(cause.message))
+    return (
+        isinstance(cause, ApplicationError)
+        and cause.type == "NotFoundError"
+        and "is not registered on this worker" in str(cause.message)
+    )
 
 
 def _llm_activity(request: LLMRequest) -> str:
@@ -103,8 +114,15 @@ def budget_exceeded(message: str) -> ApplicationError:
 
 
 async def call_tool(
-    name: str, arguments: str, *, call_id: str, key: str, policy: ActivityPolicy, delivery: Delivery | None = None,
-    store_for: str = "", store_cap: int | None = None,
+    name: str,
+    arguments: str,
+    *,
+    call_id: str,
+    key: str,
+    policy: ActivityPolicy,
+    delivery: Delivery | None = None,
+    store_for: str = "",
+    store_cap: int | None = None,
 ) -> ToolCallResult:
     """One tool call. ``key`` must be stable across retries, crashes and replays: the side effect runs once.
 
@@ -116,8 +134,15 @@ async def call_tool(
     timeout or a lost worker becomes an ``OUTCOME_UNKNOWN`` error result for the
     model. A workflow cancel during the call cancels the run.
     """
-    call = ToolCallInput(name=name, arguments=arguments, call_id=call_id, idempotency_key=key, delivery=delivery,
-                         store_for=store_for, store_cap=store_cap)
+    call = ToolCallInput(
+        name=name,
+        arguments=arguments,
+        call_id=call_id,
+        idempotency_key=key,
+        delivery=delivery,
+        store_for=store_for,
+        store_cap=store_cap,
+    )
     if delivery != "at_most_once":
         return await workflow.execute_activity(
             TOOLS_CALL, call, result_type=ToolCallResult, summary=f"execute_tool {name}", **activity_options(policy)
@@ -137,7 +162,9 @@ async def call_tool(
             if isinstance(cause, CancelledError) and patched_since_release(EXACTLY_ONCE_PATCH):
                 raise  # the run was cancelled: not an outcome to tell the model
             retryable = isinstance(cause, ApplicationError)
-            not_sent = retryable and (cause.type == failure_type(ToolNotSentError) or not patched_since_release(EXACTLY_ONCE_PATCH))
+            not_sent = retryable and (
+                cause.type == failure_type(ToolNotSentError) or not patched_since_release(EXACTLY_ONCE_PATCH)
+            )
             if not not_sent:
                 return outcome_unknown(call, _why(cause or exc))
             if attempt == policy.max_attempts:
@@ -174,5 +201,10 @@ def call_outcome(call_id: int, result: ToolCallResult) -> CallOutcome:
 
 
 __all__ = [
-    "UsageLedger", "budget_exceeded", "call_llm", "call_outcome", "call_tool", "describe_tools",
+    "UsageLedger",
+    "budget_exceeded",
+    "call_llm",
+    "call_outcome",
+    "call_tool",
+    "describe_tools",
 ]

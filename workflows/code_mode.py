@@ -50,9 +50,9 @@ with workflow.unsafe.imports_passed_through():
     from ..contracts.code.variables import module_names, variable_stubs
     from ..contracts.json_schema import instance_violations
     from ..telemetry import workflow_metrics
+    from .agent_run import AgentRun, BudgetRefused
     from .calls import budget_exceeded, call_outcome
     from .effects import RECORD_CHARS, cap
-    from .agent_run import AgentRun, BudgetRefused
     from .ladder import ViolationLadder
     from .program_driver import check_program, drive_program, program_keys
 
@@ -111,7 +111,9 @@ async def run_code_mode(run: AgentRun, history: list[Message], origin: ForkOrigi
             violations = list(response.violations)
             program = None if violations else extract_program(response.message.content)
             if not violations and program is None:
-                violations = [_violation(ViolationKind.program_syntax, "$.content", "the answer has no ```python block")]
+                violations = [
+                    _violation(ViolationKind.program_syntax, "$.content", "the answer has no ```python block")
+                ]
             if program is not None and not violations:
                 violations = await check_program(program, stubs, limits)
 
@@ -125,16 +127,25 @@ async def run_code_mode(run: AgentRun, history: list[Message], origin: ForkOrigi
                 value = status.value
                 if spec.output_schema is not None:
                     violations = instance_violations(
-                        value, spec.output_schema, contract=CONTRACT, phase="post",
-                        kind=ViolationKind.response_schema_mismatch, path="$", what="the program's value",
+                        value,
+                        spec.output_schema,
+                        contract=CONTRACT,
+                        phase="post",
+                        kind=ViolationKind.response_schema_mismatch,
+                        path="$",
+                        what="the program's value",
                     )
             else:
                 assert status.error is not None
-                shown = status.output + (f"\n[{status.output_dropped} more characters]" if status.output_dropped else "")
+                shown = status.output + (
+                    f"\n[{status.output_dropped} more characters]" if status.output_dropped else ""
+                )
                 violations = [
                     _violation(
-                        ViolationKind.program_failed, "$.program",
-                        f"[{status.error.kind}] {status.error.message}" + (f"\nPrinted output:\n{shown}" if shown else ""),
+                        ViolationKind.program_failed,
+                        "$.program",
+                        f"[{status.error.kind}] {status.error.message}"
+                        + (f"\nPrinted output:\n{shown}" if shown else ""),
                     )
                 ]
 
@@ -152,7 +163,9 @@ async def run_code_mode(run: AgentRun, history: list[Message], origin: ForkOrigi
             continue
 
         final = response.model_copy(
-            update={"message": Message(role="assistant", content=capped_view(value, status.output, status.output_dropped))}
+            update={
+                "message": Message(role="assistant", content=capped_view(value, status.output, status.output_dropped))
+            }
         )
         run.record_step(index, "final", final, records, started, program=program)
         repl = status.repl if run.repl is not None else None
@@ -177,8 +190,13 @@ async def _execute(
     records: dict[int, ToolCallRecord] = {}
     run_key, legacy_run_key = program_keys(f"{run.scope}{index}")
     start = StartProgramInput(
-        run_key=run_key, legacy_run_key=legacy_run_key, program=program, functions=functions, limits=limits,
-        now=workflow.now().isoformat(), seed=workflow.random().randint(0, 2**62),
+        run_key=run_key,
+        legacy_run_key=legacy_run_key,
+        program=program,
+        functions=functions,
+        limits=limits,
+        now=workflow.now().isoformat(),
+        seed=workflow.random().randint(0, 2**62),
     )
     if run.repl is not None:
         known = [v.name for v in run.repl.variables]
@@ -193,7 +211,9 @@ async def _execute(
     status = await drive_program(
         start,
         lambda call: _run_call(run, index, info.run_id, call, by_name[call.function], ladder, records, program),
-        cancel_siblings=run.features.cancel_siblings, paused=paused, forked_from=forked_from,
+        cancel_siblings=run.features.cancel_siblings,
+        paused=paused,
+        forked_from=forked_from,
     )
     return status, [records[k] for k in sorted(records)]
 
@@ -217,8 +237,14 @@ async def _run_call(
         # One logical step per run (scope "program"): every program answers the same request, so an
         # identical call in a re-prompted program is the same effect.
         result = await run.call_tool(
-            run.config.schemas.get(function.tool), function.tool, call.arguments, call_id=call_id, scope="program",
-            legacy_key=f"{run_id}:{call_id}", approval_id=call_id, program=program,
+            run.config.schemas.get(function.tool),
+            function.tool,
+            call.arguments,
+            call_id=call_id,
+            scope="program",
+            legacy_key=f"{run_id}:{call_id}",
+            approval_id=call_id,
+            program=program,
         )
         outcome = call_outcome(call.call_id, result)
         content = result.content

@@ -62,9 +62,15 @@ class ConversationChain:
         stored = {i: self._messages[m] for i, m in enumerate(tail) if m.role == "tool" and m in self._messages}
         if stored:
             tail = [m.model_copy(update={"content": None}) if i in stored else m for i, m in enumerate(tail)]
-        return request.model_copy(update={
-            "messages": tail, "conversation": ref, "chained": True, "owner": self.owner, "stored_messages": stored,
-        })
+        return request.model_copy(
+            update={
+                "messages": tail,
+                "conversation": ref,
+                "chained": True,
+                "owner": self.owner,
+                "stored_messages": stored,
+            }
+        )
 
     def remember_message(self, message: Message, ref: ConversationRef) -> None:
         """``message`` is stored as the one-message segment ``ref`` (what its ``tools.call`` returned)."""

@@ -97,8 +97,11 @@ class EffectLedger:
         self._results[key] = result
         self.records.append(
             EffectRecord(
-                key=key, tool=tool, arguments=cap(canonical_arguments(arguments), RECORD_CHARS),
-                content=cap(result.content, RECORD_CHARS), outcome="unknown" if unknown else "done",
+                key=key,
+                tool=tool,
+                arguments=cap(canonical_arguments(arguments), RECORD_CHARS),
+                content=cap(result.content, RECORD_CHARS),
+                outcome="unknown" if unknown else "done",
             )
         )
 
@@ -169,5 +172,12 @@ def with_note(messages: list[Message], note: str | None) -> list[Message]:
 
 
 __all__ = [
-    "RECORD_CHARS", "EffectLedger", "canonical_arguments", "cap", "effect_key", "run_chain", "untold_note", "with_note",
+    "RECORD_CHARS",
+    "EffectLedger",
+    "canonical_arguments",
+    "cap",
+    "effect_key",
+    "run_chain",
+    "untold_note",
+    "with_note",
 ]

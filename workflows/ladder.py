@@ -23,8 +23,8 @@ from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from ..contracts.errors import ContractViolationError
     from ..contracts import DefaultResult, Degradation, LLMConfig, Message, Violation, ViolationKind
+    from ..contracts.errors import ContractViolationError
     from ..contracts.llm.reprompt import reprompt_messages
     from ..contracts.names import REFUSAL_REPROMPTED_ONCE
     from ..failures import to_application_error
@@ -57,7 +57,11 @@ class Decision:
 
 class ViolationLadder:
     def __init__(
-        self, models: Sequence[LLMConfig], reprompt_budget: int, default: DefaultResult | None, *,
+        self,
+        models: Sequence[LLMConfig],
+        reprompt_budget: int,
+        default: DefaultResult | None,
+        *,
         release: bool = False,
     ) -> None:
         """``models`` is the primary then the fallbacks; empty for a step that has no model (a tool).

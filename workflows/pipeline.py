@@ -33,8 +33,8 @@ with workflow.unsafe.imports_passed_through():
     from ..contracts.composition.pipeline_run import EdgeCheck, PipelineInput, PipelineResult, PipelineStep, StepRecord
     from ..contracts.composition.predicates import predicate_violations
     from ..contracts.errors import InvalidSpecError
-    from ..contracts.names import EFFECTS_PATCH, LLM_CALL, PIPELINE_WORKFLOW, TOOLS_CALL
     from ..contracts.json_schema import instance_violations, parse_json
+    from ..contracts.names import EFFECTS_PATCH, LLM_CALL, PIPELINE_WORKFLOW, TOOLS_CALL
     from ..failures import to_application_error
     from ..telemetry import workflow_metrics
     from .calls import call_llm, call_tool, describe_tools
@@ -67,8 +67,12 @@ class PipelineWorkflow:
         value = inp.input
         first = steps[0].contract
         self._edge_or_fail(
-            edge_name("input", first.name), 1, value, checks=self._pre_checks(steps[0]),
-            violations=self._pre_violations(steps[0], value), contract=first.name,
+            edge_name("input", first.name),
+            1,
+            value,
+            checks=self._pre_checks(steps[0]),
+            violations=self._pre_violations(steps[0], value),
+            contract=first.name,
         )
         for i, step in enumerate(steps):
             following = steps[i + 1] if i + 1 < len(steps) else None
@@ -108,9 +112,15 @@ class PipelineWorkflow:
         out: list[Violation] = []
         if isinstance(c.input_schema, dict):
             out += instance_violations(
-                value, c.input_schema, contract=c.name, phase="pre",
-                kind=ViolationKind.tool_arguments_invalid if c.kind is ContractKind.tool else ViolationKind.predicate_failed,
-                path="$", what=f"the input of {c.name}",
+                value,
+                c.input_schema,
+                contract=c.name,
+                phase="pre",
+                kind=ViolationKind.tool_arguments_invalid
+                if c.kind is ContractKind.tool
+                else ViolationKind.predicate_failed,
+                path="$",
+                what=f"the input of {c.name}",
             )
         return out + predicate_violations(c.pre, value, contract=c.name, phase="pre")
 
@@ -123,7 +133,13 @@ class PipelineWorkflow:
         violations: list[Violation] = []
         if isinstance(c.output_schema, dict):
             violations += instance_violations(
-                value, c.output_schema, contract=c.name, phase="post", kind=kind, path="$", what=f"the output of {c.name}"
+                value,
+                c.output_schema,
+                contract=c.name,
+                phase="post",
+                kind=kind,
+                path="$",
+                what=f"the output of {c.name}",
             )
         violations += predicate_violations(c.post, value, contract=c.name, phase="post")
         workflow_metrics.record_check(c.name, "post", violations)
@@ -169,13 +185,26 @@ class PipelineWorkflow:
             if not violations:
                 output, problem = parse_json(response.message.content or "")
                 if problem is not None:
-                    violations = [Violation(contract=c.name, phase="post", kind=ViolationKind.response_not_json, path="$", message=problem)]
+                    violations = [
+                        Violation(
+                            contract=c.name,
+                            phase="post",
+                            kind=ViolationKind.response_not_json,
+                            path="$",
+                            message=problem,
+                        )
+                    ]
                     workflow_metrics.record_check(c.name, "post", violations)
                 else:
                     violations = self._edge(step, following, output, attempt, ViolationKind.response_schema_mismatch)
             else:
                 self._result.edges.append(
-                    EdgeCheck(edge=edge_name(c.name, target), attempt=attempt, checks=[f"{LLM_CALL} postconditions"], violations=violations)
+                    EdgeCheck(
+                        edge=edge_name(c.name, target),
+                        attempt=attempt,
+                        checks=[f"{LLM_CALL} postconditions"],
+                        violations=violations,
+                    )
                 )
             if not violations:
                 self._record(step, attempt, response.model or ladder.current.model, output)
@@ -210,14 +239,23 @@ class PipelineWorkflow:
         else:
             # Names the effect (step and content), not the run: it survives a reset.
             schema = self._tools.get(name)
-            key, delivery = effect_key(run_chain(), f"step-{index}", name, arguments, 0), schema.delivery if schema else None
+            key, delivery = (
+                effect_key(run_chain(), f"step-{index}", name, arguments, 0),
+                schema.delivery if schema else None,
+            )
         result = await call_tool(
             name, arguments, call_id=f"{c.name}", key=key, policy=inp.tool_policy, delivery=delivery
         )
         target = following.contract.name if following else "output"
         if result.is_error:
             violations = [
-                Violation(contract=c.name, phase="post", kind=ViolationKind.tool_output_invalid, path="$", message=result.content)
+                Violation(
+                    contract=c.name,
+                    phase="post",
+                    kind=ViolationKind.tool_output_invalid,
+                    path="$",
+                    message=result.content,
+                )
             ]
             workflow_metrics.record_check(c.name, "post", violations)
             self._result.edges.append(
@@ -257,7 +295,11 @@ class PipelineWorkflow:
     def _record(self, step: PipelineStep, attempts: int, model: str, output: Any, *, defaulted: bool = False) -> None:
         self._result.steps.append(
             StepRecord(
-                name=step.contract.name, kind=step.contract.kind.value, attempts=attempts, model=model,
-                output=output, defaulted=defaulted,
+                name=step.contract.name,
+                kind=step.contract.kind.value,
+                attempts=attempts,
+                model=model,
+                output=output,
+                defaulted=defaulted,
             )
         )

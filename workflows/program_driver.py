@@ -16,7 +16,6 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from ..contracts.errors import SnapshotIntegrityError, SnapshotKeyUnknownError
     from ..contracts import Violation
     from ..contracts.code.program import (
         CallOutcome,
@@ -30,6 +29,7 @@ with workflow.unsafe.imports_passed_through():
         StartProgramInput,
         program_run_key,
     )
+    from ..contracts.errors import SnapshotIntegrityError, SnapshotKeyUnknownError
     from ..contracts.names import CODE_CHECK, CODE_FORK, CODE_RESUME, CODE_START
     from ..contracts.spec import ActivityPolicy
     from ..failures import from_failure, to_application_error
@@ -124,10 +124,18 @@ async def drive_program(
             status = await _sandbox(
                 CODE_RESUME,
                 ResumeProgramInput(
-                    run_key=start.run_key, legacy_run_key=start.legacy_run_key, snapshot=status.snapshot, functions=start.functions, outcomes=outcomes,
-                    limits=start.limits, output=status.output, output_dropped=status.output_dropped,
-                    calls_made=status.calls_made, sandbox_seconds=status.sandbox_seconds,
-                    repl=start.repl, variable_names=start.variable_names,
+                    run_key=start.run_key,
+                    legacy_run_key=start.legacy_run_key,
+                    snapshot=status.snapshot,
+                    functions=start.functions,
+                    outcomes=outcomes,
+                    limits=start.limits,
+                    output=status.output,
+                    output_dropped=status.output_dropped,
+                    calls_made=status.calls_made,
+                    sandbox_seconds=status.sandbox_seconds,
+                    repl=start.repl,
+                    variable_names=start.variable_names,
                 ),
                 options,
                 summary,
@@ -164,9 +172,11 @@ async def _sandbox(name: str, arg: Any, options: dict[str, Any], summary: str | 
             error = from_failure(exc)
             if isinstance(error, SnapshotKeyUnknownError):
                 if wait is None:
-                    raise to_application_error(SnapshotIntegrityError(
-                        f"{error}; no worker holding that key took it in {sum(KEY_WAITS) // 60} minutes"
-                    )) from exc
+                    raise to_application_error(
+                        SnapshotIntegrityError(
+                            f"{error}; no worker holding that key took it in {sum(KEY_WAITS) // 60} minutes"
+                        )
+                    ) from exc
                 workflow.logger.warning("%s; asking again in %d s", error, wait)
                 await workflow.sleep(timedelta(seconds=wait))
                 continue

@@ -25,7 +25,11 @@ with workflow.unsafe.imports_passed_through():
 
     from ..contracts.errors import QuotaConfigError
     from ..contracts.names import (
-        QUOTA_ACCOUNT_WORKFLOW, QUOTA_ACQUIRE_SIGNAL, QUOTA_GRANT_SIGNAL, QUOTA_RELEASE_SIGNAL, QUOTA_SET_UPDATE,
+        QUOTA_ACCOUNT_WORKFLOW,
+        QUOTA_ACQUIRE_SIGNAL,
+        QUOTA_GRANT_SIGNAL,
+        QUOTA_RELEASE_SIGNAL,
+        QUOTA_SET_UPDATE,
         QUOTA_VIEW_QUERY,
     )
     from ..contracts.quotas.ledger import AccountInput, Ledger
@@ -77,7 +81,9 @@ class QuotaAccountWorkflow:
                     # The run is gone: what it was granted goes back now, not when the lease runs out.
                     self.outbox.extend(
                         (g.request_id, g)
-                        for g in self.ledger.release(LeaseRelease(request_id=grant.request_id), workflow.now().timestamp())
+                        for g in self.ledger.release(
+                            LeaseRelease(request_id=grant.request_id), workflow.now().timestamp()
+                        )
                     )
 
     async def _signal(self, grant: LeaseGrant) -> None:

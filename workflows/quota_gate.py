@@ -65,9 +65,9 @@ class QuotaDesk:
 
     def release(self, account: str, release: LeaseRelease) -> None:
         """Signal ``account`` the call's real use; not waited for here (``settle`` waits before the run ends)."""
-        self._releases.append(asyncio.ensure_future(
-            workflow.get_external_workflow_handle(account).signal(QUOTA_RELEASE_SIGNAL, release)
-        ))
+        self._releases.append(
+            asyncio.ensure_future(workflow.get_external_workflow_handle(account).signal(QUOTA_RELEASE_SIGNAL, release))
+        )
 
     async def settle(self) -> None:
         """Before the workflow (or a session's turn) ends: a signal its run never saw initiated is dropped
@@ -91,10 +91,12 @@ class QuotaDesk:
         rid = request.request_id
         await workflow.wait_condition(lambda: rid in self.grants or (sent.done() and _failed(sent)))
         if rid not in self.grants:
-            raise to_application_error(DeploymentConfigError(
-                f"quota account {account!r} is not running: start a worker with the [worker.quotas] config "
-                "this run was started with"
-            ))
+            raise to_application_error(
+                DeploymentConfigError(
+                    f"quota account {account!r} is not running: start a worker with the [worker.quotas] config "
+                    "this run was started with"
+                )
+            )
         return self.grants.pop(rid)
 
 
@@ -128,14 +130,22 @@ async def leased_call(
     if plan.tenant_account is not None:
         usd = plan.estimate_usd(request.config.model, estimate_in, estimate_out)
         ask = LeaseRequest(
-            request_id=desk.next_id(), requester=workflow.info().workflow_id, tenant=plan.tenant, weight=plan.weight,
-            model=request.config.model, input_tokens=estimate_in, output_tokens=estimate_out, usd=usd,
+            request_id=desk.next_id(),
+            requester=workflow.info().workflow_id,
+            tenant=plan.tenant,
+            weight=plan.weight,
+            model=request.config.model,
+            input_tokens=estimate_in,
+            output_tokens=estimate_out,
+            usd=usd,
         )
         grant = await desk.ask(plan.tenant_account, ask)
         for ratio in grant.budget:
             workflow_metrics.record_budget_used(plan.tenant_label, ratio.period, ratio.limit, ratio.ratio)
         if not grant.granted:
-            raise QuotaRefused(grant.refused or "tenant budget spent", {"tenant": plan.tenant, "period": grant.period or ""})
+            raise QuotaRefused(
+                grant.refused or "tenant budget spent", {"tenant": plan.tenant, "period": grant.period or ""}
+            )
         tenant_lease = ask.request_id
         if grant.degrade:
             request = _degraded(plan, request)
@@ -143,8 +153,13 @@ async def leased_call(
     quota_lease: str | None = None
     if route is not None:
         ask = LeaseRequest(
-            request_id=desk.next_id(), requester=workflow.info().workflow_id, tenant=plan.tenant, weight=plan.weight,
-            model=request.config.model, input_tokens=estimate_in, output_tokens=estimate_out,
+            request_id=desk.next_id(),
+            requester=workflow.info().workflow_id,
+            tenant=plan.tenant,
+            weight=plan.weight,
+            model=request.config.model,
+            input_tokens=estimate_in,
+            output_tokens=estimate_out,
         )
         started = workflow.now()
         waiting(1)
@@ -157,7 +172,10 @@ async def leased_call(
                 desk.release(plan.tenant_account or "", LeaseRelease(request_id=tenant_lease))
             raise QuotaRefused(grant.refused or "quota refused the call", {"tenant": plan.tenant, "quota": route.quota})
         workflow_metrics.record_quota_grant(
-            route.quota, (workflow.now() - started).total_seconds(), grant.queued, grant.utilization,
+            route.quota,
+            (workflow.now() - started).total_seconds(),
+            grant.queued,
+            grant.utilization,
             estimate_in + estimate_out,
         )
         quota_lease = ask.request_id
@@ -177,9 +195,16 @@ async def leased_call(
             _release(desk, plan, route, request, response, (estimate_in, estimate_out), quota_lease, tenant_lease)
 
 
-def _release(desk: QuotaDesk, plan: QuotaPlan, route: QuotaRoute | None, request: LLMRequest,
-             response: LLMResponse | None, estimate: tuple[int, int], quota_lease: str | None,
-             tenant_lease: str | None) -> None:
+def _release(
+    desk: QuotaDesk,
+    plan: QuotaPlan,
+    route: QuotaRoute | None,
+    request: LLMRequest,
+    response: LLMResponse | None,
+    estimate: tuple[int, int],
+    quota_lease: str | None,
+    tenant_lease: str | None,
+) -> None:
     """Both leases back to their accounts with what the call used (its estimate when it never answered)."""
     if response is not None:
         used_in, used_out = response.usage.prompt_tokens, response.usage.completion_tokens
@@ -189,16 +214,28 @@ def _release(desk: QuotaDesk, plan: QuotaPlan, route: QuotaRoute | None, request
         usd = plan.estimate_usd(request.config.model, used_in, used_out)
     if quota_lease is not None and route is not None:
         throttled = response is not None and response.throttled > 0
-        desk.release(route.account, LeaseRelease(
-            request_id=quota_lease, input_tokens=used_in, output_tokens=used_out, throttled=throttled,
-        ))
+        desk.release(
+            route.account,
+            LeaseRelease(
+                request_id=quota_lease,
+                input_tokens=used_in,
+                output_tokens=used_out,
+                throttled=throttled,
+            ),
+        )
         workflow_metrics.record_quota_actual(route.quota, used_in + used_out)
         if throttled and response is not None:
             workflow_metrics.record_quota_throttled(route.quota, response.throttled)
     if tenant_lease is not None and plan.tenant_account is not None:
-        desk.release(plan.tenant_account, LeaseRelease(
-            request_id=tenant_lease, input_tokens=used_in, output_tokens=used_out, usd=usd,
-        ))
+        desk.release(
+            plan.tenant_account,
+            LeaseRelease(
+                request_id=tenant_lease,
+                input_tokens=used_in,
+                output_tokens=used_out,
+                usd=usd,
+            ),
+        )
     workflow_metrics.record_tenant_spend(plan.tenant_label, usd)
 
 

@@ -41,10 +41,10 @@ with workflow.unsafe.imports_passed_through():
         SESSION_STATE_PATCH,
         TOKEN_STREAM_PATCH,
     )
+    from ..contracts.quotas.wire import QuotaPlan
     from ..contracts.session import ProgressEvent
     from .approvals import ApprovalDesk
     from .conversation import ConversationChain
-    from ..contracts.quotas.wire import QuotaPlan
     from .quota_gate import QuotaDesk
 
 

@@ -26,10 +26,13 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, FailureError
 
 with workflow.unsafe.imports_passed_through():
-    from ..contracts.errors import CarriedStateError, InvalidTurnError, SessionBusyError, SessionClosedError
+    from pydantic import TypeAdapter
+    from temporalio.contrib.workflow_streams import WorkflowStream, WorkflowStreamState
+
     from ..contracts import AgentSpec, AgentState, Message, Step, ToolSchema
     from ..contracts.code.program import ReplMemory
     from ..contracts.code.variables import variables_note
+    from ..contracts.errors import CarriedStateError, InvalidTurnError, SessionBusyError, SessionClosedError
     from ..contracts.llm.tool_catalog import ToolCatalogRef
     from ..contracts.names import (
         APPROVALS_CARRIED_PATCH,
@@ -38,9 +41,9 @@ with workflow.unsafe.imports_passed_through():
         CURRENT_TURN_QUERY,
         FORK_SOURCE_QUERY,
         PROGRESS_TOPIC,
+        REWIND_UPDATE,
         SESSION_FORK,
         SESSION_STATE_PATCH,
-        REWIND_UPDATE,
         SESSION_WORKFLOW,
         STATE_QUERY,
         STEPS_QUERY,
@@ -73,16 +76,13 @@ with workflow.unsafe.imports_passed_through():
         session_owner,
     )
     from ..failures import from_failure, to_application_error
-    from pydantic import TypeAdapter
-    from temporalio.contrib.workflow_streams import WorkflowStream, WorkflowStreamState
-
     from ..telemetry import workflow_metrics
-    from .agent_run import AgentRun
     from .activity_options import NON_RETRYABLE_ERRORS
+    from .agent_run import AgentRun
     from .approvals import ApprovalDesk, ApprovalHandlers
-    from .run_state import Features, RunProgress, patched_since_release
     from .effects import untold_note
     from .quota_gate import QuotaDesk, QuotaHandlers
+    from .run_state import Features, RunProgress, patched_since_release
     from .steps import check_key_scope, check_tenant, opening, run_steps, spec_tools
     from .visibility import Visibility
 
@@ -99,8 +99,12 @@ class SessionWorkflow(ApprovalHandlers, QuotaHandlers):
         self.inp = inp
         self.owner = session_owner(info.workflow_id, info.first_execution_run_id)
         problem = carried_problem(
-            inp, workflow_id=info.workflow_id, first_run_id=info.first_execution_run_id,
-            continued=info.continued_run_id is not None, cron=bool(info.cron_schedule), attempt=info.attempt,
+            inp,
+            workflow_id=info.workflow_id,
+            first_run_id=info.first_execution_run_id,
+            continued=info.continued_run_id is not None,
+            cron=bool(info.cron_schedule),
+            attempt=info.attempt,
         )
         self.refused = CarriedStateError(problem) if problem is not None else None
         """Set when the input carried state this session does not own: it loads none of it, every
@@ -121,8 +125,13 @@ class SessionWorkflow(ApprovalHandlers, QuotaHandlers):
         self.quotas = QuotaDesk()
         self.approvals.remember(self.carry.decided)
         self.approvals.on_request = lambda pending: self._publish(
-            ProgressEvent(kind="approval_requested", turn=self.current_turn or 0, at=workflow.now(),
-                          tool=pending.tool, approval=pending)
+            ProgressEvent(
+                kind="approval_requested",
+                turn=self.current_turn or 0,
+                at=workflow.now(),
+                tool=pending.tool,
+                approval=pending,
+            )
         )
         prior = TypeAdapter(WorkflowStreamState).validate_python(stream) if stream else None
         self.stream = WorkflowStream(prior)
@@ -178,7 +187,9 @@ class SessionWorkflow(ApprovalHandlers, QuotaHandlers):
             if self.closed_reason is not None:
                 self.stream.detach_pollers()
                 await workflow.wait_condition(lambda: self.current is None and workflow.all_handlers_finished())
-                workflow_metrics.record_session_ended("idle_timeout" if self.closed_reason == IDLE_TIMEOUT_REASON else "closed")
+                workflow_metrics.record_session_ended(
+                    "idle_timeout" if self.closed_reason == IDLE_TIMEOUT_REASON else "closed"
+                )
                 return SessionOutcome(
                     session_id=workflow.info().workflow_id,
                     reason=self.closed_reason,
@@ -200,8 +211,15 @@ class SessionWorkflow(ApprovalHandlers, QuotaHandlers):
             self.carry.decided = self.approvals.recent()
         self.carry.chain = self.owner
         self.carry.tools, self.carry.tools_ref = self.tools, self.tools_ref
-        return SessionInput(spec=inp.spec, session=inp.session, carried=self.carry, stream=stream, key_scope=inp.key_scope,
-                            tenant=inp.tenant, quota=inp.quota)
+        return SessionInput(
+            spec=inp.spec,
+            session=inp.session,
+            carried=self.carry,
+            stream=stream,
+            key_scope=inp.key_scope,
+            tenant=inp.tenant,
+            quota=inp.quota,
+        )
 
     async def _take_fork(self, fork: SessionFork) -> None:
         """The source's conversation and REPL memory, checked against the source and bound to this session by
@@ -210,9 +228,14 @@ class SessionWorkflow(ApprovalHandlers, QuotaHandlers):
         try:
             bound = await workflow.execute_activity(
                 SESSION_FORK,
-                SessionForkInput(source_session=fork.session_id, source_owner=fork.owner, owner=self.owner,
-                                 repl_key=repl_keys(info.workflow_id, info.first_execution_run_id)[0],
-                                 conversation=fork.conversation, repl=fork.repl),
+                SessionForkInput(
+                    source_session=fork.session_id,
+                    source_owner=fork.owner,
+                    owner=self.owner,
+                    repl_key=repl_keys(info.workflow_id, info.first_execution_run_id)[0],
+                    conversation=fork.conversation,
+                    repl=fork.repl,
+                ),
                 result_type=SessionForkBound,
                 start_to_close_timeout=timedelta(seconds=60),
                 retry_policy=RetryPolicy(maximum_attempts=5, non_retryable_error_types=NON_RETRYABLE_ERRORS),
@@ -224,8 +247,9 @@ class SessionWorkflow(ApprovalHandlers, QuotaHandlers):
             return
         self.carry.conversation, self.carry.messages, self.carry.repl = bound.conversation, fork.messages, bound.repl
         # The state it starts from is a turn this session can rewind to (and be forked at) too.
-        self.carry.checkpoints = [TurnCheckpoint(turn=fork.turn - 1, conversation=bound.conversation,
-                                                 messages=fork.messages, repl=bound.repl)]
+        self.carry.checkpoints = [
+            TurnCheckpoint(turn=fork.turn - 1, conversation=bound.conversation, messages=fork.messages, repl=bound.repl)
+        ]
 
     # ------------------------------------------------------------------ turns
 
@@ -259,10 +283,18 @@ class SessionWorkflow(ApprovalHandlers, QuotaHandlers):
             if self.tools is None:
                 self._use_tools(await self._describe(spec))
             run = AgentRun.for_turn(
-                spec, self.tools, features, turn=number, conversation=self.carry.conversation,
-                approvals=self.approvals, progress=progress, on_event=self._publish,
-                stream_tokens=self.inp.session.stream_tokens, key_scope=self.inp.key_scope,
-                quota=self.inp.quota, quota_desk=self.quotas if self.inp.quota is not None else None,
+                spec,
+                self.tools,
+                features,
+                turn=number,
+                conversation=self.carry.conversation,
+                approvals=self.approvals,
+                progress=progress,
+                on_event=self._publish,
+                stream_tokens=self.inp.session.stream_tokens,
+                key_scope=self.inp.key_scope,
+                quota=self.inp.quota,
+                quota_desk=self.quotas if self.inp.quota is not None else None,
                 tools_ref=self.tools_ref,
             )
             started = self.carry.conversation is not None or self.carry.messages
@@ -273,7 +305,11 @@ class SessionWorkflow(ApprovalHandlers, QuotaHandlers):
                 # Only after a rewind, or in a fork: what the undone turns (or the source) did stays done, and is
                 # never done again.
                 source = self.carry.forked_from
-                label = f"session {source}, which this session is a fork of" if source else "turns of this session that a rewind undid"
+                label = (
+                    f"session {source}, which this session is a fork of"
+                    if source
+                    else "turns of this session that a rewind undid"
+                )
                 run.effects.inherit(label, self.carry.undone_effects)
                 text += "\n\n" + (run.effects.inherited_note() or "")
             try:
@@ -315,13 +351,23 @@ class SessionWorkflow(ApprovalHandlers, QuotaHandlers):
                 if summary.status not in ("completed", "completed_with_default") and progress.result.effects:
                     # Rolled back, but what it did happened: carried until a turn's conversation says so.
                     effects = progress.result.effects
-                    untold = UntoldEffects(turn=number, status=summary.status, effects=effects[:EFFECTS_KEPT_PER_TURN],
-                                           more=max(0, len(effects) - EFFECTS_KEPT_PER_TURN))
+                    untold = UntoldEffects(
+                        turn=number,
+                        status=summary.status,
+                        effects=effects[:EFFECTS_KEPT_PER_TURN],
+                        more=max(0, len(effects) - EFFECTS_KEPT_PER_TURN),
+                    )
                     self.carry.untold_effects = [*self.carry.untold_effects, untold][-UNTOLD_TURNS_KEPT:]
-                self.carry.checkpoints = [*self.carry.checkpoints, TurnCheckpoint(
-                    turn=number, conversation=self.carry.conversation, messages=self.carry.messages,
-                    repl=self.carry.repl, effects=progress.result.effects,
-                )][-self.inp.session.turns_kept :]
+                self.carry.checkpoints = [
+                    *self.carry.checkpoints,
+                    TurnCheckpoint(
+                        turn=number,
+                        conversation=self.carry.conversation,
+                        messages=self.carry.messages,
+                        repl=self.carry.repl,
+                        effects=progress.result.effects,
+                    ),
+                ][-self.inp.session.turns_kept :]
                 self._finish_turn(summary)
 
     def _use_tools(self, tools: list[ToolSchema] | None, ref: ToolCatalogRef | None = None) -> None:
@@ -356,8 +402,13 @@ class SessionWorkflow(ApprovalHandlers, QuotaHandlers):
 
     def _finish_turn(self, summary: TurnSummary) -> None:
         self._publish(
-            ProgressEvent(kind="turn_ended", turn=summary.turn, at=workflow.now(), usage=summary.usage,
-                          detail=f"{summary.status}: {summary.output}")
+            ProgressEvent(
+                kind="turn_ended",
+                turn=summary.turn,
+                at=workflow.now(),
+                usage=summary.usage,
+                detail=f"{summary.status}: {summary.output}",
+            )
         )
         workflow_metrics.record_turn(summary.status, (workflow.now() - summary.started_at).total_seconds())
         carry = self.carry
@@ -392,10 +443,15 @@ class SessionWorkflow(ApprovalHandlers, QuotaHandlers):
         back = kept[-1] if kept else TurnCheckpoint(turn=0)
         effects = [e for c in undone for e in c.effects]
         undone_turns = {c.turn for c in undone}
-        self.carry.rewinds = [*self.carry.rewinds, Rewind(
-            to_turn=to_turn, at=workflow.now(), undone=[t for t in self.carry.turns if t.turn in undone_turns],
-            effects=effects,
-        )]
+        self.carry.rewinds = [
+            *self.carry.rewinds,
+            Rewind(
+                to_turn=to_turn,
+                at=workflow.now(),
+                undone=[t for t in self.carry.turns if t.turn in undone_turns],
+                effects=effects,
+            ),
+        ]
         self.carry.undone_effects = [*self.carry.undone_effects, *effects]
         self.carry.conversation, self.carry.messages, self.carry.repl = back.conversation, back.messages, back.repl
         self.carry.checkpoints = kept
@@ -414,14 +470,16 @@ class SessionWorkflow(ApprovalHandlers, QuotaHandlers):
         try:
             to_turn = RewindInput.model_validate(raw).to_turn
         except ValueError as exc:
-            raise to_application_error(InvalidTurnError(f"rewind takes {{\"to_turn\": N}}: {exc}")) from None
+            raise to_application_error(InvalidTurnError(f'rewind takes {{"to_turn": N}}: {exc}')) from None
         # 0, a fresh session's state, is always known; the others are the kept turns still in effect.
         reachable = [0, *(c.turn for c in self.carry.checkpoints)]
         if to_turn not in reachable:
-            raise to_application_error(InvalidTurnError(
-                f"cannot rewind to turn {to_turn}: the turns this session can go back to are "
-                f"{', '.join(map(str, reachable))} (undone turns and turns older than turns_kept are gone)"
-            ))
+            raise to_application_error(
+                InvalidTurnError(
+                    f"cannot rewind to turn {to_turn}: the turns this session can go back to are "
+                    f"{', '.join(map(str, reachable))} (undone turns and turns older than turns_kept are gone)"
+                )
+            )
 
     # ------------------------------------------------------------------ close, cancel, queries
 
@@ -479,9 +537,13 @@ class SessionWorkflow(ApprovalHandlers, QuotaHandlers):
 
     @workflow.query(name=FORK_SOURCE_QUERY)
     def fork_source(self) -> ForkSource:
-        return ForkSource(owner=self.owner, checkpoints=list(self.carry.checkpoints),
-                          undone_effects=list(self.carry.undone_effects), untold_effects=list(self.carry.untold_effects),
-                          rewinds=list(self.carry.rewinds))
+        return ForkSource(
+            owner=self.owner,
+            checkpoints=list(self.carry.checkpoints),
+            undone_effects=list(self.carry.undone_effects),
+            untold_effects=list(self.carry.untold_effects),
+            rewinds=list(self.carry.rewinds),
+        )
 
     @workflow.query(name=TURNS_QUERY)
     def turns(self) -> list[TurnSummary]:

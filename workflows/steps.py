@@ -15,16 +15,15 @@ from collections.abc import Callable
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from ..contracts.errors import InvalidSpecError
-    from ..contracts import AgentResult, AgentSpec, ForkOrigin, Message, ToolSchema
+    from ..contracts import AgentResult, AgentSpec, ForkOrigin, Message, ToolSchema, Violation, ViolationKind
     from ..contracts.code.stubs import program_functions
+    from ..contracts.errors import InvalidSpecError
+    from ..contracts.quotas.config import tenant_problem
+    from ..contracts.spec import key_scope_problem
     from ..contracts.spec_check import check_spec
     from ..failures import to_application_error
-    from ..contracts.spec import key_scope_problem
-    from ..contracts.quotas.config import tenant_problem
-    from ..contracts import Violation, ViolationKind
-    from .calls import describe_tools
     from .agent_run import AgentRun
+    from .calls import describe_tools
     from .code_mode import code_system_prompt, run_code_mode
     from .tool_loop import run_tool_loop
 
@@ -64,8 +63,13 @@ def check_tenant(tenant: str | None) -> None:
 
 def _refuse_input(path: str, problem: str | None) -> None:
     if problem is not None:
-        _refuse([Violation(contract="run_input", phase="pre", kind=ViolationKind.invalid_config, path=path,
-                           message=problem)])
+        _refuse(
+            [
+                Violation(
+                    contract="run_input", phase="pre", kind=ViolationKind.invalid_config, path=path, message=problem
+                )
+            ]
+        )
 
 
 def opening(spec: AgentSpec, tools: list[ToolSchema]) -> Message:
@@ -101,9 +105,20 @@ def check_fork(spec: AgentSpec, tools: list[ToolSchema], fork: ForkOrigin) -> No
     elif missing:
         problem = f"the program's pending calls name functions the fork's tools do not offer: {', '.join(missing)}"
     if problem is not None:
-        violation = Violation(contract="fork", phase="pre", kind=ViolationKind.invalid_config, path="$.fork.program",
-                              message=problem)
+        violation = Violation(
+            contract="fork", phase="pre", kind=ViolationKind.invalid_config, path="$.fork.program", message=problem
+        )
         raise to_application_error(InvalidSpecError([violation]), violation.model_dump(mode="json"))
 
 
-__all__ = ["check_fork", "check_key_scope", "check_tenant", "python_name", "check_spec_but_tools", "opening", "resolves_tools_lazily", "run_steps", "spec_tools"]
+__all__ = [
+    "check_fork",
+    "check_key_scope",
+    "check_tenant",
+    "python_name",
+    "check_spec_but_tools",
+    "opening",
+    "resolves_tools_lazily",
+    "run_steps",
+    "spec_tools",
+]

@@ -77,7 +77,9 @@ async def run_tool_loop(run: AgentRun, history: list[Message]) -> AgentResult:
             continue
 
         run.record_step(index, "final", response, [], step_started)
-        return run.finish([*history, response.message], response.model or ladder.current.model, _final_output(response, spec))
+        return run.finish(
+            [*history, response.message], response.model or ladder.current.model, _final_output(response, spec)
+        )
 
     raise budget_exceeded(f"the run used all {spec.max_steps} steps without a final answer")
 
@@ -91,8 +93,14 @@ async def _run_tools(run: AgentRun, index: int, response: LLMResponse) -> list[T
     async def one(call: LLMToolCall) -> ToolCallResult:
         step_call = f"{run.scope}{index}:{call.id}"
         return await run.call_tool(
-            run.config.schemas.get(call.name), call.name, call.arguments, call_id=call.id, scope=scope,
-            legacy_key=f"{run_id}:{step_call}", approval_id=step_call, model_text=response.message.content or "",
+            run.config.schemas.get(call.name),
+            call.name,
+            call.arguments,
+            call_id=call.id,
+            scope=scope,
+            legacy_key=f"{run_id}:{step_call}",
+            approval_id=step_call,
+            model_text=response.message.content or "",
             for_model=True,
         )
 

@@ -25,31 +25,29 @@ from ...contracts.errors import (
     PayloadIntegrityError,
     RetryableProviderError,
 )
-from ...contracts.llm.conversation import ConversationRef
-from ...contracts.llm.tool_catalog import ToolCatalogRef
-from ...contracts.llm.prefix import Folds, KnownPrefix
 from ...contracts.llm import context
-from ...contracts.llm.messages import Message
-from ...contracts.llm.request import ContextAction, LLMRequest, LLMResponse
-from ...contracts.llm.tools import ToolSchema, ToolsDescribeInput
-from ...contracts.spec_check import check_spec_tools
-from ...contracts.names import LLM_CALL, LLM_CALL_RESOLVING_TOOLS, LLM_CALL_STORED_RESULTS, LLM_CALL_TOOL_CATALOG
 from ...contracts.llm.call_ids import with_engine_call_ids
 from ...contracts.llm.capabilities import check_capabilities
+from ...contracts.llm.conversation import ConversationRef
+from ...contracts.llm.messages import Message
 from ...contracts.llm.postconditions import check_response
 from ...contracts.llm.preconditions import check_request
+from ...contracts.llm.prefix import Folds, KnownPrefix
+from ...contracts.llm.request import ContextAction, LLMRequest, LLMResponse
+from ...contracts.llm.tool_catalog import ToolCatalogRef
+from ...contracts.llm.tools import ToolSchema, ToolsDescribeInput
+from ...contracts.names import LLM_CALL, LLM_CALL_RESOLVING_TOOLS, LLM_CALL_STORED_RESULTS, LLM_CALL_TOOL_CATALOG
+from ...contracts.spec_check import check_spec_tools
 from ...contracts.violations import Violation, ViolationKind
-from ...telemetry.labels import MODELS
-from ...telemetry.tracing import llm_span
 from ...failures import from_failure, to_application_error
 from ...storage.conversations import ConversationStore, caller_owner
+from ...telemetry.labels import MODELS
+from ...telemetry.tracing import llm_span
 from ..attempts import recalled, remember
 from . import metrics
 from .providers.registry import ProviderSet
 from .providers.streams import TextSink
 from .token_stream import TokenPublisher
-
-
 
 _THROTTLED = "llm_throttled"
 
@@ -129,9 +127,9 @@ class LLMActivities:
         ``tools``: from here on it is the request that carried them, checked the same."""
         assert request.tools_ref is not None
         if request.tools or request.tool_names is not None:
-            raise to_application_error(PayloadIntegrityError(
-                "a request naming its tool catalog carries schemas or tool names of its own"
-            ))
+            raise to_application_error(
+                PayloadIntegrityError("a request naming its tool catalog carries schemas or tool names of its own")
+            )
         tools = await self._store().catalogs.load(request.tools_ref, _owner(request))
         return request.model_copy(update={"tools": tools, "tools_ref": None})
 
@@ -194,10 +192,15 @@ class LLMActivities:
         if action is not None:
             cost += metrics.cost_usd(self._prices, full.config.model, action.usage)
         return response.model_copy(
-            update={"conversation": stored, "context": action, "cost_usd": cost, "tools_ref": tools_ref})
+            update={"conversation": stored, "context": action, "cost_usd": cost, "tools_ref": tools_ref}
+        )
 
     async def _store_segment(
-        self, base: ConversationRef | None, whole: Sequence[Message] | KnownPrefix, added: list[Message], owner: str,
+        self,
+        base: ConversationRef | None,
+        whole: Sequence[Message] | KnownPrefix,
+        added: list[Message],
+        owner: str,
         catalog: list[ToolSchema] | None,
     ) -> tuple[ConversationRef, ToolCatalogRef | None]:
         if catalog is None or not owner:  # an unbound catalog would load in any run: never stored
@@ -212,12 +215,16 @@ class LLMActivities:
             placeholder = messages[index] if 0 <= index < len(messages) else None
             stored = await self._store().load(ref, owner) if ref.length == 1 else []
             if (
-                placeholder is None or len(stored) != 1 or stored[0].role != "tool"
+                placeholder is None
+                or len(stored) != 1
+                or stored[0].role != "tool"
                 or (stored[0].tool_call_id, stored[0].name) != (placeholder.tool_call_id, placeholder.name)
             ):
-                raise to_application_error(PayloadIntegrityError(
-                    f"stored tool message {index} ({ref.sha256[:12]}) does not answer the call it stands for"
-                ))
+                raise to_application_error(
+                    PayloadIntegrityError(
+                        f"stored tool message {index} ({ref.sha256[:12]}) does not answer the call it stands for"
+                    )
+                )
             messages[index] = stored[0]
         return request.model_copy(update={"messages": messages, "stored_messages": {}})
 
@@ -253,14 +260,16 @@ class LLMActivities:
         action.note = note
         return compacted, action
 
-    async def _call(self, request: LLMRequest, on_text: TextSink | None = None, folds: Folds | None = None
-                    ) -> LLMResponse:
+    async def _call(
+        self, request: LLMRequest, on_text: TextSink | None = None, folds: Folds | None = None
+    ) -> LLMResponse:
         """One checked provider call; ``folds`` spares deriving again what the stored prefix already gave (the
         checks, the ids, the encoding are the same with it and without)."""
         config = request.config
         # The capability table is the worker's, so this part of the precondition is checked here.
         pre = check_request(request, folds) or check_capabilities(
-            request, self._providers.capability(config.provider, config.model))
+            request, self._providers.capability(config.provider, config.model)
+        )
         metrics.record_checks("pre", pre)
         if pre:
             metrics.record_outcome(config, "precondition")
@@ -302,7 +311,9 @@ class LLMActivities:
             raise to_application_error(exc) from exc
 
         # Before the postcondition, so it and everything after see one id per call in the run.
-        response = response.model_copy(update={"message": with_engine_call_ids(response.message, request.messages, folds)})
+        response = response.model_copy(
+            update={"message": with_engine_call_ids(response.message, request.messages, folds)}
+        )
         post = check_response(request, response)
         metrics.record_checks("post", post)
         metrics.record_usage(config, response.usage, self._prices)

@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal
 
+from ...contracts.config.settings import PriceTable
 from ...contracts.llm.request import LLMConfig, Usage
 from ...contracts.names import LLM_CALL
-from ...contracts.config.settings import PriceTable
 from ...contracts.violations import Violation
 from ...telemetry.labels import MODELS
 from ...telemetry.metrics import (

@@ -19,10 +19,10 @@ from typing import Any
 from temporalio import activity
 from temporalio.contrib.workflow_streams import WorkflowStreamClient
 
-from ..attempts import keep_alive
 from ...contracts.llm.request import TokenStream
 from ...contracts.names import PROGRESS_TOPIC
 from ...contracts.session import ProgressEvent
+from ..attempts import keep_alive
 
 log = logging.getLogger(__name__)
 
@@ -81,8 +81,14 @@ class TokenPublisher:
         keep_alive()  # never erases the 429s earlier attempts counted
         if self._topic is None:
             return
-        event = ProgressEvent(kind="token", turn=self._target.turn, step=self._target.step, detail=text,
-                              at=datetime.now(timezone.utc), attempt=self._attempt)
+        event = ProgressEvent(
+            kind="token",
+            turn=self._target.turn,
+            step=self._target.step,
+            detail=text,
+            at=datetime.now(timezone.utc),
+            attempt=self._attempt,
+        )
         self._topic.publish(event)  # buffered in the client until the next flush: one signal per batch
 
     async def __aexit__(self, *exc: object) -> None:

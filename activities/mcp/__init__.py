@@ -1,8 +1,8 @@
 """MCP client: servers from the config file, pooled sessions, offered to ``tools.*`` as a tool source."""
 
 from .activities import McpActivities, build_mcp_activities
-from .fleet import McpFleet
 from .client import McpToolClient
+from .fleet import McpFleet
 from .pool import McpSessionPool
 from .secrets import SecretResolver
 from .source import McpToolSource

@@ -22,8 +22,8 @@ from temporalio import activity
 
 from ...contracts.llm.arguments import parse_tool_arguments
 from ...contracts.llm.tools import ToolCallInput, ToolCallResult, ToolSchema, outcome_unknown, tool_removed
-from ...contracts.violations import Violation, ViolationKind
 from ...contracts.mcp import McpAuthError, McpConfigError, McpUnavailableError
+from ...contracts.violations import Violation, ViolationKind
 from .errors import is_request_rejection, translate
 from .pool import McpConnection, McpSessionPool
 from .results import scrub, to_tool_result, to_tool_schema, with_engine_key
@@ -37,12 +37,19 @@ def _error_result(call: ToolCallInput, message: str) -> ToolCallResult:
 
 
 def _arguments_violation(call: ToolCallInput, message: str) -> ToolCallResult:
-    violation = Violation(contract=f"tool.{call.name}", phase="post", kind=ViolationKind.tool_arguments_not_json,
-                          path="$.arguments", message=message)
+    violation = Violation(
+        contract=f"tool.{call.name}",
+        phase="post",
+        kind=ViolationKind.tool_arguments_not_json,
+        path="$.arguments",
+        message=message,
+    )
     return _error_result(call, violation.for_model())
 
 
-def _progress_heartbeat(call: ToolCallInput, secrets: list[str]) -> Callable[[float, float | None, str | None], Awaitable[None]]:
+def _progress_heartbeat(
+    call: ToolCallInput, secrets: list[str]
+) -> Callable[[float, float | None, str | None], Awaitable[None]]:
     # The SDK calls back from the session's reader task, outside the activity's
     # context: capture that context here, in the activity's own task.
     context = contextvars.copy_context()
@@ -50,8 +57,12 @@ def _progress_heartbeat(call: ToolCallInput, secrets: list[str]) -> Callable[[fl
 
     async def on_progress(progress: float, total: float | None, message: str | None) -> None:
         if in_activity:
-            details = {"tool": call.name, "progress": progress, "total": total,
-                       "message": scrub(message, secrets) if message else None}
+            details = {
+                "tool": call.name,
+                "progress": progress,
+                "total": total,
+                "message": scrub(message, secrets) if message else None,
+            }
             context.run(activity.heartbeat, details)
 
     return on_progress
@@ -75,8 +86,13 @@ class McpToolClient:
         except asyncio.CancelledError:
             raise
         except BaseException as exc:
-            error = translate(exc, server=connection.server, http_status=connection.http_status,
-                              during="tools/list", secrets=connection.secrets)
+            error = translate(
+                exc,
+                server=connection.server,
+                http_status=connection.http_status,
+                during="tools/list",
+                secrets=connection.secrets,
+            )
             if isinstance(error, McpUnavailableError):
                 await self.pool.discard(connection)
             raise error from None
@@ -108,7 +124,7 @@ class McpToolClient:
         config = self.pool.server_config(server)
         if not call.name.startswith(config.tool_prefix):
             return _error_result(call, f"unknown tool {call.name!r} for server {server!r}")
-        mcp_name = call.name[len(config.tool_prefix):]
+        mcp_name = call.name[len(config.tool_prefix) :]
         arguments, problem = parse_tool_arguments(call.arguments)
         if arguments is None:
             return _arguments_violation(call, f"arguments are not usable: {problem}")
@@ -123,8 +139,10 @@ class McpToolClient:
             offered = [config.tool_prefix + n for n in sorted(connection.tools)]
             return tool_removed(call, server, offered)
         if tool.execution is not None and tool.execution.task_support == "required":
-            return _error_result(call, f"tool {call.name!r} requires task augmentation, which this client does not "
-                                       "offer; it is not available")
+            return _error_result(
+                call,
+                f"tool {call.name!r} requires task augmentation, which this client does not offer; it is not available",
+            )
         arguments = with_engine_key(tool, arguments, call.idempotency_key)
 
         timeout = config.timeouts.call_seconds
@@ -134,8 +152,11 @@ class McpToolClient:
             # RuntimeError, while a mismatch here must become a violation the model can read.
             result = await asyncio.wait_for(
                 connection.client.session.send_request(
-                    request, types.CallToolResult, request_read_timeout_seconds=timeout,
-                    progress_callback=_progress_heartbeat(call, connection.secrets)),
+                    request,
+                    types.CallToolResult,
+                    request_read_timeout_seconds=timeout,
+                    progress_callback=_progress_heartbeat(call, connection.secrets),
+                ),
                 timeout=timeout + _TIMEOUT_SLACK_SECONDS,
             )
         except asyncio.CancelledError:
@@ -144,8 +165,13 @@ class McpToolClient:
             if is_request_rejection(exc, connection.http_status):
                 message = getattr(exc, "message", str(exc))
                 return _error_result(call, scrub(f"the server rejected the call: {message}", connection.secrets))
-            error = translate(exc, server=server, http_status=connection.http_status,
-                              during=f"tools/call {mcp_name}", secrets=connection.secrets)
+            error = translate(
+                exc,
+                server=server,
+                http_status=connection.http_status,
+                during=f"tools/call {mcp_name}",
+                secrets=connection.secrets,
+            )
             if isinstance(error, McpUnavailableError):
                 await self.pool.discard(connection)
             if call.delivery == "at_most_once" and not isinstance(error, McpAuthError):

@@ -38,8 +38,15 @@ def block_value(block: Any) -> dict[str, Any]:
     if isinstance(block, types.TextContent):
         out = {"type": "text", "text": block.text}
     elif isinstance(block, types.ResourceLink):
-        out = {"type": "resource_link", "uri": str(block.uri), "name": block.name, "title": block.title,
-               "description": block.description, "mime_type": block.mime_type, "size": block.size}
+        out = {
+            "type": "resource_link",
+            "uri": str(block.uri),
+            "name": block.name,
+            "title": block.title,
+            "description": block.description,
+            "mime_type": block.mime_type,
+            "size": block.size,
+        }
     elif isinstance(block, (types.ImageContent, types.AudioContent)):
         out = {"type": block.type, "mime_type": block.mime_type, "size_bytes": _decoded_size(block.data)}
     elif isinstance(block, types.EmbeddedResource):
@@ -80,7 +87,9 @@ def block_text(block: Any, *, annotate_text: bool) -> str:
         return f"[{note[2:]}] {value['text']}" if annotate_text and note else value["text"]
     if kind == "resource_link":
         label = value.get("title") or value["name"]
-        details = ", ".join(str(x) for x in (value.get("mime_type"), f"{value['size']} bytes" if "size" in value else None) if x)
+        details = ", ".join(
+            str(x) for x in (value.get("mime_type"), f"{value['size']} bytes" if "size" in value else None) if x
+        )
         about = f": {value['description']}" if value.get("description") else ""
         return f"[resource link {label!r} ({value['name']}) <{value['uri']}>{' ' + details if details else ''}{about}{note}]"
     if kind in ("image", "audio"):
@@ -88,7 +97,9 @@ def block_text(block: Any, *, annotate_text: bool) -> str:
     if kind == "resource":
         if "text" in value:
             return value["text"]
-        return f"[resource <{value['uri']}> {value.get('mime_type') or ''}, {value['size_bytes']} bytes, not shown{note}]"
+        return (
+            f"[resource <{value['uri']}> {value.get('mime_type') or ''}, {value['size_bytes']} bytes, not shown{note}]"
+        )
     return f"[{kind} content, not shown{note}]"
 
 

@@ -65,7 +65,9 @@ def _translate(exc: BaseException, *, server: str, http_status: int | None, duri
             return McpUnavailableError(f"{during}: timed out", server=server, outcome="timeout")
         if exc.code == CONNECTION_CLOSED:
             return McpUnavailableError(f"{during}: connection closed", server=server)
-        if exc.code == INTERNAL_ERROR or (http_status is not None and (http_status >= 500 or http_status in (408, 429))):
+        if exc.code == INTERNAL_ERROR or (
+            http_status is not None and (http_status >= 500 or http_status in (408, 429))
+        ):
             status = f" (HTTP {http_status})" if http_status else ""
             return McpUnavailableError(f"{during}: server error{status}: {exc.message}", server=server)
         return McpProtocolError(f"{during}: error {exc.code}: {exc.message}", server=server)

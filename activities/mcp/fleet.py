@@ -75,8 +75,11 @@ class McpFleet:
             problem = config_problem(self.config.servers[name], self._secrets)
             if problem is not None:
                 health.misconfigured(problem)
-                log.error("mcp server %r is misconfigured: %s (runs using its tools fail; others are untouched)",
-                          name, problem)
+                log.error(
+                    "mcp server %r is misconfigured: %s (runs using its tools fail; others are untouched)",
+                    name,
+                    problem,
+                )
 
     def start(self) -> None:
         """Connect to every server in the background, then keep catalogs fresh and probe the down ones."""
@@ -134,7 +137,7 @@ class McpFleet:
             health.succeeded(probe, during="list")
             declared = self.config.servers[server].tools
             prefix = self.config.servers[server].tool_prefix
-            tools = {s.name: s for s in schemas if declared is None or s.name[len(prefix):] in declared}
+            tools = {s.name: s for s in schemas if declared is None or s.name[len(prefix) :] in declared}
             self._catalogs[server] = _Catalog(tools, self._clock())
             for name in tools:
                 self._owner[name] = server
@@ -146,7 +149,7 @@ class McpFleet:
         config = self.config.servers[server]
         if not name.startswith(config.tool_prefix):
             return False
-        return config.tools is None or name[len(config.tool_prefix):] in config.tools
+        return config.tools is None or name[len(config.tool_prefix) :] in config.tools
 
     def known_owner(self, name: str) -> str | None:
         """The one server whose cached catalog offers ``name`` (None if none or several), contacting none."""
@@ -214,8 +217,10 @@ class McpFleet:
                 continue  # the server's state says why; the rest are still listed
             for name, schema in tools.items():
                 if name in owner:
-                    raise McpConfigError(f"tool {name!r} is offered by servers {owner[name]!r} and {server!r}; "
-                                         "set tool_prefix on one of them")
+                    raise McpConfigError(
+                        f"tool {name!r} is offered by servers {owner[name]!r} and {server!r}; "
+                        "set tool_prefix on one of them"
+                    )
                 owner[name] = server
                 schemas.append(schema)
         return schemas

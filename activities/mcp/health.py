@@ -121,8 +121,9 @@ class ServerHealth:
         wait = self._open_until - self._clock()
         if wait > 0 or self._probes >= self.config.breaker.half_open_probes:
             when = f"next probe in {wait:.1f} s" if wait > 0 else "a probe is in flight"
-            raise McpUnavailableError(f"circuit open ({when}); last error: {self.last_error}",
-                                      server=self.server, outcome="circuit_open")
+            raise McpUnavailableError(
+                f"circuit open ({when}); last error: {self.last_error}", server=self.server, outcome="circuit_open"
+            )
         self._probes += 1
         return True
 
@@ -168,7 +169,9 @@ class ServerHealth:
         except TimeoutError:
             raise McpUnavailableError(
                 f"{self.config.max_concurrent_calls} calls already in flight for {timeout:g} s (max_concurrent_calls)",
-                server=self.server, outcome="timeout") from None
+                server=self.server,
+                outcome="timeout",
+            ) from None
         try:
             yield
         finally:

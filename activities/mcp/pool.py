@@ -162,6 +162,7 @@ class McpSessionPool:
             transport = streamable_http_client(config.url, http_client=http)
         else:  # pragma: no cover - the config union is closed
             raise McpConfigError(f"unsupported transport {config!r}", server=server)
+
         async def on_message(message: Any) -> None:
             if isinstance(message, types.ToolListChangedNotification):
                 self.on_list_changed(server)
@@ -173,8 +174,9 @@ class McpSessionPool:
     async def _connect(self, server: str, config: McpServerConfig) -> McpConnection:
         status_box: list[int | None] = [None]
         client, secrets, http_client = self._build_client(server, config, status_box)
-        connection = McpConnection(server=server, config=config, client=client, secrets=secrets,
-                                   last_http_status=status_box)
+        connection = McpConnection(
+            server=server, config=config, client=client, secrets=secrets, last_http_status=status_box
+        )
         ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
         async def own() -> None:

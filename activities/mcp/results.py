@@ -26,12 +26,13 @@ from collections.abc import Sequence
 from typing import Any
 
 import mcp_types as types
-from jsonschema import SchemaError, exceptions as jsonschema_exceptions
+from jsonschema import SchemaError
+from jsonschema import exceptions as jsonschema_exceptions
 from jsonschema.validators import validator_for
 
 from ...contracts.llm.tools import TOOL_NAME_PATTERN, Delivery, ToolCallResult, ToolSchema
-from ...contracts.violations import Violation, ViolationKind
 from ...contracts.mcp import IDEMPOTENCY_ARGUMENT, mcp_source
+from ...contracts.violations import Violation, ViolationKind
 from .content import block_text, block_value, only_text
 
 log = logging.getLogger(__name__)
@@ -108,8 +109,12 @@ def to_tool_schema(
         return None
     execution = tool.execution
     if execution is not None and execution.task_support == "required":
-        log.warning("mcp server %r: tool %r left out: it requires task augmentation (taskSupport: required), "
-                    "which this client does not offer", server, tool.name)
+        log.warning(
+            "mcp server %r: tool %r left out: it requires task augmentation (taskSupport: required), "
+            "which this client does not offer",
+            server,
+            tool.name,
+        )
         return None
     input_schema = dict(tool.input_schema or {})
     if not _valid_schema(input_schema) or (tool.output_schema is not None and not _valid_schema(tool.output_schema)):
@@ -140,7 +145,7 @@ def with_engine_key(tool: types.Tool, arguments: dict[str, Any], key: str) -> di
 
 def _as_json(text: str) -> tuple[bool, Any]:
     stripped = text.strip()
-    if not stripped or stripped[0] not in "[{\"-0123456789tfn":
+    if not stripped or stripped[0] not in '[{"-0123456789tfn':
         return False, None
     try:
         return True, json.loads(stripped)
@@ -154,7 +159,10 @@ def output_violation(name: str, schema: dict[str, Any], value: Any) -> Violation
         return None
     path = "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
     return Violation(
-        contract=f"tool.{name}", phase="post", kind=ViolationKind.tool_output_invalid, path=path,
+        contract=f"tool.{name}",
+        phase="post",
+        kind=ViolationKind.tool_output_invalid,
+        path=path,
         message=f"the tool's result does not match its output schema: {error.message[:400]}",
     )
 
@@ -167,8 +175,12 @@ def to_tool_result(
     text = "\n".join(block_text(block, annotate_text=not plain or len(blocks) > 1) for block in blocks)
     if result.is_error:
         message = text or (json.dumps(result.structured_content) if result.structured_content is not None else "")
-        return ToolCallResult(call_id=call_id, name=name, is_error=True,
-                              content=scrub(message or "the tool reported an error without a message", secrets))
+        return ToolCallResult(
+            call_id=call_id,
+            name=name,
+            is_error=True,
+            content=scrub(message or "the tool reported an error without a message", secrets),
+        )
 
     has_structured = result.structured_content is not None
     value: Any = result.structured_content
@@ -178,21 +190,30 @@ def to_tool_result(
     if output_schema is not None:
         if not has_structured:
             violation = Violation(
-                contract=f"tool.{name}", phase="post", kind=ViolationKind.tool_output_invalid, path="$",
+                contract=f"tool.{name}",
+                phase="post",
+                kind=ViolationKind.tool_output_invalid,
+                path="$",
                 message="the tool declares an output schema but returned no structured (JSON) result",
             )
         else:
             violation = output_violation(name, output_schema, value)
         if violation is not None:
-            return ToolCallResult(call_id=call_id, name=name, is_error=True,
-                                  content=scrub(violation.for_model(), secrets))
+            return ToolCallResult(
+                call_id=call_id, name=name, is_error=True, content=scrub(violation.for_model(), secrets)
+            )
 
     if has_structured:
         value = scrub(value, secrets)
-        return ToolCallResult(call_id=call_id, name=name, content=json.dumps(value, ensure_ascii=False),
-                              structured=value)
+        return ToolCallResult(
+            call_id=call_id, name=name, content=json.dumps(value, ensure_ascii=False), structured=value
+        )
     if not plain:
         # Programs get typed blocks; the model reads their descriptions.
-        return ToolCallResult(call_id=call_id, name=name, content=scrub(text, secrets),
-                              structured=scrub([block_value(b) for b in blocks], secrets))
+        return ToolCallResult(
+            call_id=call_id,
+            name=name,
+            content=scrub(text, secrets),
+            structured=scrub([block_value(b) for b in blocks], secrets),
+        )
     return ToolCallResult(call_id=call_id, name=name, content=scrub(text, secrets))

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ...contracts.llm.tools import ToolCallInput, ToolCallResult, ToolSchema
 from ...contracts.errors import ToolNotSentError
+from ...contracts.llm.tools import ToolCallInput, ToolCallResult, ToolSchema
 from ...contracts.mcp import McpError, mcp_source
 from ...failures import to_application_error
 from .client import McpToolClient

@@ -13,9 +13,8 @@ import time
 from collections.abc import AsyncIterator
 from datetime import datetime
 
-from temporalio import activity
-
 from pydantic_monty import AsyncMontySession, MontyError
+from temporalio import activity
 
 from ...contracts.code.program import (
     CheckProgramInput,
@@ -37,7 +36,6 @@ from .checker import check_program
 from .driver import OutputSink, SegmentDriver, checkout_options
 from .pool import SandboxPool
 from .snapshots import SnapshotVault
-
 
 
 class SandboxActivities:

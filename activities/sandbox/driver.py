@@ -145,10 +145,15 @@ class SegmentDriver:
             status, paused = self._status("failed", error=_program_error(exc)), None
         status.sandbox_seconds = self._sandbox_seconds + (time.perf_counter() - started)
         if status.state == "pending" and status.sandbox_seconds > self._limits.total_seconds:
-            status, paused = self._status(
-                "failed",
-                error=ProgramError(kind="timeout", message=f"program used its {self._limits.total_seconds}s of interpreter time"),
-            ), None
+            status, paused = (
+                self._status(
+                    "failed",
+                    error=ProgramError(
+                        kind="timeout", message=f"program used its {self._limits.total_seconds}s of interpreter time"
+                    ),
+                ),
+                None,
+            )
             status.sandbox_seconds = self._sandbox_seconds + (time.perf_counter() - started)
         return status, paused
 
@@ -171,7 +176,9 @@ class SegmentDriver:
             return await snapshot.resume({"exc_type": exc_type, "message": f"{snapshot.function_name}: {_OS_REFUSAL}"})
         function = self._functions.get(snapshot.function_name)
         if function is None:
-            return await snapshot.resume({"exc_type": "NameError", "message": f"{snapshot.function_name} is not a tool"})
+            return await snapshot.resume(
+                {"exc_type": "NameError", "message": f"{snapshot.function_name} is not a tool"}
+            )
         self._calls_made = max(self._calls_made, snapshot.call_id + 1)
         if self._calls_made > self._limits.max_tool_calls:
             raise _Failed("tool_call_limit", f"program made more than {self._limits.max_tool_calls} tool calls")

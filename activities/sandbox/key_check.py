@@ -67,5 +67,5 @@ async def check_deployment_key(store: PayloadStore, key: bytes, previous: Sequen
         f"this worker's snapshot key (id {mine}) does not match the deployment's (id {recorded}, recorded in "
         f"{store.location} by the first worker): it could not load the paused programs the others write. Set "
         "AGENTSTEPS_SNAPSHOT_KEY to the deployment's key; to rotate, keep the current key in "
-        "AGENTSTEPS_SNAPSHOT_PREVIOUS_KEYS (docs/deployment.md, \"Rotating the snapshot key\")"
+        'AGENTSTEPS_SNAPSHOT_PREVIOUS_KEYS (docs/deployment.md, "Rotating the snapshot key")'
     )

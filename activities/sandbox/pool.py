@@ -29,7 +29,9 @@ class SandboxPool:
         # Started lazily inside the worker's event loop, which owns the pool's I/O.
         async with self._lock:
             if self._pool is None:
-                pool = AsyncMonty(min_processes=1, max_processes=self._max_processes, request_timeout=self._request_timeout)
+                pool = AsyncMonty(
+                    min_processes=1, max_processes=self._max_processes, request_timeout=self._request_timeout
+                )
                 await pool.__aenter__()
                 self._pool = pool
             return self._pool

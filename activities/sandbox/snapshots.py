@@ -135,8 +135,12 @@ class SnapshotVault:
         digest = hashlib.sha256(data).hexdigest()
         claim = await self._store.put(data)
         return SnapshotRef(
-            sha256=digest, size=len(data), signature=self._sign(self._key, run_key, digest),
-            driver=self._store.driver.name(), claim=claim, key_id=self._key_id,
+            sha256=digest,
+            size=len(data),
+            signature=self._sign(self._key, run_key, digest),
+            driver=self._store.driver.name(),
+            claim=claim,
+            key_id=self._key_id,
         )
 
     def _verified(self, run_key: str, ref: SnapshotRef) -> bool:

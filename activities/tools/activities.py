@@ -18,11 +18,15 @@ from temporalio import activity
 from ...contracts import ToolCallInput, ToolCallResult, ToolError, ToolSchema
 from ...contracts.errors import ToolConfigError
 from ...contracts.json_schema import json_path
-from ...contracts.names import TOOLS_CALL, TOOLS_DESCRIBE
 from ...contracts.llm.arguments import parse_tool_arguments
 from ...contracts.llm.tools import (
-    STORED_MESSAGE_MIN_CHARS, ToolsDescribeInput, outcome_unknown, stored_once, tool_message,
+    STORED_MESSAGE_MIN_CHARS,
+    ToolsDescribeInput,
+    outcome_unknown,
+    stored_once,
+    tool_message,
 )
+from ...contracts.names import TOOLS_CALL, TOOLS_DESCRIBE
 from ...contracts.tool_names import tool_name_collisions
 from ...failures import to_application_error
 from ...storage.conversations import ConversationStore, caller_owner

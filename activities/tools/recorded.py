@@ -45,7 +45,9 @@ class RecordedTools:
         self.refused: dict[str, list[tuple[str, str]]] = defaultdict(list)
         self.live_calls: dict[str, list[tuple[str, str]]] = defaultdict(list)
 
-    def add(self, replay_id: str, schemas: Sequence[ToolSchema], calls: Sequence[tuple[str, str, ToolCallResult]]) -> None:
+    def add(
+        self, replay_id: str, schemas: Sequence[ToolSchema], calls: Sequence[tuple[str, str, ToolCallResult]]
+    ) -> None:
         """``calls``: the source run's (tool, canonical arguments, result), answered to ``replay_id``'s calls."""
         self._runs[replay_id] = _Record(list(schemas), list(calls))
 
@@ -75,7 +77,10 @@ class RecordedTools:
             return await self._live.call(call)
         self.refused[replay_id].append((call.name, arguments))
         return ToolCallResult(
-            call_id=call.call_id, name=call.name, is_error=True, error_type=NOT_EXECUTED,
+            call_id=call.call_id,
+            name=call.name,
+            is_error=True,
+            error_type=NOT_EXECUTED,
             content=(
                 "This is a replay of a recorded run: the recorded run made no such call, so it was not executed. "
                 "Answer with what you have."

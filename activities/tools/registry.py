@@ -17,10 +17,9 @@ from typing import Any, TypeVar, get_type_hints
 from pydantic import BaseModel
 
 from ...contracts import ToolSchema
-from ...contracts.llm.tools import Delivery
 from ...contracts.errors import ToolConfigError
+from ...contracts.llm.tools import Delivery
 from ...contracts.tool_names import tool_name_collisions
-
 
 _Fn = TypeVar("_Fn", bound=Callable[..., Any])
 """A tool function; ``@registry.tool`` hands it back unchanged, so its type is kept."""

@@ -40,7 +40,9 @@ def python_name(tool_name: str) -> str:
 def _ordered_params(schema: dict[str, Any]) -> list[tuple[str, dict[str, Any], bool]]:
     props: dict[str, Any] = schema.get("properties") or {}
     required = set(schema.get("required") or [])
-    usable = [(k, v if isinstance(v, dict) else {}) for k, v in props.items() if k.isidentifier() and not keyword.iskeyword(k)]
+    usable = [
+        (k, v if isinstance(v, dict) else {}) for k, v in props.items() if k.isidentifier() and not keyword.iskeyword(k)
+    ]
     # Python wants parameters with defaults last; the order here is also the
     # order positional arguments are named in, so it is computed once.
     return [(k, v, True) for k, v in usable if k in required] + [(k, v, False) for k, v in usable if k not in required]
@@ -58,7 +60,9 @@ def program_functions(tools: list[ToolSchema]) -> list[ProgramFunction]:
                 required=[p for p, _, req in ordered if req],
             )
         )
-    funcs.append(ProgramFunction(python_name=LLM_FUNCTION, tool=LLM_FUNCTION, params=["prompt", "schema"], required=["prompt"]))
+    funcs.append(
+        ProgramFunction(python_name=LLM_FUNCTION, tool=LLM_FUNCTION, params=["prompt", "schema"], required=["prompt"])
+    )
     return funcs
 
 
@@ -90,7 +94,11 @@ class _StubWriter:
         if "const" in schema:
             return f"Literal[{json.dumps(schema['const'])}]"
         if "enum" in schema and all(isinstance(v, (str, int, bool)) for v in schema["enum"]):
-            return "Literal[" + ", ".join(json.dumps(v) if not isinstance(v, bool) else str(v) for v in schema["enum"]) + "]"
+            return (
+                "Literal["
+                + ", ".join(json.dumps(v) if not isinstance(v, bool) else str(v) for v in schema["enum"])
+                + "]"
+            )
         for key in ("anyOf", "oneOf"):
             if isinstance(schema.get(key), list):
                 return self._union([self.type_of(s, hint) for s in schema[key]])
@@ -118,13 +126,13 @@ class _StubWriter:
     def _ref(self, ref: str) -> str:
         # Local definitions only (pydantic's ``#/$defs/Name``); anything else is Any.
         prefix = "#/$defs/"
-        target = (self.root.get("$defs") or {}).get(ref[len(prefix):]) if ref.startswith(prefix) else None
+        target = (self.root.get("$defs") or {}).get(ref[len(prefix) :]) if ref.startswith(prefix) else None
         if not isinstance(target, dict):
             return "Any"
         key = (id(self.root), ref)
         if key not in self._refs:
             self._refs[key] = "Any"  # a recursive reference stays Any rather than looping
-            self._refs[key] = self.type_of(target, ref[len(prefix):])
+            self._refs[key] = self.type_of(target, ref[len(prefix) :])
         return self._refs[key]
 
     @staticmethod

@@ -76,7 +76,12 @@ def probe_program(names: list[str]) -> str:
     """A snippet whose value maps each name that exists in the REPL to ``[its type's name, len() or None]``."""
     lines = [f"def {_PRIVATE}_probe():", "    found = {}"]
     for name in names:
-        lines += ["    try:", f"        found[{name!r}] = [type({name}).__name__, None]", "    except NameError:", "        pass"]
+        lines += [
+            "    try:",
+            f"        found[{name!r}] = [type({name}).__name__, None]",
+            "    except NameError:",
+            "        pass",
+        ]
         lines += ["    try:", f"        found[{name!r}][1] = len({name})", "    except Exception:", "        pass"]
     lines += ["    return found", f"{_PRIVATE}_probe()"]
     return "\n".join(lines) + "\n"

@@ -12,8 +12,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from ..llm.request import LLMConfig, Usage
-from ..violations import Violation
 from ..spec import ActivityPolicy, DefaultResult, Degradation
+from ..violations import Violation
 from .contract import Contract
 from .pipeline_spec import PipelineSpec
 

@@ -18,8 +18,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from ..errors import InvalidSpecError
 from ..json_schema import clip, json_path
 from ..llm.request import LLMConfig
-from ..violations import Violation, ViolationKind
 from ..spec import DefaultResult
+from ..violations import Violation, ViolationKind
 from .contract import Contract, ContractKind, edge_name
 
 STEP_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$"
@@ -78,7 +78,10 @@ def parse_pipeline(data: Any) -> PipelineSpec:
         spec = PipelineSpec.model_validate(data)
     except ValidationError as exc:
         raise InvalidSpecError(
-            [_violation(json_path("$", [p for p in e["loc"] if isinstance(p, str | int)]), e["msg"]) for e in exc.errors()[:5]]
+            [
+                _violation(json_path("$", [p for p in e["loc"] if isinstance(p, str | int)]), e["msg"])
+                for e in exc.errors()[:5]
+            ]
         ) from None
     problems: list[Violation] = []
     seen: set[str] = set()

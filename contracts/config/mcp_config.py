@@ -16,9 +16,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from ..mcp import McpConfigError
-
 from ..llm.tools import Delivery
+from ..mcp import McpConfigError
 
 SERVER_NAME_PATTERN = r"^[A-Za-z0-9_-]{1,40}$"
 SECRET_NAME_PATTERN = r"[A-Za-z_][A-Za-z0-9_.-]{0,127}"
@@ -166,4 +165,3 @@ def parse_mcp_config(document: dict[str, Any], *, origin: str = "config") -> Mcp
     except ValidationError as exc:
         detail = "; ".join(f"mcp.servers.{_key(err['loc'])}: {err['msg']}" for err in exc.errors())
         raise McpConfigError(f"{origin}: {detail}") from None
-

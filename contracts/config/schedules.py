@@ -106,7 +106,9 @@ class ScheduleFile(BaseModel):
         if not timedelta(seconds=10) <= self.catchup_window <= MAX_CATCHUP:
             raise ValueError(f"catchup_window: must be between 10s and {format_duration(MAX_CATCHUP)}")
         if self.workflow not in WORKFLOW_INPUTS:
-            raise ValueError(f"workflow: unknown workflow {self.workflow!r}; known: {', '.join(sorted(WORKFLOW_INPUTS))}")
+            raise ValueError(
+                f"workflow: unknown workflow {self.workflow!r}; known: {', '.join(sorted(WORKFLOW_INPUTS))}"
+            )
         return self
 
     def workflow_input(self) -> BaseModel:

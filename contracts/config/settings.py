@@ -11,7 +11,6 @@ They stay in the worker: nothing here is ever put in a workflow input.
 from __future__ import annotations
 
 from pathlib import Path
-
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationInfo, field_validator
@@ -19,7 +18,6 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationInfo, fi
 from ..llm.api_keys import DEFAULT_API_KEY, ENV_VAR_NAME, key_name_problem
 from ..llm.capabilities import ModelCapability
 from ..quotas.config import QuotaSettings
-
 
 PROVIDER_KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 """The variable of each provider's ``default`` key."""
@@ -62,14 +60,19 @@ class ProviderSettings(BaseModel):
                 raise ValueError(problem)
             # The value is never quoted: it may be the secret pasted where its variable's name belongs.
             if not isinstance(var, str) or not ENV_VAR_NAME.fullmatch(var):
-                raise ValueError(f"key {name!r}: the value must name the environment variable holding the key "
-                                 "(letters, digits and '_'), never the key itself")
+                raise ValueError(
+                    f"key {name!r}: the value must name the environment variable holding the key "
+                    "(letters, digits and '_'), never the key itself"
+                )
             if var == own:
-                raise ValueError(f"key {name!r} reads {own}, the 'default' key: one key under two names would "
-                                 "count its quota twice")
+                raise ValueError(
+                    f"key {name!r} reads {own}, the 'default' key: one key under two names would count its quota twice"
+                )
             if var in seen:
-                raise ValueError(f"keys {seen[var]!r} and {name!r} both read {var}: one key under two names "
-                                 "would count its quota twice")
+                raise ValueError(
+                    f"keys {seen[var]!r} and {name!r} both read {var}: one key under two names "
+                    "would count its quota twice"
+                )
             seen[var] = name
         return value
 

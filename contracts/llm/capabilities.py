@@ -17,8 +17,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from .request import LLMRequest
 from ..violations import Violation, ViolationKind
+from .request import LLMRequest
 
 ProviderName = Literal["openai", "anthropic"]
 
@@ -40,9 +40,15 @@ _CLAUDE_WITH_TEMPERATURE = ("claude-3*", "claude-*-4-2025*", "claude-*-4-0*", "c
 
 DEFAULT_CAPABILITIES: tuple[ModelCapability, ...] = (
     *(ModelCapability(provider="openai", pattern=p, temperature=False) for p in ("o1*", "o3*", "o4*", "gpt-5*")),
-    *(ModelCapability(provider="anthropic", pattern=p, max_temperature=1.0,
-                      structured_output=p in ("claude-*-4-1*", "claude-*-4-5*"))
-      for p in _CLAUDE_WITH_TEMPERATURE),
+    *(
+        ModelCapability(
+            provider="anthropic",
+            pattern=p,
+            max_temperature=1.0,
+            structured_output=p in ("claude-*-4-1*", "claude-*-4-5*"),
+        )
+        for p in _CLAUDE_WITH_TEMPERATURE
+    ),
     # Claude models newer than the table: no temperature, structured output on.
     ModelCapability(provider="anthropic", pattern="claude-*", temperature=False, structured_output=True),
 )
@@ -54,8 +60,9 @@ _FALLBACK: dict[str, ModelCapability] = {
 }
 
 
-def capability_for(provider: str, model: str, table: tuple[ModelCapability, ...] | list[ModelCapability] = ()
-                   ) -> ModelCapability:
+def capability_for(
+    provider: str, model: str, table: tuple[ModelCapability, ...] | list[ModelCapability] = ()
+) -> ModelCapability:
     rows: tuple[ModelCapability, ...] = (*table, *DEFAULT_CAPABILITIES)
     for row in rows:
         if row.provider == provider and fnmatchcase(model, row.pattern):
@@ -63,21 +70,31 @@ def capability_for(provider: str, model: str, table: tuple[ModelCapability, ...]
     return _FALLBACK.get(provider, _FALLBACK["openai"])
 
 
-def check_capabilities(request: LLMRequest, capability: ModelCapability,
-                       contract: str = "llm.call") -> list[Violation]:
+def check_capabilities(request: LLMRequest, capability: ModelCapability, contract: str = "llm.call") -> list[Violation]:
     """The request's settings against what its model accepts."""
     t = request.config.temperature
     if t is None or not isinstance(t, int | float) or not math.isfinite(t):
         return []
     model = request.config.model
     if not capability.temperature:
-        return [Violation(contract=contract, phase="pre", kind=ViolationKind.temperature_unsupported,
-                          path="$.config.temperature",
-                          message=f"model {model!r} does not accept a temperature; leave it unset, "
-                                  "or declare the model in the [[providers.models]] capability table")]
+        return [
+            Violation(
+                contract=contract,
+                phase="pre",
+                kind=ViolationKind.temperature_unsupported,
+                path="$.config.temperature",
+                message=f"model {model!r} does not accept a temperature; leave it unset, "
+                "or declare the model in the [[providers.models]] capability table",
+            )
+        ]
     if t > capability.max_temperature:
-        return [Violation(contract=contract, phase="pre", kind=ViolationKind.temperature_out_of_range,
-                          path="$.config.temperature",
-                          message=f"temperature is {t:g}; model {model!r} accepts at most "
-                                  f"{capability.max_temperature:g}")]
+        return [
+            Violation(
+                contract=contract,
+                phase="pre",
+                kind=ViolationKind.temperature_out_of_range,
+                path="$.config.temperature",
+                message=f"temperature is {t:g}; model {model!r} accepts at most {capability.max_temperature:g}",
+            )
+        ]
     return []

@@ -19,9 +19,10 @@ every call; a latest turn that alone does not fit still fails typed.
 from __future__ import annotations
 
 import json
+
 from .messages import Message
-from .request import ContextAction, LLMConfig, LLMRequest, ResponseFormat
 from .prefix import Folds
+from .request import ContextAction, LLMConfig, LLMRequest, ResponseFormat
 from .tokens import count_message_tokens, count_prompt_tokens, count_text_tokens, prompt_tokens_upper_bound
 
 SUMMARY_MARK = "Summary of the earlier conversation (older turns were replaced by it):"
@@ -33,7 +34,7 @@ SUMMARY_SCHEMA = {
 }
 SUMMARY_INSTRUCTIONS = (
     "Summarize the conversation below for yourself, to continue it later without it. Keep every fact, "
-    "identifier, number, decision and open question; drop pleasantries. Answer with JSON: {\"summary\": \"...\"}."
+    'identifier, number, decision and open question; drop pleasantries. Answer with JSON: {"summary": "..."}.'
 )
 
 

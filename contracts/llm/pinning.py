@@ -33,8 +33,8 @@ from datetime import date
 
 from ..json_schema import clip, describe
 from ..names import LLM_CALL
-from .request import LLMConfig
 from ..violations import Violation, ViolationKind
+from .request import LLMConfig
 
 CONTRACT = LLM_CALL  # the LLM contract is named after its activity
 
@@ -113,7 +113,9 @@ def check_model_pinned(config: LLMConfig, allowed_aliases: Iterable[str], path: 
             f"{forms} (e.g. 'gpt-4o-2024-08-06', 'claude-sonnet-4-5-20250929'); otherwise it is an alias "
             "the provider may repoint, accepted only if listed in allowed_model_aliases"
         )
-    return [Violation(contract=CONTRACT, phase="pre", kind=ViolationKind.unpinned_model, path=at, message=clip(message))]
+    return [
+        Violation(contract=CONTRACT, phase="pre", kind=ViolationKind.unpinned_model, path=at, message=clip(message))
+    ]
 
 
 __all__ = ["CONTRACT", "SNAPSHOT_FORMS", "check_model_pinned", "is_latest", "is_pinned"]

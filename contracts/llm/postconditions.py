@@ -17,10 +17,10 @@ from pydantic import BaseModel
 
 from ..json_schema import MAX_ERRORS, clip, describe, instance_violations, parse_json
 from ..names import LLM_CALL
+from ..violations import Violation, ViolationKind
 from .arguments import parse_tool_arguments
 from .request import LLMRequest, LLMResponse
 from .tools import ToolSchema
-from ..violations import Violation, ViolationKind
 
 CONTRACT = LLM_CALL  # the LLM contract is named after its activity
 
@@ -156,13 +156,13 @@ def _check_stop(request: LLMRequest, response: LLMResponse) -> list[Violation]:
     elif kind is _K.content_filtered:
         message = f"the provider's content filter stopped the reply.{quoted} Rephrase the answer"
     elif response.finish_reason == "length":
-        message = (f"the reply was cut off at max_tokens ({request.config.max_tokens}); "
-                   "give a shorter answer that fits")
+        message = f"the reply was cut off at max_tokens ({request.config.max_tokens}); give a shorter answer that fits"
     elif kind is _K.truncated:
         message = "the reply was cut off at the model's context window; give a shorter answer that fits"
     else:
-        message = (f"the reply stopped before it was finished (stop reason {response.finish_reason!r}); "
-                   "answer again in full")
+        message = (
+            f"the reply stopped before it was finished (stop reason {response.finish_reason!r}); answer again in full"
+        )
     return [_post(kind, "$.finish_reason", message)]
 
 
@@ -176,15 +176,20 @@ def served_model_matches(pinned: str, served: str) -> bool:
     """
     if not served or served == pinned:
         return True
-    return served.startswith(pinned + "-") and _SNAPSHOT_SUFFIX.fullmatch(served[len(pinned) + 1:]) is not None
+    return served.startswith(pinned + "-") and _SNAPSHOT_SUFFIX.fullmatch(served[len(pinned) + 1 :]) is not None
 
 
 def _check_served_model(request: LLMRequest, response: LLMResponse) -> list[Violation]:
     pinned = request.config.model
     if served_model_matches(pinned, response.model):
         return []
-    return [_post(_K.served_model, "$.model",
-                  f"the provider served model {describe(response.model)}, not the pinned {describe(pinned)}")]
+    return [
+        _post(
+            _K.served_model,
+            "$.model",
+            f"the provider served model {describe(response.model)}, not the pinned {describe(pinned)}",
+        )
+    ]
 
 
 def check_response(request: LLMRequest, response: LLMResponse) -> list[Violation]:

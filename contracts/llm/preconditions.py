@@ -13,17 +13,17 @@ that can be decided from an AgentSpec alone, before a run starts, is
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 
 from ..json_schema import MAX_ERRORS, clip, describe, schema_violations
+from ..violations import Violation, ViolationKind
 from .api_keys import key_name_problem
-from .pinning import CONTRACT, check_model_pinned
 from .messages import Message
+from .pinning import CONTRACT, check_model_pinned
 from .prefix import Folds, fold
 from .request import LLMConfig, LLMRequest
 from .tokens import count_prompt_tokens, prompt_tokens_upper_bound
 from .tools import ToolSchema
-from ..violations import Violation, ViolationKind
 
 TEMPERATURE_RANGE = (0.0, 2.0)
 ROLES = frozenset({"system", "user", "assistant", "tool"})
@@ -200,7 +200,9 @@ def check_tool_schemas(tools: Iterable[ToolSchema], path: str = "$.tools", contr
     for i, tool in enumerate(tools):
         at = f"{path}[{i}]"
         if tool.name in seen:
-            out.append(pre_violation(_K.invalid_tool_schema, f"{at}.name", f"tool name {describe(tool.name)} is listed twice"))
+            out.append(
+                pre_violation(_K.invalid_tool_schema, f"{at}.name", f"tool name {describe(tool.name)} is listed twice")
+            )
         seen.add(tool.name)
         out += schema_violations(
             tool.parameters,

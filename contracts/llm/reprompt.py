@@ -7,8 +7,8 @@ a legal role order (no tool call left unanswered) for the next request.
 
 from __future__ import annotations
 
-from .messages import LLMToolCall, Message
 from ..violations import Violation
+from .messages import LLMToolCall, Message
 
 ECHO_LIMIT = 2_000
 """A rejected answer is echoed back at most this long, so a hostile or runaway

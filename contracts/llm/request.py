@@ -6,12 +6,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from ..violations import Violation
 from .api_keys import DEFAULT_API_KEY
 from .conversation import ConversationRef
 from .messages import LLMToolCall, Message
 from .tool_catalog import ToolCatalogRef
 from .tools import ToolSchema
-from ..violations import Violation
 
 Provider = Literal["openai", "anthropic"]
 
@@ -110,10 +110,14 @@ class Usage(BaseModel):
         """Prompt + completion, negatives as 0: an inconsistent reported total is a
         postcondition violation, never what a budget is charged."""
         prompt, completion = max(self.prompt_tokens, 0), max(self.completion_tokens, 0)
-        return Usage(prompt_tokens=prompt, completion_tokens=completion, total_tokens=prompt + completion,
-                     cache_read_tokens=min(max(self.cache_read_tokens, 0), prompt),
-                     cache_write_tokens=min(max(self.cache_write_tokens, 0), prompt),
-                     reasoning_tokens=min(max(self.reasoning_tokens, 0), completion))
+        return Usage(
+            prompt_tokens=prompt,
+            completion_tokens=completion,
+            total_tokens=prompt + completion,
+            cache_read_tokens=min(max(self.cache_read_tokens, 0), prompt),
+            cache_write_tokens=min(max(self.cache_write_tokens, 0), prompt),
+            reasoning_tokens=min(max(self.reasoning_tokens, 0), completion),
+        )
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(

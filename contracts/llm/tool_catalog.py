@@ -84,7 +84,9 @@ def decode_catalog(ref: ToolCatalogRef, data: bytes, owner: str) -> list[ToolSch
     try:
         return [ToolSchema.model_validate(t) for t in tools]
     except ValidationError as exc:
-        raise ValueError(f"tool catalog {ref.sha256[:12]} holds an invalid schema ({exc.error_count()} errors)") from None
+        raise ValueError(
+            f"tool catalog {ref.sha256[:12]} holds an invalid schema ({exc.error_count()} errors)"
+        ) from None
 
 
 __all__ = ["ForeignCatalogError", "ToolCatalogRef", "catalog_ref", "decode_catalog", "encode_catalog"]

@@ -99,7 +99,9 @@ def tool_message(result: ToolCallResult, cap: int | None) -> Message:
     """The tool message the model reads for ``result``: its content, cut at ``cap`` (the workflow and the
     ``tools.call`` activity build it alike, so the stored copy is the message the run keeps)."""
     content = result.content if cap is None else capped_tool_content(result.content, cap)
-    return Message(role="tool", tool_call_id=result.call_id, name=result.name, content=content, is_error=result.is_error)
+    return Message(
+        role="tool", tool_call_id=result.call_id, name=result.name, content=content, is_error=result.is_error
+    )
 
 
 def stored_once(result: ToolCallResult) -> ToolCallResult:
@@ -124,7 +126,10 @@ def result_value(result: ToolCallResult) -> Any:
 def outcome_unknown(call: ToolCallInput, reason: str) -> ToolCallResult:
     """The typed error result of an at-most-once call whose outcome nobody knows."""
     return ToolCallResult(
-        call_id=call.call_id, name=call.name, is_error=True, error_type=OUTCOME_UNKNOWN,
+        call_id=call.call_id,
+        name=call.name,
+        is_error=True,
+        error_type=OUTCOME_UNKNOWN,
         content=(
             f"{OUTCOME_UNKNOWN}: the call to {call.name} may or may not have happened ({reason[:300]}). "
             "It was not retried, because this tool cannot take an idempotency key. "
@@ -136,7 +141,10 @@ def outcome_unknown(call: ToolCallInput, reason: str) -> ToolCallResult:
 def tool_removed(call: ToolCallInput, server: str, offered: list[str]) -> ToolCallResult:
     """The typed error result of a call to a tool its server stopped offering after the run began."""
     return ToolCallResult(
-        call_id=call.call_id, name=call.name, is_error=True, error_type=TOOL_REMOVED,
+        call_id=call.call_id,
+        name=call.name,
+        is_error=True,
+        error_type=TOOL_REMOVED,
         content=(
             f"{TOOL_REMOVED}: unknown tool {call.name!r}: the server {server!r} does not (or no longer) offer "
             f"it; it was not called. Tools that server offers now: {', '.join(offered[:50]) or 'none'}."
@@ -165,6 +173,6 @@ def capped_tool_content(content: str, limit: int) -> str:
     return (
         content[:limit]
         + f"\n[tool result truncated: showing the first {limit} of {len(content)} characters. Ask for less "
-        "(filters, fewer fields, smaller pages), or run this agent in code mode (mode = \"code\"), where a "
+        '(filters, fewer fields, smaller pages), or run this agent in code mode (mode = "code"), where a '
         "program processes large results without them passing through the model.]"
     )

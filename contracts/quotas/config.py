@@ -105,8 +105,14 @@ class QuotaLimit(BaseModel):
 
     @model_validator(mode="after")
     def _something(self) -> QuotaLimit:
-        if not any((self.requests_per_minute, self.input_tokens_per_minute, self.output_tokens_per_minute,
-                    self.concurrent_requests)):
+        if not any(
+            (
+                self.requests_per_minute,
+                self.input_tokens_per_minute,
+                self.output_tokens_per_minute,
+                self.concurrent_requests,
+            )
+        ):
             raise ValueError(f"quota {self.name!r} limits nothing: set at least one per-minute or concurrent limit")
         return self
 
@@ -221,8 +227,9 @@ class QuotaSettings(BaseModel):
         for q in self.limits:
             key = (q.provider, q.model, q.api_key)
             if key in keys:
-                raise ValueError(f"quotas {keys[key]!r} and {q.name!r} both cover {q.provider} {q.model} "
-                                 f"on key {q.api_key!r}")
+                raise ValueError(
+                    f"quotas {keys[key]!r} and {q.name!r} both cover {q.provider} {q.model} on key {q.api_key!r}"
+                )
             keys[key] = q.name
         return self
 
@@ -231,8 +238,10 @@ class QuotaSettings(BaseModel):
         for i, q in enumerate(self.limits):
             names = list(declared(q.provider))
             if q.api_key not in names:
-                return (f"limits[{i}].api_key: quota {q.name!r} counts {q.provider} key {q.api_key!r}, which "
-                        f"[worker.providers] {q.provider}_keys does not declare (declared: {', '.join(names)})")
+                return (
+                    f"limits[{i}].api_key: quota {q.name!r} counts {q.provider} key {q.api_key!r}, which "
+                    f"[worker.providers] {q.provider}_keys does not declare (declared: {', '.join(names)})"
+                )
         return None
 
     @property
@@ -248,4 +257,14 @@ class QuotaSettings(BaseModel):
         return max(matching, key=lambda q: (not q.model.endswith("*"), len(q.model)), default=None)
 
 
-__all__ = ["tenant_problem", "NAME", "PERIODS", "DegradeModel", "Period", "PeriodBudget", "QuotaLimit", "QuotaSettings", "TenantBudget"]
+__all__ = [
+    "tenant_problem",
+    "NAME",
+    "PERIODS",
+    "DegradeModel",
+    "Period",
+    "PeriodBudget",
+    "QuotaLimit",
+    "QuotaSettings",
+    "TenantBudget",
+]

@@ -125,11 +125,13 @@ class Ledger:
         factor = self.factor(now)
         if factor >= 1.0:
             return q
-        return q.model_copy(update={
-            field: max(1, int(limit * factor))
-            for field in ("requests_per_minute", "input_tokens_per_minute", "output_tokens_per_minute")
-            if (limit := getattr(q, field)) is not None
-        })
+        return q.model_copy(
+            update={
+                field: max(1, int(limit * factor))
+                for field in ("requests_per_minute", "input_tokens_per_minute", "output_tokens_per_minute")
+                if (limit := getattr(q, field)) is not None
+            }
+        )
 
     def _throttled(self, lease: Lease | None, now: float) -> None:
         """A 429: the effective limits are cut, once per round of calls granted under them."""
@@ -193,13 +195,27 @@ class Ledger:
     def _grant(self, request: LeaseRequest, now: float, queued: bool) -> LeaseGrant:
         q = self.state.quota
         assert q is not None
-        self.state.window.append(WindowEntry(request_id=request.request_id, at=now,
-                                             input_tokens=request.input_tokens, output_tokens=request.output_tokens))
+        self.state.window.append(
+            WindowEntry(
+                request_id=request.request_id,
+                at=now,
+                input_tokens=request.input_tokens,
+                output_tokens=request.output_tokens,
+            )
+        )
         self.state.leases[request.request_id] = Lease(request=request, expires=now + q.lease_seconds)
         served = self.state.virtual.get(request.tenant, 0.0)
         self.state.clock = max(self.state.clock, served)
-        self.state.virtual[request.tenant] = served + (request.input_tokens + request.output_tokens + 1) / request.weight
-        return LeaseGrant(request_id=request.request_id, requester=request.requester, account=q.name, queued=queued, utilization=self.utilization(now))
+        self.state.virtual[request.tenant] = (
+            served + (request.input_tokens + request.output_tokens + 1) / request.weight
+        )
+        return LeaseGrant(
+            request_id=request.request_id,
+            requester=request.requester,
+            account=q.name,
+            queued=queued,
+            utilization=self.utilization(now),
+        )
 
     def offer(self, request: LeaseRequest, now: float) -> list[LeaseGrant]:
         """A run asks; the answers this makes ready (its own, perhaps granted at once)."""
@@ -209,7 +225,15 @@ class Ledger:
             return []  # a repeated signal: the first one is being answered
         too_large = self._too_large(request)
         if too_large is not None:
-            return [LeaseGrant(request_id=request.request_id, requester=request.requester, account=self.name, granted=False, refused=too_large)]
+            return [
+                LeaseGrant(
+                    request_id=request.request_id,
+                    requester=request.requester,
+                    account=self.name,
+                    granted=False,
+                    refused=too_large,
+                )
+            ]
         if all(r.tenant != request.tenant for r in self.state.queue):
             self.state.virtual[request.tenant] = max(self.state.virtual.get(request.tenant, 0.0), self.state.clock)
         self.state.queue.append(request)
@@ -254,8 +278,10 @@ class Ledger:
 
     def _reserved(self) -> tuple[int, float]:
         leases = self.state.leases.values()
-        return (sum(l.request.input_tokens + l.request.output_tokens for l in leases),
-                sum(l.request.usd for l in leases))
+        return (
+            sum(l.request.input_tokens + l.request.output_tokens for l in leases),
+            sum(l.request.usd for l in leases),
+        )
 
     def _budget_answer(self, request: LeaseRequest, now: float) -> LeaseGrant:
         tenant = self.state.tenant
@@ -274,12 +300,21 @@ class Ledger:
             use = self._period_use(period, now)
             after_tokens = use.tokens + reserved_tokens + tokens
             after_usd = use.usd + reserved_usd + request.usd
-            for unit, after, hard in (("tokens", after_tokens, budget.tokens_hard), ("usd", after_usd, budget.usd_hard)):
+            for unit, after, hard in (
+                ("tokens", after_tokens, budget.tokens_hard),
+                ("usd", after_usd, budget.usd_hard),
+            ):
                 if hard is not None and after > hard:
                     return LeaseGrant(
-                        request_id=request.request_id, requester=request.requester, account=tenant.name, granted=False, period=period,
-                        refused=(f"tenant {tenant.name!r} {period} budget: {unit} {_num(after)} with this call > "
-                                 f"hard limit {_num(hard)}"),
+                        request_id=request.request_id,
+                        requester=request.requester,
+                        account=tenant.name,
+                        granted=False,
+                        period=period,
+                        refused=(
+                            f"tenant {tenant.name!r} {period} budget: {unit} {_num(after)} with this call > "
+                            f"hard limit {_num(hard)}"
+                        ),
                         budget=self.ratios(now),
                     )
             if (budget.tokens_soft is not None and after_tokens > budget.tokens_soft) or (
@@ -288,7 +323,13 @@ class Ledger:
                 degrade = True
         # A lease outlives any call with its retries: a run that vanished stops reserving within a day.
         self.state.leases[request.request_id] = Lease(request=request, expires=now + 86_400)
-        return LeaseGrant(request_id=request.request_id, requester=request.requester, account=tenant.name, degrade=degrade, budget=self.ratios(now))
+        return LeaseGrant(
+            request_id=request.request_id,
+            requester=request.requester,
+            account=tenant.name,
+            degrade=degrade,
+            budget=self.ratios(now),
+        )
 
     def ratios(self, now: float) -> list[BudgetRatio]:
         tenant = self.state.tenant
@@ -300,8 +341,7 @@ class Ledger:
             use = self._period_use(period, now)
             for limit in ("soft", "hard"):
                 shares = [
-                    (use.tokens + reserved_tokens) / cap
-                    for cap in [getattr(budget, f"tokens_{limit}")] if cap
+                    (use.tokens + reserved_tokens) / cap for cap in [getattr(budget, f"tokens_{limit}")] if cap
                 ] + [(use.usd + reserved_usd) / cap for cap in [getattr(budget, f"usd_{limit}")] if cap]
                 if shares:
                     out.append(BudgetRatio(period=period, limit=limit, ratio=max(shares)))
@@ -333,9 +373,18 @@ class Ledger:
         """An operator's ``set_limits``: validated again as a whole, so a change cannot make a bad config."""
         s = self.state
         if s.quota is not None:
-            fields = {k: v for k, v in change.model_dump(include={
-                "requests_per_minute", "input_tokens_per_minute", "output_tokens_per_minute", "concurrent_requests",
-            }).items() if v is not None}
+            fields = {
+                k: v
+                for k, v in change.model_dump(
+                    include={
+                        "requests_per_minute",
+                        "input_tokens_per_minute",
+                        "output_tokens_per_minute",
+                        "concurrent_requests",
+                    }
+                ).items()
+                if v is not None
+            }
             s.quota = QuotaLimit.model_validate({**s.quota.model_dump(), **fields})
         if s.tenant is not None:
             data = s.tenant.model_dump()
@@ -343,27 +392,36 @@ class Ledger:
                 data["weight"] = change.weight
             if change.period is not None and change.budget is not None:
                 # Merged: the fields given replace those limits, the period's other limits stay.
-                data["budget"][change.period] = {**data["budget"].get(change.period, {}),
-                                                 **change.budget.model_dump(exclude_none=True)}
+                data["budget"][change.period] = {
+                    **data["budget"].get(change.period, {}),
+                    **change.budget.model_dump(exclude_none=True),
+                }
             s.tenant = TenantBudget.model_validate(data)
 
     def view(self, now: float) -> AccountView:
         self._tidy(now) if self.state.quota is not None else None
         requests, inputs, outputs = self._used()
         reserved_tokens, reserved_usd = self._reserved()
-        for period in (self.state.tenant.budget if self.state.tenant else {}):
+        for period in self.state.tenant.budget if self.state.tenant else {}:
             self._period_use(period, now)
         return AccountView(
-            name=self.name, kind="quota" if self.state.quota is not None else "tenant",
-            quota=self.state.quota, tenant=self.state.tenant,
-            requests_in_window=requests, input_tokens_in_window=inputs, output_tokens_in_window=outputs,
+            name=self.name,
+            kind="quota" if self.state.quota is not None else "tenant",
+            quota=self.state.quota,
+            tenant=self.state.tenant,
+            requests_in_window=requests,
+            input_tokens_in_window=inputs,
+            output_tokens_in_window=outputs,
             concurrent=len(self.state.leases) if self.state.quota is not None else 0,
-            waiting=len(self.state.queue), utilization=self.utilization(now),
-            effective=self.effective(now), effective_factor=self.factor(now) if self.state.quota is not None else 1.0,
+            waiting=len(self.state.queue),
+            utilization=self.utilization(now),
+            effective=self.effective(now),
+            effective_factor=self.factor(now) if self.state.quota is not None else 1.0,
             throttled_at=self.state.throttled_at,
             waiting_by_tenant=dict(sorted(Counter(r.tenant for r in self.state.queue).items())[:100]),
             served_per_weight={t: round(v, 1) for t, v in sorted(self.state.virtual.items())[:100]},
-            spent=dict(self.state.spent), reserved_tokens=reserved_tokens if self.state.tenant else 0,
+            spent=dict(self.state.spent),
+            reserved_tokens=reserved_tokens if self.state.tenant else 0,
             reserved_usd=reserved_usd if self.state.tenant else 0.0,
         )
 
@@ -372,4 +430,14 @@ def _num(value: float) -> str:
     return f"{value:.6g}"
 
 
-__all__ = ["AccountInput", "Lease", "Ledger", "LedgerState", "MIN_FACTOR", "RECOVERY_STEP", "WINDOW_SECONDS", "WindowEntry", "period_key"]
+__all__ = [
+    "AccountInput",
+    "Lease",
+    "Ledger",
+    "LedgerState",
+    "MIN_FACTOR",
+    "RECOVERY_STEP",
+    "WINDOW_SECONDS",
+    "WindowEntry",
+    "period_key",
+]

@@ -161,6 +161,15 @@ class LimitChange(BaseModel):
 
 
 __all__ = [
-    "AccountKind", "AccountView", "BudgetRatio", "LeaseGrant", "LeaseRelease", "LeaseRequest", "LimitChange",
-    "PeriodUse", "QuotaPlan", "QuotaRoute", "account_id",
+    "AccountKind",
+    "AccountView",
+    "BudgetRatio",
+    "LeaseGrant",
+    "LeaseRelease",
+    "LeaseRequest",
+    "LimitChange",
+    "PeriodUse",
+    "QuotaPlan",
+    "QuotaRoute",
+    "account_id",
 ]

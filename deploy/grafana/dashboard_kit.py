@@ -18,8 +18,6 @@ namespace and task queue, via ``temporal_num_pollers`` (every worker exports it)
 
 from __future__ import annotations
 
-from typing import Any
-
 from grafana_foundation_sdk.builders import common as common_builders
 from grafana_foundation_sdk.builders import dashboard as builders
 from grafana_foundation_sdk.builders import prometheus, stat, timeseries
@@ -97,13 +95,21 @@ INFO = thresholds(("green", None))
 
 
 def _thresholds(steps: Steps) -> builders.ThresholdsConfig:
-    return builders.ThresholdsConfig().mode(model.ThresholdsMode.ABSOLUTE).steps(
-        [model.Threshold(color=color, value=value) for color, value in steps])
+    return (
+        builders.ThresholdsConfig()
+        .mode(model.ThresholdsMode.ABSOLUTE)
+        .steps([model.Threshold(color=color, value=value) for color, value in steps])
+    )
 
 
 def target(expr: str, legend: str = "", ref: int = 0) -> prometheus.Dataquery:
-    return (prometheus.Dataquery().datasource(DATASOURCE).expr(expr).legend_format(legend or "__auto")
-            .ref_id(chr(ord("A") + ref)))
+    return (
+        prometheus.Dataquery()
+        .datasource(DATASOURCE)
+        .expr(expr)
+        .legend_format(legend or "__auto")
+        .ref_id(chr(ord("A") + ref))
+    )
 
 
 def panel(
@@ -125,14 +131,24 @@ def panel(
         drawn = common.GraphThresholdsStyleMode.OFF if steps is INFO else common.GraphThresholdsStyleMode.LINE
         built = timeseries.Panel().thresholds_style(common_builders.GraphThresholdsStyleConfig().mode(drawn))
     elif kind == "stat":
-        built = (stat.Panel().color_scheme(builders.FieldColor().mode(model.FieldColorModeId.THRESHOLDS))
-                 .reduce_options(common_builders.ReduceDataOptions().calcs(["lastNotNull"]))
-                 .color_mode(common.BigValueColorMode.BACKGROUND).graph_mode(common.BigValueGraphMode.AREA))
+        built = (
+            stat.Panel()
+            .color_scheme(builders.FieldColor().mode(model.FieldColorModeId.THRESHOLDS))
+            .reduce_options(common_builders.ReduceDataOptions().calcs(["lastNotNull"]))
+            .color_mode(common.BigValueColorMode.BACKGROUND)
+            .graph_mode(common.BigValueGraphMode.AREA)
+        )
     else:
         raise ValueError(f"no panel kind {kind!r}")
-    built = (built.title(title).description(description).datasource(DATASOURCE).unit(unit)
-             .thresholds(_thresholds(steps)).targets([target(e, legend, n) for n, (e, legend) in enumerate(pairs)])
-             .grid_pos(model.GridPos(w=width, h=height)))
+    built = (
+        built.title(title)
+        .description(description)
+        .datasource(DATASOURCE)
+        .unit(unit)
+        .thresholds(_thresholds(steps))
+        .targets([target(e, legend, n) for n, (e, legend) in enumerate(pairs)])
+        .grid_pos(model.GridPos(w=width, h=height))
+    )
     if links:
         built = built.links(links)
     if data_links:
@@ -146,15 +162,24 @@ def row(title: str) -> model.RowPanel:
 
 def temporal_ui_link(title: str, namespace: str, query: str) -> Link:
     """A link to the Temporal UI's list of runs matching a visibility ``query`` (already URL-encoded)."""
-    return (builders.DashboardLink(title).url(f"${{temporal_ui}}/namespaces/{namespace}/workflows?query={query}")
-            .target_blank(True))
+    return (
+        builders.DashboardLink(title)
+        .url(f"${{temporal_ui}}/namespaces/{namespace}/workflows?query={query}")
+        .target_blank(True)
+    )
 
 
 def _query_variable(name: str, label: str, query: str, *, multi: bool = True) -> builders.QueryVariable:
-    variable = (builders.QueryVariable(name).label(label).datasource(DATASOURCE)
-                .query({"query": query, "refId": f"{name}-values"})
-                .refresh(model.VariableRefresh.ON_TIME_RANGE_CHANGED).sort(model.VariableSort.ALPHABETICAL_ASC)
-                .multi(multi).include_all(multi))
+    variable = (
+        builders.QueryVariable(name)
+        .label(label)
+        .datasource(DATASOURCE)
+        .query({"query": query, "refId": f"{name}-values"})
+        .refresh(model.VariableRefresh.ON_TIME_RANGE_CHANGED)
+        .sort(model.VariableSort.ALPHABETICAL_ASC)
+        .multi(multi)
+        .include_all(multi)
+    )
     if multi:
         variable = variable.all_value(".*").current(model.VariableOption(text="All", value="$__all"))
     return variable
@@ -192,7 +217,9 @@ def variables() -> list[Builder[model.VariableModel]]:
         _query_variable("mcp_server", "MCP server", d["mcp_server"]),
         _query_variable("quota", "Quota", d["quota"]),
         _query_variable("tenant", "Tenant", d["tenant"]),
-        builders.TextBoxVariable("temporal_ui").label("Temporal UI base URL").default_value(TEMPORAL_UI)
+        builders.TextBoxVariable("temporal_ui")
+        .label("Temporal UI base URL")
+        .default_value(TEMPORAL_UI)
         .current(model.VariableOption(text=TEMPORAL_UI, value=TEMPORAL_UI))
         .description("Where the drill-down links open, e.g. https://temporal.example.com or Temporal Cloud's UI."),
     ]

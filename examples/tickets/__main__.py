@@ -30,15 +30,19 @@ def _expected_token(args: argparse.Namespace) -> str | None:
     else:
         token = os.environ.get("TICKETS_EXPECTED_TOKEN", "").strip()
     if not token:
-        sys.exit("tickets: no expected token: pass --token-file, set TICKETS_EXPECTED_TOKEN, "
-                 "or run with --insecure-no-auth")
+        sys.exit(
+            "tickets: no expected token: pass --token-file, set TICKETS_EXPECTED_TOKEN, or run with --insecure-no-auth"
+        )
     return token
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The tracker's arguments (``tests/deploy/test_deploy_commands.py`` checks what deploy/ passes against them)."""
-    parser = argparse.ArgumentParser(prog="python -m agentsteps.examples.tickets", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m agentsteps.examples.tickets",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--transport", choices=["stdio", "http"], default="stdio")
     parser.add_argument("--db", required=True, help="SQLite file; created if missing")
     parser.add_argument("--host", default="127.0.0.1")
@@ -64,8 +68,9 @@ def main(argv: list[str] | None = None) -> None:
     store = TicketStore(args.db)
     try:
         if args.transport == "stdio":
-            anyio.run(lambda: run_stdio(store, expected_token=expected,
-                                        presented_token=os.environ.get("TICKETS_API_TOKEN")))
+            anyio.run(
+                lambda: run_stdio(store, expected_token=expected, presented_token=os.environ.get("TICKETS_API_TOKEN"))
+            )
         else:
             anyio.run(lambda: run_http(store, host=args.host, port=args.port, expected_token=expected))
     finally:

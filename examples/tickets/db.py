@@ -244,9 +244,7 @@ class TicketStore:
             raise InvalidArgumentError(f"idempotency_key must be 1 to {MAX_KEY_LENGTH} characters")
         digest = _request_hash(tool, request)
         with self._write() as conn:
-            row = conn.execute(
-                "SELECT tool, request_hash, response FROM idempotency WHERE key = ?", (key,)
-            ).fetchone()
+            row = conn.execute("SELECT tool, request_hash, response FROM idempotency WHERE key = ?", (key,)).fetchone()
             if row is not None:
                 if row["tool"] != tool or row["request_hash"] != digest:
                     raise IdempotencyConflictError(
@@ -320,6 +318,11 @@ class TicketStore:
             updated = conn.execute(self._ISSUE_SELECT + " WHERE i.id = ?", (issue_id,)).fetchone()
             return self._issue_from_row(updated).model_dump()
 
-        request = {"issue_id": issue_id, "state": state, "assignee": assignee, "labels": labels,
-                   "add_labels": add_labels}
+        request = {
+            "issue_id": issue_id,
+            "state": state,
+            "assignee": assignee,
+            "labels": labels,
+            "add_labels": add_labels,
+        }
         return Issue(**self._idempotent("update_issue", idempotency_key, request, write))

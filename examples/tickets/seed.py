@@ -22,16 +22,53 @@ PROJECTS: dict[str, tuple[str, str]] = {
     "API": ("Public API", "lead.api"),
 }
 USERS = [
-    "alice", "bob", "carol", "dave", "erin", "frank", "grace", "heidi", "ivan", "judy",
-    "mallory", "niaj", "olivia", "peggy", "rupert", "sybil", "trent", "victor", "walter", "yolanda",
+    "alice",
+    "bob",
+    "carol",
+    "dave",
+    "erin",
+    "frank",
+    "grace",
+    "heidi",
+    "ivan",
+    "judy",
+    "mallory",
+    "niaj",
+    "olivia",
+    "peggy",
+    "rupert",
+    "sybil",
+    "trent",
+    "victor",
+    "walter",
+    "yolanda",
 ]
 LABELS = ["bug", "feature", "regression", "customer", "p1", "p2", "p3", "docs", "infra", "security", "flaky-test"]
 COMPONENTS = ["billing", "auth", "search", "ingest", "scheduler", "exporter", "dashboard", "notifications", "sync"]
-VERBS = ["fails", "times out", "returns stale data", "crashes", "leaks memory", "double-charges", "hangs",
-         "drops events", "logs the wrong tenant", "renders blank"]
-CONDITIONS = ["after the nightly deploy", "under load", "for EU tenants", "when the cache is cold",
-              "on retries", "for accounts with >10k rows", "behind the corporate proxy", "on Safari 17",
-              "after a token refresh", "when two jobs overlap"]
+VERBS = [
+    "fails",
+    "times out",
+    "returns stale data",
+    "crashes",
+    "leaks memory",
+    "double-charges",
+    "hangs",
+    "drops events",
+    "logs the wrong tenant",
+    "renders blank",
+]
+CONDITIONS = [
+    "after the nightly deploy",
+    "under load",
+    "for EU tenants",
+    "when the cache is cold",
+    "on retries",
+    "for accounts with >10k rows",
+    "behind the corporate proxy",
+    "on Safari 17",
+    "after a token refresh",
+    "when two jobs overlap",
+]
 SENTENCES = [
     "We first noticed this in the on-call channel when the error budget alert fired twice in an hour.",
     "The behaviour is intermittent, roughly one request in forty, which makes it hard to bisect.",
@@ -50,11 +87,17 @@ SENTENCES = [
     "Security asked us to confirm that no data from other tenants was exposed.",
 ]
 COMMENT_LINES = [
-    "Looking into this now.", "Can you attach the full logs from the affected node?",
-    "I think this is a duplicate of an older ticket, linking it.", "Bumping priority: another customer hit it.",
-    "Fix is in review.", "Deployed a mitigation, monitoring.", "Still seeing it on staging.",
-    "Could not reproduce on the latest build.", "Added a feature flag so we can turn the new path off.",
-    "Waiting on the vendor to respond.", "Pairing with the owner tomorrow.",
+    "Looking into this now.",
+    "Can you attach the full logs from the affected node?",
+    "I think this is a duplicate of an older ticket, linking it.",
+    "Bumping priority: another customer hit it.",
+    "Fix is in review.",
+    "Deployed a mitigation, monitoring.",
+    "Still seeing it on staging.",
+    "Could not reproduce on the latest build.",
+    "Added a feature flag so we can turn the new path off.",
+    "Waiting on the vendor to respond.",
+    "Pairing with the owner tomorrow.",
 ]
 
 
@@ -64,9 +107,14 @@ def _stack_trace(rng: random.Random, component: str) -> str:
         f"line {rng.randint(20, 900)}, in {rng.choice(['run', 'handle', 'fetch', 'commit', 'dispatch', 'retry'])}"
         for _ in range(rng.randint(4, 9))
     ]
-    error = rng.choice(["TimeoutError: operation timed out after 30s", "KeyError: 'tenant_id'",
-                        "sqlalchemy.exc.OperationalError: database is locked",
-                        "ConnectionResetError: [Errno 104] Connection reset by peer"])
+    error = rng.choice(
+        [
+            "TimeoutError: operation timed out after 30s",
+            "KeyError: 'tenant_id'",
+            "sqlalchemy.exc.OperationalError: database is locked",
+            "ConnectionResetError: [Errno 104] Connection reset by peer",
+        ]
+    )
     return "Traceback (most recent call last):\n" + "\n".join(frames) + "\n" + error
 
 
@@ -75,19 +123,35 @@ def _log_excerpt(rng: random.Random, when: datetime, component: str) -> str:
     for i in range(rng.randint(6, 18)):
         ts = format_ts(when + timedelta(seconds=7 * i))
         level = rng.choice(["INFO", "INFO", "WARN", "ERROR"])
-        lines.append(f"{ts} {level:5} {component}[{rng.randint(1000, 9999)}] "
-                     f"request_id={rng.getrandbits(48):012x} latency_ms={rng.randint(5, 9000)} "
-                     f"{rng.choice(['retrying', 'upstream 502', 'cache miss', 'lock wait', 'ok'])}")
+        lines.append(
+            f"{ts} {level:5} {component}[{rng.randint(1000, 9999)}] "
+            f"request_id={rng.getrandbits(48):012x} latency_ms={rng.randint(5, 9000)} "
+            f"{rng.choice(['retrying', 'upstream 502', 'cache miss', 'lock wait', 'ok'])}"
+        )
     return "\n".join(lines)
 
 
 def _body(rng: random.Random, component: str, title: str, when: datetime) -> str:
     parts = [f"## Summary\n\n{title}. " + " ".join(rng.sample(SENTENCES, rng.randint(3, 6)))]
-    steps = "\n".join(f"{n}. {s}" for n, s in enumerate(rng.sample([
-        f"Open the {component} page as an admin", "Trigger a sync for a large tenant",
-        "Wait for the background job to pick it up", "Refresh twice within ten seconds",
-        "Switch the region to eu-west-1", "Enable the beta flag", "Import the sample CSV",
-        "Revoke and re-issue the API token"], rng.randint(3, 6)), start=1))
+    steps = "\n".join(
+        f"{n}. {s}"
+        for n, s in enumerate(
+            rng.sample(
+                [
+                    f"Open the {component} page as an admin",
+                    "Trigger a sync for a large tenant",
+                    "Wait for the background job to pick it up",
+                    "Refresh twice within ten seconds",
+                    "Switch the region to eu-west-1",
+                    "Enable the beta flag",
+                    "Import the sample CSV",
+                    "Revoke and re-issue the API token",
+                ],
+                rng.randint(3, 6),
+            ),
+            start=1,
+        )
+    )
     parts.append(f"## Steps to reproduce\n\n{steps}")
     parts.append("## Expected\n\n" + rng.choice(SENTENCES))
     parts.append("## Actual\n\n" + " ".join(rng.sample(SENTENCES, rng.randint(2, 4))))
@@ -95,11 +159,15 @@ def _body(rng: random.Random, component: str, title: str, when: datetime) -> str
         parts.append("## Logs\n\n```\n" + _log_excerpt(rng, when, component) + "\n```")
     if rng.random() < 0.6:
         parts.append("## Stack trace\n\n```\n" + _stack_trace(rng, component) + "\n```")
-    env_rows = "\n".join(f"| {k} | {v} |" for k, v in [
-        ("version", f"{rng.randint(1, 4)}.{rng.randint(0, 30)}.{rng.randint(0, 9)}"),
-        ("region", rng.choice(["us-east-1", "eu-west-1", "ap-south-1"])),
-        ("plan", rng.choice(["free", "team", "enterprise"])),
-        ("browser", rng.choice(["Chrome 126", "Firefox 128", "Safari 17", "n/a"]))])
+    env_rows = "\n".join(
+        f"| {k} | {v} |"
+        for k, v in [
+            ("version", f"{rng.randint(1, 4)}.{rng.randint(0, 30)}.{rng.randint(0, 9)}"),
+            ("region", rng.choice(["us-east-1", "eu-west-1", "ap-south-1"])),
+            ("plan", rng.choice(["free", "team", "enterprise"])),
+            ("browser", rng.choice(["Chrome 126", "Firefox 128", "Safari 17", "n/a"])),
+        ]
+    )
     parts.append("## Environment\n\n| key | value |\n|---|---|\n" + env_rows)
     parts.append("## Notes\n\n" + " ".join(rng.sample(SENTENCES, rng.randint(2, 5))))
     return "\n\n".join(parts)
@@ -132,10 +200,21 @@ def seed(path: str | Path, *, issues: int = 5000, seed: int = 7, now: datetime |
             state = rng.choices(["open", "in_progress", "closed"], weights=[5, 2, 3])[0]
             assignee = None if rng.random() < 0.15 else rng.choice(USERS)
             labels = sorted(rng.sample(LABELS, rng.randint(0, 3)))
-            issue_rows.append((
-                issue_id, project, counters[project], title, _body(rng, component, title, created), state,
-                assignee, rng.choice(USERS), json.dumps(labels), format_ts(created), format_ts(updated),
-            ))
+            issue_rows.append(
+                (
+                    issue_id,
+                    project,
+                    counters[project],
+                    title,
+                    _body(rng, component, title, created),
+                    state,
+                    assignee,
+                    rng.choice(USERS),
+                    json.dumps(labels),
+                    format_ts(created),
+                    format_ts(updated),
+                )
+            )
             n_comments = rng.choices([0, 1, 2, 3, 5, 8], weights=[3, 4, 3, 2, 1, 1])[0]
             span = (updated - created).total_seconds()
             for k in range(n_comments):
@@ -143,13 +222,16 @@ def seed(path: str | Path, *, issues: int = 5000, seed: int = 7, now: datetime |
                 text = " ".join(rng.sample(COMMENT_LINES, rng.randint(1, 3)))
                 comment_rows.append((issue_id, rng.choice(USERS), text, format_ts(at)))
         conn.execute("BEGIN IMMEDIATE")
-        conn.executemany("INSERT INTO projects (key, name, lead) VALUES (?, ?, ?)",
-                         [(k, name, lead) for k, (name, lead) in PROJECTS.items()])
+        conn.executemany(
+            "INSERT INTO projects (key, name, lead) VALUES (?, ?, ?)",
+            [(k, name, lead) for k, (name, lead) in PROJECTS.items()],
+        )
         conn.executemany(
             "INSERT INTO issues (id, project, number, title, body, state, assignee, reporter, labels, "
-            "created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", issue_rows)
-        conn.executemany("INSERT INTO comments (issue_id, author, body, created_at) VALUES (?, ?, ?, ?)",
-                         comment_rows)
+            "created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            issue_rows,
+        )
+        conn.executemany("INSERT INTO comments (issue_id, author, body, created_at) VALUES (?, ?, ?, ?)", comment_rows)
         conn.execute("COMMIT")
         return issues
     finally:

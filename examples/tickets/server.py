@@ -75,15 +75,24 @@ class BearerGate:
             header = dict(scope.get("headers") or []).get(b"authorization", b"").decode("latin-1")
             scheme, _, token = header.partition(" ")
             if scheme.lower() != "bearer" or not _tokens_match(token.strip(), self._expected):
-                body = json.dumps({
-                    "jsonrpc": "2.0", "id": None,
-                    "error": {"code": AUTH_ERROR_CODE, "message": "unauthorized: bearer token missing or wrong"},
-                }).encode()
-                await send({"type": "http.response.start", "status": 401, "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"www-authenticate", b'Bearer realm="tickets"'),
-                    (b"content-length", str(len(body)).encode()),
-                ]})
+                body = json.dumps(
+                    {
+                        "jsonrpc": "2.0",
+                        "id": None,
+                        "error": {"code": AUTH_ERROR_CODE, "message": "unauthorized: bearer token missing or wrong"},
+                    }
+                ).encode()
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": 401,
+                        "headers": [
+                            (b"content-type", b"application/json"),
+                            (b"www-authenticate", b'Bearer realm="tickets"'),
+                            (b"content-length", str(len(body)).encode()),
+                        ],
+                    }
+                )
                 await send({"type": "http.response.body", "body": body})
                 return
         await self._app(scope, receive, send)
@@ -101,8 +110,9 @@ def build_server(store: TicketStore) -> MCPServer:
         log_level="WARNING",
     )
     read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
-    idempotent_write = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True,
-                                       open_world_hint=False)
+    idempotent_write = ToolAnnotations(
+        read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+    )
 
     @mcp.tool(annotations=read_only)
     async def list_issues(
@@ -117,8 +127,14 @@ def build_server(store: TicketStore) -> MCPServer:
     ) -> IssuePage:
         """List issues, oldest-updated first, with full bodies. Page with `cursor`."""
         try:
-            return store.list_issues(project=project, state=state, assignee=assignee,
-                                     updated_before=updated_before, limit=limit, cursor=cursor)
+            return store.list_issues(
+                project=project,
+                state=state,
+                assignee=assignee,
+                updated_before=updated_before,
+                limit=limit,
+                cursor=cursor,
+            )
         except TicketError as exc:
             raise _tool_error(exc) from exc
 
@@ -154,8 +170,9 @@ def build_server(store: TicketStore) -> MCPServer:
     ) -> Issue:
         """Change an issue's state, assignee or labels; unset fields are left as they are."""
         try:
-            return store.update_issue(issue_id, idempotency_key, state=state, assignee=assignee, labels=labels,
-                                      add_labels=add_labels)
+            return store.update_issue(
+                issue_id, idempotency_key, state=state, assignee=assignee, labels=labels, add_labels=add_labels
+            )
         except TicketError as exc:
             raise _tool_error(exc) from exc
 

@@ -11,7 +11,6 @@ import pytest
 import pytest_asyncio
 from temporalio.exceptions import ApplicationError
 
-from agentsteps.storage.payload_store import LocalDirStorageDriver, PayloadStore
 from agentsteps.activities.sandbox import SandboxActivities, SandboxPool, SnapshotVault, load_snapshot_key
 from agentsteps.contracts import ToolSchema
 from agentsteps.contracts.code.program import (
@@ -24,6 +23,7 @@ from agentsteps.contracts.code.program import (
 from agentsteps.contracts.code.stubs import generate_stubs, program_functions
 from agentsteps.contracts.config.settings import WorkerSettings
 from agentsteps.contracts.violations import ViolationKind
+from agentsteps.storage.payload_store import LocalDirStorageDriver, PayloadStore
 
 TOOLS = [
     ToolSchema(
@@ -69,8 +69,12 @@ def acts(pool: SandboxPool, store: PayloadStore) -> SandboxActivities:
 
 def _start(program: str, limits: ProgramLimits | None = None) -> StartProgramInput:
     return StartProgramInput(
-        run_key="run-1", program=program, functions=FUNCTIONS, limits=limits or ProgramLimits(),
-        now=NOW.isoformat(), seed=42,
+        run_key="run-1",
+        program=program,
+        functions=FUNCTIONS,
+        limits=limits or ProgramLimits(),
+        now=NOW.isoformat(),
+        seed=42,
     )
 
 
@@ -84,14 +88,21 @@ async def _run(acts: SandboxActivities, program: str, tools: dict, limits: Progr
         batches.append([c.function for c in status.calls])
         for call in status.calls:
             try:
-                outcomes[call.call_id] = CallOutcome(call_id=call.call_id, value=tools[call.function](**json.loads(call.arguments)))
+                outcomes[call.call_id] = CallOutcome(
+                    call_id=call.call_id, value=tools[call.function](**json.loads(call.arguments))
+                )
             except Exception as exc:  # noqa: BLE001 - the program should see any tool failure
                 outcomes[call.call_id] = CallOutcome(call_id=call.call_id, error=str(exc))
         status = await acts.resume(
             ResumeProgramInput(
-                run_key="run-1", snapshot=status.snapshot, functions=FUNCTIONS,
-                outcomes=[outcomes[i] for i in status.awaiting], limits=limits, output=status.output,
-                output_dropped=status.output_dropped, calls_made=status.calls_made,
+                run_key="run-1",
+                snapshot=status.snapshot,
+                functions=FUNCTIONS,
+                outcomes=[outcomes[i] for i in status.awaiting],
+                limits=limits,
+                output=status.output,
+                output_dropped=status.output_dropped,
+                calls_made=status.calls_made,
                 sandbox_seconds=status.sandbox_seconds,
             )
         )
@@ -207,8 +218,12 @@ async def test_snapshot_is_content_addressed_and_resumes_on_a_fresh_session(acts
     path = store.driver.path_for(ref.claim["hash_value"])
     assert path.exists()
     done = await acts.resume(
-        ResumeProgramInput(run_key="run-1", snapshot=ref, functions=FUNCTIONS,
-                           outcomes=[CallOutcome(call_id=0, value=[{"id": 1, "due": "x"}] * 7)])
+        ResumeProgramInput(
+            run_key="run-1",
+            snapshot=ref,
+            functions=FUNCTIONS,
+            outcomes=[CallOutcome(call_id=0, value=[{"id": 1, "due": "x"}] * 7)],
+        )
     )
     assert done.state == "completed" and done.value == 7
 
@@ -219,8 +234,9 @@ async def test_tampered_snapshot_is_refused_with_a_non_retryable_error(acts, sto
     data = bytearray(path.read_bytes())
     data[-10] ^= 0xFF
     path.write_bytes(bytes(data))
-    resume = ResumeProgramInput(run_key="run-1", snapshot=status.snapshot, functions=FUNCTIONS,
-                                outcomes=[CallOutcome(call_id=0, value=[])])
+    resume = ResumeProgramInput(
+        run_key="run-1", snapshot=status.snapshot, functions=FUNCTIONS, outcomes=[CallOutcome(call_id=0, value=[])]
+    )
     with pytest.raises(ApplicationError) as info:
         await acts.resume(resume)
     assert info.value.type == "SnapshotIntegrityError" and info.value.non_retryable
@@ -228,8 +244,9 @@ async def test_tampered_snapshot_is_refused_with_a_non_retryable_error(acts, sto
 
 async def test_snapshot_signed_for_another_run_is_refused(acts):
     status = await acts.start(_start('ts = await tickets_list("open")\nlen(ts)\n'))
-    resume = ResumeProgramInput(run_key="run-2", snapshot=status.snapshot, functions=FUNCTIONS,
-                                outcomes=[CallOutcome(call_id=0, value=[])])
+    resume = ResumeProgramInput(
+        run_key="run-2", snapshot=status.snapshot, functions=FUNCTIONS, outcomes=[CallOutcome(call_id=0, value=[])]
+    )
     with pytest.raises(ApplicationError) as info:
         await acts.resume(resume)
     assert info.value.type == "SnapshotIntegrityError"
@@ -252,7 +269,9 @@ async def test_large_tool_result_flows_through_the_program(acts):
 def test_snapshot_key_file_is_created_once_and_reused(tmp_path):
     settings = WorkerSettings(state_dir=tmp_path)
     key = load_snapshot_key(settings)
-    assert len(key) == 64 and load_snapshot_key(settings) == key  # the file's text (64 hex characters) is the key, as AGENTSTEPS_SNAPSHOT_KEY's is
+    assert (
+        len(key) == 64 and load_snapshot_key(settings) == key
+    )  # the file's text (64 hex characters) is the key, as AGENTSTEPS_SNAPSHOT_KEY's is
     assert (tmp_path / "snapshot.key").stat().st_mode & 0o777 == 0o600
     assert load_snapshot_key(WorkerSettings(state_dir=tmp_path, snapshot_key="s" * 32)) == b"s" * 32
 

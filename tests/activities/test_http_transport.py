@@ -18,7 +18,10 @@ pytestmark = pytest.mark.fast  # pure and quick: in `make test-fast`
 
 KEY = "sk-transport-secret-0123456789"
 ANSWER = {
-    "id": "c1", "object": "chat.completion", "created": 0, "model": "scripted-2026-01-01",
+    "id": "c1",
+    "object": "chat.completion",
+    "created": 0,
+    "model": "scripted-2026-01-01",
     "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "hi there"}}],
     "usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5},
 }
@@ -28,7 +31,9 @@ Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]
 
 async def _read_request(reader: asyncio.StreamReader) -> tuple[bytes, bytes]:
     head = await reader.readuntil(b"\r\n\r\n")
-    length = next(int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length"))
+    length = next(
+        int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length")
+    )
     return head, await reader.readexactly(length)
 
 
@@ -55,8 +60,10 @@ async def test_a_gzip_body_is_decoded_once_and_the_request_reaches_the_wire_whol
     async def handler(reader, writer):
         seen.append(await _read_request(reader))
         body = gzip.compress(json.dumps(ANSWER).encode())
-        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\n"
-                     b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+        writer.write(
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\n"
+            b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+        )
         await writer.drain()
         writer.close()
 
@@ -77,7 +84,9 @@ async def test_a_connection_dropped_before_the_answer_is_retryable():
     assert KEY not in str(caught.value)
 
 
-@pytest.mark.parametrize("garbage", [b"NOT HTTP AT ALL\r\n\r\n", b"HTTP/1.1 200 OK\r\nContent-Length: 999\r\n\r\n{\"id\""])
+@pytest.mark.parametrize(
+    "garbage", [b"NOT HTTP AT ALL\r\n\r\n", b'HTTP/1.1 200 OK\r\nContent-Length: 999\r\n\r\n{"id"']
+)
 async def test_a_hostile_or_truncated_response_is_a_typed_error_never_a_crash(garbage):
     async def handler(reader, writer):
         await _read_request(reader)
@@ -105,8 +114,9 @@ async def test_a_silent_server_is_a_retryable_timeout_within_the_configured_time
 async def test_a_streamed_body_is_read_as_it_arrives_not_when_it_ends():
     async def handler(reader, writer):
         await _read_request(reader)
-        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
-                     b"6\r\ndata:1\r\n")
+        writer.write(
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n6\r\ndata:1\r\n"
+        )
         await writer.drain()
         await asyncio.sleep(1.0)
         writer.write(b"6\r\ndata:2\r\n0\r\n\r\n")
@@ -117,8 +127,9 @@ async def test_a_streamed_body_is_read_as_it_arrives_not_when_it_ends():
     async for url in _server(handler):
         async with provider_http_client(5.0) as http:
             started = loop.time()
-            async with http.stream("POST", f"{url}/chat/completions", content=b"{}",
-                                   headers={"Content-Length": "2"}) as response:
+            async with http.stream(
+                "POST", f"{url}/chat/completions", content=b"{}", headers={"Content-Length": "2"}
+            ) as response:
                 chunks = []
                 async for chunk in response.aiter_bytes():
                     chunks.append((chunk, loop.time() - started))

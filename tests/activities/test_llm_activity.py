@@ -16,14 +16,15 @@ from temporalio.testing import ActivityEnvironment
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
 from agentsteps.activities.llm.activities import LLMActivities
+from agentsteps.activities.llm.providers.http_transport import provider_http_client
 from agentsteps.activities.tools.activities import ToolActivities
 from agentsteps.activities.tools.registry import ToolRegistry
 from agentsteps.contracts import LLMConfig, LLMRequest, LLMResponse, Message, ToolSchema, ViolationKind
-from agentsteps.contracts.names import LLM_CALL
 from agentsteps.contracts.config.settings import PriceTable, ProviderSettings
+from agentsteps.contracts.names import LLM_CALL
 from agentsteps.scripted_model import ScriptedModelServer
 from agentsteps.telemetry.metrics import REGISTRY
-from agentsteps.activities.llm.providers.http_transport import provider_http_client
+
 
 class CityQuery(BaseModel):
     city: str
@@ -85,8 +86,14 @@ def test_activity_is_registered_under_the_stable_name():
 
 
 async def test_ok_call_returns_the_response_and_records_usage_and_cost(server, http):
-    server.set_script({"default": {"tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}],
-                                   "usage": {"prompt_tokens": 2_000, "completion_tokens": 500}}})
+    server.set_script(
+        {
+            "default": {
+                "tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}],
+                "usage": {"prompt_tokens": 2_000, "completion_tokens": 500},
+            }
+        }
+    )
     model = unique_model()
     prices = PriceTable(input_per_mtok={model: 3.0}, output_per_mtok={model: 15.0})
     response = await run(LLMActivities(settings_for(server), http, prices), llm_request(model))
@@ -118,16 +125,21 @@ async def test_precondition_violation_fails_fast_without_any_http_request(server
     assert "temperature" in str(err.value)
     assert server.requests == []
     # A model no provider served and the operator did not price is "other": a spec cannot mint series.
-    assert sample("agentsteps_llm_requests_total", provider=provider, model="other",
-                  outcome="precondition") == others_before + 1
+    assert (
+        sample("agentsteps_llm_requests_total", provider=provider, model="other", outcome="precondition")
+        == others_before + 1
+    )
     assert sample("agentsteps_llm_requests_total", provider=provider, model=model, outcome="precondition") == 0
-    assert sample("agentsteps_contract_checks_total", contract="llm.call", phase="pre",
-                  outcome="fail") == checks_before + 1
+    assert (
+        sample("agentsteps_contract_checks_total", contract="llm.call", phase="pre", outcome="fail")
+        == checks_before + 1
+    )
 
 
 async def test_postcondition_violations_are_returned_as_values(server, http):
-    server.set_script({"default": {"tool_calls": [{"name": "get_weather", "arguments": "{\"city\": "}],
-                                   "finish_reason": "length"}})
+    server.set_script(
+        {"default": {"tool_calls": [{"name": "get_weather", "arguments": '{"city": '}], "finish_reason": "length"}}
+    )
     model = unique_model()
     response = await run(LLMActivities(settings_for(server), http), llm_request(model))
 
@@ -136,8 +148,7 @@ async def test_postcondition_violations_are_returned_as_values(server, http):
     assert ViolationKind.tool_arguments_not_json in kinds
     assert all(v.phase == "post" and v.contract == "llm.call" for v in response.violations)
     assert sample("agentsteps_llm_requests_total", provider="openai", model=model, outcome="violation") == 1
-    assert sample("agentsteps_contract_violations_total", contract="llm.call", phase="post",
-                  kind="truncated") >= 1
+    assert sample("agentsteps_contract_violations_total", contract="llm.call", phase="post", kind="truncated") >= 1
 
 
 async def test_anthropic_unknown_tool_is_a_postcondition_violation(server, http):
@@ -179,12 +190,14 @@ async def test_401_is_non_retryable_and_never_shows_the_key(server, http, provid
     chain = [err.value, err.value.__cause__]
     assert all(KEY not in str(e) and KEY not in repr(getattr(e, "args", ())) for e in chain if e is not None)
     # Rejected and never served nor priced: counted under "other" (a 404 for a made-up model mints nothing).
-    assert sample("agentsteps_llm_requests_total", provider=provider, model="other",
-                  outcome="fatal_error") == others_before + 1
+    assert (
+        sample("agentsteps_llm_requests_total", provider=provider, model="other", outcome="fatal_error")
+        == others_before + 1
+    )
 
 
 async def test_malformed_body_is_a_non_retryable_typed_failure(server, http):
-    server.set_script({"default": {"raw_body": "{\"choices\": \"nope\"}"}})
+    server.set_script({"default": {"raw_body": '{"choices": "nope"}'}})
     with pytest.raises(ApplicationError) as err:
         await run(LLMActivities(settings_for(server), http), llm_request(unique_model()))
     assert err.value.type == "NonRetryableProviderError" and err.value.non_retryable
@@ -226,7 +239,10 @@ class LLMCallProbe:
     @workflow.run
     async def run(self, req: LLMRequest) -> LLMResponse:
         return await workflow.execute_activity(
-            LLM_CALL, req, result_type=LLMResponse, start_to_close_timeout=timedelta(seconds=10),
+            LLM_CALL,
+            req,
+            result_type=LLMResponse,
+            start_to_close_timeout=timedelta(seconds=10),
             retry_policy=RetryPolicy(initial_interval=timedelta(milliseconds=50), maximum_attempts=3),
         )
 
@@ -234,16 +250,25 @@ class LLMCallProbe:
 async def _run_probe(client, server, http, req: LLMRequest):
     queue = f"llm-probe-{uuid.uuid4()}"
     activities = LLMActivities(settings_for(server), http)
-    async with Worker(client, task_queue=queue, workflows=[LLMCallProbe], activities=[activities.call],
-                      workflow_runner=UnsandboxedWorkflowRunner()):
+    async with Worker(
+        client,
+        task_queue=queue,
+        workflows=[LLMCallProbe],
+        activities=[activities.call],
+        workflow_runner=UnsandboxedWorkflowRunner(),
+    ):
         return await client.execute_workflow(LLMCallProbe.run, req, id=queue, task_queue=queue)
 
 
 async def test_temporal_retries_a_429_after_its_retry_after(client, server, http):
-    server.set_script({"rules": [
-        {"times": 1, "reply": {"fault": {"status": 429, "retry_after": "2", "message": "rate limited"}}},
-        {"reply": {"content": "Sunny."}},
-    ]})
+    server.set_script(
+        {
+            "rules": [
+                {"times": 1, "reply": {"fault": {"status": 429, "retry_after": "2", "message": "rate limited"}}},
+                {"reply": {"content": "Sunny."}},
+            ]
+        }
+    )
     started = time.monotonic()
     response = await _run_probe(client, server, http, llm_request(unique_model()))
     assert response.message.content == "Sunny."
@@ -296,7 +321,9 @@ async def test_unknown_or_hostile_tool_names_fail_typed_before_anything_is_sent(
         assert any(d["path"].startswith("$.tools[") for d in caught.value.details)
     # A worker that cannot resolve names refuses too, typed.
     with pytest.raises(ApplicationError) as caught:
-        await run(LLMActivities(settings_for(server), http),
-                  llm_request(unique_model()).model_copy(update={"tool_names": ["get_weather"]}))
+        await run(
+            LLMActivities(settings_for(server), http),
+            llm_request(unique_model()).model_copy(update={"tool_names": ["get_weather"]}),
+        )
     assert caught.value.non_retryable
     assert len(server.requests) == sent

@@ -12,21 +12,6 @@ import uuid
 from datetime import timedelta
 
 import pytest
-from pydantic import BaseModel
-from temporalio import workflow
-from temporalio.client import WorkflowFailureError
-from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, ApplicationError
-from temporalio.worker import UnsandboxedWorkflowRunner, Worker
-
-from agentsteps.activities.mcp import McpActivities
-from agentsteps.activities.tools.registry import ToolRegistry
-from agentsteps.activities.tools.activities import ToolActivities
-from agentsteps.contracts.names import TOOLS_CALL, TOOLS_DESCRIBE
-from agentsteps.contracts.llm.tools import ToolCallInput, ToolCallResult, ToolSchema, ToolsDescribeInput, result_value
-from agentsteps.telemetry.metrics import TOOL_CALLS
-
-from secret_scan import decoded_payloads
 from mcp_support import (
     free_port,
     hostile,
@@ -38,6 +23,20 @@ from mcp_support import (
     stdio_tracker,
     tool_call,
 )
+from pydantic import BaseModel
+from secret_scan import decoded_payloads
+from temporalio import workflow
+from temporalio.client import WorkflowFailureError
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.worker import UnsandboxedWorkflowRunner, Worker
+
+from agentsteps.activities.mcp import McpActivities
+from agentsteps.activities.tools.activities import ToolActivities
+from agentsteps.activities.tools.registry import ToolRegistry
+from agentsteps.contracts.llm.tools import ToolCallInput, ToolCallResult, ToolSchema, ToolsDescribeInput, result_value
+from agentsteps.contracts.names import TOOLS_CALL, TOOLS_DESCRIBE
+from agentsteps.telemetry.metrics import TOOL_CALLS
 
 
 class ProbeInput(BaseModel):
@@ -61,13 +60,23 @@ class McpProbeWorkflow:
     async def run(self, input: ProbeInput) -> ProbeOutput:
         retry = RetryPolicy(initial_interval=timedelta(milliseconds=200), maximum_attempts=input.max_attempts)
         tools = await workflow.execute_activity(
-            TOOLS_DESCRIBE, ToolsDescribeInput(names=input.describe), result_type=list[ToolSchema],
-            start_to_close_timeout=timedelta(seconds=30), retry_policy=retry)
+            TOOLS_DESCRIBE,
+            ToolsDescribeInput(names=input.describe),
+            result_type=list[ToolSchema],
+            start_to_close_timeout=timedelta(seconds=30),
+            retry_policy=retry,
+        )
         results = []
         for call in input.calls:
-            results.append(await workflow.execute_activity(
-                TOOLS_CALL, call, result_type=ToolCallResult,
-                start_to_close_timeout=timedelta(seconds=30), retry_policy=retry))
+            results.append(
+                await workflow.execute_activity(
+                    TOOLS_CALL,
+                    call,
+                    result_type=ToolCallResult,
+                    start_to_close_timeout=timedelta(seconds=30),
+                    retry_policy=retry,
+                )
+            )
         return ProbeOutput(tools=tools, results=results)
 
 
@@ -88,12 +97,21 @@ async def _run(client, servers, secrets, probe: ProbeInput) -> tuple[ProbeOutput
     tools = ToolActivities(ToolRegistry(), [mcp.source()])
     workflow_id = f"mcp-probe-{uuid.uuid4().hex[:8]}"
     try:
-        async with Worker(client, task_queue=task_queue, workflows=[McpProbeWorkflow],
-                          activities=[tools.describe, tools.call], workflow_runner=UnsandboxedWorkflowRunner()):
+        async with Worker(
+            client,
+            task_queue=task_queue,
+            workflows=[McpProbeWorkflow],
+            activities=[tools.describe, tools.call],
+            workflow_runner=UnsandboxedWorkflowRunner(),
+        ):
             try:
                 outcome: ProbeOutput | BaseException = await client.execute_workflow(
-                    McpProbeWorkflow.run, probe, id=workflow_id, task_queue=task_queue,
-                    execution_timeout=timedelta(seconds=90))
+                    McpProbeWorkflow.run,
+                    probe,
+                    id=workflow_id,
+                    task_queue=task_queue,
+                    execution_timeout=timedelta(seconds=90),
+                )
             except WorkflowFailureError as exc:
                 outcome = exc
             history = await client.get_workflow_handle(workflow_id).fetch_history()
@@ -117,17 +135,21 @@ TRACKER_TOOLS = ["add_comment", "get_issue", "list_issues", "update_issue"]
 @pytest.mark.parametrize("transport", ["stdio", "http"])
 async def test_discovery_and_calls_run_as_activities(client, db, token, transport):
     secrets = {"TICKETS_API_TOKEN": token, "TRACKER_EXPECTS": token}
-    calls = [_call("tickets", "list_issues", {"state": "open", "limit": 5}),
-             _call("tickets", "get_issue", {"id": "API-1"})]
+    calls = [
+        _call("tickets", "list_issues", {"state": "open", "limit": 5}),
+        _call("tickets", "get_issue", {"id": "API-1"}),
+    ]
     before = TOOL_CALLS.labels(tool="get_issue", outcome="ok")._value.get()
     if transport == "stdio":
-        out, history = await _run(client, {"tickets": stdio_tracker(db)}, secrets, ProbeInput(describe=TRACKER_TOOLS,
-                                                                                             calls=calls))
+        out, history = await _run(
+            client, {"tickets": stdio_tracker(db)}, secrets, ProbeInput(describe=TRACKER_TOOLS, calls=calls)
+        )
     else:
         port = free_port()
         with http_tracker_process(db, port, token):
-            out, history = await _run(client, {"tickets": http_tracker(port)}, secrets,
-                                      ProbeInput(describe=TRACKER_TOOLS, calls=calls))
+            out, history = await _run(
+                client, {"tickets": http_tracker(port)}, secrets, ProbeInput(describe=TRACKER_TOOLS, calls=calls)
+            )
     assert isinstance(out, ProbeOutput), out
     assert out.catalog == TRACKER_TOOLS  # everything the server offers, discovered in the activity
     assert {t.name for t in out.tools} == {"list_issues", "get_issue", "add_comment", "update_issue"}
@@ -140,9 +162,12 @@ async def test_discovery_and_calls_run_as_activities(client, db, token, transpor
 
 
 async def test_a_rejected_credential_fails_the_activity_without_retrying(client, db, token):
-    out, history = await _run(client, {"tickets": stdio_tracker(db)},
-                              {"TICKETS_API_TOKEN": "not-the-token", "TRACKER_EXPECTS": token},
-                              ProbeInput(describe=TRACKER_TOOLS, calls=[], max_attempts=5))
+    out, history = await _run(
+        client,
+        {"tickets": stdio_tracker(db)},
+        {"TICKETS_API_TOKEN": "not-the-token", "TRACKER_EXPECTS": token},
+        ProbeInput(describe=TRACKER_TOOLS, calls=[], max_attempts=5),
+    )
     assert isinstance(out, WorkflowFailureError)
     assert isinstance(out.cause, ActivityError)
     cause = out.cause.cause
@@ -154,9 +179,12 @@ async def test_a_rejected_credential_fails_the_activity_without_retrying(client,
 
 async def test_a_server_dying_mid_call_is_retried_by_temporal_on_a_new_process(client, tmp_path):
     marker = tmp_path / "died"
-    out, history = await _run(client, {"rogue": hostile()},
-                              {"HOSTILE_TOKEN": "x" * 8, "HOSTILE_MARKER": str(marker)},
-                              ProbeInput(describe=["die_once"], calls=[_call("rogue", "die_once", {})]))
+    out, history = await _run(
+        client,
+        {"rogue": hostile()},
+        {"HOSTILE_TOKEN": "x" * 8, "HOSTILE_MARKER": str(marker)},
+        ProbeInput(describe=["die_once"], calls=[_call("rogue", "die_once", {})]),
+    )
     assert isinstance(out, ProbeOutput), out
     [result] = out.results
     assert result.content and result_value(result)["pid"] != int(marker.read_text())
@@ -165,8 +193,12 @@ async def test_a_server_dying_mid_call_is_retried_by_temporal_on_a_new_process(c
 
 async def test_a_repeated_write_with_the_same_key_posts_one_comment(client, db, token):
     """The same activity input twice is what a retry after a lost completion looks like."""
-    write = _call("tickets", "add_comment", {"issue_id": "WEB-2", "body": "Nudge: any progress?",
-                                             "author": "agentsteps-monitor"}, key=f"run-{uuid.uuid4().hex}/c1")
+    write = _call(
+        "tickets",
+        "add_comment",
+        {"issue_id": "WEB-2", "body": "Nudge: any progress?", "author": "agentsteps-monitor"},
+        key=f"run-{uuid.uuid4().hex}/c1",
+    )
 
     def count() -> int:
         conn = sqlite3.connect(db)
@@ -176,8 +208,12 @@ async def test_a_repeated_write_with_the_same_key_posts_one_comment(client, db, 
             conn.close()
 
     before = count()
-    out, _ = await _run(client, {"tickets": stdio_tracker(db)}, {"TICKETS_API_TOKEN": token, "TRACKER_EXPECTS": token},
-                        ProbeInput(describe=["add_comment"], calls=[write, write]))
+    out, _ = await _run(
+        client,
+        {"tickets": stdio_tracker(db)},
+        {"TICKETS_API_TOKEN": token, "TRACKER_EXPECTS": token},
+        ProbeInput(describe=["add_comment"], calls=[write, write]),
+    )
     assert isinstance(out, ProbeOutput), out
     first, second = out.results
     assert result_value(first) == result_value(second) and not first.is_error
@@ -185,10 +221,14 @@ async def test_a_repeated_write_with_the_same_key_posts_one_comment(client, db, 
 
 
 async def test_an_output_schema_violation_reaches_the_workflow_as_an_error_result(client, tmp_path):
-    out, _ = await _run(client, {"rogue": hostile()},
-                        {"HOSTILE_TOKEN": "x" * 8, "HOSTILE_MARKER": str(tmp_path / "m")},
-                        ProbeInput(describe=["bad_output", "fails"], calls=[_call("rogue", "bad_output", {}),
-                                                          _call("rogue", "fails", {})]))
+    out, _ = await _run(
+        client,
+        {"rogue": hostile()},
+        {"HOSTILE_TOKEN": "x" * 8, "HOSTILE_MARKER": str(tmp_path / "m")},
+        ProbeInput(
+            describe=["bad_output", "fails"], calls=[_call("rogue", "bad_output", {}), _call("rogue", "fails", {})]
+        ),
+    )
     assert isinstance(out, ProbeOutput), out
     violation, failure = out.results
     assert violation.is_error and "tool_output_invalid" in violation.content

@@ -9,14 +9,6 @@ import time
 import uuid
 
 import pytest
-
-from agentsteps.activities.mcp import McpToolSource
-from agentsteps.activities.tools.registry import ToolRegistry
-from agentsteps.activities.tools.activities import ToolActivities
-from agentsteps.client.settings import load_mcp_config
-from agentsteps.contracts.llm.tools import result_value
-from agentsteps.contracts.mcp import McpAuthError, McpConfigError, McpProtocolError, McpUnavailableError
-
 from mcp_support import (
     child_pids,
     free_port,
@@ -31,6 +23,13 @@ from mcp_support import (
     tool_call,
     wait_for_port,
 )
+
+from agentsteps.activities.mcp import McpToolSource
+from agentsteps.activities.tools.activities import ToolActivities
+from agentsteps.activities.tools.registry import ToolRegistry
+from agentsteps.client.settings import load_mcp_config
+from agentsteps.contracts.llm.tools import result_value
+from agentsteps.contracts.mcp import McpAuthError, McpConfigError, McpProtocolError, McpUnavailableError
 
 TRACKER_TOOLS = {"list_issues", "get_issue", "add_comment", "update_issue"}
 
@@ -101,11 +100,14 @@ async def test_discovery_returns_tool_schemas_with_output_schemas_and_their_serv
 
 
 async def test_list_issues_returns_validated_structured_content_matching_sql(tracker, db):
-    result = await tracker.call_tool("tickets", tool_call("list_issues", {"state": "open", "project": "OPS",
-                                                                          "limit": 10}))
+    result = await tracker.call_tool(
+        "tickets", tool_call("list_issues", {"state": "open", "project": "OPS", "limit": 10})
+    )
     assert not result.is_error
-    expected = [r[0] for r in _sql(db, "SELECT id FROM issues WHERE state='open' AND project='OPS' "
-                                       "ORDER BY updated_at, id LIMIT 10")]
+    expected = [
+        r[0]
+        for r in _sql(db, "SELECT id FROM issues WHERE state='open' AND project='OPS' ORDER BY updated_at, id LIMIT 10")
+    ]
     assert [i["id"] for i in result.structured["issues"]] == expected
     assert json.loads(result.content) == result.structured
     assert result.structured["next_cursor"]
@@ -125,10 +127,12 @@ async def test_same_idempotency_key_twice_posts_one_comment(tracker, db):
 
 async def test_reusing_a_key_for_different_arguments_is_an_error_result(tracker):
     key = f"run-{uuid.uuid4().hex}/call-1"
-    ok = await tracker.call_tool("tickets", tool_call(
-        "update_issue", {"issue_id": "PROJ-4", "add_labels": ["triaged"]}, key=key))
-    clash = await tracker.call_tool("tickets", tool_call(
-        "update_issue", {"issue_id": "PROJ-4", "state": "closed"}, key=key))
+    ok = await tracker.call_tool(
+        "tickets", tool_call("update_issue", {"issue_id": "PROJ-4", "add_labels": ["triaged"]}, key=key)
+    )
+    clash = await tracker.call_tool(
+        "tickets", tool_call("update_issue", {"issue_id": "PROJ-4", "state": "closed"}, key=key)
+    )
     assert not ok.is_error and "triaged" in ok.structured["labels"]
     assert clash.is_error and "IdempotencyConflictError" in clash.content
 
@@ -168,9 +172,12 @@ async def test_a_secret_missing_from_the_worker_is_a_config_error_naming_it(db):
 
 async def test_the_token_never_appears_in_schemas_results_or_errors(tracker, token):
     seen = [t.model_dump_json() for t in await tracker.list_tools()]
-    for call in (tool_call("list_issues", {"limit": 50}), tool_call("get_issue", {"id": "PROJ-1"}),
-                 tool_call("get_issue", {"id": "NOPE-1"}),
-                 tool_call("add_comment", {"issue_id": "PROJ-5", "body": "ping", "author": "bot"})):
+    for call in (
+        tool_call("list_issues", {"limit": 50}),
+        tool_call("get_issue", {"id": "PROJ-1"}),
+        tool_call("get_issue", {"id": "NOPE-1"}),
+        tool_call("add_comment", {"issue_id": "PROJ-5", "body": "ping", "author": "bot"}),
+    ):
         seen.append((await tracker.call_tool("tickets", call)).model_dump_json())
     assert all(token not in text for text in seen)
 
@@ -272,8 +279,9 @@ async def test_a_server_dying_mid_call_is_retryable_and_the_next_call_reconnects
 async def test_the_idempotency_key_is_always_the_engines_whatever_the_arguments_say(rogue):
     filled = await rogue.call_tool("rogue", tool_call("write", {"text": "a"}, key="run-9/call-1"))
     assert filled.structured == {"text": "a", "idempotency_key": "run-9/call-1"}
-    chosen = await rogue.call_tool("rogue", tool_call("write", {"text": "a", "idempotency_key": "reminder-001"},
-                                                      key="run-9/call-2"))
+    chosen = await rogue.call_tool(
+        "rogue", tool_call("write", {"text": "a", "idempotency_key": "reminder-001"}, key="run-9/call-2")
+    )
     assert chosen.structured["idempotency_key"] == "run-9/call-2", "a key in the arguments never reaches the server"
 
 
@@ -294,7 +302,7 @@ def test_toml_config_is_parsed_with_secret_references_and_transport_aliases(tmp_
         'env = { TICKETS_API_TOKEN = "secret:TICKETS_API_TOKEN" }\n\n'
         '[mcp.servers.remote]\ntransport = "streamable-http"\nurl = "http://127.0.0.1:1/mcp"\n'
         'headers = { Authorization = "Bearer ${secret:REMOTE_TOKEN}" }\ntool_prefix = "remote_"\n'
-        'timeouts = { call_seconds = 5 }\n'
+        "timeouts = { call_seconds = 5 }\n"
     )
     config = load_mcp_config(path)
     assert config.servers["tickets"].transport == "stdio"
@@ -341,8 +349,9 @@ async def test_tools_call_reaches_mcp_tools_through_the_tool_source(db, token):
 async def test_concurrent_calls_share_one_session(db, token):
     client = make_client({"tickets": stdio_tracker(db)}, {"TICKETS_API_TOKEN": token, "TRACKER_EXPECTS": token})
     try:
-        results = await asyncio.gather(*[
-            client.call_tool("tickets", tool_call("get_issue", {"id": f"PROJ-{n}"})) for n in range(1, 11)])
+        results = await asyncio.gather(
+            *[client.call_tool("tickets", tool_call("get_issue", {"id": f"PROJ-{n}"})) for n in range(1, 11)]
+        )
         assert [r.structured["id"] for r in results] == [f"PROJ-{n}" for n in range(1, 11)]
         assert len(_stdio_pids(db)) == 1
     finally:

@@ -24,9 +24,6 @@ from pathlib import Path
 from typing import Iterator
 
 import pytest
-
-from agentsteps.contracts.mcp import McpUnavailableError
-
 from mcp_support import (
     child_pids,
     free_port,
@@ -41,6 +38,8 @@ from mcp_support import (
     wait_for_port,
 )
 
+from agentsteps.contracts.mcp import McpUnavailableError
+
 HOSTILE_HTTP = str(Path(__file__).parents[1] / "support" / "mcp_hostile_http.py")
 CALL_SECONDS = 1.5
 HANG_BOUND = 8.0
@@ -50,9 +49,12 @@ TIMEOUTS = {"call_seconds": CALL_SECONDS, "connect_seconds": 10}
 
 @contextmanager
 def hostile_http_process(port: int, marker: Path) -> Iterator[subprocess.Popen]:
-    proc = subprocess.Popen([sys.executable, HOSTILE_HTTP, str(port)],
-                            env={**os.environ, "HOSTILE_MARKER": str(marker)},
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, HOSTILE_HTTP, str(port)],
+        env={**os.environ, "HOSTILE_MARKER": str(marker)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         wait_for_port(port)
         yield proc
@@ -86,8 +88,9 @@ class Rogue:
         else:
             server = {"transport": "http", "url": f"http://127.0.0.1:{self.port}/mcp", "timeouts": TIMEOUTS}
             self.start()
-        self.client = make_client({"rogue": server}, {"HOSTILE_TOKEN": "hostile-secret-value",
-                                                      "HOSTILE_MARKER": str(self.marker)})
+        self.client = make_client(
+            {"rogue": server}, {"HOSTILE_TOKEN": "hostile-secret-value", "HOSTILE_MARKER": str(self.marker)}
+        )
 
     def start(self) -> None:
         """(Re)start the HTTP server; a stdio server is restarted by the pool itself."""

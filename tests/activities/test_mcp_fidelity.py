@@ -15,23 +15,22 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from agent_support import make_spec
+from mcp_support import make_client, tool_call, write_mcp_config
 from pydantic import BaseModel
 from temporalio import workflow
 from temporalio.testing import ActivityEnvironment
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
 from agentsteps.activities.mcp import McpActivities
-from agentsteps.activities.tools.registry import ToolRegistry
 from agentsteps.activities.tools.activities import ToolActivities
+from agentsteps.activities.tools.registry import ToolRegistry
 from agentsteps.contracts import AgentInput, AgentResult
 from agentsteps.contracts.llm.tools import ToolCallResult, result_value
 from agentsteps.contracts.names import AGENT_WORKFLOW
 from agentsteps.contracts.spec import ActivityPolicy
-from agentsteps.workflows import calls
 from agentsteps.worker import running_worker
-
-from agent_support import make_spec
-from mcp_support import make_client, tool_call, write_mcp_config
+from agentsteps.workflows import calls
 
 RICH = str(Path(__file__).parents[1] / "support" / "mcp_rich_server.py")
 SERVER = {"transport": "stdio", "command": sys.executable, "args": [RICH]}
@@ -48,13 +47,28 @@ async def test_a_resource_link_keeps_uri_name_title_description_and_annotations(
     result = await rich.call_tool("rich", tool_call("link"))
 
     assert not result.is_error
-    for kept in ("file:///reports/q3.pdf", "q3.pdf", "Q3 report", "Quarterly revenue report", "application/pdf",
-                 "48213 bytes", "for user", "priority 0.9"):
+    for kept in (
+        "file:///reports/q3.pdf",
+        "q3.pdf",
+        "Q3 report",
+        "Quarterly revenue report",
+        "application/pdf",
+        "48213 bytes",
+        "for user",
+        "priority 0.9",
+    ):
         assert kept in result.content, kept
     link = result.structured[1]
-    assert link == {"type": "resource_link", "uri": "file:///reports/q3.pdf", "name": "q3.pdf", "title": "Q3 report",
-                    "description": "Quarterly revenue report", "mime_type": "application/pdf", "size": 48213,
-                    "annotations": {"audience": ["user"], "priority": 0.9}}
+    assert link == {
+        "type": "resource_link",
+        "uri": "file:///reports/q3.pdf",
+        "name": "q3.pdf",
+        "title": "Q3 report",
+        "description": "Quarterly revenue report",
+        "mime_type": "application/pdf",
+        "size": 48213,
+        "annotations": {"audience": ["user"], "priority": 0.9},
+    }
 
 
 @pytest.mark.parametrize(("tool", "mime", "size"), [("picture", "image/png", 1208), ("sound", "audio/wav", 3004)])
@@ -112,18 +126,29 @@ class SlowToolProbe:
     async def run(self, inp: SlowInput) -> ToolCallResult:
         # A heartbeat timeout far shorter than the call, and no retry to hide a timeout.
         policy = ActivityPolicy(start_to_close_seconds=60, heartbeat_seconds=1, max_attempts=1)
-        return await calls.call_tool("slow", json.dumps({"seconds": inp.seconds}), call_id="c1", key="k1",
-                                     policy=policy)
+        return await calls.call_tool(
+            "slow", json.dumps({"seconds": inp.seconds}), call_id="c1", key="k1", policy=policy
+        )
 
 
 async def test_a_long_call_reporting_progress_outlives_a_short_heartbeat_timeout(client, rich):
     tools = ToolActivities(ToolRegistry(), [McpActivities(rich).source()])
     task_queue = f"slow-{uuid.uuid4().hex[:8]}"
-    async with Worker(client, task_queue=task_queue, workflows=[SlowToolProbe], activities=[tools.call],
-                      workflow_runner=UnsandboxedWorkflowRunner()):
-        result = await client.execute_workflow(SlowToolProbe.run, SlowInput(seconds=4), id=f"slow-{uuid.uuid4().hex[:8]}",
-                                               task_queue=task_queue, result_type=ToolCallResult,
-                                               execution_timeout=timedelta(seconds=60))
+    async with Worker(
+        client,
+        task_queue=task_queue,
+        workflows=[SlowToolProbe],
+        activities=[tools.call],
+        workflow_runner=UnsandboxedWorkflowRunner(),
+    ):
+        result = await client.execute_workflow(
+            SlowToolProbe.run,
+            SlowInput(seconds=4),
+            id=f"slow-{uuid.uuid4().hex[:8]}",
+            task_queue=task_queue,
+            result_type=ToolCallResult,
+            execution_timeout=timedelta(seconds=60),
+        )
 
     assert not result.is_error and result_value(result) == {"steps": 16}
 
@@ -131,16 +156,26 @@ async def test_a_long_call_reporting_progress_outlives_a_short_heartbeat_timeout
 async def test_a_huge_tool_result_is_cut_with_a_notice_and_the_run_goes_on(client, settings, scripted, tmp_path):
     config = tmp_path / "agentsteps.toml"
     write_mcp_config(config, {"rich": {"transport": "stdio", "command": sys.executable, "args": [RICH]}})
-    scripted.set_script({"rules": [
-        {"match": {"role": "user"}, "reply": {"tool_calls": [{"name": "big", "arguments": {"chars": 2_000_000}}]}},
-        {"match": {"tool_result_for": "big"}, "reply": {"content": "too much to read; summarised"}},
-    ]})
+    scripted.set_script(
+        {
+            "rules": [
+                {
+                    "match": {"role": "user"},
+                    "reply": {"tool_calls": [{"name": "big", "arguments": {"chars": 2_000_000}}]},
+                },
+                {"match": {"tool_result_for": "big"}, "reply": {"content": "too much to read; summarised"}},
+            ]
+        }
+    )
     spec = make_spec(tools=["big"], tool_result_chars=5_000)
     with_config = settings.model_copy(update={"config_file": config})
     async with running_worker(client, with_config):
         result = await client.execute_workflow(
-            AGENT_WORKFLOW, AgentInput(spec=spec, input="read it all"), id=f"big-{uuid.uuid4().hex[:8]}",
-            task_queue=with_config.task_queue, result_type=AgentResult,
+            AGENT_WORKFLOW,
+            AgentInput(spec=spec, input="read it all"),
+            id=f"big-{uuid.uuid4().hex[:8]}",
+            task_queue=with_config.task_queue,
+            result_type=AgentResult,
         )
 
     assert result.status == "completed" and result.output == "too much to read; summarised"

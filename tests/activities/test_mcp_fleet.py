@@ -11,20 +11,18 @@ import json
 import time
 
 import pytest
-
-from agentsteps.activities.mcp import McpFleet, McpToolSource
-from agentsteps.activities.tools.activities import ToolActivities
-from agentsteps.contracts.config.settings import WorkerSettings
-from agentsteps.contracts.llm.tools import ToolsDescribeInput
-from agentsteps.worker import load_registry
-from agentsteps.activities.mcp.health import ServerHealth
-from agentsteps.client.settings import load_mcp_config
-from agentsteps.contracts.config.mcp_config import parse_mcp_config
-from agentsteps.contracts.llm.tools import TOOL_REMOVED
-from agentsteps.contracts.mcp import McpConfigError, McpProtocolError, McpServerDownError, McpUnavailableError
-
 from fleet_support import Control, eventually, fleet_server, sample, unique
 from mcp_support import make_client, new_token, seeded_db, stdio_tracker, tool_call
+
+from agentsteps.activities.mcp import McpFleet, McpToolSource
+from agentsteps.activities.mcp.health import ServerHealth
+from agentsteps.activities.tools.activities import ToolActivities
+from agentsteps.client.settings import load_mcp_config
+from agentsteps.contracts.config.mcp_config import parse_mcp_config
+from agentsteps.contracts.config.settings import WorkerSettings
+from agentsteps.contracts.llm.tools import TOOL_REMOVED, ToolsDescribeInput
+from agentsteps.contracts.mcp import McpConfigError, McpProtocolError, McpServerDownError, McpUnavailableError
+from agentsteps.worker import load_registry
 
 FAST = {"connect_seconds": 5, "call_seconds": 0.6, "list_seconds": 5}
 
@@ -46,19 +44,22 @@ def _fleet(servers, token) -> McpFleet:
 # ------------------------------------------------------------------ hostile config
 
 
-@pytest.mark.parametrize(("table", "field"), [
-    ({"catalog_ttl_seconds": -5}, "catalog_ttl_seconds"),
-    ({"catalog_ttl_seconds": 0}, "catalog_ttl_seconds"),
-    ({"give_up_seconds": -1}, "give_up_seconds"),
-    ({"max_concurrent_calls": 0}, "max_concurrent_calls"),
-    ({"breaker": {"failures": 0}}, "breaker.failures"),
-    ({"breaker": {"open_seconds": 10, "max_open_seconds": 2}}, "max_open_seconds must be at least open_seconds"),
-    ({"breaker": {"half_open_probes": -1}}, "breaker.half_open_probes"),
-    ({"breaker": {"open_seconds": "soon"}}, "breaker.open_seconds"),
-    ({"breaker": {"failure": 3}}, "breaker.failure"),
-    ({"required": "maybe"}, "required"),
-    ({"tools": "echo"}, "tools"),
-])
+@pytest.mark.parametrize(
+    ("table", "field"),
+    [
+        ({"catalog_ttl_seconds": -5}, "catalog_ttl_seconds"),
+        ({"catalog_ttl_seconds": 0}, "catalog_ttl_seconds"),
+        ({"give_up_seconds": -1}, "give_up_seconds"),
+        ({"max_concurrent_calls": 0}, "max_concurrent_calls"),
+        ({"breaker": {"failures": 0}}, "breaker.failures"),
+        ({"breaker": {"open_seconds": 10, "max_open_seconds": 2}}, "max_open_seconds must be at least open_seconds"),
+        ({"breaker": {"half_open_probes": -1}}, "breaker.half_open_probes"),
+        ({"breaker": {"open_seconds": "soon"}}, "breaker.open_seconds"),
+        ({"breaker": {"failure": 3}}, "breaker.failure"),
+        ({"required": "maybe"}, "required"),
+        ({"tools": "echo"}, "tools"),
+    ],
+)
 def test_malformed_fleet_settings_are_config_errors_naming_the_key(table, field):
     with pytest.raises(McpConfigError, match=field.replace(".", r"\.")) as err:
         parse_mcp_config({"mcp": {"servers": {"x": {"transport": "stdio", "command": "x", **table}}}})
@@ -67,14 +68,20 @@ def test_malformed_fleet_settings_are_config_errors_naming_the_key(table, field)
 
 def test_the_fleet_settings_are_read_from_the_config_file(tmp_path):
     path = tmp_path / "agentsteps.toml"
-    path.write_text('[mcp.servers.flaky]\ntransport = "stdio"\ncommand = "python"\nrequired = true\ntools = ["echo"]\n'
-                    'catalog_ttl_seconds = 30\ngive_up_seconds = 10\nmax_concurrent_calls = 4\n'
-                    'breaker = { failures = 2, open_seconds = 1, max_open_seconds = 8, half_open_probes = 2 }\n')
+    path.write_text(
+        '[mcp.servers.flaky]\ntransport = "stdio"\ncommand = "python"\nrequired = true\ntools = ["echo"]\n'
+        "catalog_ttl_seconds = 30\ngive_up_seconds = 10\nmax_concurrent_calls = 4\n"
+        "breaker = { failures = 2, open_seconds = 1, max_open_seconds = 8, half_open_probes = 2 }\n"
+    )
     server = load_mcp_config(path).servers["flaky"]
     assert server.required and server.tools == ["echo"] and server.catalog_ttl_seconds == 30
     assert (server.give_up_seconds, server.max_concurrent_calls) == (10, 4)
-    assert server.breaker.model_dump() == {"failures": 2, "open_seconds": 1, "max_open_seconds": 8,
-                                           "half_open_probes": 2}
+    assert server.breaker.model_dump() == {
+        "failures": 2,
+        "open_seconds": 1,
+        "max_open_seconds": 8,
+        "half_open_probes": 2,
+    }
 
 
 # ------------------------------------------------------------------ isolation
@@ -83,12 +90,15 @@ def test_the_fleet_settings_are_read_from_the_config_file(tmp_path):
 async def test_misconfigured_servers_are_reported_at_start_and_fail_only_their_own_tools(db, token, tmp_path, caplog):
     missing, bad_url, no_secret = unique("missing"), unique("badurl"), unique("nosecret")
     tickets = unique("tickets")
-    fleet = _fleet({
-        missing: {"transport": "stdio", "command": "/nonexistent/mcp-server", "tool_prefix": "m_"},
-        bad_url: {"transport": "http", "url": "http:///mcp", "tool_prefix": "u_"},
-        no_secret: fleet_server(Control(tmp_path / "c"), env={"X": "secret:NOT_SET_ANYWHERE"}, tools=["echo"]),
-        tickets: stdio_tracker(db),
-    }, token)
+    fleet = _fleet(
+        {
+            missing: {"transport": "stdio", "command": "/nonexistent/mcp-server", "tool_prefix": "m_"},
+            bad_url: {"transport": "http", "url": "http:///mcp", "tool_prefix": "u_"},
+            no_secret: fleet_server(Control(tmp_path / "c"), env={"X": "secret:NOT_SET_ANYWHERE"}, tools=["echo"]),
+            tickets: stdio_tracker(db),
+        },
+        token,
+    )
     try:
         report = fleet.report()
         assert {report[s]["state"] for s in (missing, bad_url, no_secret)} == {"misconfigured"}
@@ -150,8 +160,9 @@ async def test_a_down_server_fails_retryable_then_typed_past_its_bound_and_is_us
     control = Control(tmp_path / "c")
     control.set("down")
     name = unique("flaky")
-    config = fleet_server(control, give_up_seconds=1.5, timeouts=FAST,
-                          breaker={"failures": 2, "open_seconds": 0.5, "max_open_seconds": 1})
+    config = fleet_server(
+        control, give_up_seconds=1.5, timeouts=FAST, breaker={"failures": 2, "open_seconds": 0.5, "max_open_seconds": 1}
+    )
     fleet = _fleet({name: config}, "unused")
     try:
         with pytest.raises(McpUnavailableError) as first:
@@ -177,8 +188,14 @@ async def test_a_down_server_fails_retryable_then_typed_past_its_bound_and_is_us
 async def test_a_hung_server_opens_its_circuit_and_calls_fail_fast_until_a_probe_succeeds(tmp_path):
     control = Control(tmp_path / "c")
     name = unique("hung")
-    fleet = _fleet({name: fleet_server(control, timeouts=FAST, max_concurrent_calls=2,
-                                        breaker={"failures": 2, "open_seconds": 1.5})}, "unused")
+    fleet = _fleet(
+        {
+            name: fleet_server(
+                control, timeouts=FAST, max_concurrent_calls=2, breaker={"failures": 2, "open_seconds": 1.5}
+            )
+        },
+        "unused",
+    )
     received = lambda: len((control.dir / "calls").read_text().split())  # noqa: E731
     try:
         assert not (await fleet.call(tool_call("echo"))).is_error
@@ -202,8 +219,10 @@ async def test_a_hung_server_opens_its_circuit_and_calls_fail_fast_until_a_probe
         # Half-open: this call is the probe; it succeeds and closes the circuit.
         assert not (await fleet.call(tool_call("echo", {"text": "probe"}))).is_error
         assert fleet.report()[name]["state"] == "up" and fleet.report()[name]["last_error"] is None
-        counts = {o: sample("agentsteps_mcp_calls_total", server=name, outcome=o)
-                  for o in ("ok", "timeout", "circuit_open", "infra_error", "error")}
+        counts = {
+            o: sample("agentsteps_mcp_calls_total", server=name, outcome=o)
+            for o in ("ok", "timeout", "circuit_open", "infra_error", "error")
+        }
         assert counts["ok"] == 2 and counts["error"] == 0 and counts["timeout"] >= 1
         assert counts["timeout"] + counts["infra_error"] + counts["circuit_open"] == 3 + 5
         assert sample("agentsteps_mcp_call_seconds_count", server=name) >= 4  # ok, ok and those that were sent
@@ -213,8 +232,19 @@ async def test_a_hung_server_opens_its_circuit_and_calls_fail_fast_until_a_probe
 
 
 def test_a_failed_probe_reopens_the_circuit_for_twice_as_long_up_to_the_cap():
-    config = parse_mcp_config({"mcp": {"servers": {"x": {"transport": "stdio", "command": "x", "breaker": {
-        "failures": 1, "open_seconds": 1, "max_open_seconds": 3}}}}}).servers["x"]
+    config = parse_mcp_config(
+        {
+            "mcp": {
+                "servers": {
+                    "x": {
+                        "transport": "stdio",
+                        "command": "x",
+                        "breaker": {"failures": 1, "open_seconds": 1, "max_open_seconds": 3},
+                    }
+                }
+            }
+        }
+    ).servers["x"]
     now = [0.0]
     health = ServerHealth(unique("breaker"), config, clock=lambda: now[0])
     outage = McpUnavailableError("connect: refused", server="x")
@@ -240,8 +270,15 @@ def test_a_failed_probe_reopens_the_circuit_for_twice_as_long_up_to_the_cap():
 
 
 def test_down_time_counts_only_failures_seen_close_together_not_an_unobserved_gap():
-    config = parse_mcp_config({"mcp": {"servers": {"x": {"transport": "stdio", "command": "x",
-                                                          "give_up_seconds": 3, "breaker": {"failures": 99}}}}}).servers["x"]
+    config = parse_mcp_config(
+        {
+            "mcp": {
+                "servers": {
+                    "x": {"transport": "stdio", "command": "x", "give_up_seconds": 3, "breaker": {"failures": 99}}
+                }
+            }
+        }
+    ).servers["x"]
     now = [0.0]
     health = ServerHealth(unique("streak"), config, clock=lambda: now[0])
     bounce = McpUnavailableError("connect: refused", server="x")

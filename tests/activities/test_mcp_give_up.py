@@ -15,17 +15,16 @@ import time
 import uuid
 from datetime import timedelta
 
+from fleet_support import Control, fleet_server, unique
+from mcp_support import make_client, tool_call
 from temporalio import activity, workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 from temporalio.worker import Worker
 
 from agentsteps.activities.mcp import McpFleet
-from agentsteps.failures import to_application_error
 from agentsteps.contracts.mcp import McpError
-
-from fleet_support import Control, fleet_server, unique
-from mcp_support import make_client, tool_call
+from agentsteps.failures import to_application_error
 
 GIVE_UP = 2.0
 FAST = {"connect_seconds": 2, "call_seconds": 1, "list_seconds": 2}
@@ -54,8 +53,13 @@ class GiveUpProbe:
     async def run(self, queue: str) -> str:
         try:
             return await workflow.execute_activity(
-                "give_up_probe.call", task_queue=queue, start_to_close_timeout=timedelta(seconds=10),
-                retry_policy=RetryPolicy(initial_interval=timedelta(seconds=0.2), maximum_interval=timedelta(seconds=0.3)))
+                "give_up_probe.call",
+                task_queue=queue,
+                start_to_close_timeout=timedelta(seconds=10),
+                retry_policy=RetryPolicy(
+                    initial_interval=timedelta(seconds=0.2), maximum_interval=timedelta(seconds=0.3)
+                ),
+            )
         except ActivityError as error:
             cause = error.cause
             return cause.type if isinstance(cause, ApplicationError) and cause.type else "unknown"
@@ -65,8 +69,9 @@ async def test_time_waiting_for_a_worker_is_not_counted_as_the_server_down_but_r
     control = Control(tmp_path / "c")
     control.set("down")
     name = unique("late")
-    fleet = McpFleet(make_client({name: fleet_server(control, give_up_seconds=GIVE_UP, timeouts=FAST,
-                                                     breaker={"failures": 99})}, {}))
+    fleet = McpFleet(
+        make_client({name: fleet_server(control, give_up_seconds=GIVE_UP, timeouts=FAST, breaker={"failures": 99})}, {})
+    )
     attempts = Attempts(fleet)
     workflows, activities = f"give-up-wf-{uuid.uuid4().hex[:6]}", f"give-up-act-{uuid.uuid4().hex[:6]}"
     try:

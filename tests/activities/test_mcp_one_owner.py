@@ -8,6 +8,8 @@ what a cache happens to hold.
 from __future__ import annotations
 
 import pytest
+from fleet_support import Control, fleet_server, unique
+from mcp_support import make_client, tool_call
 from temporalio.exceptions import ApplicationError
 
 from agentsteps.activities.mcp import McpFleet, McpToolSource
@@ -16,9 +18,6 @@ from agentsteps.contracts.config.settings import WorkerSettings
 from agentsteps.contracts.llm.tools import ToolsDescribeInput
 from agentsteps.contracts.mcp import McpConfigError, McpUnavailableError
 from agentsteps.worker import load_registry
-
-from fleet_support import Control, fleet_server, unique
-from mcp_support import make_client, tool_call
 
 
 def _fleet(servers) -> McpFleet:

@@ -21,7 +21,6 @@ from pathlib import Path
 
 import pytest
 from jsonschema import Draft202012Validator
-
 from mcp_support import make_client, tool_call, write_mcp_config
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -34,12 +33,24 @@ CONVERSION_RESULT_SCHEMA = {
     "type": "object",
     "required": ["source", "target", "time_difference"],
     "properties": {
-        "source": {"type": "object", "required": ["timezone", "datetime", "day_of_week", "is_dst"],
-                   "properties": {"timezone": {"const": "UTC"}, "datetime": {"pattern": "T12:00:00\\+00:00$"},
-                                  "is_dst": {"const": False}}},
-        "target": {"type": "object", "required": ["timezone", "datetime", "day_of_week", "is_dst"],
-                   "properties": {"timezone": {"const": "Asia/Kathmandu"},
-                                  "datetime": {"pattern": "T17:45:00\\+05:45$"}, "is_dst": {"const": False}}},
+        "source": {
+            "type": "object",
+            "required": ["timezone", "datetime", "day_of_week", "is_dst"],
+            "properties": {
+                "timezone": {"const": "UTC"},
+                "datetime": {"pattern": "T12:00:00\\+00:00$"},
+                "is_dst": {"const": False},
+            },
+        },
+        "target": {
+            "type": "object",
+            "required": ["timezone", "datetime", "day_of_week", "is_dst"],
+            "properties": {
+                "timezone": {"const": "Asia/Kathmandu"},
+                "datetime": {"pattern": "T17:45:00\\+05:45$"},
+                "is_dst": {"const": False},
+            },
+        },
         "time_difference": {"const": "+5.75h"},
     },
 }
@@ -61,8 +72,12 @@ def _server_executable(build: str) -> Path:
 
 
 def _config(build: str) -> dict:
-    return {"transport": "stdio", "command": str(_server_executable(build)), "args": ["--local-timezone", "UTC"],
-            "timeouts": {"connect_seconds": 30, "call_seconds": 30}}
+    return {
+        "transport": "stdio",
+        "command": str(_server_executable(build)),
+        "args": ["--local-timezone", "UTC"],
+        "timeouts": {"connect_seconds": 30, "call_seconds": 30},
+    }
 
 
 @pytest.fixture(params=["time-sdk2", "time-sdk1"])
@@ -89,8 +104,10 @@ async def test_discovery_lists_the_published_servers_tools_as_tool_schemas(time_
 
 async def test_a_real_call_returns_a_validated_structured_result(time_server):
     build, client = time_server
-    result = await client.call_tool("time", tool_call(
-        "convert_time", {"source_timezone": "UTC", "time": "12:00", "target_timezone": "Asia/Kathmandu"}))
+    result = await client.call_tool(
+        "time",
+        tool_call("convert_time", {"source_timezone": "UTC", "time": "12:00", "target_timezone": "Asia/Kathmandu"}),
+    )
     assert not result.is_error, result.content
     # Structured either way: validated content from SDK 2, JSON text parsed from SDK 1.
     Draft202012Validator(CONVERSION_RESULT_SCHEMA).validate(result.structured)
@@ -111,18 +128,43 @@ async def test_the_published_servers_tool_errors_come_back_as_error_results(time
 async def test_tools_cli_calls_the_published_server_through_the_worker_code(tmp_path):
     command = _server_executable("time-sdk2")
     config = tmp_path / "agentsteps.toml"
-    write_mcp_config(config, {"time": {"transport": "stdio", "command": str(command),
-                                       "args": ["--local-timezone", "UTC"], "tool_prefix": "time_"}})
+    write_mcp_config(
+        config,
+        {
+            "time": {
+                "transport": "stdio",
+                "command": str(command),
+                "args": ["--local-timezone", "UTC"],
+                "tool_prefix": "time_",
+            }
+        },
+    )
     agentsteps = [str(Path(sys.executable).with_name("agentsteps"))]
-    listed = subprocess.run([*agentsteps, "tools", "list", "--json", "--config", str(config)],
-                            capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    listed = subprocess.run(
+        [*agentsteps, "tools", "list", "--json", "--config", str(config)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
     assert listed.returncode == 0, listed.stderr
     names = {t["name"] for t in json.loads(listed.stdout)["tools"] if t["source"] == "mcp:time"}
     assert names == {"time_get_current_time", "time_convert_time"}
     called = subprocess.run(
-        [*agentsteps, "tools", "call", "time_convert_time", "--config", str(config), "--args",
-         json.dumps({"source_timezone": "UTC", "time": "12:00", "target_timezone": "Asia/Kathmandu"})],
-        capture_output=True, text=True, timeout=120, cwd=tmp_path)
+        [
+            *agentsteps,
+            "tools",
+            "call",
+            "time_convert_time",
+            "--config",
+            str(config),
+            "--args",
+            json.dumps({"source_timezone": "UTC", "time": "12:00", "target_timezone": "Asia/Kathmandu"}),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
     assert called.returncode == 0, called.stderr
     assert '"+5.75h"' in called.stdout
-

@@ -12,8 +12,8 @@ from __future__ import annotations
 import json
 
 import httpx2
-import pytest
 import openai
+import pytest
 from pydantic import SecretStr
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
@@ -26,14 +26,19 @@ from agentsteps.contracts.llm.prefix import Folds, KnownPrefix
 from agentsteps.storage.conversations import ConversationStore
 from agentsteps.storage.payload_store import LocalDirStorageDriver, PayloadStore
 
-WEATHER = ToolSchema(name="get_weather", description="Weather.",
-                     parameters={"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]})
+WEATHER = ToolSchema(
+    name="get_weather",
+    description="Weather.",
+    parameters={"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+)
 CONFIG = LLMConfig(model="gpt-4o-2024-08-06", max_tokens=64, context_window=128_000, temperature=0.5)
 
 
 def step_messages(n: int) -> list[Message]:
     return [
-        Message(role="assistant", tool_calls=(LLMToolCall(id=f"c{n}", name="get_weather", arguments='{"city":"Paris"}'),)),
+        Message(
+            role="assistant", tool_calls=(LLMToolCall(id=f"c{n}", name="get_weather", arguments='{"city":"Paris"}'),)
+        ),
         Message(role="tool", tool_call_id=f"c{n}", name="get_weather", content=f"{n}°C, ☀️ \u65e5\u672c"),
     ]
 
@@ -70,18 +75,41 @@ async def test_the_body_is_what_the_sdk_sends_cold_warm_and_at_every_split(extra
     assert request_body(req, extra=extra, folds=Folds()) == sdk
     for split in range(len(messages) + 1):
         known = KnownPrefix(messages[:split])
-        request_body(LLMRequest(config=CONFIG, messages=list(known.messages), tools=[WEATHER]),
-                     extra=extra, folds=Folds(None, known))
+        request_body(
+            LLMRequest(config=CONFIG, messages=list(known.messages), tools=[WEATHER]),
+            extra=extra,
+            folds=Folds(None, known),
+        )
         assert known.kinds() == ["openai.messages"]
         warm = LLMRequest(config=CONFIG, messages=[*known.messages, *messages[split:]], tools=[WEATHER])
         assert request_body(warm, extra=extra, folds=Folds(known)) == sdk, split
 
 
 def _answer(call_id: str) -> dict:
-    return {"id": "x", "object": "chat.completion", "created": 0, "model": CONFIG.model, "choices": [{
-        "index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant", "content": None, "tool_calls": [
-            {"id": call_id, "type": "function", "function": {"name": "get_weather", "arguments": '{"city":"Paris"}'}}]}}],
-        "usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5}}
+    return {
+        "id": "x",
+        "object": "chat.completion",
+        "created": 0,
+        "model": CONFIG.model,
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": "tool_calls",
+                "message": {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {
+                            "id": call_id,
+                            "type": "function",
+                            "function": {"name": "get_weather", "arguments": '{"city":"Paris"}'},
+                        }
+                    ],
+                },
+            }
+        ],
+        "usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5},
+    }
 
 
 class Model:
@@ -192,8 +220,13 @@ async def test_a_segment_altered_after_caching_fails_typed_on_a_worker_that_read
 
     last = responses[-1]
     call_id = last.message.tool_calls[0].id
-    req = LLMRequest(config=CONFIG, conversation=last.conversation, chained=True, tools=[WEATHER], messages=[
-        last.message, Message(role="tool", tool_call_id=call_id, name="get_weather", content="2°C")])
+    req = LLMRequest(
+        config=CONFIG,
+        conversation=last.conversation,
+        chained=True,
+        tools=[WEATHER],
+        messages=[last.message, Message(role="tool", tool_call_id=call_id, name="get_weather", content="2°C")],
+    )
     cold = Model()
     with pytest.raises(ApplicationError) as altered:
         await ActivityEnvironment().run(cold.activities(ConversationStore(store)).call, req)

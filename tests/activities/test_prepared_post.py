@@ -21,14 +21,24 @@ from agentsteps.activities.llm.providers.openai import CHAT_COMPLETIONS_PATH, re
 from agentsteps.contracts import LLMConfig, LLMRequest, Message, RetryableProviderError, ToolSchema
 
 KEY = "sk-test-prepared-9f8e7d"
-ANSWER = {"id": "c", "object": "chat.completion", "created": 1, "model": "scripted-v1",
-          "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "hi"}}],
-          "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4}}
+ANSWER = {
+    "id": "c",
+    "object": "chat.completion",
+    "created": 1,
+    "model": "scripted-v1",
+    "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "hi"}}],
+    "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4},
+}
 REQUEST = LLMRequest(
     config=LLMConfig(model="scripted-v1", provider="openai", max_tokens=32),
     messages=[Message.system("Be brief."), Message.user("Weather in Oslo?")],
-    tools=[ToolSchema(name="get_weather", description="Weather.",
-                      parameters={"type": "object", "properties": {"city": {"type": "string"}}})],
+    tools=[
+        ToolSchema(
+            name="get_weather",
+            description="Weather.",
+            parameters={"type": "object", "properties": {"city": {"type": "string"}}},
+        )
+    ],
 )
 
 
@@ -48,8 +58,13 @@ class Recorder:
 
 
 def _sent(request: httpx2.Request) -> tuple:
-    return (request.method, str(request.url), request.headers.multi_items(), request.content,
-            request.extensions.get("timeout"))
+    return (
+        request.method,
+        str(request.url),
+        request.headers.multi_items(),
+        request.content,
+        request.extensions.get("timeout"),
+    )
 
 
 @pytest.mark.parametrize("key", [KEY, None])
@@ -62,8 +77,9 @@ async def test_the_prepared_request_is_the_one_the_sdks_post_sends(key, timeout,
         answer = await provider.complete(REQUEST)
         await provider.complete(REQUEST)  # the second call sends from the kept template
         assert provider._post.prepared
-        await provider._client.post(CHAT_COMPLETIONS_PATH, cast_to=httpx2.Response, content=request_body(REQUEST),
-                                    options=provider._options)
+        await provider._client.post(
+            CHAT_COMPLETIONS_PATH, cast_to=httpx2.Response, content=request_body(REQUEST), options=provider._options
+        )
     first, second, by_sdk = recorder.requests
     assert answer.message.content == "hi"
     assert _sent(first) == _sent(second) == _sent(by_sdk)
@@ -78,8 +94,9 @@ async def test_an_error_status_is_the_sdks_error_and_classified_the_same(status,
         with pytest.raises(openai.APIStatusError) as prepared:
             await provider._post.send(request_body(REQUEST))
         with pytest.raises(openai.APIStatusError) as by_sdk:
-            await provider._client.post(CHAT_COMPLETIONS_PATH, cast_to=httpx2.Response,
-                                        content=request_body(REQUEST), options=provider._options)
+            await provider._client.post(
+                CHAT_COMPLETIONS_PATH, cast_to=httpx2.Response, content=request_body(REQUEST), options=provider._options
+            )
     assert type(prepared.value) is type(by_sdk.value)
     ours, theirs = (classify_sdk_error("openai", e.value, [KEY]) for e in (prepared, by_sdk))
     assert (type(ours), ours.status, str(ours)) == (type(theirs), theirs.status, str(theirs))
@@ -124,7 +141,6 @@ def _options_class() -> type:
     return FinalRequestOptions
 
 
-
 async def test_a_request_is_kept_per_call_timeout_and_a_timeout_new_on_every_call_is_built_by_the_sdk():
     # Anthropic's SDK derives a timeout per call: each one gets its own kept request (the timeout is in its
     # x-stainless headers and the transport's extensions), up to a few; past them the SDK builds each request.
@@ -139,9 +155,10 @@ async def test_a_request_is_kept_per_call_timeout_and_a_timeout_new_on_every_cal
             await post.send(b'{"model":"m"}', timeout)
         assert len(post._kept) == PreparedPost._MAX_KEPT == 4 and post.prepared
         for timeout in timeouts:
-            await client.post("/v1/messages", cast_to=httpx2.Response, content=b'{"model":"m"}',
-                              options={"timeout": timeout})
-    kept, by_sdk = recorder.requests[:len(timeouts)], recorder.requests[len(timeouts):]
+            await client.post(
+                "/v1/messages", cast_to=httpx2.Response, content=b'{"model":"m"}', options={"timeout": timeout}
+            )
+    kept, by_sdk = recorder.requests[: len(timeouts)], recorder.requests[len(timeouts) :]
     assert [_sent(r) for r in kept] == [_sent(r) for r in by_sdk]
     assert [r.headers["x-stainless-timeout"] for r in kept] == ["10.0", "600", "10.0", "None", "20.0", "30.0", "40.0"]
     assert [r.extensions["timeout"]["read"] for r in kept] == [10.0, 600, 10.0, None, 20.0, 30.0, 40.0]

@@ -41,15 +41,22 @@ LIMITED = next(iter(MODEL_NONSTREAMING_TOKENS))  # a model the SDK caps for call
 DEPRECATED = next(iter(DEPRECATED_MODELS))
 CURRENT = "claude-sonnet-4-5-scripted"
 """A made-up id no SDK deprecates; claude-*-4-5 takes a temperature and output_config."""
-WEATHER = ToolSchema(name="get_weather", description="Weather for a city.",
-                     parameters={"type": "object", "properties": {"city": {"type": "string"}}})
+WEATHER = ToolSchema(
+    name="get_weather",
+    description="Weather for a city.",
+    parameters={"type": "object", "properties": {"city": {"type": "string"}}},
+)
 
 
 def _request(model: str = CURRENT, max_tokens: int = 64, *, structured: bool = True) -> LLMRequest:
     return LLMRequest(
         config=LLMConfig(model=model, provider="anthropic", max_tokens=max_tokens, temperature=0.3),
-        messages=[Message.system("Be brief."), Message.user("Weather in Oslo? Ünïcode ✓"),
-                  Message(role="assistant", content="Checking."), Message.user("Go on.")],
+        messages=[
+            Message.system("Be brief."),
+            Message.user("Weather in Oslo? Ünïcode ✓"),
+            Message(role="assistant", content="Checking."),
+            Message.user("Go on."),
+        ],
         tools=[WEATHER],
         response_format=ResponseFormat(name="answer", json_schema={"type": "object"}) if structured else None,
     )
@@ -65,6 +72,7 @@ def server():
 async def _http(kind: str, sent: list[httpx2.Request]) -> AsyncIterator[httpx2.AsyncClient]:
     """``sdk_default``: a client at httpx's default timeout, so the SDK derives each call's timeout (and may refuse
     it); ``worker``: the worker's client, whose timeout the SDK takes instead."""
+
     async def keep(request: httpx2.Request) -> None:
         sent.append(request)
 
@@ -74,18 +82,33 @@ async def _http(kind: str, sent: list[httpx2.Request]) -> AsyncIterator[httpx2.A
         yield client
 
 
-def _provider(http: httpx2.AsyncClient, server: ScriptedModelServer, *, key: str | None = KEY, path: str = "",
-              api_version: str | None = None, timeout: float | None = None) -> AnthropicProvider:
-    return AnthropicProvider(http, base_url=server.url_anthropic + path, api_key=SecretStr(key) if key else None,
-                             api_version=api_version, timeout=timeout)
+def _provider(
+    http: httpx2.AsyncClient,
+    server: ScriptedModelServer,
+    *,
+    key: str | None = KEY,
+    path: str = "",
+    api_version: str | None = None,
+    timeout: float | None = None,
+) -> AnthropicProvider:
+    return AnthropicProvider(
+        http,
+        base_url=server.url_anthropic + path,
+        api_key=SecretStr(key) if key else None,
+        api_version=api_version,
+        timeout=timeout,
+    )
 
 
 async def _by_create(provider: AnthropicProvider, request: LLMRequest) -> Any:
     """What a hand-written call to ``messages.create`` with the provider's settings does."""
     params, extra_body, options = provider._prepared(request)
     return await provider._client.messages.create(
-        **params, extra_body=extra_body or None, timeout=options.get("timeout", anthropic.NOT_GIVEN),
-        extra_headers=options.get("headers"))
+        **params,
+        extra_body=extra_body or None,
+        timeout=options.get("timeout", anthropic.NOT_GIVEN),
+        extra_headers=options.get("headers"),
+    )
 
 
 async def _by_sdk(provider: AnthropicProvider, request: LLMRequest) -> Any:
@@ -116,13 +139,19 @@ async def _on_both_paths(server: ScriptedModelServer, answer: dict[str, Any]) ->
 
 
 def _uncached(response: Any) -> Any:
-    return response.model_copy(update={"usage": response.usage.model_copy(
-        update={"cache_read_tokens": 0, "cache_write_tokens": 0})})
+    return response.model_copy(
+        update={"usage": response.usage.model_copy(update={"cache_read_tokens": 0, "cache_write_tokens": 0})}
+    )
 
 
 def _wire(request: httpx2.Request) -> tuple:
-    return (request.method, str(request.url), request.headers.multi_items(), request.content,
-            request.extensions.get("timeout"))
+    return (
+        request.method,
+        str(request.url),
+        request.headers.multi_items(),
+        request.content,
+        request.extensions.get("timeout"),
+    )
 
 
 def _failure(error: Any) -> tuple:
@@ -131,17 +160,23 @@ def _failure(error: Any) -> tuple:
 
 
 @pytest.mark.parametrize("kind", ["sdk_default", "worker"])
-@pytest.mark.parametrize("key, api_version, path, timeout", [
-    (KEY, None, "", None),
-    (None, None, "", None),
-    (KEY, "2023-06-01", "", 30.0),
-    (None, "2023-06-01", "/team/anthropic", 30.0),
-    (KEY, None, "/team/anthropic/", None),
-])
-@pytest.mark.parametrize("model, max_tokens", [(CURRENT, 64), (LIMITED, MODEL_NONSTREAMING_TOKENS[LIMITED]),
-                                               ("claude-opus-5-20270101", 20_000)])
-async def test_the_kept_request_is_the_one_messages_create_sends(server, kind, key, api_version, path, timeout, model,
-                                                                  max_tokens):
+@pytest.mark.parametrize(
+    "key, api_version, path, timeout",
+    [
+        (KEY, None, "", None),
+        (None, None, "", None),
+        (KEY, "2023-06-01", "", 30.0),
+        (None, "2023-06-01", "/team/anthropic", 30.0),
+        (KEY, None, "/team/anthropic/", None),
+    ],
+)
+@pytest.mark.parametrize(
+    "model, max_tokens",
+    [(CURRENT, 64), (LIMITED, MODEL_NONSTREAMING_TOKENS[LIMITED]), ("claude-opus-5-20270101", 20_000)],
+)
+async def test_the_kept_request_is_the_one_messages_create_sends(
+    server, kind, key, api_version, path, timeout, model, max_tokens
+):
     request = _request(model, max_tokens)
     sent: list[httpx2.Request] = []
     async with _http(kind, sent) as http:
@@ -164,11 +199,14 @@ async def test_the_kept_request_is_the_one_messages_create_sends(server, kind, k
 
 
 @pytest.mark.parametrize("kind", ["sdk_default", "worker"])
-@pytest.mark.parametrize("model, max_tokens", [
-    (LIMITED, MODEL_NONSTREAMING_TOKENS[LIMITED] + 1),  # over the model's cap for a call that does not stream
-    (CURRENT, 30_000),  # expected to take longer than 10 minutes
-    (CURRENT, 21_333),  # just under it
-])
+@pytest.mark.parametrize(
+    "model, max_tokens",
+    [
+        (LIMITED, MODEL_NONSTREAMING_TOKENS[LIMITED] + 1),  # over the model's cap for a call that does not stream
+        (CURRENT, 30_000),  # expected to take longer than 10 minutes
+        (CURRENT, 21_333),  # just under it
+    ],
+)
 async def test_a_call_the_sdk_refuses_to_send_is_refused_alike_and_nothing_is_sent(server, kind, model, max_tokens):
     request = _request(model, max_tokens)
     sent: list[httpx2.Request] = []
@@ -208,14 +246,17 @@ async def test_a_deprecated_model_warns_as_messages_create_does(server):
     assert kept[0][2].endswith("anthropic.py")
 
 
-@pytest.mark.parametrize("fault", [
-    {"status": 429, "retry_after": "7", "message": "rate limited"},
-    {"status": 529, "message": "overloaded"},
-    {"status": 503, "message": "upstream broke"},
-    {"status": 400, "message": "bad request"},
-    {"status": 413, "message": "too large"},
-    {"status": 401, "message": f"invalid x-api-key: {KEY}"},  # a hostile answer echoing the key
-])
+@pytest.mark.parametrize(
+    "fault",
+    [
+        {"status": 429, "retry_after": "7", "message": "rate limited"},
+        {"status": 529, "message": "overloaded"},
+        {"status": 503, "message": "upstream broke"},
+        {"status": 400, "message": "bad request"},
+        {"status": 413, "message": "too large"},
+        {"status": 401, "message": f"invalid x-api-key: {KEY}"},  # a hostile answer echoing the key
+    ],
+)
 async def test_an_error_status_is_classified_the_same_on_both_paths(server, fault):
     prepared, by_sdk = await _on_both_paths(server, {"fault": fault})
     assert _failure(prepared) == _failure(by_sdk)
@@ -224,15 +265,18 @@ async def test_an_error_status_is_classified_the_same_on_both_paths(server, faul
         assert prepared.retry_after == 7.0
 
 
-@pytest.mark.parametrize("raw", [
-    "this is not json",
-    "[1, 2, 3]",
-    '{"content": 5}',
-    '{"content": [{"type": "text", "text": 7}]}',
-    '{"content": [{"type": "tool_use", "input": {}}]}',
-    f"<html>bad gateway for {KEY}</html>",
-    '{"content": [{"type": "text", "text": "' + "x" * 200_000 + '"}], "stop_reason": "no_such_reason"}',
-])
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "this is not json",
+        "[1, 2, 3]",
+        '{"content": 5}',
+        '{"content": [{"type": "text", "text": 7}]}',
+        '{"content": [{"type": "tool_use", "input": {}}]}',
+        f"<html>bad gateway for {KEY}</html>",
+        '{"content": [{"type": "text", "text": "' + "x" * 200_000 + '"}], "stop_reason": "no_such_reason"}',
+    ],
+)
 async def test_a_malformed_answer_gives_the_same_typed_error_on_both_paths(server, raw):
     prepared, by_sdk = await _on_both_paths(server, {"raw_body": raw})
     if isinstance(prepared, Exception):

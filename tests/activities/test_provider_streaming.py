@@ -8,6 +8,7 @@ import time
 import httpx2
 import pytest
 from pydantic import SecretStr
+from test_providers import KEY, WEATHER
 
 from agentsteps.activities.llm.providers import AnthropicProvider, OpenAIProvider
 from agentsteps.activities.llm.providers.http_transport import provider_http_client
@@ -15,8 +16,6 @@ from agentsteps.activities.llm.providers.streams import AnthropicEvents, OpenAIC
 from agentsteps.contracts import LLMConfig, LLMRequest, Message
 from agentsteps.contracts.errors import NonRetryableProviderError, RetryableProviderError
 from agentsteps.scripted_model import ScriptedModelServer
-
-from test_providers import KEY, WEATHER
 
 WIRES = ["openai", "anthropic"]
 ANSWER = "It is sunny in Lisbon, 24 degrees, with a light breeze from the sea."
@@ -29,9 +28,11 @@ def provider(wire: str, server: ScriptedModelServer, http: httpx2.AsyncClient):
 
 
 def request(wire: str) -> LLMRequest:
-    return LLMRequest(config=LLMConfig(model="scripted-v1", provider=wire),
-                      messages=[Message.system("be brief"), Message.user("weather in Lisbon and Porto?")],
-                      tools=[WEATHER])
+    return LLMRequest(
+        config=LLMConfig(model="scripted-v1", provider=wire),
+        messages=[Message.system("be brief"), Message.user("weather in Lisbon and Porto?")],
+        tools=[WEATHER],
+    )
 
 
 @pytest.fixture
@@ -42,12 +43,20 @@ async def http():
 
 REPLIES = {
     "text": {"content": ANSWER, "stream": {"chunk_chars": 5}},
-    "tool calls": {"content": "Let me look.", "stream": {"chunk_chars": 3},
-                   "tool_calls": [{"name": "get_weather", "arguments": {"city": "Lisbon"}, "id": "c1"},
-                                  {"name": "get_weather", "arguments": {"city": "Porto"}, "id": "c2"}]},
-    "broken arguments": {"tool_calls": [{"name": "get_weather", "arguments": "{\"city\": \"Lis", "id": "c1"}]},
-    "cached usage": {"content": "ok", "thinking": "let me think",
-                     "usage": {"cache_read_tokens": 7, "completion_tokens": 9}},
+    "tool calls": {
+        "content": "Let me look.",
+        "stream": {"chunk_chars": 3},
+        "tool_calls": [
+            {"name": "get_weather", "arguments": {"city": "Lisbon"}, "id": "c1"},
+            {"name": "get_weather", "arguments": {"city": "Porto"}, "id": "c2"},
+        ],
+    },
+    "broken arguments": {"tool_calls": [{"name": "get_weather", "arguments": '{"city": "Lis', "id": "c1"}]},
+    "cached usage": {
+        "content": "ok",
+        "thinking": "let me think",
+        "usage": {"cache_read_tokens": 7, "completion_tokens": 9},
+    },
     "length": {"content": "cut sh", "finish_reason": "length"},
 }
 
@@ -150,23 +159,37 @@ async def test_an_error_status_before_the_stream_starts_is_classified_as_usual(w
 
 # ------------------------------------------------------------------ hostile events, one by one
 
-@pytest.mark.parametrize("chunk", [
-    [], "text", {"choices": "none"}, {"choices": [5]}, {"choices": [{"delta": "hi"}]},
-    {"choices": [{"delta": {"tool_calls": {"index": 0}}}]}, {"choices": [{"delta": {"tool_calls": [7]}}]},
-    {"choices": [{"delta": {"tool_calls": [{"function": "f"}]}}]},
-], ids=str)
+
+@pytest.mark.parametrize(
+    "chunk",
+    [
+        [],
+        "text",
+        {"choices": "none"},
+        {"choices": [5]},
+        {"choices": [{"delta": "hi"}]},
+        {"choices": [{"delta": {"tool_calls": {"index": 0}}}]},
+        {"choices": [{"delta": {"tool_calls": [7]}}]},
+        {"choices": [{"delta": {"tool_calls": [{"function": "f"}]}}]},
+    ],
+    ids=str,
+)
 def test_an_openai_chunk_of_the_wrong_shape_is_a_typed_malformed_error(chunk):
     with pytest.raises(NonRetryableProviderError, match="malformed provider response from openai"):
         OpenAIChunks().add(chunk)
 
 
-@pytest.mark.parametrize("events", [
-    ["text"],
-    [{"type": "message_start", "message": "m"}],
-    [{"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "x"}}],
-    [{"type": "content_block_start", "index": 0, "content_block": None}],
-    [{"type": "message_delta", "delta": {}, "usage": {"output_tokens": 3}}],  # before message_start
-], ids=str)
+@pytest.mark.parametrize(
+    "events",
+    [
+        ["text"],
+        [{"type": "message_start", "message": "m"}],
+        [{"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "x"}}],
+        [{"type": "content_block_start", "index": 0, "content_block": None}],
+        [{"type": "message_delta", "delta": {}, "usage": {"output_tokens": 3}}],  # before message_start
+    ],
+    ids=str,
+)
 def test_an_anthropic_event_of_the_wrong_shape_or_order_is_a_typed_malformed_error(events):
     assembler = AnthropicEvents()
     with pytest.raises(NonRetryableProviderError, match="malformed provider response from anthropic"):
@@ -175,12 +198,16 @@ def test_an_anthropic_event_of_the_wrong_shape_or_order_is_a_typed_malformed_err
 
 
 async def test_an_error_event_inside_an_anthropic_stream_is_retryable_and_keeps_no_secret():
-    sse = (b'event: message_start\ndata: {"type": "message_start", "message": {"id": "m", "type": "message", '
-           b'"role": "assistant", "model": "x", "content": [], "usage": {"input_tokens": 1, "output_tokens": 1}}}\n\n'
-           b'event: error\ndata: {"type": "error", "error": {"type": "overloaded_error", "message": "busy ' + KEY.encode()
-           + b'"}}\n\n')
-    transport = httpx2.MockTransport(lambda r: httpx2.Response(200, content=sse,
-                                                               headers={"content-type": "text/event-stream"}))
+    sse = (
+        b'event: message_start\ndata: {"type": "message_start", "message": {"id": "m", "type": "message", '
+        b'"role": "assistant", "model": "x", "content": [], "usage": {"input_tokens": 1, "output_tokens": 1}}}\n\n'
+        b'event: error\ndata: {"type": "error", "error": {"type": "overloaded_error", "message": "busy '
+        + KEY.encode()
+        + b'"}}\n\n'
+    )
+    transport = httpx2.MockTransport(
+        lambda r: httpx2.Response(200, content=sse, headers={"content-type": "text/event-stream"})
+    )
     async with httpx2.AsyncClient(transport=transport) as client:
         provider = AnthropicProvider(client, base_url="http://model.test", api_key=KEY)
         with pytest.raises(RetryableProviderError, match="error event in the stream") as caught:

@@ -18,6 +18,7 @@ from agentsteps.activities.llm.providers import (
     classify_response,
     parse_retry_after,
 )
+from agentsteps.activities.llm.providers.http_transport import provider_http_client
 from agentsteps.contracts import (
     LLMConfig,
     LLMRequest,
@@ -29,7 +30,6 @@ from agentsteps.contracts import (
     ToolSchema,
 )
 from agentsteps.scripted_model import ScriptedModelServer
-from agentsteps.activities.llm.providers.http_transport import provider_http_client
 
 KEY = "sk-test-a1b2c3d4e5f6"
 WEATHER = ToolSchema(
@@ -52,13 +52,21 @@ async def http():
         yield client
 
 
-def provider_for(wire: str, server: ScriptedModelServer, http: httpx2.AsyncClient, *, key: str | None = KEY,
-                 timeout: float | None = None):
+def provider_for(
+    wire: str,
+    server: ScriptedModelServer,
+    http: httpx2.AsyncClient,
+    *,
+    key: str | None = KEY,
+    timeout: float | None = None,
+):
     if wire == "openai":
-        return OpenAIProvider(http, base_url=server.url_openai, api_key=SecretStr(key) if key else None,
-                              timeout=timeout)
-    return AnthropicProvider(http, base_url=server.url_anthropic, api_key=SecretStr(key) if key else None,
-                             timeout=timeout)
+        return OpenAIProvider(
+            http, base_url=server.url_openai, api_key=SecretStr(key) if key else None, timeout=timeout
+        )
+    return AnthropicProvider(
+        http, base_url=server.url_anthropic, api_key=SecretStr(key) if key else None, timeout=timeout
+    )
 
 
 def request(*messages: Message, **kwargs) -> LLMRequest:
@@ -70,13 +78,21 @@ def request(*messages: Message, **kwargs) -> LLMRequest:
 
 
 async def test_openai_tool_round_trip_uses_chat_completions_wire_shape(server, http):
-    server.set_script({"rules": [
-        {"match": {"role": "user"}, "reply": {"tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}]}},
-        {"match": {"tool_result_for": "get_weather"}, "reply": {"content": "Sunny in Paris."}},
-    ]})
+    server.set_script(
+        {
+            "rules": [
+                {
+                    "match": {"role": "user"},
+                    "reply": {"tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}]},
+                },
+                {"match": {"tool_result_for": "get_weather"}, "reply": {"content": "Sunny in Paris."}},
+            ]
+        }
+    )
     provider = provider_for("openai", server, http)
-    req = request(Message.system("Be brief."), Message.user("Weather in Paris?"), tools=[WEATHER],
-                  tool_choice="required")
+    req = request(
+        Message.system("Be brief."), Message.user("Weather in Paris?"), tools=[WEATHER], tool_choice="required"
+    )
     first = await provider.complete(req)
     assert first.finish_reason == "tool_calls"
     [call] = first.tool_calls
@@ -90,26 +106,54 @@ async def test_openai_tool_round_trip_uses_chat_completions_wire_shape(server, h
     assert sent.path == "/v1/chat/completions"
     assert sent.headers["authorization"] == f"Bearer {KEY}"
     body = sent.body
-    assert body["tools"] == [{"type": "function", "function": {
-        "name": "get_weather", "description": "Weather for a city.", "parameters": WEATHER.parameters}}]
+    assert body["tools"] == [
+        {
+            "type": "function",
+            "function": {"name": "get_weather", "description": "Weather for a city.", "parameters": WEATHER.parameters},
+        }
+    ]
     assert body["tool_choice"] == "required"
-    assert body["messages"][2] == {"role": "assistant", "content": None, "tool_calls": [
-        {"id": call.id, "type": "function", "function": {"name": "get_weather", "arguments": call.arguments}}]}
+    assert body["messages"][2] == {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {"id": call.id, "type": "function", "function": {"name": "get_weather", "arguments": call.arguments}}
+        ],
+    }
     assert body["messages"][3] == {"role": "tool", "tool_call_id": call.id, "content": "sunny"}
     # max_tokens is deprecated (reasoning models reject it); an unset temperature is not sent.
     assert body["max_completion_tokens"] == 1024 and "max_tokens" not in body and "temperature" not in body
 
 
 async def test_anthropic_tool_round_trip_groups_tool_results_and_separates_system(server, http):
-    server.set_script({"rules": [
-        {"match": {"role": "user"}, "reply": {"content": "Checking both.", "tool_calls": [
-            {"name": "get_weather", "arguments": {"city": "Paris"}},
-            {"name": "get_weather", "arguments": {"city": "Oslo"}}]}},
-        {"match": {"role": "tool", "tool_result_for": "get_weather"}, "reply": {"content": "Paris sunny, Oslo n/a."}},
-    ]})
+    server.set_script(
+        {
+            "rules": [
+                {
+                    "match": {"role": "user"},
+                    "reply": {
+                        "content": "Checking both.",
+                        "tool_calls": [
+                            {"name": "get_weather", "arguments": {"city": "Paris"}},
+                            {"name": "get_weather", "arguments": {"city": "Oslo"}},
+                        ],
+                    },
+                },
+                {
+                    "match": {"role": "tool", "tool_result_for": "get_weather"},
+                    "reply": {"content": "Paris sunny, Oslo n/a."},
+                },
+            ]
+        }
+    )
     provider = provider_for("anthropic", server, http)
-    req = request(Message.system("Be brief."), Message.user("Weather?"), tools=[WEATHER], tool_choice="required",
-                  config=LLMConfig(model="claude-sonnet-4-20250514", provider="anthropic", temperature=0.5))
+    req = request(
+        Message.system("Be brief."),
+        Message.user("Weather?"),
+        tools=[WEATHER],
+        tool_choice="required",
+        config=LLMConfig(model="claude-sonnet-4-20250514", provider="anthropic", temperature=0.5),
+    )
     first = await provider.complete(req)
     assert first.message.content == "Checking both."
     assert [json.loads(c.arguments)["city"] for c in first.tool_calls] == ["Paris", "Oslo"]
@@ -131,16 +175,31 @@ async def test_anthropic_tool_round_trip_groups_tool_results_and_separates_syste
     body = sent.body
     assert body["system"] == [{"type": "text", "text": "Be brief.", "cache_control": {"type": "ephemeral"}}]
     assert body["temperature"] == 0.5  # claude-sonnet-4 takes one: sent as it is
-    assert body["tools"] == [{"name": "get_weather", "description": "Weather for a city.",
-                              "input_schema": WEATHER.parameters, "cache_control": {"type": "ephemeral"}}]
+    assert body["tools"] == [
+        {
+            "name": "get_weather",
+            "description": "Weather for a city.",
+            "input_schema": WEATHER.parameters,
+            "cache_control": {"type": "ephemeral"},
+        }
+    ]
     assert body["tool_choice"] == {"type": "any"}
     assert [m["role"] for m in body["messages"]] == ["user", "assistant", "user"]
-    assert body["messages"][1]["content"][1] == {"type": "tool_use", "id": a.id, "name": "get_weather",
-                                                 "input": {"city": "Paris"}}
+    assert body["messages"][1]["content"][1] == {
+        "type": "tool_use",
+        "id": a.id,
+        "name": "get_weather",
+        "input": {"city": "Paris"},
+    }
     assert body["messages"][2]["content"] == [
         {"type": "tool_result", "tool_use_id": a.id, "content": "sunny"},
-        {"type": "tool_result", "tool_use_id": b.id, "content": "station offline", "is_error": True,
-         "cache_control": {"type": "ephemeral"}},
+        {
+            "type": "tool_result",
+            "tool_use_id": b.id,
+            "content": "station offline",
+            "is_error": True,
+            "cache_control": {"type": "ephemeral"},
+        },
     ]
 
 
@@ -148,7 +207,8 @@ async def test_anthropic_tool_round_trip_groups_tool_results_and_separates_syste
 async def test_anthropic_tool_choice_mapping(server, http, choice, expected):
     server.set_script({"default": {"content": "ok"}})
     await provider_for("anthropic", server, http).complete(
-        request(Message.user("hi"), tools=[WEATHER], tool_choice=choice))
+        request(Message.user("hi"), tools=[WEATHER], tool_choice=choice)
+    )
     assert server.requests[-1].body["tool_choice"] == expected
 
 
@@ -163,14 +223,19 @@ async def test_no_tools_means_no_tool_fields_sent(server, http):
 async def test_json_response_format_is_requested_in_each_wire_format(server, http):
     schema = {"type": "object", "properties": {"answer": {"type": "integer"}}, "required": ["answer"]}
     server.set_script({"default": {"json": {"answer": 42}}})
-    req = request(Message.system("Solve it."), Message.user("6*7?"),
-                  response_format=ResponseFormat(name="solution", json_schema=schema))
+    req = request(
+        Message.system("Solve it."),
+        Message.user("6*7?"),
+        response_format=ResponseFormat(name="solution", json_schema=schema),
+    )
     for wire in WIRES:
         response = await provider_for(wire, server, http).complete(req)
         assert json.loads(response.message.content) == {"answer": 42}
     openai_body, anthropic_body = (r.body for r in server.requests)
     assert openai_body["response_format"] == {
-        "type": "json_schema", "json_schema": {"name": "solution", "schema": schema, "strict": False}}
+        "type": "json_schema",
+        "json_schema": {"name": "solution", "schema": schema, "strict": False},
+    }
     # scripted-v1 is not known to take output_config.format: the instruction fallback is used.
     assert "response_format" not in anthropic_body and "output_config" not in anthropic_body
     [system] = anthropic_body["system"]
@@ -178,18 +243,28 @@ async def test_json_response_format_is_requested_in_each_wire_format(server, htt
 
 
 async def test_usage_is_mapped_and_inconsistent_totals_are_kept_for_the_postcondition(server, http):
-    server.set_script({"default": {"content": "x", "usage": {"prompt_tokens": 10, "completion_tokens": 5,
-                                                             "total_tokens": 99}}})
+    server.set_script(
+        {"default": {"content": "x", "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 99}}}
+    )
     openai = await provider_for("openai", server, http).complete(request(Message.user("hi")))
     assert (openai.usage.prompt_tokens, openai.usage.completion_tokens, openai.usage.total_tokens) == (10, 5, 99)
     anthropic = await provider_for("anthropic", server, http).complete(request(Message.user("hi")))
-    assert (anthropic.usage.prompt_tokens, anthropic.usage.completion_tokens, anthropic.usage.total_tokens) == (10, 5, 15)
+    assert (anthropic.usage.prompt_tokens, anthropic.usage.completion_tokens, anthropic.usage.total_tokens) == (
+        10,
+        5,
+        15,
+    )
 
 
 @pytest.mark.parametrize("wire", WIRES)
-@pytest.mark.parametrize(("scripted", "expected"), [
-    ("length", "length"), ("stop", "stop"), ("tool_calls", "tool_calls"),
-])
+@pytest.mark.parametrize(
+    ("scripted", "expected"),
+    [
+        ("length", "length"),
+        ("stop", "stop"),
+        ("tool_calls", "tool_calls"),
+    ],
+)
 async def test_finish_reasons_are_mapped(server, http, wire, scripted, expected):
     server.set_script({"default": {"content": "partial", "finish_reason": scripted}})
     response = await provider_for(wire, server, http).complete(request(Message.user("hi")))
@@ -198,7 +273,7 @@ async def test_finish_reasons_are_mapped(server, http, wire, scripted, expected)
 
 @pytest.mark.parametrize("wire", WIRES)
 async def test_invalid_tool_arguments_are_kept_as_raw_text(server, http, wire):
-    server.set_script({"default": {"tool_calls": [{"name": "get_weather", "arguments": "{\"city\": Par"}]}})
+    server.set_script({"default": {"tool_calls": [{"name": "get_weather", "arguments": '{"city": Par'}]}})
     response = await provider_for(wire, server, http).complete(request(Message.user("hi"), tools=[WEATHER]))
     assert response.tool_calls[0].arguments == '{"city": Par'
 
@@ -212,9 +287,13 @@ async def test_openai_provider_without_key_sends_no_authorization(server, http):
 async def test_anthropic_history_with_unparseable_arguments_is_still_sent_as_an_object(server, http):
     server.set_script({"default": {"content": "ok"}})
     bad = LLMToolCall(id="t1", name="get_weather", arguments="{oops")
-    req = request(Message.user("hi"), Message(role="assistant", tool_calls=[bad]),
-                  Message(role="tool", tool_call_id="t1", content="error: bad arguments", is_error=True),
-                  Message.user("try again"), tools=[WEATHER])
+    req = request(
+        Message.user("hi"),
+        Message(role="assistant", tool_calls=[bad]),
+        Message(role="tool", tool_call_id="t1", content="error: bad arguments", is_error=True),
+        Message.user("try again"),
+        tools=[WEATHER],
+    )
     await provider_for("anthropic", server, http).complete(req)
     messages = server.requests[-1].body["messages"]
     assert messages[1]["content"][0]["input"] == {"_raw_arguments": "{oops"}
@@ -279,13 +358,16 @@ async def test_client_errors_are_non_retryable_and_carry_the_provider_message(se
 
 
 @pytest.mark.parametrize("wire", WIRES)
-@pytest.mark.parametrize("raw", [
-    "this is not json",
-    "[1, 2, 3]",
-    '{"choices": [], "content": 5}',
-    '{"choices": [{"message": {"content": 7}}], "content": [{"type": "text", "text": 7}]}',
-    '{"choices": [{"message": {"tool_calls": [{"function": {}}]}}], "content": [{"type": "tool_use", "input": {}}]}',
-])
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "this is not json",
+        "[1, 2, 3]",
+        '{"choices": [], "content": 5}',
+        '{"choices": [{"message": {"content": 7}}], "content": [{"type": "text", "text": 7}]}',
+        '{"choices": [{"message": {"tool_calls": [{"function": {}}]}}], "content": [{"type": "tool_use", "input": {}}]}',
+    ],
+)
 async def test_malformed_bodies_give_a_typed_error_not_a_crash(server, http, wire, raw):
     server.set_script({"default": {"raw_body": raw}})
     with pytest.raises(NonRetryableProviderError, match="malformed provider response"):
@@ -347,15 +429,18 @@ async def test_a_redirect_is_not_followed_and_is_non_retryable():
             await provider.complete(request(Message.user("hi")))
 
 
-@pytest.mark.parametrize(("headers", "expected"), [
-    ({"Retry-After": "2"}, 2.0),
-    ({"Retry-After": "1.5"}, 1.5),
-    ({"Retry-After": "-4"}, 0.0),
-    ({"Retry-After": "soon"}, None),
-    ({"retry-after-ms": "250"}, 0.25),
-    ({"Retry-After": "Wed, 21 Oct 2015 07:28:00 GMT"}, 0.0),
-    ({}, None),
-])
+@pytest.mark.parametrize(
+    ("headers", "expected"),
+    [
+        ({"Retry-After": "2"}, 2.0),
+        ({"Retry-After": "1.5"}, 1.5),
+        ({"Retry-After": "-4"}, 0.0),
+        ({"Retry-After": "soon"}, None),
+        ({"retry-after-ms": "250"}, 0.25),
+        ({"Retry-After": "Wed, 21 Oct 2015 07:28:00 GMT"}, 0.0),
+        ({}, None),
+    ],
+)
 def test_parse_retry_after(headers, expected):
     assert parse_retry_after(httpx2.Headers(headers)) == expected
 
@@ -379,13 +464,19 @@ async def test_each_named_key_is_its_own_client_and_an_unknown_one_is_refused_be
 
     server.set_script({"default": {"content": "ok"}})
     other = "sk-test-other-9f8e7d6c5b4a"
-    settings = ProviderSettings(openai_base_url=server.url_openai, anthropic_base_url=server.url_anthropic,
-                                openai_api_key=SecretStr(KEY), anthropic_api_key=SecretStr(KEY))
+    settings = ProviderSettings(
+        openai_base_url=server.url_openai,
+        anthropic_base_url=server.url_anthropic,
+        openai_api_key=SecretStr(KEY),
+        anthropic_api_key=SecretStr(KEY),
+    )
     providers = ProviderSet(settings, http, {wire: {"acme": SecretStr(other)}})
     model = "claude-sonnet-4-20250514" if wire == "anthropic" else "gpt-4o-2024-08-06"
     before = len(server.requests)
     for key in ("default", "acme"):
-        await providers.get(wire, key).complete(request(Message.user("hi"), config=LLMConfig(model=model, provider=wire)))
+        await providers.get(wire, key).complete(
+            request(Message.user("hi"), config=LLMConfig(model=model, provider=wire))
+        )
     sent = [r.headers["authorization"] for r in server.requests[before:]]
     assert sent == [f"Bearer {KEY}", f"Bearer {other}"]
     with pytest.raises(NonRetryableProviderError) as caught:

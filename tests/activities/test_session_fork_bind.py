@@ -43,8 +43,12 @@ async def _repl(sandbox: SandboxActivities, key: str) -> ReplMemory:
 
 
 def _input(**given: object) -> SessionForkInput:
-    base: dict[str, object] = {"source_session": "session-a", "source_owner": SOURCE, "owner": FORK,
-                               "repl_key": f"{FORK}/repl"}
+    base: dict[str, object] = {
+        "source_session": "session-a",
+        "source_owner": SOURCE,
+        "owner": FORK,
+        "repl_key": f"{FORK}/repl",
+    }
     return SessionForkInput.model_validate({**base, **given})
 
 

@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 import pytest
+from agent_support import MODEL
 from pydantic import BaseModel
 from temporalio.exceptions import ApplicationError
 
@@ -24,8 +25,6 @@ from agentsteps.contracts.llm.tool_catalog import ToolCatalogRef, catalog_ref, e
 from agentsteps.contracts.llm.tools import ToolSchema
 from agentsteps.storage.conversations import ConversationStore
 from agentsteps.storage.payload_store import LocalDirStorageDriver, PayloadStore
-
-from agent_support import MODEL
 
 OWNER = "run-a/1"
 NAMES = ["lookup_order", "ship_order"]
@@ -70,7 +69,8 @@ def request(**fields) -> LLMRequest:
     data = {
         "config": LLMConfig(model=MODEL, max_tokens=64, context_window=16_000),
         "messages": [Message.system("you ship orders"), Message.user("where is A-17?")],
-        "chained": True, "owner": OWNER,
+        "chained": True,
+        "owner": OWNER,
     }
     data.update(fields)
     return LLMRequest(**data)
@@ -159,7 +159,8 @@ async def test_a_catalog_of_another_run_altered_forged_or_gone_fails_typed_and_i
         "bound to another run": request(tools_ref=ref, owner="run-b/1"),
         "another run's catalog": request(tools_ref=theirs),
         "a conversation segment named as a catalog": request(
-            tools_ref=ToolCatalogRef(sha256=segment.sha256, count=2, claim=segment.claim)),
+            tools_ref=ToolCatalogRef(sha256=segment.sha256, count=2, claim=segment.claim)
+        ),
         "the digest of other bytes": request(tools_ref=ref.model_copy(update={"sha256": "f" * 64})),
         "the wrong count": request(tools_ref=ref.model_copy(update={"count": 5})),
         "not json": request(tools_ref=junk),
@@ -173,7 +174,9 @@ async def test_a_catalog_of_another_run_altered_forged_or_gone_fails_typed_and_i
         assert refused.value.type == "PayloadIntegrityError" and refused.value.non_retryable, case
     with pytest.raises(ApplicationError) as gone:
         await fresh.call(request(tools_ref=missing))
-    assert gone.value.type == "PayloadMissingError" and gone.value.non_retryable and "tool catalog" in gone.value.message
+    assert (
+        gone.value.type == "PayloadMissingError" and gone.value.non_retryable and "tool catalog" in gone.value.message
+    )
 
     # Altered in the store after it was written: the worker that never saw it refuses it.
     path = store.driver.path_for(ref.claim["hash_value"])

@@ -6,6 +6,7 @@ import json
 
 import pytest
 from pydantic import BaseModel
+
 from agentsteps.activities.tools.activities import ToolActivities
 from agentsteps.activities.tools.registry import ToolRegistry
 from agentsteps.contracts.llm.tools import ToolCallInput, ToolCallResult, result_value, stored_once
@@ -56,7 +57,8 @@ async def test_the_activity_returns_a_python_tool_result_once():
         return {"day": query.day, "lines": ["y" * 100] * 20}
 
     result = await ToolActivities(registry).call(
-        ToolCallInput(name="report", arguments='{"day": 3}', call_id="c1", idempotency_key="k1"))
+        ToolCallInput(name="report", arguments='{"day": 3}', call_id="c1", idempotency_key="k1")
+    )
     assert not result.is_error and result.structured is None
     assert result_value(result) == {"day": 3, "lines": ["y" * 100] * 20}
     assert len(result.model_dump_json()) < 1.2 * len(result.content)

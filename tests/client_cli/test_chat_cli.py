@@ -5,10 +5,10 @@ from __future__ import annotations
 import re
 import subprocess
 
-from agentsteps.scripted_model import ScriptedModelServer
-
 from approval_support import REFUND_SCRIPT
 from test_cli import AGENTSTEPS, ROOT, _agentsteps, _env
+
+from agentsteps.scripted_model import ScriptedModelServer
 
 
 def _chat(*args: str, stdin: str, env: dict[str, str]) -> subprocess.CompletedProcess:
@@ -20,17 +20,27 @@ def _chat(*args: str, stdin: str, env: dict[str, str]) -> subprocess.CompletedPr
 def test_chat_starts_a_session_shows_tool_calls_and_resumes_it_later(temporal_env, tmp_path):
     script = {
         "rules": [
-            {"match": {"contains": "notify carol"}, "reply": {"tool_calls": [
-                {"name": "send_notification", "arguments": {"recipient": "carol", "message": "build is red"}}]}},
+            {
+                "match": {"contains": "notify carol"},
+                "reply": {
+                    "tool_calls": [
+                        {"name": "send_notification", "arguments": {"recipient": "carol", "message": "build is red"}}
+                    ]
+                },
+            },
             {"match": {"tool_result_for": "send_notification"}, "reply": {"content": "Carol is notified."}},
-            {"match": {"contains": "what did I ask", "any_contains": "notify carol"},
-             "reply": {"content": "You asked me to notify Carol."}},
+            {
+                "match": {"contains": "what did I ask", "any_contains": "notify carol"},
+                "reply": {"content": "You asked me to notify Carol."},
+            },
         ],
         "default": {"content": "Hello!"},
     }
     spec = tmp_path / "desk.toml"
-    spec.write_text('name = "desk"\ntools = ["get_weather", "send_notification"]\n'
-                    '[model]\nmodel = "scripted-2026-01-01"\nmax_tokens = 128\ncontext_window = 16000\n')
+    spec.write_text(
+        'name = "desk"\ntools = ["get_weather", "send_notification"]\n'
+        '[model]\nmodel = "scripted-2026-01-01"\nmax_tokens = 128\ncontext_window = 16000\n'
+    )
     with ScriptedModelServer(script) as model:
         env = _env(temporal_env, tmp_path, model.url_openai)
         first = _chat("--spec", str(spec), stdin="hi\nnotify carol please\n/quit\n", env=env)
@@ -53,14 +63,23 @@ def test_chat_asks_for_approval_inline_and_sends_the_answer_and_note(temporal_en
     config = tmp_path / "agentsteps.toml"
     config.write_text('[worker]\ntool_factories = ["approval_support:approval_factory"]\n')
     spec = tmp_path / "refunds.toml"
-    spec.write_text('name = "refunds"\ntools = ["refund"]\n'
-                    '[model]\nmodel = "scripted-2026-01-01"\nmax_tokens = 128\ncontext_window = 16000\n')
+    spec.write_text(
+        'name = "refunds"\ntools = ["refund"]\n'
+        '[model]\nmodel = "scripted-2026-01-01"\nmax_tokens = 128\ncontext_window = 16000\n'
+    )
     with ScriptedModelServer(REFUND_SCRIPT) as model:
-        env = {**_env(temporal_env, tmp_path, model.url_openai), "AGENTSTEPS_CONFIG": str(config),
-               "PYTHONPATH": str(ROOT / "tests" / "support")}
+        env = {
+            **_env(temporal_env, tmp_path, model.url_openai),
+            "AGENTSTEPS_CONFIG": str(config),
+            "PYTHONPATH": str(ROOT / "tests" / "support"),
+        }
         # Turn 1 approved with a note; turn 2 rejected with a note; each answer is read while the turn waits.
-        done = _chat("--spec", str(spec),
-                     stdin="refund A-17\ny\nunder 50 EUR\nrefund A-17 again\nn\nover the limit\n/quit\n", env=env)
+        done = _chat(
+            "--spec",
+            str(spec),
+            stdin="refund A-17\ny\nunder 50 EUR\nrefund A-17 again\nn\nover the limit\n/quit\n",
+            env=env,
+        )
         sent = [r.body for r in model.requests]
 
     assert done.returncode == 0, done.stderr
@@ -76,16 +95,21 @@ def test_chat_prints_the_answer_as_it_streams(temporal_env, tmp_path):
     answer = "The build is green again and every test passed on the second run."
     # The first attempt's stream breaks halfway: only a chat that prints tokens as they arrive can show its
     # half line; the retried call then streams the whole answer, which is shown once.
-    script = {"rules": [
-        {"match": {}, "times": 1, "reply": {"content": answer, "stream": {"chunk_chars": 4, "fault": "truncated"}}},
-        {"match": {}, "reply": {"content": answer, "stream": {"chunk_chars": 4, "delay_seconds": 0.01}}},
-    ]}
+    script = {
+        "rules": [
+            {"match": {}, "times": 1, "reply": {"content": answer, "stream": {"chunk_chars": 4, "fault": "truncated"}}},
+            {"match": {}, "reply": {"content": answer, "stream": {"chunk_chars": 4, "delay_seconds": 0.01}}},
+        ]
+    }
     spec = tmp_path / "desk.toml"
-    spec.write_text('name = "desk"\ntools = []\n[model]\nmodel = "scripted-2026-01-01"\nmax_tokens = 128\n'
-                    '[llm_policy]\ninitial_interval_seconds = 0.2\n')
+    spec.write_text(
+        'name = "desk"\ntools = []\n[model]\nmodel = "scripted-2026-01-01"\nmax_tokens = 128\n'
+        "[llm_policy]\ninitial_interval_seconds = 0.2\n"
+    )
     with ScriptedModelServer(script) as model:
-        done = _chat("--spec", str(spec), stdin="how is the build?\n/quit\n",
-                     env=_env(temporal_env, tmp_path, model.url_openai))
+        done = _chat(
+            "--spec", str(spec), stdin="how is the build?\n/quit\n", env=_env(temporal_env, tmp_path, model.url_openai)
+        )
         streamed = [r.body.get("stream") for r in model.requests]
 
     assert done.returncode == 0, done.stderr

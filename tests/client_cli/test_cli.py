@@ -32,8 +32,11 @@ def dev_port_env(temporal_env) -> dict[str, str]:
 
 
 def _env(temporal_env, tmp_path, base_url: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "AGENTSTEPS_CONFIG", "TEMPORAL_ADDRESS")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "AGENTSTEPS_CONFIG", "TEMPORAL_ADDRESS")
+    }
     env.update(
         **dev_port_env(temporal_env),
         AGENTSTEPS_TASK_QUEUE=f"cli-{uuid.uuid4().hex[:8]}",
@@ -49,7 +52,12 @@ def _agentsteps(*args: str, env: dict[str, str], cwd: Path = ROOT) -> subprocess
 
 def test_run_with_json_prints_exactly_one_result_object(temporal_env, demo_model, tmp_path):
     done = _agentsteps(
-        "run", "--spec", "examples/demo_agent.toml", "--input", "weather in Paris and Tokyo?", "--json",
+        "run",
+        "--spec",
+        "examples/demo_agent.toml",
+        "--input",
+        "weather in Paris and Tokyo?",
+        "--json",
         env=_env(temporal_env, tmp_path, demo_model.url_openai),
     )
 
@@ -63,7 +71,9 @@ def test_run_with_json_prints_exactly_one_result_object(temporal_env, demo_model
 def test_run_rejects_an_invalid_spec_before_starting_and_names_the_field(temporal_env, demo_model, tmp_path):
     spec = tmp_path / "bad.toml"
     spec.write_text('tools = ["get_weather"]\n[model]\nmodel = "latest"\ntemperature = 3\n')
-    done = _agentsteps("run", "--spec", str(spec), "--input", "hi", env=_env(temporal_env, tmp_path, demo_model.url_openai))
+    done = _agentsteps(
+        "run", "--spec", str(spec), "--input", "hi", env=_env(temporal_env, tmp_path, demo_model.url_openai)
+    )
 
     assert done.returncode == 2
     assert "$.model.temperature" in done.stderr and "$.model.model" in done.stderr

@@ -67,8 +67,12 @@ def test_json_output_carries_checked_counterexamples(tmp_path):
     first = body["edges"][0]
     assert first["verdict"] == "refuted" and first["ok"] is False
     value = first["counterexample"]["value"]
-    assert jsonschema.Draft202012Validator({"type": "object", "properties": {"n": {"type": "number"}}, "required": ["n"]}).is_valid(value)
-    assert not jsonschema.Draft202012Validator({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}).is_valid(value)
+    assert jsonschema.Draft202012Validator(
+        {"type": "object", "properties": {"n": {"type": "number"}}, "required": ["n"]}
+    ).is_valid(value)
+    assert not jsonschema.Draft202012Validator(
+        {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+    ).is_valid(value)
 
 
 def test_acknowledging_the_unproven_edge_leaves_only_the_refuted_one_failing(tmp_path):

@@ -25,18 +25,18 @@ import uuid
 from pathlib import Path
 
 import pytest
+from cli_json_support import SCHEMAS, pinned, released, schema_file, shape_schema
+from secret_scan import SecretScan
+from test_cli import dev_port_env
 
 from agentsteps.cli import json_output
 from agentsteps.cli.main import _parser
 from agentsteps.contracts.composition.prover import Verdict, check_schema_compat
 from agentsteps.scripted_model import Script, ScriptedModelServer
 
-from cli_json_support import SCHEMAS, pinned, released, schema_file, shape_schema
-from secret_scan import SecretScan
-from test_cli import dev_port_env
-
 ROOT = Path(__file__).resolve().parents[2]
 AGENTSTEPS = str(Path(sys.executable).with_name("agentsteps"))
+
 
 def _free_port() -> int:
     with socket.socket() as sock:
@@ -45,10 +45,16 @@ def _free_port() -> int:
 
 
 def _base_env(tmp_path: Path, base_url: str = "http://127.0.0.1:9/unused") -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "AGENTSTEPS_CONFIG", "TEMPORAL_ADDRESS")}
-    env.update(AGENTSTEPS_TASK_QUEUE=f"json-{uuid.uuid4().hex[:8]}", AGENTSTEPS_STATE_DIR=str(tmp_path / "state"),
-               OPENAI_BASE_URL=base_url)
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "AGENTSTEPS_CONFIG", "TEMPORAL_ADDRESS")
+    }
+    env.update(
+        AGENTSTEPS_TASK_QUEUE=f"json-{uuid.uuid4().hex[:8]}",
+        AGENTSTEPS_STATE_DIR=str(tmp_path / "state"),
+        OPENAI_BASE_URL=base_url,
+    )
     return env
 
 
@@ -72,8 +78,12 @@ def test_run_json_is_only_json_when_it_starts_the_embedded_server_itself(tmp_pat
         done = _run(
             [AGENTSTEPS, "run", "--spec", "examples/demo_agent.toml", "--input", question, "--json"],
             # The embedded server moved to free ports, as `agentsteps dev --port` does.
-            {**_base_env(tmp_path, model.url_openai), "OPENAI_API_KEY": key,
-             "AGENTSTEPS_DEV_PORT": str(_free_port()), "AGENTSTEPS_DEV_UI_PORT": str(_free_port())},
+            {
+                **_base_env(tmp_path, model.url_openai),
+                "OPENAI_API_KEY": key,
+                "AGENTSTEPS_DEV_PORT": str(_free_port()),
+                "AGENTSTEPS_DEV_UI_PORT": str(_free_port()),
+            },
         )
 
     assert done.returncode == 0, done.stderr
@@ -89,17 +99,33 @@ def test_run_json_is_only_json_when_it_starts_the_embedded_server_itself(tmp_pat
 def test_run_pipeline_json_is_only_json(temporal_env, tmp_path):
     update = {"issue_id": "PROJ-1", "state": "closed", "comment": "Customer confirms the fix."}
     reply = {"issue_id": "PROJ-1", "state": "closed", "message": "Thanks! Ticket PROJ-1 is now closed."}
-    script = Script.model_validate({"rules": [
-        {"match": {"any_contains": "triage customer emails"}, "reply": {"json": update}},
-        {"match": {"any_contains": "friendly reply"}, "reply": {"json": reply}},
-    ]})
+    script = Script.model_validate(
+        {
+            "rules": [
+                {"match": {"any_contains": "triage customer emails"}, "reply": {"json": update}},
+                {"match": {"any_contains": "friendly reply"}, "reply": {"json": reply}},
+            ]
+        }
+    )
     config = tmp_path / "agentsteps.toml"
     config.write_text('[worker]\ntool_factories = ["agentsteps.examples.support_tools:build_registry"]\n')
     email = {"sender": "kim@example.com", "subject": "PROJ-1", "body": "Please close PROJ-1, it works now."}
     with ScriptedModelServer(script) as model:
         env = {**_base_env(tmp_path, model.url_openai), **dev_port_env(temporal_env)}
-        done = _run([AGENTSTEPS, "--config", str(config), "run", "--pipeline", "examples/pipelines/support_reply.toml",
-                     "--input", json.dumps(email), "--json"], env)
+        done = _run(
+            [
+                AGENTSTEPS,
+                "--config",
+                str(config),
+                "run",
+                "--pipeline",
+                "examples/pipelines/support_reply.toml",
+                "--input",
+                json.dumps(email),
+                "--json",
+            ],
+            env,
+        )
 
     assert done.returncode == 0, done.stderr
     assert pinned(done.stdout, json_output.PIPELINE_RUN)["output"]["issue_id"] == "PROJ-1"
@@ -205,7 +231,8 @@ def test_a_shape_changes_only_in_ways_its_released_consumers_can_read(path):
     shape = current["title"]
     as_released = released().get(shape)
     assert as_released is not None, (
-        f"{shape} is new: add its schema, as released, to tests/client_cli/cli_json_released.json (and a CHANGELOG.md entry)")
+        f"{shape} is new: add its schema, as released, to tests/client_cli/cli_json_released.json (and a CHANGELOG.md entry)"
+    )
     verdict = _readable_by_old_consumers(current, as_released)
     assert verdict.verdict is Verdict.proven, (
         f"{path.name} changed so that a consumer of {shape} as released could fail "

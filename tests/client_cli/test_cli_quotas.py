@@ -8,12 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+from cli_json_support import pinned
+from quota_support import unique, with_quotas
+
 from agentsteps.activities.tools.registry import ToolRegistry
 from agentsteps.cli import json_output
 from agentsteps.worker import running_worker
-
-from cli_json_support import pinned
-from quota_support import unique, with_quotas
 
 AGENTSTEPS = str(Path(sys.executable).with_name("agentsteps"))
 
@@ -22,8 +22,9 @@ async def _cli(args: list[str], address: str, tmp_path: Path) -> subprocess.Comp
     env = {k: v for k, v in os.environ.items() if k not in ("AGENTSTEPS_CONFIG",)}
     env["TEMPORAL_ADDRESS"] = address
     # In a thread: the worker answering the CLI runs on this test's event loop.
-    return await asyncio.to_thread(subprocess.run, [AGENTSTEPS, *args], env=env, cwd=tmp_path, capture_output=True,
-                                   text=True, timeout=120)
+    return await asyncio.to_thread(
+        subprocess.run, [AGENTSTEPS, *args], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
 
 
 async def test_an_operator_reads_and_raises_quota_and_budget_limits_while_the_accounts_run(
@@ -39,7 +40,9 @@ async def test_an_operator_reads_and_raises_quota_and_budget_limits_while_the_ac
     async with running_worker(client, configured, registry=ToolRegistry()):
         shown = await _cli(["quota", "show", quota], address, tmp_path)
         raised = await _cli(["quota", "set", quota, "--rpm", "500", "--json"], address, tmp_path)
-        budget = await _cli(["budget", "set", tenant, "--period", "day", "--tokens-hard", "5000", "--json"], address, tmp_path)
+        budget = await _cli(
+            ["budget", "set", tenant, "--period", "day", "--tokens-hard", "5000", "--json"], address, tmp_path
+        )
         weighted = await _cli(["budget", "show", tenant], address, tmp_path)
         hostile = await _cli(["quota", "set", quota, "--concurrent", "-3"], address, tmp_path)
         nothing = await _cli(["quota", "set", quota], address, tmp_path)
@@ -65,8 +68,11 @@ def test_quota_show_prints_each_limit_in_force_beside_the_configured_one_after_a
     from agentsteps.contracts.quotas.ledger import Ledger, LedgerState
     from agentsteps.contracts.quotas.wire import LeaseRelease
 
-    ledger = Ledger(LedgerState(quota=QuotaLimit(name="gpt4o", requests_per_minute=6, input_tokens_per_minute=9000,
-                                                 concurrent_requests=4)))
+    ledger = Ledger(
+        LedgerState(
+            quota=QuotaLimit(name="gpt4o", requests_per_minute=6, input_tokens_per_minute=9000, concurrent_requests=4)
+        )
+    )
     assert "configured" not in summary(ledger.view(0.0)) and "throttled" not in summary(ledger.view(0.0))
     ledger.release(LeaseRelease(request_id="r", throttled=True), 0.0)
     text = summary(ledger.view(1.0))

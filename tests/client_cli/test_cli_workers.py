@@ -17,18 +17,17 @@ import uuid
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+from mcp_support import free_port
 from pydantic import BaseModel
 from temporalio.api.enums.v1 import TaskQueueType
 from temporalio.api.taskqueue.v1 import TaskQueue
 from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
+from test_cli import AGENTSTEPS, ROOT, dev_port_env
 
 from agentsteps.activities.tools import ToolRegistry
 from agentsteps.contracts.config.settings import WorkerSettings
 from agentsteps.scripted_model import ScriptedModelServer
 from agentsteps.worker import running_worker
-
-from mcp_support import free_port
-from test_cli import AGENTSTEPS, ROOT, dev_port_env
 
 
 class Lookup(BaseModel):
@@ -54,16 +53,27 @@ async def _worker_on(client, tmp_path: Path, queue: str, identity: str, registry
 
 
 def _clean_env(tmp_path: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "AGENTSTEPS_CONFIG", "TEMPORAL_ADDRESS",
-                        "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k
+        not in (
+            "OPENAI_API_KEY",
+            "ANTHROPIC_API_KEY",
+            "AGENTSTEPS_CONFIG",
+            "TEMPORAL_ADDRESS",
+            "OPENAI_BASE_URL",
+            "ANTHROPIC_BASE_URL",
+        )
+    }
     env.update(AGENTSTEPS_STATE_DIR=str(tmp_path / "cli-state"), AGENTSTEPS_METRICS_PORT=str(free_port()), **extra)
     return env
 
 
 async def _agentsteps(*args: str, env: dict[str, str], timeout: float = 180) -> tuple[int, str, str]:
-    proc = await asyncio.create_subprocess_exec(AGENTSTEPS, *args, env=env, cwd=ROOT,
-                                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = await asyncio.create_subprocess_exec(
+        AGENTSTEPS, *args, env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
     out, err = await asyncio.wait_for(proc.communicate(), timeout)
     return proc.returncode, out.decode(), err.decode()
 
@@ -73,19 +83,27 @@ async def _poller_identities(client, queue: str) -> set[str]:
     seen: set[str] = set()
     for kind in (TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW, TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY):
         answer = await client.workflow_service.describe_task_queue(
-            DescribeTaskQueueRequest(namespace=client.namespace, task_queue=TaskQueue(name=queue), task_queue_type=kind))
+            DescribeTaskQueueRequest(namespace=client.namespace, task_queue=TaskQueue(name=queue), task_queue_type=kind)
+        )
         seen |= {p.identity for p in answer.pollers}
     return seen
 
 
-async def test_a_cli_pointed_at_a_cluster_never_polls_its_queue_and_names_the_cause_of_a_failure(temporal_env, tmp_path):
+async def test_a_cli_pointed_at_a_cluster_never_polls_its_queue_and_names_the_cause_of_a_failure(
+    temporal_env, tmp_path
+):
     client = temporal_env.client
     queue = f"prod-{uuid.uuid4().hex[:8]}"
     address = client.service_client.config.target_host
     async with _worker_on(client, tmp_path, queue, "1@prod-pod-a agentsteps-worker config=0123456789ab"):
         code, _, err = await _agentsteps(
-            "run", "--spec", "examples/demo_agent.toml", "--input", "weather in Paris?",
-            env=_clean_env(tmp_path, TEMPORAL_ADDRESS=address, AGENTSTEPS_TASK_QUEUE=queue))
+            "run",
+            "--spec",
+            "examples/demo_agent.toml",
+            "--input",
+            "weather in Paris?",
+            env=_clean_env(tmp_path, TEMPORAL_ADDRESS=address, AGENTSTEPS_TASK_QUEUE=queue),
+        )
         identities = await _poller_identities(client, queue)
 
     assert "served by the worker(s) already polling it: 1@prod-pod-a" in err
@@ -101,9 +119,16 @@ async def test_a_worker_asked_for_against_a_cluster_passes_the_worker_checks_fir
     client = temporal_env.client
     queue = f"prod-{uuid.uuid4().hex[:8]}"
     code, _, err = await _agentsteps(
-        "run", "--worker", "--spec", "examples/demo_agent.toml", "--input", "weather in Paris?",
-        env=_clean_env(tmp_path, TEMPORAL_ADDRESS=client.service_client.config.target_host,
-                       AGENTSTEPS_TASK_QUEUE=queue))
+        "run",
+        "--worker",
+        "--spec",
+        "examples/demo_agent.toml",
+        "--input",
+        "weather in Paris?",
+        env=_clean_env(
+            tmp_path, TEMPORAL_ADDRESS=client.service_client.config.target_host, AGENTSTEPS_TASK_QUEUE=queue
+        ),
+    )
 
     assert code == 1
     assert "error: DeploymentConfigError: " in err and "AGENTSTEPS_SINGLE_WORKER=1" in err
@@ -114,8 +139,14 @@ async def test_an_asked_for_worker_that_disagrees_with_the_one_on_the_queue_is_r
     queue = f"q-{uuid.uuid4().hex[:8]}"
     async with _worker_on(temporal_env.client, tmp_path, queue, "1@other agentsteps-dev config=deadbeef0000"):
         code, _, err = await _agentsteps(
-            "run", "--worker", "--spec", "examples/demo_agent.toml", "--input", "weather in Paris?",
-            env=_clean_env(tmp_path, AGENTSTEPS_TASK_QUEUE=queue, **dev_port_env(temporal_env)))
+            "run",
+            "--worker",
+            "--spec",
+            "examples/demo_agent.toml",
+            "--input",
+            "weather in Paris?",
+            env=_clean_env(tmp_path, AGENTSTEPS_TASK_QUEUE=queue, **dev_port_env(temporal_env)),
+        )
 
     assert code == 1
     assert "error: StackConflictError: another worker already polls task queue" in err
@@ -125,14 +156,22 @@ async def test_an_asked_for_worker_that_disagrees_with_the_one_on_the_queue_is_r
 async def test_a_failed_model_call_is_one_line_per_attempt_and_the_run_ends_naming_its_cause(temporal_env, tmp_path):
     script = {"api_key": "sk-right", "default": {"content": "never"}}
     with ScriptedModelServer(script) as model:
-        env = _clean_env(tmp_path, AGENTSTEPS_TASK_QUEUE=f"q-{uuid.uuid4().hex[:8]}", OPENAI_API_KEY="sk-wrong",
-                         OPENAI_BASE_URL=model.url_openai, **dev_port_env(temporal_env))
+        env = _clean_env(
+            tmp_path,
+            AGENTSTEPS_TASK_QUEUE=f"q-{uuid.uuid4().hex[:8]}",
+            OPENAI_API_KEY="sk-wrong",
+            OPENAI_BASE_URL=model.url_openai,
+            **dev_port_env(temporal_env),
+        )
         code, _, err = await _agentsteps("run", "--spec", "examples/demo_agent.toml", "--input", "weather?", env=env)
-        _, _, debug = await _agentsteps("--debug", "run", "--spec", "examples/demo_agent.toml", "--input", "weather?",
-                                        env=env)
+        _, _, debug = await _agentsteps(
+            "--debug", "run", "--spec", "examples/demo_agent.toml", "--input", "weather?", env=env
+        )
 
     assert code == 1
-    failed = [line for line in err.splitlines() if line.startswith("WARNING call failed: llm.call") and " of agent-" in line]
+    failed = [
+        line for line in err.splitlines() if line.startswith("WARNING call failed: llm.call") and " of agent-" in line
+    ]
     assert len(failed) == 1 and "NonRetryableProviderError" in failed[0], err
     assert err.strip().splitlines()[-1].startswith("run failed: NonRetryableProviderError: ")
     assert "Traceback" not in err
@@ -154,7 +193,8 @@ async def test_dev_refuses_a_port_held_by_something_that_is_not_temporal_and_doe
         port = squatter.getsockname()[1]
         started = time.monotonic()
         code, _, err = await _agentsteps(
-            "dev", "--port", str(port), "--ui-port", str(free_port()), env=_clean_env(tmp_path), timeout=60)
+            "dev", "--port", str(port), "--ui-port", str(free_port()), env=_clean_env(tmp_path), timeout=60
+        )
 
     assert code == 1
     assert f"StackConflictError: port {port} is in use, but not by a Temporal server" in err
@@ -168,8 +208,16 @@ async def test_dev_refuses_a_busy_console_port_on_one_line_before_it_starts_anyt
         squatter.listen()
         port = squatter.getsockname()[1]
         code, _, err = await _agentsteps(
-            "dev", "--port", str(free_port()), "--ui-port", str(free_port()), "--console-port", str(port),
-            env=_clean_env(tmp_path), timeout=60)
+            "dev",
+            "--port",
+            str(free_port()),
+            "--ui-port",
+            str(free_port()),
+            "--console-port",
+            str(port),
+            env=_clean_env(tmp_path),
+            timeout=60,
+        )
 
     assert code == 1
     assert err.strip().splitlines()[-1].startswith(f"error: StackConflictError: the console port {port} is in use")
@@ -180,7 +228,8 @@ async def test_dev_refuses_to_join_a_queue_another_worker_polls(temporal_env, tm
     queue = f"q-{uuid.uuid4().hex[:8]}"
     async with _worker_on(temporal_env.client, tmp_path, queue, "1@elsewhere agentsteps-dev config=aaaaaaaaaaaa"):
         code, _, err = await _agentsteps(
-            "dev", env=_clean_env(tmp_path, AGENTSTEPS_TASK_QUEUE=queue, **dev_port_env(temporal_env)), timeout=60)
+            "dev", env=_clean_env(tmp_path, AGENTSTEPS_TASK_QUEUE=queue, **dev_port_env(temporal_env)), timeout=60
+        )
 
     assert code == 1
     assert "Temporal server found already running at" in err
@@ -202,8 +251,14 @@ def _children(pid: int) -> list[int]:
 
 def test_dev_exits_when_the_server_it_started_dies(tmp_path):
     port, ui = free_port(), free_port()
-    dev = subprocess.Popen([AGENTSTEPS, "dev", "--port", str(port), "--ui-port", str(ui)], env=_clean_env(tmp_path),
-                           cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    dev = subprocess.Popen(
+        [AGENTSTEPS, "dev", "--port", str(port), "--ui-port", str(ui)],
+        env=_clean_env(tmp_path),
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         banner = dev.stdout.readline()
         assert f"Temporal server: 127.0.0.1:{port} (started by this command)" in banner, dev.stderr.read()
@@ -223,9 +278,15 @@ def test_dev_exits_when_the_server_it_started_dies(tmp_path):
 
 async def test_no_worker_on_a_server_the_command_started_itself_is_refused_instead_of_waiting_forever(tmp_path):
     code, _, err = await _agentsteps(
-        "run", "--no-worker", "--spec", "examples/demo_agent.toml", "--input", "weather in Paris?",
+        "run",
+        "--no-worker",
+        "--spec",
+        "examples/demo_agent.toml",
+        "--input",
+        "weather in Paris?",
         env=_clean_env(tmp_path, AGENTSTEPS_DEV_PORT=str(free_port()), AGENTSTEPS_DEV_UI_PORT=str(free_port())),
-        timeout=120)
+        timeout=120,
+    )
 
     assert code == 1
     assert "StackConflictError: --no-worker, but nothing serves task queue 'agentsteps'" in err

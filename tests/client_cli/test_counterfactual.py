@@ -13,16 +13,15 @@ import io
 import json
 
 import pytest
-
 from agent_support import make_spec, start_columns_without_upsert
 from cli_json_support import pinned
 from pydantic import BaseModel
 
 from agentsteps.activities.tools.registry import ToolContext, ToolRegistry
-from agentsteps.contracts import AgentInput, InvalidSpecError
-from agentsteps.contracts.names import AGENT_WORKFLOW
 from agentsteps.cli.json_output import COUNTERFACTUAL
 from agentsteps.cli.replay import EXIT_FAILED, EXIT_INVALID, EXIT_OK, replay_command
+from agentsteps.contracts import AgentInput, InvalidSpecError
+from agentsteps.contracts.names import AGENT_WORKFLOW
 from agentsteps.worker import running_worker
 
 MODEL_A, MODEL_B = "scripted-2026-01-01", "scripted-b-2026-03-01"
@@ -58,24 +57,58 @@ def script() -> dict:
         tag = f"order {i:02d}"
         asked = i + 100 if i in DIFFERENT else i
         rules += [
-            {"match": {"model": MODEL_A, "role": "user", "contains": tag}, "reply": {
-                "tool_calls": [{"name": "lookup", "arguments": {"order_id": i}}, {"name": "refund", "arguments": {"order_id": i}}],
-                "usage": {"prompt_tokens": 100, "completion_tokens": 20}}},
-            {"match": {"model": MODEL_A, "role": "tool", "any_contains": tag}, "reply": {
-                "content": f"{tag} shipped and refunded", "usage": {"prompt_tokens": 150, "completion_tokens": 30}}},
-            {"match": {"model": MODEL_B, "role": "user", "contains": tag}, "reply": {
-                "tool_calls": [{"name": "refund", "arguments": {"order_id": i}}, {"name": "lookup", "arguments": {"order_id": asked}}],
-                "usage": {"prompt_tokens": 60, "completion_tokens": 10}}},
-            {"match": {"model": MODEL_B, "role": "tool", "any_contains": tag}, "reply": {
-                "content": f"{tag} status unknown" if i in DIFFERENT else f"{tag} shipped and refunded",
-                "usage": {"prompt_tokens": 90, "completion_tokens": 20}}},
+            {
+                "match": {"model": MODEL_A, "role": "user", "contains": tag},
+                "reply": {
+                    "tool_calls": [
+                        {"name": "lookup", "arguments": {"order_id": i}},
+                        {"name": "refund", "arguments": {"order_id": i}},
+                    ],
+                    "usage": {"prompt_tokens": 100, "completion_tokens": 20},
+                },
+            },
+            {
+                "match": {"model": MODEL_A, "role": "tool", "any_contains": tag},
+                "reply": {
+                    "content": f"{tag} shipped and refunded",
+                    "usage": {"prompt_tokens": 150, "completion_tokens": 30},
+                },
+            },
+            {
+                "match": {"model": MODEL_B, "role": "user", "contains": tag},
+                "reply": {
+                    "tool_calls": [
+                        {"name": "refund", "arguments": {"order_id": i}},
+                        {"name": "lookup", "arguments": {"order_id": asked}},
+                    ],
+                    "usage": {"prompt_tokens": 60, "completion_tokens": 10},
+                },
+            },
+            {
+                "match": {"model": MODEL_B, "role": "tool", "any_contains": tag},
+                "reply": {
+                    "content": f"{tag} status unknown" if i in DIFFERENT else f"{tag} shipped and refunded",
+                    "usage": {"prompt_tokens": 90, "completion_tokens": 20},
+                },
+            },
         ]
     return {"rules": rules}
 
 
 def args(ids, **given) -> argparse.Namespace:
-    base = dict(workflow_ids=ids, check=False, histories=None, workflow_type=None, query=None, limit=50,
-                spec=None, model=f"openai:{MODEL_B}", allow_tools="", max_differ=0, json=True)
+    base = dict(
+        workflow_ids=ids,
+        check=False,
+        histories=None,
+        workflow_type=None,
+        query=None,
+        limit=50,
+        spec=None,
+        model=f"openai:{MODEL_B}",
+        allow_tools="",
+        max_differ=0,
+        json=True,
+    )
     base.update(given)
     return argparse.Namespace(**base)
 
@@ -88,8 +121,11 @@ async def test_twenty_recorded_runs_replayed_with_another_model_execute_no_tool(
     async with running_worker(client, settings, registry=counting_registry(executed)):
         for i in range(RUNS):
             handle = await client.start_workflow(
-                AGENT_WORKFLOW, AgentInput(spec=spec, input=f"where is order {i:02d}?"),
-                id=f"source-{i:02d}-{settings.task_queue}", task_queue=settings.task_queue)
+                AGENT_WORKFLOW,
+                AgentInput(spec=spec, input=f"where is order {i:02d}?"),
+                id=f"source-{i:02d}-{settings.task_queue}",
+                task_queue=settings.task_queue,
+            )
             ids.append(handle.id)
             assert (await handle.result())["status"] == "completed"
     assert sorted(executed) == sorted([("lookup", i) for i in range(RUNS)] + [("refund", i) for i in range(RUNS)])
@@ -145,8 +181,12 @@ async def test_bad_replay_arguments_exit_2(client, settings):
 async def test_a_malformed_model_is_a_typed_error_before_any_replay_starts(client, settings, scripted):
     scripted.set_script({"default": {"content": "hi"}})
     async with running_worker(client, settings):
-        handle = await client.start_workflow(AGENT_WORKFLOW, AgentInput(spec=make_spec(tools=[]), input="hi"),
-                                             id=f"src-{settings.task_queue}", task_queue=settings.task_queue)
+        handle = await client.start_workflow(
+            AGENT_WORKFLOW,
+            AgentInput(spec=make_spec(tools=[]), input="hi"),
+            id=f"src-{settings.task_queue}",
+            task_queue=settings.task_queue,
+        )
         await handle.result()
     on_this_server = settings.model_copy(update={"temporal_address": client.service_client.config.target_host})
     with pytest.raises(InvalidSpecError, match="provider"):

@@ -6,13 +6,12 @@ import json
 import subprocess
 import uuid
 
+from agent_support import MODEL
 from temporalio.client import WorkflowHandle
 
+from agentsteps.client.dev_server import temporal_binary
 from agentsteps.contracts import AgentResult
 from agentsteps.contracts.names import AGENT_WORKFLOW
-
-from agent_support import MODEL
-from agentsteps.client.dev_server import temporal_binary
 
 
 async def test_temporal_cli_starts_agent_workflow_with_json_input(engine, scripted, temporal_env):
@@ -21,12 +20,19 @@ async def test_temporal_cli_starts_agent_workflow_with_json_input(engine, script
     payload = {"spec": {"model": {"model": MODEL, "max_tokens": 64, "context_window": 8000}}, "input": "hi"}
     subprocess.run(
         [
-            temporal_binary(), "workflow", "start",
-            "--address", temporal_env.client.service_client.config.target_host,
-            "--type", AGENT_WORKFLOW,
-            "--task-queue", engine.task_queue,
-            "--workflow-id", workflow_id,
-            "--input", json.dumps(payload),
+            temporal_binary(),
+            "workflow",
+            "start",
+            "--address",
+            temporal_env.client.service_client.config.target_host,
+            "--type",
+            AGENT_WORKFLOW,
+            "--task-queue",
+            engine.task_queue,
+            "--workflow-id",
+            workflow_id,
+            "--input",
+            json.dumps(payload),
         ],
         check=True,
         capture_output=True,

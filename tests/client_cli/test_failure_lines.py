@@ -16,8 +16,15 @@ pytestmark = pytest.mark.fast
 
 
 def _activity_failure(cause: BaseException) -> WorkflowFailureError:
-    activity = ActivityError("Activity task failed", scheduled_event_id=5, started_event_id=6, identity="w",
-                             activity_type="llm.call", activity_id="1", retry_state=RetryState.NON_RETRYABLE_FAILURE)
+    activity = ActivityError(
+        "Activity task failed",
+        scheduled_event_id=5,
+        started_event_id=6,
+        identity="w",
+        activity_type="llm.call",
+        activity_id="1",
+        retry_state=RetryState.NON_RETRYABLE_FAILURE,
+    )
     activity.__cause__ = cause
     failure = WorkflowFailureError(cause=activity)
     return failure
@@ -38,8 +45,15 @@ def _record(**extra) -> logging.LogRecord:
         raise ApplicationError("quota spent", type="RetryableProviderError")
     except ApplicationError:
         exc_info = sys.exc_info()
-    record = logging.LogRecord("temporalio.activity", logging.WARNING, __file__, 1,
-                               "Completing activity as failed ({'activity_id': '1'})", None, exc_info)
+    record = logging.LogRecord(
+        "temporalio.activity",
+        logging.WARNING,
+        __file__,
+        1,
+        "Completing activity as failed ({'activity_id': '1'})",
+        None,
+        exc_info,
+    )
     record.__dict__.update(extra)
     return record
 

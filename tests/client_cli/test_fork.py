@@ -49,9 +49,15 @@ def charging_registry(executed: list[int]) -> ToolRegistry:
 def script() -> dict:
     rules = [{"match": {"role": "user"}, "reply": {"tool_calls": [{"name": "charge", "arguments": {"customer": 0}}]}}]
     for k in range(CHARGES - 1):
-        rules.append({"match": {"role": "tool", "contains": f'"charged": {k}}}'},
-                      "reply": {"tool_calls": [{"name": "charge", "arguments": {"customer": k + 1}}]}})
-    rules.append({"match": {"role": "tool", "contains": f'"charged": {CHARGES - 1}}}'}, "reply": {"content": "all charged"}})
+        rules.append(
+            {
+                "match": {"role": "tool", "contains": f'"charged": {k}}}'},
+                "reply": {"tool_calls": [{"name": "charge", "arguments": {"customer": k + 1}}]},
+            }
+        )
+    rules.append(
+        {"match": {"role": "tool", "contains": f'"charged": {CHARGES - 1}}}'}, "reply": {"content": "all charged"}}
+    )
     return {"rules": rules}
 
 
@@ -61,15 +67,23 @@ async def test_a_fork_at_every_step_of_a_ten_tool_run_repeats_no_effect(client, 
     spec = make_spec(tools=["charge"], max_steps=14)
     async with running_worker(client, settings, registry=charging_registry(executed)):
         source = await client.execute_workflow(
-            AGENT_WORKFLOW, AgentInput(spec=spec, input="charge everyone"), id=f"source-{settings.task_queue}",
-            task_queue=settings.task_queue, result_type=AgentResult,
+            AGENT_WORKFLOW,
+            AgentInput(spec=spec, input="charge everyone"),
+            id=f"source-{settings.task_queue}",
+            task_queue=settings.task_queue,
+            result_type=AgentResult,
         )
         assert source.status == "completed" and len(source.steps) == CHARGES + 1
         assert executed == list(range(CHARGES))
         converter = build_data_converter(settings)
         for at_step in range(len(source.steps) + 1):
-            handle = await fork_run(client, f"source-{settings.task_queue}", at_step, data_converter=converter,
-                                    task_queue=settings.task_queue)
+            handle = await fork_run(
+                client,
+                f"source-{settings.task_queue}",
+                at_step,
+                data_converter=converter,
+                task_queue=settings.task_queue,
+            )
             fork = await handle.result()
             assert fork.status == "completed" and fork.output == "all charged", at_step
             # The fork took the remaining steps only, each charge answered from the source's record.
@@ -94,12 +108,20 @@ async def test_forking_what_cannot_be_forked_is_a_clear_error(client, settings, 
     with pytest.raises(HistoryUnavailableError):
         await fork_run(client, "no-such-run", 0, data_converter=converter, task_queue=settings.task_queue)
     async with running_worker(client, settings):
-        await client.execute_workflow(AGENT_WORKFLOW, AgentInput(spec=make_spec(), input="hi"),
-                                      id=f"short-{settings.task_queue}", task_queue=settings.task_queue)
+        await client.execute_workflow(
+            AGENT_WORKFLOW,
+            AgentInput(spec=make_spec(), input="hi"),
+            id=f"short-{settings.task_queue}",
+            task_queue=settings.task_queue,
+        )
     with pytest.raises(InvalidSpecError, match="--at-step"):
-        await fork_run(client, f"short-{settings.task_queue}", 5, data_converter=converter, task_queue=settings.task_queue)
+        await fork_run(
+            client, f"short-{settings.task_queue}", 5, data_converter=converter, task_queue=settings.task_queue
+        )
     with pytest.raises(InvalidSpecError, match="--at-step"):
-        await fork_run(client, f"short-{settings.task_queue}", -1, data_converter=converter, task_queue=settings.task_queue)
+        await fork_run(
+            client, f"short-{settings.task_queue}", -1, data_converter=converter, task_queue=settings.task_queue
+        )
 
 
 async def test_the_fork_command_prints_the_fork_as_json(client, settings, scripted):
@@ -114,14 +136,26 @@ async def test_the_fork_command_prints_the_fork_as_json(client, settings, script
     on_this_server = settings.model_copy(update={"temporal_address": client.service_client.config.target_host})
     async with running_worker(client, settings, registry=charging_registry(executed)):
         await client.execute_workflow(
-            AGENT_WORKFLOW, AgentInput(spec=make_spec(tools=["charge"], max_steps=14), input="charge everyone"),
-            id=f"cli-source-{settings.task_queue}", task_queue=settings.task_queue, result_type=AgentResult,
+            AGENT_WORKFLOW,
+            AgentInput(spec=make_spec(tools=["charge"], max_steps=14), input="charge everyone"),
+            id=f"cli-source-{settings.task_queue}",
+            task_queue=settings.task_queue,
+            result_type=AgentResult,
         )
         out = io.StringIO()
         with contextlib.redirect_stdout(out):
-            code = await fork_command(on_this_server, argparse.Namespace(
-                workflow_id=f"cli-source-{settings.task_queue}", at_step=3, spec=None, model=None, input=None,
-                json=True, no_worker=True))
+            code = await fork_command(
+                on_this_server,
+                argparse.Namespace(
+                    workflow_id=f"cli-source-{settings.task_queue}",
+                    at_step=3,
+                    spec=None,
+                    model=None,
+                    input=None,
+                    json=True,
+                    no_worker=True,
+                ),
+            )
     assert code == 0
     body = pinned(out.getvalue(), FORK)
     assert body["source"] == f"cli-source-{settings.task_queue}" and body["at_step"] == 3
@@ -137,8 +171,15 @@ async def test_a_fork_bills_where_its_source_does(client, settings, scripted):
     converter = build_data_converter(settings)
     source_id = f"billed-{settings.task_queue}"
     async with running_worker(client, settings):
-        await start_agent_run(client, make_spec(tools=[]), "hello", workflow_id=source_id, task_queue=settings.task_queue,
-                              tenant="acme", quota=plan)
+        await start_agent_run(
+            client,
+            make_spec(tools=[]),
+            "hello",
+            workflow_id=source_id,
+            task_queue=settings.task_queue,
+            tenant="acme",
+            quota=plan,
+        )
         assert (await client.get_workflow_handle(source_id, result_type=AgentResult).result()).output == "done"
         fork = await fork_run(client, source_id, 0, data_converter=converter, task_queue=settings.task_queue)
         assert (await fork.result()).output == "done"

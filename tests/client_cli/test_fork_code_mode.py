@@ -43,8 +43,11 @@ def code_spec(**overrides):
 
 async def run_source(client, settings, workflow_id: str) -> AgentResult:
     return await client.execute_workflow(
-        AGENT_WORKFLOW, AgentInput(spec=code_spec(), input="charge everyone"), id=workflow_id,
-        task_queue=settings.task_queue, result_type=AgentResult,
+        AGENT_WORKFLOW,
+        AgentInput(spec=code_spec(), input="charge everyone"),
+        id=workflow_id,
+        task_queue=settings.task_queue,
+        result_type=AgentResult,
     )
 
 
@@ -55,7 +58,9 @@ def failure_type(exc: WorkflowFailureError) -> str | None:
     return cause.type if isinstance(cause, ApplicationError) else None
 
 
-async def test_a_fork_at_every_step_of_a_ten_tool_program_has_its_memory_and_repeats_no_effect(client, settings, scripted):
+async def test_a_fork_at_every_step_of_a_ten_tool_program_has_its_memory_and_repeats_no_effect(
+    client, settings, scripted
+):
     scripted.set_script({"default": {"content": f"```python\n{PROGRAM}```"}})
     executed: list[int] = []
     source_id = f"code-source-{settings.task_queue}"
@@ -89,7 +94,9 @@ async def test_a_fork_at_every_step_of_a_ten_tool_program_has_its_memory_and_rep
         plan = await plan_fork(client, first.id, 2, data_converter=converter)
         assert plan.at_call == "p0-4"
         again = await (await start_fork(client, plan, task_queue=settings.task_queue)).result()
-        assert again.output == OUTPUT and [c.call_id for c in again.steps[0].tool_calls] == [f"p0-{c}" for c in range(4, CHARGES)]
+        assert again.output == OUTPUT and [c.call_id for c in again.steps[0].tool_calls] == [
+            f"p0-{c}" for c in range(4, CHARGES)
+        ]
     assert executed == list(range(CHARGES)), "an effect happened twice across the source and its forks"
 
 
@@ -118,13 +125,20 @@ async def test_forking_a_code_mode_run_where_it_cannot_be_forked_is_a_clear_erro
         plan = await plan_fork(client, source_id, 4, data_converter=converter)
         assert plan.inp.fork is not None and plan.inp.fork.program is not None
         paused = plan.inp.fork.program.paused
-        for bad in (paused.model_copy(update={"calls": [c.model_copy(update={"function": "refund"}) for c in paused.calls]}),
-                    paused.model_copy(update={"state": "completed"})):
+        for bad in (
+            paused.model_copy(update={"calls": [c.model_copy(update={"function": "refund"}) for c in paused.calls]}),
+            paused.model_copy(update={"state": "completed"}),
+        ):
             program = plan.inp.fork.program.model_copy(update={"paused": bad})
             crafted = plan.inp.model_copy(update={"fork": plan.inp.fork.model_copy(update={"program": program})})
             with pytest.raises(WorkflowFailureError) as failed:
-                await client.execute_workflow(AGENT_WORKFLOW, crafted, id=f"crafted-{len(executed)}-{bad.state}",
-                                              task_queue=settings.task_queue, result_type=AgentResult)
+                await client.execute_workflow(
+                    AGENT_WORKFLOW,
+                    crafted,
+                    id=f"crafted-{len(executed)}-{bad.state}",
+                    task_queue=settings.task_queue,
+                    result_type=AgentResult,
+                )
             assert failure_type(failed.value) == "InvalidSpecError"
 
         # Another run's memory under this source's name: the worker checks the snapshot against the source's
@@ -143,7 +157,9 @@ async def test_forking_a_code_mode_run_where_it_cannot_be_forked_is_a_clear_erro
         assert snapshot is not None
         LocalDirStorageDriver(settings.state_dir / "payloads").path_for(snapshot.claim["hash_value"]).unlink()
         with pytest.raises(WorkflowFailureError) as failed:
-            await (await fork_run(client, other_id, 4, data_converter=converter, task_queue=settings.task_queue)).result()
+            await (
+                await fork_run(client, other_id, 4, data_converter=converter, task_queue=settings.task_queue)
+            ).result()
         assert failure_type(failed.value) == "SnapshotIntegrityError"
         assert snapshot.sha256[:12] in str(failed.value.cause)
     assert executed == list(range(CHARGES)) * 2, "a refused fork made a call"
@@ -159,8 +175,11 @@ async def test_a_fork_of_a_failed_source_knows_the_effects_its_history_shows(cli
     async with running_worker(client, settings, registry=charging_registry(executed)):
         with pytest.raises(WorkflowFailureError):
             await client.execute_workflow(
-                AGENT_WORKFLOW, AgentInput(spec=code_spec(max_steps=1), input="charge five"), id=source_id,
-                task_queue=settings.task_queue, result_type=AgentResult,
+                AGENT_WORKFLOW,
+                AgentInput(spec=code_spec(max_steps=1), input="charge five"),
+                id=source_id,
+                task_queue=settings.task_queue,
+                result_type=AgentResult,
             )
         assert executed == list(range(5))
         plan = await plan_fork(client, source_id, 3, data_converter=converter)
@@ -172,8 +191,16 @@ async def test_a_fork_of_a_failed_source_knows_the_effects_its_history_shows(cli
         assert executed == list(range(5))
         # From the model step, a program that completes: the five charges answered, the other five made.
         scripted.set_script({"default": {"content": f"```python\n{PROGRAM}```"}})
-        fork = await (await fork_run(client, source_id, 0, data_converter=converter, task_queue=settings.task_queue,
-                                     spec=code_spec(max_steps=2))).result()
+        fork = await (
+            await fork_run(
+                client,
+                source_id,
+                0,
+                data_converter=converter,
+                task_queue=settings.task_queue,
+                spec=code_spec(max_steps=2),
+            )
+        ).result()
         assert fork.output == OUTPUT
     assert executed == list(range(CHARGES)), "a charge the failed source made was made again"
 
@@ -192,9 +219,18 @@ async def test_the_fork_command_names_the_call_a_code_mode_fork_starts_before(cl
         await run_source(client, settings, f"cli-code-{settings.task_queue}")
         out = io.StringIO()
         with contextlib.redirect_stdout(out):
-            code = await fork_command(on_this_server, argparse.Namespace(
-                workflow_id=f"cli-code-{settings.task_queue}", at_step=4, spec=None, model=None, input=None,
-                json=True, no_worker=True))
+            code = await fork_command(
+                on_this_server,
+                argparse.Namespace(
+                    workflow_id=f"cli-code-{settings.task_queue}",
+                    at_step=4,
+                    spec=None,
+                    model=None,
+                    input=None,
+                    json=True,
+                    no_worker=True,
+                ),
+            )
     assert code == 0
     body = pinned(out.getvalue(), FORK)
     assert body["at_step"] == 4 and body["at_call"] == "p0-3"

@@ -46,14 +46,22 @@ def charging_registry(executed: list[int]) -> ToolRegistry:
 
 def tool_script() -> dict:
     rules = [
-        {"match": {"role": "user", "contains": "charge everyone"},
-         "reply": {"tool_calls": [{"name": "charge", "arguments": {"customer": 0}}]}},
+        {
+            "match": {"role": "user", "contains": "charge everyone"},
+            "reply": {"tool_calls": [{"name": "charge", "arguments": {"customer": 0}}]},
+        },
         {"match": {"role": "user", "contains": "hello"}, "reply": {"content": "hi there"}},
     ]
     for k in range(CHARGES - 1):
-        rules.append({"match": {"role": "tool", "contains": f'"charged": {k}}}'},
-                      "reply": {"tool_calls": [{"name": "charge", "arguments": {"customer": k + 1}}]}})
-    rules.append({"match": {"role": "tool", "contains": f'"charged": {CHARGES - 1}}}'}, "reply": {"content": "all charged"}})
+        rules.append(
+            {
+                "match": {"role": "tool", "contains": f'"charged": {k}}}'},
+                "reply": {"tool_calls": [{"name": "charge", "arguments": {"customer": k + 1}}]},
+            }
+        )
+    rules.append(
+        {"match": {"role": "tool", "contains": f'"charged": {CHARGES - 1}}}'}, "reply": {"content": "all charged"}}
+    )
     return {"rules": rules}
 
 
@@ -64,14 +72,17 @@ async def test_a_fork_at_every_step_of_a_session_turn_repeats_no_effect(client, 
     spec = make_spec(tools=["charge"], max_steps=14)
     converter = build_data_converter(settings)
     async with running_worker(client, settings, registry=charging_registry(executed)):
-        assert (await send_turn(client, spec, "hello", session_id=sid, task_queue=settings.task_queue)).output == "hi there"
+        assert (
+            await send_turn(client, spec, "hello", session_id=sid, task_queue=settings.task_queue)
+        ).output == "hi there"
         source = await continue_session(client, sid, "charge everyone")
         assert source.turn == 2 and source.output == "all charged" and len(source.steps) == CHARGES + 1
         assert executed == list(range(CHARGES))
         forks = []
         for at_step in range(len(source.steps) + 1):
-            fork_id, first = await fork_session(client, sid, 2, at_step, data_converter=converter,
-                                                task_queue=settings.task_queue)
+            fork_id, first = await fork_session(
+                client, sid, 2, at_step, data_converter=converter, task_queue=settings.task_queue
+            )
             forks.append(fork_id)
             assert first.turn == 2 and first.session_id == fork_id, at_step
             assert first.status == "completed" and first.output == "all charged", at_step
@@ -109,12 +120,14 @@ def program(code: str) -> dict:
     return {"content": f"```python\n{code}```"}
 
 
-CODE_SCRIPT = {"rules": [
-    {"match": {"contains": "set a"}, "reply": program("a = 'alpha'\na\n")},
-    {"match": {"contains": "charge seven"}, "reply": program("r = await charge(customer=7)\nr\n")},
-    {"match": {"contains": "set c"}, "reply": program("c = 'gamma'\nc\n")},
-    {"match": {"contains": "show a"}, "reply": program("a\n")},
-]}
+CODE_SCRIPT = {
+    "rules": [
+        {"match": {"contains": "set a"}, "reply": program("a = 'alpha'\na\n")},
+        {"match": {"contains": "charge seven"}, "reply": program("r = await charge(customer=7)\nr\n")},
+        {"match": {"contains": "set c"}, "reply": program("c = 'gamma'\nc\n")},
+        {"match": {"contains": "show a"}, "reply": program("a\n")},
+    ]
+}
 
 
 async def test_a_code_mode_fork_has_the_repl_memory_the_turn_started_with(client, settings, scripted):
@@ -172,10 +185,13 @@ async def test_forking_what_cannot_be_forked_is_a_clear_error(client, settings, 
         plan = await plan_session_fork(client, sid, 2, 0, data_converter=converter)
         other_owner = (await client.get_workflow_handle(other).describe()).run_id
         assert plan.inp.fork is not None and plan.inp.fork.conversation is not None
-        forged = plan.inp.model_copy(update={"fork": plan.inp.fork.model_copy(
-            update={"session_id": other, "owner": f"{other}/{other_owner}"})})
+        forged = plan.inp.model_copy(
+            update={"fork": plan.inp.fork.model_copy(update={"session_id": other, "owner": f"{other}/{other_owner}"})}
+        )
         with pytest.raises(PayloadIntegrityError):
-            await start_session_fork(client, type(plan)(**{**plan.__dict__, "inp": forged}), task_queue=settings.task_queue)
+            await start_session_fork(
+                client, type(plan)(**{**plan.__dict__, "inp": forged}), task_queue=settings.task_queue
+            )
         assert (await session_state(client, plan.fork_id)).status == "closed"
 
         collected = await plan_session_fork(client, other, 1, 0, data_converter=converter)
@@ -212,12 +228,18 @@ async def test_the_fork_command_forks_a_session_turn_and_prints_it_as_json(clien
     on_this_server = settings.model_copy(update={"temporal_address": client.service_client.config.target_host})
 
     def args(**given: object) -> argparse.Namespace:
-        return argparse.Namespace(**{"workflow_id": sid, "spec": None, "model": None, "input": None, "json": True,
-                                     "no_worker": True, **given})
+        return argparse.Namespace(
+            **{"workflow_id": sid, "spec": None, "model": None, "input": None, "json": True, "no_worker": True, **given}
+        )
 
     async with running_worker(client, settings, registry=charging_registry(executed)):
-        await send_turn(client, make_spec(tools=["charge"], max_steps=14), "charge everyone", session_id=sid,
-                        task_queue=settings.task_queue)
+        await send_turn(
+            client,
+            make_spec(tools=["charge"], max_steps=14),
+            "charge everyone",
+            session_id=sid,
+            task_queue=settings.task_queue,
+        )
         out = io.StringIO()
         with contextlib.redirect_stdout(out):
             code = await fork_command(on_this_server, args(turn=1, at_step=4))
@@ -243,7 +265,9 @@ async def test_a_fork_bills_where_its_source_does_and_its_start_sets_the_console
     await asyncio.to_thread(warm_tokenizer)  # a run under a plan counts its prompts in the workflow
     converter = build_data_converter(settings)
     async with running_worker(client, settings):
-        await send_turn(client, spec, "hello", session_id=sid, task_queue=settings.task_queue, tenant="acme", quota=plan)
+        await send_turn(
+            client, spec, "hello", session_id=sid, task_queue=settings.task_queue, tenant="acme", quota=plan
+        )
         fork_id, first = await fork_session(client, sid, 1, 0, data_converter=converter, task_queue=settings.task_queue)
         assert first.output == "hi there"
         described = await client.get_workflow_handle(fork_id).describe()

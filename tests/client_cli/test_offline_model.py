@@ -33,8 +33,10 @@ def test_the_script_has_no_use_limits_so_two_workers_serving_it_answer_alike():
 
 
 def test_a_monitor_nudge_passes_the_nudge_contract_for_any_issue(offline):
-    for issue in (StalledIssue(id="PROJ-12", assignee="grace", title="Login", updated_at="2026-11-01"),
-                  StalledIssue(id="OPS-7", assignee="li.wei", title="Disk", updated_at="2026-10-01")):
+    for issue in (
+        StalledIssue(id="PROJ-12", assignee="grace", title="Login", updated_at="2026-11-01"),
+        StalledIssue(id="OPS-7", assignee="li.wei", title="Disk", updated_at="2026-10-01"),
+    ):
         prompt = nudge_prompt(issue, date(2026, 12, 1), 14)
         answer = json.loads(_ask(offline, [{"role": "user", "content": prompt}])["content"])
 

@@ -12,17 +12,16 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
-from temporalio.client import Client
-
-from agentsteps.storage.payload_store import build_payload_store
-from agentsteps.client.payload_gc import collect_garbage
-from agentsteps.contracts import AgentInput
-from agentsteps.contracts.errors import PayloadMissingError
-from agentsteps.contracts.config.settings import WorkerSettings
-from agentsteps.contracts.names import AGENT_WORKFLOW
-
 from agent_support import make_spec
 from s3_support import s3_bucket, s3_client, s3_endpoint, store_settings  # noqa: F401 - fixtures
+from temporalio.client import Client
+
+from agentsteps.client.payload_gc import collect_garbage
+from agentsteps.contracts import AgentInput
+from agentsteps.contracts.config.settings import WorkerSettings
+from agentsteps.contracts.errors import PayloadMissingError
+from agentsteps.contracts.names import AGENT_WORKFLOW
+from agentsteps.storage.payload_store import build_payload_store
 
 AGENTSTEPS = str(Path(sys.executable).with_name("agentsteps"))
 OLD = time.time() - 40 * 86400
@@ -30,11 +29,16 @@ OLD = time.time() - 40 * 86400
 
 async def _open_run_with_large_input(temporal_env, store, text: str) -> str:
     """A run nobody works on: open, and its history holds a reference to its large input."""
-    client = await Client.connect(temporal_env.client.service_client.config.target_host,
-                                  data_converter=store.data_converter())
+    client = await Client.connect(
+        temporal_env.client.service_client.config.target_host, data_converter=store.data_converter()
+    )
     workflow_id = f"gc-{uuid.uuid4().hex[:8]}"
-    await client.start_workflow(AGENT_WORKFLOW, AgentInput(spec=make_spec(), input=text), id=workflow_id,
-                                task_queue=f"nobody-{uuid.uuid4().hex[:8]}")
+    await client.start_workflow(
+        AGENT_WORKFLOW,
+        AgentInput(spec=make_spec(), input=text),
+        id=workflow_id,
+        task_queue=f"nobody-{uuid.uuid4().hex[:8]}",
+    )
     return workflow_id
 
 
@@ -62,15 +66,29 @@ async def test_gc_keeps_what_open_runs_reference_and_deletes_only_old_garbage_wi
 
     # The command line, as an operator runs it: still a dry run without --delete.
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTSTEPS_", "AWS_", "TEMPORAL_"))}
-    env.update(TEMPORAL_ADDRESS=temporal_env.client.service_client.config.target_host, AGENTSTEPS_STATE_DIR=str(tmp_path))
-    dry = subprocess.run([AGENTSTEPS, "payloads", "gc", "--older-than", "30d", "--json"], env=env, cwd=tmp_path,
-                         capture_output=True, text=True, timeout=120)
+    env.update(
+        TEMPORAL_ADDRESS=temporal_env.client.service_client.config.target_host, AGENTSTEPS_STATE_DIR=str(tmp_path)
+    )
+    dry = subprocess.run(
+        [AGENTSTEPS, "payloads", "gc", "--older-than", "30d", "--json"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert dry.returncode == 0, dry.stderr
     assert json.loads(dry.stdout)["garbage"] == [garbage_claim["hash_value"]]
     assert store.driver.path_for(garbage_claim["hash_value"]).exists()
 
-    done = subprocess.run([AGENTSTEPS, "payloads", "gc", "--older-than", "30d", "--delete"], env=env, cwd=tmp_path,
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [AGENTSTEPS, "payloads", "gc", "--older-than", "30d", "--delete"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     assert "deleted 1 payloads" in done.stdout
     assert not store.driver.path_for(garbage_claim["hash_value"]).exists()
@@ -81,8 +99,12 @@ async def test_gc_keeps_what_open_runs_reference_and_deletes_only_old_garbage_wi
     await handle.terminate()
 
 
-async def test_gc_on_s3_deletes_unreferenced_objects_and_keeps_referenced_ones(temporal_env, tmp_path, s3_endpoint, s3_bucket):
-    store = build_payload_store(WorkerSettings(state_dir=tmp_path, payload_store=store_settings(s3_endpoint, s3_bucket)))
+async def test_gc_on_s3_deletes_unreferenced_objects_and_keeps_referenced_ones(
+    temporal_env, tmp_path, s3_endpoint, s3_bucket
+):
+    store = build_payload_store(
+        WorkerSettings(state_dir=tmp_path, payload_store=store_settings(s3_endpoint, s3_bucket))
+    )
     workflow_id = await _open_run_with_large_input(temporal_env, store, "y" * 300_000)
     garbage_claim = await store.put(b"closed" * 100_000)
     later = datetime.now(timezone.utc) + timedelta(days=31)
@@ -97,8 +119,13 @@ async def test_gc_on_s3_deletes_unreferenced_objects_and_keeps_referenced_ones(t
 
 
 def test_gc_rejects_a_malformed_age_before_touching_anything(tmp_path):
-    done = subprocess.run([AGENTSTEPS, "payloads", "gc", "--older-than", "thirty days"], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [AGENTSTEPS, "payloads", "gc", "--older-than", "thirty days"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 2 and "not a duration" in done.stderr
 
 

@@ -16,6 +16,9 @@ from collections.abc import AsyncIterator
 from datetime import timedelta
 
 import pytest
+from agent_support import make_spec
+from process_support import wait_for
+from s3_support import s3_bucket, s3_client, s3_endpoint, store_settings  # noqa: F401 - fixtures
 from temporalio.client import Client
 
 from agentsteps.client.payload_gc import collect_garbage
@@ -24,10 +27,6 @@ from agentsteps.contracts.config.settings import WorkerSettings
 from agentsteps.storage.payload_store import PayloadStore, build_payload_store
 from agentsteps.storage.s3_store import StoredObject
 from agentsteps.worker import running_worker
-
-from agent_support import make_spec
-from process_support import wait_for
-from s3_support import s3_bucket, s3_client, s3_endpoint, store_settings  # noqa: F401 - fixtures
 
 AGE = timedelta(seconds=2)
 """``--older-than`` for these tests: objects from before the pause below are old enough to collect."""
@@ -81,12 +80,15 @@ async def test_a_new_session_sharing_an_old_sessions_first_segment_survives_gc_d
     temporal_env, scripted, tmp_path, store_config
 ):
     settings = WorkerSettings(
-        state_dir=tmp_path / "state", task_queue=f"gc-{uuid.uuid4().hex[:8]}", payload_store=store_config,
+        state_dir=tmp_path / "state",
+        task_queue=f"gc-{uuid.uuid4().hex[:8]}",
+        payload_store=store_config,
         providers={"openai_base_url": scripted.url_openai, "request_timeout_seconds": 30},
     )
     store = build_payload_store(settings)
-    client = await Client.connect(temporal_env.client.service_client.config.target_host,
-                                  data_converter=store.data_converter())
+    client = await Client.connect(
+        temporal_env.client.service_client.config.target_host, data_converter=store.data_converter()
+    )
     spec = make_spec(tools=[], system_prompt="You are the support desk.")
     try:
         async with running_worker(client, settings):
@@ -97,10 +99,14 @@ async def test_a_new_session_sharing_an_old_sessions_first_segment_survives_gc_d
             await _wait_past_age()
 
             # The new session's first turn stores the very same first segment, then waits on the model.
-            scripted.set_script({"rules": [
-                {"match": {"contains": "second"}, "reply": {"content": "I remember you said hi"}},
-                {"match": {"role": "user"}, "reply": {"content": "hello again", "delay_seconds": 6}},
-            ]})
+            scripted.set_script(
+                {
+                    "rules": [
+                        {"match": {"contains": "second"}, "reply": {"content": "I remember you said hi"}},
+                        {"match": {"role": "user"}, "reply": {"content": "hello again", "delay_seconds": 6}},
+                    ]
+                }
+            )
             sent = len(scripted.requests)
             new = f"new-{uuid.uuid4().hex[:8]}"
             first = asyncio.create_task(send_turn(client, spec, "hi", session_id=new, task_queue=settings.task_queue))
@@ -109,8 +115,9 @@ async def test_a_new_session_sharing_an_old_sessions_first_segment_survives_gc_d
             assert (await first).output == "hello again"
         # A fresh worker: nothing cached, the conversation is read back from the store.
         async with running_worker(client, settings):
-            second = await send_turn(client, spec, "the second question", session_id=new,
-                                     task_queue=settings.task_queue)
+            second = await send_turn(
+                client, spec, "the second question", session_id=new, task_queue=settings.task_queue
+            )
         assert second.status == "completed" and second.output == "I remember you said hi", second
         assert report.garbage or report.recent or report.referenced  # gc did look at the store
     finally:

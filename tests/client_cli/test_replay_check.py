@@ -21,7 +21,14 @@ from cli_json_support import pinned
 
 from agentsteps.cli.json_output import REPLAY_CHECK
 from agentsteps.cli.replay import EXIT_FAILED, EXIT_INVALID, EXIT_OK, replay_command
-from agentsteps.client.replay_check import _COMMAND_EVENTS, check_histories, describe_event, fetch_history, history_files, server_histories
+from agentsteps.client.replay_check import (
+    _COMMAND_EVENTS,
+    check_histories,
+    describe_event,
+    fetch_history,
+    history_files,
+    server_histories,
+)
 from agentsteps.contracts.errors import HistoryUnavailableError, InvalidSpecError
 from agentsteps.storage.payload_store import build_data_converter
 from agentsteps.worker import ENGINE_SANDBOX, workflows
@@ -30,8 +37,20 @@ HISTORIES = Path(__file__).resolve().parents[1] / "histories"
 
 
 def args(**given) -> argparse.Namespace:
-    base = dict(workflow_ids=[], check=True, histories=None, workflow_type=None, query=None, limit=50,
-                spec=None, model=None, allow_tools="", max_differ=0, json=False, no_worker=False)
+    base = dict(
+        workflow_ids=[],
+        check=True,
+        histories=None,
+        workflow_type=None,
+        query=None,
+        limit=50,
+        spec=None,
+        model=None,
+        allow_tools="",
+        max_differ=0,
+        json=False,
+        no_worker=False,
+    )
     base.update(given)
     return argparse.Namespace(**base)
 
@@ -53,7 +72,9 @@ async def test_the_recorded_histories_folder_passes_on_this_build(settings):
 async def test_a_build_with_an_ungated_command_change_fails_naming_the_event(settings):
     files = history_files(HISTORIES)
     findings = await check_histories(
-        files, workflows=[AgentWorkflowWithUngatedTimer], data_converter=build_data_converter(settings),
+        files,
+        workflows=[AgentWorkflowWithUngatedTimer],
+        data_converter=build_data_converter(settings),
         workflow_runner=ENGINE_SANDBOX,
     )
     agent = [f for f in findings if f.workflow_type == "AgentWorkflow"]
@@ -85,8 +106,10 @@ async def test_recent_runs_from_the_server_pass_on_this_build_and_fail_on_the_ch
     assert "2 histories replayed: all replay on this build" in text
 
     findings = await check_histories(
-        server_histories(client, query, 10), workflows=[AgentWorkflowWithUngatedTimer],
-        data_converter=build_data_converter(engine.settings), workflow_runner=ENGINE_SANDBOX,
+        server_histories(client, query, 10),
+        workflows=[AgentWorkflowWithUngatedTimer],
+        data_converter=build_data_converter(engine.settings),
+        workflow_runner=ENGINE_SANDBOX,
     )
     assert {f.workflow_id for f in findings} == set(ids) and not any(f.ok for f in findings)
     for f in findings:

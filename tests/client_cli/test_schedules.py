@@ -11,14 +11,12 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from cli_json_support import pinned
+from mcp_support import new_token
+from monitor_support import MODEL, make_spec, nudge_comments, seed_tracker, stalled_by_sql
 from temporalio.client import ScheduleActionStartWorkflow, ScheduleOverlapPolicy
 from temporalio.service import RPCError, RPCStatusCode
 
-from agentsteps.contracts.config.schedules import ScheduleChange, parse_schedule_file
-from agentsteps.contracts.errors import ScheduleFileError, ScheduleNotFoundError
-from agentsteps.contracts.monitor import MonitorReport
-from agentsteps.contracts.names import MONITOR_WORKFLOW
-from agentsteps.demos.monitor import assigned_issues, monitor_worker, nudge_script, tracker_client, tracker_server
 from agentsteps.cli.json_output import SCHEDULE_CHANGES, SCHEDULE_LIST
 from agentsteps.cli.schedule import schedule_command
 from agentsteps.client.schedules import (
@@ -29,10 +27,11 @@ from agentsteps.client.schedules import (
     resume,
     trigger,
 )
-
-from cli_json_support import pinned
-from mcp_support import new_token
-from monitor_support import MODEL, nudge_comments, seed_tracker, stalled_by_sql, make_spec
+from agentsteps.contracts.config.schedules import ScheduleChange, parse_schedule_file
+from agentsteps.contracts.errors import ScheduleFileError, ScheduleNotFoundError
+from agentsteps.contracts.monitor import MonitorReport
+from agentsteps.contracts.names import MONITOR_WORKFLOW
+from agentsteps.demos.monitor import assigned_issues, monitor_worker, nudge_script, tracker_client, tracker_server
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -180,10 +179,10 @@ async def test_trigger_runs_one_monitor_tick_that_nudges_the_stalled_issues(
         (('workflow = "StalledTicketMonitor"', 'workflow = "NoSuchWorkflow"'), "workflow"),
         (('task_queue = "agentsteps"', 'task_queue = "agentsteps"\noverlap = "sometimes"'), "overlap"),
         (('task_queue = "agentsteps"', 'task_queue = "agentsteps"\nbogus = 1'), "bogus"),
-        (('stalled_after_days = 7', 'stalled_after_days = 0'), "input.spec.stalled_after_days"),
+        (("stalled_after_days = 7", "stalled_after_days = 0"), "input.spec.stalled_after_days"),
         (('lead = "lead.core"', ""), "input.spec.lead"),
         (('id = "x"', 'id = "has space"'), "id"),
-        (('[input.spec]', '[input.spec\n'), "$"),
+        (("[input.spec]", "[input.spec\n"), "$"),
     ],
 )
 def test_a_malformed_schedule_file_gives_a_typed_error_naming_the_field(change, field):

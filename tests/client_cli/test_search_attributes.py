@@ -20,8 +20,10 @@ async def test_the_embedded_dev_server_has_every_attribute_a_run_upserts(client)
 
 async def test_a_worker_on_a_namespace_without_them_registers_them_before_it_polls():
     env = await WorkflowEnvironment.start_local(
-        dev_server_existing_path=temporal_binary(), dev_server_startup_timeout=SERVER_STARTUP,
-        dev_server_extra_args=_PLAIN_ARGS, dev_server_log_level="error"
+        dev_server_existing_path=temporal_binary(),
+        dev_server_startup_timeout=SERVER_STARTUP,
+        dev_server_extra_args=_PLAIN_ARGS,
+        dev_server_log_level="error",
     )
     try:
         assert set(await missing_search_attributes(env.client, "default")) == set(SEARCH_ATTRIBUTES)
@@ -33,7 +35,8 @@ async def test_a_worker_on_a_namespace_without_them_registers_them_before_it_pol
 
 async def test_an_attribute_of_another_type_stops_the_worker_with_what_to_do():
     env = await WorkflowEnvironment.start_local(
-        dev_server_existing_path=temporal_binary(), dev_server_startup_timeout=SERVER_STARTUP,
+        dev_server_existing_path=temporal_binary(),
+        dev_server_startup_timeout=SERVER_STARTUP,
         dev_server_log_level="error",
         dev_server_extra_args=[*_PLAIN_ARGS, "--search-attribute", f"{SA_STEPS}=Keyword"],
     )

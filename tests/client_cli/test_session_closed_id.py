@@ -17,20 +17,19 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from agent_support import MODEL, make_spec
+from session_support import memory_script, session_id, turn
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
+from test_cli import AGENTSTEPS, ROOT, _env
 
+from agentsteps.client.dev_server import SERVER_STARTUP, temporal_binary
 from agentsteps.client.sessions import close_session, continue_session, rewind_session, send_turn, session_handle
 from agentsteps.contracts.errors import SessionClosedError
 from agentsteps.contracts.names import SESSION_WORKFLOW, TURN_UPDATE
-from agentsteps.client.dev_server import SERVER_STARTUP, temporal_binary
 from agentsteps.contracts.session import SessionConfig
 from agentsteps.worker import running_worker
-
-from agent_support import MODEL, make_spec
-from session_support import memory_script, session_id, turn
-from test_cli import AGENTSTEPS, ROOT, _env
 
 
 def test_server_binary() -> str:
@@ -73,8 +72,12 @@ async def test_a_turn_or_rewind_on_a_closed_session_is_refused_and_starts_nothin
 
     # Asked for explicitly, a new, empty session starts under the id: turn 1, no memory of the old one.
     fresh = await send_turn(
-        engine.client, make_spec(tools=["get_weather"]), "what did I ask before?",
-        session_id=sid, task_queue=engine.task_queue, reopen=True,
+        engine.client,
+        make_spec(tools=["get_weather"]),
+        "what did I ask before?",
+        session_id=sid,
+        task_queue=engine.task_queue,
+        reopen=True,
     )
     assert (fresh.turn, fresh.output) == (1, "no memory")
     assert len(await wait_runs(engine.client, sid, 2)) == 2
@@ -93,23 +96,32 @@ async def test_a_failed_session_is_refused_too(engine, scripted):
 async def test_a_session_that_timed_out_idle_is_refused(scripted, settings):
     scripted.set_script(memory_script())
     env = await WorkflowEnvironment.start_time_skipping(
-        test_server_existing_path=test_server_binary(), test_server_startup_timeout=SERVER_STARTUP,
-        data_converter=pydantic_data_converter
+        test_server_existing_path=test_server_binary(),
+        test_server_startup_timeout=SERVER_STARTUP,
+        data_converter=pydantic_data_converter,
     )
     sid = session_id()
     config = SessionConfig(idle_timeout_seconds=3600)
     try:
         async with running_worker(env.client, settings):
             first = await send_turn(
-                env.client, make_spec(tools=["get_weather"]), "weather in Lisbon?",
-                session_id=sid, task_queue=settings.task_queue, config=config,
+                env.client,
+                make_spec(tools=["get_weather"]),
+                "weather in Lisbon?",
+                session_id=sid,
+                task_queue=settings.task_queue,
+                config=config,
             )
             await env.sleep(timedelta(hours=2))
             outcome = await session_handle(env.client, sid).result()
             with pytest.raises(SessionClosedError, match=r"has ended \(idle_timeout\)"):
                 await send_turn(
-                    env.client, make_spec(tools=["get_weather"]), "what did I ask before?",
-                    session_id=sid, task_queue=settings.task_queue, config=config,
+                    env.client,
+                    make_spec(tools=["get_weather"]),
+                    "what did I ask before?",
+                    session_id=sid,
+                    task_queue=settings.task_queue,
+                    config=config,
                 )
             status = (await session_handle(env.client, sid).describe()).status
     finally:
@@ -127,8 +139,14 @@ async def test_agentsteps_chat_on_a_closed_session_says_so_in_one_line(engine, s
     env = {**_env(temporal_env, tmp_path, scripted.url_openai), "AGENTSTEPS_TASK_QUEUE": engine.task_queue}
 
     done = await asyncio.to_thread(
-        subprocess.run, [AGENTSTEPS, "chat", "--session", sid, "--no-worker"], input="hello\n/quit\n",
-        env=env, cwd=ROOT, capture_output=True, text=True, timeout=120,
+        subprocess.run,
+        [AGENTSTEPS, "chat", "--session", sid, "--no-worker"],
+        input="hello\n/quit\n",
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
 
     assert done.returncode == 1
@@ -138,7 +156,12 @@ async def test_agentsteps_chat_on_a_closed_session_says_so_in_one_line(engine, s
     assert len(await wait_runs(engine.client, sid, 2)) == 1
 
     again = await asyncio.to_thread(
-        subprocess.run, [AGENTSTEPS, "session", "close", sid], env=env, cwd=ROOT, capture_output=True, text=True,
+        subprocess.run,
+        [AGENTSTEPS, "session", "close", sid],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
         timeout=120,
     )
     assert again.returncode == 1 and "Traceback" not in again.stderr and "has ended (resolved)" in again.stderr
@@ -152,12 +175,31 @@ async def test_the_documented_temporal_command_refuses_a_closed_session(engine, 
     async def documented_turn(text: str) -> subprocess.CompletedProcess:
         # docs/sessions.md and the README: the same command starts and continues a session.
         proc = await asyncio.create_subprocess_exec(
-            temporal_binary(), "workflow", "execute-update-with-start",
-            "--workflow-id", sid, "--type", SESSION_WORKFLOW, "--task-queue", engine.task_queue,
-            "--id-conflict-policy", "UseExisting", "--id-reuse-policy", "RejectDuplicate",
-            "--input", json.dumps(spec), "--update-name", TURN_UPDATE, "--update-input", json.dumps({"input": text}),
-            "--address", temporal_env.client.service_client.config.target_host, "-o", "json",
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+            temporal_binary(),
+            "workflow",
+            "execute-update-with-start",
+            "--workflow-id",
+            sid,
+            "--type",
+            SESSION_WORKFLOW,
+            "--task-queue",
+            engine.task_queue,
+            "--id-conflict-policy",
+            "UseExisting",
+            "--id-reuse-policy",
+            "RejectDuplicate",
+            "--input",
+            json.dumps(spec),
+            "--update-name",
+            TURN_UPDATE,
+            "--update-input",
+            json.dumps({"input": text}),
+            "--address",
+            temporal_env.client.service_client.config.target_host,
+            "-o",
+            "json",
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
         )
         out, err = await asyncio.wait_for(proc.communicate(), timeout=60)
         return subprocess.CompletedProcess([], proc.returncode or 0, out.decode(), err.decode())

@@ -20,11 +20,14 @@ from agentsteps.contracts.errors import InvalidSpecError
 from agentsteps.worker import connect
 
 
-@pytest.mark.parametrize("setting, expected", [
-    (None, GrpcCompression.NONE),
-    ("none", GrpcCompression.NONE),
-    ("gzip", GrpcCompression.GZIP),
-])
+@pytest.mark.parametrize(
+    "setting, expected",
+    [
+        (None, GrpcCompression.NONE),
+        ("none", GrpcCompression.NONE),
+        ("gzip", GrpcCompression.GZIP),
+    ],
+)
 async def test_the_engine_connects_with_the_compression_the_settings_name(temporal_env, tmp_path, setting, expected):
     settings = WorkerSettings(state_dir=tmp_path, **({"temporal_grpc_compression": setting} if setting else {}))
     client = await connect(settings, temporal_env.client.service_client.config.target_host)

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from agentsteps.contracts.names import SA_AWAITING_APPROVAL
-
 from approval_support import REFUND_SCRIPT, approval_worker
 from console_support import browser, console, csrf_of, start_run, until, wait_pending
+
+from agentsteps.contracts.names import SA_AWAITING_APPROVAL
 
 
 async def awaiting(client, workflow_id: str) -> bool | None:
@@ -32,10 +32,17 @@ async def test_the_inbox_lists_a_waiting_call_with_its_arguments_and_an_approval
         live = (await web.get("/approvals/live")).text
         assert pending.approval_id in live and "<html" not in live  # the fragment the page refreshes with
 
-        decided = await web.post("/approvals/decide", data={
-            "csrf": csrf_of(inbox), "workflow_id": handle.id, "approval_id": pending.approval_id,
-            "decision": "approve", "note": "customer verified", "name": "Ana Ortiz",
-        })
+        decided = await web.post(
+            "/approvals/decide",
+            data={
+                "csrf": csrf_of(inbox),
+                "workflow_id": handle.id,
+                "approval_id": pending.approval_id,
+                "decision": "approve",
+                "note": "customer verified",
+                "name": "Ana Ortiz",
+            },
+        )
         assert decided.status_code == 303
         told = (await web.get(decided.headers["location"])).text
         assert "refund was approved by Ana Ortiz" in told
@@ -70,15 +77,25 @@ async def test_a_second_decision_and_a_decision_on_an_ended_run_get_a_clear_answ
         assert told.status_code == 200
         assert "Not recorded" in told.text and "has ended" in told.text and "withdrawn" in told.text
 
-        unknown = await web.post("/approvals/decide", data={**form, "workflow_id": "no-such-run", "decision": "approve"})
+        unknown = await web.post(
+            "/approvals/decide", data={**form, "workflow_id": "no-such-run", "decision": "approve"}
+        )
         assert "Not recorded" in (await web.get(unknown.headers["location"])).text
 
 
 async def test_a_second_decision_while_the_run_goes_on_says_who_decided_first(client, settings, scripted):
-    script = {"rules": [
-        {"match": {"role": "user"}, "reply": {"tool_calls": [{"name": "refund", "arguments": {"order": "A-17", "amount": 40.0}}]}},
-        {"match": {"tool_result_for": "refund"}, "reply": {"tool_calls": [{"name": "refund", "arguments": {"order": "B-2", "amount": 1.0}}]}},
-    ]}
+    script = {
+        "rules": [
+            {
+                "match": {"role": "user"},
+                "reply": {"tool_calls": [{"name": "refund", "arguments": {"order": "A-17", "amount": 40.0}}]},
+            },
+            {
+                "match": {"tool_result_for": "refund"},
+                "reply": {"tool_calls": [{"name": "refund", "arguments": {"order": "B-2", "amount": 1.0}}]},
+            },
+        ]
+    }
     scripted.set_script(script)
     async with approval_worker(client, settings, []), console(client) as url, browser(url) as web:
         handle = await start_run(client, settings.task_queue, tools=["refund"])
@@ -112,8 +129,10 @@ async def test_a_decision_without_the_pages_csrf_field_is_refused_and_changes_no
         assert [r.status_code for r in (missing, forged, cross_site, stolen)] == [403, 403, 403, 403]
         odd = await web.post("/approvals/decide", data={**form, "csrf": csrf_of(page), "decision": "maybe"})
         assert "lacked the call or the decision" in (await web.get(odd.headers["location"])).text
-        offsite = await web.post("/approvals/decide", data={
-            **form, "csrf": csrf_of(page), "decision": "explode", "back": "https://evil.example/"})
+        offsite = await web.post(
+            "/approvals/decide",
+            data={**form, "csrf": csrf_of(page), "decision": "explode", "back": "https://evil.example/"},
+        )
         assert offsite.headers["location"].startswith("/approvals?flash=")  # never redirected off the console
         assert "Reload the page" in missing.text
         assert (await wait_pending(client, handle.id)).approval_id == pending.approval_id  # still waiting
@@ -129,13 +148,16 @@ async def _not(value) -> bool:
     return not await value
 
 
-async def test_in_code_mode_the_inbox_shows_the_program_making_the_call_and_escapes_it(temporal_env, scripted, tmp_path):
+async def test_in_code_mode_the_inbox_shows_the_program_making_the_call_and_escapes_it(
+    temporal_env, scripted, tmp_path
+):
     import uuid
+
+    from code_mode_support import code_worker, connect_with_store, worker_settings
+    from console_support import code_spec, program_reply
 
     from agentsteps.contracts import AgentInput, AgentResult
     from agentsteps.contracts.names import AGENT_WORKFLOW
-    from code_mode_support import code_worker, connect_with_store, worker_settings
-    from console_support import code_spec, program_reply
 
     program = '# close it </pre><script>window.__pwned=1</script>\nr = await tickets_close(id=7)\nr["id"]\n'
     scripted.set_script({"default": program_reply(program)})
@@ -143,8 +165,11 @@ async def test_in_code_mode_the_inbox_shows_the_program_making_the_call_and_esca
     client = await connect_with_store(temporal_env.client.service_client.config.target_host, settings)
     async with code_worker(client, settings), console(client) as url, browser(url) as web:
         handle = await client.start_workflow(
-            AGENT_WORKFLOW, AgentInput(spec=code_spec(tools=["tickets.close"]), input="close ticket 7"),
-            id=f"console-cm-{uuid.uuid4().hex[:8]}", task_queue=settings.task_queue, result_type=AgentResult,
+            AGENT_WORKFLOW,
+            AgentInput(spec=code_spec(tools=["tickets.close"]), input="close ticket 7"),
+            id=f"console-cm-{uuid.uuid4().hex[:8]}",
+            task_queue=settings.task_queue,
+            result_type=AgentResult,
         )
         pending = await wait_pending(client, handle.id)
         assert "tickets_close(id=7)" in pending.program

@@ -16,15 +16,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-from agentsteps.client.sessions import send_turn
-from agentsteps.contracts.session import SessionConfig
-from agentsteps.worker import running_worker
-
 from agent_support import make_spec
 from approval_support import REFUND_SCRIPT, approval_worker
 from console_support import console, start_run, wait_pending
 from session_support import session_id
+
+from agentsteps.client.sessions import send_turn
+from agentsteps.contracts.session import SessionConfig
+from agentsteps.worker import running_worker
 
 webdriver = pytest.importorskip("selenium.webdriver")
 from selenium.webdriver.chrome.options import Options  # noqa: E402
@@ -44,13 +43,25 @@ HOSTILE = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned
 def chrome() -> Iterator[webdriver.Chrome]:
     binary = shutil.which("chromium")
     if binary is None or not Path(CHROMEDRIVER).exists():
-        pytest.fail("the browser tests need Debian's chromium and chromium-driver (apt-get install chromium chromium-driver)")
+        pytest.fail(
+            "the browser tests need Debian's chromium and chromium-driver (apt-get install chromium chromium-driver)"
+        )
     profile = tempfile.mkdtemp(prefix="console-chromium-")
     options = Options()
     options.binary_location = binary
-    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 "--disable-dev-shm-usage", f"--user-data-dir={profile}", f"--window-size={DESKTOP[0]},{DESKTOP[1]}"):
+    for flag in (
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-dev-shm-usage",
+        f"--user-data-dir={profile}",
+        f"--window-size={DESKTOP[0]},{DESKTOP[1]}",
+    ):
         options.add_argument(flag)
     driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
     driver.set_page_load_timeout(30)
@@ -146,9 +157,13 @@ async def test_the_inbox_updates_by_itself_when_a_call_starts_waiting(chrome, cl
 
 
 async def test_hostile_model_text_shows_as_text_and_runs_no_script(chrome, client, settings, scripted):
-    scripted.set_script({"rules": [
-        {"match": {"role": "user"}, "reply": {"content": "Here you go: " + HOSTILE}},
-    ]})
+    scripted.set_script(
+        {
+            "rules": [
+                {"match": {"role": "user"}, "reply": {"content": "Here you go: " + HOSTILE}},
+            ]
+        }
+    )
     async with running_worker(client, settings), console(client) as url:
         handle = await start_run(client, settings.task_queue, "anything", tools=[], name="hostile<b>spec</b>")
         await handle.result()
@@ -168,14 +183,30 @@ async def test_the_runs_list_and_a_session_with_its_live_answer_at_desktop_and_p
 ):
     # About 5 s of streaming: the page the form redirects to must load before the turn ends, or it lists the
     # turn as done and rightly skips its tokens (1.4 s was not enough on a loaded CI machine).
-    scripted.set_script({"rules": [
-        {"match": {"role": "user", "contains": "story"},
-         "reply": {"content": "Once upon a time, tokens arrived one by one.", "stream": {"chunk_chars": 5, "delay_seconds": 0.6}}},
-    ], "default": {"echo": True}})
+    scripted.set_script(
+        {
+            "rules": [
+                {
+                    "match": {"role": "user", "contains": "story"},
+                    "reply": {
+                        "content": "Once upon a time, tokens arrived one by one.",
+                        "stream": {"chunk_chars": 5, "delay_seconds": 0.6},
+                    },
+                },
+            ],
+            "default": {"echo": True},
+        }
+    )
     sid = session_id()
     async with running_worker(client, settings), console(client) as url:
-        await send_turn(client, make_spec(tools=[], name="storyteller"), "hello", session_id=sid,
-                        task_queue=settings.task_queue, config=SessionConfig(stream_tokens=True))
+        await send_turn(
+            client,
+            make_spec(tools=[], name="storyteller"),
+            "hello",
+            session_id=sid,
+            task_queue=settings.task_queue,
+            config=SessionConfig(stream_tokens=True),
+        )
 
         def runs_list() -> str:
             open_page(chrome, f"{url}/runs")

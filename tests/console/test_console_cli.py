@@ -6,7 +6,6 @@ import asyncio
 import os
 import signal
 import sys
-
 from pathlib import Path
 
 from console_support import browser
@@ -20,8 +19,13 @@ async def test_agentsteps_console_serves_on_its_port_and_refuses_an_exposed_bind
     env = {**os.environ, "TEMPORAL_ADDRESS": address, "AGENTSTEPS_STATE_DIR": str(tmp_path)}
     port = free_port()
     process = await asyncio.create_subprocess_exec(
-        AGENTSTEPS, "console", "--port", str(port),
-        env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        AGENTSTEPS,
+        "console",
+        "--port",
+        str(port),
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
     )
     try:
         banner = (await asyncio.wait_for(process.stdout.readline(), 60)).decode()
@@ -33,8 +37,15 @@ async def test_agentsteps_console_serves_on_its_port_and_refuses_an_exposed_bind
         assert await asyncio.wait_for(process.wait(), 30) == 0
 
     exposed = await asyncio.create_subprocess_exec(
-        AGENTSTEPS, "console", "--host", "0.0.0.0", "--port", str(free_port()),
-        env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        AGENTSTEPS,
+        "console",
+        "--host",
+        "0.0.0.0",
+        "--port",
+        str(free_port()),
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
     )
     _, err = await asyncio.wait_for(exposed.communicate(), 60)
     assert exposed.returncode != 0 and b"AGENTSTEPS_CONSOLE_TOKEN" in err
@@ -46,14 +57,21 @@ async def test_agentsteps_dev_serves_the_console_beside_its_worker(temporal_env,
     # dev is the embedded stack: it finds the test's server on its port (TEMPORAL_ADDRESS would be a cluster).
     env = {
         **{k: v for k, v in os.environ.items() if k != "TEMPORAL_ADDRESS"},
-        "AGENTSTEPS_DEV_PORT": address.rsplit(":", 1)[1], "AGENTSTEPS_DEV_UI_PORT": str(free_port()),
+        "AGENTSTEPS_DEV_PORT": address.rsplit(":", 1)[1],
+        "AGENTSTEPS_DEV_UI_PORT": str(free_port()),
         "AGENTSTEPS_STATE_DIR": str(tmp_path),
-        "AGENTSTEPS_METRICS_PORT": str(free_port()), "AGENTSTEPS_TASK_QUEUE": f"dev-{port}",
+        "AGENTSTEPS_METRICS_PORT": str(free_port()),
+        "AGENTSTEPS_TASK_QUEUE": f"dev-{port}",
         "AGENTSTEPS_GRACEFUL_SHUTDOWN_SECONDS": "1",
     }
     process = await asyncio.create_subprocess_exec(
-        AGENTSTEPS, "dev", "--console-port", str(port), env=env,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        AGENTSTEPS,
+        "dev",
+        "--console-port",
+        str(port),
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
     )
     try:
         banner = ""

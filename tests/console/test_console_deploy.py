@@ -24,7 +24,9 @@ def test_compose_serves_the_console_on_the_hosts_loopback_and_needs_a_token():
     assert console["ports"] == [f"127.0.0.1:{CONSOLE_PORT}:{CONSOLE_PORT}"]
     env = console["environment"]
     assert set(env) - {"AGENTSTEPS_CONFIG"} <= set(_ENV_FIELDS)
-    assert env["AGENTSTEPS_CONSOLE_TOKEN"].startswith("${AGENTSTEPS_CONSOLE_TOKEN:?"), "compose refuses to start without it"
+    assert env["AGENTSTEPS_CONSOLE_TOKEN"].startswith("${AGENTSTEPS_CONSOLE_TOKEN:?"), (
+        "compose refuses to start without it"
+    )
     assert f"127.0.0.1:{CONSOLE_PORT}/healthz" in " ".join(console["healthcheck"]["test"])
 
     resolved = {k: re.sub(r"\$\{[A-Z_]+:[-?]([^}]*)\}", r"\1", str(v)) for k, v in env.items()}

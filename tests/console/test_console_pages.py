@@ -5,6 +5,8 @@ from __future__ import annotations
 import html
 
 import pytest
+from agent_support import MODEL, make_spec
+from console_support import browser, console, start_run, until
 from temporalio.api.enums.v1 import EventType
 
 from agentsteps.client.runs import start_agent_run
@@ -13,17 +15,19 @@ from agentsteps.contracts.config.settings import PriceTable
 from agentsteps.contracts.names import SA_MODEL, SA_SPEC, SA_STEPS, SA_TOKENS, SA_VIOLATIONS
 from agentsteps.worker import running_worker
 
-from agent_support import MODEL, make_spec
-from console_support import browser, console, start_run, until
-
 HOSTILE = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned=2">'
 WEATHER = {
     "rules": [
-        {"match": {"role": "user", "contains": "which city"}, "times": 1,
-         "reply": {"content": "not json at all " + HOSTILE}},
+        {
+            "match": {"role": "user", "contains": "which city"},
+            "times": 1,
+            "reply": {"content": "not json at all " + HOSTILE},
+        },
         {"match": {"any_contains": "broke the response contract"}, "reply": {"json": {"warmest_city": "Tokyo"}}},
-        {"match": {"role": "user", "contains": "weather"},
-         "reply": {"tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}]}},
+        {
+            "match": {"role": "user", "contains": "weather"},
+            "reply": {"tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}]},
+        },
         {"match": {"tool_result_for": "get_weather"}, "reply": {"content": "Sunny in Paris. " + HOSTILE}},
     ]
 }
@@ -54,11 +58,16 @@ async def test_a_finished_run_is_listed_through_visibility_with_its_spec_model_s
     priced = settings.model_copy(update={"prices": PriceTable(input_per_mtok={MODEL: 1000.0})})
     async with running_worker(client, priced):
         if started_by == "start_agent_run":
-            handle = await start_agent_run(client, make_spec(name="weather-desk", tools=["get_weather"]),
-                                           "weather in Paris", task_queue=priced.task_queue)
+            handle = await start_agent_run(
+                client,
+                make_spec(name="weather-desk", tools=["get_weather"]),
+                "weather in Paris",
+                task_queue=priced.task_queue,
+            )
         else:
-            handle = await start_run(client, priced.task_queue, "weather in Paris", name="weather-desk",
-                                     tools=["get_weather"])
+            handle = await start_run(
+                client, priced.task_queue, "weather in Paris", name="weather-desk", tools=["get_weather"]
+            )
         result = await handle.result()
         attrs = await visible(client, handle.id, SA_SPEC)
         assert attrs[SA_SPEC] == "weather-desk" and attrs[SA_MODEL] == MODEL
@@ -82,9 +91,13 @@ async def test_a_finished_run_is_listed_through_visibility_with_its_spec_model_s
 async def test_a_runs_timeline_shows_steps_tool_calls_and_how_a_violation_was_handled(client, settings, scripted):
     scripted.set_script(WEATHER)
     async with running_worker(client, settings):
-        handle = await start_run(client, settings.task_queue, "which city is warmest?", output_schema=CITY_SCHEMA, tools=[])
+        handle = await start_run(
+            client, settings.task_queue, "which city is warmest?", output_schema=CITY_SCHEMA, tools=[]
+        )
         await handle.result()
-        async with console(client, temporal_ui_url="http://ui.example:8233", grafana_url="http://grafana.example") as url:
+        async with console(
+            client, temporal_ui_url="http://ui.example:8233", grafana_url="http://grafana.example"
+        ) as url:
             async with browser(url) as web:
                 page = (await web.get(f"/runs/{handle.id}")).text
     assert 'id="step-0"' in page and 'id="step-1"' in page

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import pytest
+from approval_support import REFUND_SCRIPT, approval_worker
+from console_support import browser, console, csrf_of, start_run, wait_pending
 from pydantic import SecretStr
 
 from agentsteps.console import ConsoleConfigError, check_binding
 from agentsteps.contracts.config.settings import ConsoleSettings
-
-from approval_support import REFUND_SCRIPT, approval_worker
-from console_support import browser, console, csrf_of, start_run, wait_pending
 
 
 def test_beyond_loopback_the_console_needs_a_token_or_an_auth_proxy():
@@ -64,10 +63,16 @@ async def test_behind_an_auth_proxy_the_proxys_user_is_the_approver(client, sett
             pending = await wait_pending(client, handle.id)
             page = (await web.get("/approvals")).text
             assert 'name="name"' not in page  # nobody types a name: the proxy says who it is
-            await web.post("/approvals/decide", data={
-                "csrf": csrf_of(page), "workflow_id": handle.id, "approval_id": pending.approval_id,
-                "decision": "approve", "name": "someone else",
-            })
+            await web.post(
+                "/approvals/decide",
+                data={
+                    "csrf": csrf_of(page),
+                    "workflow_id": handle.id,
+                    "approval_id": pending.approval_id,
+                    "decision": "approve",
+                    "name": "someone else",
+                },
+            )
             [record] = (await handle.result()).approvals
             assert record.approver == "lee@example.com"
 
@@ -81,4 +86,6 @@ async def test_without_a_token_only_a_loopback_host_name_is_answered(client):
             assert (await web.get("/runs", headers={"Host": host})).status_code == 200, host
     async with console(client, token=SecretStr("t")) as url, browser(url) as web:
         # With a token the name does not matter (a proxy or ingress names it); the token does.
-        assert (await web.get("/runs", headers={"Host": "console.example", "Authorization": "Bearer t"})).status_code == 200
+        assert (
+            await web.get("/runs", headers={"Host": "console.example", "Authorization": "Bearer t"})
+        ).status_code == 200

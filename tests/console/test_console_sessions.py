@@ -5,19 +5,23 @@ from __future__ import annotations
 import asyncio
 import json
 
-from agentsteps.client.sessions import send_turn
-from agentsteps.contracts.session import SessionConfig
-from agentsteps.worker import running_worker
-
 from agent_support import make_spec
 from console_support import browser, console, csrf_of, until
 from session_support import session_id
 
+from agentsteps.client.sessions import send_turn
+from agentsteps.contracts.session import SessionConfig
+from agentsteps.worker import running_worker
+
 SLOW_STREAM = {
     "rules": [
-        {"match": {"role": "user", "contains": "story"},
-         "reply": {"content": "Once upon a time a console <b>watched</b> tokens arrive.",
-                   "stream": {"chunk_chars": 6, "delay_seconds": 0.1}}},
+        {
+            "match": {"role": "user", "contains": "story"},
+            "reply": {
+                "content": "Once upon a time a console <b>watched</b> tokens arrive.",
+                "stream": {"chunk_chars": 6, "delay_seconds": 0.1},
+            },
+        },
     ],
     "default": {"echo": True},
 }
@@ -28,8 +32,14 @@ async def test_a_sessions_page_streams_a_turn_sent_from_it_and_lists_it_when_it_
     sid = session_id()
     spec = make_spec(tools=[], name="storyteller")
     async with running_worker(client, settings), console(client) as url, browser(url) as web:
-        await send_turn(client, spec, "hello there", session_id=sid, task_queue=settings.task_queue,
-                        config=SessionConfig(stream_tokens=True))
+        await send_turn(
+            client,
+            spec,
+            "hello there",
+            session_id=sid,
+            task_queue=settings.task_queue,
+            config=SessionConfig(stream_tokens=True),
+        )
         page = (await web.get(f"/sessions/{sid}")).text
         assert "hello there" in page and 'id="turn-form"' in page and 'data-done="1"' in page
         # A run's URL for a session leads to the session page.
@@ -63,9 +73,14 @@ async def test_a_sessions_page_streams_a_turn_sent_from_it_and_lists_it_when_it_
 
 
 async def test_a_busy_or_closed_session_answers_the_form_in_words(client, settings, scripted):
-    scripted.set_script({"rules": [
-        {"match": {"role": "user", "contains": "slow"}, "reply": {"content": "done", "delay_seconds": 3}},
-    ], "default": {"echo": True}})
+    scripted.set_script(
+        {
+            "rules": [
+                {"match": {"role": "user", "contains": "slow"}, "reply": {"content": "done", "delay_seconds": 3}},
+            ],
+            "default": {"echo": True},
+        }
+    )
     sid = session_id()
     async with running_worker(client, settings), console(client) as url, browser(url) as web:
         await send_turn(client, make_spec(tools=[]), "hi", session_id=sid, task_queue=settings.task_queue)
@@ -96,11 +111,12 @@ async def test_a_code_mode_sessions_page_lists_its_variables_with_type_and_size_
 ):
     import uuid
 
+    from code_mode_support import code_worker, connect_with_store, worker_settings
+    from console_support import code_spec, program_reply
+
     from agentsteps.client.sessions import continue_session
     from agentsteps.contracts.names import SESSION_WORKFLOW
     from agentsteps.contracts.session import SessionInput
-    from code_mode_support import code_worker, connect_with_store, worker_settings
-    from console_support import code_spec, program_reply
 
     program = 'names = ["ana", "bo", "cy"]\nnote = "kept <for> later"\nlen(names)\n'
     scripted.set_script({"default": program_reply(program)})
@@ -108,12 +124,13 @@ async def test_a_code_mode_sessions_page_lists_its_variables_with_type_and_size_
     client = await connect_with_store(temporal_env.client.service_client.config.target_host, settings)
     sid = f"console-code-{uuid.uuid4().hex[:8]}"
     async with code_worker(client, settings), console(client) as url, browser(url) as web:
-        await client.start_workflow(SESSION_WORKFLOW, SessionInput(spec=code_spec(tools=[])), id=sid,
-                                    task_queue=settings.task_queue)
+        await client.start_workflow(
+            SESSION_WORKFLOW, SessionInput(spec=code_spec(tools=[])), id=sid, task_queue=settings.task_queue
+        )
         result = await continue_session(client, sid, "remember three names")
         assert result.output == 3
         page = (await web.get(f"/sessions/{sid}")).text
-    variables = page[page.index('id="variables"'):]
+    variables = page[page.index('id="variables"') :]
     assert "<code>names</code>" in variables and ">list<" in variables and ">3<" in variables
     assert "<code>note</code>" in variables and ">str<" in variables and ">16<" in variables
     assert 'class="program"' in page and "names = [" in page  # the turn's timeline shows the program

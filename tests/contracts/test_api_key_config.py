@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from pydantic import SecretStr
 
-from agentsteps.cli.workers import fingerprint
 from agentsteps.activities.tools.registry import ToolRegistry
+from agentsteps.cli.workers import fingerprint
 from agentsteps.client.quotas import quota_plan
 from agentsteps.client.settings import load_settings, provider_keys
 from agentsteps.contracts import AgentSpec, LLMConfig
@@ -94,7 +94,7 @@ HOSTILE_KEYS = [
     ('acme = "OPENAI_KEY_ACME"', 'default = "OPENAI_KEY_ACME"', "'default' is the openai key of OPENAI_API_KEY"),
     ('acme = "OPENAI_KEY_ACME"', 'acme = "OPENAI_KEY_GLOBEX"', "both read OPENAI_KEY_GLOBEX"),
     ('acme = "OPENAI_KEY_ACME"', 'acme = "OPENAI_API_KEY"', "reads OPENAI_API_KEY, the 'default' key"),
-    ('acme = "OPENAI_KEY_ACME"', 'acme = 7', "openai_keys"),
+    ('acme = "OPENAI_KEY_ACME"', "acme = 7", "openai_keys"),
     ('acme = "OPENAI_KEY_ACME"', 'sk-live-abc = "OPENAI_KEY_ACME"', "looks like the key itself"),
 ]
 
@@ -126,19 +126,28 @@ def test_a_quota_on_an_undeclared_key_is_a_quota_config_error_at_load_and_at_wor
     message = str(caught.value)
     assert "'gpt4o-globex'" in message and "'initech'" in message and "declared: default, acme, globex" in message
     # Settings built in code skip the file's validation: the worker refuses them before it starts anything.
-    in_code = WorkerSettings().model_copy(update={"quotas": QuotaSettings.model_validate(
-        {"limits": [{"name": "q", "api_key": "initech", "requests_per_minute": 1}]})})
+    in_code = WorkerSettings().model_copy(
+        update={
+            "quotas": QuotaSettings.model_validate(
+                {"limits": [{"name": "q", "api_key": "initech", "requests_per_minute": 1}]}
+            )
+        }
+    )
     with pytest.raises(QuotaConfigError, match="limits\\[0\\].api_key: quota 'q' counts openai key 'initech'"):
         check_quota_keys(in_code)
     with pytest.raises(QuotaConfigError, match="API key name"):
         load(tmp_path, TWO_KEYS.replace('api_key = "globex"', 'api_key = "*"', 1), ENV)
 
 
-@pytest.mark.parametrize(("env", "named"), [
-    ({"OPENAI_KEY_ACME": SECRET_A}, "'globex' reads environment variable OPENAI_KEY_GLOBEX, which is not set"),
-    ({**ENV, "OPENAI_KEY_GLOBEX": "  "}, "'globex' reads environment variable OPENAI_KEY_GLOBEX, which is not set"),
-    ({**ENV, "OPENAI_KEY_GLOBEX": SECRET_A}, "keys 'acme' and 'globex' hold the same key"),
-], ids=["unset", "blank", "one-secret-two-names"])
+@pytest.mark.parametrize(
+    ("env", "named"),
+    [
+        ({"OPENAI_KEY_ACME": SECRET_A}, "'globex' reads environment variable OPENAI_KEY_GLOBEX, which is not set"),
+        ({**ENV, "OPENAI_KEY_GLOBEX": "  "}, "'globex' reads environment variable OPENAI_KEY_GLOBEX, which is not set"),
+        ({**ENV, "OPENAI_KEY_GLOBEX": SECRET_A}, "keys 'acme' and 'globex' hold the same key"),
+    ],
+    ids=["unset", "blank", "one-secret-two-names"],
+)
 def test_a_worker_without_a_declared_keys_secret_refuses_to_start_naming_key_and_variable(
     tmp_path, monkeypatch, env, named
 ):
@@ -156,29 +165,46 @@ def test_a_worker_without_a_declared_keys_secret_refuses_to_start_naming_key_and
 
 
 def test_the_default_key_holding_a_named_keys_secret_is_refused():
-    settings = WorkerSettings(providers=ProviderSettings(openai_api_key=SecretStr(SECRET_A),
-                                                         openai_keys={"acme": "OPENAI_KEY_ACME"}))
+    settings = WorkerSettings(
+        providers=ProviderSettings(openai_api_key=SecretStr(SECRET_A), openai_keys={"acme": "OPENAI_KEY_ACME"})
+    )
     with pytest.raises(DeploymentConfigError, match="keys 'default' and 'acme' hold the same key"):
         provider_keys(settings, env={"OPENAI_KEY_ACME": SECRET_A})
 
 
 def test_a_model_naming_a_key_with_bad_characters_fails_the_spec_check_without_echoing_it():
-    spec = AgentSpec(name="k", model=LLMConfig(model="gpt-4o-2024-08-06", api_key=SECRET_A), tools=[],
-                     fallback_models=[LLMConfig(model="gpt-4o-mini-2024-07-18", api_key="acme corp")])
+    spec = AgentSpec(
+        name="k",
+        model=LLMConfig(model="gpt-4o-2024-08-06", api_key=SECRET_A),
+        tools=[],
+        fallback_models=[LLMConfig(model="gpt-4o-mini-2024-07-18", api_key="acme corp")],
+    )
     violations = check_spec(spec, set())
     paths = {v.path for v in violations}
     assert {"$.model.api_key", "$.fallback_models[0].api_key"} <= paths, violations
     assert all(SECRET_A not in v.message for v in violations)
-    assert check_spec(spec.model_copy(update={"model": LLMConfig(model="gpt-4o-2024-08-06", api_key="acme"),
-                                              "fallback_models": []}), set()) == []
+    assert (
+        check_spec(
+            spec.model_copy(
+                update={"model": LLMConfig(model="gpt-4o-2024-08-06", api_key="acme"), "fallback_models": []}
+            ),
+            set(),
+        )
+        == []
+    )
 
 
 def test_the_worker_fingerprint_names_keys_but_never_their_secrets(tmp_path):
     plain = load(tmp_path, "")
     keyed = load(tmp_path, TWO_KEYS, ENV)
     other_secret = load(tmp_path, TWO_KEYS, {**ENV, "OPENAI_KEY_ACME": "sk-another-secret-value"})
-    fewer = load(tmp_path, TWO_KEYS.replace('globex = "OPENAI_KEY_GLOBEX"\n', "").replace(
-        'api_key = "globex"', 'api_key = "default"').replace('name = "gpt4o"\nmodel = "gpt-4o*"', 'name = "o3"\nmodel = "o3*"'), ENV)
+    fewer = load(
+        tmp_path,
+        TWO_KEYS.replace('globex = "OPENAI_KEY_GLOBEX"\n', "")
+        .replace('api_key = "globex"', 'api_key = "default"')
+        .replace('name = "gpt4o"\nmodel = "gpt-4o*"', 'name = "o3"\nmodel = "o3*"'),
+        ENV,
+    )
     registry = ToolRegistry()
     assert fingerprint(plain, registry) == fingerprint(WorkerSettings(config_file=plain.config_file), registry)
     assert fingerprint(keyed, registry) != fingerprint(plain, registry), "key names are part of the configuration"

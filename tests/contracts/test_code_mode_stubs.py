@@ -55,7 +55,10 @@ async def pool():
 
 def test_stub_signature_follows_the_input_schema():
     stubs = generate_stubs([TICKETS, NOTE])
-    assert 'async def tickets_search(status: Literal["open", "closed"], limit: int | None = None) -> TicketsSearchResult:' in stubs
+    assert (
+        'async def tickets_search(status: Literal["open", "closed"], limit: int | None = None) -> TicketsSearchResult:'
+        in stubs
+    )
     assert "async def add_note(text: str | None = None) -> Any:" in stubs
     assert "async def llm(prompt: str, schema: dict[str, Any] | None = None) -> Any:" in stubs
 

@@ -15,13 +15,16 @@ from agentsteps.contracts.errors import InvalidSpecError
 pytestmark = pytest.mark.fast
 
 
-@pytest.mark.parametrize("toml, path", [
-    ("[worker]\ntask_queu = \"q\"\n", "$.task_queu"),
-    ("[worker.payload_store]\ns3_bukcet = \"b\"\n", "$.payload_store.s3_bukcet"),
-    ("[worker.providers]\nopenai_base = \"http://x\"\n", "$.providers.openai_base"),
-    ("[worker.tracing]\nendpoint = \"http://x\"\n", "$.tracing.endpoint"),
-    ("[worker.prices]\ninput = {}\n", "$.prices.input"),
-])
+@pytest.mark.parametrize(
+    "toml, path",
+    [
+        ('[worker]\ntask_queu = "q"\n', "$.task_queu"),
+        ('[worker.payload_store]\ns3_bukcet = "b"\n', "$.payload_store.s3_bukcet"),
+        ('[worker.providers]\nopenai_base = "http://x"\n', "$.providers.openai_base"),
+        ('[worker.tracing]\nendpoint = "http://x"\n', "$.tracing.endpoint"),
+        ("[worker.prices]\ninput = {}\n", "$.prices.input"),
+    ],
+)
 def test_an_unknown_key_in_any_section_is_a_config_error_naming_it(tmp_path, toml, path):
     config = tmp_path / "agentsteps.toml"
     config.write_text(toml)
@@ -32,8 +35,10 @@ def test_an_unknown_key_in_any_section_is_a_config_error_naming_it(tmp_path, tom
 
 def test_the_known_keys_still_load(tmp_path):
     config = tmp_path / "agentsteps.toml"
-    config.write_text('[worker]\ntask_queue = "q"\n[worker.payload_store]\ns3_bucket = "b"\n'
-                      '[mcp.servers.tickets]\ntransport = "http"\nurl = "http://tickets:8765/mcp"\n')
+    config.write_text(
+        '[worker]\ntask_queue = "q"\n[worker.payload_store]\ns3_bucket = "b"\n'
+        '[mcp.servers.tickets]\ntransport = "http"\nurl = "http://tickets:8765/mcp"\n'
+    )
     settings = load_settings(config, env={})
     assert settings.task_queue == "q" and settings.payload_store.s3_bucket == "b"
 

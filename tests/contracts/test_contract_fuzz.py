@@ -23,8 +23,9 @@ from agentsteps.contracts.llm.preconditions import check_request, check_tool_sch
 _SEGMENT = r'(?:\.[A-Za-z_][A-Za-z0-9_]*…?|\[\d+\]|\["(?:[^"\\]|\\.)*"\])'
 JSON_PATH = re.compile(rf"^\$(?:\.[A-Za-z_][A-Za-z0-9_]*)*{_SEGMENT}*$")
 
-PROPERTY_SETTINGS = settings(max_examples=150, deadline=None,
-                             suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+PROPERTY_SETTINGS = settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
 
 names = st.sampled_from(["get_weather", "send", "tickets.list", "x", "bad name!", ""]) | st.text(max_size=12)
 json_values = st.recursive(
@@ -43,18 +44,23 @@ schemas = st.one_of(
     st.just({"type": "string", "pattern": "("}),
     st.just({"type": "object", "properties": {"when": {"type": "string", "format": "date-time"}}}),
     st.just({"type": "object", "properties": {"weird key!": {"type": "integer"}}, "required": ["weird key!"]}),
-    st.dictionaries(st.sampled_from(["type", "properties", "required", "items", "enum", "pattern", "$ref"]),
-                    json_values, max_size=4),
+    st.dictionaries(
+        st.sampled_from(["type", "properties", "required", "items", "enum", "pattern", "$ref"]), json_values, max_size=4
+    ),
 )
-arguments = st.one_of(json_values.map(json.dumps), st.text(max_size=40), st.just("{\"city\": "), st.just(""))
+arguments = st.one_of(json_values.map(json.dumps), st.text(max_size=40), st.just('{"city": '), st.just(""))
 tool_calls = st.builds(LLMToolCall, id=st.text(max_size=6), name=names, arguments=arguments)
 
 
 @st.composite
 def tools(draw) -> ToolSchema:
     return ToolSchema.model_construct(
-        name=draw(names), description=draw(st.text(max_size=20)), parameters=draw(schemas),
-        output_schema=draw(st.none() | schemas), side_effects=draw(st.booleans()), source="python",
+        name=draw(names),
+        description=draw(st.text(max_size=20)),
+        parameters=draw(schemas),
+        output_schema=draw(st.none() | schemas),
+        side_effects=draw(st.booleans()),
+        source="python",
     )
 
 
@@ -70,7 +76,8 @@ messages = st.builds(
 configs = st.builds(
     LLMConfig,
     provider=st.sampled_from(["openai", "anthropic"]),
-    model=st.sampled_from(["gpt-4o-mini-2024-07-18", "latest", "gpt-4o", "", "claude-x-20250101"]) | st.text(max_size=20),
+    model=st.sampled_from(["gpt-4o-mini-2024-07-18", "latest", "gpt-4o", "", "claude-x-20250101"])
+    | st.text(max_size=20),
     temperature=st.floats(min_value=-5, max_value=5, allow_nan=False) | st.just(float("nan")),
     max_tokens=st.integers(min_value=-10, max_value=200_000),
     context_window=st.integers(min_value=-10, max_value=200_000),
@@ -80,9 +87,13 @@ configs = st.builds(
 @st.composite
 def requests(draw) -> LLMRequest:
     return LLMRequest.model_construct(
-        config=draw(configs), messages=draw(st.lists(messages, max_size=6)), tools=draw(st.lists(tools(), max_size=3)),
+        config=draw(configs),
+        messages=draw(st.lists(messages, max_size=6)),
+        tools=draw(st.lists(tools(), max_size=3)),
         tool_choice=draw(st.sampled_from(["auto", "none", "required"])),
-        response_format=draw(st.none() | schemas.map(lambda s: ResponseFormat.model_construct(name="r", json_schema=s))),
+        response_format=draw(
+            st.none() | schemas.map(lambda s: ResponseFormat.model_construct(name="r", json_schema=s))
+        ),
         allowed_model_aliases=draw(st.lists(st.text(max_size=8), max_size=2)),
     )
 
@@ -90,8 +101,12 @@ def requests(draw) -> LLMRequest:
 responses = st.builds(
     LLMResponse,
     message=messages,
-    usage=st.builds(Usage, prompt_tokens=st.integers(-50, 10**6), completion_tokens=st.integers(-50, 10**6),
-                    total_tokens=st.integers(-50, 10**6)),
+    usage=st.builds(
+        Usage,
+        prompt_tokens=st.integers(-50, 10**6),
+        completion_tokens=st.integers(-50, 10**6),
+        total_tokens=st.integers(-50, 10**6),
+    ),
     finish_reason=st.sampled_from(["stop", "tool_calls", "length", "content_filter", "other"]),
 )
 
@@ -132,9 +147,18 @@ def test_tool_output_checks_never_raise_and_give_valid_paths(tool, value):
 @given(st.lists(st.tuples(names, arguments), min_size=1, max_size=4), st.lists(tools(), max_size=3))
 def test_tool_arguments_of_any_shape_are_violations_not_exceptions(calls, schema_list):
     request = LLMRequest.model_construct(
-        config=LLMConfig(model="gpt-4o-mini-2024-07-18"), messages=[Message.user("hi")], tools=schema_list,
-        tool_choice="auto", response_format=None, allowed_model_aliases=[],
+        config=LLMConfig(model="gpt-4o-mini-2024-07-18"),
+        messages=[Message.user("hi")],
+        tools=schema_list,
+        tool_choice="auto",
+        response_format=None,
+        allowed_model_aliases=[],
     )
-    response = LLMResponse(message=Message(role="assistant", tool_calls=[
-        LLMToolCall(id=f"c{i}", name=n, arguments=a) for i, (n, a) in enumerate(calls)]), finish_reason="tool_calls")
+    response = LLMResponse(
+        message=Message(
+            role="assistant",
+            tool_calls=[LLMToolCall(id=f"c{i}", name=n, arguments=a) for i, (n, a) in enumerate(calls)],
+        ),
+        finish_reason="tool_calls",
+    )
     assert_well_formed(check_response(request, response), "post")

@@ -64,8 +64,13 @@ def _instance(cls: type[AgentStepsError], message: str) -> AgentStepsError:
 
 def _activity_failure(cause: ApplicationError) -> ActivityError:
     failure = ActivityError(
-        "activity failed", scheduled_event_id=1, started_event_id=2, identity="w", activity_type="llm.call",
-        activity_id="1", retry_state=RetryState.NON_RETRYABLE_FAILURE,
+        "activity failed",
+        scheduled_event_id=1,
+        started_event_id=2,
+        identity="w",
+        activity_type="llm.call",
+        activity_id="1",
+        retry_state=RetryState.NON_RETRYABLE_FAILURE,
     )
     failure.__cause__ = cause
     return failure
@@ -115,8 +120,16 @@ def test_every_class_in_the_tree_is_drawn_in_the_errors_docstring():
 
 # Raised before a run or outside one (the CLI, the worker's start-up): never a run's failure type.
 NOT_A_RUN_FAILURE = {
-    "AgentStepsError", "ProviderError", "McpError", "SessionError", "ToolError",
-    "ScheduleFileError", "ScheduleNotFoundError", "DeploymentConfigError", "ConsoleConfigError", "StackConflictError",
+    "AgentStepsError",
+    "ProviderError",
+    "McpError",
+    "SessionError",
+    "ToolError",
+    "ScheduleFileError",
+    "ScheduleNotFoundError",
+    "DeploymentConfigError",
+    "ConsoleConfigError",
+    "StackConflictError",
     "HistoryUnavailableError",
 }
 
@@ -124,11 +137,13 @@ NOT_A_RUN_FAILURE = {
 def test_every_failure_type_is_in_the_docs_table_with_its_retry_behaviour():
     rows = documented_failure_rows()
     missing = sorted(set(tree()) - NOT_A_RUN_FAILURE - set(rows))
-    assert missing == [], f'failure types missing from docs/failures.md: {missing}'
+    assert missing == [], f"failure types missing from docs/failures.md: {missing}"
     for name, retried in rows.items():
         cls = tree()[name]
         says_yes = retried.startswith("yes") or (retried.startswith("only") and f"`{name}`" in retried)
-        assert says_yes is bool(cls.retryable), f"docs/failures.md says {name} is retried {retried!r}; retryable={cls.retryable}"
+        assert says_yes is bool(cls.retryable), (
+            f"docs/failures.md says {name} is retried {retried!r}; retryable={cls.retryable}"
+        )
 
 
 def _is_application_error(node: ast.AST) -> bool:
@@ -144,8 +159,7 @@ def _compares_type_with_a_string(node: ast.AST) -> bool:
     sides = [node.left, *node.comparators]
     # A failure type spelt by hand: a class name of the tree, or ``SomeError.__name__``.
     return any(isinstance(s, ast.Attribute) and s.attr == "type" for s in sides) and any(
-        (isinstance(s, ast.Constant) and s.value in tree())
-        or (isinstance(s, ast.Attribute) and s.attr == "__name__")
+        (isinstance(s, ast.Constant) and s.value in tree()) or (isinstance(s, ast.Attribute) and s.attr == "__name__")
         for s in sides
     )
 

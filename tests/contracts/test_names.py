@@ -15,11 +15,23 @@ pytestmark = pytest.mark.fast  # pure and quick: in `make test-fast`
 
 def test_every_persisted_name_is_unchanged():
     assert (names.AGENT_WORKFLOW, names.PIPELINE_WORKFLOW, names.MONITOR_WORKFLOW) == (
-        "AgentWorkflow", "PipelineWorkflow", "StalledTicketMonitor",
+        "AgentWorkflow",
+        "PipelineWorkflow",
+        "StalledTicketMonitor",
     )
     assert names.ACTIVITIES == (
-        "llm.call", "llm.call.resolving_tools", "llm.call.stored_results", "llm.call.tool_catalog", "tools.describe", "tools.call", "code.check",
-        "code.start", "code.resume", "code.fork", "session.fork", "monitor.record",
+        "llm.call",
+        "llm.call.resolving_tools",
+        "llm.call.stored_results",
+        "llm.call.tool_catalog",
+        "tools.describe",
+        "tools.call",
+        "code.check",
+        "code.start",
+        "code.resume",
+        "code.fork",
+        "session.fork",
+        "monitor.record",
     )
     assert (names.FORK_SOURCE_QUERY, names.TURNS_QUERY) == ("fork_source", "turns")
     assert (names.STATE_QUERY, names.STEPS_QUERY, names.CANCEL_SIGNAL) == ("state", "steps", "cancel")

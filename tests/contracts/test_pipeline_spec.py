@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from agentsteps.client.pipeline_files import import_model_schema, load_pipeline_file
 from agentsteps.contracts.composition.contract import ContractKind, compose
 from agentsteps.contracts.composition.pipeline_spec import parse_pipeline, to_contracts
 from agentsteps.contracts.errors import InvalidSpecError
 from agentsteps.examples.support_models import TicketUpdate
-from agentsteps.client.pipeline_files import import_model_schema, load_pipeline_file
 
 pytestmark = pytest.mark.fast  # pure and quick: in `make test-fast`
 
@@ -56,10 +56,16 @@ def test_json_and_inline_schemas_load_like_toml(tmp_path):
         ({"name": "p", "steps": [{"name": "a", "kind": "robot"}]}, "$.steps[0].kind"),
         ({"name": "p", "steps": [{"name": "a", "kind": "llm", "colour": "red"}]}, "$.steps[0].colour"),
         ({"name": "p", "steps": [{"name": "a b", "kind": "llm"}]}, "$.steps[0].name"),
-        ({"name": "p", "steps": [{"name": "a", "kind": "llm", "input_schema": "not a ref"}]}, "$.steps[0].input_schema"),
+        (
+            {"name": "p", "steps": [{"name": "a", "kind": "llm", "input_schema": "not a ref"}]},
+            "$.steps[0].input_schema",
+        ),
         ({"name": "p", "steps": [{"name": "a", "kind": "llm", "tool": "x"}]}, "$.steps[0].tool"),
         ({"name": "p", "steps": [{"name": "a", "kind": "llm"}, {"name": "a", "kind": "tool"}]}, "$.steps[1].name"),
-        ({"name": "p", "acknowledge_unproven": ["a->z"], "steps": [{"name": "a", "kind": "llm"}]}, "$.acknowledge_unproven[0]"),
+        (
+            {"name": "p", "acknowledge_unproven": ["a->z"], "steps": [{"name": "a", "kind": "llm"}]},
+            "$.acknowledge_unproven[0]",
+        ),
         ({"name": "p", "steps": [{"name": "a", "kind": "llm", "reprompt_budget": -1}]}, "$.steps[0].reprompt_budget"),
         (["not", "a", "table"], "$"),
     ],

@@ -215,8 +215,9 @@ def test_huge_arguments_give_a_short_message():
 
 
 def test_huge_integer_is_rejected_not_crashed_on():
-    v = only(check_response(request(), calls(("get_weather", '{"days": ' + "9" * 10_000 + "}"))),
-             K.tool_arguments_not_json)
+    v = only(
+        check_response(request(), calls(("get_weather", '{"days": ' + "9" * 10_000 + "}"))), K.tool_arguments_not_json
+    )
     assert v.path == "$.tool_calls[0].arguments"
     assert "too many digits" in v.message
 
@@ -273,8 +274,10 @@ def test_answer_that_is_a_json_array_is_a_schema_mismatch():
 
 
 def test_answer_with_nan_is_not_json():
-    only(check_response(request(response_format=JSON_FORMAT), text('{"answer": "x", "confidence": NaN}')),
-         K.response_not_json)
+    only(
+        check_response(request(response_format=JSON_FORMAT), text('{"answer": "x", "confidence": NaN}')),
+        K.response_not_json,
+    )
 
 
 @pytest.mark.parametrize("content", [None, "", "  \n"])

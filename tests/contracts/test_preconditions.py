@@ -19,8 +19,8 @@ from agentsteps.contracts import (
 )
 from agentsteps.contracts.llm.pinning import SNAPSHOT_FORMS, check_model_pinned, is_pinned
 from agentsteps.contracts.llm.preconditions import check_request
-from agentsteps.contracts.spec_check import check_spec
 from agentsteps.contracts.llm.tokens import count_prompt_tokens, count_text_tokens
+from agentsteps.contracts.spec_check import check_spec
 
 pytestmark = pytest.mark.fast  # pure and quick: in `make test-fast`
 
@@ -246,8 +246,10 @@ def test_tool_message_without_a_matching_call_is_rejected():
 
 
 def test_tool_message_without_tool_call_id_is_rejected():
-    v = only(check_request(request([Message.user("hi"), assistant_calls("c1"), answer("c1"), answer(None)])),
-             K.invalid_role_order)
+    v = only(
+        check_request(request([Message.user("hi"), assistant_calls("c1"), answer("c1"), answer(None)])),
+        K.invalid_role_order,
+    )
     assert v.path == "$.messages[3].tool_call_id"
 
 
@@ -340,8 +342,7 @@ def test_unpinned_model_in_request_is_rejected_unless_allow_listed():
 
 def test_prompt_plus_max_tokens_over_the_window_is_rejected():
     long = Message.user("word " * 3_000)
-    v = only(check_request(request([long], config=config(max_tokens=5_000, context_window=8_000))),
-             K.context_overflow)
+    v = only(check_request(request([long], config=config(max_tokens=5_000, context_window=8_000))), K.context_overflow)
     assert v.path == "$.messages"
     assert "8000" in v.message
 
@@ -557,9 +558,7 @@ def test_spec_default_result_must_match_the_output_schema():
     assert v.path == "$.default_result.value.n"
 
 
-@pytest.mark.parametrize(
-    ("field", "value"), [("max_steps", 0), ("reprompt_budget", -1), ("token_budget", 0)]
-)
+@pytest.mark.parametrize(("field", "value"), [("max_steps", 0), ("reprompt_budget", -1), ("token_budget", 0)])
 def test_spec_budgets_out_of_range_are_rejected(field, value):
     v = only(check_spec(spec(**{field: value}), KNOWN), K.invalid_budget)
     assert v.path == f"$.{field}"

@@ -19,12 +19,17 @@ from agentsteps.contracts.llm.tokens import count_prompt_tokens, prompt_tokens_u
 
 pytestmark = pytest.mark.fast
 
-WEATHER = ToolSchema(name="get_weather", description="Weather.",
-                     parameters={"type": "object", "properties": {"city": {"type": "string"}}})
+WEATHER = ToolSchema(
+    name="get_weather",
+    description="Weather.",
+    parameters={"type": "object", "properties": {"city": {"type": "string"}}},
+)
 
 
 def call(call_id: str) -> Message:
-    return Message(role="assistant", tool_calls=(LLMToolCall(id=call_id, name="get_weather", arguments='{"city":"Paris"}'),))
+    return Message(
+        role="assistant", tool_calls=(LLMToolCall(id=call_id, name="get_weather", arguments='{"city":"Paris"}'),)
+    )
 
 
 def result(call_id: str | None, text: str = '{"temp": 21}') -> Message:
@@ -35,8 +40,10 @@ def conversation() -> list[Message]:
     return [
         Message.system("Be brief. ☀️ Ünïcödé"),
         Message.user("Weather in Paris?"),
-        call("c1"), result("c1", "x" * 3000),
-        call("c2"), result("c2"),
+        call("c1"),
+        result("c1", "x" * 3000),
+        call("c2"),
+        result("c2"),
         Message(role="assistant", content=""),  # empty: skipped on the OpenAI wire
         Message.user("and again"),
         call("c1"),  # an id used before

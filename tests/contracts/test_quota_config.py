@@ -58,7 +58,7 @@ HOSTILE = [
     ("weight = 2", "weight = 1e300", "weight"),
     ('model = "gpt-4o*"', 'model = "gpt 4o"', "model"),
     ('{ model = "gpt-4o-mini-2024-07-18" }', '{ model = "gpt-4o-latest" }', "degrade_to"),
-    ("degrade_to = [{ model = \"gpt-4o-mini-2024-07-18\" }]", "", "degrade_to"),
+    ('degrade_to = [{ model = "gpt-4o-mini-2024-07-18" }]', "", "degrade_to"),
     ('provider = "openai"', 'provider = "openia"', "provider"),
     ("requests_per_minute = 500\ninput_tokens_per_minute = 30000", "", "limits nothing"),
     ("weight = 2", "weight = 2\nwieght = 3", "wieght"),

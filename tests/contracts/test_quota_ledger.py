@@ -18,8 +18,14 @@ def quota(**limits) -> Ledger:
 
 
 def ask(n: int, tenant: str, weight: float = 1.0, tokens: int = 100) -> LeaseRequest:
-    return LeaseRequest(request_id=f"{tenant}-{n}", requester=f"run-{tenant}", tenant=tenant, weight=weight,
-                        input_tokens=tokens // 2, output_tokens=tokens - tokens // 2)
+    return LeaseRequest(
+        request_id=f"{tenant}-{n}",
+        requester=f"run-{tenant}",
+        tenant=tenant,
+        weight=weight,
+        input_tokens=tokens // 2,
+        output_tokens=tokens - tokens // 2,
+    )
 
 
 def test_when_the_quota_is_scarce_tenants_are_served_in_proportion_to_their_weights():

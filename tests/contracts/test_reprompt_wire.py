@@ -18,6 +18,7 @@ from anthropic.types import Message as AnthropicMessage
 from anthropic.types.message_create_params import MessageCreateParamsNonStreaming
 from openai.types.chat import ChatCompletion
 from openai.types.chat.completion_create_params import CompletionCreateParamsNonStreaming
+from sdk_types import problems
 
 from agentsteps.activities.llm.providers import anthropic as anthropic_wire
 from agentsteps.activities.llm.providers import openai as openai_wire
@@ -27,15 +28,15 @@ from agentsteps.contracts.llm.postconditions import check_response
 from agentsteps.contracts.llm.preconditions import check_request
 from agentsteps.contracts.llm.reprompt import reprompt_messages
 
-from sdk_types import problems
-
 pytestmark = pytest.mark.fast  # pure and quick: in `make test-fast`
 
 API_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 MODELS = {"openai": "gpt-4o-2024-08-06", "anthropic": "claude-sonnet-4-5-20250929"}
 TOOLS = [
-    ToolSchema(name="get_weather", parameters={"type": "object", "properties": {"city": {"type": "string"}},
-                                                "required": ["city"]}),
+    ToolSchema(
+        name="get_weather",
+        parameters={"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+    ),
     ToolSchema(name="tickets.search", parameters={"type": "object", "properties": {"q": {"type": "string"}}}),
 ]
 # Calls a model gets wrong: bad JSON, blank, a non-object, schema mismatch, an unknown dotted name, a reused id.
@@ -56,29 +57,47 @@ def _openai_answer(kind: str) -> dict:
         message["refusal"] = "I can't help with that."
     elif kind == "bad_tool_calls":
         finish = "tool_calls"
-        message["tool_calls"] = [{"id": i, "type": "function", "function": {"name": n, "arguments": a}}
-                                 for i, n, a in BAD_CALLS]
-    return ChatCompletion.model_validate({
-        "id": "c", "object": "chat.completion", "created": 1, "model": MODELS["openai"],
-        "choices": [{"index": 0, "finish_reason": finish, "message": message}],
-        "usage": {"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12},
-    }).model_dump(mode="json", exclude_none=True)
+        message["tool_calls"] = [
+            {"id": i, "type": "function", "function": {"name": n, "arguments": a}} for i, n, a in BAD_CALLS
+        ]
+    return ChatCompletion.model_validate(
+        {
+            "id": "c",
+            "object": "chat.completion",
+            "created": 1,
+            "model": MODELS["openai"],
+            "choices": [{"index": 0, "finish_reason": finish, "message": message}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12},
+        }
+    ).model_dump(mode="json", exclude_none=True)
 
 
 def _anthropic_answer(kind: str) -> dict:
     content: list = []
     stop, extra = "end_turn", {}
     if kind == "refusal":
-        stop, extra = "refusal", {"stop_details": {"type": "refusal", "category": None,
-                                                   "explanation": "I can't help with that."}}
+        stop, extra = (
+            "refusal",
+            {"stop_details": {"type": "refusal", "category": None, "explanation": "I can't help with that."}},
+        )
     elif kind == "bad_tool_calls":
         stop = "tool_use"
         content = [{"type": "text", "text": "Calling tools."}] + [
-            {"type": "tool_use", "id": i, "name": n, "input": {}} for i, n, _ in BAD_CALLS]
-    body = AnthropicMessage.model_validate({
-        "id": "m", "type": "message", "role": "assistant", "model": MODELS["anthropic"], "content": content,
-        "stop_reason": stop, "stop_sequence": None, "usage": {"input_tokens": 10, "output_tokens": 2}, **extra,
-    }).model_dump(mode="json", exclude_none=True)
+            {"type": "tool_use", "id": i, "name": n, "input": {}} for i, n, _ in BAD_CALLS
+        ]
+    body = AnthropicMessage.model_validate(
+        {
+            "id": "m",
+            "type": "message",
+            "role": "assistant",
+            "model": MODELS["anthropic"],
+            "content": content,
+            "stop_reason": stop,
+            "stop_sequence": None,
+            "usage": {"input_tokens": 10, "output_tokens": 2},
+            **extra,
+        }
+    ).model_dump(mode="json", exclude_none=True)
     if kind == "bad_tool_calls":
         # A compatible server passing the model's broken text through: the adapter keeps it for the postcondition.
         for block, (_, _, arguments) in zip(body["content"][1:], BAD_CALLS):
@@ -89,16 +108,20 @@ def _anthropic_answer(kind: str) -> dict:
 def _history() -> list[Message]:
     # An earlier turn already used call_0, as servers numbering calls per answer do.
     return [
-        Message.system("Be brief."), Message.user("Weather in Paris?"),
-        Message(role="assistant", tool_calls=[LLMToolCall(id="call_0", name="get_weather", arguments='{"city": "Paris"}')]),
+        Message.system("Be brief."),
+        Message.user("Weather in Paris?"),
+        Message(
+            role="assistant", tool_calls=[LLMToolCall(id="call_0", name="get_weather", arguments='{"city": "Paris"}')]
+        ),
         Message(role="tool", tool_call_id="call_0", name="get_weather", content='{"sky": "clear"}'),
     ]
 
 
 def _next_request(provider: str, kind: str) -> LLMRequest:
     history = _history()
-    request = LLMRequest(config=LLMConfig(provider=provider, model=MODELS[provider], max_tokens=256),
-                         messages=history, tools=TOOLS)
+    request = LLMRequest(
+        config=LLMConfig(provider=provider, model=MODELS[provider], max_tokens=256), messages=history, tools=TOOLS
+    )
     if provider == "openai":
         response = openai_wire.response_from_wire(_openai_answer(kind), request)
     else:
@@ -106,8 +129,11 @@ def _next_request(provider: str, kind: str) -> LLMRequest:
     # What llm.call does: engine ids, then the postcondition.
     response = response.model_copy(update={"message": with_engine_call_ids(response.message, history)})
     violations = check_response(request, response)
-    expected = {"empty": {"empty_response"}, "refusal": {"refusal"},
-                "bad_tool_calls": {"tool_arguments_not_json", "tool_arguments_invalid", "unknown_tool"}}[kind]
+    expected = {
+        "empty": {"empty_response"},
+        "refusal": {"refusal"},
+        "bad_tool_calls": {"tool_arguments_not_json", "tool_arguments_invalid", "unknown_tool"},
+    }[kind]
     assert expected <= {v.kind.value for v in violations}
     return request.model_copy(update={"messages": [*history, *reprompt_messages(response.message, violations)]})
 
@@ -119,8 +145,11 @@ def _openai_rule_breaks(body: dict) -> list[str]:
             if not m.get("content") and not m.get("tool_calls"):
                 out.append(f"messages[{i}]: assistant with neither content nor tool calls")
             open_calls = {c["id"] for c in m.get("tool_calls", [])}
-            out += [f"messages[{i}]: tool name {c['function']['name']!r}" for c in m.get("tool_calls", [])
-                    if not API_NAME.match(c["function"]["name"])]
+            out += [
+                f"messages[{i}]: tool name {c['function']['name']!r}"
+                for c in m.get("tool_calls", [])
+                if not API_NAME.match(c["function"]["name"])
+            ]
         elif m["role"] == "tool":
             if m["tool_call_id"] not in open_calls:
                 out.append(f"messages[{i}]: tool result for {m['tool_call_id']!r} answers no call of the turn before")
@@ -143,10 +172,16 @@ def _anthropic_rule_breaks(body: dict) -> list[str]:
             out.append(f"messages[{i}]: tool results {sorted(results - asked)} answer no call of the turn before")
         if m["role"] == "user" and asked - results:
             out.append(f"messages[{i}]: calls {sorted(asked - results)} left unanswered")
-        out += [f"messages[{i}]: tool name {b['name']!r}" for b in m["content"]
-                if b.get("type") == "tool_use" and not API_NAME.match(b["name"])]
-        out += [f"messages[{i}]: input of {b['id']} is not an object" for b in m["content"]
-                if b.get("type") == "tool_use" and not isinstance(b["input"], dict)]
+        out += [
+            f"messages[{i}]: tool name {b['name']!r}"
+            for b in m["content"]
+            if b.get("type") == "tool_use" and not API_NAME.match(b["name"])
+        ]
+        out += [
+            f"messages[{i}]: input of {b['id']} is not an object"
+            for b in m["content"]
+            if b.get("type") == "tool_use" and not isinstance(b["input"], dict)
+        ]
         asked = uses
     return out
 
@@ -172,7 +207,12 @@ def test_a_reprompt_is_a_valid_request_for_its_provider(provider, kind):
 
 def test_the_rule_checks_catch_what_the_old_wire_sent():
     # The shapes issue 12 found: an empty assistant turn, and an empty Anthropic content list.
-    assert _openai_rule_breaks({"messages": [{"role": "user", "content": "x"},
-                                             {"role": "assistant", "content": None}]})
-    assert _anthropic_rule_breaks({"messages": [{"role": "user", "content": [{"type": "text", "text": "x"}]},
-                                                {"role": "assistant", "content": []}]})
+    assert _openai_rule_breaks({"messages": [{"role": "user", "content": "x"}, {"role": "assistant", "content": None}]})
+    assert _anthropic_rule_breaks(
+        {
+            "messages": [
+                {"role": "user", "content": [{"type": "text", "text": "x"}]},
+                {"role": "assistant", "content": []},
+            ]
+        }
+    )

@@ -109,7 +109,11 @@ def test_enum_subset_and_const_are_proven():
 
 def test_forbidding_extra_properties_on_the_output_is_proven_into_a_closed_input():
     out = {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"], "additionalProperties": False}
-    inp = {"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "integer"}}, "additionalProperties": False}
+    inp = {
+        "type": "object",
+        "properties": {"a": {"type": "string"}, "b": {"type": "integer"}},
+        "additionalProperties": False,
+    }
     assert_proven(out, inp)
 
 
@@ -127,7 +131,11 @@ def test_type_mismatch_is_refuted():
 
 def test_missing_required_field_is_refuted_with_an_object_that_omits_it():
     out = {"type": "object", "properties": {"id": {"type": "integer"}, "note": {"type": "string"}}, "required": ["id"]}
-    inp = {"type": "object", "properties": {"id": {"type": "integer"}, "note": {"type": "string"}}, "required": ["id", "note"]}
+    inp = {
+        "type": "object",
+        "properties": {"id": {"type": "integer"}, "note": {"type": "string"}},
+        "required": ["id", "note"],
+    }
     value = assert_refuted(out, inp)
     assert "note" not in value
     assert check_schema_compat(out, inp).path == "$.note"
@@ -139,7 +147,11 @@ def test_enum_widening_is_refuted_with_the_extra_value():
 
 
 def test_nullable_output_into_required_input_is_refuted_with_null():
-    out = {"type": "object", "properties": {"email": {"anyOf": [{"type": "string"}, {"type": "null"}]}}, "required": ["email"]}
+    out = {
+        "type": "object",
+        "properties": {"email": {"anyOf": [{"type": "string"}, {"type": "null"}]}},
+        "required": ["email"],
+    }
     inp = {"type": "object", "properties": {"email": {"type": "string"}}, "required": ["email"]}
     value = assert_refuted(out, inp)
     assert value == {"email": None}
@@ -199,14 +211,33 @@ def test_wider_string_length_is_refuted():
 
 
 def test_array_item_mismatch_is_refuted_with_an_array():
-    value = assert_refuted({"type": "array", "items": {"type": "integer"}}, {"type": "array", "items": {"type": "string"}})
+    value = assert_refuted(
+        {"type": "array", "items": {"type": "integer"}}, {"type": "array", "items": {"type": "string"}}
+    )
     assert isinstance(value, list) and value
-    assert check_schema_compat({"type": "array", "items": {"type": "integer"}}, {"type": "array", "items": {"type": "string"}}).path == "$[*]"
+    assert (
+        check_schema_compat(
+            {"type": "array", "items": {"type": "integer"}}, {"type": "array", "items": {"type": "string"}}
+        ).path
+        == "$[*]"
+    )
 
 
 def test_nested_arrays_of_objects_are_refuted_deep_inside():
-    out = {"type": "array", "items": {"type": "array", "items": {"type": "object", "properties": {"n": {"type": "number"}}, "required": ["n"]}}}
-    inp = {"type": "array", "items": {"type": "array", "items": {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}}}
+    out = {
+        "type": "array",
+        "items": {
+            "type": "array",
+            "items": {"type": "object", "properties": {"n": {"type": "number"}}, "required": ["n"]},
+        },
+    }
+    inp = {
+        "type": "array",
+        "items": {
+            "type": "array",
+            "items": {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]},
+        },
+    }
     value = assert_refuted(out, inp)
     assert check_schema_compat(out, inp).path == "$[*][*].n"
     assert isinstance(value[0][0]["n"], float)
@@ -220,7 +251,9 @@ def test_nested_ref_mismatch_is_refuted_through_defs():
         "required": ["items"],
     }
     inp = {
-        "$defs": {"Item": {"type": "object", "properties": {"qty": {"type": "integer", "minimum": 1}}, "required": ["qty"]}},
+        "$defs": {
+            "Item": {"type": "object", "properties": {"qty": {"type": "integer", "minimum": 1}}, "required": ["qty"]}
+        },
         "type": "object",
         "properties": {"items": {"type": "array", "items": {"$ref": "#/$defs/Item"}}},
         "required": ["items"],

@@ -11,8 +11,8 @@ from __future__ import annotations
 import jsonschema
 import pytest
 from hypothesis import HealthCheck, given, reject, settings
-from hypothesis.errors import InvalidArgument
 from hypothesis import strategies as st
+from hypothesis.errors import InvalidArgument
 
 from agentsteps.contracts.composition.prover import Verdict, check_schema_compat
 
@@ -29,17 +29,22 @@ PROVEN_CORPUS = [
     ({"enum": ["a", "b"]}, {"type": "string", "enum": ["a", "b", "c"]}),
     (
         {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"], "additionalProperties": False},
-        {"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "integer"}}, "additionalProperties": False},
+        {
+            "type": "object",
+            "properties": {"a": {"type": "string"}, "b": {"type": "integer"}},
+            "additionalProperties": False,
+        },
     ),
     (
-        {"type": "array", "items": {"type": "object", "properties": {"n": {"type": "integer", "minimum": 0}}, "required": ["n"]}},
+        {
+            "type": "array",
+            "items": {"type": "object", "properties": {"n": {"type": "integer", "minimum": 0}}, "required": ["n"]},
+        },
         {"type": "array", "items": {"type": "object", "properties": {"n": {"type": "number"}}}},
     ),
 ]
 
-PROPERTY_SETTINGS = settings(
-    max_examples=300, deadline=None, suppress_health_check=list(HealthCheck), database=None
-)
+PROPERTY_SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck), database=None)
 
 
 @pytest.mark.parametrize("pair", PROVEN_CORPUS, ids=lambda p: str(p)[:40])
@@ -74,21 +79,31 @@ def _merge(*parts: dict) -> dict:
 
 
 _integer = st.builds(
-    _merge, st.just({"type": "integer"}), _optional("minimum", _SMALL), _optional("maximum", _SMALL),
+    _merge,
+    st.just({"type": "integer"}),
+    _optional("minimum", _SMALL),
+    _optional("maximum", _SMALL),
     _optional("exclusiveMinimum", _SMALL),
 )
 _number = st.builds(
     _merge, st.just({"type": "number"}), _optional("minimum", _HALVES), _optional("exclusiveMaximum", _HALVES)
 )
 _string = st.builds(
-    _merge, st.just({"type": "string"}), _optional("minLength", st.integers(0, 2)),
+    _merge,
+    st.just({"type": "string"}),
+    _optional("minLength", st.integers(0, 2)),
     _optional("maxLength", st.integers(2, 3)),
 )
 _enum = st.lists(st.sampled_from(["a", "b", "c", 1, None]), min_size=1, max_size=3, unique=True).map(
     lambda vs: {"enum": vs}
 )
 _scalar = st.one_of(
-    _integer, _number, _string, _enum, st.just({"type": "boolean"}), st.just({"type": "null"}),
+    _integer,
+    _number,
+    _string,
+    _enum,
+    st.just({"type": "boolean"}),
+    st.just({"type": "null"}),
     st.just({"type": ["integer", "null"]}),
 )
 

@@ -92,8 +92,14 @@ STEP = Step(
     violations=[VIOLATION],
 )
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
-APPROVAL = PendingApproval(approval_id="t1.0:call_1", tool="refund_order", arguments='{"order_id": "A-1001"}',
-                           reason="needs approval", requested_at=NOW, expires_at=NOW)
+APPROVAL = PendingApproval(
+    approval_id="t1.0:call_1",
+    tool="refund_order",
+    arguments='{"order_id": "A-1001"}',
+    reason="needs approval",
+    requested_at=NOW,
+    expires_at=NOW,
+)
 MONITOR = MonitorSpec(lead="lead.core", model=CONFIG)
 EXAMPLES = {
     "Message": Message(role="assistant", tool_calls=[CALL]),
@@ -119,15 +125,17 @@ EXAMPLES = {
     "TurnInput": TurnInput(input="Is it raining in Paris?"),
     "TurnResult": TurnResult(status="completed", output="yes", session_id="desk-1", turn=2, usage=USAGE),
     "CloseInput": CloseInput(reason="resolved"),
-    "SessionState": SessionState(session_id="desk-1", status="idle", turns=2, created_at=NOW, last_activity=NOW,
-                                 idle_timeout_seconds=3600),
+    "SessionState": SessionState(
+        session_id="desk-1", status="idle", turns=2, created_at=NOW, last_activity=NOW, idle_timeout_seconds=3600
+    ),
     "TurnSummary": TurnSummary(turn=1, input="hi", status="completed", started_at=NOW),
     "ProgressEvent": ProgressEvent(kind="tool_call", turn=1, at=NOW, tool="get_weather", detail='{"city": "Paris"}'),
     "SessionOutcome": SessionOutcome(session_id="desk-1", reason="resolved", turns=2),
     "PendingApproval": APPROVAL,
     "ApprovalDecision": ApprovalDecision(approval_id=APPROVAL.approval_id, note="ok", approver="ana"),
-    "ApprovalRecord": ApprovalRecord(approval_id=APPROVAL.approval_id, tool="refund_order", outcome="approved",
-                                     decided_at=NOW),
+    "ApprovalRecord": ApprovalRecord(
+        approval_id=APPROVAL.approval_id, tool="refund_order", outcome="approved", decided_at=NOW
+    ),
     "MonitorSpec": MONITOR,
     "MonitorInput": MonitorInput(spec=MONITOR),
     "MonitorReport": MonitorReport(monitor="stalled-tickets", as_of=NOW, day="2026-12-01", nudged=["PROJ-1"]),

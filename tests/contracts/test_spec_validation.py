@@ -5,14 +5,13 @@ from __future__ import annotations
 import json
 
 import pytest
+from agent_support import make_spec
 
-from agentsteps.contracts import InvalidSpecError, LLMConfig
-from agentsteps.examples.demo_tools import build_registry
-from agentsteps.contracts.config.settings import WorkerSettings
 from agentsteps.client.runs import validate_spec
 from agentsteps.client.spec_files import load_spec
-
-from agent_support import make_spec
+from agentsteps.contracts import InvalidSpecError, LLMConfig
+from agentsteps.contracts.config.settings import WorkerSettings
+from agentsteps.examples.demo_tools import build_registry
 
 pytestmark = pytest.mark.fast  # pure and quick: in `make test-fast`
 

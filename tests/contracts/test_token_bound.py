@@ -9,7 +9,8 @@ still pass (the exact count decides).
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agentsteps.contracts import LLMConfig, LLMRequest, Message, ToolSchema
 from agentsteps.contracts.llm.messages import LLMToolCall
@@ -20,14 +21,18 @@ from agentsteps.contracts.violations import ViolationKind
 pytestmark = pytest.mark.fast  # pure and quick: in `make test-fast`
 
 PINNED = "gpt-4o-mini-2024-07-18"
-TOOL = ToolSchema(name="get_weather", description="Weather for a city.",
-                  parameters={"type": "object", "properties": {"city": {"type": "string"}}})
+TOOL = ToolSchema(
+    name="get_weather",
+    description="Weather for a city.",
+    parameters={"type": "object", "properties": {"city": {"type": "string"}}},
+)
 texts = st.text(st.characters(codec="utf-8"), max_size=300)
 
 
 def _request(messages: list[Message], *, window: int = 128_000, max_tokens: int = 256) -> LLMRequest:
-    return LLMRequest(config=LLMConfig(model=PINNED, max_tokens=max_tokens, context_window=window),
-                      messages=messages, tools=[TOOL])
+    return LLMRequest(
+        config=LLMConfig(model=PINNED, max_tokens=max_tokens, context_window=window), messages=messages, tools=[TOOL]
+    )
 
 
 @settings(max_examples=200, deadline=None)

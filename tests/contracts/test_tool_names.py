@@ -18,6 +18,7 @@ from anthropic.types.message_create_params import MessageCreateParamsNonStreamin
 from openai.types.chat import ChatCompletion
 from openai.types.chat.completion_create_params import CompletionCreateParamsNonStreaming
 from pydantic import BaseModel
+from sdk_types import problems
 
 from agentsteps.activities.llm.providers import anthropic as anthropic_wire
 from agentsteps.activities.llm.providers import openai as openai_wire
@@ -27,8 +28,6 @@ from agentsteps.contracts.errors import ToolConfigError
 from agentsteps.contracts.llm.call_ids import with_engine_call_ids
 from agentsteps.contracts.llm.preconditions import check_request
 from agentsteps.contracts.tool_names import API_TOOL_NAME, api_tool_name, tool_name_collisions
-
-from sdk_types import problems
 
 pytestmark = pytest.mark.fast  # pure and quick: in `make test-fast`
 
@@ -47,8 +46,9 @@ def test_safe_names_are_sent_as_they_are_and_dots_become_underscores():
     assert API_TOOL_NAME.pattern == API.pattern
 
 
-@pytest.mark.parametrize("name", ["", " ", "a.b.c", "naïve", "x" * 65, "a" * 64 + ".", "tool\nname", "{}", "😀" * 40,
-                                  "a/b:c@d", "." * 300])
+@pytest.mark.parametrize(
+    "name", ["", " ", "a.b.c", "naïve", "x" * 65, "a" * 64 + ".", "tool\nname", "{}", "😀" * 40, "a/b:c@d", "." * 300]
+)
 def test_any_name_a_model_may_echo_becomes_an_api_safe_name(name):
     assert API.match(api_tool_name(name))
 
@@ -57,12 +57,15 @@ def test_long_names_that_differ_only_past_the_cut_stay_distinct():
     assert api_tool_name("x" * 70 + ".a") != api_tool_name("x" * 70 + ".b")
 
 
-@pytest.mark.parametrize(("names", "spelt"), [
-    (["get.sum", "get_sum"], "API tool name 'get_sum'"),
-    (["get-sum", "get_sum"], "code-mode function name 'get_sum'"),
-    (["print", "print_"], "code-mode function name 'print_'"),  # a builtin's stub gets a trailing _
-    (["a.b", "a-b", "a_b"], "'a.b', 'a-b', 'a_b'"),
-])
+@pytest.mark.parametrize(
+    ("names", "spelt"),
+    [
+        (["get.sum", "get_sum"], "API tool name 'get_sum'"),
+        (["get-sum", "get_sum"], "code-mode function name 'get_sum'"),
+        (["print", "print_"], "code-mode function name 'print_'"),  # a builtin's stub gets a trailing _
+        (["a.b", "a-b", "a_b"], "'a.b', 'a-b', 'a_b'"),
+    ],
+)
 def test_names_that_would_become_one_are_reported_naming_each(names, spelt):
     problems_found = tool_name_collisions(names)
     assert problems_found and any(spelt in p for p in problems_found)
@@ -86,6 +89,7 @@ def test_registering_a_colliding_python_tool_fails_at_start_typed(first, second)
         return args
 
     with pytest.raises(ToolConfigError) as err:
+
         @registry.tool(second)
         def two(args: _Args) -> _Args:
             return args
@@ -100,12 +104,17 @@ def test_registering_a_colliding_python_tool_fails_at_start_typed(first, second)
 def _history_request(provider: str, **kwargs) -> LLMRequest:
     model = "claude-sonnet-4-5-20250929" if provider == "anthropic" else "gpt-4o-2024-08-06"
     messages = kwargs.pop("messages", None) or [
-        Message.system("Be brief."), Message.user("find it"),
+        Message.system("Be brief."),
+        Message.user("find it"),
         Message(role="assistant", tool_calls=[LLMToolCall(id="c1", name="tickets.search", arguments='{"q": "x"}')]),
         Message(role="tool", tool_call_id="c1", name="tickets.search", content="[]"),
     ]
-    return LLMRequest(config=LLMConfig(provider=provider, model=model, max_tokens=64), messages=messages,
-                      tools=[SEARCH, WEATHER], **kwargs)
+    return LLMRequest(
+        config=LLMConfig(provider=provider, model=model, max_tokens=64),
+        messages=messages,
+        tools=[SEARCH, WEATHER],
+        **kwargs,
+    )
 
 
 def _wire_tool_names(provider: str, body: dict) -> list[str]:
@@ -131,21 +140,43 @@ def test_tools_and_history_go_out_under_api_safe_names(provider):
 
 
 def _openai_answer(*calls: tuple[str, str]) -> dict:
-    return ChatCompletion.model_validate({
-        "id": "c", "object": "chat.completion", "created": 1, "model": "gpt-4o-2024-08-06",
-        "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant", "content": None,
-                     "tool_calls": [{"id": i, "type": "function", "function": {"name": n, "arguments": "{}"}}
-                                    for i, n in calls]}}],
-        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-    }).model_dump(mode="json", exclude_none=True)
+    return ChatCompletion.model_validate(
+        {
+            "id": "c",
+            "object": "chat.completion",
+            "created": 1,
+            "model": "gpt-4o-2024-08-06",
+            "choices": [
+                {
+                    "index": 0,
+                    "finish_reason": "tool_calls",
+                    "message": {
+                        "role": "assistant",
+                        "content": None,
+                        "tool_calls": [
+                            {"id": i, "type": "function", "function": {"name": n, "arguments": "{}"}} for i, n in calls
+                        ],
+                    },
+                }
+            ],
+            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+        }
+    ).model_dump(mode="json", exclude_none=True)
 
 
 def _anthropic_answer(*calls: tuple[str, str]) -> dict:
-    return AnthropicMessage.model_validate({
-        "id": "m", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5-20250929",
-        "content": [{"type": "tool_use", "id": i, "name": n, "input": {}} for i, n in calls],
-        "stop_reason": "tool_use", "stop_sequence": None, "usage": {"input_tokens": 1, "output_tokens": 1},
-    }).model_dump(mode="json", exclude_none=True)
+    return AnthropicMessage.model_validate(
+        {
+            "id": "m",
+            "type": "message",
+            "role": "assistant",
+            "model": "claude-sonnet-4-5-20250929",
+            "content": [{"type": "tool_use", "id": i, "name": n, "input": {}} for i, n in calls],
+            "stop_reason": "tool_use",
+            "stop_sequence": None,
+            "usage": {"input_tokens": 1, "output_tokens": 1},
+        }
+    ).model_dump(mode="json", exclude_none=True)
 
 
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])
@@ -167,20 +198,24 @@ def test_a_reused_call_id_gets_an_engine_id_and_keeps_the_providers():
         Message(role="assistant", tool_calls=[LLMToolCall(id="call_0", name="get_weather")]),
         Message(role="tool", tool_call_id="call_0", content="sunny"),
     ]
-    answer = Message(role="assistant", tool_calls=[
-        LLMToolCall(id="call_0", name="get_weather"),  # reused from the last turn
-        LLMToolCall(id="call_0", name="get_weather"),  # and twice in this answer
-        LLMToolCall(id="", name="get_weather"),        # and none at all
-        LLMToolCall(id="fresh", name="get_weather"),
-    ])
+    answer = Message(
+        role="assistant",
+        tool_calls=[
+            LLMToolCall(id="call_0", name="get_weather"),  # reused from the last turn
+            LLMToolCall(id="call_0", name="get_weather"),  # and twice in this answer
+            LLMToolCall(id="", name="get_weather"),  # and none at all
+            LLMToolCall(id="fresh", name="get_weather"),
+        ],
+    )
     renamed = with_engine_call_ids(answer, history)
     ids = [c.id for c in renamed.tool_calls]
     assert len(set(ids)) == 4 and "call_0" not in ids and ids[3] == "fresh"
     assert [c.provider_id for c in renamed.tool_calls] == ["call_0", "call_0", "", None]
     # With the engine's ids the next request meets the pairing precondition.
     next_history = [*history, renamed, *(Message(role="tool", tool_call_id=i, content="ok") for i in ids)]
-    request = LLMRequest(config=LLMConfig(model="gpt-4o-2024-08-06", max_tokens=64), messages=next_history,
-                         tools=[WEATHER])
+    request = LLMRequest(
+        config=LLMConfig(model="gpt-4o-2024-08-06", max_tokens=64), messages=next_history, tools=[WEATHER]
+    )
     assert check_request(request) == []
 
 
@@ -190,8 +225,11 @@ def test_unique_ids_are_left_alone():
 
 
 def test_engine_ids_never_collide_with_ids_already_in_the_run():
-    history = [Message(role="assistant", tool_calls=[LLMToolCall(id="call_1_0", name="x"), LLMToolCall(id="d", name="x")]),
-               Message(role="tool", tool_call_id="call_1_0", content=""), Message(role="tool", tool_call_id="d", content="")]
+    history = [
+        Message(role="assistant", tool_calls=[LLMToolCall(id="call_1_0", name="x"), LLMToolCall(id="d", name="x")]),
+        Message(role="tool", tool_call_id="call_1_0", content=""),
+        Message(role="tool", tool_call_id="d", content=""),
+    ]
     renamed = with_engine_call_ids(Message(role="assistant", tool_calls=[LLMToolCall(id="d", name="x")]), history)
     assert renamed.tool_calls[0].id not in {"call_1_0", "d"}
 
@@ -202,16 +240,25 @@ def test_renamed_calls_and_their_results_go_out_under_the_engines_unique_id(prov
     second = LLMToolCall(id="call_2_0", name="get_weather", arguments="{}", provider_id="call_0")
     messages = [
         Message.user("go"),
-        Message(role="assistant", tool_calls=[first]), Message(role="tool", tool_call_id="call_0", content="a"),
-        Message(role="assistant", tool_calls=[second]), Message(role="tool", tool_call_id="call_2_0", content="b"),
+        Message(role="assistant", tool_calls=[first]),
+        Message(role="tool", tool_call_id="call_0", content="a"),
+        Message(role="assistant", tool_calls=[second]),
+        Message(role="tool", tool_call_id="call_2_0", content="b"),
     ]
     request = _history_request(provider, messages=messages)
     assert check_request(request) == []
     if provider == "openai":
         body = openai_wire.request_to_wire(request)
         assert problems(body, CompletionCreateParamsNonStreaming) == []
-        sent = [(m["role"], m.get("tool_call_id") or [c["id"] for c in m.get("tool_calls", [])]) for m in body["messages"]]
-        assert sent[1:] == [("assistant", ["call_0"]), ("tool", "call_0"), ("assistant", ["call_2_0"]), ("tool", "call_2_0")]
+        sent = [
+            (m["role"], m.get("tool_call_id") or [c["id"] for c in m.get("tool_calls", [])]) for m in body["messages"]
+        ]
+        assert sent[1:] == [
+            ("assistant", ["call_0"]),
+            ("tool", "call_0"),
+            ("assistant", ["call_2_0"]),
+            ("tool", "call_2_0"),
+        ]
     else:
         body, _ = anthropic_wire.request_to_wire(request)
         assert problems(body, MessageCreateParamsNonStreaming) == []

@@ -27,6 +27,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
+    from agent_support import MODEL, make_spec, weather_then_answer
+    from quota_support import QUOTA_SCRIPT, quota_table, run_quota_burst
     from temporalio.client import Client, WorkflowFailureError
     from temporalio.contrib.pydantic import pydantic_data_converter
     from temporalio.service import RPCError
@@ -38,9 +40,6 @@ with workflow.unsafe.imports_passed_through():
     from agentsteps.telemetry.runtime import build_runtime
     from agentsteps.telemetry.server import start_metrics_server
     from agentsteps.worker import running_worker
-
-    from agent_support import MODEL, make_spec, weather_then_answer
-    from quota_support import QUOTA_SCRIPT, quota_table, run_quota_burst
 
 PROMETHEUS_DIR = Path(__file__).resolve().parents[2] / "deploy" / "prometheus"
 PROMETHEUS_LABELS = {"job", "instance"}
@@ -82,8 +81,9 @@ async def scrape(temporal_env, tmp_path_factory) -> dict[str, list[dict[str, str
                 quotas=quota_table(),
             )
             broken_queue = settings.task_queue + "-broken"
-            async with running_worker(client, settings), Worker(
-                client, task_queue=broken_queue, workflows=[BrokenWorkflow]
+            async with (
+                running_worker(client, settings),
+                Worker(client, task_queue=broken_queue, workflows=[BrokenWorkflow]),
             ):
                 broken = await client.start_workflow(BrokenWorkflow.run, id=broken_queue, task_queue=broken_queue)
                 await _workload(client, settings, scripted)
@@ -107,15 +107,20 @@ async def _workload(client: Client, settings, scripted) -> None:
     async def run(script: dict, **overrides) -> None:
         scripted.set_script(script)
         await client.execute_workflow(
-            AGENT_WORKFLOW, AgentInput(spec=make_spec(**overrides), input="go"),
-            id=f"alerts-{uuid.uuid4().hex[:8]}", task_queue=task_queue,
+            AGENT_WORKFLOW,
+            AgentInput(spec=make_spec(**overrides), input="go"),
+            id=f"alerts-{uuid.uuid4().hex[:8]}",
+            task_queue=task_queue,
         )
 
     await run(weather_then_answer())
     scripted.set_script(QUOTA_SCRIPT)
     await run_quota_burst(client, settings)
-    await run({"replies": [{"content": "```python\nw = await get_weather(city='Paris')\nw['conditions']\n```"}]},
-              mode="code", tools=["get_weather"])
+    await run(
+        {"replies": [{"content": "```python\nw = await get_weather(city='Paris')\nw['conditions']\n```"}]},
+        mode="code",
+        tools=["get_weather"],
+    )
     with pytest.raises(WorkflowFailureError):
         await run({"replies": [{"fault": {"status": 400, "message": "bad request"}}]}, tools=[])
     with pytest.raises(RPCError):

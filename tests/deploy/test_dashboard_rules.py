@@ -71,7 +71,9 @@ def test_every_datasource_is_the_variable_and_no_datasource_uid_is_hard_coded(da
 
 
 _METRIC = re.compile(r"\b((?:agentsteps|temporal|process)_[a-z0-9_]+|up)\b(\{[^}]*\})?")
-_WORKFLOW_SIDE = re.compile(r"^(temporal_(?!request)|agentsteps_(agent|reprompts|degradations|session|approval|quota|tenant))")
+_WORKFLOW_SIDE = re.compile(
+    r"^(temporal_(?!request)|agentsteps_(agent|reprompts|degradations|session|approval|quota|tenant))"
+)
 
 
 def test_every_selector_uses_the_template_variables(dashboard):
@@ -133,7 +135,12 @@ def test_the_first_row_is_the_golden_signals(dashboard):
             break
         golden.append(panel)
     assert [p["title"] for p in golden] == [
-        "Run rate", "Run failure %", "LLM error %", "LLM latency p95", "Cost per hour", "Workers and pollers",
+        "Run rate",
+        "Run failure %",
+        "LLM error %",
+        "LLM latency p95",
+        "Cost per hour",
+        "Workers and pollers",
         "Schedule-to-start p95",
     ]
     assert {p["gridPos"]["y"] for p in golden} == {1}, "one line at the top"
@@ -146,16 +153,28 @@ def test_the_quotas_and_budgets_row_filters_by_tenant_and_shows_each_quota_and_b
     assert variables["tenant"]["definition"] == 'label_values(agentsteps_tenant_spend_usd_total{job=~"$job"}, tenant)'
     titles = [p["title"] for p in dashboard["panels"]]
     start = titles.index("Quotas and budgets")
-    row_panels = {p["title"]: p for p in dashboard["panels"][start + 1:start + 7]}
-    assert list(row_panels) == ["Quota utilization", "Quota waits and 429s per second", "Quota wait p95",
-                                "Reserved vs actual tokens", "Tenant budget used", "Tenant spend per hour (USD)"]
-    metrics = {title: set(re.findall(r"agentsteps_[a-z_]+", json.dumps(p["targets"]))) for title, p in row_panels.items()}
+    row_panels = {p["title"]: p for p in dashboard["panels"][start + 1 : start + 7]}
+    assert list(row_panels) == [
+        "Quota utilization",
+        "Quota waits and 429s per second",
+        "Quota wait p95",
+        "Reserved vs actual tokens",
+        "Tenant budget used",
+        "Tenant spend per hour (USD)",
+    ]
+    metrics = {
+        title: set(re.findall(r"agentsteps_[a-z_]+", json.dumps(p["targets"]))) for title, p in row_panels.items()
+    }
     assert "agentsteps_quota_utilization_ratio" in metrics["Quota utilization"]
-    assert metrics["Quota waits and 429s per second"] == {"agentsteps_quota_waits_total",
-                                                          "agentsteps_quota_throttled_total"}
+    assert metrics["Quota waits and 429s per second"] == {
+        "agentsteps_quota_waits_total",
+        "agentsteps_quota_throttled_total",
+    }
     assert metrics["Quota wait p95"] == {"agentsteps_quota_wait_seconds_bucket"}
-    assert metrics["Reserved vs actual tokens"] == {"agentsteps_quota_reserved_tokens_total",
-                                                    "agentsteps_quota_actual_tokens_total"}
+    assert metrics["Reserved vs actual tokens"] == {
+        "agentsteps_quota_reserved_tokens_total",
+        "agentsteps_quota_actual_tokens_total",
+    }
     assert metrics["Tenant budget used"] == {"agentsteps_tenant_budget_used_ratio"}
     assert metrics["Tenant spend per hour (USD)"] == {"agentsteps_tenant_spend_usd_total"}
     # The budget panel draws the alerts' levels: 80% warns, 100% is the limit.
@@ -209,9 +228,7 @@ def test_the_kustomization_ships_it_as_a_configmap_the_grafana_sidecar_loads():
     assert [GRAFANA / f for f in generator["files"]] == [DASHBOARD]
     if shutil.which("kubectl") is None:
         return  # the rendering below needs it; the checks above do not
-    rendered = subprocess.run(
-        ["kubectl", "kustomize", str(GRAFANA)], capture_output=True, text=True, check=True
-    ).stdout
+    rendered = subprocess.run(["kubectl", "kustomize", str(GRAFANA)], capture_output=True, text=True, check=True).stdout
     (configmap,) = list(yaml.safe_load_all(rendered))
     assert configmap["kind"] == "ConfigMap"
     assert configmap["metadata"]["labels"]["grafana_dashboard"] == "1"

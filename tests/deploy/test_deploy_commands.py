@@ -116,13 +116,13 @@ def argv_problem(argv: list[str]) -> str | None:
     for prefix, parser in PROGRAMS.items():
         if tuple(argv[: len(prefix)]) == prefix:
             known = _option_strings(parser)
-            abbreviated = [a for a in argv[len(prefix):] if a.startswith("--") and a.split("=")[0] not in known]
+            abbreviated = [a for a in argv[len(prefix) :] if a.startswith("--") and a.split("=")[0] not in known]
             if abbreviated:
                 return f"{shlex.join(argv)}: not a flag of this program (spell it out): {', '.join(abbreviated)}"
             stderr = io.StringIO()
             try:
                 with contextlib.redirect_stderr(stderr), contextlib.redirect_stdout(io.StringIO()):
-                    parser.parse_args(argv[len(prefix):])
+                    parser.parse_args(argv[len(prefix) :])
             except SystemExit as exc:
                 return f"{shlex.join(argv)}: exit {exc.code}: {stderr.getvalue().strip()}"
             return None
@@ -137,8 +137,12 @@ def compose_commands() -> Iterator[tuple[str, list[str]]]:
     services = yaml.safe_load((DEPLOY / "docker-compose.yml").read_text())["services"]
     for name, service in services.items():
         if service.get("image", "").startswith("agentsteps-worker:"):
-            yield f"compose {name}", effective_argv(entrypoint=_as_list(service.get("entrypoint")),
-                                                    command=_as_list(service.get("command")))
+            yield (
+                f"compose {name}",
+                effective_argv(
+                    entrypoint=_as_list(service.get("entrypoint")), command=_as_list(service.get("command"))
+                ),
+            )
 
 
 def k8s_documents() -> Iterator[tuple[Path, dict]]:
@@ -190,15 +194,18 @@ def test_the_deploy_files_run_the_worker_and_the_tracker():
     assert len([w for w, _ in ALL_COMMANDS if w.startswith("deploy/") or "k8s" in w]) >= 1
 
 
-@pytest.mark.parametrize("argv", [
-    ["agentsteps", "wroker"],
-    ["agentsteps", "worker", "--no-such-flag"],
-    ["python", "-m", "agentsteps.examples.tickets", "--db", "x.db", "--seed-issue", "5"],  # abbreviated
-    ["agentsteps", "payloads", "gc"],  # --older-than is required
-    ["python", "-m", "agentsteps.examples.tickets", "--transport", "carrier-pigeon", "--db", "x.db"],
-    ["python", "-m", "agentsteps.examples.ticket", "--db", "x.db"],
-    ["sh", "-c", "agentsteps worker"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["agentsteps", "wroker"],
+        ["agentsteps", "worker", "--no-such-flag"],
+        ["python", "-m", "agentsteps.examples.tickets", "--db", "x.db", "--seed-issue", "5"],  # abbreviated
+        ["agentsteps", "payloads", "gc"],  # --older-than is required
+        ["python", "-m", "agentsteps.examples.tickets", "--transport", "carrier-pigeon", "--db", "x.db"],
+        ["python", "-m", "agentsteps.examples.ticket", "--db", "x.db"],
+        ["sh", "-c", "agentsteps worker"],
+    ],
+)
 def test_the_check_refuses_a_command_or_flag_that_does_not_exist(argv):
     assert argv_problem(argv) is not None
 
@@ -206,8 +213,7 @@ def test_the_check_refuses_a_command_or_flag_that_does_not_exist(argv):
 def test_the_image_installs_the_built_wheel_and_not_the_source_tree():
     stages = dockerfile_stages((DEPLOY / "Dockerfile").read_text())
     assert len(stages) >= 2, "a build stage for the wheel, then the image"
-    builder = {s.name: s for s in stages}[
-        re.search(r"--from=(\S+)", " ".join(IMAGE_STAGE.all("COPY"))).group(1)]  # type: ignore[union-attr]
+    builder = {s.name: s for s in stages}[re.search(r"--from=(\S+)", " ".join(IMAGE_STAGE.all("COPY"))).group(1)]  # type: ignore[union-attr]
     assert any("python -m build --wheel" in run for run in builder.all("RUN"))
     copies = IMAGE_STAGE.all("COPY") + IMAGE_STAGE.all("ADD")
     assert copies and all(c.startswith("--from=") for c in copies), f"the image copies from the context: {copies}"
@@ -231,9 +237,13 @@ def test_the_named_volumes_the_image_mounts_are_writable_by_its_user():
     user = IMAGE_STAGE.last("USER")
     owned = set(re.findall(rf"install -d -o {user} -g {user} (\S+)", " ".join(IMAGE_STAGE.all("RUN"))))
     services = yaml.safe_load((DEPLOY / "docker-compose.yml").read_text())["services"]
-    mounts = [(name, volume.split(":")[1]) for name, service in services.items()
-              if service.get("image", "").startswith("agentsteps-worker:")
-              for volume in service.get("volumes", []) if not volume.startswith((".", "/"))]
+    mounts = [
+        (name, volume.split(":")[1])
+        for name, service in services.items()
+        if service.get("image", "").startswith("agentsteps-worker:")
+        for volume in service.get("volumes", [])
+        if not volume.startswith((".", "/"))
+    ]
     assert mounts, "the tracker keeps its database on a named volume"
     for name, target in mounts:
         # A new named volume takes the owner of the image's directory: root, unless the image made it the user's.
@@ -241,15 +251,21 @@ def test_the_named_volumes_the_image_mounts_are_writable_by_its_user():
 
 
 def test_every_image_reference_is_this_version():
-    references = [s["image"] for s in yaml.safe_load((DEPLOY / "docker-compose.yml").read_text())["services"].values()
-                  if s["image"].startswith("agentsteps-worker:")]
+    references = [
+        s["image"]
+        for s in yaml.safe_load((DEPLOY / "docker-compose.yml").read_text())["services"].values()
+        if s["image"].startswith("agentsteps-worker:")
+    ]
     references += [c["image"] for _, _, c in k8s_containers() if c["image"].startswith("agentsteps-worker:")]
     references += re.findall(r"agentsteps-worker:[\w.-]+", (DEPLOY / "Dockerfile").read_text())
     assert references and set(references) == {IMAGE}
 
 
 def test_the_build_context_keeps_what_the_wheel_needs():
-    ignored = {line.strip() for line in (ROOT / ".dockerignore").read_text().splitlines()
-               if line.strip() and not line.startswith("#")}
+    ignored = {
+        line.strip()
+        for line in (ROOT / ".dockerignore").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    }
     for needed in ("pyproject.toml", "README.md", "py.typed", "scripted_model", "examples"):
         assert needed not in ignored

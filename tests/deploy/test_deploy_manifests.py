@@ -23,8 +23,8 @@ from agentsteps.client.settings import _ENV_FIELDS, load_settings
 from agentsteps.contracts.code.program import ProgramLimits
 from agentsteps.contracts.config.settings import WorkerSettings
 from agentsteps.contracts.errors import DeploymentConfigError, InvalidSpecError
-from agentsteps.worker import check_deployment
 from agentsteps.telemetry.server import HEALTH_PATH, METRICS_PATH, READY_PATH
+from agentsteps.worker import check_deployment
 
 pytestmark = pytest.mark.fast  # pure and quick: in `make test-fast`
 
@@ -54,8 +54,17 @@ def k8s() -> dict[str, dict]:
 def test_compose_runs_temporal_on_postgresql_with_ui_worker_prometheus_and_grafana(compose):
     services = compose["services"]
     assert set(services) == {
-        "postgresql", "temporal", "temporal-ui", "worker", "worker-extra", "minio", "minio-setup", "tickets",
-        "prometheus", "grafana", "console",
+        "postgresql",
+        "temporal",
+        "temporal-ui",
+        "worker",
+        "worker-extra",
+        "minio",
+        "minio-setup",
+        "tickets",
+        "prometheus",
+        "grafana",
+        "console",
     }
     assert services["temporal"]["environment"]["DB"] == "postgres12"
     assert services["temporal"]["environment"]["POSTGRES_SEEDS"] == "postgresql"
@@ -199,7 +208,11 @@ def test_k8s_env_names_are_the_ones_the_code_reads_and_secrets_are_references(k8
     names = {e["name"] for e in container["env"]}
     assert names <= ENV_THE_CODE_READS
     secret_names = SECRET_NAMES - {"TICKETS_API_TOKEN"} | {
-        "AGENTSTEPS_SNAPSHOT_KEY", "AGENTSTEPS_SNAPSHOT_PREVIOUS_KEYS", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"}
+        "AGENTSTEPS_SNAPSHOT_KEY",
+        "AGENTSTEPS_SNAPSHOT_PREVIOUS_KEYS",
+        "AWS_ACCESS_KEY_ID",
+        "AWS_SECRET_ACCESS_KEY",
+    }
     for entry in container["env"]:
         if entry["name"] in secret_names:
             assert set(entry) == {"name", "valueFrom"} and "secretKeyRef" in entry["valueFrom"]
@@ -275,7 +288,8 @@ def test_k8s_resources_match_the_sandbox_pool_size(k8s):
 
 def test_dockerignore_keeps_state_keys_venvs_and_git_out_of_images():
     patterns = [
-        line.strip() for line in (ROOT / ".dockerignore").read_text().splitlines()
+        line.strip()
+        for line in (ROOT / ".dockerignore").read_text().splitlines()
         if line.strip() and not line.startswith("#")
     ]
 
@@ -284,12 +298,30 @@ def test_dockerignore_keeps_state_keys_venvs_and_git_out_of_images():
         candidates = ["/".join(parts[: i + 1]) for i in range(len(parts))]
         return any(_docker_match(p, c) for p in patterns for c in candidates)
 
-    for path in (".git/config", ".venv/bin/python", ".agentsteps/snapshot.key", ".agentsteps/temporal.db",
-                 "examples/.agentsteps/payloads/sha256/ab/x", "snapshot.key", "deploy/k8s/x.pem", ".env",
-                 "agentsteps.toml", "tickets.db", "activities/__pycache__/x.pyc", "agentsteps.egg-info/PKG-INFO"):
+    for path in (
+        ".git/config",
+        ".venv/bin/python",
+        ".agentsteps/snapshot.key",
+        ".agentsteps/temporal.db",
+        "examples/.agentsteps/payloads/sha256/ab/x",
+        "snapshot.key",
+        "deploy/k8s/x.pem",
+        ".env",
+        "agentsteps.toml",
+        "tickets.db",
+        "activities/__pycache__/x.pyc",
+        "agentsteps.egg-info/PKG-INFO",
+    ):
         assert ignored(path), path
-    for path in ("pyproject.toml", "README.md", "worker.py", "storage/payload_store.py",
-                 "scripted_model/scripts/demo.json", "examples/demo_agent.toml", "deploy/config/agentsteps.toml"):
+    for path in (
+        "pyproject.toml",
+        "README.md",
+        "worker.py",
+        "storage/payload_store.py",
+        "scripted_model/scripts/demo.json",
+        "examples/demo_agent.toml",
+        "deploy/config/agentsteps.toml",
+    ):
         assert not ignored(path), path
 
 
@@ -301,7 +333,9 @@ def _docker_match(pattern: str, path: str) -> bool:
 def test_every_file_deploy_mentions_exists():
     for path in DEPLOY.rglob("*"):
         if path.is_file() and path.suffix in {".yml", ".yaml", ".toml", ""}:
-            for mention in re.findall(r"(?<![\w/.-])((?:deploy/)?[\w-]+(?:/[\w.-]+)*\.(?:ya?ml|toml|json))\b", path.read_text()):
+            for mention in re.findall(
+                r"(?<![\w/.-])((?:deploy/)?[\w-]+(?:/[\w.-]+)*\.(?:ya?ml|toml|json))\b", path.read_text()
+            ):
                 candidates = [ROOT / mention, DEPLOY / mention, path.parent / mention]
                 assert any(c.exists() for c in candidates), f"{path.relative_to(ROOT)} mentions missing {mention}"
 
@@ -309,8 +343,11 @@ def test_every_file_deploy_mentions_exists():
 def test_k8s_autoscaler_and_pod_monitor_target_the_worker(k8s):
     deployment = k8s["Deployment"]
     hpa = k8s["HorizontalPodAutoscaler"]
-    assert hpa["spec"]["scaleTargetRef"] == {"apiVersion": "apps/v1", "kind": "Deployment",
-                                             "name": deployment["metadata"]["name"]}
+    assert hpa["spec"]["scaleTargetRef"] == {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "name": deployment["metadata"]["name"],
+    }
     assert hpa["spec"]["minReplicas"] >= 1 < hpa["spec"]["maxReplicas"]
     monitor = k8s["PodMonitor"]
     pod_labels = deployment["spec"]["template"]["metadata"]["labels"]
@@ -355,8 +392,11 @@ def test_k8s_slots_cache_and_sandbox_pool_are_sized_from_the_pod(k8s):
     assert entry["valueFrom"]["resourceFieldRef"]["resource"] == "limits.cpu"
     settings = _k8s_worker_settings(k8s)
     assert settings.sandbox_processes == math.ceil(_quantity(container["resources"]["limits"]["cpu"]))
-    for value in (settings.max_concurrent_activities, settings.max_concurrent_workflow_tasks,
-                  settings.max_cached_workflows):
+    for value in (
+        settings.max_concurrent_activities,
+        settings.max_concurrent_workflow_tasks,
+        settings.max_cached_workflows,
+    ):
         assert value is not None, "unset means the SDK's defaults, sized for no pod in particular"
     # Not more activity slots than kept-alive provider connections.
     assert settings.max_concurrent_activities <= 100

@@ -17,7 +17,9 @@ PROMETHEUS_DIR = Path(__file__).resolve().parents[2] / "deploy" / "prometheus"
 
 
 def run_promtool(*args: str) -> str:
-    done = subprocess.run([prometheus_tool("promtool"), *args], cwd=PROMETHEUS_DIR, capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [prometheus_tool("promtool"), *args], cwd=PROMETHEUS_DIR, capture_output=True, text=True, timeout=60
+    )
     output = done.stdout + done.stderr
     assert done.returncode == 0, output
     return output
@@ -32,8 +34,11 @@ def test_promtool_accepts_the_scrape_config_and_its_rule_files():
 def _rules() -> list[dict]:
     import yaml
 
-    return [rule for group in yaml.safe_load((PROMETHEUS_DIR / "alerts.yml").read_text())["groups"]
-            for rule in group["rules"]]
+    return [
+        rule
+        for group in yaml.safe_load((PROMETHEUS_DIR / "alerts.yml").read_text())["groups"]
+        for rule in group["rules"]
+    ]
 
 
 def test_promtool_accepts_every_alert_rule():
@@ -76,7 +81,8 @@ def test_alerts_test_yml_is_what_its_builder_writes():
     """The scenarios live in build_alerts_test.py; the YAML is its output (buckets and annotations imported)."""
     import sys
 
-    done = subprocess.run([sys.executable, str(PROMETHEUS_DIR / "build_alerts_test.py")], capture_output=True,
-                          text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, str(PROMETHEUS_DIR / "build_alerts_test.py")], capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout == (PROMETHEUS_DIR / "alerts_test.yml").read_text(), "run build_alerts_test.py again"

@@ -77,8 +77,11 @@ def kubernetes_problem(doc: dict[str, Any], release: str) -> str | None:
 def _dropped(sent: Any, kept: Any, path: str = "$") -> list[str]:
     if isinstance(sent, dict):
         kept = kept if isinstance(kept, dict) else {}
-        return [p for k, v in sent.items()
-                for p in ([f"{path}.{k}"] if k not in kept else _dropped(v, kept[k], f"{path}.{k}"))]
+        return [
+            p
+            for k, v in sent.items()
+            for p in ([f"{path}.{k}"] if k not in kept else _dropped(v, kept[k], f"{path}.{k}"))
+        ]
     if isinstance(sent, list) and isinstance(kept, list):
         return [p for i, (s, k) in enumerate(zip(sent, kept)) for p in _dropped(s, k, f"{path}[{i}]")]
     return [] if sent == kept else [f"{path} (became {kept!r})"]
@@ -97,8 +100,15 @@ def crd_problem(doc: dict[str, Any]) -> str | None:
 def test_every_document_is_a_kind_this_file_knows_how_to_check():
     assert BUILT_IN and CUSTOM
     kinds = {d["kind"] for _, d in DOCUMENTS}
-    assert {"Deployment", "HorizontalPodAutoscaler", "PodDisruptionBudget", "ConfigMap",
-            "ScaledObject", "PodMonitor", "PrometheusRule"} <= kinds
+    assert {
+        "Deployment",
+        "HorizontalPodAutoscaler",
+        "PodDisruptionBudget",
+        "ConfigMap",
+        "ScaledObject",
+        "PodMonitor",
+        "PrometheusRule",
+    } <= kinds
 
 
 @pytest.mark.parametrize("release", KUBERNETES_RELEASES)

@@ -10,6 +10,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from agent_support import make_spec
 from temporalio.client import WorkflowFailureError
 
 from agentsteps.contracts import AgentInput
@@ -17,8 +18,6 @@ from agentsteps.contracts.config.settings import WorkerSettings
 from agentsteps.contracts.errors import DeploymentConfigError
 from agentsteps.contracts.names import AGENT_WORKFLOW
 from agentsteps.worker import check_deployment
-
-from agent_support import make_spec
 
 AGENTSTEPS = str(Path(sys.executable).with_name("agentsteps"))
 S3 = {"s3_bucket": "payloads", "s3_endpoint_url": "http://minio:9000"}
@@ -29,14 +28,21 @@ def test_a_cluster_worker_without_store_and_key_names_both_and_how_to_set_them(t
     with pytest.raises(DeploymentConfigError) as caught:
         check_deployment(WorkerSettings(temporal_address="temporal:7233", state_dir=tmp_path))
     message = str(caught.value)
-    for needed in ("AGENTSTEPS_SNAPSHOT_KEY", "AGENTSTEPS_PAYLOAD_S3_BUCKET", "AGENTSTEPS_SINGLE_WORKER", "temporal:7233"):
+    for needed in (
+        "AGENTSTEPS_SNAPSHOT_KEY",
+        "AGENTSTEPS_PAYLOAD_S3_BUCKET",
+        "AGENTSTEPS_SINGLE_WORKER",
+        "temporal:7233",
+    ):
         assert needed in message
 
 
 def test_each_missing_piece_is_named_alone(tmp_path):
     with pytest.raises(DeploymentConfigError) as no_store:
         check_deployment(WorkerSettings(temporal_address="t:7233", snapshot_key=KEY))
-    assert "AGENTSTEPS_PAYLOAD_S3_BUCKET" in str(no_store.value) and "AGENTSTEPS_SNAPSHOT_KEY" not in str(no_store.value)
+    assert "AGENTSTEPS_PAYLOAD_S3_BUCKET" in str(no_store.value) and "AGENTSTEPS_SNAPSHOT_KEY" not in str(
+        no_store.value
+    )
     with pytest.raises(DeploymentConfigError) as no_key:
         check_deployment(WorkerSettings(temporal_address="t:7233", payload_store=S3))
     assert "AGENTSTEPS_SNAPSHOT_KEY" in str(no_key.value) and "AGENTSTEPS_PAYLOAD_S3_BUCKET" not in str(no_key.value)
@@ -57,8 +63,12 @@ def _worker_env(tmp_path, **extra: str) -> dict[str, str]:
 def test_agentsteps_worker_refuses_to_start_before_connecting(tmp_path):
     started = time.monotonic()
     done = subprocess.run(
-        [AGENTSTEPS, "worker"], env=_worker_env(tmp_path, TEMPORAL_ADDRESS="127.0.0.1:1"),
-        capture_output=True, text=True, timeout=60, cwd=tmp_path,
+        [AGENTSTEPS, "worker"],
+        env=_worker_env(tmp_path, TEMPORAL_ADDRESS="127.0.0.1:1"),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
     )
     assert done.returncode == 1
     assert done.stderr.count("error:") == 1 and "AGENTSTEPS_PAYLOAD_S3_BUCKET" in done.stderr
@@ -68,17 +78,22 @@ def test_agentsteps_worker_refuses_to_start_before_connecting(tmp_path):
 async def test_agentsteps_worker_offers_no_demo_tools_unless_configured(temporal_env, client, tmp_path):
     task_queue = f"prod-{uuid.uuid4().hex[:8]}"
     env = _worker_env(
-        tmp_path, TEMPORAL_ADDRESS=temporal_env.client.service_client.config.target_host,
-        AGENTSTEPS_SINGLE_WORKER="1", AGENTSTEPS_TASK_QUEUE=task_queue,
+        tmp_path,
+        TEMPORAL_ADDRESS=temporal_env.client.service_client.config.target_host,
+        AGENTSTEPS_SINGLE_WORKER="1",
+        AGENTSTEPS_TASK_QUEUE=task_queue,
     )
-    proc = subprocess.Popen([AGENTSTEPS, "worker"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, cwd=tmp_path)
+    proc = subprocess.Popen(
+        [AGENTSTEPS, "worker"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path
+    )
     try:
         assert proc.stdout is not None and "worker on" in proc.stdout.readline()
         with pytest.raises(WorkflowFailureError) as caught:
             await client.execute_workflow(
-                AGENT_WORKFLOW, AgentInput(spec=make_spec(tools=["get_weather"]), input="hi"),
-                id=f"prod-{uuid.uuid4().hex[:8]}", task_queue=task_queue,
+                AGENT_WORKFLOW,
+                AgentInput(spec=make_spec(tools=["get_weather"]), input="hi"),
+                id=f"prod-{uuid.uuid4().hex[:8]}",
+                task_queue=task_queue,
             )
         assert "get_weather" in str(caught.value.cause)
     finally:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import uuid
 
 import pytest
+from s3_support import s3_bucket, s3_client, s3_endpoint, store_settings  # noqa: F401 - fixtures
 
 from agentsteps.activities.sandbox.key_check import CHECK_NAME
 from agentsteps.contracts.config.settings import WorkerSettings
@@ -16,16 +17,17 @@ from agentsteps.contracts.errors import DeploymentConfigError
 from agentsteps.storage.payload_store import build_payload_store
 from agentsteps.worker import check_snapshot_key
 
-from s3_support import s3_bucket, s3_client, s3_endpoint, store_settings  # noqa: F401 - fixtures
-
 OLD = "deployment-key-old-0123456789abcdef"
 NEW = "deployment-key-new-0123456789abcdef"
 
 
 def _worker(tmp_path, endpoint: str, bucket: str, key: str, previous: list[str] = ()) -> WorkerSettings:
     return WorkerSettings(
-        temporal_address="temporal.example:7233", state_dir=tmp_path / uuid.uuid4().hex[:6],
-        payload_store=store_settings(endpoint, bucket), snapshot_key=key, snapshot_previous_keys=list(previous),
+        temporal_address="temporal.example:7233",
+        state_dir=tmp_path / uuid.uuid4().hex[:6],
+        payload_store=store_settings(endpoint, bucket),
+        snapshot_key=key,
+        snapshot_previous_keys=list(previous),
     )
 
 
@@ -35,7 +37,9 @@ async def test_a_worker_with_another_key_is_refused_and_a_rotation_moves_the_dep
     first = _worker(tmp_path, s3_endpoint, s3_bucket, OLD)
     await check_snapshot_key(first)  # the first worker records the deployment's key id
     await check_snapshot_key(_worker(tmp_path, s3_endpoint, s3_bucket, OLD))  # a second with the same key starts
-    record = s3_client(s3_endpoint).get_object(Bucket=s3_bucket, Key=f"agentsteps/deployment/{CHECK_NAME}")["Body"].read()
+    record = (
+        s3_client(s3_endpoint).get_object(Bucket=s3_bucket, Key=f"agentsteps/deployment/{CHECK_NAME}")["Body"].read()
+    )
     assert OLD.encode() not in record, "the check holds a key id and a MAC, never the key"
 
     with pytest.raises(DeploymentConfigError, match="does not match the deployment") as refused:

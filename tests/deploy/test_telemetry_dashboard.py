@@ -46,18 +46,15 @@ from agentsteps.demos.monitor import demo_monitor_tick
 
 with workflow.unsafe.imports_passed_through():
     import pytest_asyncio
+    from agent_support import FALLBACK_MODEL, MODEL, make_spec, weather_then_answer
+    from prometheus_support import Prometheus, as_grafana_sends
+    from quota_support import QUOTA_SCRIPT, quota_table, run_quota_burst
     from temporalio.client import Client, WorkflowFailureError
     from temporalio.contrib.pydantic import pydantic_data_converter
     from temporalio.testing import WorkflowEnvironment
     from temporalio.worker import Worker
 
-    from agentsteps.contracts import AgentInput, LLMConfig
-    from agentsteps.contracts.config.settings import PriceTable, ProviderSettings, WorkerSettings
-    from agentsteps.scripted_model import ScriptedModelServer
-    from agentsteps.telemetry.metrics import REGISTRY
-    from agentsteps.telemetry.runtime import TEMPORAL_WORKER_METRICS, build_runtime
-    from agentsteps.telemetry.server import start_metrics_server
-    from agentsteps.telemetry.workflow_metrics import WORKFLOW_METRICS
+    from agentsteps.client.dev_server import SERVER_STARTUP, dev_server_args, temporal_binary
     from agentsteps.client.sessions import (
         close_session,
         continue_session,
@@ -65,13 +62,15 @@ with workflow.unsafe.imports_passed_through():
         pending_approvals,
         send_turn,
     )
-    from agentsteps.client.dev_server import SERVER_STARTUP, dev_server_args, temporal_binary
+    from agentsteps.contracts import AgentInput, LLMConfig
+    from agentsteps.contracts.config.settings import PriceTable, ProviderSettings, WorkerSettings
     from agentsteps.contracts.session import SessionConfig
+    from agentsteps.scripted_model import ScriptedModelServer
+    from agentsteps.telemetry.metrics import REGISTRY
+    from agentsteps.telemetry.runtime import TEMPORAL_WORKER_METRICS, build_runtime
+    from agentsteps.telemetry.server import start_metrics_server
+    from agentsteps.telemetry.workflow_metrics import WORKFLOW_METRICS
     from agentsteps.worker import DEMO_TOOL_FACTORIES, running_worker
-
-    from agent_support import FALLBACK_MODEL, MODEL, make_spec, weather_then_answer
-    from quota_support import QUOTA_SCRIPT, quota_table, run_quota_burst
-    from prometheus_support import Prometheus, as_grafana_sends
 
 ROOT = Path(__file__).resolve().parents[2]
 DASHBOARD = ROOT / "deploy" / "grafana" / "dashboards" / "agentsteps.json"
@@ -96,12 +95,7 @@ def metrics_in(expr: str) -> set[str]:
 
 def dashboard_queries() -> list[tuple[str, str]]:
     panels = json.loads(DASHBOARD.read_text())["panels"]
-    return [
-        (f"{p['title']} [{t['refId']}]", t["expr"])
-        for p in panels
-        if p["type"] != "row"
-        for t in p["targets"]
-    ]
+    return [(f"{p['title']} [{t['refId']}]", t["expr"]) for p in panels if p["type"] != "row" for t in p["targets"]]
 
 
 def alert_rules() -> list[tuple[str, str, str]]:
@@ -142,20 +136,43 @@ def test_every_metric_the_dashboard_and_alerts_query_is_defined_in_telemetry():
 def test_dashboard_has_the_panels_operators_asked_for():
     titles = {title.split(" [")[0] for title, _ in dashboard_queries()}
     for expected in (
-        "Tokens per second by model", "Estimated cost per hour by model (USD)",
-        "Contract-failure rate (violations / checks)", "Violations by contract and kind", "Tool success rate",
-        "LLM request latency p50 / p95 / p99", "Step latency p50 / p95 / p99",
-        "Run end-to-end latency p50 / p95 / p99", "Degradations by reason", "Re-prompts by contract and kind",
-        "Programs by outcome", "Stalled tickets", "Task slots used / available", "Schedule-to-start latency p95",
-        "Workflow task failures", "Activity failures",
+        "Tokens per second by model",
+        "Estimated cost per hour by model (USD)",
+        "Contract-failure rate (violations / checks)",
+        "Violations by contract and kind",
+        "Tool success rate",
+        "LLM request latency p50 / p95 / p99",
+        "Step latency p50 / p95 / p99",
+        "Run end-to-end latency p50 / p95 / p99",
+        "Degradations by reason",
+        "Re-prompts by contract and kind",
+        "Programs by outcome",
+        "Stalled tickets",
+        "Task slots used / available",
+        "Schedule-to-start latency p95",
+        "Workflow task failures",
+        "Activity failures",
         # Temporal's SDK dashboard has these; on-call looks for them.
-        "Task slot utilisation", "Pollers", "Polls: with a task / empty", "Sticky cache hit ratio",
-        "Sticky cache size, misses and forced evictions", "Temporal RPC failures",
-        "LLM error ratio by model", "Tool error ratio by tool", "Run failure ratio by workflow type",
-        "Failed runs by reason", "MCP servers up", "MCP error ratio by server", "MCP call latency p95",
+        "Task slot utilisation",
+        "Pollers",
+        "Polls: with a task / empty",
+        "Sticky cache hit ratio",
+        "Sticky cache size, misses and forced evictions",
+        "Temporal RPC failures",
+        "LLM error ratio by model",
+        "Tool error ratio by tool",
+        "Run failure ratio by workflow type",
+        "Failed runs by reason",
+        "MCP servers up",
+        "MCP error ratio by server",
+        "MCP call latency p95",
         "MCP reconnects",
-        "Quota utilization", "Quota waits and 429s per second", "Quota wait p95", "Reserved vs actual tokens",
-        "Tenant budget used", "Tenant spend per hour (USD)",
+        "Quota utilization",
+        "Quota waits and 429s per second",
+        "Quota wait p95",
+        "Reserved vs actual tokens",
+        "Tenant budget used",
+        "Tenant spend per hour (USD)",
     ):
         assert expected in titles
 
@@ -196,36 +213,71 @@ WORKLOAD = [
     # Clean tool-using run.
     (weather_then_answer(), {}, "weather please"),
     # A tool call that fails (unknown city), then a final answer.
-    ({"rules": [
-        {"match": {"role": "user"}, "reply": {"tool_calls": [{"name": "get_weather", "arguments": {"city": "Atlantis"}}]}},
-        {"match": {"tool_result_for": "get_weather"}, "reply": {"content": "No station there."}},
-    ]}, {}, "weather in Atlantis"),
+    (
+        {
+            "rules": [
+                {
+                    "match": {"role": "user"},
+                    "reply": {"tool_calls": [{"name": "get_weather", "arguments": {"city": "Atlantis"}}]},
+                },
+                {"match": {"tool_result_for": "get_weather"}, "reply": {"content": "No station there."}},
+            ]
+        },
+        {},
+        "weather in Atlantis",
+    ),
     # A postcondition violation, a re-prompt with it, then a valid answer.
-    ({"rules": [
-        {"match": {"role": "user"}, "times": 1, "reply": {"content": "Tokyo, obviously"}},
-        {"match": {"any_contains": "broke the response contract"}, "reply": {"json": {"warmest_city": "Tokyo"}}},
-    ]}, {"output_schema": OUTPUT_SCHEMA}, "which city is warmest?"),
+    (
+        {
+            "rules": [
+                {"match": {"role": "user"}, "times": 1, "reply": {"content": "Tokyo, obviously"}},
+                {
+                    "match": {"any_contains": "broke the response contract"},
+                    "reply": {"json": {"warmest_city": "Tokyo"}},
+                },
+            ]
+        },
+        {"output_schema": OUTPUT_SCHEMA},
+        "which city is warmest?",
+    ),
     # The primary model keeps failing its contract: degrade to the fallback model.
-    ({"rules": [
-        {"match": {"model": FALLBACK_MODEL}, "reply": {"json": {"warmest_city": "Paris"}}},
-        {"match": {}, "reply": {"content": "no json"}},
-    ]}, {"output_schema": OUTPUT_SCHEMA, "reprompt_budget": 0, "fallback_models": [FALLBACK]}, "which city?"),
+    (
+        {
+            "rules": [
+                {"match": {"model": FALLBACK_MODEL}, "reply": {"json": {"warmest_city": "Paris"}}},
+                {"match": {}, "reply": {"content": "no json"}},
+            ]
+        },
+        {"output_schema": OUTPUT_SCHEMA, "reprompt_budget": 0, "fallback_models": [FALLBACK]},
+        "which city?",
+    ),
     # A provider 500 once: the llm.call activity fails and Temporal retries it.
-    ({"rules": [
-        {"match": {}, "times": 1, "reply": {"fault": {"status": 500, "message": "upstream exploded"}}},
-        {"match": {}, "reply": {"content": "All good."}},
-    ]}, {}, "hello"),
+    (
+        {
+            "rules": [
+                {"match": {}, "times": 1, "reply": {"fault": {"status": 500, "message": "upstream exploded"}}},
+                {"match": {}, "reply": {"content": "All good."}},
+            ]
+        },
+        {},
+        "hello",
+    ),
     # Code mode: the model writes a program whose tool calls are activities.
-    ({"replies": [{"content": "```python\nw = await get_weather(city='Paris')\nw['conditions']\n```"}]},
-     {"mode": "code", "tools": ["get_weather"]}, "conditions in Paris?"),
+    (
+        {"replies": [{"content": "```python\nw = await get_weather(city='Paris')\nw['conditions']\n```"}]},
+        {"mode": "code", "tools": ["get_weather"]},
+        "conditions in Paris?",
+    ),
 ]
 
 
 SESSION_FILLER = "the quick brown fox jumps over the lazy dog " * 8
 SESSION_SCRIPT = {
     "rules": [
-        {"match": {"contains": "refund A-17"}, "reply": {"tool_calls": [
-            {"name": "refund", "arguments": {"order": "A-17", "amount": 40.0}}]}},
+        {
+            "match": {"contains": "refund A-17"},
+            "reply": {"tool_calls": [{"name": "refund", "arguments": {"order": "A-17", "amount": 40.0}}]},
+        },
         {"match": {"tool_result_for": "refund"}, "reply": {"content": "Refunded."}},
     ],
     "default": {"content": "noted"},
@@ -277,7 +329,9 @@ async def _run_workload(client: Client, settings: WorkerSettings, scripted: Scri
     scripted.set_script({"rules": [{"match": {}, "reply": {"fault": {"status": 400, "message": "bad request"}}}]})
     with pytest.raises(WorkflowFailureError):
         await client.execute_workflow(
-            AGENT_WORKFLOW, AgentInput(spec=make_spec(), input="fail"), id=f"dash-{uuid.uuid4().hex[:10]}",
+            AGENT_WORKFLOW,
+            AgentInput(spec=make_spec(), input="fail"),
+            id=f"dash-{uuid.uuid4().hex[:10]}",
             task_queue=settings.task_queue,
         )
 
@@ -290,9 +344,12 @@ def _total(name: str) -> float:
 async def dashboard_temporal():
     """A dev server of this module's own: long polls expire after 1 s instead of 60, so empty polls are counted."""
     env = await WorkflowEnvironment.start_local(
-        dev_server_existing_path=temporal_binary(), dev_server_startup_timeout=SERVER_STARTUP,
+        dev_server_existing_path=temporal_binary(),
+        dev_server_startup_timeout=SERVER_STARTUP,
         dev_server_extra_args=[
-            *dev_server_args(), "--dynamic-config-value", 'matching.longPollExpirationInterval="1s"',
+            *dev_server_args(),
+            "--dynamic-config-value",
+            'matching.longPollExpirationInterval="1s"',
         ],
         data_converter=pydantic_data_converter,
         dev_server_log_level="error",
@@ -305,10 +362,14 @@ async def dashboard_temporal():
 
 async def _churn_cache(client: Client, queue: str) -> None:
     async with Worker(client, task_queue=queue, workflows=[CacheChurnWorkflow], max_cached_workflows=1):
-        await asyncio.gather(*(
-            client.execute_workflow(CacheChurnWorkflow.run, id=f"{queue}-{n}-{uuid.uuid4().hex[:6]}", task_queue=queue)
-            for n in range(3)
-        ))
+        await asyncio.gather(
+            *(
+                client.execute_workflow(
+                    CacheChurnWorkflow.run, id=f"{queue}-{n}-{uuid.uuid4().hex[:6]}", task_queue=queue
+                )
+                for n in range(3)
+            )
+        )
 
 
 @pytest_asyncio.fixture(scope="module")
@@ -343,8 +404,9 @@ async def scraped(dashboard_temporal, tmp_path_factory):
                 quotas=quota_table(),
             )
             broken_queue = settings.task_queue + "-broken"
-            async with running_worker(client, settings), Worker(
-                client, task_queue=broken_queue, workflows=[BrokenWorkflow]
+            async with (
+                running_worker(client, settings),
+                Worker(client, task_queue=broken_queue, workflows=[BrokenWorkflow]),
             ):
                 broken = await client.start_workflow(BrokenWorkflow.run, id=broken_queue, task_queue=broken_queue)
                 # Wave 1 creates every series; Prometheus must see them before wave 2 moves them,
@@ -381,8 +443,14 @@ def test_dashboard_query_returns_data_from_the_scraped_worker(scraped, expr):
     assert _finite(result), f"no finite data for {expr}: {result}"
 
 
-GOLDEN_AND_ERROR_RATIOS = ("Run failure %", "LLM error %", "LLM latency p95", "Cost per hour",
-                           "LLM error ratio by model", "Tool error ratio by tool")
+GOLDEN_AND_ERROR_RATIOS = (
+    "Run failure %",
+    "LLM error %",
+    "LLM latency p95",
+    "Cost per hour",
+    "LLM error ratio by model",
+    "Tool error ratio by tool",
+)
 
 
 def test_selecting_a_task_queue_filters_activity_side_panels_too(scraped):
@@ -411,8 +479,7 @@ def test_docs_list_every_metric_with_its_type_and_labels():
 
     doc = (ROOT / "docs" / "metrics.md").read_text()
     rows = {
-        m.group(1): (m.group(2), m.group(3))
-        for m in re.finditer(r"^\| `([a-z_]+)` \| (\w+) \| ([^|]*) \|", doc, re.M)
+        m.group(1): (m.group(2), m.group(3)) for m in re.finditer(r"^\| `([a-z_]+)` \| (\w+) \| ([^|]*) \|", doc, re.M)
     }
     documented = {base_name(name): value for name, value in rows.items()}
     for obj in vars(metrics).values():

@@ -13,23 +13,40 @@ import uuid
 from contextlib import nullcontext
 
 import pytest
+from agent_support import make_spec
+from mcp_support import (
+    free_port,
+    http_tracker,
+    http_tracker_process,
+    new_token,
+    seeded_db,
+    stdio_tracker,
+    write_mcp_config,
+)
+from secret_scan import SecretScan
 
 from agentsteps.contracts import AgentInput, AgentResult
 from agentsteps.contracts.names import AGENT_WORKFLOW
 from agentsteps.worker import running_worker
 
-from agent_support import make_spec
-from mcp_support import free_port, http_tracker, http_tracker_process, new_token, seeded_db, stdio_tracker, write_mcp_config
-from secret_scan import SecretScan
-
 SCRIPT = {
     "rules": [
-        {"match": {"role": "user"}, "reply": {"tool_calls": [
-            {"name": "list_issues", "arguments": {"state": "open", "limit": 2}}]}},
-        {"match": {"tool_result_for": "list_issues"}, "reply": {"tool_calls": [
-            {"name": "get_issue", "arguments": {"id": "NOPE-404"}}]}},
-        {"match": {"tool_result_for": "get_issue"}, "reply": {"tool_calls": [
-            {"name": "add_comment", "arguments": {"issue_id": "PROJ-2", "body": "Any news?", "author": "bot"}}]}},
+        {
+            "match": {"role": "user"},
+            "reply": {"tool_calls": [{"name": "list_issues", "arguments": {"state": "open", "limit": 2}}]},
+        },
+        {
+            "match": {"tool_result_for": "list_issues"},
+            "reply": {"tool_calls": [{"name": "get_issue", "arguments": {"id": "NOPE-404"}}]},
+        },
+        {
+            "match": {"tool_result_for": "get_issue"},
+            "reply": {
+                "tool_calls": [
+                    {"name": "add_comment", "arguments": {"issue_id": "PROJ-2", "body": "Any news?", "author": "bot"}}
+                ]
+            },
+        },
         {"match": {"tool_result_for": "add_comment"}, "reply": {"content": "done"}},
     ]
 }
@@ -55,7 +72,9 @@ async def test_the_tracker_token_never_reaches_history_prompts_or_logs(
         monkeypatch.setenv("AGENTSTEPS_SECRETS_DIR", str(secrets_dir))
         monkeypatch.delenv("TRACKER_TOKEN", raising=False)
         port = free_port()
-        write_mcp_config(config, {"tracker": http_tracker(port, headers={"Authorization": "Bearer ${secret:TRACKER_TOKEN}"})})
+        write_mcp_config(
+            config, {"tracker": http_tracker(port, headers={"Authorization": "Bearer ${secret:TRACKER_TOKEN}"})}
+        )
         # The tracker's own output is kept so it can be scanned for the token too.
         server = http_tracker_process(db, port, token, env={"PATH": "/usr/bin:/bin"}, log=server_log)
 
@@ -67,7 +86,10 @@ async def test_the_tracker_token_never_reaches_history_prompts_or_logs(
             handle = await client.start_workflow(
                 AGENT_WORKFLOW,
                 AgentInput(spec=make_spec(tools=["list_issues", "get_issue", "add_comment"]), input="triage"),
-                id=f"mcp-secret-{uuid.uuid4().hex[:8]}", task_queue=with_config.task_queue, result_type=AgentResult)
+                id=f"mcp-secret-{uuid.uuid4().hex[:8]}",
+                task_queue=with_config.task_queue,
+                result_type=AgentResult,
+            )
             result = await handle.result()
             history = await handle.fetch_history()
 

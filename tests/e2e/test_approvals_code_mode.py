@@ -6,13 +6,13 @@ import asyncio
 import uuid
 from pathlib import Path
 
-from agentsteps.client.sessions import decide_approval, pending_approvals
-from agentsteps.contracts import AgentInput, AgentResult
-from agentsteps.contracts.names import AGENT_WORKFLOW
-
 from code_mode_support import NudgeLedger, code_worker, connect_with_store, worker_settings
 from process_support import kill, start_worker_process
 from test_code_mode_e2e import code_spec, program_reply
+
+from agentsteps.client.sessions import decide_approval, pending_approvals
+from agentsteps.contracts import AgentInput, AgentResult
+from agentsteps.contracts.names import AGENT_WORKFLOW
 
 WORKER = Path(__file__).parents[1] / "support" / "code_mode_support.py"
 PROGRAM = 'r = await tickets_close(id=7)\n{"closed": r["id"], "first": r["first_time"]}\n'
@@ -32,8 +32,11 @@ async def _waiting(client, workflow_id: str):
 
 async def _start(client, settings):
     return await client.start_workflow(
-        AGENT_WORKFLOW, AgentInput(spec=code_spec(tools=["tickets.close"]), input="close ticket 7"),
-        id=f"approve-{uuid.uuid4().hex[:8]}", task_queue=settings.task_queue, result_type=AgentResult,
+        AGENT_WORKFLOW,
+        AgentInput(spec=code_spec(tools=["tickets.close"]), input="close ticket 7"),
+        id=f"approve-{uuid.uuid4().hex[:8]}",
+        task_queue=settings.task_queue,
+        result_type=AgentResult,
     )
 
 

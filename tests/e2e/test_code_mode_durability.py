@@ -8,14 +8,13 @@ import uuid
 from pathlib import Path
 
 import pytest
+from code_mode_support import NudgeLedger
+from process_support import kill, start_worker_process, wait_for
 
 from agentsteps.contracts import AgentInput, AgentResult, AgentSpec, LLMConfig
 from agentsteps.contracts.code.program import ProgramLimits
 from agentsteps.contracts.names import AGENT_WORKFLOW
 from agentsteps.contracts.spec import ActivityPolicy
-
-from code_mode_support import NudgeLedger
-from process_support import kill, start_worker_process, wait_for
 
 WORKER = Path(__file__).parents[1] / "support" / "code_mode_support.py"
 SPIN = "n = 0\nfor i in range(30_000_000):\n    n += 1\n"
@@ -42,15 +41,20 @@ async def test_sigkilled_worker_mid_program_completes_and_each_side_effect_runs_
     first = start_worker_process(WORKER, address, task_queue, scripted.url_openai, state_dir)
     spec = AgentSpec(
         model=LLMConfig(model="scripted-2026-01-01", max_tokens=256, context_window=64_000),
-        tools=["tickets.nudge"], mode="code", max_steps=2,
+        tools=["tickets.nudge"],
+        mode="code",
+        max_steps=2,
         tool_policy=ActivityPolicy(start_to_close_seconds=5, initial_interval_seconds=0.5),
         # The spin is the kill point, not a limit under test: on a loaded machine (or beside
         # parallel test processes) it must not run into the 5 s default segment limit.
         code_limits=ProgramLimits(segment_seconds=60.0),
     )
     handle = await client.start_workflow(
-        AGENT_WORKFLOW, AgentInput(spec=spec, input="nudge"), id=f"kill-{uuid.uuid4().hex[:8]}",
-        task_queue=task_queue, result_type=AgentResult,
+        AGENT_WORKFLOW,
+        AgentInput(spec=spec, input="nudge"),
+        id=f"kill-{uuid.uuid4().hex[:8]}",
+        task_queue=task_queue,
+        result_type=AgentResult,
     )
     second = None
     try:

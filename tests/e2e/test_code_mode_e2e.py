@@ -8,6 +8,7 @@ import uuid
 
 import pytest
 import pytest_asyncio
+from code_mode_support import NudgeLedger, code_worker, connect_with_store, make_tickets, worker_settings
 from temporalio.client import WorkflowFailureError
 from temporalio.exceptions import ApplicationError
 
@@ -15,8 +16,6 @@ from agentsteps.activities.sandbox import SandboxPool
 from agentsteps.contracts import AgentInput, AgentResult, AgentSpec, LLMConfig
 from agentsteps.contracts.names import AGENT_WORKFLOW
 from agentsteps.contracts.violations import ViolationKind
-
-from code_mode_support import NudgeLedger, code_worker, connect_with_store, make_tickets, worker_settings
 
 MODEL = "scripted-2026-01-01"
 
@@ -50,8 +49,11 @@ async def env(temporal_env, scripted, tmp_path):
 
 async def _run(client, settings, spec: AgentSpec, text: str = "nudge the stalled tickets") -> AgentResult:
     return await client.execute_workflow(
-        AGENT_WORKFLOW, AgentInput(spec=spec, input=text), id=f"code-{uuid.uuid4().hex[:10]}",
-        task_queue=settings.task_queue, result_type=AgentResult,
+        AGENT_WORKFLOW,
+        AgentInput(spec=spec, input=text),
+        id=f"code-{uuid.uuid4().hex[:10]}",
+        task_queue=settings.task_queue,
+        result_type=AgentResult,
     )
 
 
@@ -116,8 +118,11 @@ async def test_no_sandbox_session_is_held_while_the_program_waits(env, scripted)
     client, settings, sandbox = env
     scripted.set_script({"replies": [program_reply("await wait(3)\n'done'\n")]})
     handle = await client.start_workflow(
-        AGENT_WORKFLOW, AgentInput(spec=code_spec(), input="wait"), id=f"code-{uuid.uuid4().hex[:10]}",
-        task_queue=settings.task_queue, result_type=AgentResult,
+        AGENT_WORKFLOW,
+        AgentInput(spec=code_spec(), input="wait"),
+        id=f"code-{uuid.uuid4().hex[:10]}",
+        task_queue=settings.task_queue,
+        result_type=AgentResult,
     )
     await asyncio.sleep(2.0)
     assert sandbox.pool.checkouts_total >= 2  # checked, then started
@@ -139,16 +144,22 @@ async def test_tampered_snapshot_fails_the_run_with_a_typed_error(env, scripted)
     client, settings, _ = env
     scripted.set_script({"replies": [program_reply("await wait(2)\n'done'\n")]})
     handle = await client.start_workflow(
-        AGENT_WORKFLOW, AgentInput(spec=code_spec(), input="wait"), id=f"code-{uuid.uuid4().hex[:10]}",
-        task_queue=settings.task_queue, result_type=AgentResult,
+        AGENT_WORKFLOW,
+        AgentInput(spec=code_spec(), input="wait"),
+        id=f"code-{uuid.uuid4().hex[:10]}",
+        task_queue=settings.task_queue,
+        result_type=AgentResult,
     )
     store = settings.state_dir / "payloads" / "sha256"
 
     def snapshots() -> list:
         # The store also holds the run's conversation segments (read from the worker's cache): leave those.
         # Nor a write still in flight: it goes to a ``.tmp-`` file first, renamed when whole.
-        return [p for p in store.rglob("*")
-                if p.is_file() and not p.name.startswith(".tmp-") and b'"prev":' not in p.read_bytes()]
+        return [
+            p
+            for p in store.rglob("*")
+            if p.is_file() and not p.name.startswith(".tmp-") and b'"prev":' not in p.read_bytes()
+        ]
 
     deadline = time.monotonic() + 10
     while not store.exists() or not snapshots():

@@ -6,13 +6,13 @@ import asyncio
 import uuid
 from pathlib import Path
 
+from agent_support import make_spec
+from process_support import kill, start_worker_process, wait_for
+
 from agentsteps.contracts import AgentInput, AgentResult
 from agentsteps.contracts.names import AGENT_WORKFLOW
 from agentsteps.contracts.spec import ActivityPolicy
 from agentsteps.examples.demo_tools import NotificationLedger
-
-from agent_support import make_spec
-from process_support import kill, start_worker_process, wait_for
 
 WORKER = Path(__file__).parents[1] / "support" / "worker_process.py"
 
@@ -23,10 +23,17 @@ async def test_sigkilled_worker_mid_tool_call_completes_on_a_new_worker_without_
     scripted.set_script(
         {
             "rules": [
-                {"match": {"role": "user"}, "reply": {"tool_calls": [
-                    {"name": "send_notification",
-                     "arguments": {"recipient": "carol", "message": "build is red", "delay_seconds": 2}}
-                ]}},
+                {
+                    "match": {"role": "user"},
+                    "reply": {
+                        "tool_calls": [
+                            {
+                                "name": "send_notification",
+                                "arguments": {"recipient": "carol", "message": "build is red", "delay_seconds": 2},
+                            }
+                        ]
+                    },
+                },
                 {"match": {"tool_result_for": "send_notification"}, "reply": {"content": "carol knows"}},
             ]
         }

@@ -14,7 +14,6 @@ from __future__ import annotations
 import re
 
 import pytest
-
 from first_hour_support import RUN, Newcomer, doc_blocks, fresh_clone
 
 pytestmark = [pytest.mark.first_hour, pytest.mark.timeout(1800)]
@@ -32,9 +31,17 @@ def test_the_first_hour_runs_as_the_readme_teaches(newcomer: Newcomer):
     demo = newcomer.sh("make demo", venv=False, timeout=900)
     assert demo.returncode == 0, demo.stdout + demo.stderr
     out = demo.stdout
-    for expected in ("offline scripted model", "status: completed", "contract violations handled",
-                     "Code mode", "Stalled-ticket monitor", "nudged", "Where to look",
-                     "To keep them alive", "Demo finished"):
+    for expected in (
+        "offline scripted model",
+        "status: completed",
+        "contract violations handled",
+        "Code mode",
+        "Stalled-ticket monitor",
+        "nudged",
+        "Where to look",
+        "To keep them alive",
+        "Demo finished",
+    ):
         assert expected in out, (expected, out)
     assert "Warning" not in demo.stdout + demo.stderr  # setuptools' editable-install warning, among others
     assert newcomer.sh("python -c 'import pytest'").returncode != 0, "make demo installed the test extras"
@@ -51,23 +58,30 @@ def test_the_first_hour_runs_as_the_readme_teaches(newcomer: Newcomer):
     assert "stay alive while" in again.stdout
 
     # 4. A run from the command line goes to dev's worker (never a second, disagreeing one).
-    run = newcomer.sh('agentsteps run --spec examples/demo_agent.toml --input "What is the weather in Paris and Tokyo?"')
+    run = newcomer.sh(
+        'agentsteps run --spec examples/demo_agent.toml --input "What is the weather in Paris and Tokyo?"'
+    )
     assert run.returncode == 0, run.stderr
     assert "served by the worker(s) already polling it" in run.stderr and "agentsteps-dev" in run.stderr
     assert "status: completed" in run.stdout and '"warmest_city": "Tokyo"' in run.stdout
 
     # 5. A run from the `temporal` CLI, by name with plain JSON.
-    started = newcomer.sh(newcomer.portable(
-        "temporal workflow start --type AgentWorkflow --task-queue agentsteps --workflow-id first-hour-1 "
-        "--input '{\"spec\": {\"model\": {\"provider\": \"openai\", \"model\": \"gpt-4o-mini-2024-07-18\"}, "
-        "\"tools\": [\"get_weather\"]}, \"input\": \"Is it raining in Paris?\"}'\n"
-        "temporal workflow result --workflow-id first-hour-1"))
+    started = newcomer.sh(
+        newcomer.portable(
+            "temporal workflow start --type AgentWorkflow --task-queue agentsteps --workflow-id first-hour-1 "
+            '--input \'{"spec": {"model": {"provider": "openai", "model": "gpt-4o-mini-2024-07-18"}, '
+            '"tools": ["get_weather"]}, "input": "Is it raining in Paris?"}\'\n'
+            "temporal workflow result --workflow-id first-hour-1"
+        )
+    )
     assert started.returncode == 0, started.stderr
     assert "In Paris it is 18.5 C (light rain)." in started.stdout
 
     # 6. A chat whose refund waits for a person: approved at the prompt, then issued.
-    chat = newcomer.sh("agentsteps chat --spec examples/desk_agent.toml",
-                       stdin="What is the weather in Tokyo?\nPlease refund order A-1001\ny\nok, under 50 EUR\n/quit\n")
+    chat = newcomer.sh(
+        "agentsteps chat --spec examples/desk_agent.toml",
+        stdin="What is the weather in Tokyo?\nPlease refund order A-1001\ny\nok, under 50 EUR\n/quit\n",
+    )
     assert chat.returncode == 0, chat.stderr
     assert "agent> In Tokyo it is 24.0 C (clear)." in chat.stdout
     assert "refund_order(" in chat.stdout and "Approve? [y/n]" in chat.stdout and "approved" in chat.stdout
@@ -85,8 +99,10 @@ def test_the_first_hour_runs_as_the_readme_teaches(newcomer: Newcomer):
     assert "Traceback" not in refused.stderr + unknown.stderr
 
     # 8. Code mode: the model writes a program; each tool call in it is its own activity.
-    code = newcomer.sh('agentsteps run --spec examples/code_agent.toml '
-                       '--input "Which of Paris, Tokyo and London is warmest? Notify alice@example.com."')
+    code = newcomer.sh(
+        "agentsteps run --spec examples/code_agent.toml "
+        '--input "Which of Paris, Tokyo and London is warmest? Notify alice@example.com."'
+    )
     assert code.returncode == 0, code.stderr
     assert "status: completed" in code.stdout and '"warmest_city": "Tokyo"' in code.stdout
 
@@ -112,8 +128,9 @@ def test_every_python_and_sh_block_of_the_readme_and_docs_runs_as_written(newcom
         else:
             done = newcomer.sh(text, stdin="", timeout=240)
         if done.returncode != 0:
-            failed.append(f"{block.where} ({block.lang}) exited {done.returncode}:\n{done.stdout[-1500:]}"
-                          f"\n{done.stderr[-1500:]}")
+            failed.append(
+                f"{block.where} ({block.lang}) exited {done.returncode}:\n{done.stdout[-1500:]}\n{done.stderr[-1500:]}"
+            )
     assert failed == [], "\n\n".join(failed)
 
 

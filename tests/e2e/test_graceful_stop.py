@@ -17,15 +17,14 @@ import uuid
 from pathlib import Path
 
 import httpx
+from agent_support import make_spec
+from process_support import kill, wait_for
 
 from agentsteps.client.settings import load_settings
 from agentsteps.contracts import AgentInput, AgentResult
 from agentsteps.contracts.config.settings import WorkerSettings
 from agentsteps.contracts.names import AGENT_WORKFLOW
 from agentsteps.contracts.spec import ActivityPolicy
-
-from agent_support import make_spec
-from process_support import kill, wait_for
 
 AGENTSTEPS = Path(sys.executable).with_name("agentsteps")
 MODEL_DELAY_SECONDS = 4.0
@@ -57,8 +56,12 @@ def _start_worker(address: str, task_queue: str, base_url: str, state_dir: Path)
         "AGENTSTEPS_GRACEFUL_SHUTDOWN_SECONDS": "30",
     }
     proc = subprocess.Popen(
-        [str(AGENTSTEPS), "worker"], env=env, cwd=state_dir.parent, stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE, text=True,
+        [str(AGENTSTEPS), "worker"],
+        env=env,
+        cwd=state_dir.parent,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     deadline = time.monotonic() + 60
     while _readyz(port) != 200:

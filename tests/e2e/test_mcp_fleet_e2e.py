@@ -21,36 +21,51 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+from agent_support import make_spec, run_agent, run_agent_failure
+from fleet_support import Control, eventually, fleet_server, sample, unique
+from mcp_support import (
+    free_port,
+    http_tracker,
+    http_tracker_process,
+    new_token,
+    seeded_db,
+    stdio_tracker,
+    write_mcp_config,
+)
+
 from agentsteps.contracts.llm.tools import catalog_digest
 from agentsteps.contracts.spec import ActivityPolicy
 from agentsteps.telemetry.server import start_metrics_server
 from agentsteps.worker import build_mcp, running_worker
 
-from agent_support import make_spec, run_agent, run_agent_failure
-from fleet_support import Control, eventually, fleet_server, sample, unique
-from mcp_support import (
-    free_port, http_tracker, http_tracker_process, new_token, seeded_db, stdio_tracker, write_mcp_config,
-)
-
 GIVE_UP = 3.0
 FAST = {"connect_seconds": 5, "call_seconds": 1, "list_seconds": 5}
 BREAKER = {"failures": 2, "open_seconds": 0.5, "max_open_seconds": 1}
-RETRY = ActivityPolicy(start_to_close_seconds=10, max_attempts=100, initial_interval_seconds=0.2,
-                       maximum_interval_seconds=0.5)
+RETRY = ActivityPolicy(
+    start_to_close_seconds=10, max_attempts=100, initial_interval_seconds=0.2, maximum_interval_seconds=0.5
+)
 
 
 def _script() -> dict:
     def ask(marker: str, tool: str, arguments: dict) -> list[dict]:
-        return [{"match": {"role": "user", "contains": marker},
-                 "reply": {"tool_calls": [{"name": tool, "arguments": arguments}]}},
-                {"match": {"tool_result_for": tool}, "reply": {"content": f"{tool} ok"}}]
+        return [
+            {
+                "match": {"role": "user", "contains": marker},
+                "reply": {"tool_calls": [{"name": tool, "arguments": arguments}]},
+            },
+            {"match": {"tool_result_for": tool}, "reply": {"content": f"{tool} ok"}},
+        ]
 
-    return {"rules": [*ask("[weather]", "get_weather", {"city": "Paris"}),
-                      *ask("[tickets]", "get_issue", {"id": "PROJ-1"}),
-                      *ask("[remote]", "remote_get_issue", {"id": "PROJ-2"}),
-                      *ask("[flaky]", "flaky_echo", {"text": "hi"}),
-                      *ask("[shout]", "flaky_shout", {"text": "hey"}),
-                      *ask("[broken]", "broken_thing", {})]}
+    return {
+        "rules": [
+            *ask("[weather]", "get_weather", {"city": "Paris"}),
+            *ask("[tickets]", "get_issue", {"id": "PROJ-1"}),
+            *ask("[remote]", "remote_get_issue", {"id": "PROJ-2"}),
+            *ask("[flaky]", "flaky_echo", {"text": "hi"}),
+            *ask("[shout]", "flaky_shout", {"text": "hey"}),
+            *ask("[broken]", "broken_thing", {}),
+        ]
+    }
 
 
 def _readyz(url: str) -> tuple[int, dict]:
@@ -71,15 +86,23 @@ class Fleet:
         db = seeded_db(tmp_path, issues=10)
         self.names = {k: unique(k) for k in ("tickets", "remote", "flaky", "broken")}
         self.http_db = db
-        self.config = write_mcp_config(tmp_path / "agentsteps.toml", {
-            self.names["tickets"]: stdio_tracker(db),
-            self.names["remote"]: http_tracker(self.port, tool_prefix="remote_", required=True,
-                                               catalog_ttl_seconds=1, breaker=BREAKER),
-            self.names["flaky"]: fleet_server(self.control, tool_prefix="flaky_", give_up_seconds=GIVE_UP,
-                                              timeouts=FAST, breaker=BREAKER),
-            self.names["broken"]: {"transport": "stdio", "command": "/nonexistent/mcp-server",
-                                   "tool_prefix": "broken_"},
-        })
+        self.config = write_mcp_config(
+            tmp_path / "agentsteps.toml",
+            {
+                self.names["tickets"]: stdio_tracker(db),
+                self.names["remote"]: http_tracker(
+                    self.port, tool_prefix="remote_", required=True, catalog_ttl_seconds=1, breaker=BREAKER
+                ),
+                self.names["flaky"]: fleet_server(
+                    self.control, tool_prefix="flaky_", give_up_seconds=GIVE_UP, timeouts=FAST, breaker=BREAKER
+                ),
+                self.names["broken"]: {
+                    "transport": "stdio",
+                    "command": "/nonexistent/mcp-server",
+                    "tool_prefix": "broken_",
+                },
+            },
+        )
         self.settings = settings.model_copy(update={"config_file": self.config})
 
     def state(self, key: str) -> str:
@@ -101,8 +124,19 @@ class Fleet:
         assert all(not c.is_error for r in results for s in r.steps for c in s.tool_calls)
 
     def tools_list(self) -> tuple[int, dict]:
-        done = subprocess.run([str(Path(sys.executable).with_name("agentsteps")), "tools", "list", "--json",
-                               "--config", str(self.config)], capture_output=True, text=True, timeout=120)
+        done = subprocess.run(
+            [
+                str(Path(sys.executable).with_name("agentsteps")),
+                "tools",
+                "list",
+                "--json",
+                "--config",
+                str(self.config),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         return done.returncode, json.loads(done.stdout)
 
 
@@ -118,14 +152,17 @@ async def test_one_server_down_hung_and_back_never_touches_agents_that_do_not_us
     remote = contextlib.ExitStack()
     remote.enter_context(http_tracker_process(fleet.http_db, fleet.port, token))
     fleet.mcp = build_mcp(fleet.settings)
-    metrics = start_metrics_server(0, host="127.0.0.1", ready=fleet.mcp.fleet.ready,
-                                   details=lambda: {"mcp_servers": fleet.mcp.fleet.report()})
+    metrics = start_metrics_server(
+        0, host="127.0.0.1", ready=fleet.mcp.fleet.ready, details=lambda: {"mcp_servers": fleet.mcp.fleet.report()}
+    )
     names = fleet.names
     try:
         async with running_worker(client, fleet.settings, mcp=fleet.mcp):
             # -- flaky down since start, broken misconfigured: both shown, neither fails anyone else.
-            await eventually(lambda: fleet.state("remote") == "up" and fleet.state("tickets") == "up",
-                             what="the healthy servers are connected at start")
+            await eventually(
+                lambda: fleet.state("remote") == "up" and fleet.state("tickets") == "up",
+                what="the healthy servers are connected at start",
+            )
             status, body = await asyncio.to_thread(_readyz, metrics.url)
             servers = body["mcp_servers"]
             assert status == 200 and body["status"] == "ready"
@@ -137,9 +174,12 @@ async def test_one_server_down_hung_and_back_never_touches_agents_that_do_not_us
             assert sample("agentsteps_mcp_calls_total", server=names["flaky"], outcome="ok") == 0  # pre-created
 
             results = await asyncio.gather(
-                fleet.run("[weather]", "get_weather"), fleet.run("[tickets]", "get_issue"),
-                fleet.run("[remote]", "remote_get_issue"), fleet.fails("[flaky]", "flaky_echo"),
-                fleet.fails("[broken]", "broken_thing"))
+                fleet.run("[weather]", "get_weather"),
+                fleet.run("[tickets]", "get_issue"),
+                fleet.run("[remote]", "remote_get_issue"),
+                fleet.fails("[flaky]", "flaky_echo"),
+                fleet.fails("[broken]", "broken_thing"),
+            )
             assert [r.status for r in results[:3]] == ["completed"] * 3, results[:3]
             (down, took), (broken, _) = results[3], results[4]
             assert down.type == "McpServerDownError" and down.non_retryable and names["flaky"] in str(down)
@@ -174,16 +214,19 @@ async def test_one_server_down_hung_and_back_never_touches_agents_that_do_not_us
             assert back.catalog_digest == catalog_digest([schema])
             fleet.control.offer("echo", "shout")
             # The server's notifications/tools/list_changed (its TTL is the default 300 s) makes the worker learn it.
-            await eventually(lambda: fleet.mcp.fleet.known_owner("flaky_shout") == names["flaky"],
-                             what="the added tool is learnt from list_changed")
+            await eventually(
+                lambda: fleet.mcp.fleet.known_owner("flaky_shout") == names["flaky"],
+                what="the added tool is learnt from list_changed",
+            )
             shouted = await fleet.run("[shout]", "flaky_shout")
             assert shouted.status == "completed" and not shouted.steps[0].tool_calls[0].is_error
             assert sample("agentsteps_mcp_server_up", server=names["flaky"]) == 1
 
             # -- flaky hangs: its runs fail typed within the bound, with no pile of calls; the rest complete.
             fleet.control.set("hang")
-            (hung, took), _ = await asyncio.gather(fleet.fails("[flaky]", "flaky_echo"),
-                                                   fleet.healthy_agents_complete())
+            (hung, took), _ = await asyncio.gather(
+                fleet.fails("[flaky]", "flaky_echo"), fleet.healthy_agents_complete()
+            )
             assert hung.type == "McpServerDownError" and took < GIVE_UP + 5, (hung, took)
             sent = len((fleet.control.dir / "calls").read_text().split())
             assert sent <= 2 + BREAKER["failures"] + 3, sent  # two good calls, then a few probes, not 100 retries

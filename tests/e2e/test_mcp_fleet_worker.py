@@ -14,8 +14,7 @@ import uuid
 from pathlib import Path
 
 from fleet_support import Control, fleet_server
-from mcp_support import write_mcp_config
-from mcp_support import free_port
+from mcp_support import free_port, write_mcp_config
 
 
 def _readyz(port: int) -> tuple[int, dict] | None:
@@ -41,20 +40,36 @@ def _until(port: int, check, timeout: float = 60.0) -> tuple[int, dict]:
 def test_the_worker_logs_a_misconfigured_server_and_readyz_follows_its_required_server(temporal_env, tmp_path):
     control = Control(tmp_path / "c")
     control.set("down")
-    config = write_mcp_config(tmp_path / "agentsteps.toml", {
-        "needed": fleet_server(control, required=True, breaker={"failures": 1, "open_seconds": 0.3,
-                                                                   "max_open_seconds": 0.5}),
-        "broken": {"transport": "http", "url": "http:///mcp", "tool_prefix": "b_"},
-    })
+    config = write_mcp_config(
+        tmp_path / "agentsteps.toml",
+        {
+            "needed": fleet_server(
+                control, required=True, breaker={"failures": 1, "open_seconds": 0.3, "max_open_seconds": 0.5}
+            ),
+            "broken": {"transport": "http", "url": "http:///mcp", "tool_prefix": "b_"},
+        },
+    )
     port = free_port()
-    env = {**os.environ, "TEMPORAL_ADDRESS": temporal_env.client.service_client.config.target_host,
-           "AGENTSTEPS_SINGLE_WORKER": "1", "AGENTSTEPS_METRICS_PORT": str(port),
-           "AGENTSTEPS_STATE_DIR": str(tmp_path / "state"), "AGENTSTEPS_TASK_QUEUE": f"fleet-{uuid.uuid4().hex[:8]}"}
-    worker = subprocess.Popen([str(Path(sys.executable).with_name("agentsteps")), "--config", str(config), "worker"],
-                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    env = {
+        **os.environ,
+        "TEMPORAL_ADDRESS": temporal_env.client.service_client.config.target_host,
+        "AGENTSTEPS_SINGLE_WORKER": "1",
+        "AGENTSTEPS_METRICS_PORT": str(port),
+        "AGENTSTEPS_STATE_DIR": str(tmp_path / "state"),
+        "AGENTSTEPS_TASK_QUEUE": f"fleet-{uuid.uuid4().hex[:8]}",
+    }
+    worker = subprocess.Popen(
+        [str(Path(sys.executable).with_name("agentsteps")), "--config", str(config), "worker"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+    )
     try:
-        status, body = _until(port, lambda status, body: body["mcp_servers"]["needed"]["last_error"]
-                              != "not connected yet")
+        status, body = _until(
+            port, lambda status, body: body["mcp_servers"]["needed"]["last_error"] != "not connected yet"
+        )
         assert status == 503 and body["status"] == "not ready"
         assert body["mcp_servers"]["needed"]["state"] in ("down", "circuit_open")
         assert body["mcp_servers"]["needed"]["required"] is True

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import io
 
+from monitor_support import assignee_of, nudge_comments
+
 from agentsteps.demos.monitor import demo_monitor_tick
 from agentsteps.workflows.monitor.nudges import NUDGE_MARKER
-
-from monitor_support import assignee_of, nudge_comments
 
 
 async def test_the_demo_tick_nudges_stalled_issues_offline_and_prints_its_report(client, settings):

@@ -6,14 +6,14 @@ import asyncio
 import uuid
 from pathlib import Path
 
+from mcp_support import new_token
+from monitor_support import make_spec, nudge_comments, seed_tracker, stalled_by_sql
+from process_support import kill, start_worker_process, wait_for
+
 from agentsteps.contracts.monitor import MonitorInput, MonitorReport
 from agentsteps.contracts.names import MONITOR_WORKFLOW
 from agentsteps.contracts.spec import ActivityPolicy
 from agentsteps.demos.monitor import assigned_issues, nudge_script
-
-from mcp_support import new_token
-from monitor_support import make_spec, nudge_comments, seed_tracker, stalled_by_sql
-from process_support import kill, start_worker_process, wait_for
 
 WORKER = Path(__file__).parents[1] / "support" / "monitor_support.py"
 
@@ -38,10 +38,15 @@ async def test_sigkilled_worker_mid_tick_leaves_exactly_one_nudge_comment_per_st
     task_queue = f"monitor-kill-{uuid.uuid4().hex[:8]}"
     token = new_token()
     state_dir = tmp_path / "state"
-    first = start_worker_process(WORKER, address, task_queue, scripted.url_openai, state_dir, db, env={"TICKETS_TOKEN": token})
+    first = start_worker_process(
+        WORKER, address, task_queue, scripted.url_openai, state_dir, db, env={"TICKETS_TOKEN": token}
+    )
     handle = await client.start_workflow(
-        MONITOR_WORKFLOW, MonitorInput(spec=spec, as_of=now), id=f"monitor-kill-{uuid.uuid4().hex[:8]}",
-        task_queue=task_queue, result_type=MonitorReport,
+        MONITOR_WORKFLOW,
+        MonitorInput(spec=spec, as_of=now),
+        id=f"monitor-kill-{uuid.uuid4().hex[:8]}",
+        task_queue=task_queue,
+        result_type=MonitorReport,
     )
     second = None
     try:
@@ -49,7 +54,9 @@ async def test_sigkilled_worker_mid_tick_leaves_exactly_one_nudge_comment_per_st
         kill(first)
         posted_before_kill = len(nudge_comments(db, spec.author))
         assert posted_before_kill < len(expected), "the kill should land before the tick is done"
-        second = start_worker_process(WORKER, address, task_queue, scripted.url_openai, state_dir, db, env={"TICKETS_TOKEN": token})
+        second = start_worker_process(
+            WORKER, address, task_queue, scripted.url_openai, state_dir, db, env={"TICKETS_TOKEN": token}
+        )
         report = await asyncio.wait_for(handle.result(), timeout=120)
     finally:
         for proc in (first, second):

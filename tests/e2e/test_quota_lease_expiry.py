@@ -7,25 +7,35 @@ import time
 import uuid
 from pathlib import Path
 
+from process_support import kill, start_worker_process
+from quota_support import start_run, unique, with_quotas
+
 from agentsteps.activities.tools.registry import ToolRegistry
 from agentsteps.client.quotas import read_account
 from agentsteps.contracts import AgentSpec, LLMConfig
 from agentsteps.worker import running_worker
-
-from process_support import kill, start_worker_process
-from quota_support import start_run, unique, with_quotas
 
 WORKER = Path(__file__).parents[1] / "support" / "worker_process.py"
 LEASE_SECONDS = 4.0
 SPEC = AgentSpec(name="lease", model=LLMConfig(model="scripted-2026-01-01", max_tokens=20), tools=[], max_steps=2)
 
 
-async def test_a_sigkilled_worker_holding_leases_leaks_no_capacity_past_the_lease_time(temporal_env, client, settings, scripted, tmp_path):
+async def test_a_sigkilled_worker_holding_leases_leaks_no_capacity_past_the_lease_time(
+    temporal_env, client, settings, scripted, tmp_path
+):
     scripted.set_script({"default": {"content": "slow answer", "delay_seconds": 12}})
     quota = unique("lease")
-    configured = with_quotas(settings, limits=[{
-        "name": quota, "model": "scripted-*", "concurrent_requests": 2, "lease_seconds": LEASE_SECONDS,
-    }])
+    configured = with_quotas(
+        settings,
+        limits=[
+            {
+                "name": quota,
+                "model": "scripted-*",
+                "concurrent_requests": 2,
+                "lease_seconds": LEASE_SECONDS,
+            }
+        ],
+    )
     address = temporal_env.client.service_client.config.target_host
     doomed_queue = f"doomed-{uuid.uuid4().hex[:8]}"
     # This process keeps the account (and serves the run started after the kill); the child holds the leases.

@@ -11,15 +11,15 @@ import random
 import subprocess
 import time
 
-from agentsteps.contracts import AgentInput, AgentResult
-from agentsteps.contracts.config.settings import WorkerSettings
-from agentsteps.contracts.names import AGENT_WORKFLOW
-from agentsteps.worker import connect
-
 from process_support import kill
 from s3_support import s3_bucket, s3_client, s3_endpoint, store_settings  # noqa: F401 - fixtures
 from scale_helpers import PROGRAM_CALLS, TOOL_CALLS, code_spec, new_id, script, spawn, tool_spec, worker_settings
 from scale_support import ROWS, Ledger
+
+from agentsteps.contracts import AgentInput, AgentResult
+from agentsteps.contracts.config.settings import WorkerSettings
+from agentsteps.contracts.names import AGENT_WORKFLOW
+from agentsteps.worker import connect
 
 RUNS_PER_MODE = 2
 DELAY = 1.5
@@ -46,9 +46,17 @@ async def test_runs_survive_random_worker_kills_across_workers_sharing_only_s3_a
     specs = {new_id("tools"): tool_spec(DELAY) for _ in range(RUNS_PER_MODE)}
     specs |= {new_id("code"): code_spec(DELAY) for _ in range(RUNS_PER_MODE)}
     results = {
-        workflow_id: asyncio.ensure_future((await client.start_workflow(
-            AGENT_WORKFLOW, AgentInput(spec=spec, input="export every batch"), id=workflow_id, task_queue=queue,
-            result_type=AgentResult)).result())
+        workflow_id: asyncio.ensure_future(
+            (
+                await client.start_workflow(
+                    AGENT_WORKFLOW,
+                    AgentInput(spec=spec, input="export every batch"),
+                    id=workflow_id,
+                    task_queue=queue,
+                    result_type=AgentResult,
+                )
+            ).result()
+        )
         for workflow_id, spec in specs.items()
     }
     moved: set[str] = set()
@@ -64,8 +72,11 @@ async def test_runs_survive_random_worker_kills_across_workers_sharing_only_s3_a
                 proc = future.result()
                 workers[proc.pid] = proc
             in_flight = ledger.in_flight()
-            unmoved = [w for w, r in results.items() if w not in moved and not r.done()
-                       and in_flight.get(w, set()) & set(workers)]
+            unmoved = [
+                w
+                for w, r in results.items()
+                if w not in moved and not r.done() and in_flight.get(w, set()) & set(workers)
+            ]
             if unmoved:
                 victim = rng.choice(sorted(in_flight[rng.choice(unmoved)] & set(workers)))
                 kill(workers.pop(victim))

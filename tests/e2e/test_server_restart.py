@@ -9,15 +9,15 @@ import subprocess
 import time
 from pathlib import Path
 
+from process_support import kill, wait_for
+from scale_helpers import PROGRAM_CALLS, TOOL_CALLS, code_spec, new_id, script, spawn, tool_spec, worker_settings
+from scale_support import ROWS, Ledger
+
 from agentsteps.client.dev_server import temporal_binary
 from agentsteps.contracts import AgentInput, AgentResult
 from agentsteps.contracts.config.settings import WorkerSettings
 from agentsteps.contracts.names import AGENT_WORKFLOW
 from agentsteps.worker import connect
-
-from process_support import kill, wait_for
-from scale_helpers import PROGRAM_CALLS, TOOL_CALLS, code_spec, new_id, script, spawn, tool_spec, worker_settings
-from scale_support import ROWS, Ledger
 
 DELAY = 1.5
 
@@ -30,9 +30,24 @@ def _free_port() -> int:
 
 def _start_server(port: int, db: Path) -> subprocess.Popen:
     proc = subprocess.Popen(
-        [temporal_binary(), "server", "start-dev", "--ip", "127.0.0.1", "--port", str(port), "--headless",
-         "--db-filename", str(db), "--log-level", "error", "--namespace", "default"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        [
+            temporal_binary(),
+            "server",
+            "start-dev",
+            "--ip",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--headless",
+            "--db-filename",
+            str(db),
+            "--log-level",
+            "error",
+            "--namespace",
+            "default",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     deadline = time.monotonic() + 60
     while True:
@@ -58,8 +73,13 @@ async def test_runs_complete_across_a_sigkilled_and_restarted_server_without_rep
         client = await connect(WorkerSettings.model_validate_json(settings))
         specs = {new_id("tools"): tool_spec(DELAY), new_id("code"): code_spec(DELAY)}
         handles = {
-            workflow_id: await client.start_workflow(AGENT_WORKFLOW, AgentInput(spec=spec, input="export"),
-                                                     id=workflow_id, task_queue=queue, result_type=AgentResult)
+            workflow_id: await client.start_workflow(
+                AGENT_WORKFLOW,
+                AgentInput(spec=spec, input="export"),
+                id=workflow_id,
+                task_queue=queue,
+                result_type=AgentResult,
+            )
             for workflow_id, spec in specs.items()
         }
         # Mid-run: every run has made a side effect, none is done.

@@ -6,18 +6,17 @@ import uuid
 from datetime import timedelta
 from pathlib import Path
 
+from code_mode_support import make_tickets, worker_settings
+from process_support import kill, start_worker_process
 from temporalio.testing import WorkflowEnvironment
+from test_code_mode_e2e import code_spec, program_reply
+from test_session_durability import test_server_binary
 
-from agentsteps.storage.payload_store import build_payload_store
 from agentsteps.client.dev_server import SERVER_STARTUP
 from agentsteps.client.sessions import continue_session, session_state
 from agentsteps.contracts.names import SESSION_WORKFLOW
 from agentsteps.contracts.session import SessionInput
-
-from code_mode_support import make_tickets, worker_settings
-from process_support import kill, start_worker_process
-from test_code_mode_e2e import code_spec, program_reply
-from test_session_durability import test_server_binary
+from agentsteps.storage.payload_store import build_payload_store
 
 WORKER = Path(__file__).parents[1] / "support" / "code_mode_support.py"
 FETCH = 'tickets = (await tickets_list("open", count=5000))["tickets"]\nlen(tickets)\n'
@@ -25,18 +24,24 @@ COUNT = 'stalled = [t["id"] for t in tickets if t["stalled"]]\n{"stalled": len(s
 
 
 async def test_turn_two_a_day_later_on_a_fresh_worker_answers_from_turn_ones_variable_without_tools(scripted, tmp_path):
-    scripted.set_script({
-        "rules": [
-            {"match": {"contains": "fetch every open ticket"}, "reply": program_reply(FETCH)},
-            {"match": {"contains": "how many are stalled", "any_contains": "tickets: list"}, "reply": program_reply(COUNT)},
-        ]
-    })
+    scripted.set_script(
+        {
+            "rules": [
+                {"match": {"contains": "fetch every open ticket"}, "reply": program_reply(FETCH)},
+                {
+                    "match": {"contains": "how many are stalled", "any_contains": "tickets: list"},
+                    "reply": program_reply(COUNT),
+                },
+            ]
+        }
+    )
     state_dir = tmp_path / "state"
     task_queue = f"memory-{uuid.uuid4().hex[:8]}"
     settings = worker_settings(state_dir, task_queue, scripted.url_openai)
     env = await WorkflowEnvironment.start_time_skipping(
-        test_server_existing_path=test_server_binary(), test_server_startup_timeout=SERVER_STARTUP,
-        data_converter=build_payload_store(settings).data_converter()
+        test_server_existing_path=test_server_binary(),
+        test_server_startup_timeout=SERVER_STARTUP,
+        data_converter=build_payload_store(settings).data_converter(),
     )
     sid = f"memory-{uuid.uuid4().hex[:8]}"
     address = env.client.service_client.config.target_host

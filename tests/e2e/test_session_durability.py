@@ -10,6 +10,9 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from agent_support import make_spec
+from process_support import kill, start_worker_process, wait_for
+from session_support import memory_script
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
@@ -19,10 +22,6 @@ from agentsteps.contracts.names import SESSION_WORKFLOW
 from agentsteps.contracts.session import SessionInput
 from agentsteps.contracts.spec import ActivityPolicy
 from agentsteps.examples.demo_tools import NotificationLedger
-
-from agent_support import make_spec
-from process_support import kill, start_worker_process, wait_for
-from session_support import memory_script
 
 WORKER = Path(__file__).parents[1] / "support" / "worker_process.py"
 
@@ -40,8 +39,9 @@ test_server_binary.__test__ = False  # type: ignore[attr-defined]
 async def test_a_turn_three_days_later_on_another_worker_process_sees_the_first_turn(scripted, tmp_path):
     scripted.set_script(memory_script())
     env = await WorkflowEnvironment.start_time_skipping(
-        test_server_existing_path=test_server_binary(), test_server_startup_timeout=SERVER_STARTUP,
-        data_converter=pydantic_data_converter
+        test_server_existing_path=test_server_binary(),
+        test_server_startup_timeout=SERVER_STARTUP,
+        data_converter=pydantic_data_converter,
     )
     task_queue = f"days-{uuid.uuid4().hex[:8]}"
     sid = f"days-{uuid.uuid4().hex[:8]}"
@@ -79,15 +79,25 @@ async def test_a_turn_three_days_later_on_another_worker_process_sees_the_first_
 async def test_sigkill_mid_turn_the_session_goes_on_elsewhere_without_repeating_the_side_effect(
     temporal_env, client, scripted, tmp_path
 ):
-    scripted.set_script({
-        "rules": [
-            {"match": {"contains": "tell carol"}, "reply": {"tool_calls": [
-                {"name": "send_notification",
-                 "arguments": {"recipient": "carol", "message": "build is red", "delay_seconds": 2}}]}},
-            {"match": {"tool_result_for": "send_notification"}, "reply": {"content": "carol knows"}},
-            {"match": {"contains": "did you", "any_contains": "carol knows"}, "reply": {"content": "yes, once"}},
-        ]
-    })
+    scripted.set_script(
+        {
+            "rules": [
+                {
+                    "match": {"contains": "tell carol"},
+                    "reply": {
+                        "tool_calls": [
+                            {
+                                "name": "send_notification",
+                                "arguments": {"recipient": "carol", "message": "build is red", "delay_seconds": 2},
+                            }
+                        ]
+                    },
+                },
+                {"match": {"tool_result_for": "send_notification"}, "reply": {"content": "carol knows"}},
+                {"match": {"contains": "did you", "any_contains": "carol knows"}, "reply": {"content": "yes, once"}},
+            ]
+        }
+    )
     address = temporal_env.client.service_client.config.target_host
     task_queue = f"skill-{uuid.uuid4().hex[:8]}"
     state_dir = tmp_path / "state"

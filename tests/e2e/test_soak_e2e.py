@@ -25,9 +25,29 @@ SESSIONS, TURNS = 3, 6
 
 def test_sessions_lose_nothing_through_kills_mcp_bounces_gc_a_key_rotation_and_s3_faults(tmp_path):
     done = subprocess.run(
-        [sys.executable, str(BENCH), "--sessions", str(SESSIONS), "--turns", str(TURNS), "--workers", "2",
-         "--kills", "2", "--gc", "1", "--gc-older-than", "6", "--s3-fault-rate", "0.05", "--workdir", str(tmp_path)],
-        capture_output=True, text=True, timeout=540,
+        [
+            sys.executable,
+            str(BENCH),
+            "--sessions",
+            str(SESSIONS),
+            "--turns",
+            str(TURNS),
+            "--workers",
+            "2",
+            "--kills",
+            "2",
+            "--gc",
+            "1",
+            "--gc-older-than",
+            "6",
+            "--s3-fault-rate",
+            "0.05",
+            "--workdir",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=540,
     )
     lines = done.stdout.strip().splitlines()
     assert done.returncode == 0 and lines, f"the soak did not finish:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"

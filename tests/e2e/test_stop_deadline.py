@@ -24,6 +24,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from agent_support import make_spec
 from temporalio.client import WorkflowExecutionStatus, WorkflowHandle
 
 from agentsteps.cli.hard_stop import EXIT_STOP_TIMED_OUT, STOP_MARGIN_SECONDS
@@ -31,14 +32,14 @@ from agentsteps.contracts import AgentInput, AgentResult
 from agentsteps.contracts.names import AGENT_WORKFLOW
 from agentsteps.contracts.spec import ActivityPolicy
 
-from agent_support import make_spec
-
 AGENTSTEPS = Path(sys.executable).with_name("agentsteps")
 SUPPORT = Path(__file__).resolve().parents[1] / "support"
-SCRIPT = {"rules": [
-    {"match": {"role": "user"}, "reply": {"tool_calls": [{"name": "slow_lookup", "arguments": {"key": "A-1"}}]}},
-    {"match": {"tool_result_for": "slow_lookup"}, "reply": {"content": "A-1 is found."}},
-]}
+SCRIPT = {
+    "rules": [
+        {"match": {"role": "user"}, "reply": {"tool_calls": [{"name": "slow_lookup", "arguments": {"key": "A-1"}}]}},
+        {"match": {"tool_result_for": "slow_lookup"}, "reply": {"content": "A-1 is found."}},
+    ]
+}
 
 
 @dataclass
@@ -68,8 +69,9 @@ def _ready(port: int) -> bool:
         return False
 
 
-def _start_worker(address: str, task_queue: str, base_url: str, tmp_path: Path, *, mode: str,
-                  grace_seconds: float) -> Worker:
+def _start_worker(
+    address: str, task_queue: str, base_url: str, tmp_path: Path, *, mode: str, grace_seconds: float
+) -> Worker:
     name = f"{mode}-{uuid.uuid4().hex[:6]}"
     config = tmp_path / "agentsteps.toml"
     config.write_text('[worker]\ntool_factories = ["stubborn_tool_support:build_registry"]\n')
@@ -90,8 +92,9 @@ def _start_worker(address: str, task_queue: str, base_url: str, tmp_path: Path, 
     }
     stderr = tmp_path / f"worker-{name}.err"
     with stderr.open("w") as err:
-        proc = subprocess.Popen([str(AGENTSTEPS), "worker"], env=env, cwd=tmp_path, stdout=subprocess.DEVNULL,
-                                stderr=err)
+        proc = subprocess.Popen(
+            [str(AGENTSTEPS), "worker"], env=env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=err
+        )
     worker = Worker(proc, stderr)
     deadline = time.monotonic() + 120  # imports and connecting take long on a loaded machine
     while not _ready(port):
@@ -118,12 +121,18 @@ async def _exit_status(worker: Worker, timeout: float) -> tuple[int, float]:
 
 
 async def _start_run(client, task_queue: str) -> WorkflowHandle:
-    spec = make_spec(tools=["slow_lookup"],
-                     # The abandoned attempt is retried once its start-to-close passes.
-                     tool_policy=ActivityPolicy(start_to_close_seconds=20, max_attempts=5))
-    return await client.start_workflow(AGENT_WORKFLOW, AgentInput(spec=spec, input="look up A-1"),
-                                       id=f"stop-deadline-{uuid.uuid4().hex[:8]}", task_queue=task_queue,
-                                       result_type=AgentResult)
+    spec = make_spec(
+        tools=["slow_lookup"],
+        # The abandoned attempt is retried once its start-to-close passes.
+        tool_policy=ActivityPolicy(start_to_close_seconds=20, max_attempts=5),
+    )
+    return await client.start_workflow(
+        AGENT_WORKFLOW,
+        AgentInput(spec=spec, input="look up A-1"),
+        id=f"stop-deadline-{uuid.uuid4().hex[:8]}",
+        task_queue=task_queue,
+        result_type=AgentResult,
+    )
 
 
 async def _end(handle: WorkflowHandle) -> None:
@@ -150,8 +159,9 @@ class Stopped:
 
 
 @asynccontextmanager
-async def _sigterm_during_the_tool_call(temporal_env, client, scripted, tmp_path: Path, *, mode: str,
-                                        grace: float) -> AsyncIterator[Stopped]:
+async def _sigterm_during_the_tool_call(
+    temporal_env, client, scripted, tmp_path: Path, *, mode: str, grace: float
+) -> AsyncIterator[Stopped]:
     """Starts a worker whose tool behaves as ``mode``, and a run; SIGTERMs the worker once the tool runs
     and waits for its exit. The worker and the run are cleaned up on leaving."""
     scripted.set_script(SCRIPT)
@@ -175,8 +185,9 @@ async def test_a_shutdown_stuck_on_a_tool_that_swallows_cancellation_ends_at_the
     temporal_env, client, scripted, tmp_path
 ):
     grace = 2.0
-    async with _sigterm_during_the_tool_call(temporal_env, client, scripted, tmp_path, mode="swallow",
-                                             grace=grace) as stopped:
+    async with _sigterm_during_the_tool_call(
+        temporal_env, client, scripted, tmp_path, mode="swallow", grace=grace
+    ) as stopped:
         err = stopped.worker.err()
         # The SDK did cancel it after the grace, and the tool swallowed that: the shutdown was really stuck.
         assert "cancelled swallow" in _tool_log(tmp_path), err[-2000:]
@@ -190,8 +201,9 @@ async def test_a_shutdown_stuck_on_a_tool_that_swallows_cancellation_ends_at_the
         assert "Traceback" not in err
         # Nothing lost: the run is still open, and a second worker finishes it through the tool's retry.
         assert (await stopped.handle.describe()).status == WorkflowExecutionStatus.RUNNING
-        second = _start_worker(stopped.address, stopped.task_queue, scripted.url_openai, tmp_path, mode="quick",
-                               grace_seconds=grace)
+        second = _start_worker(
+            stopped.address, stopped.task_queue, scripted.url_openai, tmp_path, mode="quick", grace_seconds=grace
+        )
         try:
             result = await asyncio.wait_for(stopped.handle.result(), timeout=180)
         finally:
@@ -232,13 +244,16 @@ async def test_a_stop_that_cancels_a_polite_tool_after_the_grace_still_exits_0_w
     temporal_env, client, scripted, tmp_path
 ):
     grace = 2.0
-    async with _sigterm_during_the_tool_call(temporal_env, client, scripted, tmp_path, mode="honour",
-                                             grace=grace) as stopped:
+    async with _sigterm_during_the_tool_call(
+        temporal_env, client, scripted, tmp_path, mode="honour", grace=grace
+    ) as stopped:
         err = stopped.worker.err()
         assert "cancelled honour" in _tool_log(tmp_path), "the stop never reached the cancellation after the grace"
         assert stopped.status == 0, f"status {stopped.status}: {err[-2000:]}"
         assert "stopping: no new tasks" in err
         assert not [ln for ln in err.splitlines() if ln.startswith("error:")], err[-2000:]
     # The figure behind STOP_MARGIN_SECONDS: what a healthy shutdown takes after the grace.
-    print(f"after the {grace:g} s grace the shutdown took {stopped.after_signal - grace:.1f} s "
-          f"(margin {STOP_MARGIN_SECONDS:g} s)")
+    print(
+        f"after the {grace:g} s grace the shutdown took {stopped.after_signal - grace:.1f} s "
+        f"(margin {STOP_MARGIN_SECONDS:g} s)"
+    )

@@ -6,12 +6,12 @@ from __future__ import annotations
 import json
 
 import pytest
-from pydantic import SecretStr
-from agentsteps.contracts import LLMConfig
-from agentsteps.worker import running_worker
-
 from agent_support import make_spec, run_agent, run_agent_failure
 from mcp_support import new_token, seeded_db, stdio_tracker, write_mcp_config
+from pydantic import SecretStr
+
+from agentsteps.contracts import LLMConfig
+from agentsteps.worker import running_worker
 
 
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])
@@ -44,12 +44,22 @@ async def test_dotted_mcp_tool_names_go_out_api_safe_and_come_back(client, setti
     token = new_token()
     monkeypatch.setenv("TICKETS_API_TOKEN", token)
     monkeypatch.setenv("TRACKER_EXPECTS", token)
-    config = write_mcp_config(tmp_path / "agentsteps.toml", {"tracker": stdio_tracker(seeded_db(tmp_path, issues=5), tool_prefix="tracker.")})
-    scripted.set_script({"rules": [
-        {"match": {"role": "user"}, "reply": {"tool_calls": [
-            {"name": "tracker_list_issues", "arguments": {"state": "open", "limit": 2}}]}},
-        {"match": {"role": "tool"}, "reply": {"content": "listed"}},
-    ]})
+    config = write_mcp_config(
+        tmp_path / "agentsteps.toml", {"tracker": stdio_tracker(seeded_db(tmp_path, issues=5), tool_prefix="tracker.")}
+    )
+    scripted.set_script(
+        {
+            "rules": [
+                {
+                    "match": {"role": "user"},
+                    "reply": {
+                        "tool_calls": [{"name": "tracker_list_issues", "arguments": {"state": "open", "limit": 2}}]
+                    },
+                },
+                {"match": {"role": "tool"}, "reply": {"content": "listed"}},
+            ]
+        }
+    )
     own = settings.model_copy(update={"config_file": config})
     async with running_worker(client, own):
         result = await run_agent(client, own.task_queue, make_spec(tools=["tracker.list_issues"]), "list them")
@@ -60,17 +70,23 @@ async def test_dotted_mcp_tool_names_go_out_api_safe_and_come_back(client, setti
     assert len(json.loads(record.content)["issues"]) == 2
     assert [t["function"]["name"] for t in scripted.requests[0].body["tools"]] == ["tracker_list_issues"]
     assert [c["function"]["name"] for c in scripted.requests[1].body["messages"][2]["tool_calls"]] == [
-        "tracker_list_issues"]
+        "tracker_list_issues"
+    ]
 
 
-async def test_two_mcp_tools_sharing_a_wire_name_fail_the_run_at_start(client, settings, scripted, tmp_path, monkeypatch):
+async def test_two_mcp_tools_sharing_a_wire_name_fail_the_run_at_start(
+    client, settings, scripted, tmp_path, monkeypatch
+):
     token = new_token()
     monkeypatch.setenv("TICKETS_API_TOKEN", token)
     monkeypatch.setenv("TRACKER_EXPECTS", token)
-    config = write_mcp_config(tmp_path / "agentsteps.toml", {
-        "dotted": stdio_tracker(seeded_db(tmp_path, issues=3), tool_prefix="t."),
-        "underscored": stdio_tracker(seeded_db(tmp_path, issues=3), tool_prefix="t_"),
-    })
+    config = write_mcp_config(
+        tmp_path / "agentsteps.toml",
+        {
+            "dotted": stdio_tracker(seeded_db(tmp_path, issues=3), tool_prefix="t."),
+            "underscored": stdio_tracker(seeded_db(tmp_path, issues=3), tool_prefix="t_"),
+        },
+    )
     scripted.set_script({"default": {"content": "never asked"}})
     own = settings.model_copy(update={"config_file": config})
     async with running_worker(client, own):

@@ -53,9 +53,22 @@ class Installed:
         return self.venv / "bin"
 
     def env(self, **extra: str) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items()
-               if k not in {"PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME", "OPENAI_API_KEY", "ANTHROPIC_API_KEY",
-                            "AGENTSTEPS_CONFIG", "TEMPORAL_ADDRESS", "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL"}}
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if k
+            not in {
+                "PYTHONPATH",
+                "VIRTUAL_ENV",
+                "PYTHONHOME",
+                "OPENAI_API_KEY",
+                "ANTHROPIC_API_KEY",
+                "AGENTSTEPS_CONFIG",
+                "TEMPORAL_ADDRESS",
+                "OPENAI_BASE_URL",
+                "ANTHROPIC_BASE_URL",
+            }
+        }
         env["PATH"] = f"{self.bin}{os.pathsep}{env.get('PATH', '')}"
         env["AGENTSTEPS_STATE_DIR"] = str(self.work / f"state-{uuid.uuid4().hex[:8]}")
         env["AGENTSTEPS_TASK_QUEUE"] = f"wheel-{uuid.uuid4().hex[:8]}"
@@ -63,8 +76,9 @@ class Installed:
         return env
 
     def run(self, args: list[str], timeout: float = 300, **extra: str) -> subprocess.CompletedProcess:
-        return subprocess.run(args, cwd=self.work, env=self.env(**extra), capture_output=True, text=True,
-                              timeout=timeout)
+        return subprocess.run(
+            args, cwd=self.work, env=self.env(**extra), capture_output=True, text=True, timeout=timeout
+        )
 
 
 def _free_port() -> int:
@@ -89,18 +103,32 @@ def installed(tmp_path_factory) -> Installed:
     venv = base / "venv"
     _checked([sys.executable, "-m", "venv", str(venv)], timeout=120)
     # Dependencies come from the package index (pip's cache), at the tested set; agentsteps only from the wheel.
-    _checked([str(venv / "bin" / "pip"), "install", "--quiet", "--disable-pip-version-check",
-              "-c", str(ROOT / "constraints.txt"), str(wheel)],
-             timeout=540, cwd=base)
+    _checked(
+        [
+            str(venv / "bin" / "pip"),
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            "-c",
+            str(ROOT / "constraints.txt"),
+            str(wheel),
+        ],
+        timeout=540,
+        cwd=base,
+    )
     work = base / "work"
     work.mkdir()
     return Installed(venv=venv, wheel=wheel, sdist=sdist, work=work)
 
 
 def test_the_installed_package_is_imported_from_the_venv_not_the_repository(installed):
-    done = installed.run([str(installed.bin / "python"), "-c",
-                          "import agentsteps, agentsteps.worker, agentsteps.examples.tickets; "
-                          "print(agentsteps.__file__)"])
+    done = installed.run(
+        [
+            str(installed.bin / "python"),
+            "-c",
+            "import agentsteps, agentsteps.worker, agentsteps.examples.tickets; print(agentsteps.__file__)",
+        ]
+    )
 
     assert done.returncode == 0, done.stderr
     location = Path(done.stdout.strip()).resolve()
@@ -138,8 +166,7 @@ def test_sdist_carries_the_changelog_and_the_reference(installed):
 
     with tarfile.open(installed.sdist) as sdist:
         names = {n.split("/", 1)[1] for n in sdist.getnames() if "/" in n}
-    assert {"CHANGELOG.md", "README.md", "pyproject.toml", "docs/compatibility.md", "docs/api.md",
-            "py.typed"} <= names
+    assert {"CHANGELOG.md", "README.md", "pyproject.toml", "docs/compatibility.md", "docs/api.md", "py.typed"} <= names
     assert {p.relative_to(ROOT).as_posix() for p in (ROOT / "docs" / "cli-json").glob("*.json")} <= names
 
 
@@ -151,8 +178,9 @@ def test_worker_help_runs_from_the_installed_console_script(installed):
 
 
 def test_demo_runs_from_the_installed_files_on_its_own_embedded_server(installed):
-    done = installed.run([str(installed.bin / "python"), "-c", _ON_FREE_PORTS, str(_free_port()), str(_free_port()),
-                          "demo"], timeout=420)
+    done = installed.run(
+        [str(installed.bin / "python"), "-c", _ON_FREE_PORTS, str(_free_port()), str(_free_port()), "demo"], timeout=420
+    )
 
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "status: completed" in done.stdout
@@ -160,9 +188,13 @@ def test_demo_runs_from_the_installed_files_on_its_own_embedded_server(installed
 
 def _serve_scripted_model(installed: Installed, script: Path) -> tuple[subprocess.Popen, int]:
     port = _free_port()
-    proc = subprocess.Popen([str(installed.bin / "agentsteps"), "scripted-model", "--script", str(script),
-                             "--port", str(port)], cwd=installed.work, env=installed.env(),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [str(installed.bin / "agentsteps"), "scripted-model", "--script", str(script), "--port", str(port)],
+        cwd=installed.work,
+        env=installed.env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         try:
@@ -178,8 +210,18 @@ def _serve_scripted_model(installed: Installed, script: Path) -> tuple[subproces
 def test_a_run_uses_the_installed_scripted_model_and_tickets_mcp_server(installed, temporal_env):
     work = installed.work
     db = work / "tickets.db"
-    seeded = installed.run([str(installed.bin / "python"), "-m", "agentsteps.examples.tickets", "--db", str(db),
-                            "--seed-issues", "12", "--seed-only"])
+    seeded = installed.run(
+        [
+            str(installed.bin / "python"),
+            "-m",
+            "agentsteps.examples.tickets",
+            "--db",
+            str(db),
+            "--seed-issues",
+            "12",
+            "--seed-only",
+        ]
+    )
     assert seeded.returncode == 0, seeded.stderr
     token = uuid.uuid4().hex
     config = work / "agentsteps.toml"
@@ -197,20 +239,39 @@ def test_a_run_uses_the_installed_scripted_model_and_tickets_mcp_server(installe
         '[model]\nprovider = "openai"\nmodel = "scripted-2026-01-01"\n'
     )
     script = work / "script.json"
-    script.write_text(json.dumps({"rules": [
-        {"match": {"role": "user"},
-         "reply": {"tool_calls": [{"name": "list_issues", "arguments": {"state": "open", "limit": 3}}]}},
-        {"match": {"tool_result_for": "list_issues"}, "reply": {"content": "three open tickets listed"}},
-    ]}))
+    script.write_text(
+        json.dumps(
+            {
+                "rules": [
+                    {
+                        "match": {"role": "user"},
+                        "reply": {"tool_calls": [{"name": "list_issues", "arguments": {"state": "open", "limit": 3}}]},
+                    },
+                    {"match": {"tool_result_for": "list_issues"}, "reply": {"content": "three open tickets listed"}},
+                ]
+            }
+        )
+    )
     model, port = _serve_scripted_model(installed, script)
     try:
         done = installed.run(
-            [str(installed.bin / "agentsteps"), "--config", str(config), "run", "--spec", str(spec),
-             "--input", "triage the open tickets", "--json"],
+            [
+                str(installed.bin / "agentsteps"),
+                "--config",
+                str(config),
+                "run",
+                "--spec",
+                str(spec),
+                "--input",
+                "triage the open tickets",
+                "--json",
+            ],
             # The embedded stack on the test's server (TEMPORAL_ADDRESS would be a cluster, where run polls nothing).
             AGENTSTEPS_DEV_PORT=temporal_env.client.service_client.config.target_host.rsplit(":", 1)[1],
-            OPENAI_BASE_URL=f"http://127.0.0.1:{port}/v1", OPENAI_API_KEY="sk-unused-by-the-scripted-model",
-            TRACKER_TOKEN=token, AGENTSTEPS_METRICS_PORT=str(_free_port()),
+            OPENAI_BASE_URL=f"http://127.0.0.1:{port}/v1",
+            OPENAI_API_KEY="sk-unused-by-the-scripted-model",
+            TRACKER_TOKEN=token,
+            AGENTSTEPS_METRICS_PORT=str(_free_port()),
         )
     finally:
         model.kill()
@@ -234,8 +295,18 @@ def test_a_users_type_checker_sees_the_installed_types(installed):
         "reveal_type(start_agent_run)\n"
     )
     # The repository's mypy, reading the venv's site-packages: only py.typed makes the wheel's types visible.
-    done = installed.run([sys.executable, "-m", "mypy", "--python-executable", str(installed.bin / "python"),
-                          "--cache-dir", str(installed.work / ".mypy_cache"), str(consumer)])
+    done = installed.run(
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--python-executable",
+            str(installed.bin / "python"),
+            "--cache-dir",
+            str(installed.work / ".mypy_cache"),
+            str(consumer),
+        ]
+    )
 
     assert "py.typed" not in done.stdout and "import-untyped" not in done.stdout, done.stdout
     assert 'expression has type "int", variable has type "str"' in done.stdout, done.stdout

@@ -50,8 +50,14 @@ def _sigterm_at_first_sign_of_life(address: str, state_dir: Path) -> tuple[int, 
         "AGENTSTEPS_SINGLE_WORKER": "1",
         "AGENTSTEPS_METRICS_PORT": str(port),
     }
-    proc = subprocess.Popen([str(AGENTSTEPS), "worker"], env=env, cwd=state_dir.parent,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [str(AGENTSTEPS), "worker"],
+        env=env,
+        cwd=state_dir.parent,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     answered = False
     try:
         deadline = time.monotonic() + 60

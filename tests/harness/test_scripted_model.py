@@ -42,11 +42,18 @@ def test_replies_are_consumed_in_order_then_default_answers(server):
 
 
 def test_rule_with_times_fails_once_then_falls_through_to_the_next_rule(server):
-    server.set_script({"rules": [
-        {"match": {"contains": "hi"}, "times": 1,
-         "reply": {"fault": {"status": 429, "retry_after": 2, "message": "slow down"}}},
-        {"match": {"contains": "hi"}, "reply": {"content": "hello"}},
-    ]})
+    server.set_script(
+        {
+            "rules": [
+                {
+                    "match": {"contains": "hi"},
+                    "times": 1,
+                    "reply": {"fault": {"status": 429, "retry_after": 2, "message": "slow down"}},
+                },
+                {"match": {"contains": "hi"}, "reply": {"content": "hello"}},
+            ]
+        }
+    )
     first, second = _chat(server, "hi"), _chat(server, "hi")
     assert first.status_code == 429
     assert first.headers["retry-after"] == "2"
@@ -76,26 +83,38 @@ def test_openai_reply_is_well_formed_with_tool_calls(server):
 
 
 def test_anthropic_reply_is_well_formed_and_maps_finish_reason(server):
-    server.set_script({"replies": [
-        {"tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}]},
-        {"content": "cut", "finish_reason": "length", "usage": {"prompt_tokens": 7, "completion_tokens": 3}},
-    ]})
+    server.set_script(
+        {
+            "replies": [
+                {"tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}]},
+                {"content": "cut", "finish_reason": "length", "usage": {"prompt_tokens": 7, "completion_tokens": 3}},
+            ]
+        }
+    )
     first = _messages(server, [{"role": "user", "content": "weather?"}]).json()
     assert first["type"] == "message" and first["stop_reason"] == "tool_use"
-    assert first["content"][0] == {"type": "tool_use", "id": first["content"][0]["id"], "name": "get_weather",
-                                   "input": {"city": "Paris"}}
+    assert first["content"][0] == {
+        "type": "tool_use",
+        "id": first["content"][0]["id"],
+        "name": "get_weather",
+        "input": {"city": "Paris"},
+    }
     second = _messages(server, [{"role": "user", "content": "again"}]).json()
     assert second["stop_reason"] == "max_tokens"
     assert second["usage"] == {"input_tokens": 7, "output_tokens": 3}
 
 
 def test_tool_result_rule_matches_in_both_wire_formats(server):
-    server.set_script({"rules": [{"match": {"role": "tool", "tool_result_for": "get_weather"},
-                                  "reply": {"content": "done"}}]})
+    server.set_script(
+        {"rules": [{"match": {"role": "tool", "tool_result_for": "get_weather"}, "reply": {"content": "done"}}]}
+    )
     openai_messages = [
         {"role": "user", "content": "weather?"},
-        {"role": "assistant", "content": None, "tool_calls": [
-            {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": "{}"}}]},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": "{}"}}],
+        },
         {"role": "tool", "tool_call_id": "c1", "content": "sunny"},
     ]
     response = httpx.post(f"{server.url_openai}/chat/completions", json={"model": "m", "messages": openai_messages})
@@ -109,13 +128,22 @@ def test_tool_result_rule_matches_in_both_wire_formats(server):
 
 
 def test_any_contains_and_regex_match(server):
-    server.set_script({"rules": [
-        {"match": {"any_contains": "SYSTEM-MARK", "regex": r"^order #\d+$"}, "reply": {"content": "matched"}},
-    ], "default": {"content": "fallback"}})
-    assert _messages(server, [{"role": "user", "content": "order #12"}], system="SYSTEM-MARK").json()[
-        "content"][0]["text"] == "matched"
-    assert _messages(server, [{"role": "user", "content": "order #x"}], system="SYSTEM-MARK").json()[
-        "content"][0]["text"] == "fallback"
+    server.set_script(
+        {
+            "rules": [
+                {"match": {"any_contains": "SYSTEM-MARK", "regex": r"^order #\d+$"}, "reply": {"content": "matched"}},
+            ],
+            "default": {"content": "fallback"},
+        }
+    )
+    assert (
+        _messages(server, [{"role": "user", "content": "order #12"}], system="SYSTEM-MARK").json()["content"][0]["text"]
+        == "matched"
+    )
+    assert (
+        _messages(server, [{"role": "user", "content": "order #x"}], system="SYSTEM-MARK").json()["content"][0]["text"]
+        == "fallback"
+    )
 
 
 def test_api_key_is_enforced_and_never_echoed(server):
@@ -123,9 +151,11 @@ def test_api_key_is_enforced_and_never_echoed(server):
     denied = _chat(server, "hi")
     assert denied.status_code == 401
     assert "sk-scripted-secret" not in denied.text
-    allowed = httpx.post(f"{server.url_openai}/chat/completions",
-                         json={"model": "m", "messages": [{"role": "user", "content": "hi"}]},
-                         headers={"Authorization": "Bearer sk-scripted-secret"})
+    allowed = httpx.post(
+        f"{server.url_openai}/chat/completions",
+        json={"model": "m", "messages": [{"role": "user", "content": "hi"}]},
+        headers={"Authorization": "Bearer sk-scripted-secret"},
+    )
     assert allowed.status_code == 200
     assert _messages(server, [{"role": "user", "content": "hi"}]).status_code == 401
 
@@ -138,7 +168,7 @@ def test_raw_body_is_sent_verbatim(server):
 
 
 def test_invalid_tool_arguments_string_is_sent_verbatim(server):
-    server.set_script({"replies": [{"tool_calls": [{"name": "f", "arguments": "{\"city\": "}]}] * 2})
+    server.set_script({"replies": [{"tool_calls": [{"name": "f", "arguments": '{"city": '}]}] * 2})
     call = _chat(server, "hi").json()["choices"][0]["message"]["tool_calls"][0]
     assert call["function"]["arguments"] == '{"city": '
     block = _messages(server, [{"role": "user", "content": "hi"}]).json()["content"][0]
@@ -154,8 +184,11 @@ def test_delay_holds_the_reply(server):
 
 def test_requests_are_recorded_with_headers_and_body(server):
     server.set_script({"default": {"content": "ok"}})
-    httpx.post(f"{server.url_anthropic}/v1/messages", headers={"x-api-key": "k1"},
-               json={"model": "m", "messages": [{"role": "user", "content": "hello"}]})
+    httpx.post(
+        f"{server.url_anthropic}/v1/messages",
+        headers={"x-api-key": "k1"},
+        json={"model": "m", "messages": [{"role": "user", "content": "hello"}]},
+    )
     [record] = server.requests
     assert record.path == "/v1/messages" and record.wire == "anthropic"
     assert record.headers["x-api-key"] == "k1"
@@ -194,13 +227,17 @@ def test_cli_serves_a_script_file_until_interrupted(tmp_path):
     port = _free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "agentsteps.scripted_model", "--script", str(script), "--port", str(port)],
-        stdout=subprocess.PIPE, text=True,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     try:
         lines = [proc.stdout.readline() for _ in range(2)]
         assert f"OPENAI_BASE_URL=http://127.0.0.1:{port}/v1" in lines[1]
-        response = httpx.post(f"http://127.0.0.1:{port}/v1/chat/completions",
-                              json={"model": "m", "messages": [{"role": "user", "content": "hi"}]}, timeout=5)
+        response = httpx.post(
+            f"http://127.0.0.1:{port}/v1/chat/completions",
+            json={"model": "m", "messages": [{"role": "user", "content": "hi"}]},
+            timeout=5,
+        )
         assert response.json()["choices"][0]["message"]["content"] == "from the cli"
     finally:
         proc.terminate()
@@ -253,11 +290,25 @@ def test_prompt_cache_reads_the_same_when_hundreds_of_conversations_branch_off_o
 
 
 def test_fill_answers_with_the_named_groups_of_the_rule_regex(server):
-    server.set_script({"rules": [
-        {"match": {"regex": r"refund (?P<order>[A-Z]+-\d+)"}, "reply": {"fill": True, "tool_calls": [
-            {"name": "refund_order", "arguments": {"order_id": "{order}", "note": "for {order}"}}]}},
-        {"match": {"regex": r"hello (?P<who>\w+)"}, "reply": {"fill": True, "json": {"greeting": ["hi {who}"]}}},
-    ]})
+    server.set_script(
+        {
+            "rules": [
+                {
+                    "match": {"regex": r"refund (?P<order>[A-Z]+-\d+)"},
+                    "reply": {
+                        "fill": True,
+                        "tool_calls": [
+                            {"name": "refund_order", "arguments": {"order_id": "{order}", "note": "for {order}"}}
+                        ],
+                    },
+                },
+                {
+                    "match": {"regex": r"hello (?P<who>\w+)"},
+                    "reply": {"fill": True, "json": {"greeting": ["hi {who}"]}},
+                },
+            ]
+        }
+    )
     call = _chat(server, "please refund A-1001 today").json()["choices"][0]["message"]["tool_calls"][0]
     greeting = _chat(server, "hello ada").json()["choices"][0]["message"]["content"]
 

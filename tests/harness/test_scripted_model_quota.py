@@ -33,8 +33,9 @@ def _script(quota: dict, **extra) -> dict:
 
 
 def test_calls_under_the_quota_all_succeed_and_their_tokens_are_counted():
-    with ScriptedModelServer(_script({"requests_per_minute": 10, "tokens_per_minute": 10_000,
-                                      "concurrent_requests": 4})) as server:
+    with ScriptedModelServer(
+        _script({"requests_per_minute": 10, "tokens_per_minute": 10_000, "concurrent_requests": 4})
+    ) as server:
         answers = [_chat(server.url_openai, f"question {i}") for i in range(10)]
         assert [a.status_code for a in answers] == [200] * 10
         stats = server.stats()
@@ -46,8 +47,9 @@ def test_calls_under_the_quota_all_succeed_and_their_tokens_are_counted():
 
 
 def test_beyond_requests_per_minute_a_429_with_retry_after_in_each_wire_format():
-    script = _script({"requests_per_minute": 2}, replies=[{"content": "first"}, {"content": "second"},
-                                                           {"content": "third"}])
+    script = _script(
+        {"requests_per_minute": 2}, replies=[{"content": "first"}, {"content": "second"}, {"content": "third"}]
+    )
     with ScriptedModelServer(script) as server:
         assert [_chat(server.url_openai).status_code for _ in range(2)] == [200, 200]
         openai, anthropic = _chat(server.url_openai), _messages(server.url_anthropic)
@@ -62,14 +64,19 @@ def test_beyond_requests_per_minute_a_429_with_retry_after_in_each_wire_format()
     assert "requests per min (RPM): limit 2" in openai.json()["error"]["message"]
     assert anthropic.json()["type"] == "error" and anthropic.json()["error"]["type"] == "rate_limit_error"
     assert stats["http_429"] == 2 and stats["quota_429"] == {"requests_per_minute": 2}
-    assert stats["models"]["m-1"] == {"requests": 4, "http_429": 2,
-                                      "input_tokens": stats["input_tokens"], "output_tokens": stats["output_tokens"]}
+    assert stats["models"]["m-1"] == {
+        "requests": 4,
+        "http_429": 2,
+        "input_tokens": stats["input_tokens"],
+        "output_tokens": stats["output_tokens"],
+    }
     assert server_replies_left.status_code == 429
 
 
 def test_a_refused_request_spends_no_scripted_reply():
-    script = _script({"requests_per_minute": 1, "window_seconds": 2.0},
-                     replies=[{"content": "first"}, {"content": "second"}])
+    script = _script(
+        {"requests_per_minute": 1, "window_seconds": 2.0}, replies=[{"content": "first"}, {"content": "second"}]
+    )
     with ScriptedModelServer(script) as server:
         assert _chat(server.url_openai).json()["choices"][0]["message"]["content"] == "first"
         refused = _chat(server.url_openai)
@@ -107,13 +114,16 @@ def test_tokens_are_reserved_up_front_then_settled_to_the_usage_sent():
     used = sum(r.json()["usage"]["total_tokens"] for r in (first, second))
     assert window["input_tokens"] + window["output_tokens"] == used < 100
     assert too_large.status_code == 429
-    assert "Request too large for m-1 on tokens per min (TPM): limit 100, requested" in \
-        too_large.json()["error"]["message"]
+    assert (
+        "Request too large for m-1 on tokens per min (TPM): limit 100, requested"
+        in too_large.json()["error"]["message"]
+    )
 
 
 def test_output_tokens_per_minute_counts_the_completion():
-    with ScriptedModelServer({"default": {"content": "x" * 400}, "quotas": {"*": {
-            "output_tokens_per_minute": 150}}}) as server:
+    with ScriptedModelServer(
+        {"default": {"content": "x" * 400}, "quotas": {"*": {"output_tokens_per_minute": 150}}}
+    ) as server:
         answers = [_chat(server.url_openai) for _ in range(3)]
     # Without max_tokens a request is admitted while a token is left: the second overruns, as at a provider.
     assert [a.status_code for a in answers] == [200, 200, 429]
@@ -122,8 +132,9 @@ def test_output_tokens_per_minute_counts_the_completion():
 
 
 def test_concurrent_requests_beyond_the_limit_are_refused_while_the_others_run():
-    with ScriptedModelServer(_script({"concurrent_requests": 2}, default={"content": "slow",
-                                                                           "delay_seconds": 1.5})) as server:
+    with ScriptedModelServer(
+        _script({"concurrent_requests": 2}, default={"content": "slow", "delay_seconds": 1.5})
+    ) as server:
         with ThreadPoolExecutor(4) as pool:
             statuses = sorted(pool.map(lambda _: _chat(server.url_openai).status_code, range(4)))
         stats = server.stats()
@@ -135,8 +146,10 @@ def test_concurrent_requests_beyond_the_limit_are_refused_while_the_others_run()
 
 
 def test_each_model_has_its_own_quota_and_the_star_counts_every_other_model_apart():
-    script = {"default": {"content": "ok"},
-              "quotas": {"m-1": {"requests_per_minute": 1}, "*": {"requests_per_minute": 2}}}
+    script = {
+        "default": {"content": "ok"},
+        "quotas": {"m-1": {"requests_per_minute": 1}, "*": {"requests_per_minute": 2}},
+    }
     with ScriptedModelServer(script) as server:
         m1 = [_chat(server.url_openai, model="m-1").status_code for _ in range(2)]
         m2 = [_chat(server.url_openai, model="m-2").status_code for _ in range(3)]
@@ -157,26 +170,31 @@ def test_without_a_quota_nothing_is_refused_and_tokens_are_still_counted():
 
 
 def test_injected_429_faults_are_counted_with_the_quota_ones():
-    script = {"rules": [{"times": 1, "reply": {"fault": {"status": 429, "retry_after": 1}}}],
-              "default": {"content": "ok"}}
+    script = {
+        "rules": [{"times": 1, "reply": {"fault": {"status": 429, "retry_after": 1}}}],
+        "default": {"content": "ok"},
+    }
     with ScriptedModelServer(script) as server:
         assert [_chat(server.url_openai).status_code for _ in range(2)] == [429, 200]
         stats = server.stats()
     assert stats["http_429"] == 1 and stats["quota_429"] == {}
 
 
-@pytest.mark.parametrize("quota, words", [
-    ({"requests_per_minute": 0}, "greater than or equal to 1"),
-    ({"requests_per_minute": -5}, "greater than or equal to 1"),
-    ({"requests_per_minute": True}, "valid integer"),
-    ({"tokens_per_minute": "1000"}, "valid integer"),
-    ({"requests_per_minute": 1.5}, "valid integer"),
-    ({"requests_per_minute": 10, "window": "hourly"}, "'sliding' or 'fixed'"),
-    ({"requests_per_minute": 10, "window_seconds": 0}, "greater than 0"),
-    ({"requests_per_minute": 10, "rmp": 10}, "Extra inputs are not permitted"),
-    ({}, "a quota needs at least one limit"),
-    ({"window": "fixed"}, "a quota needs at least one limit"),
-])
+@pytest.mark.parametrize(
+    "quota, words",
+    [
+        ({"requests_per_minute": 0}, "greater than or equal to 1"),
+        ({"requests_per_minute": -5}, "greater than or equal to 1"),
+        ({"requests_per_minute": True}, "valid integer"),
+        ({"tokens_per_minute": "1000"}, "valid integer"),
+        ({"requests_per_minute": 1.5}, "valid integer"),
+        ({"requests_per_minute": 10, "window": "hourly"}, "'sliding' or 'fixed'"),
+        ({"requests_per_minute": 10, "window_seconds": 0}, "greater than 0"),
+        ({"requests_per_minute": 10, "rmp": 10}, "Extra inputs are not permitted"),
+        ({}, "a quota needs at least one limit"),
+        ({"window": "fixed"}, "a quota needs at least one limit"),
+    ],
+)
 def test_a_malformed_quota_in_a_script_is_a_clear_error(quota, words):
     with pytest.raises(ValidationError, match=words):
         Script.model_validate({"quotas": {"m-1": quota}})
@@ -197,8 +215,12 @@ def _free_port() -> int:
 
 
 def _cli(script, *args: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "agentsteps.scripted_model", "--script", str(script), *args],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "agentsteps.scripted_model", "--script", str(script), *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def test_the_command_line_quota_is_enforced_and_stats_are_served(tmp_path):
@@ -219,15 +241,18 @@ def test_the_command_line_quota_is_enforced_and_stats_are_served(tmp_path):
     assert stats["http_429"] == 1 and stats["quota_429"] == {"requests_per_minute": 1}
 
 
-@pytest.mark.parametrize("spec, words", [
-    ("rpm=abc", "rpm='abc' is not a number"),
-    ("rpm=0", "greater than or equal to 1"),
-    ("rpm", "'rpm' is not key=value"),
-    ("rpm=10,bogus=1", "unknown quota key 'bogus'"),
-    ("rpm=10,window=weekly", "'sliding' or 'fixed'"),
-    ("model=m-1", "a quota needs at least one limit"),
-    ("rpm=1,requests_per_minute=2", "given twice"),
-])
+@pytest.mark.parametrize(
+    "spec, words",
+    [
+        ("rpm=abc", "rpm='abc' is not a number"),
+        ("rpm=0", "greater than or equal to 1"),
+        ("rpm", "'rpm' is not key=value"),
+        ("rpm=10,bogus=1", "unknown quota key 'bogus'"),
+        ("rpm=10,window=weekly", "'sliding' or 'fixed'"),
+        ("model=m-1", "a quota needs at least one limit"),
+        ("rpm=1,requests_per_minute=2", "given twice"),
+    ],
+)
 def test_a_malformed_quota_option_is_a_clear_error_at_start(tmp_path, spec, words):
     script = tmp_path / "script.json"
     script.write_text(json.dumps({"default": {"content": "ok"}}))
@@ -260,8 +285,9 @@ def test_a_sliding_window_retry_after_is_when_the_request_first_fits():
 def test_agentsteps_scripted_model_takes_the_same_quota_option():
     from agentsteps.cli.main import _parser
 
-    args = _parser().parse_args(["scripted-model", "--script", "s.json", "--quota", "model=m-1,tpm=500",
-                                 "--quota", "concurrency=2"])
+    args = _parser().parse_args(
+        ["scripted-model", "--script", "s.json", "--quota", "model=m-1,tpm=500", "--quota", "concurrency=2"]
+    )
     assert args.quota == [("m-1", Quota(tokens_per_minute=500)), ("*", Quota(concurrent_requests=2))]
     with pytest.raises(SystemExit) as exited:
         _parser().parse_args(["scripted-model", "--script", "s.json", "--quota", "tpm=-1"])

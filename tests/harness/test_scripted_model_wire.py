@@ -17,15 +17,22 @@ def test_headers_and_body_arrive_together_on_a_kept_alive_connection():
     with ScriptedModelServer({"default": {"content": "hello from the script"}}) as server:
         host, port = server.base_url.removeprefix("http://").split(":")
         body = json.dumps({"model": "scripted-2026-01-01", "messages": [{"role": "user", "content": "hi"}]}).encode()
-        request = (f"POST /v1/chat/completions HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
-                   f"Content-Length: {len(body)}\r\n\r\n").encode() + body
+        request = (
+            f"POST /v1/chat/completions HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\n\r\n"
+        ).encode() + body
         with socket.create_connection((host, int(port))) as sock:
             for _ in range(3):  # the first reply of a connection is never delayed by Nagle; later ones are
                 sock.sendall(request)
                 data = sock.recv(1 << 20)  # blocks until the reply starts; what came in the first packet
                 head, _, rest = data.partition(b"\r\n\r\n")
-                length = int(next(line.split(b":")[1] for line in head.split(b"\r\n")
-                                  if line.lower().startswith(b"content-length")))
+                length = int(
+                    next(
+                        line.split(b":")[1]
+                        for line in head.split(b"\r\n")
+                        if line.lower().startswith(b"content-length")
+                    )
+                )
                 assert len(rest) == length, f"the body came in a later packet: {len(rest)} of {length} bytes"
                 assert "hello from the script" in json.loads(rest)["choices"][0]["message"]["content"]
 
@@ -42,13 +49,17 @@ def _events(text: str) -> list[tuple[str | None, str]]:
 def test_a_stream_request_gets_server_sent_events_in_each_wire_format():
     import httpx
 
-    reply = {"content": "sunny all day", "stream": {"chunk_chars": 5},
-             "tool_calls": [{"name": "get_weather", "arguments": {"city": "Lisbon"}}]}
+    reply = {
+        "content": "sunny all day",
+        "stream": {"chunk_chars": 5},
+        "tool_calls": [{"name": "get_weather", "arguments": {"city": "Lisbon"}}],
+    }
     with ScriptedModelServer({"default": reply}) as server:
         ask = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "stream": True}
         openai = httpx.post(f"{server.url_openai}/chat/completions", json=ask)
-        with_usage = httpx.post(f"{server.url_openai}/chat/completions",
-                                json={**ask, "stream_options": {"include_usage": True}})
+        with_usage = httpx.post(
+            f"{server.url_openai}/chat/completions", json={**ask, "stream_options": {"include_usage": True}}
+        )
         anthropic = httpx.post(f"{server.url_anthropic}/v1/messages", json={**ask, "max_tokens": 50})
 
     assert openai.headers["content-type"] == "text/event-stream"

@@ -12,6 +12,7 @@ from datetime import timedelta
 import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from prometheus_client import Counter
+from secret_scan import SecretScan
 from temporalio import workflow
 from temporalio.client import WorkflowFailureError
 from temporalio.exceptions import ApplicationError
@@ -21,8 +22,6 @@ from agentsteps.contracts.config.settings import TracingSettings
 from agentsteps.telemetry import tracing
 from agentsteps.telemetry.metrics import REGISTRY
 from agentsteps.telemetry.tracing import configure_tracing, tool_span
-
-from secret_scan import SecretScan
 
 SECRET = "sk-planted-" + uuid.uuid4().hex
 
@@ -40,9 +39,12 @@ class LeakyProbe:
 
 async def _leaky_history(client):
     task_queue = f"leak-{uuid.uuid4().hex[:8]}"
-    async with Worker(client, task_queue=task_queue, workflows=[LeakyProbe], workflow_runner=UnsandboxedWorkflowRunner()):
-        handle = await client.start_workflow(LeakyProbe.run, SECRET, id=f"leak-{uuid.uuid4().hex[:8]}",
-                                             task_queue=task_queue)
+    async with Worker(
+        client, task_queue=task_queue, workflows=[LeakyProbe], workflow_runner=UnsandboxedWorkflowRunner()
+    ):
+        handle = await client.start_workflow(
+            LeakyProbe.run, SECRET, id=f"leak-{uuid.uuid4().hex[:8]}", task_queue=task_queue
+        )
         with pytest.raises(WorkflowFailureError):
             await handle.result()
         return await handle.fetch_history()
@@ -57,8 +59,9 @@ async def test_a_secret_inside_history_payloads_is_found_where_to_json_is_blind(
 
 
 def test_a_secret_in_a_metric_label_is_found_on_the_exposition():
-    leaky = Counter(f"leak_probe_{uuid.uuid4().hex[:6]}", "A label that should never hold a secret.", ["who"],
-                    registry=REGISTRY)
+    leaky = Counter(
+        f"leak_probe_{uuid.uuid4().hex[:6]}", "A label that should never hold a secret.", ["who"], registry=REGISTRY
+    )
     assert not SecretScan(SECRET).metrics().leaks()
     leaky.labels(who=SECRET).inc()
     try:

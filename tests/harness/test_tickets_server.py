@@ -13,13 +13,12 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.shared.exceptions import MCPError
+from mcp_support import FIXED_NOW, free_port, http_tracker_process, new_token, seeded_db
 
 from agentsteps.activities.mcp.errors import leaf
 from agentsteps.examples.tickets.db import IdempotencyConflictError, InvalidArgumentError, NotFoundError, TicketStore
 from agentsteps.examples.tickets.seed import seed
 from agentsteps.examples.tickets.server import AUTH_ERROR_CODE
-
-from mcp_support import FIXED_NOW, free_port, http_tracker_process, new_token, seeded_db
 
 
 def _digest(path) -> str:
@@ -47,7 +46,9 @@ def test_seed_writes_5000_issues_with_multi_kb_bodies_in_seconds(tmp_path):
     assert seed(path, issues=5000, seed=1, now=FIXED_NOW) == 5000
     elapsed = time.perf_counter() - started
     conn = sqlite3.connect(path)
-    count, avg_body, min_body = conn.execute("SELECT COUNT(*), AVG(LENGTH(body)), MIN(LENGTH(body)) FROM issues").fetchone()
+    count, avg_body, min_body = conn.execute(
+        "SELECT COUNT(*), AVG(LENGTH(body)), MIN(LENGTH(body)) FROM issues"
+    ).fetchone()
     comments = conn.execute("SELECT COUNT(*) FROM comments").fetchone()[0]
     ids = [r[0] for r in conn.execute("SELECT id FROM issues LIMIT 20")]
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
@@ -72,8 +73,12 @@ def test_list_issues_pages_cover_the_filtered_set_exactly_once_in_updated_order(
         if cursor is None:
             break
     conn = sqlite3.connect(db)
-    expected = [r[0] for r in conn.execute(
-        "SELECT id FROM issues WHERE state = 'open' AND updated_at < '2025-05-20T00:00:00Z' ORDER BY updated_at, id")]
+    expected = [
+        r[0]
+        for r in conn.execute(
+            "SELECT id FROM issues WHERE state = 'open' AND updated_at < '2025-05-20T00:00:00Z' ORDER BY updated_at, id"
+        )
+    ]
     assert [i.id for i in seen] == expected and len(expected) > 37
     assert all(len(i.body) > 500 for i in seen)
     only = store.list_issues(project="OPS", assignee="alice", limit=200).issues
@@ -109,7 +114,8 @@ def test_update_issue_adds_labels_reassigns_and_is_idempotent(tmp_path):
     assert updated == again
     assert updated.assignee == "lead.core"
     assert updated.labels == [*original.labels, "escalated"] or (
-        "escalated" in original.labels and updated.labels == original.labels)
+        "escalated" in original.labels and updated.labels == original.labels
+    )
     with pytest.raises(IdempotencyConflictError):
         store.update_issue("PROJ-2", "esc-1", state="closed")
     with pytest.raises(InvalidArgumentError):
@@ -118,7 +124,8 @@ def test_update_issue_adds_labels_reassigns_and_is_idempotent(tmp_path):
 
 async def _stdio_call(db, env: dict[str, str]):
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "agentsteps.examples.tickets", "--db", str(db)], env=env)
+        command=sys.executable, args=["-m", "agentsteps.examples.tickets", "--db", str(db)], env=env
+    )
     async with Client(params) as client:
         return await client.call_tool("get_issue", {"id": "PROJ-1"})
 
@@ -140,8 +147,13 @@ def test_stdio_server_will_not_start_without_an_expected_token(tmp_path):
 
     db = seeded_db(tmp_path, issues=5)
     env = {k: v for k, v in os.environ.items() if k != "TICKETS_EXPECTED_TOKEN"}
-    proc = subprocess.run([sys.executable, "-m", "agentsteps.examples.tickets", "--db", str(db)], env=env,
-                          input=b"", capture_output=True, timeout=30)
+    proc = subprocess.run(
+        [sys.executable, "-m", "agentsteps.examples.tickets", "--db", str(db)],
+        env=env,
+        input=b"",
+        capture_output=True,
+        timeout=30,
+    )
     assert proc.returncode != 0 and b"no expected token" in proc.stderr
 
 

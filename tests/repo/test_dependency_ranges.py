@@ -28,13 +28,18 @@ def _tested() -> dict[str, str]:
 
 def test_every_shipped_dependency_has_a_tested_version_inside_its_declared_range():
     tested = _tested()
-    outside = {str(r): tested.get(canonicalize_name(r.name)) for r in SHIPPED
-               if not r.specifier.contains(tested.get(canonicalize_name(r.name), "0"), prereleases=True)}
+    outside = {
+        str(r): tested.get(canonicalize_name(r.name))
+        for r in SHIPPED
+        if not r.specifier.contains(tested.get(canonicalize_name(r.name), "0"), prereleases=True)
+    }
     assert outside == {}, "constraints.txt pins a version the declared range excludes (or none): run make constraints"
 
 
 def test_shipped_dependencies_are_ranges_except_the_snapshot_format_owner():
     exact = sorted(r.name for r in SHIPPED if any(s.operator == "==" for s in r.specifier))
     assert exact == ["pydantic-monty"]
-    unbounded = sorted(r.name for r in SHIPPED if not any(s.operator == "<" for s in r.specifier) and r.name not in exact)
+    unbounded = sorted(
+        r.name for r in SHIPPED if not any(s.operator == "<" for s in r.specifier) and r.name not in exact
+    )
     assert unbounded == [], "an upper bound (the next major) keeps a breaking release out of a user's install"

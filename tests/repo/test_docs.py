@@ -51,7 +51,7 @@ def section(path: Path, heading: str) -> str:
     match = re.search(rf"^(#+) {re.escape(heading)}\n", text, re.M)
     assert match, f"{path.name} has no heading {heading!r}"
     level = len(match.group(1))
-    rest = text[match.end():]
+    rest = text[match.end() :]
     end = re.search(rf"^#{{1,{level}}} ", rest, re.M)
     return rest[: end.start()] if end else rest
 
@@ -62,7 +62,8 @@ def first_cells(text: str) -> list[str]:
     return [
         line.split("|")[1].strip()
         for i, line in enumerate(lines)
-        if line.startswith("|") and not line.startswith("|---")
+        if line.startswith("|")
+        and not line.startswith("|---")
         and not (i + 1 < len(lines) and lines[i + 1].startswith("|---"))
     ]
 
@@ -199,7 +200,11 @@ def test_no_metric_is_created_outside_the_lists_this_test_reads():
     defined = defined_metrics()
     for path in (ROOT / "telemetry").glob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.Constant) and isinstance(node.value, str) and re.fullmatch(r"agentsteps_[a-z_]+", node.value):
+            if (
+                isinstance(node, ast.Constant)
+                and isinstance(node.value, str)
+                and re.fullmatch(r"agentsteps_[a-z_]+", node.value)
+            ):
                 assert _base(node.value) in defined, f"{path.name}: {node.value}"
 
 
@@ -262,7 +267,9 @@ def links(path: Path) -> list[str]:
 
 
 def test_every_docs_page_is_linked_from_the_readme():
-    linked = {(README.parent / link.split("#")[0]).resolve() for link in links(README) if not link.startswith(("http", "#"))}
+    linked = {
+        (README.parent / link.split("#")[0]).resolve() for link in links(README) if not link.startswith(("http", "#"))
+    }
     assert {p.resolve() for p in pages()} - linked == set()
 
 

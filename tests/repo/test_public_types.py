@@ -35,8 +35,19 @@ def _source_link() -> Path:
 def test_public_modules_pass_mypy_strict():
     home = _source_link()
     done = subprocess.run(
-        [sys.executable, "-m", "mypy", "--config-file", str(ROOT / "pyproject.toml"), "--cache-dir", str(home / "cache")],
-        cwd=home, capture_output=True, text=True, timeout=280,
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--config-file",
+            str(ROOT / "pyproject.toml"),
+            "--cache-dir",
+            str(home / "cache"),
+        ],
+        cwd=home,
+        capture_output=True,
+        text=True,
+        timeout=280,
     )
 
     assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-2000:]
@@ -46,9 +57,22 @@ def test_public_modules_pass_mypy_strict():
 def test_the_dashboard_builder_is_type_clean_against_grafanas_typed_builders():
     grafana = ROOT / "deploy" / "grafana"
     done = subprocess.run(
-        [sys.executable, "-m", "mypy", "--strict", "--no-namespace-packages", "--cache-dir",
-         str(_source_link() / "cache-grafana"), "build_dashboard.py", "dashboard_kit.py", "dashboard_rows.py"],
-        cwd=grafana, capture_output=True, text=True, timeout=280,
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--strict",
+            "--no-namespace-packages",
+            "--cache-dir",
+            str(_source_link() / "cache-grafana"),
+            "build_dashboard.py",
+            "dashboard_kit.py",
+            "dashboard_rows.py",
+        ],
+        cwd=grafana,
+        capture_output=True,
+        text=True,
+        timeout=280,
     )
 
     assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-2000:]

@@ -35,8 +35,21 @@ MAY_IMPORT: dict[str, set[str]] = {
 }
 # contracts/ is the pure typed core: no Temporal and no I/O library, in any form.
 IO_LIBRARIES = {
-    "temporalio", "httpx", "httpx2", "aiohttp", "openai", "anthropic", "mcp", "pydantic_monty",
-    "prometheus_client", "opentelemetry", "aioboto3", "boto3", "socket", "subprocess", "asyncio",
+    "temporalio",
+    "httpx",
+    "httpx2",
+    "aiohttp",
+    "openai",
+    "anthropic",
+    "mcp",
+    "pydantic_monty",
+    "prometheus_client",
+    "opentelemetry",
+    "aioboto3",
+    "boto3",
+    "socket",
+    "subprocess",
+    "asyncio",
 }
 
 
@@ -197,7 +210,9 @@ def test_no_module_imports_itself_round_a_circle():
 
 def test_activities_holds_packages_only():
     loose = [p.name for p in (ROOT / "activities").glob("*.py") if p.name != "__init__.py"]
-    assert loose == [], f"activities/ holds packages (llm, tools, mcp, sandbox, session, monitor, attempts), not loose files: {loose}"
+    assert loose == [], (
+        f"activities/ holds packages (llm, tools, mcp, sandbox, session, monitor, attempts), not loose files: {loose}"
+    )
 
 
 def test_every_folder_of_the_package_is_listed_in_pyproject():

@@ -7,16 +7,15 @@ import hashlib
 
 import pytest
 
+from agentsteps.contracts.config.settings import WorkerSettings
+from agentsteps.contracts.errors import PayloadIntegrityError, PayloadMissingError
 from agentsteps.storage import payload_store
-
 from agentsteps.storage.payload_store import (
     LocalDirStorageDriver,
     PayloadStore,
     build_data_converter,
     build_payload_store,
 )
-from agentsteps.contracts.config.settings import WorkerSettings
-from agentsteps.contracts.errors import PayloadIntegrityError, PayloadMissingError
 
 pytestmark = pytest.mark.fast  # pure and quick: in `make test-fast`
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from typing import Any
 
-import dataclasses
-
+from agent_support import make_spec
 from temporalio.client import Client
 from temporalio.converter import ActivitySerializationContext, DataConverter, WorkflowSerializationContext
 from temporalio.converter._extstore import StorageDriverStoreContext, StorageDriverWorkflowInfo
@@ -20,8 +20,6 @@ from agentsteps.storage.payload_contexts import BOUND_KEPT, ContextCachingDataCo
 from agentsteps.storage.payload_store import build_data_converter
 from agentsteps.storage.payload_unavailable import UNAVAILABLE_ENCODING
 from agentsteps.worker import ENGINE_SANDBOX, RunAwareRunner, running_worker
-
-from agent_support import make_spec
 
 
 class _Comparing(WorkflowInstance):
@@ -62,19 +60,32 @@ class ComparingRunner(RunAwareRunner):
 
 
 async def test_each_payload_context_of_an_agent_run_is_the_sandboxs_own_answer(client, settings, scripted):
-    scripted.set_script({
-        "rules": [{"match": {"role": "user"}, "reply": {"tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}]}}],
-        "default": {"content": "done"},
-    })
+    scripted.set_script(
+        {
+            "rules": [
+                {
+                    "match": {"role": "user"},
+                    "reply": {"tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}]},
+                }
+            ],
+            "default": {"content": "done"},
+        }
+    )
     runner = ComparingRunner()
     # The worker's own converter (agentsteps worker connects with it): contexts bound once, kept.
-    ours = await Client.connect(client.service_client.config.target_host, namespace=client.namespace,
-                                data_converter=build_data_converter(settings))
+    ours = await Client.connect(
+        client.service_client.config.target_host,
+        namespace=client.namespace,
+        data_converter=build_data_converter(settings),
+    )
     assert isinstance(ours.data_converter, ContextCachingDataConverter)
     async with running_worker(ours, settings, workflow_runner=runner, max_cached_workflows=0):
         result = await ours.execute_workflow(
-            AGENT_WORKFLOW, AgentInput(spec=make_spec(), input="weather in Paris"),
-            id=f"test-contexts-{uuid.uuid4().hex[:10]}", task_queue=settings.task_queue, result_type=AgentResult,
+            AGENT_WORKFLOW,
+            AgentInput(spec=make_spec(), input="weather in Paris"),
+            id=f"test-contexts-{uuid.uuid4().hex[:10]}",
+            task_queue=settings.task_queue,
+            result_type=AgentResult,
         )
 
     assert result.status == "completed" and len(result.steps) == 2
@@ -102,8 +113,13 @@ def test_an_instance_laid_out_otherwise_is_asked_as_before():
 
 def _activity_context(n: int) -> ActivitySerializationContext:
     return ActivitySerializationContext(
-        namespace="default", workflow_id="wf", workflow_type="AgentWorkflow", activity_type="tools.call",
-        activity_id=str(n), activity_task_queue="q", is_local=False,
+        namespace="default",
+        workflow_id="wf",
+        workflow_type="AgentWorkflow",
+        activity_type="tools.call",
+        activity_id=str(n),
+        activity_task_queue="q",
+        is_local=False,
     )
 
 
@@ -116,13 +132,16 @@ def test_a_context_is_bound_once_and_converts_as_a_copy_bound_afresh(settings):
     assert ours.with_context(_activity_context(1)) is bound  # equal values: the kept copy
     assert ours.with_context(_activity_context(2)) is not bound
     value = {"city": "Paris", "n": [1, 2, 3]}
-    assert bound.payload_converter.to_payloads([value]) == fresh.with_context(context).payload_converter.to_payloads([value])
+    assert bound.payload_converter.to_payloads([value]) == fresh.with_context(context).payload_converter.to_payloads(
+        [value]
+    )
     # The marker converter knows the run it converts for, as a fresh binding's does.
     marker = bound.payload_converter._inner_payload_converter.converters[UNAVAILABLE_ENCODING.encode()]
     assert marker._context == context
 
-    store = StorageDriverStoreContext(target=StorageDriverWorkflowInfo(id="wf", run_id="r1", type="AgentWorkflow",
-                                                                       namespace="default"))
+    store = StorageDriverStoreContext(
+        target=StorageDriverWorkflowInfo(id="wf", run_id="r1", type="AgentWorkflow", namespace="default")
+    )
     stored = bound._with_store_context(store)
     assert bound._with_store_context(dataclasses.replace(store)) is stored
     assert stored.external_storage._store_context == store

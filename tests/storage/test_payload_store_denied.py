@@ -13,22 +13,20 @@ import uuid
 
 import boto3
 import pytest
+from agent_support import MODEL, make_spec
+from fleet_support import sample
 from moto import settings as moto_settings
 from moto.server import ThreadedMotoServer
+from process_support import wait_for
+from s3_support import store_settings
 from temporalio.api.enums.v1 import WorkflowExecutionStatus
 from temporalio.client import Client
 
-from agentsteps.contracts import AgentInput, AgentResult
+from agentsteps.contracts import AgentInput, AgentResult, LLMConfig
 from agentsteps.contracts.config.settings import ProviderSettings, WorkerSettings
 from agentsteps.contracts.names import AGENT_WORKFLOW
-from agentsteps.contracts import LLMConfig
 from agentsteps.storage.payload_store import build_payload_store
 from agentsteps.worker import running_worker
-
-from agent_support import MODEL, make_spec
-from fleet_support import sample
-from process_support import wait_for
-from s3_support import store_settings
 
 REGION = "us-east-1"
 
@@ -42,14 +40,20 @@ def authed_s3():
     endpoint = f"http://{host}:{port}"
 
     def client(service: str, key: str, secret: str):
-        return boto3.client(service, endpoint_url=endpoint, region_name=REGION,
-                            aws_access_key_id=key, aws_secret_access_key=secret)
+        return boto3.client(
+            service, endpoint_url=endpoint, region_name=REGION, aws_access_key_id=key, aws_secret_access_key=secret
+        )
 
     iam = client("iam", "bootstrap", "bootstrap")
     iam.create_user(UserName="worker")
     key = iam.create_access_key(UserName="worker")["AccessKey"]
-    iam.put_user_policy(UserName="worker", PolicyName="payloads", PolicyDocument=json.dumps({
-        "Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "s3:*", "Resource": "*"}]}))
+    iam.put_user_policy(
+        UserName="worker",
+        PolicyName="payloads",
+        PolicyDocument=json.dumps(
+            {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "s3:*", "Resource": "*"}]}
+        ),
+    )
     bucket = f"denied-{uuid.uuid4().hex[:10]}"
     client("s3", key["AccessKeyId"], key["SecretAccessKey"]).create_bucket(Bucket=bucket)
     before = moto_settings.INITIAL_NO_AUTH_ACTION_COUNT
@@ -64,7 +68,9 @@ def authed_s3():
 def _settings(tmp_path, scripted, queue: str, endpoint: str, bucket: str, key: str, secret: str) -> WorkerSettings:
     store = {**store_settings(endpoint, bucket), "s3_access_key_id": key, "s3_secret_access_key": secret}
     return WorkerSettings(
-        state_dir=tmp_path, task_queue=queue, payload_store=store,
+        state_dir=tmp_path,
+        task_queue=queue,
+        payload_store=store,
         providers=ProviderSettings(openai_base_url=scripted.url_openai, request_timeout_seconds=5),
     )
 
@@ -82,12 +88,19 @@ async def test_a_pod_denied_by_s3_fails_its_attempts_and_a_healthy_pod_completes
     bad = _settings(tmp_path / "bad", scripted, queue, endpoint, bucket, key, "not-the-secret")
     scripted.set_script({"replies": [{"content": "read it all"}]})
     store = build_payload_store(good)
-    client = await Client.connect(temporal_env.client.service_client.config.target_host,
-                                  data_converter=store.data_converter())
+    client = await Client.connect(
+        temporal_env.client.service_client.config.target_host, data_converter=store.data_converter()
+    )
     # The input is over the inline limit: it lives in S3, and every worker reads it from there.
     handle = await client.start_workflow(
-        AGENT_WORKFLOW, AgentInput(spec=make_spec(tools=[], model=LLMConfig(model=MODEL, max_tokens=256, context_window=1_000_000)), input="x" * 300_000),
-        id=f"denied-{uuid.uuid4().hex[:8]}", task_queue=queue, result_type=AgentResult,
+        AGENT_WORKFLOW,
+        AgentInput(
+            spec=make_spec(tools=[], model=LLMConfig(model=MODEL, max_tokens=256, context_window=1_000_000)),
+            input="x" * 300_000,
+        ),
+        id=f"denied-{uuid.uuid4().hex[:8]}",
+        task_queue=queue,
+        result_type=AgentResult,
     )
     address = temporal_env.client.service_client.config.target_host
     bad_client = await Client.connect(address, data_converter=build_payload_store(bad).data_converter())

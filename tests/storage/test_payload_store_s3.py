@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import pytest
+from s3_support import s3_bucket, s3_client, s3_endpoint, store_settings  # noqa: F401 - fixtures
 from temporalio.exceptions import ApplicationError
 
-from agentsteps.storage.payload_store import build_data_converter, build_payload_store
 from agentsteps.client.settings import load_settings
 from agentsteps.contracts.config.settings import WorkerSettings
 from agentsteps.contracts.errors import PayloadMissingError
-
-from s3_support import s3_bucket, s3_client, s3_endpoint, store_settings  # noqa: F401 - fixtures
+from agentsteps.storage.payload_store import build_data_converter, build_payload_store
 
 BIG = {"rows": ["x" * 1000] * 400}
 
@@ -67,7 +66,9 @@ async def test_raw_blobs_missing_from_s3_raise_payload_missing(tmp_path, s3_endp
         await store.get(claim)
 
 
-async def test_a_reference_from_a_worker_with_a_local_store_fails_typed_on_an_s3_worker(tmp_path, s3_endpoint, s3_bucket):
+async def test_a_reference_from_a_worker_with_a_local_store_fails_typed_on_an_s3_worker(
+    tmp_path, s3_endpoint, s3_bucket
+):
     [ref] = await build_data_converter(WorkerSettings(state_dir=tmp_path / "other")).encode([BIG])
     with pytest.raises(ApplicationError) as caught:
         await build_data_converter(s3_settings(tmp_path, s3_endpoint, s3_bucket)).decode([ref], [dict])
@@ -85,13 +86,18 @@ def test_s3_settings_come_from_the_usual_aws_variables_and_the_config_file(tmp_p
     config = tmp_path / "agentsteps.toml"
     config.write_text('[worker.payload_store]\ns3_bucket = "from-file"\ns3_prefix = "prod/"\ns3_region = "eu-west-1"\n')
     env = {
-        "AWS_ENDPOINT_URL_S3": "http://minio:9000", "AWS_ACCESS_KEY_ID": "AKIA-TEST",
-        "AWS_SECRET_ACCESS_KEY": "s3cr3t-value", "AWS_REGION": "eu-central-1",
+        "AWS_ENDPOINT_URL_S3": "http://minio:9000",
+        "AWS_ACCESS_KEY_ID": "AKIA-TEST",
+        "AWS_SECRET_ACCESS_KEY": "s3cr3t-value",
+        "AWS_REGION": "eu-central-1",
     }
     settings = load_settings(config, env)
     cfg = settings.payload_store
     assert (cfg.s3_bucket, cfg.s3_prefix, cfg.s3_region, cfg.s3_endpoint_url) == (
-        "from-file", "prod/", "eu-central-1", "http://minio:9000"
+        "from-file",
+        "prod/",
+        "eu-central-1",
+        "http://minio:9000",
     )
     assert cfg.s3_secret_access_key is not None and cfg.s3_secret_access_key.get_secret_value() == "s3cr3t-value"
     assert "s3cr3t-value" not in repr(settings) and "s3cr3t-value" not in build_payload_store(settings).location
@@ -116,16 +122,27 @@ async def test_hostile_references_decode_to_typed_failures_not_stuck_tasks(tmp_p
 
     def reference(driver: str, claim: dict) -> Payload:
         body = json.dumps({"driverName": driver, "claimData": claim}).encode()
-        return Payload(metadata={"encoding": b"json/protobuf",
-                                 "messageType": b"temporal.api.sdk.v1.ExternalStorageReference"}, data=body)
+        return Payload(
+            metadata={"encoding": b"json/protobuf", "messageType": b"temporal.api.sdk.v1.ExternalStorageReference"},
+            data=body,
+        )
 
     cases = [
-        (WorkerSettings(state_dir=tmp_path), reference("some.other.driver", {"hash_value": "0" * 64}),
-         "PayloadMissingError"),
-        (WorkerSettings(state_dir=tmp_path), reference("agentsteps.localdir", {"hash_value": "../../etc/passwd"}),
-         "PayloadIntegrityError"),
-        (s3_settings(tmp_path, s3_endpoint, s3_bucket), reference("aws.s3driver", {"hash_value": "0" * 64}),
-         "PayloadIntegrityError"),
+        (
+            WorkerSettings(state_dir=tmp_path),
+            reference("some.other.driver", {"hash_value": "0" * 64}),
+            "PayloadMissingError",
+        ),
+        (
+            WorkerSettings(state_dir=tmp_path),
+            reference("agentsteps.localdir", {"hash_value": "../../etc/passwd"}),
+            "PayloadIntegrityError",
+        ),
+        (
+            s3_settings(tmp_path, s3_endpoint, s3_bucket),
+            reference("aws.s3driver", {"hash_value": "0" * 64}),
+            "PayloadIntegrityError",
+        ),
     ]
     for settings, payload, expected in cases:
         with pytest.raises(ApplicationError) as caught:

@@ -6,18 +6,17 @@ import asyncio
 import time
 
 import pytest
-from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError
-from temporalio.exceptions import ApplicationError, TerminatedError
-
-from agentsteps.contracts import AgentInput, AgentResult
-from agentsteps.contracts.names import AGENT_WORKFLOW
-from agentsteps.worker import connect
-from agentsteps.contracts.config.settings import WorkerSettings
-
 from process_support import kill, wait_for
 from s3_support import s3_bucket, s3_client, s3_endpoint, store_settings  # noqa: F401 - fixtures
 from scale_helpers import code_spec, new_id, script, spawn, tool_spec, worker_settings
 from scale_support import Ledger
+from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError
+from temporalio.exceptions import ApplicationError, TerminatedError
+
+from agentsteps.contracts import AgentInput, AgentResult
+from agentsteps.contracts.config.settings import WorkerSettings
+from agentsteps.contracts.names import AGENT_WORKFLOW
+from agentsteps.worker import connect
 
 BOUND = 60.0  # seconds from the takeover to the typed failure
 
@@ -36,17 +35,22 @@ def _typed_failure(exc: BaseException) -> tuple[str, str]:
     return kind, message
 
 
-async def _takeover_fails_typed(temporal_env, scripted, tmp_path, spec, *, first: str, second: str,
-                                between=None) -> tuple[tuple[str, str], float]:
+async def _takeover_fails_typed(
+    temporal_env, scripted, tmp_path, spec, *, first: str, second: str, between=None
+) -> tuple[tuple[str, str], float]:
     """Run on worker ``first`` until its second call is in flight, kill it, let ``second`` take over."""
     ledger_path = tmp_path / "ledger.db"
     ledger = Ledger(ledger_path)
     client = await connect(WorkerSettings.model_validate_json(first))
     worker = spawn(first, ledger_path)
     workflow_id = new_id("takeover")
-    handle = await client.start_workflow(AGENT_WORKFLOW, AgentInput(spec=spec, input="export"), id=workflow_id,
-                                         task_queue=WorkerSettings.model_validate_json(first).task_queue,
-                                         result_type=AgentResult)
+    handle = await client.start_workflow(
+        AGENT_WORKFLOW,
+        AgentInput(spec=spec, input="export"),
+        id=workflow_id,
+        task_queue=WorkerSettings.model_validate_json(first).task_queue,
+        result_type=AgentResult,
+    )
     replacement = None
     try:
         await wait_for(lambda: 2 in ledger.effects(workflow_id), timeout=90)
@@ -71,8 +75,9 @@ async def test_separate_local_stores_fail_typed_naming_digest_and_store(temporal
     # An operator error: "single worker" declared, but two run with separate disks.
     first = worker_settings(address, queue, scripted.url_openai, tmp_path / "a", single_worker=True)
     second = worker_settings(address, queue, scripted.url_openai, tmp_path / "b", single_worker=True)
-    (kind, message), took = await _takeover_fails_typed(temporal_env, scripted, tmp_path, tool_spec(2.0),
-                                                        first=first, second=second)
+    (kind, message), took = await _takeover_fails_typed(
+        temporal_env, scripted, tmp_path, tool_spec(2.0), first=first, second=second
+    )
     assert kind == "PayloadMissingError"
     assert str(tmp_path / "b" / "payloads") in message and "sha256:" in message
     assert took < BOUND
@@ -91,8 +96,9 @@ async def test_a_payload_gone_from_s3_fails_typed(temporal_env, scripted, tmp_pa
         for obj in bucket.list_objects_v2(Bucket=s3_bucket).get("Contents", []):
             bucket.delete_object(Bucket=s3_bucket, Key=obj["Key"])
 
-    (kind, message), _ = await _takeover_fails_typed(temporal_env, scripted, tmp_path, tool_spec(2.0), first=first,
-                                                     second=second, between=empty_the_bucket)
+    (kind, message), _ = await _takeover_fails_typed(
+        temporal_env, scripted, tmp_path, tool_spec(2.0), first=first, second=second, between=empty_the_bucket
+    )
     assert kind == "PayloadMissingError" and f"s3://{s3_bucket}/" in message
 
 
@@ -106,16 +112,22 @@ async def test_a_worker_without_the_signing_key_never_fails_the_paused_program_a
     queue = new_id("foreignkey")
     s3 = store_settings(s3_endpoint, s3_bucket)
     first = worker_settings(address, queue, scripted.url_openai, tmp_path / "a", s3=s3)
-    second = worker_settings(address, queue, scripted.url_openai, tmp_path / "b", s3=s3,
-                             key="another-deployments-key-0123456789")
+    second = worker_settings(
+        address, queue, scripted.url_openai, tmp_path / "b", s3=s3, key="another-deployments-key-0123456789"
+    )
     third = worker_settings(address, queue, scripted.url_openai, tmp_path / "c", s3=s3)
     ledger_path = tmp_path / "ledger.db"
     ledger = Ledger(ledger_path)
     client = await connect(WorkerSettings.model_validate_json(first))
     workers = [spawn(first, ledger_path)]
     workflow_id = new_id("rollout")
-    handle = await client.start_workflow(AGENT_WORKFLOW, AgentInput(spec=code_spec(2.0), input="export"),
-                                         id=workflow_id, task_queue=queue, result_type=AgentResult)
+    handle = await client.start_workflow(
+        AGENT_WORKFLOW,
+        AgentInput(spec=code_spec(2.0), input="export"),
+        id=workflow_id,
+        task_queue=queue,
+        result_type=AgentResult,
+    )
     try:
         await wait_for(lambda: 2 in ledger.effects(workflow_id), timeout=90)
         kill(workers[0])

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from agentsteps.storage.payload_store import LocalDirStorageDriver, PayloadStore
 from agentsteps.activities.sandbox.snapshots import SnapshotVault, key_id, previous_snapshot_keys
 from agentsteps.client.settings import load_settings
 from agentsteps.contracts.errors import SnapshotIntegrityError, SnapshotKeyUnknownError
+from agentsteps.storage.payload_store import LocalDirStorageDriver, PayloadStore
 
 pytestmark = pytest.mark.fast  # pure and quick: in `make test-fast`
 
@@ -55,7 +55,10 @@ async def test_a_forged_key_id_does_not_help_a_signature_from_another_key(store)
 
 
 def test_previous_keys_come_from_a_comma_separated_variable(tmp_path):
-    env = {"AGENTSTEPS_SNAPSHOT_KEY": NEW.decode(), "AGENTSTEPS_SNAPSHOT_PREVIOUS_KEYS": f"{OLD.decode()}, other-key-0123456789"}
+    env = {
+        "AGENTSTEPS_SNAPSHOT_KEY": NEW.decode(),
+        "AGENTSTEPS_SNAPSHOT_PREVIOUS_KEYS": f"{OLD.decode()}, other-key-0123456789",
+    }
     settings = load_settings(None, env)
     assert previous_snapshot_keys(settings) == [OLD, b"other-key-0123456789"]
     assert OLD.decode() not in repr(settings)

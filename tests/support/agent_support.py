@@ -53,10 +53,15 @@ def weather_then_answer(answer: Any = None) -> dict[str, Any]:
     final = {"json": answer} if answer is not None else {"content": "Paris 18.5C, Tokyo 24C."}
     return {
         "rules": [
-            {"match": {"role": "user"}, "reply": {"tool_calls": [
-                {"name": "get_weather", "arguments": {"city": "Paris"}},
-                {"name": "get_weather", "arguments": {"city": "Tokyo"}},
-            ]}},
+            {
+                "match": {"role": "user"},
+                "reply": {
+                    "tool_calls": [
+                        {"name": "get_weather", "arguments": {"city": "Paris"}},
+                        {"name": "get_weather", "arguments": {"city": "Tokyo"}},
+                    ]
+                },
+            },
             {"match": {"tool_result_for": "get_weather"}, "reply": final},
         ]
     }
@@ -84,8 +89,11 @@ async def start_columns_without_upsert(client: Any, workflow_id: str) -> str | N
     history = await handle.fetch_history()
     started = history.events[0].workflow_execution_started_event_attributes
     assert SA_SPEC in started.search_attributes.indexed_fields, "the start did not set the console's columns"
-    upserted = [set(e.upsert_workflow_search_attributes_event_attributes.search_attributes.indexed_fields)
-                for e in history.events if e.event_type == EventType.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES]
+    upserted = [
+        set(e.upsert_workflow_search_attributes_event_attributes.search_attributes.indexed_fields)
+        for e in history.events
+        if e.event_type == EventType.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES
+    ]
     assert not any(SA_SPEC in keys for keys in upserted), upserted
     value: str | None = (await handle.describe()).typed_search_attributes.get(SearchAttributeKey.for_keyword(SA_SPEC))
     return value

@@ -45,11 +45,18 @@ async def approval_worker(client, settings, ran: list[str]):
 
 REFUND_SCRIPT = {
     "rules": [
-        {"match": {"role": "user"}, "reply": {"tool_calls": [
-            {"name": "refund", "arguments": {"order": "A-17", "amount": 40.0}}]}},
-        {"match": {"tool_result_for": "refund", "contains": "rejected"}, "reply": {"content": "The refund was refused."}},
-        {"match": {"tool_result_for": "refund", "contains": "not approved in time"},
-         "reply": {"content": "Nobody approved it."}},
+        {
+            "match": {"role": "user"},
+            "reply": {"tool_calls": [{"name": "refund", "arguments": {"order": "A-17", "amount": 40.0}}]},
+        },
+        {
+            "match": {"tool_result_for": "refund", "contains": "rejected"},
+            "reply": {"content": "The refund was refused."},
+        },
+        {
+            "match": {"tool_result_for": "refund", "contains": "not approved in time"},
+            "reply": {"content": "Nobody approved it."},
+        },
         {"match": {"tool_result_for": "refund"}, "reply": {"content": "Refunded 40."}},
     ]
 }

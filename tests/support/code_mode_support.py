@@ -16,22 +16,21 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 import httpx2
+from child_main import run_child, serve_until_killed
 from pydantic import BaseModel
 from temporalio.client import Client
 from temporalio.worker import Worker
 
-from agentsteps.client.search_attributes import ensure_search_attributes
-from agentsteps.storage.conversations import ConversationStore
 from agentsteps.activities.llm.activities import LLMActivities
-from agentsteps.storage.payload_store import PayloadStore, build_payload_store
 from agentsteps.activities.sandbox import SandboxActivities, SandboxPool, SnapshotVault, load_snapshot_key
-from agentsteps.activities.tools.registry import ToolContext, ToolRegistry
 from agentsteps.activities.tools.activities import ToolActivities
+from agentsteps.activities.tools.registry import ToolContext, ToolRegistry
+from agentsteps.client.search_attributes import ensure_search_attributes
 from agentsteps.contracts.config.settings import ProviderSettings, WorkerSettings
+from agentsteps.storage.conversations import ConversationStore
+from agentsteps.storage.payload_store import PayloadStore, build_payload_store
 from agentsteps.workflows.agent import AgentWorkflow
 from agentsteps.workflows.session import SessionWorkflow
-
-from child_main import run_child, serve_until_killed
 
 TICKET_BODY = "Steps to reproduce: open the app, click the thing, watch it fail. " * 16
 
@@ -166,7 +165,15 @@ async def code_worker(client: Client, settings: WorkerSettings, pool: SandboxPoo
             client,
             task_queue=settings.task_queue,
             workflows=[AgentWorkflow, SessionWorkflow],
-            activities=[llm.call, tools.describe, tools.call, sandbox.check, sandbox.start, sandbox.resume, sandbox.fork],
+            activities=[
+                llm.call,
+                tools.describe,
+                tools.call,
+                sandbox.check,
+                sandbox.start,
+                sandbox.resume,
+                sandbox.fork,
+            ],
             max_concurrent_activities=20,
             # AGENTSTEPS_TEST_NO_CACHE=1: no sticky cache (the time-skipping server never reroutes sticky tasks).
             max_cached_workflows=0 if os.environ.get("AGENTSTEPS_TEST_NO_CACHE") else 1000,

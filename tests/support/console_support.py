@@ -9,6 +9,8 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx
+from agent_support import make_spec
+from mcp_support import free_port
 from temporalio.client import Client
 from temporalio.service import RPCError
 
@@ -17,9 +19,6 @@ from agentsteps.contracts import AgentInput, AgentResult
 from agentsteps.contracts.approvals import PendingApproval
 from agentsteps.contracts.config.settings import ConsoleSettings
 from agentsteps.contracts.names import AGENT_WORKFLOW, APPROVALS_QUERY
-
-from agent_support import make_spec
-from mcp_support import free_port
 
 
 @asynccontextmanager
@@ -32,8 +31,11 @@ async def console(client: Client, **settings: Any):
 
 async def start_run(client: Client, task_queue: str, text: str = "refund A-17", **spec: Any):
     return await client.start_workflow(
-        AGENT_WORKFLOW, AgentInput(spec=make_spec(**spec), input=text),
-        id=f"console-{uuid.uuid4().hex[:10]}", task_queue=task_queue, result_type=AgentResult,
+        AGENT_WORKFLOW,
+        AgentInput(spec=make_spec(**spec), input=text),
+        id=f"console-{uuid.uuid4().hex[:10]}",
+        task_queue=task_queue,
+        result_type=AgentResult,
     )
 
 
@@ -79,5 +81,13 @@ def program_reply(code: str) -> dict[str, Any]:
 
 def code_spec(**overrides: Any):
     """A code-mode spec on the code-mode test worker's tools (``code_mode_support``)."""
-    return make_spec(**{"name": "code-test", "mode": "code", "max_steps": 4, "reprompt_budget": 1,
-                        "tools": ["tickets.list", "tickets.nudge", "wait"], **overrides})
+    return make_spec(
+        **{
+            "name": "code-test",
+            "mode": "code",
+            "max_steps": 4,
+            "reprompt_budget": 1,
+            "tools": ["tickets.list", "tickets.nudge", "wait"],
+            **overrides,
+        }
+    )

@@ -23,8 +23,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = next(p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").is_file())
-_SCRUBBED = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL", "AGENTSTEPS_CONFIG",
-             "TEMPORAL_ADDRESS", "AGENTSTEPS_TASK_QUEUE", "AGENTSTEPS_STATE_DIR", "VIRTUAL_ENV", "PYTHONPATH")
+_SCRUBBED = (
+    "OPENAI_API_KEY",
+    "ANTHROPIC_API_KEY",
+    "OPENAI_BASE_URL",
+    "ANTHROPIC_BASE_URL",
+    "AGENTSTEPS_CONFIG",
+    "TEMPORAL_ADDRESS",
+    "AGENTSTEPS_TASK_QUEUE",
+    "AGENTSTEPS_STATE_DIR",
+    "VIRTUAL_ENV",
+    "PYTHONPATH",
+)
 
 
 def free_port() -> int:
@@ -46,8 +56,9 @@ class Newcomer:
     def env(self) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if k not in _SCRUBBED}
         # Drop the test run's own venv from PATH: the newcomer has only what `make demo` made.
-        env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep)
-                                      if not (Path(p) / "agentsteps").exists())
+        env["PATH"] = os.pathsep.join(
+            p for p in env.get("PATH", "").split(os.pathsep) if not (Path(p) / "agentsteps").exists()
+        )
         env["AGENTSTEPS_DEV_PORT"] = str(self.port)
         env["AGENTSTEPS_DEV_UI_PORT"] = str(self.ui_port)
         env["AGENTSTEPS_CONSOLE_PORT"] = str(self.console_port)
@@ -62,11 +73,25 @@ class Newcomer:
         # Every `temporal` call of the script, in $(...) too, reaches the moved server; agentsteps does not see it.
         return f'temporal() {{ TEMPORAL_ADDRESS=127.0.0.1:{self.port} command temporal "$@"; }}\n' + text
 
-    def sh(self, script: str, *, stdin: str | None = None, timeout: float = 300, venv: bool = True,
-           extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    def sh(
+        self,
+        script: str,
+        *,
+        stdin: str | None = None,
+        timeout: float = 300,
+        venv: bool = True,
+        extra_env: dict[str, str] | None = None,
+    ) -> subprocess.CompletedProcess:
         prefix = ". .venv/bin/activate\n" if venv else ""
-        return subprocess.run(["bash", "-e", "-c", prefix + script], cwd=self.clone, env={**self.env(), **(extra_env or {})},
-                              input=stdin, capture_output=True, text=True, timeout=timeout)
+        return subprocess.run(
+            ["bash", "-e", "-c", prefix + script],
+            cwd=self.clone,
+            env={**self.env(), **(extra_env or {})},
+            input=stdin,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
 
     def start_dev(self, *, config: str | None = None, timeout: float = 120) -> str:
         """``agentsteps dev`` in the background; returns its banner once the worker polls."""
@@ -74,11 +99,20 @@ class Newcomer:
         env = self.env()
         if config:
             env["AGENTSTEPS_CONFIG"] = config
-        command = (f". .venv/bin/activate && exec agentsteps dev --port {self.port} --ui-port {self.ui_port} "
-                   f"--metrics-port {self.metrics_port} --console-port {self.console_port}")
+        command = (
+            f". .venv/bin/activate && exec agentsteps dev --port {self.port} --ui-port {self.ui_port} "
+            f"--metrics-port {self.metrics_port} --console-port {self.console_port}"
+        )
         log = self.dev_log.open("w")
-        self.dev = subprocess.Popen(["bash", "-c", command], cwd=self.clone, env=env, stdout=log,
-                                    stderr=subprocess.STDOUT, text=True, start_new_session=True)
+        self.dev = subprocess.Popen(
+            ["bash", "-c", command],
+            cwd=self.clone,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             banner = self.dev_log.read_text()
@@ -138,8 +172,15 @@ def doc_blocks(root: Path = ROOT) -> list[Block]:
     for page in pages:
         text = page.read_text()
         for found in _FENCE.finditer(text):
-            before = text[:found.start()].rstrip("\n").rsplit("\n", 1)[-1]
+            before = text[: found.start()].rstrip("\n").rsplit("\n", 1)[-1]
             marker = _NOT_RUN.search(before)
-            blocks.append(Block(str(page.relative_to(root)), text.count("\n", 0, found.start()) + 1,
-                                found["lang"], found["body"], marker["why"] if marker else None))
+            blocks.append(
+                Block(
+                    str(page.relative_to(root)),
+                    text.count("\n", 0, found.start()) + 1,
+                    found["lang"],
+                    found["body"],
+                    marker["why"] if marker else None,
+                )
+            )
     return blocks

@@ -35,8 +35,12 @@ class Control:
 
 
 def fleet_server(control: Control, **extra: Any) -> dict[str, Any]:
-    table: dict[str, Any] = {"transport": "stdio", "command": sys.executable, "args": [FLEET_SERVER],
-                             "env": {"FLEET_CONTROL": str(control.dir)}}
+    table: dict[str, Any] = {
+        "transport": "stdio",
+        "command": sys.executable,
+        "args": [FLEET_SERVER],
+        "env": {"FLEET_CONTROL": str(control.dir)},
+    }
     table.update(extra)
     return table
 

@@ -65,20 +65,42 @@ def main() -> None:
             continue
         params = message.get("params") or {}
         if method == "initialize":
-            send({"jsonrpc": "2.0", "id": message_id, "result": {
-                "protocolVersion": params.get("protocolVersion", "2025-11-25"),
-                "capabilities": {"tools": {"listChanged": True}}, "serverInfo": {"name": "fleet", "version": "0"}}})
+            send(
+                {
+                    "jsonrpc": "2.0",
+                    "id": message_id,
+                    "result": {
+                        "protocolVersion": params.get("protocolVersion", "2025-11-25"),
+                        "capabilities": {"tools": {"listChanged": True}},
+                        "serverInfo": {"name": "fleet", "version": "0"},
+                    },
+                }
+            )
         elif method == "tools/list":
             if (CONTROL / "leak").exists():
-                send({"jsonrpc": "2.0", "id": message_id, "error": {
-                    "code": -32050, "message": f"listing refused for token {os.environ.get('FLEET_SECRET')}"}})
+                send(
+                    {
+                        "jsonrpc": "2.0",
+                        "id": message_id,
+                        "error": {
+                            "code": -32050,
+                            "message": f"listing refused for token {os.environ.get('FLEET_SECRET')}",
+                        },
+                    }
+                )
                 continue
             if (CONTROL / "malformed").exists():
                 send({"jsonrpc": "2.0", "id": message_id, "result": {"tools": "not a list", "nextCursor": 7}})
                 continue
-            tools = [{"name": n, "description": f"returns its arguments ({n})",
-                      "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}},
-                      "annotations": {"readOnlyHint": True}} for n in offered()]
+            tools = [
+                {
+                    "name": n,
+                    "description": f"returns its arguments ({n})",
+                    "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}},
+                    "annotations": {"readOnlyHint": True},
+                }
+                for n in offered()
+            ]
             send({"jsonrpc": "2.0", "id": message_id, "result": {"tools": tools}})
         elif method == "tools/call":
             with (CONTROL / "calls").open("a") as log:
@@ -90,8 +112,13 @@ def main() -> None:
                 send({"jsonrpc": "2.0", "id": message_id, "error": {"code": -32602, "message": f"unknown tool {name}"}})
                 continue
             value = {"tool": name, "args": arguments}
-            send({"jsonrpc": "2.0", "id": message_id, "result": {
-                "content": [{"type": "text", "text": json.dumps(value)}], "structuredContent": value}})
+            send(
+                {
+                    "jsonrpc": "2.0",
+                    "id": message_id,
+                    "result": {"content": [{"type": "text", "text": json.dumps(value)}], "structuredContent": value},
+                }
+            )
         elif method == "ping":
             send({"jsonrpc": "2.0", "id": message_id, "result": {}})
         else:

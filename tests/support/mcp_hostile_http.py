@@ -24,21 +24,26 @@ def answer(message: dict) -> dict | None:
     if message_id is None:
         return None  # notifications
     if method == "initialize":
-        result = {"protocolVersion": "2025-06-18", "capabilities": {"tools": {}},
-                  "serverInfo": {"name": "hostile-http", "version": "0"}}
+        result = {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {"tools": {}},
+            "serverInfo": {"name": "hostile-http", "version": "0"},
+        }
     elif method == "tools/list":
         result = {"tools": TOOLS}
     elif method == "tools/call":
         params = message.get("params") or {}
         result = call(params.get("name"), params.get("arguments") or {})
         if result is None:
-            return {"jsonrpc": "2.0", "id": message_id,
-                    "error": {"code": -32602, "message": f"unknown tool {params.get('name')}"}}
+            return {
+                "jsonrpc": "2.0",
+                "id": message_id,
+                "error": {"code": -32602, "message": f"unknown tool {params.get('name')}"},
+            }
     elif method == "ping":
         result = {}
     else:
-        return {"jsonrpc": "2.0", "id": message_id,
-                "error": {"code": -32601, "message": f"method not found: {method}"}}
+        return {"jsonrpc": "2.0", "id": message_id, "error": {"code": -32601, "message": f"method not found: {method}"}}
     return {"jsonrpc": "2.0", "id": message_id, "result": result}
 
 

@@ -28,16 +28,32 @@ TOOLS = [
     {"name": "die", "inputSchema": {"type": "object"}},
     {"name": "die_once", "inputSchema": {"type": "object"}},
     {"name": "echo_secret", "inputSchema": {"type": "object"}},
-    {"name": "write", "inputSchema": {"type": "object", "properties": {
-        "text": {"type": "string"}, "idempotency_key": {"type": "string"}}, "required": ["text", "idempotency_key"]}},
+    {
+        "name": "write",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"text": {"type": "string"}, "idempotency_key": {"type": "string"}},
+            "required": ["text", "idempotency_key"],
+        },
+    },
     {"name": "bad name!", "inputSchema": {"type": "object"}},
     # Count each call in $HOSTILE_LEDGER.<name>, and die on the first: a write with no key, and a read.
     {"name": "charge_dies_once", "inputSchema": {"type": "object", "properties": {"cents": {"type": "integer"}}}},
     {"name": "read_dies_once", "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": True}},
     # A tracker that answers in prose.
-    {"name": "list_issues", "inputSchema": {"type": "object", "properties": {
-        "project": {"type": "string"}, "state": {"type": "string"}, "updated_before": {"type": "string"},
-        "limit": {"type": "integer"}, "cursor": {"type": ["string", "null"]}}}},
+    {
+        "name": "list_issues",
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "project": {"type": "string"},
+                "state": {"type": "string"},
+                "updated_before": {"type": "string"},
+                "limit": {"type": "integer"},
+                "cursor": {"type": ["string", "null"]},
+            },
+        },
+    },
     {"name": "get_issue", "inputSchema": {"type": "object", "properties": {"id": {"type": "string"}}}},
 ]
 
@@ -72,8 +88,10 @@ def call(name: str, arguments: dict) -> dict | None:
             os._exit(3)
         return {"content": text("survived"), "structuredContent": {"pid": os.getpid()}}
     if name == "echo_secret":
-        return {"content": text(f"my token is {os.environ.get('HOSTILE_TOKEN', '')}"),
-                "structuredContent": {"token": os.environ.get("HOSTILE_TOKEN", "")}}
+        return {
+            "content": text(f"my token is {os.environ.get('HOSTILE_TOKEN', '')}"),
+            "structuredContent": {"token": os.environ.get("HOSTILE_TOKEN", "")},
+        }
     if name in ("charge_dies_once", "read_dies_once"):
         ledger = Path(f"{os.environ['HOSTILE_LEDGER']}.{name}")
         calls = ledger.read_text().count("\n") if ledger.exists() else 0
@@ -108,8 +126,14 @@ def main() -> None:
         if message_id is None:
             continue  # notifications
         if method == "initialize":
-            reply(message_id, {"protocolVersion": "2025-06-18", "capabilities": {"tools": {}},
-                               "serverInfo": {"name": "hostile", "version": "0"}})
+            reply(
+                message_id,
+                {
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": {"tools": {}},
+                    "serverInfo": {"name": "hostile", "version": "0"},
+                },
+            )
         elif method == "tools/list":
             reply(message_id, {"tools": TOOLS})
         elif method == "tools/call":

@@ -36,15 +36,32 @@ def send(body: dict) -> None:
 
 def call(name: str, arguments: dict, progress_token) -> dict | None:
     if name == "link":
-        return {"content": [
-            {"type": "text", "text": "found one report"},
-            {"type": "resource_link", "uri": "file:///reports/q3.pdf", "name": "q3.pdf", "title": "Q3 report",
-             "description": "Quarterly revenue report", "mimeType": "application/pdf", "size": 48213,
-             "annotations": {"audience": ["user"], "priority": 0.9}},
-        ]}
+        return {
+            "content": [
+                {"type": "text", "text": "found one report"},
+                {
+                    "type": "resource_link",
+                    "uri": "file:///reports/q3.pdf",
+                    "name": "q3.pdf",
+                    "title": "Q3 report",
+                    "description": "Quarterly revenue report",
+                    "mimeType": "application/pdf",
+                    "size": 48213,
+                    "annotations": {"audience": ["user"], "priority": 0.9},
+                },
+            ]
+        }
     if name == "picture":
-        return {"content": [{"type": "image", "data": PNG, "mimeType": "image/png",
-                             "annotations": {"audience": ["assistant"], "priority": 0.5}}]}
+        return {
+            "content": [
+                {
+                    "type": "image",
+                    "data": PNG,
+                    "mimeType": "image/png",
+                    "annotations": {"audience": ["assistant"], "priority": 0.5},
+                }
+            ]
+        }
     if name == "sound":
         return {"content": [{"type": "audio", "data": WAV, "mimeType": "audio/wav"}]}
     if name == "slow":
@@ -53,9 +70,18 @@ def call(name: str, arguments: dict, progress_token) -> dict | None:
         for i in range(steps):
             time.sleep(seconds / steps)
             if progress_token is not None:
-                send({"jsonrpc": "2.0", "method": "notifications/progress",
-                      "params": {"progressToken": progress_token, "progress": i + 1, "total": steps,
-                                 "message": f"step {i + 1} of {steps}"}})
+                send(
+                    {
+                        "jsonrpc": "2.0",
+                        "method": "notifications/progress",
+                        "params": {
+                            "progressToken": progress_token,
+                            "progress": i + 1,
+                            "total": steps,
+                            "message": f"step {i + 1} of {steps}",
+                        },
+                    }
+                )
         return {"content": [{"type": "text", "text": "done"}], "structuredContent": {"steps": steps}}
     if name == "big":
         chars = int(arguments.get("chars", 1_000_000))
@@ -75,17 +101,30 @@ def main() -> None:
             continue  # notifications
         params = message.get("params") or {}
         if method == "initialize":
-            send({"jsonrpc": "2.0", "id": message_id, "result": {
-                "protocolVersion": params.get("protocolVersion", "2025-11-25"), "capabilities": {"tools": {}},
-                "serverInfo": {"name": "rich", "version": "0"}}})
+            send(
+                {
+                    "jsonrpc": "2.0",
+                    "id": message_id,
+                    "result": {
+                        "protocolVersion": params.get("protocolVersion", "2025-11-25"),
+                        "capabilities": {"tools": {}},
+                        "serverInfo": {"name": "rich", "version": "0"},
+                    },
+                }
+            )
         elif method == "tools/list":
             send({"jsonrpc": "2.0", "id": message_id, "result": {"tools": TOOLS}})
         elif method == "tools/call":
             token = (params.get("_meta") or {}).get("progressToken")
             result = call(params.get("name"), params.get("arguments") or {}, token)
             if result is None:
-                send({"jsonrpc": "2.0", "id": message_id,
-                      "error": {"code": -32602, "message": f"tool {params.get('name')} needs a task"}})
+                send(
+                    {
+                        "jsonrpc": "2.0",
+                        "id": message_id,
+                        "error": {"code": -32602, "message": f"tool {params.get('name')} needs a task"},
+                    }
+                )
             else:
                 send({"jsonrpc": "2.0", "id": message_id, "result": result})
         elif method == "ping":

@@ -63,8 +63,12 @@ def http_tracker(port: int, **extra: Any) -> dict[str, Any]:
 
 
 def hostile(**extra: Any) -> dict[str, Any]:
-    table = {"transport": "stdio", "command": sys.executable, "args": [HOSTILE],
-             "env": {"HOSTILE_TOKEN": "secret:HOSTILE_TOKEN", "HOSTILE_MARKER": "secret:HOSTILE_MARKER"}}
+    table = {
+        "transport": "stdio",
+        "command": sys.executable,
+        "args": [HOSTILE],
+        "env": {"HOSTILE_TOKEN": "secret:HOSTILE_TOKEN", "HOSTILE_MARKER": "secret:HOSTILE_MARKER"},
+    }
     table.update(extra)
     return table
 
@@ -120,9 +124,20 @@ def http_tracker_process(
     env = {**(os.environ if env is None else env), "TICKETS_EXPECTED_TOKEN": token}
     with log.open("w") if log else open(os.devnull, "w") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "agentsteps.examples.tickets", "--transport", "http", "--db", str(db),
-             "--port", str(port)],
-            env=env, stdout=out, stderr=subprocess.STDOUT,
+            [
+                sys.executable,
+                "-m",
+                "agentsteps.examples.tickets",
+                "--transport",
+                "http",
+                "--db",
+                str(db),
+                "--port",
+                str(port),
+            ],
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
         )
         try:
             wait_for_port(port)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 
+from child_main import run_child, serve_until_killed
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Worker
@@ -15,8 +16,6 @@ from temporalio.worker import Worker
 from agentsteps.activities.monitor.activities import MonitorActivities
 from agentsteps.telemetry.runtime import build_runtime
 from agentsteps.telemetry.server import start_metrics_server
-
-from child_main import run_child, serve_until_killed
 
 
 async def main(address: str, namespace: str, task_queue: str) -> None:

@@ -13,6 +13,7 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from child_main import run_child, serve_until_killed
 from temporalio.client import Client
 
 from agentsteps.contracts import LLMConfig
@@ -21,8 +22,6 @@ from agentsteps.contracts.names import MONITOR_WORKFLOW
 from agentsteps.contracts.spec import ActivityPolicy
 from agentsteps.examples.tickets.seed import seed
 from agentsteps.workflows.monitor.nudges import NUDGE_MARKER
-
-from child_main import run_child, serve_until_killed
 
 MODEL = "scripted-2026-01-01"
 
@@ -61,15 +60,24 @@ def stalled_by_sql(db: Path, spec: MonitorSpec, as_of: datetime) -> list[str]:
     """The stalled set, computed without the monitor: open or in progress, assigned, not updated since the cutoff."""
     cutoff = (as_of - timedelta(days=spec.stalled_after_days)).strftime("%Y-%m-%dT%H:%M:%SZ")
     states = ",".join("?" for _ in spec.states)
-    rows = sql(db, f"SELECT id FROM issues WHERE state IN ({states}) AND assignee IS NOT NULL "
-                   f"AND updated_at < ? ORDER BY updated_at, id", *spec.states, cutoff)
+    rows = sql(
+        db,
+        f"SELECT id FROM issues WHERE state IN ({states}) AND assignee IS NOT NULL "
+        f"AND updated_at < ? ORDER BY updated_at, id",
+        *spec.states,
+        cutoff,
+    )
     return [r[0] for r in rows]
 
 
 def nudge_comments(db: Path, author: str = "agentsteps-monitor") -> dict[str, list[str]]:
     found: dict[str, list[str]] = {}
-    for issue_id, body in sql(db, "SELECT issue_id, body FROM comments WHERE author = ? AND body LIKE ? ORDER BY id",
-                              author, f"%{NUDGE_MARKER}%"):
+    for issue_id, body in sql(
+        db,
+        "SELECT issue_id, body FROM comments WHERE author = ? AND body LIKE ? ORDER BY id",
+        author,
+        f"%{NUDGE_MARKER}%",
+    ):
         found.setdefault(issue_id, []).append(body)
     return found
 
@@ -80,8 +88,11 @@ def assignee_of(db: Path, issue_id: str) -> str:
 
 async def run_tick(client: Client, task_queue: str, spec: MonitorSpec, as_of: datetime | None) -> MonitorReport:
     return await client.execute_workflow(
-        MONITOR_WORKFLOW, MonitorInput(spec=spec, as_of=as_of), id=f"monitor-{uuid.uuid4().hex[:10]}",
-        task_queue=task_queue, result_type=MonitorReport,
+        MONITOR_WORKFLOW,
+        MonitorInput(spec=spec, as_of=as_of),
+        id=f"monitor-{uuid.uuid4().hex[:10]}",
+        task_queue=task_queue,
+        result_type=MonitorReport,
     )
 
 
@@ -91,8 +102,11 @@ async def _main(address: str, task_queue: str, base_url: str, state_dir: str, db
     from agentsteps.contracts.config.settings import ProviderSettings, WorkerSettings
     from agentsteps.demos.monitor import monitor_worker, tracker_client, tracker_server
 
-    settings = WorkerSettings(state_dir=Path(state_dir), task_queue=task_queue,
-                              providers=ProviderSettings(openai_base_url=base_url, request_timeout_seconds=10))
+    settings = WorkerSettings(
+        state_dir=Path(state_dir),
+        task_queue=task_queue,
+        providers=ProviderSettings(openai_base_url=base_url, request_timeout_seconds=10),
+    )
     client = await Client.connect(address, data_converter=pydantic_data_converter)
     mcp = tracker_client({"tickets": tracker_server(db)}, os.environ["TICKETS_TOKEN"])
     async with monitor_worker(client, settings, mcp):

@@ -12,7 +12,6 @@ from pathlib import Path
 import httpx
 import pytest
 import yaml
-
 from mcp_support import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -92,8 +91,16 @@ class Prometheus:
 
 
 GRAFANA_DEFAULTS = {
-    "$__rate_interval": "1m", "$job": "agentsteps-worker", "$instance": ".*", "$namespace": "default",
-    "$task_queue": ".*", "$provider": ".*", "$model": ".*", "$tool": ".*", "$mcp_server": ".*", "$quota": ".*",
+    "$__rate_interval": "1m",
+    "$job": "agentsteps-worker",
+    "$instance": ".*",
+    "$namespace": "default",
+    "$task_queue": ".*",
+    "$provider": ".*",
+    "$model": ".*",
+    "$tool": ".*",
+    "$mcp_server": ".*",
+    "$quota": ".*",
     "$tenant": ".*",
 }
 

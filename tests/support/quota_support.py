@@ -24,7 +24,12 @@ def with_quotas(settings: WorkerSettings, **table: Any) -> WorkerSettings:
 
 
 async def start_run(
-    client: Client, settings: WorkerSettings, spec: AgentSpec, text: str = "hello", *, tenant: str | None = None,
+    client: Client,
+    settings: WorkerSettings,
+    spec: AgentSpec,
+    text: str = "hello",
+    *,
+    tenant: str | None = None,
     task_queue: str | None = None,
 ) -> WorkflowHandle[Any, AgentResult]:
     return await client.start_workflow(
@@ -54,10 +59,14 @@ def quota_table() -> QuotaSettings:
     (accounts are workflows that outlive a test and keep their live limits)."""
     from agent_support import MODEL
 
-    return QuotaSettings.model_validate({
-        "limits": [{"name": unique("ops-quota"), "model": MODEL, "concurrent_requests": 1, "requests_per_minute": 10_000}],
-        "tenants": [{"name": unique("ops-tenant"), "budget": {"day": {"usd_hard": 1000.0}}}],
-    })
+    return QuotaSettings.model_validate(
+        {
+            "limits": [
+                {"name": unique("ops-quota"), "model": MODEL, "concurrent_requests": 1, "requests_per_minute": 10_000}
+            ],
+            "tenants": [{"name": unique("ops-tenant"), "budget": {"day": {"usd_hard": 1000.0}}}],
+        }
+    )
 
 
 async def run_quota_burst(client: Client, settings: WorkerSettings, runs: int = 3) -> None:

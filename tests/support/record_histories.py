@@ -57,8 +57,8 @@ from agentsteps.contracts import AgentInput, AgentResult, AgentSpec, LLMConfig
 from agentsteps.contracts.composition.pipeline_run import PipelineResult, pipeline_input
 from agentsteps.contracts.config.settings import ProviderSettings, WorkerSettings
 from agentsteps.contracts.monitor import MonitorInput, MonitorReport
-from agentsteps.contracts.session import SessionConfig
 from agentsteps.contracts.names import AGENT_WORKFLOW, MONITOR_WORKFLOW, PIPELINE_WORKFLOW, TOOLS_CALL
+from agentsteps.contracts.session import SessionConfig
 from agentsteps.demos.agent_run import DEMO_INPUT
 from agentsteps.demos.code_mode import DEMO_PROGRAM, code_demo_spec
 from agentsteps.demos.monitor import assigned_issues, monitor_worker, nudge_script, tracker_client, tracker_server
@@ -68,8 +68,9 @@ from agentsteps.worker import connect, running_worker
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from monitor_support import make_spec as monitor_spec, seed_tracker  # noqa: E402
 from approval_support import approval_registry  # noqa: E402
+from monitor_support import make_spec as monitor_spec  # noqa: E402
+from monitor_support import seed_tracker
 
 MODEL = "scripted-2026-01-01"
 SLOW_TOOL_SECONDS = 3.0
@@ -140,11 +141,16 @@ class Recorder:
         self.written.append(f"{path.name}: {len(history.events)} events")
         print(f"recorded {path} ({len(history.events)} events)", file=sys.stderr)
 
-    async def agent(self, name: str, spec: AgentSpec, text: str, script: dict, *, task_queue: str | None = None) -> None:
+    async def agent(
+        self, name: str, spec: AgentSpec, text: str, script: dict, *, task_queue: str | None = None
+    ) -> None:
         self.scripted.set_script(script)
         handle = await self.client.start_workflow(
-            AGENT_WORKFLOW, AgentInput(spec=spec, input=text), id=f"{name}-{uuid.uuid4().hex[:8]}",
-            task_queue=task_queue or self.task_queue, result_type=AgentResult,
+            AGENT_WORKFLOW,
+            AgentInput(spec=spec, input=text),
+            id=f"{name}-{uuid.uuid4().hex[:8]}",
+            task_queue=task_queue or self.task_queue,
+            result_type=AgentResult,
         )
         result = await handle.result()
         assert result.status == "completed", (name, result.status)
@@ -154,8 +160,11 @@ class Recorder:
         """Save the history while a tool call is in flight, then see the run finish."""
         self.scripted.set_script(script)
         handle = await self.client.start_workflow(
-            AGENT_WORKFLOW, AgentInput(spec=spec, input="wait, then answer"), id=f"{name}-{uuid.uuid4().hex[:8]}",
-            task_queue=self.task_queue, result_type=AgentResult,
+            AGENT_WORKFLOW,
+            AgentInput(spec=spec, input="wait, then answer"),
+            id=f"{name}-{uuid.uuid4().hex[:8]}",
+            task_queue=self.task_queue,
+            result_type=AgentResult,
         )
         await _until(lambda: _tool_call_pending(handle), timeout=SLOW_TOOL_SECONDS * 3)
         await self.save(name, handle)
@@ -187,7 +196,8 @@ async def _tool_mode(rec: Recorder) -> None:
 async def record(out: Path, prefix: str, only: set[str] | None = None) -> list[str]:
     out.mkdir(parents=True, exist_ok=True)
     env = await WorkflowEnvironment.start_local(
-        dev_server_existing_path=temporal_binary(), dev_server_startup_timeout=SERVER_STARTUP,
+        dev_server_existing_path=temporal_binary(),
+        dev_server_startup_timeout=SERVER_STARTUP,
         dev_server_extra_args=dev_server_args(),
         dev_server_log_level="error",
     )
@@ -227,24 +237,44 @@ async def record(out: Path, prefix: str, only: set[str] | None = None) -> list[s
 
 async def _agents(rec: Recorder, settings: WorkerSettings) -> None:
     await _tool_mode(rec)
-    await rec.agent("code_mode", code_demo_spec(settings), "Which city is warmest?",
-                    {"default": {"content": f"```python\n{DEMO_PROGRAM}```"}})
+    await rec.agent(
+        "code_mode",
+        code_demo_spec(settings),
+        "Which city is warmest?",
+        {"default": {"content": f"```python\n{DEMO_PROGRAM}```"}},
+    )
     await _pipeline(rec)
     # A program that fails, is re-prompted, then calls a tool and the LLM from inside the sandbox.
-    await rec.agent("agent_code_mode", agent_spec(mode="code", tools=["send_notification"]),
-                    "notify kim", {"replies": [
-                        {"content": f"```python\n{FAILING_PROGRAM}```"},
-                        {"content": f"```python\n{WORKING_PROGRAM}```"},
-                        {"content": "hi"},
-                    ]})
-    await rec.agent_caught_waiting("code_mode_paused_on_tool", agent_spec(mode="code"), {
-        "default": {"content": f"```python\nw = await wait({SLOW_TOOL_SECONDS})\n{{'waited': w['seconds']}}\n```"}
-    })
-    await rec.agent_caught_waiting("tool_mode_waiting_on_tool", agent_spec(), {"rules": [
-        {"match": {"role": "user"}, "reply": {"tool_calls": [
-            {"name": "wait", "arguments": {"seconds": SLOW_TOOL_SECONDS}}]}},
-        {"match": {"tool_result_for": "wait"}, "reply": {"content": "done waiting"}},
-    ]})
+    await rec.agent(
+        "agent_code_mode",
+        agent_spec(mode="code", tools=["send_notification"]),
+        "notify kim",
+        {
+            "replies": [
+                {"content": f"```python\n{FAILING_PROGRAM}```"},
+                {"content": f"```python\n{WORKING_PROGRAM}```"},
+                {"content": "hi"},
+            ]
+        },
+    )
+    await rec.agent_caught_waiting(
+        "code_mode_paused_on_tool",
+        agent_spec(mode="code"),
+        {"default": {"content": f"```python\nw = await wait({SLOW_TOOL_SECONDS})\n{{'waited': w['seconds']}}\n```"}},
+    )
+    await rec.agent_caught_waiting(
+        "tool_mode_waiting_on_tool",
+        agent_spec(),
+        {
+            "rules": [
+                {
+                    "match": {"role": "user"},
+                    "reply": {"tool_calls": [{"name": "wait", "arguments": {"seconds": SLOW_TOOL_SECONDS}}]},
+                },
+                {"match": {"tool_result_for": "wait"}, "reply": {"content": "done waiting"}},
+            ]
+        },
+    )
 
 
 async def _quotas(rec: Recorder, settings: WorkerSettings) -> None:
@@ -252,22 +282,46 @@ async def _quotas(rec: Recorder, settings: WorkerSettings) -> None:
     from agentsteps.client.quotas import ensure_accounts, quota_plan
     from agentsteps.contracts.quotas.config import QuotaSettings
 
-    quotas = QuotaSettings.model_validate({
-        "limits": [{"name": f"rec-{uuid.uuid4().hex[:6]}", "model": "scripted-*", "requests_per_minute": 100,
-                    "input_tokens_per_minute": 100_000, "concurrent_requests": 4}],
-        "tenants": [{"name": f"acme-{uuid.uuid4().hex[:6]}", "weight": 2,
-                     "budget": {"day": {"tokens_hard": 1_000_000}}}],
-    })
+    quotas = QuotaSettings.model_validate(
+        {
+            "limits": [
+                {
+                    "name": f"rec-{uuid.uuid4().hex[:6]}",
+                    "model": "scripted-*",
+                    "requests_per_minute": 100,
+                    "input_tokens_per_minute": 100_000,
+                    "concurrent_requests": 4,
+                }
+            ],
+            "tenants": [
+                {"name": f"acme-{uuid.uuid4().hex[:6]}", "weight": 2, "budget": {"day": {"tokens_hard": 1_000_000}}}
+            ],
+        }
+    )
     await ensure_accounts(rec.client, quotas, rec.task_queue)
     tenant = quotas.tenants[0].name
-    rec.scripted.set_script({"rules": [
-        {"match": {"role": "user"}, "reply": {"tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}]}},
-        {"match": {"tool_result_for": "get_weather"}, "reply": {"content": "Paris: light rain"}},
-    ]})
+    rec.scripted.set_script(
+        {
+            "rules": [
+                {
+                    "match": {"role": "user"},
+                    "reply": {"tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}]},
+                },
+                {"match": {"tool_result_for": "get_weather"}, "reply": {"content": "Paris: light rain"}},
+            ]
+        }
+    )
     handle = await rec.client.start_workflow(
-        AGENT_WORKFLOW, AgentInput(spec=agent_spec(tools=["get_weather"]), input="weather in Paris?", tenant=tenant,
-                                   quota=quota_plan(quotas, tenant)),
-        id=f"quota-{uuid.uuid4().hex[:8]}", task_queue=rec.task_queue, result_type=AgentResult,
+        AGENT_WORKFLOW,
+        AgentInput(
+            spec=agent_spec(tools=["get_weather"]),
+            input="weather in Paris?",
+            tenant=tenant,
+            quota=quota_plan(quotas, tenant),
+        ),
+        id=f"quota-{uuid.uuid4().hex[:8]}",
+        task_queue=rec.task_queue,
+        result_type=AgentResult,
     )
     assert (await handle.result()).status == "completed"
     await rec.save("quota_tool_mode", handle)
@@ -284,11 +338,16 @@ async def _code_mode_fork(rec: Recorder) -> None:
     rec.scripted.set_script({"default": {"content": f"```python\n{program}```"}})
     source_id = f"code-fork-source-{uuid.uuid4().hex[:8]}"
     source = await rec.client.execute_workflow(
-        AGENT_WORKFLOW, AgentInput(spec=agent_spec(mode="code", tools=["send_notification", "wait"]), input="notify"),
-        id=source_id, task_queue=rec.task_queue, result_type=AgentResult,
+        AGENT_WORKFLOW,
+        AgentInput(spec=agent_spec(mode="code", tools=["send_notification", "wait"]), input="notify"),
+        id=source_id,
+        task_queue=rec.task_queue,
+        result_type=AgentResult,
     )
     assert source.status == "completed", source.status
-    handle = await fork_run(rec.client, source_id, 2, data_converter=rec.client.data_converter, task_queue=rec.task_queue)
+    handle = await fork_run(
+        rec.client, source_id, 2, data_converter=rec.client.data_converter, task_queue=rec.task_queue
+    )
     await _until(lambda: _tool_call_pending(handle), timeout=SLOW_TOOL_SECONDS * 3)
     await rec.save("agent_code_mode_fork_waiting", handle)
     result = await handle.result()
@@ -297,19 +356,26 @@ async def _code_mode_fork(rec: Recorder) -> None:
 
 async def _session_fork(rec: Recorder) -> None:
     """A session forked inside a turn (``session.fork`` re-binds its state), saved between its turns."""
-    rec.scripted.set_script({"rules": [
-        {"match": {"role": "user", "contains": "weather"}, "reply": {"tool_calls": [
-            {"name": "get_weather", "arguments": {"city": "Paris"}}]}},
-        {"match": {"tool_result_for": "get_weather"}, "reply": {"content": "Paris: light rain"}},
-        {"match": {"role": "user"}, "reply": {"content": "noted"}},
-    ]})
+    rec.scripted.set_script(
+        {
+            "rules": [
+                {
+                    "match": {"role": "user", "contains": "weather"},
+                    "reply": {"tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}]},
+                },
+                {"match": {"tool_result_for": "get_weather"}, "reply": {"content": "Paris: light rain"}},
+                {"match": {"role": "user"}, "reply": {"content": "noted"}},
+            ]
+        }
+    )
     source_id = f"session-fork-source-{uuid.uuid4().hex[:8]}"
     spec = agent_spec(tools=["get_weather"])
     for text in ("remember that I live in Paris", "what is the weather where I live?"):
         turn = await send_turn(rec.client, spec, text, session_id=source_id, task_queue=rec.task_queue)
         assert turn.status == "completed", turn.status
-    fork_id, first = await fork_session(rec.client, source_id, 2, 1, data_converter=rec.client.data_converter,
-                                        task_queue=rec.task_queue)
+    fork_id, first = await fork_session(
+        rec.client, source_id, 2, 1, data_converter=rec.client.data_converter, task_queue=rec.task_queue
+    )
     assert first.status == "completed", first.status
     again = await continue_session(rec.client, fork_id, "thanks, remember that too")
     assert again.status == "completed", again.status
@@ -320,12 +386,18 @@ async def _session_fork(rec: Recorder) -> None:
 
 async def _session(rec: Recorder) -> None:
     """A tool-mode session saved between turns: two turns taken, waiting (idle) for the third."""
-    rec.scripted.set_script({"rules": [
-        {"match": {"role": "user", "contains": "weather"}, "reply": {"tool_calls": [
-            {"name": "get_weather", "arguments": {"city": "Paris"}}]}},
-        {"match": {"tool_result_for": "get_weather"}, "reply": {"content": "Paris: light rain"}},
-        {"match": {"role": "user"}, "reply": {"content": "noted"}},
-    ]})
+    rec.scripted.set_script(
+        {
+            "rules": [
+                {
+                    "match": {"role": "user", "contains": "weather"},
+                    "reply": {"tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}]},
+                },
+                {"match": {"tool_result_for": "get_weather"}, "reply": {"content": "Paris: light rain"}},
+                {"match": {"role": "user"}, "reply": {"content": "noted"}},
+            ]
+        }
+    )
     session_id = f"session-{uuid.uuid4().hex[:8]}"
     spec = agent_spec(tools=["get_weather"])
     for text in ("remember that I live in Paris", "what is the weather where I live?"):
@@ -338,18 +410,30 @@ async def _session(rec: Recorder) -> None:
 
 async def _session_streaming(rec: Recorder) -> None:
     """A session that streams its answers, has a call approved, then continues as new: its first run."""
-    rec.scripted.set_script({"rules": [
-        {"match": {"role": "user", "contains": "refund"}, "reply": {"tool_calls": [
-            {"name": "refund", "arguments": {"order": "A-17", "amount": 40.0}}]}},
-        {"match": {"tool_result_for": "refund"},
-         "reply": {"content": "Refunded 40 EUR for order A-17.", "stream": {"chunk_chars": 3, "delay_seconds": 0.05}}},
-        {"match": {"role": "user"}, "reply": {"content": "noted"}},
-    ]})
+    rec.scripted.set_script(
+        {
+            "rules": [
+                {
+                    "match": {"role": "user", "contains": "refund"},
+                    "reply": {"tool_calls": [{"name": "refund", "arguments": {"order": "A-17", "amount": 40.0}}]},
+                },
+                {
+                    "match": {"tool_result_for": "refund"},
+                    "reply": {
+                        "content": "Refunded 40 EUR for order A-17.",
+                        "stream": {"chunk_chars": 3, "delay_seconds": 0.05},
+                    },
+                },
+                {"match": {"role": "user"}, "reply": {"content": "noted"}},
+            ]
+        }
+    )
     session_id = f"session-{uuid.uuid4().hex[:8]}"
     spec = agent_spec(tools=["refund"])
     config = SessionConfig(stream_tokens=True, continue_after_events=100)
     first = asyncio.ensure_future(
-        send_turn(rec.client, spec, "refund A-17", session_id=session_id, task_queue=rec.task_queue, config=config))
+        send_turn(rec.client, spec, "refund A-17", session_id=session_id, task_queue=rec.task_queue, config=config)
+    )
 
     async def waiting() -> bool:
         try:
@@ -375,15 +459,27 @@ async def _session_state(rec: Recorder) -> None:
     """Issue 21's session (``SESSION_STATE_PATCH``): tools described at the first turn, which fails on one call
     while its sibling waits for approval (cancelled, withdrawn); then short turns until it continues as new.
     Saved: that first run, and the continued run (tools carried, not described) between two turns."""
-    rec.scripted.set_script({"rules": [
-        {"match": {"role": "user", "contains": "refund and audit"}, "reply": {"tool_calls": [
-            {"name": "refund", "arguments": {"order": "A-17", "amount": 40.0}},
-            {"name": "audit", "arguments": {"seconds": 0}}]}},
-        {"match": {"role": "user", "contains": "weather"}, "reply": {"tool_calls": [
-            {"name": "get_weather", "arguments": {"city": "Paris"}}]}},
-        {"match": {"tool_result_for": "get_weather"}, "reply": {"content": "sunny"}},
-        {"match": {"role": "user"}, "reply": {"content": "noted"}},
-    ]})
+    rec.scripted.set_script(
+        {
+            "rules": [
+                {
+                    "match": {"role": "user", "contains": "refund and audit"},
+                    "reply": {
+                        "tool_calls": [
+                            {"name": "refund", "arguments": {"order": "A-17", "amount": 40.0}},
+                            {"name": "audit", "arguments": {"seconds": 0}},
+                        ]
+                    },
+                },
+                {
+                    "match": {"role": "user", "contains": "weather"},
+                    "reply": {"tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}]},
+                },
+                {"match": {"tool_result_for": "get_weather"}, "reply": {"content": "sunny"}},
+                {"match": {"role": "user"}, "reply": {"content": "noted"}},
+            ]
+        }
+    )
     # The replayer names a history's workflow by its file name, and a continued run checks that its carried
     # state names its own session (workflow id and first run): so the session's id is its continued run's file name.
     session_id = f"{rec.prefix}session_continued_carried_tools"
@@ -420,12 +516,19 @@ async def _pipeline(rec: Recorder) -> None:
             step.model = LLMConfig(model=MODEL, max_tokens=256, context_window=16_000)
     update = {"issue_id": "PROJ-1", "state": "closed", "comment": "Customer confirms the fix."}
     reply = {"issue_id": "PROJ-1", "state": "closed", "message": "Thanks! Ticket PROJ-1 is now closed."}
-    rec.scripted.set_script({"rules": [
-        {"match": {"any_contains": "triage customer emails"}, "reply": {"json": update}},
-        {"match": {"any_contains": "friendly reply"}, "reply": {"json": reply}},
-    ]})
+    rec.scripted.set_script(
+        {
+            "rules": [
+                {"match": {"any_contains": "triage customer emails"}, "reply": {"json": update}},
+                {"match": {"any_contains": "friendly reply"}, "reply": {"json": reply}},
+            ]
+        }
+    )
     handle = await rec.client.start_workflow(
-        PIPELINE_WORKFLOW, inp, id=f"pipeline-{uuid.uuid4().hex[:8]}", task_queue=rec.task_queue,
+        PIPELINE_WORKFLOW,
+        inp,
+        id=f"pipeline-{uuid.uuid4().hex[:8]}",
+        task_queue=rec.task_queue,
         result_type=PipelineResult,
     )
     result = await handle.result()
@@ -441,8 +544,11 @@ async def _monitor_tick(rec: Recorder, settings: WorkerSettings, state: Path) ->
     try:
         async with monitor_worker(rec.client, settings, mcp, task_queue=task_queue):
             handle = await rec.client.start_workflow(
-                MONITOR_WORKFLOW, MonitorInput(spec=monitor_spec(), as_of=now),
-                id=f"monitor-{uuid.uuid4().hex[:8]}", task_queue=task_queue, result_type=MonitorReport,
+                MONITOR_WORKFLOW,
+                MonitorInput(spec=monitor_spec(), as_of=now),
+                id=f"monitor-{uuid.uuid4().hex[:8]}",
+                task_queue=task_queue,
+                result_type=MonitorReport,
             )
             report = await handle.result()
             assert report.nudged and not report.failed, report

@@ -32,8 +32,15 @@ _ERRORS = (
 
 
 class FaultingS3Proxy:
-    def __init__(self, upstream: str, *, rate: float = 0.05, limit: int = 1_000_000, slow_seconds: float = 2.0,
-                 seed: int | None = None) -> None:
+    def __init__(
+        self,
+        upstream: str,
+        *,
+        rate: float = 0.05,
+        limit: int = 1_000_000,
+        slow_seconds: float = 2.0,
+        seed: int | None = None,
+    ) -> None:
         parsed = urlparse(upstream)
         self.upstream = (parsed.hostname or "127.0.0.1", parsed.port or 80)
         self.rate, self.limit, self.slow_seconds = rate, limit, slow_seconds
@@ -76,12 +83,17 @@ class FaultingS3Proxy:
             if fault == "5xx":
                 self.injected["5xx"] += 1
                 status, reason, code, message = _ERRORS[self.injected["5xx"] % 2]
-                xml = (f'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>{code}</Code>'
-                       f"<Message>{message}</Message></Error>").encode()
+                xml = (
+                    f'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>{code}</Code>'
+                    f"<Message>{message}</Message></Error>"
+                ).encode()
                 if head.startswith(b"HEAD "):
                     xml = b""  # an answer to HEAD has no body, errors included
-                writer.write(f"HTTP/1.1 {status} {reason}\r\nContent-Type: application/xml\r\n"
-                             f"Content-Length: {len(xml)}\r\nConnection: close\r\n\r\n".encode() + xml)
+                writer.write(
+                    f"HTTP/1.1 {status} {reason}\r\nContent-Type: application/xml\r\n"
+                    f"Content-Length: {len(xml)}\r\nConnection: close\r\n\r\n".encode()
+                    + xml
+                )
                 await writer.drain()
                 return
             after = self.rng.random() < 0.5

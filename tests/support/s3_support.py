@@ -24,8 +24,11 @@ def s3_endpoint():
 
 def s3_client(endpoint: str):
     return boto3.client(
-        "s3", endpoint_url=endpoint, region_name=CREDENTIALS["AWS_REGION"],
-        aws_access_key_id=CREDENTIALS["AWS_ACCESS_KEY_ID"], aws_secret_access_key=CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
+        "s3",
+        endpoint_url=endpoint,
+        region_name=CREDENTIALS["AWS_REGION"],
+        aws_access_key_id=CREDENTIALS["AWS_ACCESS_KEY_ID"],
+        aws_secret_access_key=CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
     )
 
 
@@ -39,7 +42,10 @@ def s3_bucket(s3_endpoint) -> str:
 def store_settings(endpoint: str, bucket: str, prefix: str = "agentsteps/") -> dict:
     """``payload_store`` settings for the loopback server, as the config file would give them."""
     return {
-        "s3_bucket": bucket, "s3_prefix": prefix, "s3_endpoint_url": endpoint, "s3_region": CREDENTIALS["AWS_REGION"],
+        "s3_bucket": bucket,
+        "s3_prefix": prefix,
+        "s3_endpoint_url": endpoint,
+        "s3_region": CREDENTIALS["AWS_REGION"],
         "s3_access_key_id": CREDENTIALS["AWS_ACCESS_KEY_ID"],
         "s3_secret_access_key": CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
     }

@@ -7,10 +7,10 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from process_support import start_worker_process
+
 from agentsteps.contracts import AgentSpec, LLMConfig
 from agentsteps.contracts.spec import ActivityPolicy
-
-from process_support import start_worker_process
 
 SCRIPT = Path(__file__).with_name("scale_support.py")
 KEY = "shared-snapshot-key-0123456789abcdef"
@@ -22,7 +22,9 @@ def tool_spec(delay: float) -> AgentSpec:
     return AgentSpec(
         name="scale-tools",
         model=LLMConfig(model="scripted-2026-01-01", max_tokens=256, context_window=2_000_000),
-        tools=["bulk_fetch"], max_steps=TOOL_CALLS + 2, token_budget=10_000_000,
+        tools=["bulk_fetch"],
+        max_steps=TOOL_CALLS + 2,
+        token_budget=10_000_000,
         system_prompt=f"tool mode; delay {delay}",
         tool_policy=ActivityPolicy(start_to_close_seconds=delay + 4, initial_interval_seconds=0.5),
     )
@@ -44,12 +46,15 @@ def program(delay: float) -> str:
 
 def script(delay: float) -> dict[str, Any]:
     """Code mode answers with the program; tool mode fetches batches 1..TOOL_CALLS, then answers."""
+
     def call(n: int) -> dict[str, Any]:
         return {"tool_calls": [{"name": "bulk_fetch", "arguments": {"n": n, "delay_seconds": delay}}]}
 
     rules: list[dict[str, Any]] = [
-        {"match": {"role": "user", "any_contains": "async def bulk_fetch"},
-         "reply": {"content": f"```python\n{program(delay)}```"}},
+        {
+            "match": {"role": "user", "any_contains": "async def bulk_fetch"},
+            "reply": {"content": f"```python\n{program(delay)}```"},
+        },
         {"match": {"role": "user"}, "reply": call(1)},
     ]
     for n in range(1, TOOL_CALLS):
@@ -58,12 +63,23 @@ def script(delay: float) -> dict[str, Any]:
     return {"rules": rules}
 
 
-def worker_settings(address: str, task_queue: str, base_url: str, state_dir: Path, *,
-                    s3: dict | None = None, key: str | None = KEY, single_worker: bool = False) -> str:
+def worker_settings(
+    address: str,
+    task_queue: str,
+    base_url: str,
+    state_dir: Path,
+    *,
+    s3: dict | None = None,
+    key: str | None = KEY,
+    single_worker: bool = False,
+) -> str:
     data: dict[str, Any] = {
-        "temporal_address": address, "task_queue": task_queue, "state_dir": str(state_dir),
+        "temporal_address": address,
+        "task_queue": task_queue,
+        "state_dir": str(state_dir),
         "providers": {"openai_base_url": base_url, "request_timeout_seconds": 30},
-        "tool_factories": ["scale_support:build_registry"], "single_worker": single_worker,
+        "tool_factories": ["scale_support:build_registry"],
+        "single_worker": single_worker,
         "sandbox_processes": 1,
     }
     if key is not None:

@@ -18,13 +18,12 @@ import time
 from contextlib import closing
 from pathlib import Path
 
+from child_main import run_child, serve_until_killed
 from pydantic import BaseModel, Field
 from temporalio import activity
 
 from agentsteps.activities.tools.registry import ToolContext, ToolRegistry
 from agentsteps.contracts.config.settings import WorkerSettings
-
-from child_main import run_child, serve_until_killed
 
 ROW = "x" * 1000
 ROWS = 300  # 300 KB: every result goes through the payload store
@@ -45,8 +44,10 @@ class Ledger:
         self.path = Path(path)
         with closing(self._db()) as db, db:
             db.execute("CREATE TABLE IF NOT EXISTS effects (key TEXT PRIMARY KEY, workflow TEXT, n INTEGER)")
-            db.execute("CREATE TABLE IF NOT EXISTS attempts (key TEXT, workflow TEXT, pid INTEGER, started REAL,"
-                       " finished REAL)")
+            db.execute(
+                "CREATE TABLE IF NOT EXISTS attempts (key TEXT, workflow TEXT, pid INTEGER, started REAL,"
+                " finished REAL)"
+            )
 
     def _db(self) -> sqlite3.Connection:
         return sqlite3.connect(self.path, timeout=30)
@@ -54,8 +55,9 @@ class Ledger:
     def begin(self, key: str, workflow: str, n: int) -> int:
         with closing(self._db()) as db, db:
             db.execute("INSERT OR IGNORE INTO effects VALUES (?, ?, ?)", (key, workflow, n))
-            return db.execute("INSERT INTO attempts VALUES (?, ?, ?, ?, NULL)",
-                              (key, workflow, os.getpid(), time.time())).lastrowid
+            return db.execute(
+                "INSERT INTO attempts VALUES (?, ?, ?, ?, NULL)", (key, workflow, os.getpid(), time.time())
+            ).lastrowid
 
     def finish(self, attempt: int) -> None:
         with closing(self._db()) as db, db:

@@ -15,8 +15,11 @@ from typing import Any
 
 from typing_extensions import NotRequired, Required, is_typeddict
 
-_WRAPPERS = {Required, NotRequired, typing.Required, typing.NotRequired, typing.ReadOnly} \
-    if hasattr(typing, "ReadOnly") else {Required, NotRequired, typing.Required, typing.NotRequired}
+_WRAPPERS = (
+    {Required, NotRequired, typing.Required, typing.NotRequired, typing.ReadOnly}
+    if hasattr(typing, "ReadOnly")
+    else {Required, NotRequired, typing.Required, typing.NotRequired}
+)
 
 
 def problems(value: Any, tp: Any, path: str = "$") -> list[str]:
@@ -46,8 +49,9 @@ def problems(value: Any, tp: Any, path: str = "$") -> list[str]:
         return out
     if origin in (dict, collections.abc.Mapping) or tp is dict:
         return [] if isinstance(value, dict) else [f"{path}: expected object"]
-    if origin in (list, collections.abc.Iterable, collections.abc.Sequence) or \
-            (origin is not None and getattr(origin, "__name__", "") == "SequenceNotStr"):
+    if origin in (list, collections.abc.Iterable, collections.abc.Sequence) or (
+        origin is not None and getattr(origin, "__name__", "") == "SequenceNotStr"
+    ):
         if not isinstance(value, list):
             return [f"{path}: expected array"]
         (item_type,) = typing.get_args(tp) or (Any,)

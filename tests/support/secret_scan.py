@@ -104,8 +104,12 @@ class SecretScan:
         return self.text(where, "\n".join(json.dumps(r.body) for r in requests))
 
     def leaks(self) -> list[str]:
-        return [f"{secret[:6]}… in {where}" for where, data in self.sources for secret in self.secrets
-                if secret.encode() in data]
+        return [
+            f"{secret[:6]}… in {where}"
+            for where, data in self.sources
+            for secret in self.secrets
+            if secret.encode() in data
+        ]
 
     def assert_clean(self) -> None:
         leaks = self.leaks()

@@ -5,14 +5,13 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from agent_support import make_spec
 from temporalio.client import Client, WorkflowUpdateFailedError
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError
 
 from agentsteps.client.sessions import send_turn
 from agentsteps.contracts.session import SessionConfig, TurnResult
-
-from agent_support import make_spec
 
 
 def session_id() -> str:
@@ -50,8 +49,10 @@ def memory_script() -> dict[str, Any]:
         "rules": [
             {"match": {"contains": "what did I ask", "any_contains": "Lisbon"}, "reply": {"content": "about Lisbon"}},
             {"match": {"contains": "what did I ask"}, "reply": {"content": "no memory"}},
-            {"match": {"role": "user"}, "reply": {"tool_calls": [
-                {"name": "get_weather", "arguments": {"city": "Lisbon"}}]}},
+            {
+                "match": {"role": "user"},
+                "reply": {"tool_calls": [{"name": "get_weather", "arguments": {"city": "Lisbon"}}]},
+            },
             {"match": {"tool_result_for": "get_weather"}, "reply": {"content": "Lisbon is sunny"}},
         ]
     }

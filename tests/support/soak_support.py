@@ -15,12 +15,11 @@ import os
 from pathlib import Path
 
 from pydantic import BaseModel, Field
+from scale_support import Ledger
 from temporalio import activity
 
 from agentsteps.activities.tools.registry import ToolContext, ToolRegistry
 from agentsteps.contracts.config.settings import WorkerSettings
-
-from scale_support import Ledger
 
 STEP = r"^S\d+-\d+$"
 

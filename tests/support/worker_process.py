@@ -9,10 +9,10 @@ import os
 import sys
 from pathlib import Path
 
+from child_main import run_child, serve_until_killed
+
 from agentsteps.contracts.config.settings import ProviderSettings, WorkerSettings
 from agentsteps.worker import connect, running_worker
-
-from child_main import run_child, serve_until_killed
 
 
 async def main(address: str, task_queue: str, base_url: str, state_dir: str) -> None:

@@ -20,13 +20,12 @@ from temporalio.testing import ActivityEnvironment
 from agentsteps.activities.llm.activities import LLMActivities
 from agentsteps.activities.tools.activities import ToolActivities
 from agentsteps.contracts import LLMConfig, Message, ToolCallInput
-from agentsteps.contracts.config.settings import PriceTable, ProviderSettings
+from agentsteps.contracts.config.settings import PriceTable, ProviderSettings, WorkerSettings
 from agentsteps.contracts.llm.request import LLMRequest
 from agentsteps.telemetry.labels import MODELS, OTHER, TOOLS, BoundedLabel
 from agentsteps.telemetry.metrics import LLM_REQUESTS, REGISTRY, TOOL_CALLS
 from agentsteps.telemetry.runtime import TemporalMetricsCollector
 from agentsteps.worker import load_registry
-from agentsteps.contracts.config.settings import WorkerSettings
 
 pytestmark = pytest.mark.fast  # pure and quick: in `make test-fast`
 
@@ -49,22 +48,29 @@ def _random_name(rng: random.Random) -> str:
 
 def _label_values(metric, label: str, **where: str) -> set[str]:
     return {
-        s.labels[label] for family in REGISTRY.collect() if family.name == metric._name
-        for s in family.samples if all(s.labels.get(k) == v for k, v in where.items())
+        s.labels[label]
+        for family in REGISTRY.collect()
+        if family.name == metric._name
+        for s in family.samples
+        if all(s.labels.get(k) == v for k, v in where.items())
     }
 
 
 def _request(model: str) -> LLMRequest:
-    return LLMRequest(config=LLMConfig(model=model, max_tokens=16, context_window=16_000),
-                      messages=[Message.user("hi")], allowed_model_aliases=[model])
+    return LLMRequest(
+        config=LLMConfig(model=model, max_tokens=16, context_window=16_000),
+        messages=[Message.user("hi")],
+        allowed_model_aliases=[model],
+    )
 
 
 async def _call_models(scripted, models: list[str], *, reject: bool) -> None:
     reply = {"fault": {"status": 400, "message": "no such model"}} if reject else {"content": "ok"}
     scripted.set_script({"rules": [{"match": {}, "reply": reply}]})
     async with httpx2.AsyncClient(timeout=5) as http:
-        llm = LLMActivities(ProviderSettings(openai_base_url=scripted.url_openai), http,
-                            PriceTable(input_per_mtok={PRICED: 1.0}))
+        llm = LLMActivities(
+            ProviderSettings(openai_base_url=scripted.url_openai), http, PriceTable(input_per_mtok={PRICED: 1.0})
+        )
         env = ActivityEnvironment()
         for model in models:
             try:
@@ -97,11 +103,14 @@ async def test_tool_names_the_model_makes_up_are_other():
     rng = random.Random(3)
     names = ["".join(rng.choices(string.ascii_letters, k=10)) for _ in range(200)] + HOSTILE
     for name in names:
-        result = await env.run(tools.call, ToolCallInput(
-            name=name, arguments="{}", call_id=uuid.uuid4().hex, idempotency_key=uuid.uuid4().hex))
+        result = await env.run(
+            tools.call,
+            ToolCallInput(name=name, arguments="{}", call_id=uuid.uuid4().hex, idempotency_key=uuid.uuid4().hex),
+        )
         assert result.is_error
-    await env.run(tools.call, ToolCallInput(name="get_weather", arguments='{"city": "Paris"}', call_id="c",
-                                            idempotency_key="k"))
+    await env.run(
+        tools.call, ToolCallInput(name="get_weather", arguments='{"city": "Paris"}', call_id="c", idempotency_key="k")
+    )
     labels = _label_values(TOOL_CALLS, "tool")
     assert not labels & set(names)
     assert {OTHER, "get_weather"} <= labels

@@ -15,6 +15,10 @@ import urllib.request
 import uuid
 from pathlib import Path
 
+from agent_support import MODEL, make_spec, run_agent
+from mcp_support import new_token
+from monitor_support import make_spec as monitor_spec
+from monitor_support import run_tick, seed_tracker, stalled_by_sql
 from prometheus_client.parser import text_string_to_metric_families
 
 from agentsteps.client.pipeline_files import load_pipeline_file
@@ -27,11 +31,6 @@ from agentsteps.telemetry.runtime import collector_for
 from agentsteps.telemetry.server import start_metrics_server
 from agentsteps.worker import running_worker
 
-from agent_support import MODEL, make_spec, run_agent
-from mcp_support import new_token
-from monitor_support import make_spec as monitor_spec
-from monitor_support import run_tick, seed_tracker, stalled_by_sql
-
 PIPELINE = Path(__file__).resolve().parents[2] / "examples" / "pipelines" / "support_reply.toml"
 PATHS = {"llm.call", "code.program", "reply", "monitor.nudge"}
 
@@ -42,18 +41,26 @@ def _once_then(first: dict, then: dict, match: dict | None = None) -> dict:
 
 
 async def _tool_loop_with_a_bad_tool_call(client, settings, scripted):
-    scripted.set_script({"rules": [
-        {"match": {"role": "user"}, "reply": {"tool_calls": [{"name": "get_weather", "arguments": {"city": 5}}]}},
-        {"match": {"role": "tool"}, "reply": {"content": "done"}},  # the re-prompt answers the broken call
-    ]})
+    scripted.set_script(
+        {
+            "rules": [
+                {
+                    "match": {"role": "user"},
+                    "reply": {"tool_calls": [{"name": "get_weather", "arguments": {"city": 5}}]},
+                },
+                {"match": {"role": "tool"}, "reply": {"content": "done"}},  # the re-prompt answers the broken call
+            ]
+        }
+    )
     async with running_worker(client, settings):
         result = await run_agent(client, settings.task_queue, make_spec())
     assert result.status == "completed" and result.violations
 
 
 async def _code_mode_with_a_failing_program(client, settings, scripted):
-    scripted.set_script(_once_then({"content": "```python\nraise ValueError('boom')\n```"},
-                                   {"content": "```python\n1 + 1\n```"}))
+    scripted.set_script(
+        _once_then({"content": "```python\nraise ValueError('boom')\n```"}, {"content": "```python\n1 + 1\n```"})
+    )
     async with running_worker(client, settings):
         result = await run_agent(client, settings.task_queue, make_spec(mode="code", tools=["get_weather"]))
     assert result.status == "completed" and result.output == 2
@@ -63,19 +70,31 @@ async def _pipeline_with_a_broken_edge(client, settings, scripted):
     update = {"issue_id": "PROJ-1", "state": "closed", "comment": "Customer confirms the fix."}
     reply = {"issue_id": "PROJ-1", "state": "closed", "message": "Thanks! Ticket PROJ-1 is now closed."}
     silent = {**reply, "message": "Thanks, all done."}  # breaks the edge's post predicate: names no ticket
-    scripted.set_script({"rules": [
-        {"match": {"any_contains": "triage customer emails"}, "reply": {"json": update}},
-        *_once_then({"json": silent}, {"json": reply}, {"any_contains": "friendly reply"})["rules"],
-    ]})
+    scripted.set_script(
+        {
+            "rules": [
+                {"match": {"any_contains": "triage customer emails"}, "reply": {"json": update}},
+                *_once_then({"json": silent}, {"json": reply}, {"any_contains": "friendly reply"})["rules"],
+            ]
+        }
+    )
     loaded = load_pipeline_file(PIPELINE)
-    inp = pipeline_input(loaded.spec, loaded.contracts, {"sender": "kim@example.com", "subject": "PROJ-1",
-                                                         "body": "Please close PROJ-1, it works now."})
+    inp = pipeline_input(
+        loaded.spec,
+        loaded.contracts,
+        {"sender": "kim@example.com", "subject": "PROJ-1", "body": "Please close PROJ-1, it works now."},
+    )
     for step in inp.steps:
         if step.model is not None:
             step.model = LLMConfig(model=MODEL, max_tokens=256, context_window=16_000)
     async with running_worker(client, settings, registry=support_registry(settings)):
-        result = await client.execute_workflow(PIPELINE_WORKFLOW, inp, id=f"pipe-{uuid.uuid4().hex[:8]}",
-                                               task_queue=settings.task_queue, result_type=PipelineResult)
+        result = await client.execute_workflow(
+            PIPELINE_WORKFLOW,
+            inp,
+            id=f"pipe-{uuid.uuid4().hex[:8]}",
+            task_queue=settings.task_queue,
+            result_type=PipelineResult,
+        )
     assert result.status == "completed" and any(e.violations for e in result.edges)
 
 

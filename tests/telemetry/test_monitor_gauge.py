@@ -17,12 +17,12 @@ import pytest_asyncio
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
+    from process_support import kill, start_worker_process
+    from prometheus_support import Prometheus, as_grafana_sends, dashboard_query
     from temporalio.worker import Worker
 
     from agentsteps.contracts.monitor import MonitorMetrics
     from agentsteps.contracts.names import MONITOR_RECORD
-    from process_support import kill, start_worker_process
-    from prometheus_support import Prometheus, as_grafana_sends, dashboard_query
 
 WORKER_SCRIPT = Path(__file__).parents[1] / "support" / "monitor_gauge_worker.py"
 MONITOR = "gauge-test"
@@ -116,7 +116,8 @@ async def test_a_late_retry_of_an_older_tick_does_not_overwrite_a_newer_one():
     newer, older = datetime(2026, 5, 2, tzinfo=UTC), datetime(2026, 5, 1, tzinfo=UTC)
     for when, stalled in ((newer, 3), (older, 9)):
         env.info = dataclasses.replace(env.info, scheduled_time=when)
-        await env.run(activities.record, MonitorMetrics(monitor=monitor, run_id=str(when), stalled=stalled,
-                                                        nudged=1, escalated=0))
+        await env.run(
+            activities.record, MonitorMetrics(monitor=monitor, run_id=str(when), stalled=stalled, nudged=1, escalated=0)
+        )
     assert MONITOR_STALLED_TICKETS.labels(monitor=monitor)._value.get() == 3
     assert MONITOR_LAST_TICK.labels(monitor=monitor)._value.get() == newer.timestamp()

@@ -11,6 +11,7 @@ import asyncio
 import uuid
 
 import pytest
+from agent_support import make_spec
 from temporalio.client import WorkflowFailureError
 from temporalio.exceptions import ActivityError, ApplicationError, CancelledError, RetryState, TimeoutError, TimeoutType
 
@@ -19,10 +20,8 @@ from agentsteps.contracts.names import AGENT_WORKFLOW
 from agentsteps.contracts.spec import ActivityPolicy
 from agentsteps.telemetry.metrics import REGISTRY
 from agentsteps.telemetry.runtime import collector_for
-from agentsteps.telemetry.workflow_metrics import RUN_FAILURE_REASONS, failure_reason, fails_the_run
+from agentsteps.telemetry.workflow_metrics import RUN_FAILURE_REASONS, fails_the_run, failure_reason
 from agentsteps.worker import running_worker
-
-from agent_support import make_spec
 
 SCHEMA = {"type": "object", "required": ["city"], "properties": {"city": {"type": "string"}}}
 
@@ -63,13 +62,17 @@ async def test_each_failed_run_is_counted_once_under_its_reason(metered_client, 
             spec = make_spec(**{"tools": [], **overrides})
             with pytest.raises(WorkflowFailureError):
                 await metered_client.execute_workflow(
-                    AGENT_WORKFLOW, AgentInput(spec=spec, input="go"), id=f"why-{reason}-{uuid.uuid4().hex[:6]}",
+                    AGENT_WORKFLOW,
+                    AgentInput(spec=spec, input="go"),
+                    id=f"why-{reason}-{uuid.uuid4().hex[:6]}",
                     task_queue=settings.task_queue,
                 )
         # Cancelled by the caller (Temporal cancellation) while the model thinks.
         scripted.set_script({"replies": [{"content": "slow", "delay_seconds": 30}]})
         handle = await metered_client.start_workflow(
-            AGENT_WORKFLOW, AgentInput(spec=make_spec(tools=[]), input="go"), id=f"why-cancel-{uuid.uuid4().hex[:6]}",
+            AGENT_WORKFLOW,
+            AgentInput(spec=make_spec(tools=[]), input="go"),
+            id=f"why-cancel-{uuid.uuid4().hex[:6]}",
             task_queue=settings.task_queue,
         )
         for _ in range(200):
@@ -90,14 +93,23 @@ async def test_each_failed_run_is_counted_once_under_its_reason(metered_client, 
 
 def test_failure_reason_walks_the_cause_chain_and_is_bounded():
     def via_activity(cause: BaseException) -> BaseException:
-        err = ActivityError("activity failed", scheduled_event_id=1, started_event_id=2, identity="w",
-                            activity_type="llm.call", activity_id="1", retry_state=RetryState.MAXIMUM_ATTEMPTS_REACHED)
+        err = ActivityError(
+            "activity failed",
+            scheduled_event_id=1,
+            started_event_id=2,
+            identity="w",
+            activity_type="llm.call",
+            activity_id="1",
+            retry_state=RetryState.MAXIMUM_ATTEMPTS_REACHED,
+        )
         err.__cause__ = cause
         return err
 
     assert failure_reason(via_activity(ApplicationError("x", type="RetryableProviderError"))) == "provider"
-    assert failure_reason(via_activity(TimeoutError("t", type=TimeoutType.START_TO_CLOSE,
-                                                    last_heartbeat_details=[]))) == "timeout"
+    assert (
+        failure_reason(via_activity(TimeoutError("t", type=TimeoutType.START_TO_CLOSE, last_heartbeat_details=[])))
+        == "timeout"
+    )
     assert failure_reason(CancelledError("c")) == "cancelled"
     assert failure_reason(asyncio.CancelledError()) == "cancelled"
     assert failure_reason(ApplicationError("x", type="ToolConfigError")) == "invalid_spec"
@@ -108,7 +120,14 @@ def test_failure_reason_walks_the_cause_chain_and_is_bounded():
     looped.__cause__ = looped
     assert failure_reason(looped) == "internal"
     assert set(RUN_FAILURE_REASONS) == {
-        "budget", "contract", "provider", "invalid_spec", "cancelled", "timeout", "internal"}
+        "budget",
+        "contract",
+        "provider",
+        "invalid_spec",
+        "cancelled",
+        "timeout",
+        "internal",
+    }
 
 
 def test_a_bug_in_workflow_code_fails_the_task_not_the_run():

@@ -13,6 +13,7 @@ import uuid
 
 import pytest
 import pytest_asyncio
+from agent_support import make_spec, run_agent, weather_then_answer
 from prometheus_client.parser import text_string_to_metric_families
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
@@ -24,10 +25,8 @@ from agentsteps.telemetry.metrics import REGISTRY
 from agentsteps.telemetry.runtime import TEMPORAL_WORKER_METRICS, build_runtime, collector_for
 from agentsteps.telemetry.server import start_metrics_server
 from agentsteps.telemetry.workflow_metrics import WORKFLOW_METRICS
-from agentsteps.workflows.agent import AgentWorkflow
 from agentsteps.worker import running_worker
-
-from agent_support import make_spec, run_agent, weather_then_answer
+from agentsteps.workflows.agent import AgentWorkflow
 
 
 @pytest_asyncio.fixture(scope="module")
@@ -76,8 +75,10 @@ async def test_endpoint_serves_agent_workflow_and_temporal_sdk_metrics_together(
     # Activity metrics (prometheus-client objects).
     tokens = {s.labels["direction"]: s.value for s in samples["agentsteps_llm_tokens_total"]}
     assert tokens["input"] > 0 and tokens["output"] > 0
-    assert any(s.labels["tool"] == "get_weather" and s.labels["outcome"] == "ok"
-               for s in samples["agentsteps_tool_calls_total"])
+    assert any(
+        s.labels["tool"] == "get_weather" and s.labels["outcome"] == "ok"
+        for s in samples["agentsteps_tool_calls_total"]
+    )
     # Workflow metrics from workflow.metric_meter(), under their own names (no temporal_ prefix).
     runs = [s for s in samples["agentsteps_agent_runs_total"] if s.labels["task_queue"] == settings.task_queue]
     assert [(r.labels["outcome"], r.value) for r in runs] == [("completed", 1.0)]
@@ -93,8 +94,14 @@ async def test_endpoint_serves_agent_workflow_and_temporal_sdk_metrics_together(
     assert steps[0].value == len(result.steps)
     # Temporal SDK runtime metrics, with durations in seconds.
     # Counted only when it happens: failures, polls that expire empty (after 60 s), cache misses and evictions.
-    on_event = ("_failed_total", "_failure_total", "_poll_empty_total", "_poll_no_task_total", "_miss_total",
-                "_forced_eviction_total")
+    on_event = (
+        "_failed_total",
+        "_failure_total",
+        "_poll_empty_total",
+        "_poll_no_task_total",
+        "_miss_total",
+        "_forced_eviction_total",
+    )
     for name in TEMPORAL_WORKER_METRICS:
         if name.endswith(on_event):
             continue  # tests/deploy/test_telemetry_dashboard.py makes each of these happen
@@ -145,7 +152,10 @@ async def test_replaying_a_recorded_history_moves_no_counter(metered_client, set
         {
             "rules": [
                 {"match": {"role": "user"}, "times": 1, "reply": {"content": "no json"}},
-                {"match": {"any_contains": "broke the response contract"}, "reply": {"json": {"warmest_city": "Tokyo"}}},
+                {
+                    "match": {"any_contains": "broke the response contract"},
+                    "reply": {"json": {"warmest_city": "Tokyo"}},
+                },
             ]
         }
     )

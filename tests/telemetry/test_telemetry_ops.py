@@ -21,13 +21,13 @@ from temporalio import workflow
 with workflow.unsafe.imports_passed_through():
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from agent_support import make_spec, run_agent
+
 from agentsteps.contracts.config.settings import TracingSettings
 from agentsteps.telemetry import tracing
 from agentsteps.telemetry.runtime import collector_for
 from agentsteps.telemetry.server import start_metrics_server
 from agentsteps.worker import running_worker
-
-from agent_support import make_spec, run_agent
 
 OPENMETRICS = "application/openmetrics-text; version=1.0.0; charset=utf-8"
 
@@ -65,10 +65,14 @@ def test_process_metrics_describe_the_worker_process(endpoint):
 async def test_capacity_gauge_reports_the_sizes_the_temporal_worker_really_uses(
     metered_client, settings, scripted, endpoint
 ):
-    sized = settings.model_copy(update={
-        "max_concurrent_activities": 7, "max_concurrent_workflow_tasks": 3, "max_cached_workflows": 11,
-        "sandbox_processes": 2,
-    })
+    sized = settings.model_copy(
+        update={
+            "max_concurrent_activities": 7,
+            "max_concurrent_workflow_tasks": 3,
+            "max_cached_workflows": 11,
+            "sandbox_processes": 2,
+        }
+    )
     scripted.set_script({"replies": [{"content": "sized"}]})
     async with running_worker(metered_client, sized):
         await run_agent(metered_client, sized.task_queue, make_spec(tools=[]))
@@ -77,7 +81,8 @@ async def test_capacity_gauge_reports_the_sizes_the_temporal_worker_really_uses(
     slots = {s.labels["kind"]: s.value for s in scraped["agentsteps_worker_slots"]}
     assert slots == {"activity": 7, "workflow_task": 3, "cached_workflows": 11, "sandbox_processes": 2}
     temporal = {
-        s.labels["worker_type"]: s.value for s in scraped["temporal_worker_task_slots_available"]
+        s.labels["worker_type"]: s.value
+        for s in scraped["temporal_worker_task_slots_available"]
         if s.labels.get("task_queue") == sized.task_queue
     }
     assert temporal["ActivityWorker"] == 7 and temporal["WorkflowWorker"] == 3
@@ -100,8 +105,9 @@ async def test_llm_latency_exemplar_links_to_the_chat_span(metered_client, setti
     trace_ids = {format(s.context.trace_id, "032x") for s in chat}
 
     body = fetch(endpoint.url + "/metrics", accept=OPENMETRICS)
-    exemplars = re.findall(r'^agentsteps_llm_request_seconds_bucket\{[^}]*\} \S+ # \{trace_id="([0-9a-f]{32})"\}',
-                           body, re.M)
+    exemplars = re.findall(
+        r'^agentsteps_llm_request_seconds_bucket\{[^}]*\} \S+ # \{trace_id="([0-9a-f]{32})"\}', body, re.M
+    )
     assert set(exemplars) & trace_ids, "no latency bucket points at the chat span"
     # The classic text format has no exemplars; a scraper that did not ask gets none.
     assert "trace_id" not in fetch(endpoint.url + "/metrics")

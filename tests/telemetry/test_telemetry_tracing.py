@@ -49,8 +49,11 @@ def test_chat_span_carries_genai_attributes_and_no_content_by_default(spans):
     with llm_span("openai", "gpt-4o-2024-08-06", temperature=0.2, max_tokens=256) as span:
         span.record_input(MESSAGES)
         span.record_response(
-            input_tokens=120, output_tokens=30, finish_reasons=["tool_calls"],
-            response_model="gpt-4o-2024-08-06", output_messages=[{"role": "assistant", "content": "ok"}],
+            input_tokens=120,
+            output_tokens=30,
+            finish_reasons=["tool_calls"],
+            response_model="gpt-4o-2024-08-06",
+            output_messages=[{"role": "assistant", "content": "ok"}],
         )
 
     (finished,) = spans.get_finished_spans()
@@ -76,8 +79,12 @@ def test_chat_span_carries_genai_attributes_and_no_content_by_default(spans):
 def test_prompt_and_response_recorded_only_when_opted_in(content_spans):
     with llm_span("anthropic", "claude-sonnet-4-20250514") as span:
         span.record_input(MESSAGES)
-        span.record_response(input_tokens=1, output_tokens=1, finish_reasons=["stop"],
-                             output_messages=[{"role": "assistant", "content": "noted"}])
+        span.record_response(
+            input_tokens=1,
+            output_tokens=1,
+            finish_reasons=["stop"],
+            output_messages=[{"role": "assistant", "content": "noted"}],
+        )
     with tool_span("get_weather", call_id="call_1") as tool:
         tool.record_arguments({"city": "Paris"})
         tool.record_result({"temperature_c": 18.5})
@@ -110,8 +117,13 @@ def test_worker_settings_carry_tracing_from_the_environment(tmp_path):
 
     empty = tmp_path / "empty.toml"
     empty.write_text("")
-    settings = load_settings(env={"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318",
-                                  "AGENTSTEPS_TRACE_CONTENT": "true", "AGENTSTEPS_CONFIG": str(empty)})
+    settings = load_settings(
+        env={
+            "OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318",
+            "AGENTSTEPS_TRACE_CONTENT": "true",
+            "AGENTSTEPS_CONFIG": str(empty),
+        }
+    )
     assert settings.tracing.otlp_endpoint == "http://collector:4318"
     assert settings.tracing.capture_content is True
     assert load_settings(env={"AGENTSTEPS_CONFIG": str(empty)}).tracing.capture_content is False
@@ -139,8 +151,10 @@ async def test_chat_span_in_an_activity_links_to_its_workflow_trace(temporal_env
     )
     task_queue = f"tracing-{uuid.uuid4().hex[:8]}"
     async with Worker(client, task_queue=task_queue, workflows=[TracedWorkflow], activities=[chat_activity]):
-        assert await client.execute_workflow(TracedWorkflow.run, "gpt-4o-2024-08-06", id=task_queue,
-                                             task_queue=task_queue) == "done"
+        assert (
+            await client.execute_workflow(TracedWorkflow.run, "gpt-4o-2024-08-06", id=task_queue, task_queue=task_queue)
+            == "done"
+        )
 
     by_name = {s.name: s for s in spans.get_finished_spans()}
     chat = by_name["chat gpt-4o-2024-08-06"]

@@ -6,21 +6,20 @@ import asyncio
 import shutil
 import uuid
 
+from agent_support import make_spec, weather_then_answer
+from approval_support import REFUND_SCRIPT, approval_worker
 from temporalio import activity
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowFailureError
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.exceptions import ApplicationError
 from temporalio.worker import Replayer, UnsandboxedWorkflowRunner, Worker
+from test_approvals import decide, wait_pending
+from test_session_history import _llm_input_sizes
 
 from agentsteps.contracts import AgentInput, AgentResult, LLMConfig, LLMRequest, LLMResponse, Message
 from agentsteps.contracts.names import AGENT_WORKFLOW, APPROVE_UPDATE, LLM_CALL, LLM_CALL_RESOLVING_TOOLS, RELEASE_PATCH
 from agentsteps.workflows.agent import AgentWorkflow
-
-from agent_support import make_spec, weather_then_answer
-from approval_support import REFUND_SCRIPT, approval_worker
-from test_approvals import decide, wait_pending
-from test_session_history import _llm_input_sizes
 
 STEPS = 30
 
@@ -35,20 +34,26 @@ def _marked(history, patch_id: str) -> bool:
 
 async def test_each_step_adds_its_new_messages_to_history_never_the_conversation(engine, scripted):
     call = {"tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}]}
-    scripted.set_script({
-        "rules": [
-            {"match": {"role": "user"}, "reply": call},
-            {"match": {"tool_result_for": "get_weather"}, "times": STEPS - 1, "reply": call},
-        ],
-        "default": {"content": "done"},
-    })
+    scripted.set_script(
+        {
+            "rules": [
+                {"match": {"role": "user"}, "reply": call},
+                {"match": {"tool_result_for": "get_weather"}, "times": STEPS - 1, "reply": call},
+            ],
+            "default": {"content": "done"},
+        }
+    )
     spec = make_spec(
-        tools=["get_weather"], max_steps=STEPS + 1,
+        tools=["get_weather"],
+        max_steps=STEPS + 1,
         model=LLMConfig(model="scripted-2026-01-01", max_tokens=64, context_window=128_000),
     )
     handle = await engine.client.start_workflow(
-        AGENT_WORKFLOW, AgentInput(spec=spec, input="weather"), id=f"test-ref-{uuid.uuid4().hex[:10]}",
-        task_queue=engine.task_queue, result_type=AgentResult,
+        AGENT_WORKFLOW,
+        AgentInput(spec=spec, input="weather"),
+        id=f"test-ref-{uuid.uuid4().hex[:10]}",
+        task_queue=engine.task_queue,
+        result_type=AgentResult,
     )
     result = await handle.result()
     history = await handle.fetch_history()
@@ -68,8 +73,11 @@ async def test_each_step_adds_its_new_messages_to_history_never_the_conversation
     # none at the end: the run completed, and its result has the totals.
     assert kinds.count(EventType.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES) == 2
     # No tools.describe: the first llm.call resolved the tool names; one activity per model or tool call.
-    scheduled = [e.activity_task_scheduled_event_attributes.activity_type.name for e in history.events
-                 if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED]
+    scheduled = [
+        e.activity_task_scheduled_event_attributes.activity_type.name
+        for e in history.events
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+    ]
     assert "tools.describe" not in scheduled and len(scheduled) == 2 * STEPS + 1
     assert result.catalog_digest.startswith("sha256:")
     await Replayer(workflows=[AgentWorkflow], data_converter=pydantic_data_converter).replay_workflow(history)
@@ -82,8 +90,11 @@ async def test_a_run_whose_stored_conversation_is_gone_fails_typed_naming_digest
     workflow_id = f"test-ref-gone-{uuid.uuid4().hex[:8]}"
     async with approval_worker(client, settings, ran):
         handle = await client.start_workflow(
-            AGENT_WORKFLOW, AgentInput(spec=make_spec(tools=["refund"]), input="refund A-17"),
-            id=workflow_id, task_queue=settings.task_queue, result_type=AgentResult,
+            AGENT_WORKFLOW,
+            AgentInput(spec=make_spec(tools=["refund"]), input="refund A-17"),
+            id=workflow_id,
+            task_queue=settings.task_queue,
+            result_type=AgentResult,
         )
         waiting = await wait_pending(client, workflow_id)
     store = settings.state_dir / "payloads"
@@ -120,18 +131,21 @@ async def older_llm_call(request: LLMRequest) -> LLMResponse:
 async def _resolving_call_attempts(handle) -> int:
     description = await handle.describe()
     return max(
-        (a.attempt for a in description.raw_description.pending_activities
-         if a.activity_type.name == LLM_CALL_RESOLVING_TOOLS),
+        (
+            a.attempt
+            for a in description.raw_description.pending_activities
+            if a.activity_type.name == LLM_CALL_RESOLVING_TOOLS
+        ),
         default=0,
     )
 
 
-async def test_an_older_worker_never_takes_the_call_that_resolves_tools_and_the_run_completes(client, settings, scripted):
+async def test_an_older_worker_never_takes_the_call_that_resolves_tools_and_the_run_completes(
+    client, settings, scripted
+):
     """A rolling upgrade in either order: the first call waits for an upgraded worker, never runs without tools."""
-    from agentsteps.worker import running_worker
-
     from agentsteps.activities.tools.activities import ToolActivities
-    from agentsteps.worker import load_registry
+    from agentsteps.worker import load_registry, running_worker
 
     scripted.set_script(weather_then_answer())
     older_calls.clear()
@@ -139,11 +153,19 @@ async def test_an_older_worker_never_takes_the_call_that_resolves_tools_and_the_
     # An older worker runs tools too (storing nothing): without tools.call there, every attempt of a tool call
     # could meet it on a loaded machine and fail the run, which no real rollout does.
     older_tools = ToolActivities(load_registry(settings))
-    async with Worker(client, task_queue=settings.task_queue, workflows=[AgentWorkflow],
-                      activities=[older_llm_call, older_tools.call], workflow_runner=UnsandboxedWorkflowRunner()):
+    async with Worker(
+        client,
+        task_queue=settings.task_queue,
+        workflows=[AgentWorkflow],
+        activities=[older_llm_call, older_tools.call],
+        workflow_runner=UnsandboxedWorkflowRunner(),
+    ):
         handle = await client.start_workflow(
-            AGENT_WORKFLOW, AgentInput(spec=spec, input="weather"), id=f"test-older-{uuid.uuid4().hex[:10]}",
-            task_queue=settings.task_queue, result_type=AgentResult,
+            AGENT_WORKFLOW,
+            AgentInput(spec=spec, input="weather"),
+            id=f"test-older-{uuid.uuid4().hex[:10]}",
+            task_queue=settings.task_queue,
+            result_type=AgentResult,
         )
         # The older worker is the only one polling: its attempts fail (the name is not registered there).
         for _ in range(300):
@@ -173,11 +195,19 @@ async def test_a_call_whose_every_attempt_met_an_older_worker_waits_for_an_upgra
 
     scripted.set_script(weather_then_answer())
     spec = make_spec(tools=["get_weather"], llm_policy=ActivityPolicy(max_attempts=1))
-    async with Worker(client, task_queue=settings.task_queue, workflows=[AgentWorkflow], activities=[older_llm_call],
-                      workflow_runner=UnsandboxedWorkflowRunner()):
+    async with Worker(
+        client,
+        task_queue=settings.task_queue,
+        workflows=[AgentWorkflow],
+        activities=[older_llm_call],
+        workflow_runner=UnsandboxedWorkflowRunner(),
+    ):
         handle = await client.start_workflow(
-            AGENT_WORKFLOW, AgentInput(spec=spec, input="weather"), id=f"test-rollout-{uuid.uuid4().hex[:10]}",
-            task_queue=settings.task_queue, result_type=AgentResult,
+            AGENT_WORKFLOW,
+            AgentInput(spec=spec, input="weather"),
+            id=f"test-rollout-{uuid.uuid4().hex[:10]}",
+            task_queue=settings.task_queue,
+            result_type=AgentResult,
         )
         for _ in range(600):
             if "EVENT_TYPE_TIMER_STARTED" in await _event_types(handle):

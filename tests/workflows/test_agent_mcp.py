@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 import uuid
 
-from agentsteps.contracts import AgentInput, AgentResult
-from agentsteps.contracts.names import AGENT_WORKFLOW
-from agentsteps.worker import running_worker
-
 from agent_support import make_spec
 from mcp_support import new_token, seeded_db, stdio_tracker, write_mcp_config
 from secret_scan import SecretScan
+
+from agentsteps.contracts import AgentInput, AgentResult
+from agentsteps.contracts.names import AGENT_WORKFLOW
+from agentsteps.worker import running_worker
 
 
 async def test_agent_reads_and_writes_tracker_tickets_through_mcp_without_leaking_the_token(
@@ -26,12 +26,21 @@ async def test_agent_reads_and_writes_tracker_tickets_through_mcp_without_leakin
     scripted.set_script(
         {
             "rules": [
-                {"match": {"role": "user"}, "reply": {"tool_calls": [
-                    {"name": "list_issues", "arguments": {"state": "open", "limit": 3}}
-                ]}},
-                {"match": {"tool_result_for": "list_issues"}, "reply": {"tool_calls": [
-                    {"name": "add_comment", "arguments": {"issue_id": "PROJ-1", "body": "Looking into it.", "author": "bot"}}
-                ]}},
+                {
+                    "match": {"role": "user"},
+                    "reply": {"tool_calls": [{"name": "list_issues", "arguments": {"state": "open", "limit": 3}}]},
+                },
+                {
+                    "match": {"tool_result_for": "list_issues"},
+                    "reply": {
+                        "tool_calls": [
+                            {
+                                "name": "add_comment",
+                                "arguments": {"issue_id": "PROJ-1", "body": "Looking into it.", "author": "bot"},
+                            }
+                        ]
+                    },
+                },
                 {"match": {"tool_result_for": "add_comment"}, "reply": {"content": "commented"}},
             ]
         }

@@ -7,11 +7,6 @@ import json
 import uuid
 
 import pytest
-
-from agentsteps.contracts import AgentInput, AgentResult, AgentState, DefaultResult, LLMConfig
-from agentsteps.contracts.names import AGENT_WORKFLOW, CANCEL_SIGNAL, STATE_QUERY
-from agentsteps.examples.demo_tools import NotificationLedger
-
 from agent_support import (
     FALLBACK_MODEL,
     MODEL,
@@ -21,6 +16,10 @@ from agent_support import (
     run_agent_failure,
     weather_then_answer,
 )
+
+from agentsteps.contracts import AgentInput, AgentResult, AgentState, DefaultResult, LLMConfig
+from agentsteps.contracts.names import AGENT_WORKFLOW, CANCEL_SIGNAL, STATE_QUERY
+from agentsteps.examples.demo_tools import NotificationLedger
 
 OUTPUT_SCHEMA = {
     "type": "object",
@@ -64,7 +63,10 @@ async def test_postcondition_violation_reprompts_with_the_exact_violation(engine
         {
             "rules": [
                 {"match": {"role": "user", "contains": "which city"}, "times": 1, "reply": bad_reply},
-                {"match": {"any_contains": "broke the response contract"}, "reply": {"json": {"warmest_city": "Tokyo"}}},
+                {
+                    "match": {"any_contains": "broke the response contract"},
+                    "reply": {"json": {"warmest_city": "Tokyo"}},
+                },
             ]
         }
     )
@@ -124,7 +126,9 @@ async def test_fallback_model_answer_is_used_and_the_degradation_reported(engine
 
 async def test_default_result_is_returned_when_every_model_is_spent(engine, scripted):
     scripted.set_script({"default": {"content": "no json"}})
-    spec = make_spec(output_schema=OUTPUT_SCHEMA, reprompt_budget=0, default_result=DefaultResult(value={"warmest_city": "Paris"}))
+    spec = make_spec(
+        output_schema=OUTPUT_SCHEMA, reprompt_budget=0, default_result=DefaultResult(value={"warmest_city": "Paris"})
+    )
     result = await run_agent(engine.client, engine.task_queue, spec)
 
     assert result.status == "completed_with_default"
@@ -183,10 +187,16 @@ async def test_hostile_tool_arguments_are_reprompted_not_crashed(engine, scripte
     scripted.set_script(
         {
             "rules": [
-                {"match": {"role": "user"}, "times": 1, "reply": {"tool_calls": [
-                    {"name": "get_weather", "arguments": nested},
-                    {"name": "get_weather", "arguments": {"city": "x" * 100_000}},
-                ]}},
+                {
+                    "match": {"role": "user"},
+                    "times": 1,
+                    "reply": {
+                        "tool_calls": [
+                            {"name": "get_weather", "arguments": nested},
+                            {"name": "get_weather", "arguments": {"city": "x" * 100_000}},
+                        ]
+                    },
+                },
                 {"match": {"any_contains": "broke the response contract"}, "reply": {"content": "gave up politely"}},
             ]
         }
@@ -202,9 +212,14 @@ async def test_side_effecting_tool_gets_a_stable_idempotency_key(engine, scripte
     scripted.set_script(
         {
             "rules": [
-                {"match": {"role": "user"}, "reply": {"tool_calls": [
-                    {"name": "send_notification", "arguments": {"recipient": "bob", "message": "hello"}}
-                ]}},
+                {
+                    "match": {"role": "user"},
+                    "reply": {
+                        "tool_calls": [
+                            {"name": "send_notification", "arguments": {"recipient": "bob", "message": "hello"}}
+                        ]
+                    },
+                },
                 {"match": {"tool_result_for": "send_notification"}, "reply": {"content": "sent"}},
             ]
         }
@@ -225,9 +240,13 @@ async def test_state_query_and_graceful_cancel(engine, scripted):
     scripted.set_script(
         {
             "rules": [
-                {"match": {"role": "user"}, "reply": {"delay_seconds": 1.5, "tool_calls": [
-                    {"name": "get_weather", "arguments": {"city": "Paris"}}
-                ]}},
+                {
+                    "match": {"role": "user"},
+                    "reply": {
+                        "delay_seconds": 1.5,
+                        "tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}],
+                    },
+                },
                 {"reply": {"content": "should not be reached"}},
             ]
         }

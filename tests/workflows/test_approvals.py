@@ -5,18 +5,17 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from temporalio.service import RPCError
-
-from agentsteps.client.sessions import close_session, decide_approval, session_handle, session_state
-from agentsteps.contracts.errors import SessionClosedError
-from agentsteps.contracts import AgentInput, AgentResult
-from agentsteps.contracts.approvals import ApprovalRecord, PendingApproval
-from agentsteps.contracts.session import SessionConfig
-from agentsteps.contracts.names import AGENT_WORKFLOW, APPROVALS_QUERY, APPROVE_UPDATE, REJECT_UPDATE
-
 from agent_support import make_spec
 from approval_support import REFUND_SCRIPT, approval_worker
 from session_support import rejected, session_id, turn
+from temporalio.service import RPCError
+
+from agentsteps.client.sessions import close_session, decide_approval, session_handle, session_state
+from agentsteps.contracts import AgentInput, AgentResult
+from agentsteps.contracts.approvals import ApprovalRecord, PendingApproval
+from agentsteps.contracts.errors import SessionClosedError
+from agentsteps.contracts.names import AGENT_WORKFLOW, APPROVALS_QUERY, APPROVE_UPDATE, REJECT_UPDATE
+from agentsteps.contracts.session import SessionConfig
 
 
 async def pending(client, sid: str) -> list[PendingApproval]:
@@ -137,8 +136,11 @@ async def test_a_decision_is_still_remembered_after_the_session_continues_as_new
 async def test_a_one_shot_agent_run_waits_for_approval_too(approving, scripted, ran):
     scripted.set_script(REFUND_SCRIPT)
     handle = await approving.client.start_workflow(
-        AGENT_WORKFLOW, AgentInput(spec=make_spec(tools=["refund"]), input="refund A-17"),
-        id=session_id(), task_queue=approving.task_queue, result_type=AgentResult,
+        AGENT_WORKFLOW,
+        AgentInput(spec=make_spec(tools=["refund"]), input="refund A-17"),
+        id=session_id(),
+        task_queue=approving.task_queue,
+        result_type=AgentResult,
     )
     waiting = await wait_pending(approving.client, handle.id)
     await decide(approving.client, handle.id, APPROVE_UPDATE, waiting.approval_id)
@@ -153,8 +155,16 @@ def test_mcp_tools_named_in_require_approval_are_marked_and_a_bad_setting_is_ref
     from agentsteps.contracts.config.mcp_config import McpConfig
 
     config = McpConfig.model_validate(
-        {"servers": {"tracker": {"transport": "http", "url": "http://x/mcp", "tool_prefix": "t_",
-                                 "require_approval": ["close_issue"]}}}
+        {
+            "servers": {
+                "tracker": {
+                    "transport": "http",
+                    "url": "http://x/mcp",
+                    "tool_prefix": "t_",
+                    "require_approval": ["close_issue"],
+                }
+            }
+        }
     )
     server = config.servers["tracker"]
     tool = types.Tool(name="close_issue", input_schema={"type": "object", "properties": {}})
@@ -162,5 +172,6 @@ def test_mcp_tools_named_in_require_approval_are_marked_and_a_bad_setting_is_ref
     assert to_tool_schema("tracker", "t_", tool, require_approval=server.require_approval).requires_approval
     assert not to_tool_schema("tracker", "t_", other, require_approval=server.require_approval).requires_approval
     with pytest.raises(ValidationError, match="require_approval"):
-        McpConfig.model_validate({"servers": {"tracker": {"transport": "http", "url": "http://x/mcp",
-                                                          "require_approval": "close_issue"}}})
+        McpConfig.model_validate(
+            {"servers": {"tracker": {"transport": "http", "url": "http://x/mcp", "require_approval": "close_issue"}}}
+        )

@@ -59,7 +59,10 @@ async def test_a_batch_of_decisions_in_one_task_reaches_every_call_in_linear_loo
     queue = f"decision-batch-{uuid.uuid4().hex[:8]}"
     async with Worker(client, task_queue=queue, workflows=[DecisionBatch]):
         result = await client.execute_workflow(
-            DecisionBatch.run, CALLS, id=f"decision-batch-{uuid.uuid4().hex[:8]}", task_queue=queue,
+            DecisionBatch.run,
+            CALLS,
+            id=f"decision-batch-{uuid.uuid4().hex[:8]}",
+            task_queue=queue,
         )
     assert result["ids"] == [f"call-{n}" for n in range(CALLS)]  # each call read its own decision
     assert result["outcomes"] == ["approved"] and result["still_waiting"] == 0

@@ -12,16 +12,15 @@ import uuid
 
 import pytest
 import pytest_asyncio
+from code_mode_support import NudgeLedger, code_worker, connect_with_store, worker_settings
 
 from agentsteps.activities.sandbox import SandboxPool
 from agentsteps.contracts import AgentInput, AgentResult, AgentSpec, LLMConfig
 from agentsteps.contracts.code.program import ProgramLimits
-from agentsteps.contracts.violations import ViolationKind
 from agentsteps.contracts.names import AGENT_WORKFLOW
 from agentsteps.contracts.spec import DefaultResult
+from agentsteps.contracts.violations import ViolationKind
 from agentsteps.scripted_model import ScriptedModelServer
-
-from code_mode_support import NudgeLedger, code_worker, connect_with_store, worker_settings
 
 MODEL = "scripted-2026-01-01"
 FALLBACK = {"hostile": True}
@@ -62,8 +61,11 @@ async def run_program(shared, server: ScriptedModelServer, program: str) -> Agen
     client, settings, _ = shared
     server.set_script({"replies": [{"content": f"```python\n{program}```\n"}]})
     return await client.execute_workflow(
-        AGENT_WORKFLOW, AgentInput(spec=spec(), input="do the task"), id=f"hostile-{uuid.uuid4().hex[:10]}",
-        task_queue=settings.task_queue, result_type=AgentResult,
+        AGENT_WORKFLOW,
+        AgentInput(spec=spec(), input="do the task"),
+        id=f"hostile-{uuid.uuid4().hex[:10]}",
+        task_queue=settings.task_queue,
+        result_type=AgentResult,
     )
 
 
@@ -79,8 +81,12 @@ HOSTILE = [
     ("infinite-loop", "while True:\n    pass\n", ViolationKind.program_failed, "[timeout]"),
     # 16 MB a step: the 256 MB limit trips in ~16 allocations, well inside the 2 s limit on a loaded machine
     # (1 MB steps took 2.5 s there and met the time limit first).
-    ("memory-bomb-growing", 'x = []\nwhile True:\n    x.append("a" * 16000000)\n', ViolationKind.program_failed,
-     "[memory]"),
+    (
+        "memory-bomb-growing",
+        'x = []\nwhile True:\n    x.append("a" * 16000000)\n',
+        ViolationKind.program_failed,
+        "[memory]",
+    ),
     ("memory-bomb-one-allocation", "x = 'a' * 10**10\nlen(x)\n", ViolationKind.program_failed, "[memory]"),
     ("deep-recursion", "def f(n):\n    return f(n + 1)\nf(0)\n", ViolationKind.program_failed, "[recursion]"),
     ("import-os-getenv", "import os\nos.getenv('HOME')\n", ViolationKind.program_failed, "PermissionError"),
@@ -88,20 +94,36 @@ HOSTILE = [
     ("import-subprocess", "import subprocess\nsubprocess.run(['id'])\n", ViolationKind.program_type, "subprocess"),
     ("import-socket", "import socket\nsocket.socket()\n", ViolationKind.program_type, "socket"),
     ("open-file", "open('/etc/passwd').read()\n", ViolationKind.program_type, "open"),
-    ("pathlib-read", "from pathlib import Path\nPath('/etc/passwd').read_text()\n", ViolationKind.program_failed,
-     "PermissionError"),
-    ("pathlib-write", "from pathlib import Path\nPath('/tmp/pwned').write_text('x')\n", ViolationKind.program_failed,
-     "PermissionError"),
-    ("tool-call-flood", "import asyncio\nawait asyncio.gather(*[wait(0) for _ in range(100000)])\n",
-     ViolationKind.program_failed, "[tool_call_limit]"),
+    (
+        "pathlib-read",
+        "from pathlib import Path\nPath('/etc/passwd').read_text()\n",
+        ViolationKind.program_failed,
+        "PermissionError",
+    ),
+    (
+        "pathlib-write",
+        "from pathlib import Path\nPath('/tmp/pwned').write_text('x')\n",
+        ViolationKind.program_failed,
+        "PermissionError",
+    ),
+    (
+        "tool-call-flood",
+        "import asyncio\nawait asyncio.gather(*[wait(0) for _ in range(100000)])\n",
+        ViolationKind.program_failed,
+        "[tool_call_limit]",
+    ),
     ("syntax-error", "x = = 1\n", ViolationKind.program_syntax, "invalid-syntax"),
     ("unclosed-bracket", "r = await tickets_list('open'\n", ViolationKind.program_syntax, "invalid-syntax"),
     ("set-value", "{1, 2}\n", ViolationKind.program_failed, "[not_serializable]"),
     ("bytes-value", "b'secret'\n", ViolationKind.program_failed, "[not_serializable]"),
     ("object-value", "class A:\n    pass\nA()\n", ViolationKind.program_failed, "[not_serializable]"),
     ("nan-value", "float('nan')\n", ViolationKind.program_failed, "[not_serializable]"),
-    ("deeply-nested-value", "x = []\nfor i in range(100000):\n    x = [x]\nx\n", ViolationKind.program_failed,
-     "[not_serializable]"),
+    (
+        "deeply-nested-value",
+        "x = []\nfor i in range(100000):\n    x = [x]\nx\n",
+        ViolationKind.program_failed,
+        "[not_serializable]",
+    ),
 ]
 
 

@@ -21,14 +21,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import httpx
 import pytest
 from pydantic import BaseModel
+from secret_scan import SecretScan
 
 from agentsteps.activities.tools.registry import ToolRegistry
 from agentsteps.contracts import AgentInput, AgentResult, AgentSpec, LLMConfig
 from agentsteps.contracts.code.stubs import generate_stubs
 from agentsteps.contracts.names import AGENT_WORKFLOW
 from agentsteps.worker import running_worker
-
-from secret_scan import SecretScan
 
 SECRET_ENV = "CRM_API_TOKEN"
 SECRET = "crm-" + uuid.uuid4().hex
@@ -116,8 +115,11 @@ async def test_tool_secret_stays_in_the_worker_in_code_mode(client, settings, sc
     )
     async with running_worker(client, settings, registry=registry):
         handle = await client.start_workflow(
-            AGENT_WORKFLOW, AgentInput(spec=spec, input="which plans are acme and globex on?"),
-            id=f"crm-{uuid.uuid4().hex[:8]}", task_queue=settings.task_queue, result_type=AgentResult,
+            AGENT_WORKFLOW,
+            AgentInput(spec=spec, input="which plans are acme and globex on?"),
+            id=f"crm-{uuid.uuid4().hex[:8]}",
+            task_queue=settings.task_queue,
+            result_type=AgentResult,
         )
         result = await handle.result()
         history = await handle.fetch_history()

@@ -11,6 +11,7 @@ import json
 import uuid
 
 import pytest
+from agent_support import make_spec
 from pydantic import ValidationError
 from temporalio import workflow
 from temporalio.api.enums.v1 import EventType
@@ -18,13 +19,16 @@ from temporalio.worker import UnsandboxedWorkflowRunner
 
 from agentsteps.contracts import AgentSpec, LLMConfig, LLMRequest, LLMToolCall, Message
 from agentsteps.contracts.llm.conversation import ConversationRef
-from agentsteps.contracts.names import LLM_CALL, LLM_CALL_RESOLVING_TOOLS, LLM_CALL_STORED_RESULTS, LLM_CALL_TOOL_CATALOG
+from agentsteps.contracts.names import (
+    LLM_CALL,
+    LLM_CALL_RESOLVING_TOOLS,
+    LLM_CALL_STORED_RESULTS,
+    LLM_CALL_TOOL_CATALOG,
+)
 from agentsteps.workflows.agent_run import AgentRun
 from agentsteps.workflows.approvals import ApprovalDesk
 from agentsteps.workflows.conversation import ConversationChain
 from agentsteps.workflows.run_state import Features, RunProgress
-
-from agent_support import make_spec
 
 CONFIG = LLMConfig(model="scripted-2026-01-01", max_tokens=64, context_window=16_000)
 
@@ -136,8 +140,10 @@ async def _run(client, settings, edit: bool) -> list[dict]:
         client, settings, extra_workflows=[RebuiltHistory], workflow_runner=UnsandboxedWorkflowRunner()
     ):
         handle = await client.start_workflow(
-            "TestRebuiltHistory", args=[make_spec(tools=[], model=CONFIG), edit],
-            id=f"test-rebuilt-{uuid.uuid4().hex[:8]}", task_queue=settings.task_queue,
+            "TestRebuiltHistory",
+            args=[make_spec(tools=[], model=CONFIG), edit],
+            id=f"test-rebuilt-{uuid.uuid4().hex[:8]}",
+            task_queue=settings.task_queue,
         )
         await handle.result()
         history = await handle.fetch_history()
@@ -145,7 +151,8 @@ async def _run(client, settings, edit: bool) -> list[dict]:
         json.loads(e.activity_task_scheduled_event_attributes.input.payloads[0].data)
         for e in history.events
         if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
-        and e.activity_task_scheduled_event_attributes.activity_type.name in (LLM_CALL, LLM_CALL_RESOLVING_TOOLS, LLM_CALL_STORED_RESULTS, LLM_CALL_TOOL_CATALOG)
+        and e.activity_task_scheduled_event_attributes.activity_type.name
+        in (LLM_CALL, LLM_CALL_RESOLVING_TOOLS, LLM_CALL_STORED_RESULTS, LLM_CALL_TOOL_CATALOG)
     ]
 
 

@@ -11,20 +11,19 @@ from pathlib import Path
 
 import mcp_types as types
 import pytest
+from mcp_support import hostile, make_client
 from pydantic import BaseModel
 
 from agentsteps.activities.mcp.results import delivery_of
 from agentsteps.activities.mcp.source import McpToolSource
 from agentsteps.activities.tools.registry import ToolContext, ToolRegistry
+from agentsteps.contracts import AgentInput, AgentResult, AgentSpec, LLMConfig
 from agentsteps.contracts.config.mcp_config import parse_mcp_config
 from agentsteps.contracts.mcp import McpConfigError
-from agentsteps.contracts import AgentInput, AgentResult, AgentSpec, LLMConfig
 from agentsteps.contracts.names import AGENT_WORKFLOW
 from agentsteps.examples.support_models import TicketUpdate
 from agentsteps.examples.support_tools import build_registry as support_registry
 from agentsteps.worker import running_worker
-
-from mcp_support import hostile, make_client
 
 MODEL = LLMConfig(model="scripted-2026-01-01", max_tokens=256, context_window=16_000)
 
@@ -50,7 +49,10 @@ def test_python_tools_declare_their_delivery_and_a_key_needs_a_context():
 
     schemas = registry.schemas()
     assert {n: s.delivery for n, s in schemas.items()} == {
-        "lookup": "retry", "keyed": "key", "blind": "at_most_once", "upsert": "retry",
+        "lookup": "retry",
+        "keyed": "key",
+        "blind": "at_most_once",
+        "upsert": "retry",
     }
     with pytest.raises(TypeError, match="ToolContext"):
         registry.tool(name="nokey", side_effects=True, delivery="key")(blind)
@@ -89,10 +91,12 @@ def test_update_ticket_applies_each_idempotency_key_once():
 
 
 def _script(tool: str) -> dict:
-    return {"rules": [
-        {"match": {"role": "user"}, "reply": {"tool_calls": [{"name": tool, "arguments": {"cents": 500}}]}},
-        {"match": {"tool_result_for": tool}, "reply": {"content": "over"}},
-    ]}
+    return {
+        "rules": [
+            {"match": {"role": "user"}, "reply": {"tool_calls": [{"name": tool, "arguments": {"cents": 500}}]}},
+            {"match": {"tool_result_for": tool}, "reply": {"content": "over"}},
+        ]
+    }
 
 
 @pytest.mark.parametrize(
@@ -114,8 +118,11 @@ async def test_an_mcp_server_dying_mid_call(client, settings, scripted, tmp_path
     try:
         async with running_worker(client, settings, registry=ToolRegistry(), sources=[McpToolSource(mcp)]):
             result = await client.execute_workflow(
-                AGENT_WORKFLOW, AgentInput(spec=spec, input="charge"), id=f"deliv-{uuid.uuid4().hex[:8]}",
-                task_queue=settings.task_queue, result_type=AgentResult,
+                AGENT_WORKFLOW,
+                AgentInput(spec=spec, input="charge"),
+                id=f"deliv-{uuid.uuid4().hex[:8]}",
+                task_queue=settings.task_queue,
+                result_type=AgentResult,
             )
     finally:
         await mcp.aclose()

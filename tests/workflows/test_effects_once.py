@@ -10,6 +10,12 @@ import uuid
 
 import pytest
 from agent_support import make_spec
+from pydantic import BaseModel
+from temporalio.api.common.v1 import WorkflowExecution
+from temporalio.api.workflowservice.v1 import ResetWorkflowExecutionRequest
+from temporalio.client import WorkflowFailureError
+from temporalio.exceptions import ApplicationError
+
 from agentsteps.activities.tools.registry import ToolContext, ToolRegistry
 from agentsteps.contracts import (
     AgentInput,
@@ -23,11 +29,6 @@ from agentsteps.contracts.llm.tokens import prompt_tokens_upper_bound
 from agentsteps.contracts.names import AGENT_WORKFLOW
 from agentsteps.examples.demo_tools import NotificationLedger
 from agentsteps.worker import running_worker
-from pydantic import BaseModel
-from temporalio.api.common.v1 import WorkflowExecution
-from temporalio.api.workflowservice.v1 import ResetWorkflowExecutionRequest
-from temporalio.client import WorkflowFailureError
-from temporalio.exceptions import ApplicationError
 
 MODEL = LLMConfig(model="scripted-2026-01-01", max_tokens=50, context_window=16_000)
 
@@ -60,19 +61,28 @@ def program(code: str) -> dict:
 
 async def _run(client, task_queue: str, spec: AgentSpec, text: str = "charge kim") -> AgentResult:
     return await client.execute_workflow(
-        AGENT_WORKFLOW, AgentInput(spec=spec, input=text), id=f"eff-{uuid.uuid4().hex[:8]}",
-        task_queue=task_queue, result_type=AgentResult,
+        AGENT_WORKFLOW,
+        AgentInput(spec=spec, input=text),
+        id=f"eff-{uuid.uuid4().hex[:8]}",
+        task_queue=task_queue,
+        result_type=AgentResult,
     )
 
 
 async def test_a_reprompted_program_does_not_repeat_a_charge_and_is_told_it_took_effect(client, settings, scripted):
     charges: list[tuple[str, str]] = []
-    scripted.set_script({"replies": [
-        program('r = await charge(customer="kim", cents=500)\nraise ValueError("then it broke")\n'),
-        # Same call, arguments in another order: the same effect.
-        program('r = await charge(cents=500, customer="kim")\nr2 = await charge(customer="ada", cents=100)\n'
-                '{"kim": r["receipt"], "ada": r2["receipt"]}\n'),
-    ]})
+    scripted.set_script(
+        {
+            "replies": [
+                program('r = await charge(customer="kim", cents=500)\nraise ValueError("then it broke")\n'),
+                # Same call, arguments in another order: the same effect.
+                program(
+                    'r = await charge(cents=500, customer="kim")\nr2 = await charge(customer="ada", cents=100)\n'
+                    '{"kim": r["receipt"], "ada": r2["receipt"]}\n'
+                ),
+            ]
+        }
+    )
     spec = AgentSpec(name="eff", model=MODEL, tools=["charge"], mode="code", max_steps=4, reprompt_budget=1)
     async with running_worker(client, settings, registry=charging_registry(charges)):
         result = await _run(client, settings.task_queue, spec)
@@ -88,23 +98,41 @@ async def test_a_reprompted_program_does_not_repeat_a_charge_and_is_told_it_took
 
 
 async def test_a_reset_past_a_side_effect_does_not_repeat_it(engine, scripted):
-    scripted.set_script({"rules": [
-        {"match": {"role": "user"}, "reply": {"tool_calls": [
-            {"name": "send_notification", "arguments": {"recipient": "bob", "message": "hello"}}]}},
-        {"match": {"tool_result_for": "send_notification"}, "reply": {"content": "sent"}},
-    ]})
+    scripted.set_script(
+        {
+            "rules": [
+                {
+                    "match": {"role": "user"},
+                    "reply": {
+                        "tool_calls": [
+                            {"name": "send_notification", "arguments": {"recipient": "bob", "message": "hello"}}
+                        ]
+                    },
+                },
+                {"match": {"tool_result_for": "send_notification"}, "reply": {"content": "sent"}},
+            ]
+        }
+    )
     client = engine.client
     handle = await client.start_workflow(
-        AGENT_WORKFLOW, AgentInput(spec=make_spec(), input="tell bob"), id=f"reset-{uuid.uuid4().hex[:8]}",
-        task_queue=engine.task_queue, result_type=AgentResult,
+        AGENT_WORKFLOW,
+        AgentInput(spec=make_spec(), input="tell bob"),
+        id=f"reset-{uuid.uuid4().hex[:8]}",
+        task_queue=engine.task_queue,
+        result_type=AgentResult,
     )
     first = await handle.result()
     # Reset to the end of the first workflow task: every command after it (both model calls and the
     # notification) runs again in a new run.
-    reset = await client.workflow_service.reset_workflow_execution(ResetWorkflowExecutionRequest(
-        namespace=client.namespace, workflow_execution=WorkflowExecution(workflow_id=handle.id, run_id=handle.result_run_id),
-        reason="test: reset past a side effect", workflow_task_finish_event_id=4, request_id=str(uuid.uuid4()),
-    ))
+    reset = await client.workflow_service.reset_workflow_execution(
+        ResetWorkflowExecutionRequest(
+            namespace=client.namespace,
+            workflow_execution=WorkflowExecution(workflow_id=handle.id, run_id=handle.result_run_id),
+            reason="test: reset past a side effect",
+            workflow_task_finish_event_id=4,
+            request_id=str(uuid.uuid4()),
+        )
+    )
     assert reset.run_id != handle.result_run_id
     second = await client.get_workflow_handle(handle.id, run_id=reset.run_id, result_type=AgentResult).result()
 
@@ -129,8 +157,9 @@ len([a for a in answers if a is not None])
 
 async def test_concurrent_llm_calls_reserve_prompt_and_max_tokens_so_the_budget_holds(client, settings, scripted):
     usage = {"prompt_tokens": 10, "completion_tokens": 20, "total_tokens": 30}
-    scripted.set_script({"replies": [{**program(CONCURRENT_LLM), "usage": usage}],
-                         "default": {"content": "an answer", "usage": usage}})
+    scripted.set_script(
+        {"replies": [{**program(CONCURRENT_LLM), "usage": usage}], "default": {"content": "an answer", "usage": usage}}
+    )
     spec = AgentSpec(name="eff", model=MODEL, tools=[], mode="code", max_steps=2, token_budget=300)
     # After the program's own call (30 used), each llm() reserves a bound on its prompt plus
     # max_tokens, in launch order, until the next one would not fit what is left.
@@ -150,7 +179,9 @@ async def test_concurrent_llm_calls_reserve_prompt_and_max_tokens_so_the_budget_
     assert result.usage.total_tokens == 30 * (1 + fitting) <= spec.token_budget
 
 
-async def test_a_model_call_whose_prompt_would_overrun_the_budget_fails_typed_before_it_is_sent(client, settings, scripted):
+async def test_a_model_call_whose_prompt_would_overrun_the_budget_fails_typed_before_it_is_sent(
+    client, settings, scripted
+):
     scripted.set_script({"default": {"content": "never sent"}})
     spec = AgentSpec(name="eff", model=MODEL, tools=[], max_steps=2, token_budget=MODEL.max_tokens + 5)
     async with running_worker(client, settings, registry=ToolRegistry()):

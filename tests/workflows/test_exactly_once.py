@@ -15,12 +15,17 @@ import uuid
 from datetime import timedelta
 
 import pytest
+from approval_support import Refund, RefundArgs
+from code_mode_support import connect_with_store
+from mcp_support import free_port, http_tracker, make_client, new_token, seeded_db, stdio_tracker, tool_call
 from pydantic import BaseModel
 from temporalio.api.common.v1 import WorkflowExecution
 from temporalio.api.enums.v1 import EventType
 from temporalio.api.workflowservice.v1 import ResetWorkflowExecutionRequest
 from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError, WorkflowUpdateFailedError
 from temporalio.exceptions import ApplicationError, CancelledError
+from test_effects_once import MODEL, Receipt, _run, program
+from test_pipeline_workflow import REPLY, UPDATE, example_input, rules
 
 from agentsteps.activities.mcp.source import McpToolSource
 from agentsteps.activities.tools.registry import ToolContext, ToolRegistry
@@ -33,11 +38,6 @@ from agentsteps.examples.support_models import TicketState, TicketUpdate
 from agentsteps.examples.tickets.db import TicketStore
 from agentsteps.worker import running_worker
 
-from approval_support import Refund, RefundArgs
-from code_mode_support import connect_with_store
-from mcp_support import free_port, http_tracker, make_client, new_token, seeded_db, stdio_tracker, tool_call
-from test_effects_once import MODEL, Receipt, _run, program
-from test_pipeline_workflow import REPLY, UPDATE, example_input, rules
 
 class Charge(BaseModel):
     customer: str
@@ -62,12 +62,18 @@ def charging_registry(charges: list[tuple[str, str]]) -> ToolRegistry:
 
 async def test_json_equal_arguments_are_one_effect_whatever_their_spelling(client, settings, scripted):
     charges: list[tuple[str, str]] = []
-    scripted.set_script({"replies": [
-        program('r = await charge(customer="kim", amount=500)\nraise ValueError("then it broke")\n'),
-        # 500.0 and 5e2 are the JSON value 500: the same call, so the same effect.
-        program('r = await charge(amount=500.0, customer="kim")\nr2 = await charge(customer="kim", amount=5e2)\n'
-                '[r["receipt"], r2["receipt"]]\n'),
-    ]})
+    scripted.set_script(
+        {
+            "replies": [
+                program('r = await charge(customer="kim", amount=500)\nraise ValueError("then it broke")\n'),
+                # 500.0 and 5e2 are the JSON value 500: the same call, so the same effect.
+                program(
+                    'r = await charge(amount=500.0, customer="kim")\nr2 = await charge(customer="kim", amount=5e2)\n'
+                    '[r["receipt"], r2["receipt"]]\n'
+                ),
+            ]
+        }
+    )
     spec = AgentSpec(name="once", model=MODEL, tools=["charge"], mode="code", max_steps=4, reprompt_budget=1)
     async with running_worker(client, settings, registry=charging_registry(charges)):
         result = await _run(client, settings.task_queue, spec)
@@ -102,10 +108,15 @@ def invoicing_registry(sent: list[str], first_call_seconds: float) -> ToolRegist
     return registry
 
 
-INVOICE_SCRIPT = {"rules": [
-    {"match": {"role": "user"}, "reply": {"tool_calls": [{"name": "send_invoice", "arguments": {"customer": "kim"}}]}},
-    {"match": {"tool_result_for": "send_invoice"}, "reply": {"content": "over"}},
-]}
+INVOICE_SCRIPT = {
+    "rules": [
+        {
+            "match": {"role": "user"},
+            "reply": {"tool_calls": [{"name": "send_invoice", "arguments": {"customer": "kim"}}]},
+        },
+        {"match": {"tool_result_for": "send_invoice"}, "reply": {"content": "over"}},
+    ]
+}
 
 
 async def _until(predicate, seconds: float = 20.0) -> None:
@@ -122,8 +133,11 @@ async def test_a_call_cut_by_a_worker_shutdown_is_an_unknown_outcome_and_never_r
     scripted.set_script(INVOICE_SCRIPT)
     spec = AgentSpec(name="once", model=MODEL, tools=["send_invoice"], max_steps=3)
     handle = await client.start_workflow(
-        AGENT_WORKFLOW, AgentInput(spec=spec, input="invoice kim"), id=f"once-{uuid.uuid4().hex[:8]}",
-        task_queue=settings.task_queue, result_type=AgentResult,
+        AGENT_WORKFLOW,
+        AgentInput(spec=spec, input="invoice kim"),
+        id=f"once-{uuid.uuid4().hex[:8]}",
+        task_queue=settings.task_queue,
+        result_type=AgentResult,
     )
     # The tool outlives the first worker's grace period: the SDK reports the cut as a retryable
     # WorkerShutdown, which proves nothing about whether the invoice went out.
@@ -165,7 +179,9 @@ async def test_a_failure_after_the_tool_ran_is_an_unknown_outcome_and_never_runs
     assert [e.outcome for e in result.effects] == ["unknown"]
 
 
-async def test_a_large_result_that_fails_to_upload_after_the_call_is_an_unknown_outcome(temporal_env, settings, scripted):
+async def test_a_large_result_that_fails_to_upload_after_the_call_is_an_unknown_outcome(
+    temporal_env, settings, scripted
+):
     # A client (and so a worker) with the payload store, as deployed: results of 256 KiB or more go to it.
     client = await connect_with_store(temporal_env.client.service_client.config.target_host, settings)
     sent: list[str] = []
@@ -202,8 +218,9 @@ async def test_a_large_result_that_fails_to_upload_after_the_call_is_an_unknown_
     assert [e.outcome for e in result.effects] == ["unknown"]
 
 
-@pytest.mark.parametrize(("delivery", "error_type"), [("at_most_once", "ToolNotSentError"),
-                                                      ("retry", "McpUnavailableError")])
+@pytest.mark.parametrize(
+    ("delivery", "error_type"), [("at_most_once", "ToolNotSentError"), ("retry", "McpUnavailableError")]
+)
 async def test_a_call_to_an_mcp_server_that_cannot_be_reached_was_not_sent_and_says_so(delivery, error_type):
     # The one failure an at-most-once call is retried after: the activity knows no request left the worker.
     mcp = make_client({"down": http_tracker(free_port(), tools=["add_comment"])}, {"TICKETS_API_TOKEN": new_token()})
@@ -236,7 +253,10 @@ async def test_a_workflow_cancel_during_an_at_most_once_call_cancels_the_run(cli
     scripted.set_script(rules([{"json": UPDATE}], [{"json": REPLY}]))
     async with running_worker(client, settings, registry=slow_ticket_registry(updates)):
         handle = await client.start_workflow(
-            PIPELINE_WORKFLOW, pipeline, id=f"once-{uuid.uuid4().hex[:8]}", task_queue=settings.task_queue,
+            PIPELINE_WORKFLOW,
+            pipeline,
+            id=f"once-{uuid.uuid4().hex[:8]}",
+            task_queue=settings.task_queue,
             result_type=PipelineResult,
         )
         await _until(lambda: len(updates) == 1)
@@ -305,23 +325,33 @@ async def test_a_reset_to_any_workflow_task_of_a_paused_code_mode_run_completes_
     spec = AgentSpec(name="once", model=MODEL, tools=["charge", "refund"], mode="code", max_steps=3)
     async with running_worker(client, settings, registry=reset_registry(charged, refunded)):
         handle = await client.start_workflow(
-            AGENT_WORKFLOW, AgentInput(spec=spec, input="charge and refund"), id=f"once-{uuid.uuid4().hex[:8]}",
-            task_queue=settings.task_queue, result_type=AgentResult,
+            AGENT_WORKFLOW,
+            AgentInput(spec=spec, input="charge and refund"),
+            id=f"once-{uuid.uuid4().hex[:8]}",
+            task_queue=settings.task_queue,
+            result_type=AgentResult,
         )
         first = await _approve_until_done(client, handle)
         assert first.status == "completed" and first.output == [1, 40.0]
-        tasks = [e.event_id async for e in handle.fetch_history_events()
-                 if e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED]
+        tasks = [
+            e.event_id
+            async for e in handle.fetch_history_events()
+            if e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED
+        ]
         assert len(tasks) >= 4, "the program paused across several workflow tasks"
         for event_id in tasks:
-            reset = await client.workflow_service.reset_workflow_execution(ResetWorkflowExecutionRequest(
-                namespace=client.namespace,
-                workflow_execution=WorkflowExecution(workflow_id=handle.id, run_id=handle.result_run_id),
-                reason=f"test: reset to workflow task {event_id}", workflow_task_finish_event_id=event_id,
-                request_id=str(uuid.uuid4()),
-            ))
-            again = await _approve_until_done(client, client.get_workflow_handle(
-                handle.id, run_id=reset.run_id, result_type=AgentResult))
+            reset = await client.workflow_service.reset_workflow_execution(
+                ResetWorkflowExecutionRequest(
+                    namespace=client.namespace,
+                    workflow_execution=WorkflowExecution(workflow_id=handle.id, run_id=handle.result_run_id),
+                    reason=f"test: reset to workflow task {event_id}",
+                    workflow_task_finish_event_id=event_id,
+                    request_id=str(uuid.uuid4()),
+                )
+            )
+            again = await _approve_until_done(
+                client, client.get_workflow_handle(handle.id, run_id=reset.run_id, result_type=AgentResult)
+            )
             assert again.status == "completed", f"reset to event {event_id}: {again}"
             assert again.output == first.output, f"reset to event {event_id}"
             assert [e.key for e in again.effects] == [e.key for e in first.effects], f"reset to event {event_id}"
@@ -338,16 +368,23 @@ async def test_a_reprompted_program_repeating_an_approved_call_is_answered_from_
 ):
     charged: list[str] = []
     refunded: list[str] = []
-    scripted.set_script({"replies": [
-        program('f = await refund(order="A-17", amount=40.0)\nraise ValueError("then it broke")\n'),
-        program('f = await refund(order="A-17", amount=40.0)\nf["refunded"]\n'),
-    ]})
+    scripted.set_script(
+        {
+            "replies": [
+                program('f = await refund(order="A-17", amount=40.0)\nraise ValueError("then it broke")\n'),
+                program('f = await refund(order="A-17", amount=40.0)\nf["refunded"]\n'),
+            ]
+        }
+    )
     spec = AgentSpec(name="once", model=MODEL, tools=["refund"], mode="code", max_steps=4, reprompt_budget=1)
     asked: list[str] = []
     async with running_worker(client, settings, registry=reset_registry(charged, refunded)):
         handle = await client.start_workflow(
-            AGENT_WORKFLOW, AgentInput(spec=spec, input="refund A-17"), id=f"once-{uuid.uuid4().hex[:8]}",
-            task_queue=settings.task_queue, result_type=AgentResult,
+            AGENT_WORKFLOW,
+            AgentInput(spec=spec, input="refund A-17"),
+            id=f"once-{uuid.uuid4().hex[:8]}",
+            task_queue=settings.task_queue,
+            result_type=AgentResult,
         )
         while (await handle.describe()).status == WorkflowExecutionStatus.RUNNING:
             for call in await pending_approvals(client, handle.id):
@@ -382,17 +419,25 @@ async def test_a_failed_or_cancelled_turns_effects_are_told_to_the_next_turn_and
         await release.wait()  # the test cancels the turn while the invoice is out
         return Receipt(receipt=len(charged))
 
-    scripted.set_script({"rules": [
-        {"match": {"contains": "again"}, "reply": {"content": "It was already sent in the last turn."}},
-        {"match": {"role": "user"}, "reply": {"tool_calls": [
-            {"name": "send_invoice", "arguments": {"customer": "kim"}}]}},
-        # The turn then fails: the provider refuses the next call outright.
-        {"match": {"tool_result_for": "send_invoice"}, "reply": {"fault": {"status": 400, "message": "no"}}},
-    ]})
+    scripted.set_script(
+        {
+            "rules": [
+                {"match": {"contains": "again"}, "reply": {"content": "It was already sent in the last turn."}},
+                {
+                    "match": {"role": "user"},
+                    "reply": {"tool_calls": [{"name": "send_invoice", "arguments": {"customer": "kim"}}]},
+                },
+                # The turn then fails: the provider refuses the next call outright.
+                {"match": {"tool_result_for": "send_invoice"}, "reply": {"fault": {"status": 400, "message": "no"}}},
+            ]
+        }
+    )
     spec = AgentSpec(name="once", model=MODEL, tools=["send_invoice"], max_steps=3)
     sid = f"session-{uuid.uuid4().hex[:10]}"
     async with running_worker(client, settings, registry=registry):
-        first = asyncio.ensure_future(send_turn(client, spec, "invoice kim", session_id=sid, task_queue=settings.task_queue))
+        first = asyncio.ensure_future(
+            send_turn(client, spec, "invoice kim", session_id=sid, task_queue=settings.task_queue)
+        )
         await _until(lambda: len(charged) == 1)
         if ending == "cancelled":
             await client.get_workflow_handle(sid).signal(CANCEL_SIGNAL)
@@ -433,19 +478,38 @@ def _tracker(tmp_path, monkeypatch, settings):
     return db, settings.model_copy(update={"config_file": config})
 
 
-REMINDER = {"rules": [
-    # A model that picked its own key, as the reporter's did: it must not reach the server.
-    {"match": {"role": "user"}, "reply": {"tool_calls": [{"name": "add_comment", "arguments": {
-        "issue_id": "PROJ-1", "body": "Friendly reminder", "author": "bot", "idempotency_key": "reminder-001"}}]}},
-    {"match": {"tool_result_for": "add_comment"}, "reply": {"content": "reminded"}},
-]}
+REMINDER = {
+    "rules": [
+        # A model that picked its own key, as the reporter's did: it must not reach the server.
+        {
+            "match": {"role": "user"},
+            "reply": {
+                "tool_calls": [
+                    {
+                        "name": "add_comment",
+                        "arguments": {
+                            "issue_id": "PROJ-1",
+                            "body": "Friendly reminder",
+                            "author": "bot",
+                            "idempotency_key": "reminder-001",
+                        },
+                    }
+                ]
+            },
+        },
+        {"match": {"tool_result_for": "add_comment"}, "reply": {"content": "reminded"}},
+    ]
+}
 
 
 async def _remind(client, settings, **start) -> AgentResult:
     spec = AgentSpec(name="once", model=MODEL, tools=["add_comment"], max_steps=3)
     handle = await client.start_workflow(
-        AGENT_WORKFLOW, AgentInput(spec=spec, input="remind PROJ-1", **start), id=f"once-{uuid.uuid4().hex[:8]}",
-        task_queue=settings.task_queue, result_type=AgentResult,
+        AGENT_WORKFLOW,
+        AgentInput(spec=spec, input="remind PROJ-1", **start),
+        id=f"once-{uuid.uuid4().hex[:8]}",
+        task_queue=settings.task_queue,
+        result_type=AgentResult,
     )
     return await handle.result()
 
@@ -467,7 +531,10 @@ async def test_the_model_never_sees_nor_sets_an_idempotency_key_so_two_runs_are_
     assert "idempotency_key" not in offered["properties"] and "idempotency_key" not in offered.get("required", [])
     assert len(_comments(db)) == 2, "the second run's reminder was deduped against the first's by a model's key"
     assert first.effects[0].key != second.effects[0].key
-    assert json.loads(first.steps[0].tool_calls[0].content)["id"] != json.loads(second.steps[0].tool_calls[0].content)["id"]
+    assert (
+        json.loads(first.steps[0].tool_calls[0].content)["id"]
+        != json.loads(second.steps[0].tool_calls[0].content)["id"]
+    )
 
 
 async def test_a_backend_key_scope_makes_two_runs_one_effect(client, settings, scripted, tmp_path, monkeypatch):
@@ -484,19 +551,37 @@ async def test_a_backend_key_scope_makes_two_runs_one_effect(client, settings, s
 
 async def test_sessions_sharing_a_key_scope_give_the_same_call_the_same_key(client, settings, scripted):
     charged: list[str] = []
-    scripted.set_script({"rules": [
-        {"match": {"role": "user"}, "reply": {"tool_calls": [
-            {"name": "charge", "arguments": {"customer": "kim", "amount": 5}}]}},
-        {"match": {"tool_result_for": "charge"}, "reply": {"content": "charged"}},
-    ]})
+    scripted.set_script(
+        {
+            "rules": [
+                {
+                    "match": {"role": "user"},
+                    "reply": {"tool_calls": [{"name": "charge", "arguments": {"customer": "kim", "amount": 5}}]},
+                },
+                {"match": {"tool_result_for": "charge"}, "reply": {"content": "charged"}},
+            ]
+        }
+    )
     spec = AgentSpec(name="once", model=MODEL, tools=["charge"], max_steps=3)
     async with running_worker(client, settings, registry=charging_registry(charged)):
         for sid, scope in [("a", "order-42"), ("b", "order-42"), ("c", None)]:
-            await send_turn(client, spec, "charge kim", session_id=f"session-{sid}-{uuid.uuid4().hex[:8]}",
-                            task_queue=settings.task_queue, key_scope=scope)
+            await send_turn(
+                client,
+                spec,
+                "charge kim",
+                session_id=f"session-{sid}-{uuid.uuid4().hex[:8]}",
+                task_queue=settings.task_queue,
+                key_scope=scope,
+            )
         with pytest.raises(InvalidSpecError, match="key_scope"):
-            await send_turn(client, spec, "charge kim", session_id=f"session-{uuid.uuid4().hex[:8]}",
-                            task_queue=settings.task_queue, key_scope="bad\x00scope")
+            await send_turn(
+                client,
+                spec,
+                "charge kim",
+                session_id=f"session-{uuid.uuid4().hex[:8]}",
+                task_queue=settings.task_queue,
+                key_scope="bad\x00scope",
+            )
 
     keys = [key for _, key in charged]
     assert keys[0] == keys[1] != keys[2], "the scope, not the session, names the effect"
@@ -517,5 +602,6 @@ async def test_a_malformed_key_scope_fails_the_run_typed_before_anything_runs(cl
 
 
 async def _run_input(client, settings, inp: AgentInput) -> AgentResult:
-    return await client.execute_workflow(AGENT_WORKFLOW, inp, id=f"once-{uuid.uuid4().hex[:8]}",
-                                         task_queue=settings.task_queue, result_type=AgentResult)
+    return await client.execute_workflow(
+        AGENT_WORKFLOW, inp, id=f"once-{uuid.uuid4().hex[:8]}", task_queue=settings.task_queue, result_type=AgentResult
+    )

@@ -8,16 +8,7 @@ from datetime import date, timedelta
 from typing import Any
 
 import pytest
-
-from agentsteps.contracts.monitor import MonitorInput, MonitorReport, StalledIssue
-from agentsteps.contracts.names import MONITOR_WORKFLOW
-from agentsteps.contracts.violations import ViolationKind
-from agentsteps.demos.monitor import assigned_issues, monitor_worker, nudge_script, tracker_client, tracker_server
-from agentsteps.telemetry.metrics import MONITOR_ESCALATIONS, MONITOR_NUDGES, MONITOR_STALLED_TICKETS
-from agentsteps.workflows.monitor.nudges import NUDGE_MARKER, check_nudge, plan_action
-
 from mcp_support import free_port, http_tracker_process, new_token
-from secret_scan import SecretScan, decoded_payloads
 from monitor_support import (
     assignee_of,
     make_spec,
@@ -27,6 +18,14 @@ from monitor_support import (
     sql,
     stalled_by_sql,
 )
+from secret_scan import SecretScan, decoded_payloads
+
+from agentsteps.contracts.monitor import MonitorInput, MonitorReport, StalledIssue
+from agentsteps.contracts.names import MONITOR_WORKFLOW
+from agentsteps.contracts.violations import ViolationKind
+from agentsteps.demos.monitor import assigned_issues, monitor_worker, nudge_script, tracker_client, tracker_server
+from agentsteps.telemetry.metrics import MONITOR_ESCALATIONS, MONITOR_NUDGES, MONITOR_STALLED_TICKETS
+from agentsteps.workflows.monitor.nudges import NUDGE_MARKER, check_nudge, plan_action
 
 
 @pytest.fixture
@@ -46,8 +45,11 @@ async def mcp(request, tracker):
         return
     port = free_port()
     with http_tracker_process(db, port, token):
-        server = {"transport": "http", "url": f"http://127.0.0.1:{port}/mcp",
-                  "headers": {"Authorization": "Bearer ${secret:TICKETS_API_TOKEN}"}}
+        server = {
+            "transport": "http",
+            "url": f"http://127.0.0.1:{port}/mcp",
+            "headers": {"Authorization": "Bearer ${secret:TICKETS_API_TOKEN}"},
+        }
         client = tracker_client({"tickets": server}, token)
         client.test_token = token
         yield client
@@ -56,8 +58,11 @@ async def mcp(request, tracker):
 
 async def _tick_with_history(client, task_queue, spec, as_of) -> tuple[MonitorReport, Any]:
     handle = await client.start_workflow(
-        MONITOR_WORKFLOW, MonitorInput(spec=spec, as_of=as_of), id=f"monitor-{uuid.uuid4().hex[:10]}",
-        task_queue=task_queue, result_type=MonitorReport,
+        MONITOR_WORKFLOW,
+        MonitorInput(spec=spec, as_of=as_of),
+        id=f"monitor-{uuid.uuid4().hex[:10]}",
+        task_queue=task_queue,
+        result_type=MonitorReport,
     )
     report = await handle.result()
     return report, await handle.fetch_history()
@@ -235,10 +240,9 @@ async def test_a_tracker_answering_in_prose_ends_the_tick_typed_and_quickly(clie
     """A plain-text MCP result reaches the scan program as a string, never an unguarded json.loads."""
     import asyncio
 
+    from mcp_support import hostile, make_client
     from temporalio.client import WorkflowFailureError
     from temporalio.exceptions import ApplicationError
-
-    from mcp_support import hostile, make_client
 
     mcp = make_client({"tracker": hostile(env={"HOSTILE_MARKER": str(tmp_path / "m")})}, {})
     try:

@@ -18,11 +18,11 @@ from temporalio.worker import Worker
 
 from agentsteps.activities.llm.activities import LLMActivities
 from agentsteps.activities.tools.activities import ToolActivities
-from agentsteps.contracts import DefaultResult, LLMConfig
-from agentsteps.contracts.names import PIPELINE_WORKFLOW
-from agentsteps.contracts.composition.pipeline_run import PipelineInput, PipelineResult, pipeline_input
-from agentsteps.examples.support_tools import build_registry
 from agentsteps.client.pipeline_files import load_pipeline_file
+from agentsteps.contracts import DefaultResult, LLMConfig
+from agentsteps.contracts.composition.pipeline_run import PipelineInput, PipelineResult, pipeline_input
+from agentsteps.contracts.names import PIPELINE_WORKFLOW
+from agentsteps.examples.support_tools import build_registry
 from agentsteps.workflows.pipeline import PipelineWorkflow
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "pipelines" / "support_reply.toml"
@@ -59,7 +59,9 @@ async def pipeline_worker(client, settings):
         llm = LLMActivities(settings.providers, http)
         tools = ToolActivities(build_registry(settings), [])
         async with Worker(
-            client, task_queue=settings.task_queue, workflows=[PipelineWorkflow],
+            client,
+            task_queue=settings.task_queue,
+            workflows=[PipelineWorkflow],
             activities=[llm.call, tools.describe, tools.call],
         ):
             yield settings.task_queue
@@ -87,7 +89,10 @@ async def test_seed_pipeline_runs_three_steps_and_records_every_edge_check(clien
     assert [s.name for s in result.steps] == ["read_email", "update_ticket", "reply"]
     assert result.steps[1].output == {"issue_id": "PROJ-1", "state": "closed", "assignee": None, "comment_count": 1}
     assert [e.edge for e in result.edges] == [
-        "input->read_email", "read_email->update_ticket", "update_ticket->reply", "reply->output"
+        "input->read_email",
+        "read_email->update_ticket",
+        "update_ticket->reply",
+        "reply->output",
     ]
     assert all(e.ok for e in result.edges)
     assert "post read_email: has_field:issue_id" in result.edges[1].checks
@@ -114,7 +119,9 @@ async def test_a_tool_failure_at_the_second_edge_fails_typed_naming_the_edge(cli
     assert err.details[0]["kind"] == "tool_output_invalid"
 
 
-async def test_a_post_predicate_failing_at_the_last_edge_degrades_to_the_default_result(client, pipeline_worker, scripted):
+async def test_a_post_predicate_failing_at_the_last_edge_degrades_to_the_default_result(
+    client, pipeline_worker, scripted
+):
     silent = {**REPLY, "message": "Thanks, all done."}  # does not name the ticket
     scripted.set_script(rules([{"json": UPDATE}], [{"json": silent}]))
     default = {"issue_id": "PROJ-1", "state": "closed", "message": "Your ticket PROJ-1 was updated."}

@@ -23,24 +23,38 @@ STEPS = 30
 
 
 def _script() -> dict:
-    return {"rules": [
-        {"match": {"any_contains": "weather please"}, "times": STEPS - 1,
-         "reply": {"tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}]}},
-        {"match": {"any_contains": "weather please"}, "reply": {"content": "Paris is sunny."}},
-    ]}
+    return {
+        "rules": [
+            {
+                "match": {"any_contains": "weather please"},
+                "times": STEPS - 1,
+                "reply": {"tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}]},
+            },
+            {"match": {"any_contains": "weather please"}, "reply": {"content": "Paris is sunny."}},
+        ]
+    }
 
 
 async def _run(client, settings, scripted, *, caching: bool) -> tuple[str, list, list]:
     model = f"claude-cache-{uuid.uuid4().hex[:6]}-20260101"
-    providers = settings.providers.model_copy(update={"anthropic_api_key": SecretStr("sk-cache"),
-                                                      "prompt_caching": caching})
-    prices = PriceTable(input_per_mtok={model: 3.0}, output_per_mtok={model: 15.0},
-                        cached_input_per_mtok={model: 0.3}, cache_write_per_mtok={model: 3.75})
-    own = settings.model_copy(update={"providers": providers, "prices": prices,
-                                      "task_queue": f"cache-{uuid.uuid4().hex[:8]}"})
+    providers = settings.providers.model_copy(
+        update={"anthropic_api_key": SecretStr("sk-cache"), "prompt_caching": caching}
+    )
+    prices = PriceTable(
+        input_per_mtok={model: 3.0},
+        output_per_mtok={model: 15.0},
+        cached_input_per_mtok={model: 0.3},
+        cache_write_per_mtok={model: 3.75},
+    )
+    own = settings.model_copy(
+        update={"providers": providers, "prices": prices, "task_queue": f"cache-{uuid.uuid4().hex[:8]}"}
+    )
     scripted.set_script(_script())
-    spec = make_spec(model=LLMConfig(provider="anthropic", model=model, max_tokens=256, context_window=100_000),
-                     tools=["get_weather"], max_steps=STEPS + 5)
+    spec = make_spec(
+        model=LLMConfig(provider="anthropic", model=model, max_tokens=256, context_window=100_000),
+        tools=["get_weather"],
+        max_steps=STEPS + 5,
+    )
     async with running_worker(client, own):
         result = await run_agent(client, own.task_queue, spec)
     assert result.output == "Paris is sunny."

@@ -8,6 +8,8 @@ import logging
 import uuid
 
 import pytest
+from quota_support import start_run, unique
+from secret_scan import SecretScan
 from temporalio.client import WorkflowFailureError
 from temporalio.service import RPCError
 
@@ -23,9 +25,6 @@ from agentsteps.contracts.quotas.wire import account_id
 from agentsteps.contracts.spec import AgentState
 from agentsteps.worker import running_worker
 
-from quota_support import start_run, unique
-from secret_scan import SecretScan
-
 MODEL = "scripted-2026-01-01"
 USAGE = {"prompt_tokens": 10, "completion_tokens": 20, "total_tokens": 30}
 HELD_SECONDS = 25
@@ -34,11 +33,17 @@ even on a loaded machine, so "B finished while A's second call still waited" doe
 
 
 def spec(key: str) -> AgentSpec:
-    return AgentSpec(name="keys", tools=[], max_steps=2,
-                     model=LLMConfig(model=MODEL, max_tokens=20, context_window=16_000, api_key=key))
+    return AgentSpec(
+        name="keys",
+        tools=[],
+        max_steps=2,
+        model=LLMConfig(model=MODEL, max_tokens=20, context_window=16_000, api_key=key),
+    )
 
 
-def keyed_settings(settings: WorkerSettings, monkeypatch, secrets: dict[str, str], limits: list[dict]) -> WorkerSettings:
+def keyed_settings(
+    settings: WorkerSettings, monkeypatch, secrets: dict[str, str], limits: list[dict]
+) -> WorkerSettings:
     """Settings declaring one named key per entry of ``secrets`` (its variable set to the secret), and ``limits``."""
     declared = {}
     for name, secret in secrets.items():
@@ -46,8 +51,9 @@ def keyed_settings(settings: WorkerSettings, monkeypatch, secrets: dict[str, str
         monkeypatch.setenv(var, secret)
         declared[name] = var
     providers = settings.providers.model_copy(update={"openai_keys": declared, "request_timeout_seconds": 60})
-    return settings.model_copy(update={"providers": providers,
-                                       "quotas": QuotaSettings.model_validate({"limits": limits})})
+    return settings.model_copy(
+        update={"providers": providers, "quotas": QuotaSettings.model_validate({"limits": limits})}
+    )
 
 
 async def _until(predicate, timeout: float = 60.0) -> None:
@@ -73,15 +79,26 @@ async def test_two_keys_have_their_own_quotas_and_each_call_is_sent_with_its_own
     caplog.set_level(logging.DEBUG)
     secret_a, secret_b = "sk-test-a-" + uuid.uuid4().hex, "sk-test-b-" + uuid.uuid4().hex
     quota_a, quota_b = unique("key-a"), unique("key-b")
-    scripted.set_script({
-        "rules": [{"match": {"contains": "a-first"}, "reply": {"content": "a1", "usage": USAGE,
-                                                              "delay_seconds": HELD_SECONDS}}],
-        "default": {"content": "ok", "usage": USAGE},
-    })
-    configured = keyed_settings(settings, monkeypatch, {"acme": secret_a, "globex": secret_b}, [
-        {"name": quota_a, "model": "scripted-*", "api_key": "acme", "concurrent_requests": 1},
-        {"name": quota_b, "model": "scripted-*", "api_key": "globex", "concurrent_requests": 1},
-    ])
+    scripted.set_script(
+        {
+            "rules": [
+                {
+                    "match": {"contains": "a-first"},
+                    "reply": {"content": "a1", "usage": USAGE, "delay_seconds": HELD_SECONDS},
+                }
+            ],
+            "default": {"content": "ok", "usage": USAGE},
+        }
+    )
+    configured = keyed_settings(
+        settings,
+        monkeypatch,
+        {"acme": secret_a, "globex": secret_b},
+        [
+            {"name": quota_a, "model": "scripted-*", "api_key": "acme", "concurrent_requests": 1},
+            {"name": quota_b, "model": "scripted-*", "api_key": "globex", "concurrent_requests": 1},
+        ],
+    )
     async with running_worker(client, configured, registry=ToolRegistry()):
         a_first = await start_run(client, configured, spec("acme"), "a-first")
         await _until(lambda: len(scripted.requests) == 1)
@@ -104,8 +121,11 @@ async def test_two_keys_have_their_own_quotas_and_each_call_is_sent_with_its_own
     assert (view_a.concurrent, view_a.waiting) == (1, 1)
     assert [r.status for r in results] == ["completed", "completed"]
     by_text = {r.body["messages"][-1]["content"]: r.headers.get("authorization") for r in scripted.requests}
-    assert by_text == {"a-first": f"Bearer {secret_a}", "a-second": f"Bearer {secret_a}",
-                       "b-only": f"Bearer {secret_b}"}
+    assert by_text == {
+        "a-first": f"Bearer {secret_a}",
+        "a-second": f"Bearer {secret_a}",
+        "b-only": f"Bearer {secret_b}",
+    }
     assert (settled_a.requests_in_window, settled_b.requests_in_window) == (2, 1), "each key counted apart"
     shown = summary(settled_a) + summary(settled_b)
     assert f"quota {quota_a} (openai scripted-*, key acme)" in shown and "key globex" in shown
@@ -145,8 +165,14 @@ async def test_a_worker_whose_declared_key_is_unset_refuses_to_start_before_star
     quota = unique("unset-key")
     configured = keyed_settings(settings, monkeypatch, {}, [])
     providers = configured.providers.model_copy(update={"openai_keys": {"acme": "AGENTSTEPS_TEST_KEY_NEVER_SET"}})
-    configured = configured.model_copy(update={"providers": providers, "quotas": QuotaSettings.model_validate(
-        {"limits": [{"name": quota, "api_key": "acme", "requests_per_minute": 5}]})})
+    configured = configured.model_copy(
+        update={
+            "providers": providers,
+            "quotas": QuotaSettings.model_validate(
+                {"limits": [{"name": quota, "api_key": "acme", "requests_per_minute": 5}]}
+            ),
+        }
+    )
     monkeypatch.delenv("AGENTSTEPS_TEST_KEY_NEVER_SET", raising=False)
 
     with pytest.raises(DeploymentConfigError, match="'acme' reads environment variable AGENTSTEPS_TEST_KEY_NEVER_SET"):
@@ -174,32 +200,65 @@ async def test_a_fallback_model_and_a_tenant_degrade_to_entry_send_with_the_key_
 ):
     secret_a, secret_b = "sk-test-a-" + uuid.uuid4().hex, "sk-test-b-" + uuid.uuid4().hex
     quota_b, tenant = unique("fallback-b"), unique("soft")
-    scripted.set_script({"rules": [
-        {"match": {"model": CHEAP}, "reply": {"json": {"answer": "cheap"}, "usage": USAGE}},
-        {"match": {"model": MODEL}, "reply": {"content": "no json", "usage": USAGE}},
-    ]})
-    configured = keyed_settings(settings, monkeypatch, {"acme": secret_a, "globex": secret_b}, [
-        {"name": quota_b, "model": CHEAP, "api_key": "globex", "requests_per_minute": 100},
-    ])
-    configured = configured.model_copy(update={"quotas": configured.quotas.model_copy(update={"tenants": [
-        QuotaSettings.model_validate({"tenants": [{
-            "name": tenant, "budget": {"day": {"tokens_soft": 1, "tokens_hard": 100_000}},
-            "degrade_to": [{"model": CHEAP, "api_key": "globex"}],
-        }]}).tenants[0]]})})
+    scripted.set_script(
+        {
+            "rules": [
+                {"match": {"model": CHEAP}, "reply": {"json": {"answer": "cheap"}, "usage": USAGE}},
+                {"match": {"model": MODEL}, "reply": {"content": "no json", "usage": USAGE}},
+            ]
+        }
+    )
+    configured = keyed_settings(
+        settings,
+        monkeypatch,
+        {"acme": secret_a, "globex": secret_b},
+        [
+            {"name": quota_b, "model": CHEAP, "api_key": "globex", "requests_per_minute": 100},
+        ],
+    )
+    configured = configured.model_copy(
+        update={
+            "quotas": configured.quotas.model_copy(
+                update={
+                    "tenants": [
+                        QuotaSettings.model_validate(
+                            {
+                                "tenants": [
+                                    {
+                                        "name": tenant,
+                                        "budget": {"day": {"tokens_soft": 1, "tokens_hard": 100_000}},
+                                        "degrade_to": [{"model": CHEAP, "api_key": "globex"}],
+                                    }
+                                ]
+                            }
+                        ).tenants[0]
+                    ]
+                }
+            )
+        }
+    )
     schema = {"type": "object", "required": ["answer"]}
-    falls_back = spec("acme").model_copy(update={
-        "output_schema": schema, "reprompt_budget": 0,
-        "fallback_models": [LLMConfig(model=CHEAP, max_tokens=20, context_window=16_000, api_key="globex")],
-    })
+    falls_back = spec("acme").model_copy(
+        update={
+            "output_schema": schema,
+            "reprompt_budget": 0,
+            "fallback_models": [LLMConfig(model=CHEAP, max_tokens=20, context_window=16_000, api_key="globex")],
+        }
+    )
     async with running_worker(client, configured, registry=ToolRegistry()):
         fallback = await asyncio.wait_for((await start_run(client, configured, falls_back, "fallback")).result(), 60)
         degraded = await asyncio.wait_for(
-            (await start_run(client, configured, spec("acme"), "degraded", tenant=tenant)).result(), 60)
+            (await start_run(client, configured, spec("acme"), "degraded", tenant=tenant)).result(), 60
+        )
         view = await _settled(client, quota_b)
 
     assert fallback.output == {"answer": "cheap"} and degraded.model == CHEAP
-    sent = [(r.body["messages"][-1]["content"], r.body["model"], r.headers.get("authorization"))
-            for r in scripted.requests]
-    assert sent == [("fallback", MODEL, f"Bearer {secret_a}"), ("fallback", CHEAP, f"Bearer {secret_b}"),
-                    ("degraded", CHEAP, f"Bearer {secret_b}")]
+    sent = [
+        (r.body["messages"][-1]["content"], r.body["model"], r.headers.get("authorization")) for r in scripted.requests
+    ]
+    assert sent == [
+        ("fallback", MODEL, f"Bearer {secret_a}"),
+        ("fallback", CHEAP, f"Bearer {secret_b}"),
+        ("degraded", CHEAP, f"Bearer {secret_b}"),
+    ]
     assert view.requests_in_window == 2, "both calls on key globex were counted by its quota"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from quota_support import event_types, start_run, unique, with_quotas
 from temporalio.client import WorkflowFailureError
 from temporalio.exceptions import ApplicationError
 
@@ -14,8 +15,6 @@ from agentsteps.contracts import AgentSpec, LLMConfig
 from agentsteps.contracts.names import STATE_QUERY
 from agentsteps.contracts.spec import AgentState
 from agentsteps.worker import running_worker
-
-from quota_support import event_types, start_run, unique, with_quotas
 
 MODEL = LLMConfig(model="scripted-2026-01-01", max_tokens=20, context_window=16_000)
 CHEAP = "scripted-mini-2026-01-01"
@@ -53,10 +52,16 @@ async def test_a_run_without_a_quota_plan_issues_no_quota_command_and_one_with_a
 async def test_a_tenant_past_its_soft_limit_is_degraded_to_its_cheaper_pinned_model(client, settings, scripted):
     scripted.set_script({"default": {"content": "hi", "usage": USAGE}})
     tenant = unique("soft")
-    configured = with_quotas(settings, tenants=[{
-        "name": tenant, "budget": {"day": {"tokens_soft": 1, "tokens_hard": 100_000}},
-        "degrade_to": [{"model": CHEAP}],
-    }])
+    configured = with_quotas(
+        settings,
+        tenants=[
+            {
+                "name": tenant,
+                "budget": {"day": {"tokens_soft": 1, "tokens_hard": 100_000}},
+                "degrade_to": [{"model": CHEAP}],
+            }
+        ],
+    )
     async with running_worker(client, configured, registry=ToolRegistry()):
         result = await (await start_run(client, configured, spec(), tenant=tenant)).result()
         view = await _settled(client, "tenant", tenant)
@@ -136,8 +141,12 @@ async def test_a_thousand_concurrent_program_llm_calls_never_overrun_the_tenant_
     # The program's own call and its 999 llm() calls: a thousand calls, all reserved against one tenant.
     # The provider counts the prompt itself (the scripted model: its texts' tokens); each answer is 20 tokens.
     answer = {"completion_tokens": MODEL.max_tokens}
-    scripted.set_script({"replies": [{"content": f"```python\n{THOUSAND_LLM}```", "usage": answer}],
-                         "default": {"content": "an answer", "usage": answer}})
+    scripted.set_script(
+        {
+            "replies": [{"content": f"```python\n{THOUSAND_LLM}```", "usage": answer}],
+            "default": {"content": "an answer", "usage": answer},
+        }
+    )
     tenant, hard = unique("burst"), 3_000
     configured = with_quotas(settings, tenants=[{"name": tenant, "budget": {"day": {"tokens_hard": hard}}}])
     code = spec(mode="code", token_budget=10_000_000)
@@ -182,8 +191,8 @@ async def test_an_operator_raises_a_live_limit_and_the_waiting_run_goes_on(clien
 
 
 async def test_runs_and_session_turns_carry_their_tenant_and_operators_list_runs_by_it(client, settings, scripted):
-    from agentsteps.client.sessions import send_turn
     from agentsteps.client.quotas import quota_plan
+    from agentsteps.client.sessions import send_turn
 
     scripted.set_script({"default": {"content": "hi", "usage": USAGE}})
     tenant = unique("acme")
@@ -191,8 +200,15 @@ async def test_runs_and_session_turns_carry_their_tenant_and_operators_list_runs
     async with running_worker(client, configured, registry=ToolRegistry()):
         handle = await start_run(client, configured, spec(), tenant=tenant)
         await handle.result()
-        turn = await send_turn(client, spec(), "hello", session_id=unique("s"), task_queue=configured.task_queue,
-                               tenant=tenant, quota=quota_plan(configured, tenant))
+        turn = await send_turn(
+            client,
+            spec(),
+            "hello",
+            session_id=unique("s"),
+            task_queue=configured.task_queue,
+            tenant=tenant,
+            quota=quota_plan(configured, tenant),
+        )
         view = await _settled(client, "tenant", tenant)
         listed = []
         for _ in range(50):  # visibility is eventually consistent
@@ -214,8 +230,11 @@ async def test_a_hostile_tenant_on_the_input_fails_the_run_typed_before_anything
     async with running_worker(client, settings, registry=ToolRegistry()):
         with pytest.raises(WorkflowFailureError) as failure:
             await client.execute_workflow(
-                AGENT_WORKFLOW, AgentInput(spec=spec(), input="hi", tenant="acme\n" + "x" * 500),
-                id=unique("hostile"), task_queue=settings.task_queue, result_type=AgentResult,
+                AGENT_WORKFLOW,
+                AgentInput(spec=spec(), input="hi", tenant="acme\n" + "x" * 500),
+                id=unique("hostile"),
+                task_queue=settings.task_queue,
+                result_type=AgentResult,
             )
 
     cause = failure.value.cause
@@ -234,13 +253,18 @@ async def test_a_provider_429_lowers_the_accounts_effective_limit_429s_stop_and_
     from agentsteps.client.quotas import read_account
 
     window = 3.0
-    script = {"default": {"content": "hi", "usage": USAGE},
-              "quotas": {"*": {"requests_per_minute": 4, "window_seconds": window}}}
+    script = {
+        "default": {"content": "hi", "usage": USAGE},
+        "quotas": {"*": {"requests_per_minute": 4, "window_seconds": window}},
+    }
     scripted.set_script(script)
     quota = unique("q")
-    configured = with_quotas(settings, limits=[
-        {"name": quota, "model": "scripted-*", "requests_per_minute": 6, "window_seconds": window},
-    ])
+    configured = with_quotas(
+        settings,
+        limits=[
+            {"name": quota, "model": "scripted-*", "requests_per_minute": 6, "window_seconds": window},
+        ],
+    )
     async with running_worker(client, configured, registry=ToolRegistry()):
         first = [await start_run(client, configured, spec()) for _ in range(6)]
         assert [(await h.result()).status for h in first] == ["completed"] * 6

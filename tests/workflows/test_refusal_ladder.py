@@ -13,14 +13,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from agent_support import FALLBACK_MODEL, MODEL, make_spec, run_agent, run_agent_failure
 from temporalio.client import WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
 from agentsteps.contracts import DefaultResult, LLMConfig
 from agentsteps.workflows.agent import AgentWorkflow
-
-from agent_support import FALLBACK_MODEL, MODEL, make_spec, run_agent, run_agent_failure
 
 REFUSAL = {"refusal": "I can't help with that."}
 HISTORY = Path(__file__).parents[1] / "histories" / "refusal_reprompted_twice.json"
@@ -31,10 +30,14 @@ def _fallback() -> list[LLMConfig]:
 
 
 async def test_second_refusal_in_a_row_goes_to_the_next_model_not_another_reprompt(engine, scripted):
-    scripted.set_script({"rules": [
-        {"match": {"model": FALLBACK_MODEL}, "reply": {"content": "Paris is sunny."}},
-        {"match": {"model": MODEL}, "reply": REFUSAL},
-    ]})
+    scripted.set_script(
+        {
+            "rules": [
+                {"match": {"model": FALLBACK_MODEL}, "reply": {"content": "Paris is sunny."}},
+                {"match": {"model": MODEL}, "reply": REFUSAL},
+            ]
+        }
+    )
     spec = make_spec(reprompt_budget=3, fallback_models=_fallback())
     result = await run_agent(engine.client, engine.task_queue, spec)
 
@@ -66,17 +69,22 @@ async def test_two_refusals_and_nothing_declared_fail_typed(engine, scripted):
 
 async def test_a_refusal_after_an_accepted_answer_starts_a_new_streak(engine, scripted):
     # refuse, then call a tool (accepted), then refuse again: each refusal gets its one re-prompt.
-    scripted.set_script({"replies": [
-        REFUSAL,
-        {"tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}]},
-        REFUSAL,
-        {"content": "Paris is sunny."},
-    ]})
+    scripted.set_script(
+        {
+            "replies": [
+                REFUSAL,
+                {"tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}]},
+                REFUSAL,
+                {"content": "Paris is sunny."},
+            ]
+        }
+    )
     spec = make_spec(reprompt_budget=3, default_result=DefaultResult(value="no answer"))
     result = await run_agent(engine.client, engine.task_queue, spec)
 
     assert result.status == "completed" and result.output == "Paris is sunny.", [
-        (s.kind, s.violations) for s in result.steps]
+        (s.kind, s.violations) for s in result.steps
+    ]
     assert [s.kind for s in result.steps] == ["assistant", "tool_call", "assistant", "final"]
     assert not result.degradations
 

@@ -17,9 +17,9 @@ import pytest
 from temporalio.client import WorkflowHistory
 from temporalio.worker import Replayer
 
-from agentsteps.storage.payload_store import build_data_converter
 from agentsteps.contracts.config.settings import WorkerSettings
 from agentsteps.contracts.names import WORKFLOWS
+from agentsteps.storage.payload_store import build_data_converter
 from agentsteps.worker import workflows
 from agentsteps.workflows.quota_gate import warm_tokenizer
 
@@ -45,9 +45,18 @@ def workflow_type(history: WorkflowHistory) -> str:
 
 def test_the_recorded_histories_cover_every_workflow_and_the_in_flight_shapes():
     names = {p.stem for p in FILES}
-    assert {"tool_mode", "code_mode", "pipeline", "monitor_tick",
-            "code_mode_paused_on_tool", "tool_mode_waiting_on_tool", "session_between_turns",
-            "session_streamed_continued", "session_failed_turn_continued", "session_continued_carried_tools"} <= names
+    assert {
+        "tool_mode",
+        "code_mode",
+        "pipeline",
+        "monitor_tick",
+        "code_mode_paused_on_tool",
+        "tool_mode_waiting_on_tool",
+        "session_between_turns",
+        "session_streamed_continued",
+        "session_failed_turn_continued",
+        "session_continued_carried_tools",
+    } <= names
     assert {workflow_type(load(p)) for p in FILES} == set(WORKFLOWS)
     for path in FILES:
         assert "externalPayloads" not in path.read_text(), f"{path.name} needs the payload store"

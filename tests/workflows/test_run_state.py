@@ -5,12 +5,11 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+from agent_support import make_spec
 
 from agentsteps.contracts import Message, ToolSchema
 from agentsteps.workflows.approvals import ApprovalDesk
 from agentsteps.workflows.run_state import RunConfig, RunProgress
-
-from agent_support import make_spec
 
 pytestmark = pytest.mark.fast  # pure and quick: in `make test-fast`
 
@@ -22,8 +21,16 @@ def _config(**overrides) -> RunConfig:
 
 def test_the_configuration_is_set_once_at_construction():
     config = _config(scope="t3.", turn=3, stream_tokens=True)
-    for field, value in (("spec", make_spec(name="other")), ("scope", ""), ("turn", 4), ("tools", ()),
-                         ("approvals", ApprovalDesk()), ("chain", None), ("on_event", print), ("stream_tokens", False)):
+    for field, value in (
+        ("spec", make_spec(name="other")),
+        ("scope", ""),
+        ("turn", 4),
+        ("tools", ()),
+        ("approvals", ApprovalDesk()),
+        ("chain", None),
+        ("on_event", print),
+        ("stream_tokens", False),
+    ):
         with pytest.raises(dataclasses.FrozenInstanceError):
             setattr(config, field, value)
     assert config.schemas["get_weather"].name == "get_weather" and config.mode == "tools"

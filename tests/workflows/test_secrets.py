@@ -6,8 +6,10 @@ from __future__ import annotations
 import logging
 import uuid
 
+from agent_support import make_spec, weather_then_answer
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from pydantic import SecretStr
+from secret_scan import SecretScan
 
 from agentsteps.contracts import AgentInput, AgentResult
 from agentsteps.contracts.config.settings import TracingSettings
@@ -15,9 +17,6 @@ from agentsteps.contracts.names import AGENT_WORKFLOW
 from agentsteps.telemetry import tracing
 from agentsteps.telemetry.tracing import configure_tracing
 from agentsteps.worker import running_worker
-
-from agent_support import make_spec, weather_then_answer
-from secret_scan import SecretScan
 
 SECRET = "sk-test-" + uuid.uuid4().hex
 

@@ -5,14 +5,13 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from agent_support import make_spec, run_agent
+from session_support import failure_of, memory_script, rejected, session_id, turn
 from temporalio.client import WorkflowUpdateFailedError
 
 from agentsteps.client.sessions import close_session, continue_session, session_handle, session_state, session_turns
 from agentsteps.contracts.names import CANCEL_SIGNAL, TURN_UPDATE
 from agentsteps.contracts.session import MAX_TURN_INPUT_CHARS, SessionConfig, SessionOutcome
-
-from agent_support import make_spec, run_agent
-from session_support import failure_of, memory_script, rejected, session_id, turn
 
 
 async def test_second_turn_sees_the_first_turns_conversation_and_queries_report_both(engine, scripted):
@@ -117,15 +116,21 @@ async def test_hostile_turn_input_is_rejected_before_history_with_a_clear_messag
 
 
 async def test_a_failed_turn_leaves_the_conversation_as_it_was_and_the_session_open(engine, scripted):
-    scripted.set_script({
-        "rules": [
-            {"match": {"contains": "loop"}, "reply": {"tool_calls": [
-                {"name": "get_weather", "arguments": {"city": "Oslo"}}]}},
-            {"match": {"tool_result_for": "get_weather"}, "reply": {"tool_calls": [
-                {"name": "get_weather", "arguments": {"city": "Oslo"}}]}},
-        ],
-        "default": {"content": "fine"},
-    })
+    scripted.set_script(
+        {
+            "rules": [
+                {
+                    "match": {"contains": "loop"},
+                    "reply": {"tool_calls": [{"name": "get_weather", "arguments": {"city": "Oslo"}}]},
+                },
+                {
+                    "match": {"tool_result_for": "get_weather"},
+                    "reply": {"tool_calls": [{"name": "get_weather", "arguments": {"city": "Oslo"}}]},
+                },
+            ],
+            "default": {"content": "fine"},
+        }
+    )
     sid = session_id()
     await turn(engine, sid, "hello", max_steps=2)
 
@@ -155,11 +160,20 @@ async def test_an_idle_session_closes_itself_after_its_idle_timeout(engine, scri
 
 
 async def test_cancel_stops_the_running_turn_and_the_session_stays_open(engine, scripted):
-    scripted.set_script({
-        "rules": [{"match": {"contains": "slow"}, "reply": {"tool_calls": [
-            {"name": "get_weather", "arguments": {"city": "Rome"}}], "delay_seconds": 1.0}}],
-        "default": {"content": "ok"},
-    })
+    scripted.set_script(
+        {
+            "rules": [
+                {
+                    "match": {"contains": "slow"},
+                    "reply": {
+                        "tool_calls": [{"name": "get_weather", "arguments": {"city": "Rome"}}],
+                        "delay_seconds": 1.0,
+                    },
+                }
+            ],
+            "default": {"content": "ok"},
+        }
+    )
     sid = session_id()
     await turn(engine, sid, "hello")
     running = asyncio.ensure_future(turn(engine, sid, "slow one"))
@@ -187,13 +201,21 @@ async def _update_events(client, sid: str) -> int:
 async def test_the_same_side_effect_asked_in_two_turns_runs_twice_once_per_turn(engine, scripted):
     from agentsteps.examples.demo_tools import NotificationLedger
 
-    scripted.set_script({
-        "rules": [
-            {"match": {"role": "user"}, "reply": {"tool_calls": [
-                {"name": "send_notification", "arguments": {"recipient": "carol", "message": "standup"}}]}},
-            {"match": {"tool_result_for": "send_notification"}, "reply": {"content": "sent"}},
-        ]
-    })
+    scripted.set_script(
+        {
+            "rules": [
+                {
+                    "match": {"role": "user"},
+                    "reply": {
+                        "tool_calls": [
+                            {"name": "send_notification", "arguments": {"recipient": "carol", "message": "standup"}}
+                        ]
+                    },
+                },
+                {"match": {"tool_result_for": "send_notification"}, "reply": {"content": "sent"}},
+            ]
+        }
+    )
     sid = session_id()
     await turn(engine, sid, "remind carol", tools=["send_notification"])
     await turn(engine, sid, "remind carol again", tools=["send_notification"])

@@ -22,6 +22,8 @@ import asyncio
 import gc
 import uuid
 
+from approval_support import approval_worker
+from session_support import turn
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
@@ -29,21 +31,29 @@ from agentsteps.client.dev_server import SERVER_STARTUP, dev_server_args, tempor
 from agentsteps.client.sessions import decide_approval, pending_approvals
 from agentsteps.contracts.approvals import ApprovalRecord
 
-from approval_support import approval_worker
-from session_support import turn
-
 CALLS = 250
 
 
 async def test_250_decisions_in_one_workflow_task_all_reach_their_calls(scripted, settings):
-    scripted.set_script({"rules": [
-        {"match": {"role": "user"}, "reply": {"tool_calls": [
-            {"name": "refund", "arguments": {"order": f"A-{n}", "amount": 1.0}} for n in range(CALLS)]}},
-        {"match": {"tool_result_for": "refund"}, "reply": {"content": "Refunded them all."}},
-    ]})
+    scripted.set_script(
+        {
+            "rules": [
+                {
+                    "match": {"role": "user"},
+                    "reply": {
+                        "tool_calls": [
+                            {"name": "refund", "arguments": {"order": f"A-{n}", "amount": 1.0}} for n in range(CALLS)
+                        ]
+                    },
+                },
+                {"match": {"tool_result_for": "refund"}, "reply": {"content": "Refunded them all."}},
+            ]
+        }
+    )
     # A person approving a batch: the server must admit that many Updates at once (its default is 10).
     env = await WorkflowEnvironment.start_local(
-        dev_server_existing_path=temporal_binary(), dev_server_startup_timeout=SERVER_STARTUP,
+        dev_server_existing_path=temporal_binary(),
+        dev_server_startup_timeout=SERVER_STARTUP,
         data_converter=pydantic_data_converter,
         dev_server_extra_args=[*dev_server_args(), "--dynamic-config-value", "history.maxInFlightUpdates=1000"],
         dev_server_log_level="error",
@@ -54,8 +64,9 @@ async def test_250_decisions_in_one_workflow_task_all_reach_their_calls(scripted
     ran: list[str] = []
     try:
         async with approval_worker(client, settings, ran):
-            running = asyncio.ensure_future(turn(engine, sid, "refund everything", tools=["refund"],
-                                                 approval_timeout_seconds=30))
+            running = asyncio.ensure_future(
+                turn(engine, sid, "refund everything", tools=["refund"], approval_timeout_seconds=30)
+            )
             for _ in range(600):
                 waiting = await _pending(client, sid)
                 if len(waiting) == CALLS:

@@ -12,6 +12,9 @@ import json
 import uuid
 
 import pytest
+from agent_support import make_spec
+from code_mode_support import code_worker, connect_with_store, worker_settings
+from session_support import failure_of, session_id, turn
 from temporalio.client import Client, WithStartWorkflowOperation, WorkflowFailureError, WorkflowUpdateFailedError
 from temporalio.common import WorkflowIDConflictPolicy
 
@@ -19,19 +22,23 @@ from agentsteps.client.sessions import continue_session, session_handle, session
 from agentsteps.contracts.errors import PayloadIntegrityError
 from agentsteps.contracts.llm.messages import Message
 from agentsteps.contracts.names import SESSION_WORKFLOW, TURN_UPDATE
-from agentsteps.contracts.session import SessionCarry, SessionConfig, SessionInput, SessionOutcome, TurnInput, TurnResult
+from agentsteps.contracts.session import (
+    SessionCarry,
+    SessionConfig,
+    SessionInput,
+    SessionOutcome,
+    TurnInput,
+    TurnResult,
+)
 from agentsteps.storage.conversations import ConversationStore
 from agentsteps.storage.payload_store import build_payload_store
-
-from agent_support import make_spec
-from code_mode_support import code_worker, connect_with_store, worker_settings
-from session_support import failure_of, session_id, turn
 
 SECRET = "the vault code is 4711"
 
 
 def program_reply(code: str) -> dict:
     return {"content": f"Here is the program.\n```python\n{code}```\n"}
+
 
 SHORT = SessionConfig(continue_after_events=100)
 
@@ -57,8 +64,12 @@ async def start_with(client: Client, task_queue: str, inp: SessionInput, text: s
     """A starter's session with ``inp`` (carried state in it); returns how its first turn was refused."""
     sid = session_id()
     start = WithStartWorkflowOperation(
-        SESSION_WORKFLOW, inp, id=sid, task_queue=task_queue,
-        id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING, result_type=SessionOutcome,
+        SESSION_WORKFLOW,
+        inp,
+        id=sid,
+        task_queue=task_queue,
+        id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+        result_type=SessionOutcome,
     )
     with pytest.raises(WorkflowUpdateFailedError) as refused:
         await client.execute_update_with_start_workflow(
@@ -96,11 +107,15 @@ async def test_a_session_carrying_another_sessions_conversation_is_refused_and_s
 async def test_a_session_carrying_another_sessions_repl_dump_is_refused_and_loads_none_of_it(
     temporal_env, scripted, tmp_path
 ):
-    scripted.set_script({"rules": [
-        {"match": {"contains": "keep the code"}, "reply": program_reply(f'vault = "{SECRET}"\nlen(vault)\n')},
-        {"match": {"contains": "what is the code"}, "reply": program_reply("vault\n")},
-        {"match": {"role": "user"}, "reply": program_reply("1 + 1\n")},
-    ]})
+    scripted.set_script(
+        {
+            "rules": [
+                {"match": {"contains": "keep the code"}, "reply": program_reply(f'vault = "{SECRET}"\nlen(vault)\n')},
+                {"match": {"contains": "what is the code"}, "reply": program_reply("vault\n")},
+                {"match": {"role": "user"}, "reply": program_reply("1 + 1\n")},
+            ]
+        }
+    )
     settings = worker_settings(tmp_path / "state", f"carry-{uuid.uuid4().hex[:8]}", scripted.url_openai)
     client = await connect_with_store(temporal_env.client.service_client.config.target_host, settings)
     spec = make_spec(tools=[], mode="code", max_steps=4, reprompt_budget=1)
@@ -111,8 +126,12 @@ async def test_a_session_carrying_another_sessions_repl_dump_is_refused_and_load
             return await continue_session(client, victim, text)
 
         start = WithStartWorkflowOperation(
-            SESSION_WORKFLOW, SessionInput(spec=spec, session=SHORT), id=victim, task_queue=settings.task_queue,
-            id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING, result_type=SessionOutcome,
+            SESSION_WORKFLOW,
+            SessionInput(spec=spec, session=SHORT),
+            id=victim,
+            task_queue=settings.task_queue,
+            id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+            result_type=SessionOutcome,
         )
         await client.execute_update_with_start_workflow(
             TURN_UPDATE, TurnInput(input="keep the code"), start_workflow_operation=start, result_type=TurnResult

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import pytest
+from agent_support import MODEL
+from session_support import failure_of, session_id, turn
 from temporalio.client import WorkflowUpdateFailedError
 
 from agentsteps.client.sessions import continue_session, session_turns
 from agentsteps.contracts import LLMConfig
 from agentsteps.contracts.llm.context import SUMMARY_MARK
-
-from agent_support import MODEL
-from session_support import failure_of, session_id, turn
 
 SMALL = LLMConfig(model=MODEL, max_tokens=64, context_window=700)
 FILLER = "the quick brown fox jumps over the lazy dog " * 8
@@ -29,11 +28,17 @@ async def _past_the_window(engine, policy: str, turns: int = 10):
 
 @pytest.mark.parametrize("policy", ["truncate", "summarize"])
 async def test_a_session_goes_on_past_its_window_and_the_precondition_holds_on_every_call(engine, scripted, policy):
-    scripted.set_script({
-        "rules": [{"match": {"any_contains": "Summarize the conversation below"},
-                   "reply": {"json": {"summary": "Earlier facts: ticket T-1 belongs to team 1."}}}],
-        "default": {"content": "noted"},
-    })
+    scripted.set_script(
+        {
+            "rules": [
+                {
+                    "match": {"any_contains": "Summarize the conversation below"},
+                    "reply": {"json": {"summary": "Earlier facts: ticket T-1 belongs to team 1."}},
+                }
+            ],
+            "default": {"content": "noted"},
+        }
+    )
 
     sid, results = await _past_the_window(engine, policy)
 
@@ -71,10 +76,14 @@ async def test_without_a_policy_the_turn_past_the_window_fails_typed_and_the_ses
 
 
 async def test_a_summary_that_breaks_its_contract_falls_back_to_truncation(engine, scripted):
-    scripted.set_script({
-        "rules": [{"match": {"any_contains": "Summarize the conversation below"}, "reply": {"content": "not json"}}],
-        "default": {"content": "noted"},
-    })
+    scripted.set_script(
+        {
+            "rules": [
+                {"match": {"any_contains": "Summarize the conversation below"}, "reply": {"content": "not json"}}
+            ],
+            "default": {"content": "noted"},
+        }
+    )
     _, results = await _past_the_window(engine, "summarize", turns=8)
     actions = [s.context for r in results for s in r.steps if s.context is not None]
     assert actions and all(a.action == "truncated" and "contract" in a.note for a in actions)

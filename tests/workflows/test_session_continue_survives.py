@@ -11,6 +11,9 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from fleet_support import FLEET_SERVER, Control, eventually, fleet_server, unique
+from mcp_support import child_pids, kill, write_mcp_config
+from session_support import failure_of, session_id, turn
 from temporalio.client import WorkflowExecutionStatus, WorkflowUpdateFailedError
 
 from agentsteps.client.sessions import session_handle, session_state
@@ -18,21 +21,19 @@ from agentsteps.contracts.session import SessionConfig
 from agentsteps.contracts.spec import ActivityPolicy
 from agentsteps.worker import build_mcp, running_worker
 
-from fleet_support import FLEET_SERVER, Control, eventually, fleet_server, unique
-from mcp_support import child_pids, kill, write_mcp_config
-from session_support import failure_of, session_id, turn
-
 GIVE_UP = 2.0
 SHORT = SessionConfig(continue_after_events=100)
-RETRY = ActivityPolicy(start_to_close_seconds=10, max_attempts=100, initial_interval_seconds=0.2,
-                       maximum_interval_seconds=0.5)
+RETRY = ActivityPolicy(
+    start_to_close_seconds=10, max_attempts=100, initial_interval_seconds=0.2, maximum_interval_seconds=0.5
+)
 SCRIPT = {
     "rules": [
-        {"match": {"role": "user", "contains": "[echo]"}, "reply": {"tool_calls": [
-            {"name": "flaky_echo", "arguments": {"text": "hi"}}]}},
+        {
+            "match": {"role": "user", "contains": "[echo]"},
+            "reply": {"tool_calls": [{"name": "flaky_echo", "arguments": {"text": "hi"}}]},
+        },
         {"match": {"tool_result_for": "flaky_echo"}, "reply": {"content": "echo ok"}},
-        {"match": {"contains": "which word", "any_contains": "remember the word zebra"},
-         "reply": {"content": "zebra"}},
+        {"match": {"contains": "which word", "any_contains": "remember the word zebra"}, "reply": {"content": "zebra"}},
     ],
     "default": {"content": "Noted."},
 }
@@ -45,8 +46,10 @@ def program_reply(code: str) -> dict:
 # Code mode: the word is a variable, the echo a call from the program.
 CODE_SCRIPT = {
     "rules": [
-        {"match": {"contains": "remember the word zebra"},
-         "reply": program_reply('word = "zebra"\nr = await flaky_echo(text="hi")\n"echo ok"\n')},
+        {
+            "match": {"contains": "remember the word zebra"},
+            "reply": program_reply('word = "zebra"\nr = await flaky_echo(text="hi")\n"echo ok"\n'),
+        },
         {"match": {"contains": "[echo]"}, "reply": program_reply('r = await flaky_echo(text="hi")\n"echo ok"\n')},
         {"match": {"contains": "which word"}, "reply": program_reply("word\n")},
         {"match": {"role": "user"}, "reply": program_reply("1 + 1\n")},
@@ -62,11 +65,19 @@ async def test_an_mcp_server_down_at_continue_as_new_fails_only_the_next_turn(
     code = {"mode": "code", "max_steps": 4} if mode == "code" else {}
     control = Control(tmp_path / "flaky")
     name = unique("flaky")
-    config = write_mcp_config(tmp_path / "agentsteps.toml", {
-        name: fleet_server(control, tool_prefix="flaky_", give_up_seconds=GIVE_UP, catalog_ttl_seconds=1,
-                           timeouts={"connect_seconds": 5, "call_seconds": 1, "list_seconds": 2},
-                           breaker={"failures": 2, "open_seconds": 0.5, "max_open_seconds": 1}),
-    })
+    config = write_mcp_config(
+        tmp_path / "agentsteps.toml",
+        {
+            name: fleet_server(
+                control,
+                tool_prefix="flaky_",
+                give_up_seconds=GIVE_UP,
+                catalog_ttl_seconds=1,
+                timeouts={"connect_seconds": 5, "call_seconds": 1, "list_seconds": 2},
+                breaker={"failures": 2, "open_seconds": 0.5, "max_open_seconds": 1},
+            ),
+        },
+    )
     configured = settings.model_copy(update={"config_file": config})
     mcp = build_mcp(configured)
     sid = session_id()
@@ -116,10 +127,17 @@ async def test_a_failed_describe_fails_that_turn_and_the_session_goes_on(client,
     control = Control(tmp_path / "flaky")
     control.set("down")
     name = unique("flaky")
-    config = write_mcp_config(tmp_path / "agentsteps.toml", {
-        name: fleet_server(control, tool_prefix="flaky_", give_up_seconds=GIVE_UP,
-                           timeouts={"connect_seconds": 5, "call_seconds": 1, "list_seconds": 2}),
-    })
+    config = write_mcp_config(
+        tmp_path / "agentsteps.toml",
+        {
+            name: fleet_server(
+                control,
+                tool_prefix="flaky_",
+                give_up_seconds=GIVE_UP,
+                timeouts={"connect_seconds": 5, "call_seconds": 1, "list_seconds": 2},
+            ),
+        },
+    )
     configured = settings.model_copy(update={"config_file": config})
     mcp = build_mcp(configured)
     sid = session_id()

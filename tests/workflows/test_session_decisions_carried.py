@@ -23,22 +23,29 @@ from __future__ import annotations
 
 import asyncio
 
+from approval_support import approval_worker
+from session_support import rejected, session_id, turn
 from temporalio.service import RPCError
 
 from agentsteps.client.sessions import decide_approval, pending_approvals, session_state
 from agentsteps.contracts.names import APPROVE_UPDATE, REJECT_UPDATE
 from agentsteps.contracts.session import SessionConfig
 
-from approval_support import approval_worker
-from session_support import rejected, session_id, turn
-
-SCRIPT = {"rules": [
-    {"match": {"contains": "refund both"}, "reply": {"tool_calls": [
-        {"name": "refund", "arguments": {"order": "A-1", "amount": 10.0}},
-        {"name": "refund", "arguments": {"order": "A-2", "amount": 20.0}}]}},
-    {"match": {"tool_result_for": "refund"}, "reply": {"content": "One refunded, one refused."}},
-    {"match": {"role": "user"}, "reply": {"content": "noted"}},
-]}
+SCRIPT = {
+    "rules": [
+        {
+            "match": {"contains": "refund both"},
+            "reply": {
+                "tool_calls": [
+                    {"name": "refund", "arguments": {"order": "A-1", "amount": 10.0}},
+                    {"name": "refund", "arguments": {"order": "A-2", "amount": 20.0}},
+                ]
+            },
+        },
+        {"match": {"tool_result_for": "refund"}, "reply": {"content": "One refunded, one refused."}},
+        {"match": {"role": "user"}, "reply": {"content": "noted"}},
+    ]
+}
 
 
 async def _waiting(client, sid: str, count: int) -> list:
@@ -62,7 +69,9 @@ async def test_decisions_of_the_turn_that_continues_as_new_are_carried(client, s
     async with approval_worker(client, settings, ran):
         await turn(engine, sid, "note 1", tools=["refund"], config=config)
         warm_up = 1
-        while (await client.get_workflow_handle(sid).describe()).raw_description.workflow_execution_info.history_length < 70:
+        while (
+            await client.get_workflow_handle(sid).describe()
+        ).raw_description.workflow_execution_info.history_length < 70:
             warm_up += 1  # short turns until the refunds' turn (40-odd events) is the one that crosses 100
             await turn(engine, sid, f"note {warm_up}", tools=["refund"], config=config)
         assert (await session_state(client, sid)).continued == 0

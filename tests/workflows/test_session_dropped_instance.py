@@ -19,6 +19,9 @@ import asyncio
 import gc
 import uuid
 
+from agent_support import make_spec
+from quota_support import start_run, unique, with_quotas
+from session_support import session_id
 from temporalio import workflow
 from temporalio.api.enums.v1 import EventType
 
@@ -26,10 +29,6 @@ from agentsteps.activities.tools.registry import ToolRegistry
 from agentsteps.client.sessions import send_turn
 from agentsteps.contracts import AgentSpec, LLMConfig
 from agentsteps.worker import running_worker
-
-from agent_support import make_spec
-from quota_support import start_run, unique, with_quotas
-from session_support import session_id
 
 
 @workflow.defn(name="TestGarbageCollectingWorkflow", sandboxed=False)
@@ -44,13 +43,16 @@ async def test_a_dropped_turn_upserts_nothing_into_the_run_that_collects_it(clie
     settings = settings.model_copy(update={"max_cached_workflows": 0})
     gc.disable()  # nothing collects the dropped instances before the collector's activation does
     try:
-        async with running_worker(client, settings, extra_workflows=[GarbageCollectingWorkflow],
-                                  disable_safe_workflow_eviction=True):
-            result = await send_turn(client, make_spec(tools=[]), "remember PX-4417", session_id=session_id(),
-                                     task_queue=settings.task_queue)
+        async with running_worker(
+            client, settings, extra_workflows=[GarbageCollectingWorkflow], disable_safe_workflow_eviction=True
+        ):
+            result = await send_turn(
+                client, make_spec(tools=[]), "remember PX-4417", session_id=session_id(), task_queue=settings.task_queue
+            )
             assert result.status == "completed"
             collector = await client.start_workflow(
-                GarbageCollectingWorkflow.run, id=f"gc-{uuid.uuid4().hex[:10]}", task_queue=settings.task_queue)
+                GarbageCollectingWorkflow.run, id=f"gc-{uuid.uuid4().hex[:10]}", task_queue=settings.task_queue
+            )
             assert await collector.result() > 0  # the dropped instances were there to collect
             history = await collector.fetch_history()
     finally:
@@ -63,18 +65,33 @@ async def test_a_dropped_run_sends_no_quota_release_from_the_run_that_collects_i
     # The run's model call is still out when its instance is dropped: the coroutine waits inside the quota's
     # lease, whose release is a signal. Sent by the collector's activation it would be a command of that run.
     scripted.set_script({"rules": [], "default": {"content": "ok", "delay_seconds": 3.0}})
-    configured = with_quotas(settings.model_copy(update={"max_cached_workflows": 0}),
-                             limits=[{"name": unique("q"), "model": "scripted-*", "requests_per_minute": 100}])
+    configured = with_quotas(
+        settings.model_copy(update={"max_cached_workflows": 0}),
+        limits=[{"name": unique("q"), "model": "scripted-*", "requests_per_minute": 100}],
+    )
     gc.disable()
     try:
-        async with running_worker(client, configured, registry=ToolRegistry(),
-                                  extra_workflows=[GarbageCollectingWorkflow], disable_safe_workflow_eviction=True):
-            run = await start_run(client, configured, AgentSpec(
-                name="dropped", model=LLMConfig(model="scripted-2026-01-01", max_tokens=20, context_window=16_000),
-                tools=[], max_steps=2))
+        async with running_worker(
+            client,
+            configured,
+            registry=ToolRegistry(),
+            extra_workflows=[GarbageCollectingWorkflow],
+            disable_safe_workflow_eviction=True,
+        ):
+            run = await start_run(
+                client,
+                configured,
+                AgentSpec(
+                    name="dropped",
+                    model=LLMConfig(model="scripted-2026-01-01", max_tokens=20, context_window=16_000),
+                    tools=[],
+                    max_steps=2,
+                ),
+            )
             await _until_the_model_is_called(scripted)
             collector = await client.start_workflow(
-                GarbageCollectingWorkflow.run, id=f"gc-{uuid.uuid4().hex[:10]}", task_queue=configured.task_queue)
+                GarbageCollectingWorkflow.run, id=f"gc-{uuid.uuid4().hex[:10]}", task_queue=configured.task_queue
+            )
             assert await collector.result() > 0
             history = await collector.fetch_history()
             assert (await run.result()).status == "completed", "the run itself goes on from its history"

@@ -10,7 +10,9 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from approval_support import approval_registry
 from pydantic import BaseModel
+from session_support import failure_of, rejected, session_id, turn
 from temporalio.client import WorkflowUpdateFailedError
 from temporalio.contrib.workflow_streams import WorkflowStreamClient
 from temporalio.exceptions import ApplicationError
@@ -20,14 +22,17 @@ from agentsteps.contracts.names import APPROVE_UPDATE, PROGRESS_TOPIC
 from agentsteps.contracts.session import ProgressEvent
 from agentsteps.worker import running_worker
 
-from approval_support import approval_registry
-from session_support import failure_of, rejected, session_id, turn
-
 SCRIPT = {
     "rules": [
-        {"match": {"contains": "refund and audit"}, "reply": {"tool_calls": [
-            {"name": "refund", "arguments": {"order": "A-17", "amount": 40.0}},
-            {"name": "audit", "arguments": {"order": "A-17"}}]}},
+        {
+            "match": {"contains": "refund and audit"},
+            "reply": {
+                "tool_calls": [
+                    {"name": "refund", "arguments": {"order": "A-17", "amount": 40.0}},
+                    {"name": "audit", "arguments": {"order": "A-17"}},
+                ]
+            },
+        },
         {"match": {"role": "user"}, "reply": {"content": "Hello again."}},
     ]
 }
@@ -40,8 +45,12 @@ def program_reply(code: str) -> dict:
 # Code mode: the program runs both calls at once; the audit fails the turn while the refund waits.
 CODE_SCRIPT = {
     "rules": [
-        {"match": {"contains": "refund and audit"}, "reply": program_reply(
-            'import asyncio\nr = await asyncio.gather(refund(order="A-17", amount=40.0), audit(order="A-17"))\nr\n')},
+        {
+            "match": {"contains": "refund and audit"},
+            "reply": program_reply(
+                'import asyncio\nr = await asyncio.gather(refund(order="A-17", amount=40.0), audit(order="A-17"))\nr\n'
+            ),
+        },
         {"match": {"role": "user"}, "reply": program_reply("1 + 1\n")},
     ]
 }

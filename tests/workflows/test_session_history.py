@@ -5,31 +5,39 @@ from __future__ import annotations
 import hashlib
 
 import pytest
+from session_support import session_id, turn
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.exceptions import ApplicationError
 from temporalio.worker import Replayer
 
-from agentsteps.storage.conversations import ConversationStore
-from agentsteps.storage.payload_store import LocalDirStorageDriver, PayloadStore
+from agentsteps.client.sessions import continue_session, session_state
 from agentsteps.contracts import Message
 from agentsteps.contracts.llm.conversation import ConversationRef
-from agentsteps.client.sessions import continue_session, session_state
-from agentsteps.contracts.names import LLM_CALL, LLM_CALL_RESOLVING_TOOLS, LLM_CALL_STORED_RESULTS, LLM_CALL_TOOL_CATALOG
+from agentsteps.contracts.names import (
+    LLM_CALL,
+    LLM_CALL_RESOLVING_TOOLS,
+    LLM_CALL_STORED_RESULTS,
+    LLM_CALL_TOOL_CATALOG,
+)
 from agentsteps.contracts.session import SessionConfig
+from agentsteps.storage.conversations import ConversationStore
+from agentsteps.storage.payload_store import LocalDirStorageDriver, PayloadStore
 from agentsteps.workflows.session import SessionWorkflow
-
-from session_support import session_id, turn
 
 TURNS = 500
 
 
 async def test_a_500_turn_session_continues_as_new_and_its_last_turn_sees_turn_one(engine, scripted):
-    scripted.set_script({
-        "rules": [{"match": {"contains": "what was the code", "any_contains": "PX-4417"}, "reply": {"content": "PX-4417"}}],
-        "default": {"content": "noted"},
-    })
+    scripted.set_script(
+        {
+            "rules": [
+                {"match": {"contains": "what was the code", "any_contains": "PX-4417"}, "reply": {"content": "PX-4417"}}
+            ],
+            "default": {"content": "noted"},
+        }
+    )
     sid = session_id()
     config = SessionConfig(continue_after_events=1000)
     await turn(engine, sid, "remember the code PX-4417", config=config, tools=[])
@@ -74,17 +82,17 @@ def _llm_input_sizes(history) -> list[int]:
         sum(len(p.data) for p in e.activity_task_scheduled_event_attributes.input.payloads)
         for e in history.events
         if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
-        and e.activity_task_scheduled_event_attributes.activity_type.name in (LLM_CALL, LLM_CALL_RESOLVING_TOOLS, LLM_CALL_STORED_RESULTS,
-                                                                      LLM_CALL_TOOL_CATALOG)
+        and e.activity_task_scheduled_event_attributes.activity_type.name
+        in (LLM_CALL, LLM_CALL_RESOLVING_TOOLS, LLM_CALL_STORED_RESULTS, LLM_CALL_TOOL_CATALOG)
     ]
-
-
 
 
 async def test_an_altered_or_malformed_stored_conversation_fails_typed_and_is_never_retried(tmp_path):
     store = PayloadStore(LocalDirStorageDriver(tmp_path))
     first = ConversationStore(store)
-    head = await first.extend(None, [Message.system("s"), Message.user("hello")], [Message.system("s"), Message.user("hello")])
+    head = await first.extend(
+        None, [Message.system("s"), Message.user("hello")], [Message.system("s"), Message.user("hello")]
+    )
     second = await first.extend(head, [], [Message(role="assistant", content="hi")])
 
     loaded = await ConversationStore(store).load(second)  # a worker without the cache rebuilds it

@@ -37,15 +37,17 @@ def program(code: str) -> dict:
     return {"content": f"```python\n{code}```"}
 
 
-SCRIPT = {"rules": [
-    {"match": {"contains": "set a"}, "reply": program("a = 'alpha'\na\n")},
-    {"match": {"contains": "set b"}, "reply": program("b = 'beta'\nb\n")},
-    {"match": {"contains": "charge seven"}, "reply": program("r = await charge(customer=7)\nr\n")},
-    {"match": {"contains": "set c"}, "reply": program("c = 'gamma'\nc\n")},
-    {"match": {"contains": "charge again"}, "reply": program("r2 = await charge(customer=7)\nr2\n")},
-    {"match": {"contains": "show a"}, "reply": program("a\n")},
-    {"match": {"contains": "set d"}, "reply": program("d = 'delta'\nd\n")},
-]}
+SCRIPT = {
+    "rules": [
+        {"match": {"contains": "set a"}, "reply": program("a = 'alpha'\na\n")},
+        {"match": {"contains": "set b"}, "reply": program("b = 'beta'\nb\n")},
+        {"match": {"contains": "charge seven"}, "reply": program("r = await charge(customer=7)\nr\n")},
+        {"match": {"contains": "set c"}, "reply": program("c = 'gamma'\nc\n")},
+        {"match": {"contains": "charge again"}, "reply": program("r2 = await charge(customer=7)\nr2\n")},
+        {"match": {"contains": "show a"}, "reply": program("a\n")},
+        {"match": {"contains": "set d"}, "reply": program("d = 'delta'\nd\n")},
+    ]
+}
 
 
 async def test_rewind_three_turns_back_then_continue(client, settings, scripted):
@@ -85,8 +87,9 @@ async def test_a_rewind_to_a_turn_the_session_cannot_reach_is_refused(client, se
     scripted.set_script(SCRIPT)
     sid = session_id()
     async with running_worker(client, settings, registry=charging_registry([])):
-        await send_turn(client, make_spec(mode="code", tools=["charge"]), "set a", session_id=sid,
-                        task_queue=settings.task_queue)
+        await send_turn(
+            client, make_spec(mode="code", tools=["charge"]), "set a", session_id=sid, task_queue=settings.task_queue
+        )
         await continue_session(client, sid, "set b")
         await rewind_session(client, sid, 0)
         for bad in ({"to_turn": 2}, {"to_turn": -1}, {"to_turn": "x"}, {"turn": 1}, "garbage"):
@@ -109,8 +112,9 @@ async def test_the_cli_rewinds_a_session_and_refuses_an_unreachable_turn(client,
     sid = session_id()
     on_this_server = settings.model_copy(update={"temporal_address": client.service_client.config.target_host})
     async with running_worker(client, settings, registry=charging_registry([])):
-        await send_turn(client, make_spec(mode="code", tools=["charge"]), "set a", session_id=sid,
-                        task_queue=settings.task_queue)
+        await send_turn(
+            client, make_spec(mode="code", tools=["charge"]), "set a", session_id=sid, task_queue=settings.task_queue
+        )
         await continue_session(client, sid, "set b")
         out = io.StringIO()
         assert await session_command(on_this_server, "rewind", sid, "", out, to_turn=1) == 0

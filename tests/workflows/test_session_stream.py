@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import asyncio
 
+from approval_support import REFUND_SCRIPT, approval_worker
+from session_support import session_id, turn
 from temporalio.contrib.workflow_streams import WorkflowStreamClient
 
 from agentsteps.client.sessions import decide_approval
 from agentsteps.contracts.names import PROGRESS_TOPIC
 from agentsteps.contracts.session import ProgressEvent
-
-from approval_support import REFUND_SCRIPT, approval_worker
-from session_support import session_id, turn
 
 
 async def test_a_follower_sees_each_step_tool_call_approval_usage_and_the_turns_end(client, settings, scripted):

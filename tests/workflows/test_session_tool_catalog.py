@@ -15,7 +15,9 @@ import asyncio
 import json
 from datetime import datetime, timedelta, timezone
 
+from agent_support import make_spec
 from pydantic import BaseModel
+from session_support import failure_of, memory_script, session_id
 from temporalio import workflow
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WithStartWorkflowOperation, WorkflowUpdateFailedError
@@ -34,9 +36,6 @@ from agentsteps.contracts.session import SessionConfig, SessionInput, SessionOut
 from agentsteps.storage.payload_store import build_data_converter, build_payload_store
 from agentsteps.worker import running_worker
 from agentsteps.workflows.session import SessionWorkflow
-
-from agent_support import make_spec
-from session_support import failure_of, memory_script, session_id
 
 SCRIPT = {**memory_script(), "default": {"content": "Noted."}}
 SHORT = SessionConfig(continue_after_events=100)
@@ -67,8 +66,10 @@ def weather_registry(description: str) -> ToolRegistry:
 
 def llm_calls(history) -> list[tuple[str, dict]]:
     return [
-        (e.activity_task_scheduled_event_attributes.activity_type.name,
-         json.loads(e.activity_task_scheduled_event_attributes.input.payloads[0].data))
+        (
+            e.activity_task_scheduled_event_attributes.activity_type.name,
+            json.loads(e.activity_task_scheduled_event_attributes.input.payloads[0].data),
+        )
         for e in history.events
         if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
         and e.activity_task_scheduled_event_attributes.activity_type.name.startswith("llm.call")
@@ -128,8 +129,11 @@ def state_turns(turns):  # noqa: ANN001, ANN201
 
 
 def holding(history, text: str) -> list[str]:
-    return [EventType.Name(e.event_type).removeprefix("EVENT_TYPE_") for e in history.events
-            if text.encode() in e.SerializeToString()]
+    return [
+        EventType.Name(e.event_type).removeprefix("EVENT_TYPE_")
+        for e in history.events
+        if text.encode() in e.SerializeToString()
+    ]
 
 
 async def test_a_session_stores_its_tools_once_and_every_call_names_them_across_continue_as_new_and_gc(
@@ -138,8 +142,9 @@ async def test_a_session_stores_its_tools_once_and_every_call_names_them_across_
     sid, spec = fresh_session(scripted)
     store = build_payload_store(settings)
     async with running_worker(client, settings, registry=weather_registry(WEATHER_V1)):
-        first = await send_turn(client, spec, "weather in Lisbon?", session_id=sid, task_queue=settings.task_queue,
-                                config=SHORT)
+        first = await send_turn(
+            client, spec, "weather in Lisbon?", session_id=sid, task_queue=settings.task_queue, config=SHORT
+        )
         assert first.output == "Lisbon is sunny"
         assert (await continue_session(client, sid, "what did I ask?")).output == "about Lisbon"
         await continue_as_new(client, sid)
@@ -154,7 +159,10 @@ async def test_a_session_stores_its_tools_once_and_every_call_names_them_across_
         assert name == LLM_CALL_TOOL_CATALOG and body["tools_ref"] == ref and not body.get("tools"), name
     # The schemas are in no later call: only in the describe result, the first call and the carried state.
     assert holding(histories[0], WEATHER_V1) == [
-        "ACTIVITY_TASK_COMPLETED", "ACTIVITY_TASK_SCHEDULED", "WORKFLOW_EXECUTION_CONTINUED_AS_NEW"]
+        "ACTIVITY_TASK_COMPLETED",
+        "ACTIVITY_TASK_SCHEDULED",
+        "WORKFLOW_EXECUTION_CONTINUED_AS_NEW",
+    ]
     started = histories[-1].events[0].workflow_execution_started_event_attributes
     [carried] = await client.data_converter.decode(started.input.payloads, [SessionInput])
     assert carried.carried.tools_ref.model_dump() == ref
@@ -164,8 +172,9 @@ async def test_a_session_stores_its_tools_once_and_every_call_names_them_across_
     catalog_file = store.driver.path_for(ref["claim"]["hash_value"])
     assert catalog_file.exists()
     unreachable = await store.put(b"nobody names this either " * 10)
-    report = await collect_garbage(client, store, timedelta(days=30), delete=True,
-                                   now=datetime.now(timezone.utc) + timedelta(days=31))
+    report = await collect_garbage(
+        client, store, timedelta(days=30), delete=True, now=datetime.now(timezone.utc) + timedelta(days=31)
+    )
     assert unreachable["hash_value"] in [o.digest for o in report.garbage], "the gc deleted what nothing reaches"
     assert catalog_file.exists(), "the gc collected the catalog an open session carries"
 
@@ -208,14 +217,22 @@ class SessionDescribingAgain(SessionWorkflow):
 async def test_a_session_that_describes_its_tools_again_names_a_catalog_of_the_new_schemas(client, settings, scripted):
     sid, spec = fresh_session(scripted)
     inp = SessionInput(spec=spec, session=SHORT)
-    async with running_worker(client, settings, registry=weather_registry(WEATHER_V1),
-                              extra_workflows=[SessionDescribingAgain]):
+    async with running_worker(
+        client, settings, registry=weather_registry(WEATHER_V1), extra_workflows=[SessionDescribingAgain]
+    ):
         start = WithStartWorkflowOperation(
-            SESSION_DESCRIBING_AGAIN, inp, id=sid, task_queue=settings.task_queue,
-            id_conflict_policy=WorkflowIDConflictPolicy.FAIL, result_type=SessionOutcome,
+            SESSION_DESCRIBING_AGAIN,
+            inp,
+            id=sid,
+            task_queue=settings.task_queue,
+            id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
+            result_type=SessionOutcome,
         )
         first = await client.execute_update_with_start_workflow(
-            TURN_UPDATE, TurnInput(input="weather in Lisbon?"), start_workflow_operation=start, result_type=TurnResult,
+            TURN_UPDATE,
+            TurnInput(input="weather in Lisbon?"),
+            start_workflow_operation=start,
+            result_type=TurnResult,
         )
         assert first.output == "Lisbon is sunny"
         await continue_as_new(client, sid)
@@ -223,8 +240,9 @@ async def test_a_session_that_describes_its_tools_again_names_a_catalog_of_the_n
 
     # The next build offers other schemas for the same tools; the continued run describes them.
     scripted.set_script(SCRIPT)  # forgets the requests so far
-    async with running_worker(client, settings, registry=weather_registry(WEATHER_V2),
-                              extra_workflows=[SessionDescribingAgain]):
+    async with running_worker(
+        client, settings, registry=weather_registry(WEATHER_V2), extra_workflows=[SessionDescribingAgain]
+    ):
         assert (await next_turn(client, sid, "weather in Lisbon?")).output == "Lisbon is sunny"
     # The model got the new schemas on both calls, never the old ones.
     sent = [json.dumps(r.body["tools"]) for r in scripted.requests]
@@ -246,8 +264,9 @@ async def test_a_fork_stores_its_own_catalog_and_never_names_its_sources(client,
         await send_turn(client, spec, "weather in Lisbon?", session_id=sid, task_queue=settings.task_queue)
         await continue_session(client, sid, "hello")
         source_ref = first_ref((await runs(client, sid))[0])
-        fork_id, forked = await fork_session(client, sid, 2, 0, data_converter=converter,
-                                             task_queue=settings.task_queue)
+        fork_id, forked = await fork_session(
+            client, sid, 2, 0, data_converter=converter, task_queue=settings.task_queue
+        )
         assert forked.status == "completed"
         assert (await continue_session(client, fork_id, "weather in Lisbon?")).output == "Lisbon is sunny"
 
@@ -286,8 +305,11 @@ async def test_an_altered_or_missing_session_catalog_fails_the_turn_typed_and_is
             else:
                 raise AssertionError("a turn naming an unreadable catalog completed")
         history = await session_handle(client, sid).fetch_history()
-        attempts = [e.activity_task_started_event_attributes.attempt for e in history.events
-                    if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED]
+        attempts = [
+            e.activity_task_started_event_attributes.attempt
+            for e in history.events
+            if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED
+        ]
         assert failure.non_retryable
         return failure.type, attempts[-1]
 

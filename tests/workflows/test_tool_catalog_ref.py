@@ -11,10 +11,13 @@ import json
 import uuid
 from datetime import datetime, timedelta, timezone
 
+from agent_support import make_spec
+from approval_support import REFUND_SCRIPT, approval_worker
 from temporalio.api.enums.v1 import EventType
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.service import RPCError
 from temporalio.worker import Replayer
+from test_approvals import decide, pending
 
 from agentsteps.client.payload_gc import collect_garbage
 from agentsteps.contracts import AgentInput, AgentResult
@@ -22,24 +25,26 @@ from agentsteps.contracts.names import AGENT_WORKFLOW, APPROVE_UPDATE, LLM_CALL_
 from agentsteps.storage.payload_store import build_payload_store
 from agentsteps.workflows.agent import AgentWorkflow
 
-from agent_support import make_spec
-from approval_support import REFUND_SCRIPT, approval_worker
-from test_approvals import decide, pending
-
 DESCRIPTIONS = ("Refund an order.", "Look an order up.")
 
 
 def _scheduled(history) -> list[tuple[str, dict]]:
     return [
-        (e.activity_task_scheduled_event_attributes.activity_type.name,
-         json.loads(e.activity_task_scheduled_event_attributes.input.payloads[0].data))
-        for e in history.events if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+        (
+            e.activity_task_scheduled_event_attributes.activity_type.name,
+            json.loads(e.activity_task_scheduled_event_attributes.input.payloads[0].data),
+        )
+        for e in history.events
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
     ]
 
 
 def _events_holding(history, text: str) -> list[str]:
-    return [EventType.Name(e.event_type).removeprefix("EVENT_TYPE_") for e in history.events
-            if text.encode() in e.SerializeToString()]
+    return [
+        EventType.Name(e.event_type).removeprefix("EVENT_TYPE_")
+        for e in history.events
+        if text.encode() in e.SerializeToString()
+    ]
 
 
 async def test_later_calls_name_the_catalog_which_outlives_gc_and_loads_on_another_worker(client, settings, scripted):
@@ -48,8 +53,11 @@ async def test_later_calls_name_the_catalog_which_outlives_gc_and_loads_on_anoth
     workflow_id = f"test-catalog-{uuid.uuid4().hex[:10]}"
     async with approval_worker(client, settings, ran):
         handle = await client.start_workflow(
-            AGENT_WORKFLOW, AgentInput(spec=make_spec(tools=["refund", "lookup"]), input="refund A-17"),
-            id=workflow_id, task_queue=settings.task_queue, result_type=AgentResult,
+            AGENT_WORKFLOW,
+            AgentInput(spec=make_spec(tools=["refund", "lookup"]), input="refund A-17"),
+            id=workflow_id,
+            task_queue=settings.task_queue,
+            result_type=AgentResult,
         )
         waiting = []
         for _ in range(1200):  # generous: a loaded machine
@@ -65,8 +73,9 @@ async def test_later_calls_name_the_catalog_which_outlives_gc_and_loads_on_anoth
     # While the run waits, a gc as if a month had passed: what the open run reaches is kept, the catalog too.
     [(first_name, _)] = _scheduled(await handle.fetch_history())[:1]
     assert first_name == LLM_CALL_RESOLVING_TOOLS
-    resolved = [e for e in (await handle.fetch_history()).events
-                if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED][0]
+    resolved = [
+        e for e in (await handle.fetch_history()).events if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED
+    ][0]
     ref = json.loads(resolved.activity_task_completed_event_attributes.result.payloads[0].data)["tools_ref"]
     store = build_payload_store(settings)
     catalog_file = store.driver.path_for(ref["claim"]["hash_value"])

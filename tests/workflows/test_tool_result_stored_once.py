@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 
 import pytest
+from agent_support import MODEL, make_spec
 from pydantic import BaseModel
 from temporalio.api.enums.v1 import EventType
 from temporalio.contrib.pydantic import pydantic_data_converter
@@ -22,8 +23,6 @@ from agentsteps.storage.conversations import ConversationStore
 from agentsteps.storage.payload_store import LocalDirStorageDriver, PayloadStore
 from agentsteps.worker import running_worker
 from agentsteps.workflows.agent import AgentWorkflow
-
-from agent_support import MODEL, make_spec
 
 STEPS = 3
 PADDING = "x" * 2000
@@ -52,8 +51,10 @@ def report_registry(marker: str) -> ToolRegistry:
 def script() -> dict:
     rules = [{"match": {"role": "user"}, "reply": {"tool_calls": [{"name": "fetch_report", "arguments": {"n": 0}}]}}]
     rules += [
-        {"match": {"role": "tool", "contains": f"-{n}-x"},
-         "reply": {"tool_calls": [{"name": "fetch_report", "arguments": {"n": n + 1}}]}}
+        {
+            "match": {"role": "tool", "contains": f"-{n}-x"},
+            "reply": {"tool_calls": [{"name": "fetch_report", "arguments": {"n": n + 1}}]},
+        }
         for n in range(STEPS - 1)
     ]
     return {"rules": rules, "default": {"content": "done"}}
@@ -75,8 +76,11 @@ async def test_each_tool_result_is_in_history_once_and_the_model_still_reads_it(
     scripted.set_script(script())
     async with running_worker(client, settings, registry=report_registry(marker)):
         handle = await client.start_workflow(
-            AGENT_WORKFLOW, AgentInput(spec=make_spec(tools=["fetch_report"], max_steps=STEPS + 2), input="reports"),
-            id=f"test-once-{uuid.uuid4().hex[:10]}", task_queue=settings.task_queue, result_type=AgentResult,
+            AGENT_WORKFLOW,
+            AgentInput(spec=make_spec(tools=["fetch_report"], max_steps=STEPS + 2), input="reports"),
+            id=f"test-once-{uuid.uuid4().hex[:10]}",
+            task_queue=settings.task_queue,
+            result_type=AgentResult,
         )
         result = await handle.result()
         history = await handle.fetch_history()
@@ -95,8 +99,11 @@ async def test_each_tool_result_is_in_history_once_and_the_model_still_reads_it(
         assert where == {"WORKFLOW_EXECUTION_COMPLETED": 1}, where
     # The calls after a tool step went to a name only workers that read stored messages register (here the
     # one for requests naming the run's tool catalog, whose workers read stored messages too).
-    names = [e.activity_task_scheduled_event_attributes.activity_type.name for e in history.events
-             if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED]
+    names = [
+        e.activity_task_scheduled_event_attributes.activity_type.name
+        for e in history.events
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+    ]
     assert names.count(LLM_CALL_TOOL_CATALOG) == STEPS
     await Replayer(workflows=[AgentWorkflow], data_converter=pydantic_data_converter).replay_workflow(history)
 
@@ -115,7 +122,9 @@ def _request(owner: str, call_id: str, refs: dict) -> LLMRequest:
     return LLMRequest(
         config=LLMConfig(model=MODEL, max_tokens=64, context_window=16_000),
         messages=[Message.system("s"), Message.user("u"), call, placeholder],
-        chained=True, owner=owner, stored_messages=refs,
+        chained=True,
+        owner=owner,
+        stored_messages=refs,
     )
 
 
@@ -124,11 +133,27 @@ async def test_a_stored_tool_message_for_another_call_or_another_run_fails_typed
 ):
     scripted.set_script({"rules": [], "default": {"content": "ok"}})
     llm, tools = llm_and_tools
-    stored = await tools.call(ToolCallInput(name="fetch_report", arguments='{"n": 1}', call_id="c1",
-                                            idempotency_key="k", store_for="run-a/1", store_cap=20_000))
+    stored = await tools.call(
+        ToolCallInput(
+            name="fetch_report",
+            arguments='{"n": 1}',
+            call_id="c1",
+            idempotency_key="k",
+            store_for="run-a/1",
+            store_cap=20_000,
+        )
+    )
     assert stored.message_ref is not None and stored.message_ref.length == 1
-    short = await tools.call(ToolCallInput(name="fetch_status", arguments='{"n": 1}', call_id="c0",
-                                           idempotency_key="k0", store_for="run-a/1", store_cap=20_000))
+    short = await tools.call(
+        ToolCallInput(
+            name="fetch_status",
+            arguments='{"n": 1}',
+            call_id="c0",
+            idempotency_key="k0",
+            store_for="run-a/1",
+            store_cap=20_000,
+        )
+    )
     assert short.message_ref is None and short.content == '{"status": "ok"}'
     # The run it was stored for reads it in place of the placeholder.
     answer = await llm.call(_request("run-a/1", "c1", {3: stored.message_ref}))

@@ -7,12 +7,12 @@ import sys
 import uuid
 from pathlib import Path
 
+from agent_support import make_spec
+from sandbox_probe_workflow import SandboxProbe
+
 from agentsteps.contracts import AgentInput, AgentResult
 from agentsteps.contracts.names import AGENT_WORKFLOW
 from agentsteps.worker import running_worker
-
-from agent_support import make_spec
-from sandbox_probe_workflow import SandboxProbe
 
 ENGINE_ROOT = Path(__file__).resolve().parents[2]
 _executed: list[str] | None = None
@@ -27,7 +27,9 @@ def _record_module_code(event: str, args: tuple) -> None:
 sys.addaudithook(_record_module_code)
 
 
-async def test_engine_workflow_modules_run_once_per_process_while_other_workflows_are_reimported(client, settings, scripted):
+async def test_engine_workflow_modules_run_once_per_process_while_other_workflows_are_reimported(
+    client, settings, scripted
+):
     global _executed
     scripted.set_script({"rules": [], "default": {"content": "done"}})
     async with running_worker(client, settings, extra_workflows=[SandboxProbe]) as worker:
@@ -35,12 +37,16 @@ async def test_engine_workflow_modules_run_once_per_process_while_other_workflow
         try:
             for _ in range(2):
                 result = await client.execute_workflow(
-                    AGENT_WORKFLOW, AgentInput(spec=make_spec(), input="hi"), id=f"sbx-{uuid.uuid4().hex[:10]}",
-                    task_queue=worker.task_queue, result_type=AgentResult,
+                    AGENT_WORKFLOW,
+                    AgentInput(spec=make_spec(), input="hi"),
+                    id=f"sbx-{uuid.uuid4().hex[:10]}",
+                    task_queue=worker.task_queue,
+                    result_type=AgentResult,
                 )
                 assert result.status == "completed"
-                await client.execute_workflow(SandboxProbe.run, id=f"sbx-probe-{uuid.uuid4().hex[:10]}",
-                                              task_queue=worker.task_queue)
+                await client.execute_workflow(
+                    SandboxProbe.run, id=f"sbx-probe-{uuid.uuid4().hex[:10]}", task_queue=worker.task_queue
+                )
             executed = _executed
         finally:
             _executed = None
@@ -56,6 +62,7 @@ def _engine_source(filename: str) -> bool:
 
 async def test_a_workflow_outside_the_engine_still_may_not_read_the_wall_clock(client, settings):
     async with running_worker(client, settings, extra_workflows=[SandboxProbe]) as worker:
-        answer = await client.execute_workflow(SandboxProbe.run, id=f"sbx-clock-{uuid.uuid4().hex[:10]}",
-                                               task_queue=worker.task_queue)
+        answer = await client.execute_workflow(
+            SandboxProbe.run, id=f"sbx-clock-{uuid.uuid4().hex[:10]}", task_queue=worker.task_queue
+        )
     assert answer == "RestrictedWorkflowAccessError"

@@ -61,7 +61,9 @@ def nudge_schema(max_chars: int) -> dict[str, Any]:
 
 
 def _post(path: str, message: str) -> Violation:
-    return Violation(contract=NUDGE_CONTRACT, phase="post", kind=ViolationKind.predicate_failed, path=path, message=message)
+    return Violation(
+        contract=NUDGE_CONTRACT, phase="post", kind=ViolationKind.predicate_failed, path=path, message=message
+    )
 
 
 def check_nudge(value: Any, issue: StalledIssue) -> list[Violation]:

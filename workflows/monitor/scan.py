@@ -13,7 +13,7 @@ from typing import Any
 from ...contracts.monitor import MonitorSpec
 from .nudges import NUDGE_MARKER
 
-SCAN_PROGRAM = '''\
+SCAN_PROGRAM = """\
 stalled = []
 for state in params["states"]:
     cursor = None
@@ -47,7 +47,7 @@ for row, detail in zip(actionable, details):
 
 {"stalled": [row["id"] for row in stalled],
  "candidates": actionable + [row for row in stalled if label in row["labels"]]}
-'''
+"""
 """Reviewed once, run every tick; never written by a model. Why fixed:
 
 - the stalled set must be exact and reproducible (it is compared to SQL in the tests);

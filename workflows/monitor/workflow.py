@@ -24,6 +24,8 @@ with workflow.unsafe.imports_passed_through():
     from ...contracts import DefaultResult, LLMRequest, LLMResponse, Message, ResponseFormat, ToolCallResult
     from ...contracts.code.program import CallOutcome, ProgramFunction, StartProgramInput
     from ...contracts.code.stubs import program_functions
+    from ...contracts.errors import InvalidSpecError, MonitorScanError
+    from ...contracts.json_schema import parse_json
     from ...contracts.monitor import (
         IssueFailure,
         MonitorInput,
@@ -33,15 +35,13 @@ with workflow.unsafe.imports_passed_through():
         ScanResult,
         StalledIssue,
     )
-    from ...contracts.json_schema import parse_json
-    from ...contracts.violations import Violation, ViolationKind
     from ...contracts.names import EFFECTS_PATCH, MONITOR_RECORD, MONITOR_WORKFLOW
-    from ...contracts.errors import InvalidSpecError, MonitorScanError
+    from ...contracts.violations import Violation, ViolationKind
     from ...failures import to_application_error
+    from ...telemetry import workflow_metrics
     from ..calls import call_llm, call_outcome, call_tool, describe_tools
     from ..ladder import Rung, ViolationLadder, retry_history
     from ..program_driver import drive_program, program_keys
-    from ...telemetry import workflow_metrics
     from .nudges import (
         NUDGE_CONTRACT,
         NUDGE_SYSTEM_PROMPT,
@@ -112,10 +112,13 @@ class MonitorWorkflow:
         try:
             # Retried a few times, then given up inside a minute: metrics never hold a finished tick hostage.
             await workflow.execute_activity(
-                MONITOR_RECORD, metrics, start_to_close_timeout=timedelta(seconds=10),
+                MONITOR_RECORD,
+                metrics,
+                start_to_close_timeout=timedelta(seconds=10),
                 schedule_to_close_timeout=timedelta(seconds=60),
-                retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=5),
-                                         maximum_attempts=4),
+                retry_policy=RetryPolicy(
+                    initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=5), maximum_attempts=4
+                ),
             )
         except ActivityError as exc:
             report.metrics_error = f"monitor.record failed: {_cause(exc)}"
@@ -135,8 +138,13 @@ async def _scan(spec: MonitorSpec, as_of: datetime) -> tuple[ScanResult, int]:
     tools = {f.python_name: f.tool for f in functions}
     run_key, legacy_run_key = program_keys("scan")
     start = StartProgramInput(
-        run_key=run_key, legacy_run_key=legacy_run_key, program=scan_program(spec, as_of), functions=functions,
-        limits=spec.program_limits, now=as_of.isoformat(), seed=workflow.random().randint(0, 2**62),
+        run_key=run_key,
+        legacy_run_key=legacy_run_key,
+        program=scan_program(spec, as_of),
+        functions=functions,
+        limits=spec.program_limits,
+        now=as_of.isoformat(),
+        seed=workflow.random().randint(0, 2**62),
     )
     status = await drive_program(
         start,
@@ -145,9 +153,11 @@ async def _scan(spec: MonitorSpec, as_of: datetime) -> tuple[ScanResult, int]:
     )
     if status.state != "completed":
         error = status.error
-        raise to_application_error(MonitorScanError(
-            f"the scan program failed: [{error.kind if error else '?'}] {error.message if error else ''}"
-        ))
+        raise to_application_error(
+            MonitorScanError(
+                f"the scan program failed: [{error.kind if error else '?'}] {error.message if error else ''}"
+            )
+        )
     try:
         return ScanResult.model_validate(status.value), status.calls_made
     except ValidationError as exc:
@@ -160,10 +170,12 @@ async def _program_functions(spec: MonitorSpec) -> list[ProgramFunction]:
     by_tool = {f.tool: f for f in program_functions(described)}
     missing = [name for name in wanted.values() if name not in by_tool]
     if missing:
-        raise to_application_error(InvalidSpecError.with_message(
-            f"the worker offers no tracker tool named {', '.join(map(repr, missing))}; "
-            "check the MCP server config and MonitorSpec.tools"
-        ))
+        raise to_application_error(
+            InvalidSpecError.with_message(
+                f"the worker offers no tracker tool named {', '.join(map(repr, missing))}; "
+                "check the MCP server config and MonitorSpec.tools"
+            )
+        )
     # The program calls the tools by their tracker names, whatever prefix the worker's config gave them.
     return [by_tool[tool].model_copy(update={"python_name": name}) for name, tool in wanted.items()]
 
@@ -181,8 +193,16 @@ async def _tool(spec: MonitorSpec, tool: str, arguments: str, *, call_id: str, k
 
 
 async def _write(
-    spec: MonitorSpec, report: MonitorReport, issue_id: str, tool: str, arguments: dict[str, Any], *,
-    key: str, what: str, done: list[str], already: list[str] | None = None,
+    spec: MonitorSpec,
+    report: MonitorReport,
+    issue_id: str,
+    tool: str,
+    arguments: dict[str, Any],
+    *,
+    key: str,
+    what: str,
+    done: list[str],
+    already: list[str] | None = None,
 ) -> None:
     """One tracker write under its idempotency key; where the issue lands in the report says how it went.
 
@@ -205,8 +225,16 @@ async def _write(
 
 async def _escalate(spec: MonitorSpec, issue: StalledIssue, report: MonitorReport) -> None:
     arguments = {"issue_id": issue.id, "assignee": spec.lead, "add_labels": [spec.escalation_label]}
-    await _write(spec, report, issue.id, spec.tools.update_issue, arguments,
-                 key=escalate_key(issue.id), what="escalation", done=report.escalated)
+    await _write(
+        spec,
+        report,
+        issue.id,
+        spec.tools.update_issue,
+        arguments,
+        key=escalate_key(issue.id),
+        what="escalation",
+        done=report.escalated,
+    )
 
 
 class _Drafter:
@@ -236,8 +264,17 @@ class _Drafter:
         day = self._as_of.date()
         arguments = {"issue_id": issue.id, "body": comment_body(message, day), "author": spec.author}
         # A conflict: another tick posted today's nudge between our scan and our write.
-        await _write(spec, report, issue.id, spec.tools.add_comment, arguments, key=nudge_key(issue.id, day),
-                     what="posting", done=report.nudged, already=report.nudged_today)
+        await _write(
+            spec,
+            report,
+            issue.id,
+            spec.tools.add_comment,
+            arguments,
+            key=nudge_key(issue.id, day),
+            what="posting",
+            done=report.nudged,
+            already=report.nudged_today,
+        )
 
     async def _draft(self, issue: StalledIssue) -> str | None:
         """A message that meets the contract, or None once the ladder says "default"."""
@@ -251,17 +288,23 @@ class _Drafter:
         schema = ResponseFormat(name="nudge", json_schema=nudge_schema(spec.message_max_chars))
         while True:
             request = LLMRequest(config=ladder.current, messages=history, response_format=schema)
-            response: LLMResponse = await call_llm(
-                request, spec.llm_policy, report, summary=f"draft nudge {issue.id}"
-            )
+            response: LLMResponse = await call_llm(request, spec.llm_policy, report, summary=f"draft nudge {issue.id}")
             violations = list(response.violations)
             value: Any = None
             if not violations:
                 value, problem = parse_json(response.message.content or "")
                 violations = (
-                    [Violation(contract=NUDGE_CONTRACT, phase="post", kind=ViolationKind.response_not_json,
-                               path="$.content", message=problem)]
-                    if problem is not None else check_nudge(value, issue)
+                    [
+                        Violation(
+                            contract=NUDGE_CONTRACT,
+                            phase="post",
+                            kind=ViolationKind.response_not_json,
+                            path="$.content",
+                            message=problem,
+                        )
+                    ]
+                    if problem is not None
+                    else check_nudge(value, issue)
                 )
                 workflow_metrics.record_check(NUDGE_CONTRACT, "post", violations)
             if not violations:

@@ -81,8 +81,11 @@ def _tool_input(arguments: str) -> dict[str, Any]:
 
 def _blocks(message: Message, names: WireNames) -> tuple[str, list[dict[str, Any]]]:
     if message.role == "tool":
-        block: dict[str, Any] = {"type": "tool_result", "tool_use_id": message.tool_call_id or "",
-                                 "content": message.content or ""}
+        block: dict[str, Any] = {
+            "type": "tool_result",
+            "tool_use_id": message.tool_call_id or "",
+            "content": message.content or "",
+        }
         if message.is_error:
             block["is_error"] = True
         return "user", [block]
@@ -91,8 +94,9 @@ def _blocks(message: Message, names: WireNames) -> tuple[str, list[dict[str, Any
     if message.content:
         blocks.append({"type": "text", "text": message.content})
     for call in message.tool_calls:
-        blocks.append({"type": "tool_use", "id": call.id, "name": names.tool(call.name),
-                       "input": _tool_input(call.arguments)})
+        blocks.append(
+            {"type": "tool_use", "id": call.id, "name": names.tool(call.name), "input": _tool_input(call.arguments)}
+        )
     return message.role, blocks
 
 
@@ -112,8 +116,9 @@ def _messages(request: LLMRequest) -> list[MessageParam]:
     return messages  # type: ignore[return-value]
 
 
-def request_to_wire(request: LLMRequest, capability: ModelCapability | None = None, *,
-                    caching: bool = True) -> tuple[MessageCreateParamsNonStreaming, dict[str, Any]]:
+def request_to_wire(
+    request: LLMRequest, capability: ModelCapability | None = None, *, caching: bool = True
+) -> tuple[MessageCreateParamsNonStreaming, dict[str, Any]]:
     """The SDK params, and the extra body fields the SDK no longer types (``temperature``)."""
     capability = capability or capability_for("anthropic", request.config.model)
     system_parts = [m.content for m in request.messages if m.role == "system" and m.content]
@@ -187,8 +192,14 @@ def _normalised(body: dict[str, Any]) -> tuple[dict[str, Any], dict[int, str]]:
     model's broken text through) is set aside by block index: the postcondition
     must see that raw text, and the SDK model only takes an object.
     """
-    body = {"id": "", "type": "message", "role": "assistant", "model": "",
-            "usage": {"input_tokens": 0, "output_tokens": 0}, **body}
+    body = {
+        "id": "",
+        "type": "message",
+        "role": "assistant",
+        "model": "",
+        "usage": {"input_tokens": 0, "output_tokens": 0},
+        **body,
+    }
     raw: dict[int, str] = {}
     content = body.get("content")
     if isinstance(content, list):
@@ -241,9 +252,14 @@ def _usage(wire: WireMessage) -> Usage:
     # input_tokens excludes the cached parts; they are still prompt tokens for budgets and the context window.
     prompt = usage.input_tokens + read + write
     details = usage.output_tokens_details
-    return Usage(prompt_tokens=prompt, completion_tokens=usage.output_tokens,
-                 total_tokens=prompt + usage.output_tokens, cache_read_tokens=read, cache_write_tokens=write,
-                 reasoning_tokens=details.thinking_tokens if details is not None else 0)
+    return Usage(
+        prompt_tokens=prompt,
+        completion_tokens=usage.output_tokens,
+        total_tokens=prompt + usage.output_tokens,
+        cache_read_tokens=read,
+        cache_write_tokens=write,
+        reasoning_tokens=details.thinking_tokens if details is not None else 0,
+    )
 
 
 def _warn_deprecated(model: str, end_of_life: str) -> None:
@@ -273,23 +289,33 @@ _INTERNALS = _create_internals()
 class AnthropicProvider:
     name = "anthropic"
 
-    def __init__(self, http: httpx2.AsyncClient, *, base_url: str, api_key: SecretStr | str | None = None,
-                 timeout: float | None = None, retry_after_cap: float | None = DEFAULT_RETRY_AFTER_CAP,
-                 api_version: str | None = None, caching: bool = True,
-                 capabilities: list[ModelCapability] | None = None) -> None:
+    def __init__(
+        self,
+        http: httpx2.AsyncClient,
+        *,
+        base_url: str,
+        api_key: SecretStr | str | None = None,
+        timeout: float | None = None,
+        retry_after_cap: float | None = DEFAULT_RETRY_AFTER_CAP,
+        api_version: str | None = None,
+        caching: bool = True,
+        capabilities: list[ModelCapability] | None = None,
+    ) -> None:
         self._key = api_key.get_secret_value() if isinstance(api_key, SecretStr) else api_key
         headers = {"anthropic-version": api_version} if api_version else None
         # An explicit key (a placeholder when there is none) keeps the SDK from reading
         # ANTHROPIC_API_KEY, profiles or credential files: settings are loaded in one place.
-        self._client = anthropic.AsyncAnthropic(api_key=self._key or "unset", base_url=base_url, http_client=http,
-                                                max_retries=0, default_headers=headers)
+        self._client = anthropic.AsyncAnthropic(
+            api_key=self._key or "unset", base_url=base_url, http_client=http, max_retries=0, default_headers=headers
+        )
         self._timeout = timeout
         self._cap = retry_after_cap
         self._caching = caching
         self._capabilities = list(capabilities or [])
         # No auth headers at all without a key.
-        self._auth: dict[str, Any] = {} if self._key else {
-            "headers": {"Authorization": anthropic.Omit(), "X-Api-Key": anthropic.Omit()}}
+        self._auth: dict[str, Any] = (
+            {} if self._key else {"headers": {"Authorization": anthropic.Omit(), "X-Api-Key": anthropic.Omit()}}
+        )
         # The timeout is each call's (``complete``); the rest of the request is the client's.
         self._post: PreparedPost | None = None
         if _INTERNALS is not None and hasattr(self._client, "_calculate_nonstreaming_timeout"):
@@ -321,8 +347,9 @@ class AnthropicProvider:
             if timeout is None:
                 timeout = DEFAULT_OPTIONS
                 if self._client.timeout == anthropic.DEFAULT_TIMEOUT:
-                    timeout = self._client._calculate_nonstreaming_timeout(params["max_tokens"],
-                                                                           nonstreaming_tokens.get(model, None))
+                    timeout = self._client._calculate_nonstreaming_timeout(
+                        params["max_tokens"], nonstreaming_tokens.get(model, None)
+                    )
             if model in deprecated:
                 _warn_deprecated(model, deprecated[model])
             return await post.send(request_body(params, extra_body), timeout)
@@ -330,8 +357,13 @@ class AnthropicProvider:
         body = await sdk_call(self.name, call, secret=self._key, retry_after_cap=self._cap)
         return response_from_wire(body, request)
 
-    async def _complete_by_sdk(self, request: LLMRequest, params: MessageCreateParamsNonStreaming,
-                               extra_body: dict[str, Any], options: dict[str, Any]) -> LLMResponse:
+    async def _complete_by_sdk(
+        self,
+        request: LLMRequest,
+        params: MessageCreateParamsNonStreaming,
+        extra_body: dict[str, Any],
+        options: dict[str, Any],
+    ) -> LLMResponse:
         """``complete`` through ``messages.create``, for a call it traces or an SDK whose internals moved."""
         extra: dict[str, Any] = {"extra_body": extra_body} if extra_body else {}
         if "timeout" in options:
@@ -352,9 +384,16 @@ class AnthropicProvider:
 
         async def open_stream() -> Any:
             # Posted like messages.create(stream=True), but each event comes back as its parsed JSON.
-            return await self._client.post("/v1/messages", cast_to=object, body=body, options=options,  # type: ignore[arg-type]
-                                           stream=True, stream_cls=anthropic.AsyncStream[object])
+            return await self._client.post(
+                "/v1/messages",
+                cast_to=object,
+                body=body,
+                options=options,  # type: ignore[arg-type]
+                stream=True,
+                stream_cls=anthropic.AsyncStream[object],
+            )
 
-        assembled = await read_stream(self.name, open_stream, AnthropicEvents(), on_text, secret=self._key,
-                                      retry_after_cap=self._cap)
+        assembled = await read_stream(
+            self.name, open_stream, AnthropicEvents(), on_text, secret=self._key, retry_after_cap=self._cap
+        )
         return response_from_wire(assembled, request)

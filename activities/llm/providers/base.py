@@ -32,8 +32,9 @@ class Provider(Protocol):
         """
         ...
 
-    async def stream(self, request: LLMRequest, on_text: Callable[[str], None], folds: Folds | None = None
-                     ) -> LLMResponse:
+    async def stream(
+        self, request: LLMRequest, on_text: Callable[[str], None], folds: Folds | None = None
+    ) -> LLMResponse:
         """The same call streamed: answer text goes to ``on_text`` as it arrives; returns what ``complete`` would."""
         ...
 
@@ -46,8 +47,13 @@ class RawResponse(Protocol):
     def content(self) -> bytes: ...
 
 
-async def sdk_call(provider: str, call: Callable[[], Awaitable[RawResponse]], *,
-                   secret: str | None, retry_after_cap: float | None = DEFAULT_RETRY_AFTER_CAP) -> dict[str, Any]:
+async def sdk_call(
+    provider: str,
+    call: Callable[[], Awaitable[RawResponse]],
+    *,
+    secret: str | None,
+    retry_after_cap: float | None = DEFAULT_RETRY_AFTER_CAP,
+) -> dict[str, Any]:
     """Run one raw SDK call and return the JSON body; every failure becomes a typed provider error.
 
     The raw body is parsed here, not by the SDK, so a malformed answer is a typed
@@ -125,15 +131,28 @@ class PreparedPost:
     before. tests/activities/test_prepared_post.py checks that both send the same request.
     """
 
-    _VARYING = ("_api_key_provider", "_provider_runtime", "_workload_identity_auth", "workload_identity",
-                "custom_auth", "_idempotency_header", "_middleware")
+    _VARYING = (
+        "_api_key_provider",
+        "_provider_runtime",
+        "_workload_identity_auth",
+        "workload_identity",
+        "custom_auth",
+        "_idempotency_header",
+        "_middleware",
+    )
     """Client attributes that, when set, can make one call's request differ from the next one's."""
 
     _MAX_KEPT = 4
     """Requests kept per post, one per timeout: a timeout that changed on every call would not be kept."""
 
-    def __init__(self, client: Any, http: httpx2.AsyncClient, path: str, options: Mapping[str, Any],
-                 options_class: type[Any] | None) -> None:
+    def __init__(
+        self,
+        client: Any,
+        http: httpx2.AsyncClient,
+        path: str,
+        options: Mapping[str, Any],
+        options_class: type[Any] | None,
+    ) -> None:
         self._client = client
         self._http = http
         self._path = path
@@ -158,10 +177,12 @@ class PreparedPost:
                 kept = self._kept[key] = await self._build(options)
         if kept is None:
             response: httpx2.Response = await self._client.post(
-                self._path, cast_to=httpx2.Response, content=body, options=options)
+                self._path, cast_to=httpx2.Response, content=body, options=options
+            )
             return response
-        response = await self._http.send(httpx2.Request("POST", kept.url, headers=kept.headers, content=body,
-                                                        extensions=dict(kept.extensions)))
+        response = await self._http.send(
+            httpx2.Request("POST", kept.url, headers=kept.headers, content=body, extensions=dict(kept.extensions))
+        )
         if not response.is_success:
             raise kept.status_error(response)  # what the SDK's post raises for it, so classified alike
         return response
@@ -186,7 +207,5 @@ def parse_wire(model: type[M], provider: str, body: dict[str, Any]) -> M:
     try:
         return model.model_validate(body)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']) or '$'}: {err['msg']}" for err in exc.errors()[:3]
-        )
+        problems = "; ".join(f"{'.'.join(str(p) for p in err['loc']) or '$'}: {err['msg']}" for err in exc.errors()[:3])
         raise malformed(provider, problems) from None

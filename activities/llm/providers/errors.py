@@ -47,8 +47,9 @@ def redact(text: str, secrets: Sequence[str | None]) -> str:
     return text
 
 
-def parse_retry_after(headers: httpx2.Headers | dict[str, str], now: float | None = None,
-                      cap: float | None = DEFAULT_RETRY_AFTER_CAP) -> float | None:
+def parse_retry_after(
+    headers: httpx2.Headers | dict[str, str], now: float | None = None, cap: float | None = DEFAULT_RETRY_AFTER_CAP
+) -> float | None:
     """Seconds to wait, from ``retry-after-ms`` or ``Retry-After`` (seconds or an HTTP date), at most ``cap``."""
     headers = httpx2.Headers(headers)
     seconds = _retry_after(headers, time.time() if now is None else now)
@@ -111,8 +112,12 @@ def _should_retry(headers: httpx2.Headers) -> bool | None:
     return {"true": True, "false": False}.get(value)
 
 
-def classify_response(provider: str, response: httpx2.Response, secrets: Sequence[str | None] = (),
-                      cap: float | None = DEFAULT_RETRY_AFTER_CAP) -> ProviderError:
+def classify_response(
+    provider: str,
+    response: httpx2.Response,
+    secrets: Sequence[str | None] = (),
+    cap: float | None = DEFAULT_RETRY_AFTER_CAP,
+) -> ProviderError:
     """The error for a non-2xx response."""
     status = response.status_code
     message = redact(f"{provider} HTTP {status}: {provider_message(response)}", secrets)
@@ -134,8 +139,9 @@ def classify_exception(provider: str, exc: BaseException, secrets: Sequence[str 
     return NonRetryableProviderError(detail)
 
 
-def classify_sdk_error(provider: str, exc: Exception, secrets: Sequence[str | None] = (),
-                       cap: float | None = DEFAULT_RETRY_AFTER_CAP) -> ProviderError:
+def classify_sdk_error(
+    provider: str, exc: Exception, secrets: Sequence[str | None] = (), cap: float | None = DEFAULT_RETRY_AFTER_CAP
+) -> ProviderError:
     """The error for anything an SDK call raised."""
     if isinstance(exc, openai.APIStatusError | anthropic.APIStatusError):
         return classify_response(provider, exc.response, secrets, cap)
@@ -150,8 +156,17 @@ def classify_sdk_error(provider: str, exc: Exception, secrets: Sequence[str | No
     return NonRetryableProviderError(redact(f"{provider} {type(exc).__name__}: {exc}", secrets))
 
 
-_REJECTED_EVENT_TYPES = ("invalid_request", "badrequest", "bad_request", "authentication", "permission",
-                         "not_found", "notfound", "unprocessable", "context_length")
+_REJECTED_EVENT_TYPES = (
+    "invalid_request",
+    "badrequest",
+    "bad_request",
+    "authentication",
+    "permission",
+    "not_found",
+    "notfound",
+    "unprocessable",
+    "context_length",
+)
 
 
 def stream_error(provider: str, body: Any, message: str, secrets: Sequence[str | None] = ()) -> ProviderError:
@@ -162,8 +177,9 @@ def stream_error(provider: str, body: Any, message: str, secrets: Sequence[str |
     code = error.get("code", error.get("status"))
     status = int(code) if isinstance(code, int | str) and str(code).isdigit() and 100 <= int(code) <= 599 else None
     kind = str(error.get("type") or "").lower()
-    detail = redact(f"{provider} error event in the stream{f' ({kind})' if kind else ''}: {message}"[:_MAX_MESSAGE],
-                    secrets)
+    detail = redact(
+        f"{provider} error event in the stream{f' ({kind})' if kind else ''}: {message}"[:_MAX_MESSAGE], secrets
+    )
     if status is not None:
         retry = status in RETRYABLE_STATUSES or status >= 500
     else:

@@ -40,20 +40,31 @@ class AiohttpTransport(httpx2.AsyncBaseTransport):
             )
             # Bodies arrive as sent: httpx2 decodes them by their Content-Encoding, as with its own transport.
             self._session = aiohttp.ClientSession(
-                connector=connector, auto_decompress=False, trust_env=False, cookie_jar=aiohttp.DummyCookieJar(),
+                connector=connector,
+                auto_decompress=False,
+                trust_env=False,
+                cookie_jar=aiohttp.DummyCookieJar(),
                 skip_auto_headers=("User-Agent", "Accept-Encoding", "Accept", "Content-Type"),
             )
         return self._session
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         timeout = request.extensions.get("timeout", {})
-        headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in request.headers.raw if k.lower() not in _DROPPED]
+        headers = [
+            (k.decode("latin-1"), v.decode("latin-1")) for k, v in request.headers.raw if k.lower() not in _DROPPED
+        ]
         body = await request.aread()
         try:
             response = await self._open().request(
-                request.method, str(request.url), headers=headers, data=body or None, allow_redirects=False,
+                request.method,
+                str(request.url),
+                headers=headers,
+                data=body or None,
+                allow_redirects=False,
                 timeout=aiohttp.ClientTimeout(
-                    total=None, connect=timeout.get("pool"), sock_connect=timeout.get("connect"),
+                    total=None,
+                    connect=timeout.get("pool"),
+                    sock_connect=timeout.get("connect"),
                     sock_read=timeout.get("read"),
                 ),
             )

@@ -14,8 +14,8 @@ from typing import Any
 
 import httpx2
 import openai
-from openai.types.chat import ChatCompletion, ChatCompletionMessageParam, ChatCompletionToolParam
 from openai._types import RequestOptions
+from openai.types.chat import ChatCompletion, ChatCompletionMessageParam, ChatCompletionToolParam
 from openai.types.chat.completion_create_params import CompletionCreateParamsNonStreaming
 from pydantic import SecretStr
 
@@ -43,8 +43,7 @@ def _message_to_wire(message: Message) -> ChatCompletionMessageParam | None:
     # A function of the message alone (tool names map the same in every request), so its encoding
     # can be kept per conversation prefix (``request_body``).
     if message.role == "tool":
-        return {"role": "tool", "tool_call_id": message.tool_call_id or "",
-                "content": message.content or ""}
+        return {"role": "tool", "tool_call_id": message.tool_call_id or "", "content": message.content or ""}
     if message.role == "assistant":
         if not message.content and not message.tool_calls:
             # An empty answer carries nothing, and the API rejects an assistant
@@ -52,11 +51,18 @@ def _message_to_wire(message: Message) -> ChatCompletionMessageParam | None:
             # empty answer would otherwise die as a non-retryable 400).
             return None
         if message.tool_calls:
-            return {"role": "assistant", "content": message.content, "tool_calls": [
-                {"id": c.id, "type": "function",
-                 "function": {"name": WireNames.tool(c.name), "arguments": c.arguments}}
-                for c in message.tool_calls
-            ]}
+            return {
+                "role": "assistant",
+                "content": message.content,
+                "tool_calls": [
+                    {
+                        "id": c.id,
+                        "type": "function",
+                        "function": {"name": WireNames.tool(c.name), "arguments": c.arguments},
+                    }
+                    for c in message.tool_calls
+                ],
+            }
         return {"role": "assistant", "content": message.content}
     if message.role == "system":
         return {"role": "system", "content": message.content or ""}
@@ -64,12 +70,15 @@ def _message_to_wire(message: Message) -> ChatCompletionMessageParam | None:
 
 
 def _tool_to_wire(tool: Any) -> ChatCompletionToolParam:
-    return {"type": "function", "function": {"name": WireNames.tool(tool.name), "description": tool.description,
-                                             "parameters": tool.parameters}}
+    return {
+        "type": "function",
+        "function": {"name": WireNames.tool(tool.name), "description": tool.description, "parameters": tool.parameters},
+    }
 
 
-def request_to_wire(request: LLMRequest, capability: ModelCapability | None = None
-                    ) -> CompletionCreateParamsNonStreaming:
+def request_to_wire(
+    request: LLMRequest, capability: ModelCapability | None = None
+) -> CompletionCreateParamsNonStreaming:
     messages = [wire for m in request.messages if (wire := _message_to_wire(m)) is not None]
     return _params(request, capability, messages)
 
@@ -81,8 +90,13 @@ def _encoded(fragments: list[bytes], message: Message) -> list[bytes]:
     return fragments
 
 
-def request_body(request: LLMRequest, capability: ModelCapability | None = None, *,
-                 extra: dict[str, Any] | None = None, folds: Folds | None = None) -> bytes:
+def request_body(
+    request: LLMRequest,
+    capability: ModelCapability | None = None,
+    *,
+    extra: dict[str, Any] | None = None,
+    folds: Folds | None = None,
+) -> bytes:
     """The bytes the SDK sends for ``request_to_wire(request, capability)`` plus ``extra`` (posted as ``body=``).
 
     Built from each message's own encoding (JSON composes: an array is its items joined by commas), so a
@@ -98,8 +112,9 @@ def request_body(request: LLMRequest, capability: ModelCapability | None = None,
     return b"".join((b'{"model":', sdk_json(model), b',"messages":[', b",".join(fragments), b"],", sdk_json(rest)[1:]))
 
 
-def _params(request: LLMRequest, capability: ModelCapability | None,
-            messages: list[ChatCompletionMessageParam]) -> CompletionCreateParamsNonStreaming:
+def _params(
+    request: LLMRequest, capability: ModelCapability | None, messages: list[ChatCompletionMessageParam]
+) -> CompletionCreateParamsNonStreaming:
     # max_tokens is deprecated and rejected by reasoning models; max_completion_tokens is what the API documents.
     params: CompletionCreateParamsNonStreaming = {
         "model": request.config.model,
@@ -201,11 +216,14 @@ def _usage(completion: ChatCompletion) -> Usage:
     if usage is None:
         return Usage()
     prompt, completion = usage.prompt_tokens_details, usage.completion_tokens_details
-    return Usage(prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens,
-                 total_tokens=usage.total_tokens,
-                 cache_read_tokens=(prompt.cached_tokens or 0) if prompt else 0,
-                 cache_write_tokens=(prompt.cache_write_tokens or 0) if prompt else 0,
-                 reasoning_tokens=(completion.reasoning_tokens or 0) if completion else 0)
+    return Usage(
+        prompt_tokens=usage.prompt_tokens,
+        completion_tokens=usage.completion_tokens,
+        total_tokens=usage.total_tokens,
+        cache_read_tokens=(prompt.cached_tokens or 0) if prompt else 0,
+        cache_write_tokens=(prompt.cache_write_tokens or 0) if prompt else 0,
+        reasoning_tokens=(completion.reasoning_tokens or 0) if completion else 0,
+    )
 
 
 def _final_request_options() -> type[Any] | None:
@@ -219,14 +237,22 @@ def _final_request_options() -> type[Any] | None:
 class OpenAIProvider:
     name = "openai"
 
-    def __init__(self, http: httpx2.AsyncClient, *, base_url: str, api_key: SecretStr | str | None = None,
-                 timeout: float | None = None, retry_after_cap: float | None = DEFAULT_RETRY_AFTER_CAP,
-                 capabilities: list[ModelCapability] | None = None) -> None:
+    def __init__(
+        self,
+        http: httpx2.AsyncClient,
+        *,
+        base_url: str,
+        api_key: SecretStr | str | None = None,
+        timeout: float | None = None,
+        retry_after_cap: float | None = DEFAULT_RETRY_AFTER_CAP,
+        capabilities: list[ModelCapability] | None = None,
+    ) -> None:
         self._key = api_key.get_secret_value() if isinstance(api_key, SecretStr) else api_key
         # The key is passed explicitly (even when empty) so the SDK never reads OPENAI_API_KEY itself:
         # settings are loaded in one place. Retries are Temporal's.
-        self._client = openai.AsyncOpenAI(api_key=self._key or "", base_url=base_url, http_client=http,
-                                          max_retries=0, _enforce_credentials=False)
+        self._client = openai.AsyncOpenAI(
+            api_key=self._key or "", base_url=base_url, http_client=http, max_retries=0, _enforce_credentials=False
+        )
         self._cap = retry_after_cap
         self._capabilities = list(capabilities or [])
         self._options: RequestOptions = {}
@@ -244,14 +270,22 @@ class OpenAIProvider:
         capability = self._capability(request)
 
         async def open_stream() -> Any:
-            body = request_body(request, capability, extra={"stream": True, "stream_options": {"include_usage": True}},
-                                folds=folds)
+            body = request_body(
+                request, capability, extra={"stream": True, "stream_options": {"include_usage": True}}, folds=folds
+            )
             # cast_to=object: the SDK parses each event's JSON and hands it over as is; the assembler checks it.
-            return await self._client.post(CHAT_COMPLETIONS_PATH, cast_to=object, content=body, options=self._options,
-                                           stream=True, stream_cls=OpenAIEventStream[object])
+            return await self._client.post(
+                CHAT_COMPLETIONS_PATH,
+                cast_to=object,
+                content=body,
+                options=self._options,
+                stream=True,
+                stream_cls=OpenAIEventStream[object],
+            )
 
-        assembled = await read_stream(self.name, open_stream, OpenAIChunks(), on_text, secret=self._key,
-                                      retry_after_cap=self._cap)
+        assembled = await read_stream(
+            self.name, open_stream, OpenAIChunks(), on_text, secret=self._key, retry_after_cap=self._cap
+        )
         return response_from_wire(assembled, request)
 
     async def complete(self, request: LLMRequest, folds: Folds | None = None) -> LLMResponse:

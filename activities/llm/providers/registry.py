@@ -16,9 +16,9 @@ import httpx2
 from pydantic import SecretStr
 
 from ....contracts.config.settings import ProviderSettings
+from ....contracts.errors import NonRetryableProviderError
 from ....contracts.llm.api_keys import DEFAULT_API_KEY, shown
 from ....contracts.llm.capabilities import ModelCapability, capability_for
-from ....contracts.errors import NonRetryableProviderError
 from .anthropic import AnthropicProvider
 from .base import Provider
 from .openai import OpenAIProvider
@@ -27,18 +27,31 @@ _OFFICIAL_OPENAI_HOST = "api.openai.com"
 
 
 class ProviderSet:
-    def __init__(self, settings: ProviderSettings, http: httpx2.AsyncClient,
-                 keys: Mapping[str, Mapping[str, SecretStr]] | None = None) -> None:
+    def __init__(
+        self,
+        settings: ProviderSettings,
+        http: httpx2.AsyncClient,
+        keys: Mapping[str, Mapping[str, SecretStr]] | None = None,
+    ) -> None:
         self._settings = settings
-        common = {"timeout": settings.request_timeout_seconds, "retry_after_cap": settings.retry_after_cap_seconds,
-                  "capabilities": settings.models}
+        common = {
+            "timeout": settings.request_timeout_seconds,
+            "retry_after_cap": settings.retry_after_cap_seconds,
+            "capabilities": settings.models,
+        }
 
         def openai_on(key: SecretStr | None) -> Provider:
             return OpenAIProvider(http, base_url=settings.openai_base_url, api_key=key, **common)
 
         def anthropic_on(key: SecretStr | None) -> Provider:
-            return AnthropicProvider(http, base_url=settings.anthropic_base_url, api_key=key,
-                                     api_version=settings.anthropic_version, caching=settings.prompt_caching, **common)
+            return AnthropicProvider(
+                http,
+                base_url=settings.anthropic_base_url,
+                api_key=key,
+                api_version=settings.anthropic_version,
+                caching=settings.prompt_caching,
+                **common,
+            )
 
         build = {"openai": openai_on, "anthropic": anthropic_on}
         self._providers: dict[tuple[str, str], Provider] = {

@@ -67,8 +67,9 @@ class OpenAIChunks:
         return text
 
     def _add_call(self, call: dict[str, Any]) -> None:
-        slot = self.calls.setdefault(call.get("index", 0), {"id": "", "type": "function",
-                                                           "function": {"name": "", "arguments": ""}})
+        slot = self.calls.setdefault(
+            call.get("index", 0), {"id": "", "type": "function", "function": {"name": "", "arguments": ""}}
+        )
         if call.get("id"):
             slot["id"] = call["id"]
         function = _object("openai", call.get("function") or {}, "a tool call's function")
@@ -86,17 +87,28 @@ class OpenAIChunks:
             raise RetryableProviderError("openai stream ended before its finish_reason (truncated)")
         if self.usage is None and not complete:
             # Usage comes after the finish chunk: a cut there is a cut, not a server that sends none.
-            raise RetryableProviderError("openai stream ended after its finish_reason but before usage and [DONE] "
-                                         "(truncated)")
+            raise RetryableProviderError(
+                "openai stream ended after its finish_reason but before usage and [DONE] (truncated)"
+            )
         if self.usage is None:
-            raise malformed("openai", "the stream carried no usage (stream_options.include_usage is not honoured; "
-                                      "turn stream_tokens off for this server)")
-        message: dict[str, Any] = {"role": "assistant", "content": "".join(self.content) or None,
-                                   "refusal": "".join(self.refusal) or None}
+            raise malformed(
+                "openai",
+                "the stream carried no usage (stream_options.include_usage is not honoured; "
+                "turn stream_tokens off for this server)",
+            )
+        message: dict[str, Any] = {
+            "role": "assistant",
+            "content": "".join(self.content) or None,
+            "refusal": "".join(self.refusal) or None,
+        }
         if self.calls:
             message["tool_calls"] = [self.calls[i] for i in sorted(self.calls)]
-        return {**self.envelope, "object": "chat.completion",
-                "choices": [{"index": 0, "message": message, "finish_reason": self.finish}], "usage": self.usage}
+        return {
+            **self.envelope,
+            "object": "chat.completion",
+            "choices": [{"index": 0, "message": message, "finish_reason": self.finish}],
+            "usage": self.usage,
+        }
 
 
 class OpenAIEventStream(openai.AsyncStream[_T]):
@@ -190,9 +202,15 @@ class AnthropicEvents:
         return body
 
 
-async def read_stream(provider: str, open_stream: Callable[[], Awaitable[AsyncIterable[Any]]],
-                      assembler: OpenAIChunks | AnthropicEvents, on_text: TextSink, *, secret: str | None,
-                      retry_after_cap: float | None = DEFAULT_RETRY_AFTER_CAP) -> dict[str, Any]:
+async def read_stream(
+    provider: str,
+    open_stream: Callable[[], Awaitable[AsyncIterable[Any]]],
+    assembler: OpenAIChunks | AnthropicEvents,
+    on_text: TextSink,
+    *,
+    secret: str | None,
+    retry_after_cap: float | None = DEFAULT_RETRY_AFTER_CAP,
+) -> dict[str, Any]:
     """Open the SDK stream, feed every event to ``assembler``, return the assembled body; failures are typed."""
     secrets = (secret,)
     error: ProviderError

@@ -74,9 +74,7 @@ def _numeric_gap(a: dict[str, Any], b: dict[str, Any], t: str) -> str | None:
     if mb is not None:
         ma = a.get("multipleOf")
         # jsonschema divides floats with rounding error, so only whole numbers are reasoned about.
-        exact = isinstance(mb, int) and (
-            (isinstance(ma, int) and ma % mb == 0) or (t == "integer" and mb == 1)
-        )
+        exact = isinstance(mb, int) and ((isinstance(ma, int) and ma % mb == 0) or (t == "integer" and mb == 1))
         if not exact:
             return f"the input requires multipleOf {describe(mb)}, which the output does not guarantee"
     return None

@@ -85,9 +85,7 @@ class _Checker(_Search):
             if v is not _NONE:
                 return _refuted(path, f"no {key} branch of the input accepts this output value", v)
             if key == "oneOf":
-                return self.gap(
-                    a0, b0, path, "oneOf on the input side: exclusivity of its branches is not analysed"
-                )
+                return self.gap(a0, b0, path, "oneOf on the input side: exclusivity of its branches is not analysed")
             return self.gap(a0, b0, path, "the output does not fit inside a single anyOf branch of the input")
 
         unknown_b = sorted(_validation_keys(b) - _SUPPORTED)
@@ -131,11 +129,20 @@ class _Checker(_Search):
             lo, hi = _int_lower(a), _int_upper(a)
             if lo is not None and hi is not None and hi - lo < _MAX_ENUMERATED:
                 return self._all_accepted(a0, b0, list(range(lo, hi + 1)), path, "output value")
-        return self.gap(a0, b0, path, "the input accepts a fixed set of values (enum/const) the output is not limited to")
+        return self.gap(
+            a0, b0, path, "the input accepts a fixed set of values (enum/const) the output is not limited to"
+        )
 
     def _plain(
-        self, a0: Any, b0: Any, a: dict[str, Any], b: dict[str, Any], path: str,
-        ach: tuple[str, ...], bch: tuple[str, ...], depth: int,
+        self,
+        a0: Any,
+        b0: Any,
+        a: dict[str, Any],
+        b: dict[str, Any],
+        path: str,
+        ach: tuple[str, ...],
+        bch: tuple[str, ...],
+        depth: int,
     ) -> _R:
         ta, tb = _types(a), _types(b)
         if not ta <= set(_ALL_TYPES) or not tb <= set(_ALL_TYPES):
@@ -171,8 +178,15 @@ class _Checker(_Search):
         return _combine(results)
 
     def _array(
-        self, a0: Any, b0: Any, a: dict[str, Any], b: dict[str, Any], path: str,
-        ach: tuple[str, ...], bch: tuple[str, ...], depth: int,
+        self,
+        a0: Any,
+        b0: Any,
+        a: dict[str, Any],
+        b: dict[str, Any],
+        path: str,
+        ach: tuple[str, ...],
+        bch: tuple[str, ...],
+        depth: int,
     ) -> _R:
         restricted = {**a, "type": "array"}
         lo_a, hi_a = a.get("minItems", 0), a.get("maxItems")
@@ -199,8 +213,15 @@ class _Checker(_Search):
         return _refuted(r.path, r.reason, v)
 
     def _object(
-        self, a0: Any, b0: Any, a: dict[str, Any], b: dict[str, Any], path: str,
-        ach: tuple[str, ...], bch: tuple[str, ...], depth: int,
+        self,
+        a0: Any,
+        b0: Any,
+        a: dict[str, Any],
+        b: dict[str, Any],
+        path: str,
+        ach: tuple[str, ...],
+        bch: tuple[str, ...],
+        depth: int,
     ) -> _R:
         restricted = {**a, "type": "object"}
         req_a = set(a.get("required", []))

@@ -6,9 +6,22 @@ from typing import Any
 
 _ANNOTATIONS = frozenset(
     {
-        "title", "description", "default", "examples", "$comment", "deprecated", "readOnly", "writeOnly",
-        "contentMediaType", "contentEncoding", "contentSchema", "$schema", "$id", "$anchor",
-        "$dynamicAnchor", "$vocabulary",
+        "title",
+        "description",
+        "default",
+        "examples",
+        "$comment",
+        "deprecated",
+        "readOnly",
+        "writeOnly",
+        "contentMediaType",
+        "contentEncoding",
+        "contentSchema",
+        "$schema",
+        "$id",
+        "$anchor",
+        "$dynamicAnchor",
+        "$vocabulary",
         # OpenAPI's, emitted by pydantic beside oneOf; jsonschema ignores it.
         "discriminator",
     }
@@ -18,17 +31,48 @@ _COMBINATORS = ("allOf", "anyOf", "oneOf")
 # Modelled on both sides.
 _SUPPORTED = frozenset(
     {
-        "type", "enum", "const", "multipleOf", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
-        "minLength", "maxLength", "pattern", "format", "items", "minItems", "maxItems", "uniqueItems",
-        "properties", "required", "additionalProperties", "$ref", *_COMBINATORS,
+        "type",
+        "enum",
+        "const",
+        "multipleOf",
+        "minimum",
+        "maximum",
+        "exclusiveMinimum",
+        "exclusiveMaximum",
+        "minLength",
+        "maxLength",
+        "pattern",
+        "format",
+        "items",
+        "minItems",
+        "maxItems",
+        "uniqueItems",
+        "properties",
+        "required",
+        "additionalProperties",
+        "$ref",
+        *_COMBINATORS,
     }
 )
 # Draft 2020-12 keywords that only remove values: ignorable on the output side.
 _NARROWING_ONLY = frozenset(
     {
-        "not", "if", "then", "else", "dependentSchemas", "dependentRequired", "minProperties",
-        "maxProperties", "propertyNames", "contains", "minContains", "maxContains",
-        "unevaluatedProperties", "unevaluatedItems", "$dynamicRef", "$recursiveRef",
+        "not",
+        "if",
+        "then",
+        "else",
+        "dependentSchemas",
+        "dependentRequired",
+        "minProperties",
+        "maxProperties",
+        "propertyNames",
+        "contains",
+        "minContains",
+        "maxContains",
+        "unevaluatedProperties",
+        "unevaluatedItems",
+        "$dynamicRef",
+        "$recursiveRef",
     }
 )
 _SUPPORTED_DIALECTS = frozenset(
