@@ -35,7 +35,6 @@ with workflow.unsafe.imports_passed_through():
     from ..contracts.errors import CarriedStateError, InvalidTurnError, SessionBusyError, SessionClosedError
     from ..contracts.llm.tool_catalog import ToolCatalogRef
     from ..contracts.names import (
-        APPROVALS_CARRIED_PATCH,
         CANCEL_SIGNAL,
         CLOSE_UPDATE,
         CURRENT_TURN_QUERY,
@@ -43,7 +42,6 @@ with workflow.unsafe.imports_passed_through():
         PROGRESS_TOPIC,
         REWIND_UPDATE,
         SESSION_FORK,
-        SESSION_STATE_PATCH,
         SESSION_WORKFLOW,
         STATE_QUERY,
         STEPS_QUERY,
@@ -65,6 +63,7 @@ with workflow.unsafe.imports_passed_through():
         SessionInput,
         SessionOutcome,
         SessionState,
+        SessionStatus,
         TurnCheckpoint,
         TurnResult,
         TurnSummary,
@@ -82,7 +81,8 @@ with workflow.unsafe.imports_passed_through():
     from .approvals import ApprovalDesk, ApprovalHandlers
     from .effects import untold_note
     from .quota_gate import QuotaDesk, QuotaHandlers
-    from .run_state import Features, RunProgress, patched_since_release
+    from .releases.gates import Features, carries_decisions, takes_carried_tools
+    from .run_state import RunProgress
     from .steps import check_key_scope, check_tenant, opening, run_steps, spec_tools
     from .visibility import Visibility
 
@@ -163,7 +163,7 @@ class SessionWorkflow(ApprovalHandlers, QuotaHandlers):
             self.visibility.start(inp.spec, inp.tenant)
         else:
             self.visibility.resume()
-        if patched_since_release(SESSION_STATE_PATCH):
+        if takes_carried_tools():
             # A continued run takes the schemas it carries; a new one (or one carried by an older release)
             # describes its tools at its next turn. Either way nothing here can fail: a continue-as-new
             # never ends a session, and a failed describe fails at most that turn.
@@ -200,7 +200,7 @@ class SessionWorkflow(ApprovalHandlers, QuotaHandlers):
                 await workflow.wait_condition(workflow.all_handlers_finished)
                 if self.current is None and self.closed_reason is None:
                     self.carry.continued += 1
-                    carry_decisions = workflow.patched(APPROVALS_CARRIED_PATCH)
+                    carry_decisions = carries_decisions()
                     workflow_metrics.record_session_continued()
                     await self.stream.continue_as_new(lambda state: [self._next_run(inp, state, carry_decisions)])
 
@@ -282,6 +282,7 @@ class SessionWorkflow(ApprovalHandlers, QuotaHandlers):
             await workflow.wait_condition(lambda: self.tools_decided)
             if self.tools is None:
                 self._use_tools(await self._describe(spec))
+            assert self.tools is not None, "described above"
             run = AgentRun.for_turn(
                 spec,
                 self.tools,
@@ -338,10 +339,10 @@ class SessionWorkflow(ApprovalHandlers, QuotaHandlers):
             summary.output = preview(f"{type(exc).__name__}: {exc}")
             raise
         finally:
-            if run is not None and not dropped and run.config.tools_ref is not None and self.tools is not None:
+            if run is not None and not dropped and run.tools.ref is not None and self.tools is not None:
                 # The catalog a call of this turn stored (or the one it was given) for the session's schemas:
                 # durable once returned, so a failed turn's is kept too, and every later turn names it.
-                self._use_tools(self.tools, run.config.tools_ref)
+                self._use_tools(self.tools, run.tools.ref)
             if not dropped:
                 summary.steps = len(progress.result.steps)
                 summary.usage = progress.result.usage
@@ -513,7 +514,9 @@ class SessionWorkflow(ApprovalHandlers, QuotaHandlers):
 
     @workflow.query(name=STATE_QUERY)
     def state(self) -> SessionState:
-        status = "closed" if self.closed_reason is not None else "running" if self.current is not None else "idle"
+        status: SessionStatus = (
+            "closed" if self.closed_reason is not None else "running" if self.current is not None else "idle"
+        )
         return SessionState(
             session_id=workflow.info().workflow_id,
             status=status,

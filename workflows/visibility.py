@@ -14,13 +14,14 @@ completed run from its result, which the console reads (``ExecutionStatus``
 already says it completed), so a completed run ends without an upsert. A
 failed run, which has no result, upserts its totals.
 
-Gated by ``SEARCH_ATTRIBUTES_PATCH``, asked once before the first command:
-runs recorded before it replay without upserts.
+Gated by ``SEARCH_ATTRIBUTES_PATCH`` (``releases.gates.keeps_search_attributes``),
+asked once before the first command: runs recorded before it replay without upserts.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from temporalio import workflow
 from temporalio.common import SearchAttributeKey, SearchAttributeUpdate
@@ -37,9 +38,8 @@ with workflow.unsafe.imports_passed_through():
         SA_TENANT,
         SA_TOKENS,
         SA_VIOLATIONS,
-        SEARCH_ATTRIBUTES_PATCH,
     )
-    from .run_state import patched_since_release
+    from .releases.gates import keeps_search_attributes
 
 SPEC = SearchAttributeKey.for_keyword(SA_SPEC)
 MODEL = SearchAttributeKey.for_keyword(SA_MODEL)
@@ -63,7 +63,7 @@ class Visibility:
         """Before the run's first command: decides, once, whether this run upserts at all.
 
         A run with a ``tenant`` names it in the same upsert (operators list runs by tenant)."""
-        self.on = patched_since_release(SEARCH_ATTRIBUTES_PATCH)
+        self.on = keeps_search_attributes()
         if workflow.info().typed_search_attributes.get(SPEC) is not None:
             return  # set by the client with the start (part of the start event, so replay reads the same)
         self._upsert(
@@ -79,7 +79,7 @@ class Visibility:
 
     def resume(self) -> None:
         """A session continued-as-new: its attributes carried over; only decide whether to upsert."""
-        self.on = patched_since_release(SEARCH_ATTRIBUTES_PATCH)
+        self.on = keeps_search_attributes()
 
     def awaiting(self, waiting: bool) -> None:
         """A call started or stopped waiting for a person; only a change is upserted."""
@@ -88,7 +88,7 @@ class Visibility:
             self._upsert(AWAITING_APPROVAL.value_set(waiting))
 
     def totals(self, *, steps: int, usage: Usage, violations: int, cost_usd: float, model: str) -> None:
-        updates = [
+        updates: list[SearchAttributeUpdate[Any]] = [
             STEPS.value_set(steps),
             TOKENS.value_set(usage.total_tokens),
             VIOLATIONS.value_set(violations),
@@ -98,7 +98,7 @@ class Visibility:
             updates.append(MODEL.value_set(model[:200]))
         self._upsert(*updates)
 
-    def _upsert(self, *updates: SearchAttributeUpdate) -> None:
+    def _upsert(self, *updates: SearchAttributeUpdate[Any]) -> None:
         if self.on:
             now: datetime = workflow.now()
             workflow.upsert_search_attributes([*updates, LAST_ACTIVITY.value_set(now)])

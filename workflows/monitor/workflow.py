@@ -35,13 +35,14 @@ with workflow.unsafe.imports_passed_through():
         ScanResult,
         StalledIssue,
     )
-    from ...contracts.names import EFFECTS_PATCH, MONITOR_RECORD, MONITOR_WORKFLOW
+    from ...contracts.names import MONITOR_RECORD, MONITOR_WORKFLOW
     from ...contracts.violations import Violation, ViolationKind
     from ...failures import to_application_error
     from ...telemetry import workflow_metrics
     from ..calls import call_llm, call_outcome, call_tool, describe_tools
     from ..ladder import Rung, ViolationLadder, retry_history
     from ..program_driver import drive_program, program_keys
+    from ..releases.gates import effects_once
     from .nudges import (
         NUDGE_CONTRACT,
         NUDGE_SYSTEM_PROMPT,
@@ -62,7 +63,7 @@ class MonitorWorkflow:
     @workflow.run
     async def run(self, inp: MonitorInput) -> MonitorReport:
         spec = inp.spec
-        bounded = workflow.patched(EFFECTS_PATCH)
+        bounded = effects_once()  # the record's retries bounded
         as_of = _utc(inp.as_of or workflow.now())
         report = MonitorReport(monitor=spec.name, as_of=as_of, day=as_of.date().isoformat())
 
@@ -308,7 +309,8 @@ class _Drafter:
                 )
                 workflow_metrics.record_check(NUDGE_CONTRACT, "post", violations)
             if not violations:
-                return value["message"]
+                message: str = value["message"]  # check_nudge proved it a string
+                return message
             report.violations.extend(violations)
             decision = ladder.step(violations)
             if decision.rung is Rung.reprompt:
