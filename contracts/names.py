@@ -103,7 +103,9 @@ PROGRESS_TOPIC = "progress"
 # ---------------------------------------------------------------- workflow.patched ids
 # A patch id marks, in a run's history, that a change to the commands a
 # workflow issues was live when the run took that branch; runs started before
-# the change replay the old branch. Never reuse or rename one.
+# the change replay the old branch. Never reuse or rename one. Each id's row
+# (who added it, the recorded histories that need it, when it may go) is in
+# workflows/releases/registry.py, and its question in workflows/releases/gates.py.
 EFFECTS_PATCH = "agentsteps.effects-once.1"
 """Issue 13: effect keys from the workflow id and the call's content (not the run id), the
 run's record of effects, delivery policies, token reservations, the monitor's record retry.
