@@ -16,6 +16,7 @@ worker does something else. The answers and the old branches are here:
 Adding a command change: a new id in ``contracts/names.py``, its question in
 ``gates.py``, its old branch (if it is more than a condition) in
 ``older_runs.py``, its row in ``registry.py``, and a recorded history of the
-old shape (docs/upgrades.md). Import names from the modules
-(``from .releases.gates import Features``), as ``calls.py`` says why.
+old shape (docs/upgrades.md). Workflow modules import names from these
+modules (``from .releases.gates import Features``), never a module itself:
+``calls.py``'s docstring says why.
 """
