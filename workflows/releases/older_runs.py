@@ -12,16 +12,27 @@ Deterministic: each function only schedules what the old build scheduled.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from ...contracts import LLMRequest, LLMResponse, ToolCallResult
+    from ...contracts import AgentResult, AgentSpec, LLMRequest, LLMResponse, ToolCallResult
     from ..calls import call_llm, call_tool
 
-if TYPE_CHECKING:
-    from ..agent_run import AgentRun
+
+class AgentRunView(Protocol):
+    """What an old branch uses of ``agent_run.AgentRun`` (which imports this module, so not it)."""
+
+    @property
+    def spec(self) -> AgentSpec: ...
+
+    @property
+    def result(self) -> AgentResult: ...
+
+    async def rejection(
+        self, approval_id: str, call_id: str, tool: str, arguments: str, *, model_text: str = "", program: str = ""
+    ) -> ToolCallResult | None: ...
 
 
 # ---------------------------------------------------------------- before EFFECTS_PATCH (issue 13)
@@ -36,7 +47,7 @@ def run_id_key(approval_id: str) -> str:
 
 
 async def call_tool_keyed_by_run(
-    run: AgentRun,
+    run: AgentRunView,
     name: str,
     arguments: str,
     *,
@@ -52,7 +63,7 @@ async def call_tool_keyed_by_run(
     return await call_tool(name, arguments, call_id=call_id, key=run_id_key(approval_id), policy=run.spec.tool_policy)
 
 
-async def call_llm_unreserved(run: AgentRun, sent: LLMRequest) -> LLMResponse:
+async def call_llm_unreserved(run: AgentRunView, sent: LLMRequest) -> LLMResponse:
     """The model call with no token reservation: the budget is checked only after it returned."""
     return await call_llm(sent, run.spec.llm_policy, run.result, token_budget=run.spec.token_budget)
 
@@ -61,7 +72,7 @@ async def call_llm_unreserved(run: AgentRun, sent: LLMRequest) -> LLMResponse:
 
 
 async def answer_from_record_after_approval(
-    run: AgentRun,
+    run: AgentRunView,
     done: ToolCallResult,
     *,
     approval_id: str,
