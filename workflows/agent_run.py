@@ -248,7 +248,7 @@ class AgentRun:
         return response
 
     async def _send(self, request: LLMRequest, chain: ConversationChain | None, refusable: bool) -> LLMResponse:
-        if not self.features.effects_once:
+        if not self.features.effects_once:  # a run recorded before EFFECTS_PATCH
             return await call_llm_unreserved(self, self._wire(request, chain))
         return await self._reserved_call(request, chain, refusable)
 
@@ -340,7 +340,7 @@ class AgentRun:
         ``for_model``: a tool-mode step's call, whose result the model reads next; under the release the
         activity stores that tool message in the run's conversation store and the next call names it.
         """
-        if self.effects is None:
+        if self.effects is None:  # a run recorded before EFFECTS_PATCH
             return await call_tool_keyed_by_run(
                 self, name, arguments, call_id=call_id, approval_id=approval_id, model_text=model_text, program=program
             )
@@ -352,7 +352,7 @@ class AgentRun:
             else None
         )
         if done is not None:
-            if self.features.asks_approval_again(schema):
+            if self.features.asks_approval_again(schema):  # a run recorded before EXACTLY_ONCE_PATCH
                 return await answer_from_record_after_approval(
                     self,
                     done,
