@@ -40,6 +40,7 @@ with workflow.unsafe.imports_passed_through():
     from ..contracts.llm.tokens import prompt_tokens_upper_bound
     from ..contracts.llm.tool_catalog import ToolCatalogRef
     from ..contracts.llm.tools import catalog_digest
+    from ..contracts.persisted_ids import turn_scope
     from ..contracts.quotas.wire import QuotaPlan
     from ..contracts.session import ProgressEvent, ProgressKind
     from ..failures import from_failure, to_application_error
@@ -129,7 +130,7 @@ class AgentRun:
             tools=tuple(tools),
             approvals=approvals,
             chain=ConversationChain.own_chain(conversation),
-            scope=f"t{turn}.",
+            scope=turn_scope(turn),
             turn=turn,
             on_event=on_event,
             stream_tokens=stream_tokens,
