@@ -23,11 +23,13 @@ every string.
 | effect key | ``ak1-`` + 40 hex of SHA-256 (chain, scope, tool, arguments, ordinal) | ``EffectLedger`` |
 | history effect key | ``history-{call index}`` | ``effects_in_history`` |
 | tool step scope | ``step-{n}``; code mode ``program`` | the loops, pipelines |
+| effect scope | ``{scope}{tool step scope}`` | ``AgentRun.call_tool`` |
 | step call (approval id) | ``{scope}{model step}:{tool call id}`` | the tool loop |
 | program call id | ``{scope}p{model step}-{sandbox call id}`` | code mode; rebuilt by forks |
 | engine tool call id | ``call_{turn}_{index}``, then ``_{n}`` while taken | ``with_engine_call_ids`` |
 | quota lease id | ``{run id}/{n}`` | ``QuotaDesk.next_id`` |
 | quota account id | ``agentsteps-quota-{name}``, ``agentsteps-tenant-{name}`` | ``client.quotas`` |
+| run call key | ``{run id}:{call}``: releases before effect keys (``legacy_key``) | the loops |
 | pipeline key, no tools | ``{run id}:{step index}:{contract}`` | ``PipelineWorkflow`` |
 | monitor keys | ``nudge:{issue}:{day}``, ``escalate:{issue}`` | ``MonitorWorkflow`` |
 | monitor scan call | ``scan-{n}``, keyed ``{run id}:scan-{n}`` | ``MonitorWorkflow`` |
@@ -105,6 +107,21 @@ def step_scope(step: int) -> str:
 def parse_step_scope(scope: str) -> int | None:
     m = _STEP_SCOPE.fullmatch(scope)
     return int(m[1]) if m else None
+
+
+_EFFECT_SCOPE = _full(rf"({_SCOPE})(step-{_N}|{PROGRAM_EFFECT_SCOPE})")
+
+
+def effect_scope(run_scope: str, logical_step: str) -> str:
+    """An effect key's step: the run's scope and the logical step (a ``step_scope`` or ``program``), so equal
+    calls in two turns of a session are two effects: ``step-0``, ``t2.step-0``, ``t2.program``."""
+    return f"{run_scope}{logical_step}"
+
+
+def parse_effect_scope(text: str) -> tuple[str, str] | None:
+    """The run's scope and the logical step of an effect scope; None for anything else."""
+    m = _EFFECT_SCOPE.fullmatch(text)
+    return (m[1], m[3]) if m else None
 
 
 # ---------------------------------------------------------------- calls a step makes
@@ -309,12 +326,24 @@ def parse_history_effect_key(text: str) -> int | None:
     return int(m[1]) if m else None
 
 
+def run_call_key(run_id: str, call: str) -> str:
+    """A key bound to one run: the keys of releases before effect keys (``legacy_key``: a step call or a
+    program call), and reads that need no effect key."""
+    return f"{run_id}:{call}"
+
+
+def parse_run_call_key(text: str) -> tuple[str, str] | None:
+    """Split at the first ``:`` (a Temporal run id holds none; the call part may)."""
+    run_id, colon, call = text.partition(":")
+    return (run_id, call) if colon and run_id and call else None
+
+
 _PIPELINE_KEY = _full(rf"([^:]+):{_N}:(.+)")
 
 
 def pipeline_call_key(run_id: str, step: int, contract: str) -> str:
     """A pipeline tool step's key when the worker gave it no schemas (no delivery to name the effect by)."""
-    return f"{run_id}:{step}:{contract}"
+    return run_call_key(run_id, f"{step}:{contract}")
 
 
 def parse_pipeline_call_key(text: str) -> tuple[str, int, str] | None:
@@ -396,7 +425,7 @@ def parse_scan_call_id(text: str) -> int | None:
 
 def scan_call_key(run_id: str, call: int) -> str:
     """A scan call's key: a read, so the run's own (a new run reads again)."""
-    return f"{run_id}:{scan_call_id(call)}"
+    return run_call_key(run_id, scan_call_id(call))
 
 
 def parse_scan_call_key(text: str) -> tuple[str, int] | None:
@@ -461,6 +490,7 @@ __all__ = [
     "chain_owner",
     "effect_chain",
     "effect_key",
+    "effect_scope",
     "engine_call_id",
     "escalate_key",
     "fork_run_id",
@@ -476,6 +506,7 @@ __all__ = [
     "parse_chain_owner",
     "parse_effect_chain",
     "parse_engine_call_id",
+    "parse_effect_scope",
     "parse_escalate_key",
     "parse_fork_id",
     "parse_history_effect_key",
@@ -485,6 +516,7 @@ __all__ = [
     "parse_program_call_id",
     "parse_program_run_key",
     "parse_program_step",
+    "parse_run_call_key",
     "parse_scan_call_id",
     "parse_scan_call_key",
     "parse_step_call_id",
@@ -496,6 +528,7 @@ __all__ = [
     "program_step",
     "repl_key",
     "repl_keys_of",
+    "run_call_key",
     "scan_call_id",
     "scan_call_key",
     "step_call_id",
