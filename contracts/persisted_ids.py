@@ -218,11 +218,11 @@ def parse_chain_owner(text: str) -> ChainOwner | None:
     return ChainOwner(workflow_id, run_id) if slash and workflow_id and run_id else None
 
 
-def owned_by_workflow(owner: str, workflow_id: str) -> bool:
+def owned_by_workflow(owner: str, workflow_id: str | None) -> bool:
     """``owner`` is a chain owner of ``workflow_id`` (any chain of it): never of a workflow whose id merely
-    starts with it."""
+    starts with it, and of none when there is no workflow (an activity started on its own)."""
     parsed = parse_chain_owner(owner)
-    return parsed is not None and parsed.workflow_id == workflow_id
+    return parsed is not None and workflow_id is not None and parsed.workflow_id == workflow_id
 
 
 def program_step(scope: str, step: int) -> str:

@@ -104,7 +104,8 @@ class EffectLedger:
         if not self._inherited:
             return None
         lines = [
-            f"These calls with side effects already took effect in {self.inherited_from}, and are not undone. They will not run again: an identical call (same function, same arguments) "
+            f"These calls with side effects already took effect in {self.inherited_from}, and are not undone. "
+            "They will not run again: an identical call (same function, same arguments) "
             "returns the recorded result below. Do not repeat them with changed arguments unless you mean a "
             "second, separate effect."
         ]
@@ -131,7 +132,8 @@ class EffectLedger:
 
 def _line(record: EffectRecord, python_name: Callable[[str], str]) -> str:
     shown = "outcome unknown: it may or may not have happened" if record.outcome == "unknown" else "returned"
-    return f"- {python_name(record.tool)}({cap(record.arguments, _NOTE_CHARS)}) {shown}: {cap(record.content, _NOTE_CHARS)}"
+    call = f"{python_name(record.tool)}({cap(record.arguments, _NOTE_CHARS)})"
+    return f"- {call} {shown}: {cap(record.content, _NOTE_CHARS)}"
 
 
 def untold_note(turns: list[UntoldEffects]) -> str:

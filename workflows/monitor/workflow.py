@@ -309,7 +309,8 @@ class _Drafter:
                 )
                 workflow_metrics.record_check(NUDGE_CONTRACT, "post", violations)
             if not violations:
-                return value["message"]
+                message: str = value["message"]
+                return message
             report.violations.extend(violations)
             decision = ladder.step(violations)
             if decision.rung is Rung.reprompt:
