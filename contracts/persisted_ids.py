@@ -33,6 +33,7 @@ every string.
 | pipeline key, no tools | ``{run id}:{step index}:{contract}`` | ``PipelineWorkflow`` |
 | monitor keys | ``nudge:{issue}:{day}``, ``escalate:{issue}`` | ``MonitorWorkflow`` |
 | monitor scan call | ``scan-{n}``, keyed ``{run id}:scan-{n}`` | ``MonitorWorkflow`` |
+| named object key | ``deployment/{name}`` in the payload store | ``PayloadStore.write_named`` |
 | fork ids | ``{source}-fork{step}-{tag}``; ``{source}-fork{turn}.{step}-{tag}`` | ``client.forks`` |
 
 Builders take the parts as the writers have them and never fail. Parsers are
@@ -352,6 +353,22 @@ def parse_pipeline_call_key(text: str) -> tuple[str, int, str] | None:
     return (m[1], int(m[2]), m[3]) if m else None
 
 
+# ---------------------------------------------------------------- the payload store
+
+NAMED_OBJECT_PREFIX = "deployment/"
+
+
+def named_object_key(name: str) -> str:
+    """A small named object beside the content-addressed payloads (the snapshot key check): every worker of a
+    deployment reads the one its first worker wrote."""
+    return NAMED_OBJECT_PREFIX + name
+
+
+def parse_named_object_key(text: str) -> str | None:
+    name = text[len(NAMED_OBJECT_PREFIX) :] if text.startswith(NAMED_OBJECT_PREFIX) else ""
+    return name if name and "/" not in name else None
+
+
 # ---------------------------------------------------------------- quotas
 
 AccountKind = Literal["quota", "tenant"]
@@ -474,6 +491,7 @@ def parse_fork_id(text: str) -> ForkId | None:
 __all__ = [
     "EFFECT_KEY_PREFIX",
     "KEY_SCOPE_PREFIX",
+    "NAMED_OBJECT_PREFIX",
     "PROGRAM_EFFECT_SCOPE",
     "QUOTA_ACCOUNT_PREFIX",
     "REPL_SUFFIX",
@@ -500,6 +518,7 @@ __all__ = [
     "key_scope_chain",
     "lease_request_id",
     "legacy_repl_key",
+    "named_object_key",
     "nudge_key",
     "owned_by_workflow",
     "parse_account_id",
@@ -511,6 +530,7 @@ __all__ = [
     "parse_fork_id",
     "parse_history_effect_key",
     "parse_lease_request_id",
+    "parse_named_object_key",
     "parse_nudge_key",
     "parse_pipeline_call_key",
     "parse_program_call_id",

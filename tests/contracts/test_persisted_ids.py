@@ -45,6 +45,7 @@ from agentsteps.contracts.persisted_ids import (
     is_effect_key,
     lease_request_id,
     legacy_repl_key,
+    named_object_key,
     nudge_key,
     owned_by_workflow,
     parse_account_id,
@@ -56,6 +57,7 @@ from agentsteps.contracts.persisted_ids import (
     parse_fork_id,
     parse_history_effect_key,
     parse_lease_request_id,
+    parse_named_object_key,
     parse_nudge_key,
     parse_pipeline_call_key,
     parse_program_call_id,
@@ -122,6 +124,7 @@ PINS: list[tuple[str, str]] = [
     (nudge_key("API-3", date(2026, 11, 30)), "nudge:API-3:2026-11-30"),
     (escalate_key("WEB-4"), "escalate:WEB-4"),
     (scan_call_id(10), "scan-10"),
+    (named_object_key("snapshot-key-check.json"), "deployment/snapshot-key-check.json"),
     (scan_call_key("run-1", 10), "run-1:scan-10"),
     (fork_run_id("code-fork-source-75009151", 2, "49465f6c"), "code-fork-source-75009151-fork2-49465f6c"),
     (
@@ -346,6 +349,12 @@ def test_the_monitors_keys_round_trip(issue, day, run_id, call):
 
 
 @PROPERTY
+@given(no_slash)
+def test_a_named_object_key_round_trips(name):
+    assert parse_named_object_key(named_object_key(name)) == name
+
+
+@PROPERTY
 @given(awkward, numbers, numbers, hex8)
 def test_fork_ids_round_trip_even_for_a_fork_of_a_fork(source, turn, step, tag):
     assert parse_fork_id(fork_run_id(source, step, tag)) == ForkId(source, step, tag)
@@ -373,6 +382,7 @@ _REBUILD: list[tuple[Callable[[str], Any], Callable[[Any], str]]] = [
     (parse_lease_request_id, lambda p: lease_request_id(*p)),
     (parse_nudge_key, lambda p: nudge_key(*p)),
     (parse_escalate_key, escalate_key),
+    (parse_named_object_key, named_object_key),
     (parse_scan_call_id, scan_call_id),
     (parse_scan_call_key, lambda p: scan_call_key(*p)),
     (
@@ -447,6 +457,9 @@ def test_no_approval_id_is_both_a_step_call_and_a_program_call(text):
         (parse_nudge_key, "nudge:API-3:2026-11-30T00:00"),
         (parse_nudge_key, "nudge:API-3:２０２６-11-30"),
         (parse_escalate_key, "escalate:"),
+        (parse_named_object_key, "deployment/"),
+        (parse_named_object_key, "deployment/a/b"),
+        (parse_named_object_key, "snapshot-key-check.json"),
         (parse_scan_call_key, "scan-1"),
         (parse_scan_call_key, ":scan-1"),
         (parse_fork_id, "my-chosen-fork-id"),
