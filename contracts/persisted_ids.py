@@ -27,6 +27,7 @@ every string.
 | step call (approval id) | ``{scope}{model step}:{tool call id}`` | the tool loop |
 | program call id | ``{scope}p{model step}-{sandbox call id}`` | code mode; rebuilt by forks |
 | engine tool call id | ``call_{turn}_{index}``, then ``_{n}`` while taken | ``with_engine_call_ids`` |
+| quota period key | ``2026-11-30`` (day), ``2026-11`` (month), UTC | ``Ledger`` (tenant spending) |
 | quota lease id | ``{run id}/{n}`` | ``QuotaDesk.next_id`` |
 | quota account id | ``agentsteps-quota-{name}``, ``agentsteps-tenant-{name}`` | ``client.quotas`` |
 | run call key | ``{run id}:{call}``: releases before effect keys (``legacy_key``) | the loops |
@@ -60,7 +61,7 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass
-from datetime import date
+from datetime import UTC, date, datetime
 from typing import Literal
 
 _N = r"(0|[1-9][0-9]*)"
@@ -389,6 +390,29 @@ def parse_account_id(text: str) -> tuple[AccountKind, str] | None:
     return None
 
 
+_DAY_KEY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", re.ASCII)
+_MONTH_KEY = re.compile(r"[0-9]{4}-[0-9]{2}", re.ASCII)
+
+
+def period_key(period: str, now: float) -> str:
+    """The UTC calendar day (``2026-11-30``) or month (``2026-11``) a tenant's spending at ``now`` counts in:
+    kept in the account's ledger, so a new key starts the period's count afresh."""
+    moment = datetime.fromtimestamp(now, UTC)
+    return moment.strftime("%Y-%m-%d") if period == "day" else moment.strftime("%Y-%m")
+
+
+def parse_period_key(text: str) -> tuple[Literal["day", "month"], date] | None:
+    """The period and its first day; None for anything else (a day that does not exist included)."""
+    try:
+        if _DAY_KEY.fullmatch(text):
+            return "day", date.fromisoformat(text)
+        if _MONTH_KEY.fullmatch(text):
+            return "month", date.fromisoformat(text + "-01")
+    except ValueError:
+        return None
+    return None
+
+
 def lease_request_id(run_id: str, n: int) -> str:
     """A quota lease request: unique in the run, and the same when its history is replayed under another
     workflow id."""
@@ -402,7 +426,6 @@ def parse_lease_request_id(text: str) -> tuple[str, int] | None:
 
 # ---------------------------------------------------------------- the monitor
 
-_DAY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", re.ASCII)
 _SCAN_CALL = _full(rf"scan-{_N}")
 
 
@@ -413,7 +436,7 @@ def nudge_key(issue_id: str, day: date) -> str:
 
 def parse_nudge_key(text: str) -> tuple[str, date] | None:
     head, colon, day = text.rpartition(":")
-    if not (head.startswith("nudge:") and len(head) > len("nudge:") and colon and _DAY.fullmatch(day)):
+    if not (head.startswith("nudge:") and len(head) > len("nudge:") and colon and _DAY_KEY.fullmatch(day)):
         return None
     try:
         return head[len("nudge:") :], date.fromisoformat(day)
@@ -532,6 +555,7 @@ __all__ = [
     "parse_lease_request_id",
     "parse_named_object_key",
     "parse_nudge_key",
+    "parse_period_key",
     "parse_pipeline_call_key",
     "parse_program_call_id",
     "parse_program_run_key",
@@ -542,6 +566,7 @@ __all__ = [
     "parse_step_call_id",
     "parse_step_scope",
     "parse_turn_scope",
+    "period_key",
     "pipeline_call_key",
     "program_call_id",
     "program_run_key",

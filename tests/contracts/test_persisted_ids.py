@@ -15,7 +15,7 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Callable, Iterator
-from datetime import date
+from datetime import UTC, date, datetime, time
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +59,7 @@ from agentsteps.contracts.persisted_ids import (
     parse_lease_request_id,
     parse_named_object_key,
     parse_nudge_key,
+    parse_period_key,
     parse_pipeline_call_key,
     parse_program_call_id,
     parse_program_run_key,
@@ -69,6 +70,7 @@ from agentsteps.contracts.persisted_ids import (
     parse_step_call_id,
     parse_step_scope,
     parse_turn_scope,
+    period_key,
     pipeline_call_key,
     program_call_id,
     program_run_key,
@@ -120,6 +122,8 @@ PINS: list[tuple[str, str]] = [
     (run_call_key("01a22d64-4561", step_call_id(turn_scope(1), 0, "call_1_0")), "01a22d64-4561:t1.0:call_1_0"),
     (account_id("quota", "rec-b5935f"), "agentsteps-quota-rec-b5935f"),
     (account_id("tenant", "acme"), "agentsteps-tenant-acme"),
+    (period_key("day", 1_796_083_199.5), "2026-11-30"),  # the last half second of the day, UTC
+    (period_key("month", 1_796_083_200.0), "2026-12"),
     (lease_request_id("01a23335-8f32-7caa-93ca-32969687d7a5", 1), "01a23335-8f32-7caa-93ca-32969687d7a5/1"),
     (nudge_key("API-3", date(2026, 11, 30)), "nudge:API-3:2026-11-30"),
     (escalate_key("WEB-4"), "escalate:WEB-4"),
@@ -349,6 +353,16 @@ def test_the_monitors_keys_round_trip(issue, day, run_id, call):
 
 
 @PROPERTY
+@given(st.sampled_from(["day", "month"]), st.floats(min_value=0, max_value=2**33))
+def test_a_period_key_round_trips_to_the_period_holding_the_moment(period, now):
+    key = period_key(period, now)
+    parsed = parse_period_key(key)
+    assert parsed is not None and parsed[0] == period
+    start = datetime.combine(parsed[1], time(), UTC).timestamp()
+    assert start <= now and period_key(period, start) == key
+
+
+@PROPERTY
 @given(no_slash)
 def test_a_named_object_key_round_trips(name):
     assert parse_named_object_key(named_object_key(name)) == name
@@ -380,6 +394,7 @@ _REBUILD: list[tuple[Callable[[str], Any], Callable[[Any], str]]] = [
     (parse_pipeline_call_key, lambda p: pipeline_call_key(*p)),
     (parse_account_id, lambda p: account_id(*p)),
     (parse_lease_request_id, lambda p: lease_request_id(*p)),
+    (parse_period_key, lambda p: p[1].isoformat() if p[0] == "day" else p[1].isoformat()[:7]),
     (parse_nudge_key, lambda p: nudge_key(*p)),
     (parse_escalate_key, escalate_key),
     (parse_named_object_key, named_object_key),
@@ -457,6 +472,10 @@ def test_no_approval_id_is_both_a_step_call_and_a_program_call(text):
         (parse_nudge_key, "nudge:API-3:2026-11-30T00:00"),
         (parse_nudge_key, "nudge:API-3:２０２６-11-30"),
         (parse_escalate_key, "escalate:"),
+        (parse_period_key, "2026-13"),
+        (parse_period_key, "2026-02-29"),
+        (parse_period_key, "2026-1"),
+        (parse_period_key, "2026-11-30\n"),
         (parse_named_object_key, "deployment/"),
         (parse_named_object_key, "deployment/a/b"),
         (parse_named_object_key, "snapshot-key-check.json"),
