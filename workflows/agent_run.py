@@ -367,9 +367,8 @@ class AgentRun:
             if rejected is not None:
                 return rejected
             return await call_tool(name, arguments, call_id=call_id, key=legacy_key, policy=policy)
-        key = self.effects.key(
-            effect_scope(self.scope, scope), name, arguments
-        )  # before any await: ordinals follow call order
+        # Before any await: ordinals follow call order.
+        key = self.effects.key(effect_scope(self.scope, scope), name, arguments)
         effectful = schema is not None and schema.side_effects
         done = (
             (self.effects.completed(key, call_id) or self.effects.inherited(name, arguments, call_id))

@@ -213,10 +213,8 @@ async def _execute(
         # The source's program where the fork starts; the worker checks its snapshot against the key of the
         # source this run's input names, so no other run's memory can load here.
         source, fork = forked
-        paused, forked_from = (
-            fork.paused,
-            program_run_key(source, fork.chain_run_id, program_step(RUN_SCOPE, fork.step)),
-        )
+        step = program_step(RUN_SCOPE, fork.step)  # the source is a one-shot run: its ids carry no scope
+        paused, forked_from = fork.paused, program_run_key(source, fork.chain_run_id, step)
     status = await drive_program(
         start,
         lambda call: _run_call(run, index, info.run_id, call, by_name[call.function], ladder, records, program),
