@@ -48,7 +48,7 @@ from typing import Any
 from billable import billable_actions
 from google.protobuf.field_mask_pb2 import FieldMask
 from temporalio.api.common.v1 import WorkflowExecution
-from temporalio.api.enums.v1 import EventType
+from temporalio.api.enums.v1 import EventType, WorkerDeploymentVersionStatus, WorkflowTaskFailedCause
 from temporalio.api.workflow.v1 import WorkflowExecutionOptions
 from temporalio.api.workflowservice.v1 import (
     DescribeWorkerDeploymentRequest,
@@ -82,7 +82,7 @@ BUILDS = {
     "1.0": [OneShotV1, SessionV1, AutoSessionV1],
     "2.0": [OneShotV2, SessionV2, AutoSessionV2],
 }
-NONDETERMINISM = "WORKFLOW_TASK_FAILED_CAUSE_NON_DETERMINISTIC_ERROR"
+NONDETERMINISM = WorkflowTaskFailedCause.WORKFLOW_TASK_FAILED_CAUSE_NON_DETERMINISTIC_ERROR
 
 
 def log(line: str) -> None:
@@ -130,13 +130,14 @@ class Fleet:
         except Exception:  # the deployment exists once its first worker polled
             return {}
         return {
-            v.deployment_version.build_id: _enum_name(type(v).DESCRIPTOR.fields_by_name["status"], v.status)
+            v.deployment_version.build_id: WorkerDeploymentVersionStatus.Name(v.status).rsplit("_", 1)[-1]
             for v in info.version_summaries
         }
 
     async def set_current(self, build: str) -> float:
-        """Seconds until the server took ``build`` as current: it refuses while the new version's workers
-        have not yet polled every task queue type the current one serves (workflow and activity tasks)."""
+        """Seconds until the server took ``build`` as current. It refuses ("missing active task queues from
+        the current version") until the new version's workers poll for activity tasks as well as workflow
+        tasks, as the current one's do."""
         started = time.perf_counter()
         while True:
             try:
@@ -150,10 +151,6 @@ class Fleet:
                 if err.status != RPCStatusCode.FAILED_PRECONDITION or time.perf_counter() - started > 30:
                     raise
                 await asyncio.sleep(0.1)
-
-
-def _enum_name(field: Any, value: int) -> str:
-    return field.enum_type.values_by_number[value].name.rsplit("_", 1)[-1]
 
 
 async def until(check: Callable[[], Awaitable[bool]], *, what: str, timeout: float = 30.0) -> float:
@@ -176,14 +173,9 @@ async def pinned_build(handle: WorkflowHandle[Any, Any]) -> str:
 
 def nondeterminism_failures(history: list[Any]) -> int:
     return sum(
-        1
+        e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED
+        and e.workflow_task_failed_event_attributes.cause == NONDETERMINISM
         for e in history
-        if e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED
-        and type(e.workflow_task_failed_event_attributes)
-        .DESCRIPTOR.fields_by_name["cause"]
-        .enum_type.values_by_number[e.workflow_task_failed_event_attributes.cause]
-        .name
-        == NONDETERMINISM
     )
 
 
@@ -304,7 +296,7 @@ async def main(stuck: float) -> dict[str, Any]:
             "runs": 2 if desc.run_id != first_run else 1,
             "turn_2_seconds": round(waited, 3),
             "nondeterminism_failures": nondeterminism_failures(first_history) + nondeterminism_failures(second_history),
-            "first_run": {"events": len(first_history), **(await _billable_run(client, session.id, first_run))},
+            "first_run": {"events": len(first_history), **(await _run_figures(client, session.id, first_run))},
         }
         log(f"(b) {out['session_upgrade_at_can']}")
 
@@ -398,7 +390,7 @@ async def _has(handle: WorkflowHandle[Any, Any], kind: int) -> bool:
     return any(e.event_type == kind for e in await events(handle))
 
 
-async def _billable_run(client: Client, workflow_id: str, run_id: str | None) -> dict[str, int]:
+async def _run_figures(client: Client, workflow_id: str, run_id: str | None) -> dict[str, int]:
     handle = client.get_workflow_handle(workflow_id, run_id=run_id)
     history = await events(handle)
     counts = {
