@@ -213,7 +213,9 @@ async def one_shot_cost(client: Client, task_queue: str, workflows: list[type], 
         )
         await handle.result()
     else:
-        queue = f"{task_queue}-unversioned-{uuid.uuid4().hex[:4]}"
+        # A name as long as the versioned queue's: a task queue's name is in many events of the history.
+        queue = f"bench-unversioned-{uuid.uuid4().hex[:5]}"
+        assert len(queue) == len(task_queue)
         async with Worker(client, task_queue=queue, workflows=workflows, activities=[step_a, step_b]):
             handle = await client.start_workflow(
                 ONE_SHOT, id=f"cost-{uuid.uuid4().hex[:8]}", task_queue=queue, start_signal="go"
