@@ -22,6 +22,7 @@ from .llm.messages import Message
 from .llm.request import Usage
 from .llm.tool_catalog import ToolCatalogRef
 from .llm.tools import ToolSchema
+from .persisted_ids import chain_owner, repl_keys_of
 from .quotas.wire import QuotaPlan
 from .spec import AgentResult, AgentSpec, EffectRecord, RunStatus
 
@@ -323,13 +324,13 @@ class SessionOutcome(BaseModel):
 def session_owner(workflow_id: str, first_run_id: str) -> str:
     """Who a session's stored state belongs to: its id and the first run of its continue-as-new chain,
     so a new session later started under the same id owns none of the old one's state."""
-    return f"{workflow_id}/{first_run_id}"
+    return chain_owner(workflow_id, first_run_id)
 
 
 def repl_keys(workflow_id: str, first_run_id: str) -> tuple[str, str]:
     """What a session's REPL dumps are signed for: the current key (bound to the chain), then the
     key sessions started by earlier releases still use (bound to the id)."""
-    return f"{session_owner(workflow_id, first_run_id)}/repl", f"{workflow_id}/repl"
+    return repl_keys_of(workflow_id, first_run_id)
 
 
 def carried_problem(
