@@ -18,6 +18,7 @@ from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from ...contracts import AgentResult, AgentSpec, LLMRequest, LLMResponse, ToolCallResult
+    from ...contracts.persisted_ids import run_call_key
     from ..calls import call_llm, call_tool
 
 
@@ -43,7 +44,7 @@ class AgentRunView(Protocol):
 def run_id_key(approval_id: str) -> str:
     """The idempotency key of a tool call before effect keys: the run id and the step's call id (which is
     also the call's approval id: ``<scope><step>:<call>`` in tool mode, ``<scope>p<step>-<call>`` in code mode)."""
-    return f"{workflow.info().run_id}:{approval_id}"
+    return run_call_key(workflow.info().run_id, approval_id)
 
 
 async def call_tool_keyed_by_run(
