@@ -124,7 +124,7 @@ APPROVALS_CARRIED_PATCH = "approvals-carried-v1"
 TOKEN_STREAM_PATCH = "token-stream-v1"
 """A session with ``stream_tokens`` asks ``llm.call`` to stream (runs before it never do)."""
 PATCH_TOOL_RESULT_CAP = "tool-result-cap"
-"""``workflow.patched`` id: tool-mode results are cut to ``AgentSpec.tool_result_chars`` (runs started before keep them whole)."""
+"""Tool-mode results are cut to ``AgentSpec.tool_result_chars`` (runs started before keep them whole)."""
 
 CONVERSATION_REF_PATCH = "agentsteps.conversation-by-ref.1"
 """``AgentWorkflow`` sends each ``llm.call`` the stored conversation's ref plus only the messages
