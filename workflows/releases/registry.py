@@ -5,7 +5,7 @@ marker event, and a worker replaying that run must ask the same id at the
 same point in its command order. So ids are never renamed or reused, and an
 id's old branch (what runs recorded before it do) stays until no open run can
 take it. This table is what a maintainer reads before touching one; it is
-data only (no Temporal), and ``tests/contracts/test_patch_registry.py`` and
+data only (no Temporal), and ``tests/workflows/test_patch_registry.py`` and
 ``tests/workflows/test_replay_histories.py`` hold it to the code and to
 ``tests/histories/``:
 
@@ -73,7 +73,7 @@ _BEFORE_RELEASE = (
     "asked again: its gate, old branch and both lists of histories go at once, no `deprecate_patch` needed."
 )
 
-_PRE_SESSION_AGENT_RUNS = (
+_BEFORE_ANY_PATCH_AGENT_RUNS = (
     "agent_code_mode",
     "agent_tool_mode",
     "code_mode",
@@ -183,7 +183,7 @@ PATCHES: tuple[Patch, ...] = (
             "search_attributes_pipeline",
             *_PRE_RELEASE_SESSIONS,
         ),
-        old_branch=(*_PRE_SESSION_AGENT_RUNS, "monitor", "monitor_tick", "pipeline", "pipeline_before_effects"),
+        old_branch=(*_BEFORE_ANY_PATCH_AGENT_RUNS, "monitor", "monitor_tick", "pipeline", "pipeline_before_effects"),
         may_go=_BEFORE_RELEASE + " For agent runs only: a pipeline and a monitor tick ask it at every start, "
         "release or not, so there it becomes `deprecate_patch` once no pipeline or tick started before f36b644's "
         "workers is open, and goes once none carrying the marker is (fold it into the next release id first).",
@@ -228,7 +228,7 @@ PATCHES: tuple[Patch, ...] = (
         asked_at="a one-shot run's start, after `EFFECTS_PATCH` (`Features.at_start`)",
         under_release=True,
         marked=(*_EXACTLY_ONCE_EVIDENCE, *_CONVERSATION_REF_RUNS, *_SEARCH_ATTRIBUTES_AGENT_RUNS),
-        old_branch=_PRE_SESSION_AGENT_RUNS,
+        old_branch=_BEFORE_ANY_PATCH_AGENT_RUNS,
         may_go=_BEFORE_RELEASE,
     ),
     Patch(
@@ -272,7 +272,7 @@ PATCHES: tuple[Patch, ...] = (
         old_branch=(
             *_CONVERSATION_REF_RUNS,
             *_EXACTLY_ONCE_EVIDENCE,
-            *_PRE_SESSION_AGENT_RUNS,
+            *_BEFORE_ANY_PATCH_AGENT_RUNS,
             *_PRE_SEARCH_ATTRIBUTES_SESSIONS,
         ),
         may_go=_BEFORE_RELEASE,
@@ -306,7 +306,7 @@ PATCHES: tuple[Patch, ...] = (
         old_branch=(
             *_CONVERSATION_REF_RUNS,
             *_EXACTLY_ONCE_EVIDENCE,
-            *_PRE_SESSION_AGENT_RUNS,
+            *_BEFORE_ANY_PATCH_AGENT_RUNS,
             *_SEARCH_ATTRIBUTES_AGENT_RUNS,
             *_PRE_RELEASE_SESSIONS,
         ),
@@ -320,12 +320,4 @@ PATCHES: tuple[Patch, ...] = (
 )
 """In the order they were added."""
 
-BY_ID: dict[str, Patch] = {patch.id: patch for patch in PATCHES}
-
-
-def needed_by(history: str) -> list[Patch]:
-    """The patches whose gates ``tests/histories/<history>.json`` replays (either branch)."""
-    return [p for p in PATCHES if history in p.marked or history in p.old_branch]
-
-
-__all__ = ["BY_ID", "PATCHES", "Patch", "needed_by"]
+__all__ = ["PATCHES", "Patch"]
