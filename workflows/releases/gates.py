@@ -4,8 +4,8 @@
 recorded run replays only if each id is first asked at the same point of its
 command order as when it ran. That is why every question is asked where its
 branch first comes up, by the code on today's path, through a name that says
-what the new branch does (``second_refusal_degrades``); the answer is
-``False`` only for a run recorded before the id (``registry.py`` lists them).
+what one branch does (``second_refusal_degrades``); only a run recorded
+before the id takes the old branch (``registry.py`` lists the recorded ones).
 
 A new run asks ``RELEASE_PATCH`` first and, taking it, every behaviour gated
 by an id marked ``under_release`` without asking that id: one marker a run,
