@@ -73,7 +73,7 @@ def _segment_options(limits: ProgramLimits) -> dict[str, Any]:
 
 async def check_program(program: str, stubs: str, limits: ProgramLimits) -> list[Violation]:
     """Syntax and types against the stubs, before anything runs."""
-    checked = await workflow.execute_activity(
+    checked: CheckProgramResult = await workflow.execute_activity(
         CODE_CHECK,
         CheckProgramInput(program=program, stubs=stubs),
         result_type=CheckProgramResult,
@@ -164,9 +164,10 @@ replay unchanged."""
 async def _sandbox(name: str, arg: Any, options: dict[str, Any], summary: str | None) -> ProgramStatus:
     for wait in (*KEY_WAITS, None):
         try:
-            return await workflow.execute_local_activity(
+            status: ProgramStatus = await workflow.execute_local_activity(
                 name, arg, result_type=ProgramStatus, summary=summary or name, **options
             )
+            return status
         except (ActivityError, ApplicationError) as exc:
             # A local activity's failure can reach the workflow as the bare ApplicationError.
             error = from_failure(exc)

@@ -21,6 +21,9 @@ from pydantic_monty import (
     AsyncFutureSnapshot,
     AsyncMontySession,
     AsyncNameLookupSnapshot,
+    ExcType,
+    ExternalExceptionData,
+    ExternalReturnValue,
     MontyComplete,
     MontyCrashedError,
     MontyError,
@@ -172,7 +175,7 @@ class SegmentDriver:
 
     async def _on_call(self, snapshot: AsyncFunctionSnapshot) -> Any:
         if snapshot.is_os_function:
-            exc_type = "ModuleNotFoundError" if snapshot.function_name == "import" else "PermissionError"
+            exc_type: ExcType = "ModuleNotFoundError" if snapshot.function_name == "import" else "PermissionError"
             return await snapshot.resume({"exc_type": exc_type, "message": f"{snapshot.function_name}: {_OS_REFUSAL}"})
         function = self._functions.get(snapshot.function_name)
         if function is None:
@@ -200,7 +203,7 @@ class SegmentDriver:
         )
 
 
-def _answer(outcome: CallOutcome) -> dict[str, Any]:
+def _answer(outcome: CallOutcome) -> ExternalReturnValue | ExternalExceptionData:
     if outcome.error is not None:
         return {"exc_type": "RuntimeError", "message": outcome.error}
     return {"return_value": outcome.value}
