@@ -314,7 +314,8 @@ async def session_view(client: Client, description: WorkflowExecutionDescription
 async def _session_steps(handle: WorkflowHandle[Any, SessionOutcome]) -> list[Step]:
     """Sessions recorded before the ``steps`` query existed answer it with an error: no timeline then."""
     try:
-        return await handle.query(STEPS_QUERY, 0, result_type=list[Step], rpc_timeout=QUERY_TIMEOUT)
+        steps: list[Step] = await handle.query(STEPS_QUERY, 0, result_type=list[Step], rpc_timeout=QUERY_TIMEOUT)
+        return steps
     except WorkflowQueryFailedError:
         return []
 

@@ -62,7 +62,7 @@ class ConversationStore:
             return cached
         segments: list[list[Message]] = []
         base: tuple[Message, ...] = ()
-        current = ref
+        current: ConversationRef | None = ref
         while current is not None:
             found = self._cache.get((owner, current.sha256))
             if found is not None:
