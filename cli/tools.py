@@ -18,8 +18,8 @@ import asyncio
 import json
 import sys
 import uuid
-from pathlib import Path
 from collections.abc import Callable, Coroutine
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from temporalio.exceptions import ApplicationError

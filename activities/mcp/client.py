@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+
 import mcp_types as types
 from mcp.shared.dispatcher import ProgressFnT
 from temporalio import activity

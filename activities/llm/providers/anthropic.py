@@ -32,8 +32,8 @@ from typing import Any
 
 import anthropic
 import httpx2
-from anthropic.types import Message as WireMessage
 from anthropic.types import CacheControlEphemeralParam, MessageParam, TextBlockParam, ToolParam
+from anthropic.types import Message as WireMessage
 from anthropic.types.message_create_params import MessageCreateParamsNonStreaming
 from pydantic import SecretStr
 
