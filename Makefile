@@ -10,7 +10,7 @@ PIP := PYTHONWARNINGS="ignore:Editable installation" $(BIN)/pip install --quiet 
 RUNTIME := $(VENV)/.installed-runtime
 DEVELOP := $(VENV)/.installed-test
 
-.PHONY: demo test test-fast test-first-hour dist install mcp-thirdparty clean dashboard constraints
+.PHONY: demo test test-fast lint test-first-hour dist install mcp-thirdparty clean dashboard constraints
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -66,8 +66,13 @@ TEST_WORKERS ?= 3
 test: $(DEVELOP) mcp-thirdparty
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not first_hour" $(PYTEST_ARGS)
 
-# The inner loop: the pure tests marked `fast` (tests/README.md), in seconds.
-test-fast: $(DEVELOP)
+# The formatter and the linter, as configured in pyproject.toml ([tool.ruff]); `ruff format .` fixes the first.
+lint: $(DEVELOP)
+	$(BIN)/ruff format --check --quiet .
+	$(BIN)/ruff check --quiet .
+
+# The inner loop: the lint, then the pure tests marked `fast` (tests/README.md), in seconds.
+test-fast: lint
 	$(BIN)/python -m pytest -q -m fast $(PYTEST_ARGS)
 
 # The sdist and the wheel, as a release publishes them (dist/).

@@ -150,7 +150,8 @@ def model_script(sessions: list[tuple[str, str]], turns: int) -> dict[str, Any]:
             "reply": {
                 "fill": True,
                 **program(
-                    'e = await soak_echo(text="S{s} step {k}")\nr = await record(step="S{s}-{k}")\nv{k} = {k} * 7\nv{k}\n'
+                    'e = await soak_echo(text="S{s} step {k}")\n'
+                    'r = await record(step="S{s}-{k}")\nv{k} = {k} * 7\nv{k}\n'
                 ),
             },
         },
@@ -435,7 +436,8 @@ class Soak:
         self.fig.gc_deleted += len(report["garbage"])
         self.fig.gc_kept += report["referenced"] + report["recent"]
         say(
-            f"  gc: deleted {len(report['garbage'])}, kept {report['referenced']} reachable and {report['recent']} recent"
+            f"  gc: deleted {len(report['garbage'])}, kept {report['referenced']} reachable and {report['recent']} "
+            "recent"
         )
 
     async def throwaway(self, n: int) -> None:
@@ -452,7 +454,7 @@ class Soak:
         await close_session(self.client, sid)
 
     async def rotate(self) -> dict[str, Any]:
-        """docs/deployment.md's rotation, step 2: every worker restarted in turn with the new key, the old as previous."""
+        """docs/deployment.md's rotation, step 2: each worker restarts with the new key, the old as previous."""
         self.fleet.key, self.fleet.previous = KEY_NEW, [KEY_OLD]
         replaced = killed = 0
         for pid in list(self.fleet.workers):  # a rolling update: the new pod ready, then the old one stopped

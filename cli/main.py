@@ -148,7 +148,8 @@ def _parser() -> argparse.ArgumentParser:
     fork = command(
         "fork",
         _fork,
-        "Start a new run from a recorded agent run's state before a step (or a new session from a session turn's); no effect repeated.",
+        "Start a new run from a recorded agent run's state before a step (or a new session from a session turn's); "
+        "no effect repeated.",
     )
     from .fork import configure_parser as configure_fork
 
@@ -157,7 +158,8 @@ def _parser() -> argparse.ArgumentParser:
     replay = command(
         "replay",
         _replay,
-        "Replay recorded runs: --check against this build's workflows (a deploy gate), or with --spec/--model (an eval).",
+        "Replay recorded runs: --check against this build's workflows (a deploy gate), or with --spec/--model (an "
+        "eval).",
     )
     from .replay import configure_parser as configure_replay
 

@@ -308,7 +308,8 @@ def render(scores: Sequence[RunScore]) -> str:
             tool_note += f", {len(s.not_executed)} not executed"
         lines.append(
             f"{s.source_id:<{width}}  {status:<23}  {'same' if s.same_output else 'DIFFERS':<7}  "
-            f"{s.steps[0]}->{s.steps[1]:<3}  {s.tokens[0]}->{s.tokens[1]:<5}  {s.violations[0]}->{s.violations[1]:<2}  {tool_note}"
+            f"{s.steps[0]}->{s.steps[1]:<3}  {s.tokens[0]}->{s.tokens[1]:<5}  "
+            f"{s.violations[0]}->{s.violations[1]:<2}  {tool_note}"
         )
         for call in s.not_executed:
             lines.append(f"    not executed (no recorded match): {call}")

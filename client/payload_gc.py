@@ -59,7 +59,8 @@ class GcReport:
         verb = "deleted" if self.deleted else "would delete (dry run; --delete to act)"
         return (
             f"{self.store}: {verb} {len(self.garbage)} payloads, {self.garbage_bytes} bytes; kept "
-            f"{self.referenced} referenced by {self.open_workflows} open workflows and {self.recent} younger than the cutoff"
+            f"{self.referenced} referenced by {self.open_workflows} open workflows and {self.recent} younger than "
+            "the cutoff"
         )
 
     def as_json(self) -> dict[str, Any]:

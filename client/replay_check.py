@@ -36,9 +36,13 @@ from ..contracts.violations import Violation, ViolationKind
 _COMMAND_EVENTS = {
     EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED: "activity_task_scheduled_event_attributes",
     EventType.EVENT_TYPE_TIMER_STARTED: "timer_started_event_attributes",
-    EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED: "start_child_workflow_execution_initiated_event_attributes",
+    EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED: (
+        "start_child_workflow_execution_initiated_event_attributes"
+    ),
     EventType.EVENT_TYPE_MARKER_RECORDED: "marker_recorded_event_attributes",
-    EventType.EVENT_TYPE_SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED: "signal_external_workflow_execution_initiated_event_attributes",
+    EventType.EVENT_TYPE_SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED: (
+        "signal_external_workflow_execution_initiated_event_attributes"
+    ),
     EventType.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES: "upsert_workflow_search_attributes_event_attributes",
     EventType.EVENT_TYPE_WORKFLOW_PROPERTIES_MODIFIED: "workflow_properties_modified_event_attributes",
     EventType.EVENT_TYPE_ACTIVITY_TASK_CANCEL_REQUESTED: "activity_task_cancel_requested_event_attributes",

@@ -142,7 +142,8 @@ async def closed_message(client: Client, session_id: str) -> str:
         how = "ended"
     return (
         f"session {session_id} has ended ({how}); its id is not reused silently: "
-        "pass reopen=True to start a new, empty session under it (or start one with another id: agentsteps chat --spec FILE)"
+        "pass reopen=True to start a new, empty session under it (or start one with another id: agentsteps chat "
+        "--spec FILE)"
     )
 
 

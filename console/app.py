@@ -105,7 +105,10 @@ class Console:
                         heading="Please try again",
                         tone="bad",
                         status=403,
-                        text="This form is out of date (or did not come from this console). Reload the page and send it again.",
+                        text=(
+                            "This form is out of date (or did not come from this console). "
+                            "Reload the page and send it again."
+                        ),
                     )
                     return self._finish(request, response)
                 request.state.form = form

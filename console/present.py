@@ -117,7 +117,8 @@ def temporal_link(settings: ConsoleSettings, namespace: str, row: Row) -> str:
     if not settings.temporal_ui_url:
         return ""
     base = settings.temporal_ui_url.rstrip("/")
-    return f"{base}/namespaces/{quote(namespace, safe='')}/workflows/{quote(row.workflow_id, safe='')}/{quote(row.run_id, safe='')}/history"
+    workflow_id, run_id = quote(row.workflow_id, safe=""), quote(row.run_id, safe="")
+    return f"{base}/namespaces/{quote(namespace, safe='')}/workflows/{workflow_id}/{run_id}/history"
 
 
 def grafana_link(settings: ConsoleSettings, namespace: str, row: Row, model: str) -> str:

@@ -27,7 +27,7 @@
     │   └── PayloadMissingError        a payload is not in (or not readable from) this worker's store
     ├── DeploymentConfigError      a worker on a cluster without a shared payload store or snapshot key
     │   └── ConsoleConfigError         the console bound beyond loopback with no token and no auth proxy
-    ├── StackConflictError         the local stack cannot do what was asked: a port or the task queue is taken, or nothing can serve it
+    ├── StackConflictError         the local stack cannot do it: a port or the queue is taken, or nothing can serve it
     ├── InvalidProgramResume       a snapshot cannot take the outcomes it was resumed with
     ├── MonitorScanError           the monitor's scan program failed or returned a malformed value
     ├── ApprovalError              an approve/reject names no waiting call, one already decided, or is malformed

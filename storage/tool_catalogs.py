@@ -1,7 +1,8 @@
 """Tool catalogs in the payload store, for ``llm.call``: store a run's schemas once, read them back checked.
 
 A catalog (``contracts/llm/tool_catalog.py``) is written by the run's
-resolving call (a session's: by its first call carrying its schemas), in the same store call as that call's conversation segment
+resolving call (a session's: by its first call carrying its schemas), in the same store call as that call's
+conversation segment
 (``ConversationStore.extend_with_catalog``). Each later call reads it: from
 this worker's cache (keyed by owner and digest, so a catalog verified for
 one run is never served to another) or, on a worker that never saw it, from

@@ -80,7 +80,8 @@ TEMPORAL_WORKER_METRICS = {
     "temporal_worker_task_slots_used": "Task slots in use, by worker_type.",
     "temporal_workflow_task_schedule_to_start_latency_seconds": "Workflow task wait in the task queue.",
     "temporal_activity_schedule_to_start_latency_seconds": "Activity task wait in the task queue.",
-    "temporal_workflow_task_execution_failed_total": "Failed workflow tasks (workflow code raised or was non-deterministic).",
+    "temporal_workflow_task_execution_failed_total": "Failed workflow tasks (workflow code raised or was "
+    "non-deterministic).",
     "temporal_activity_execution_failed_total": "Failed activity attempts.",
     "temporal_activity_execution_latency_seconds": "Activity attempt latency, by activity_type.",
     "temporal_num_pollers": "Open long polls, by poller_type (workflow_task, sticky_workflow_task, activity_task).",
@@ -90,7 +91,8 @@ TEMPORAL_WORKER_METRICS = {
     "temporal_sticky_cache_hit_total": "Workflow tasks served from the worker's workflow cache.",
     "temporal_sticky_cache_miss_total": "Sticky workflow tasks whose run was not cached (its history is fetched).",
     "temporal_sticky_cache_size": "Workflows in the worker's cache.",
-    "temporal_sticky_cache_total_forced_eviction_total": "Workflows evicted from the cache to make room or after a failure.",
+    "temporal_sticky_cache_total_forced_eviction_total": "Workflows evicted from the cache to make room or after a "
+    "failure.",
     "temporal_request_failure_total": "Failed worker-to-service RPCs, by operation and status_code.",
     "temporal_request_latency_seconds": "Worker-to-service RPC latency, by operation.",
 }

@@ -91,7 +91,8 @@ def block_text(block: Any, *, annotate_text: bool) -> str:
             str(x) for x in (value.get("mime_type"), f"{value['size']} bytes" if "size" in value else None) if x
         )
         about = f": {value['description']}" if value.get("description") else ""
-        return f"[resource link {label!r} ({value['name']}) <{value['uri']}>{' ' + details if details else ''}{about}{note}]"
+        shown = f" {details}" if details else ""
+        return f"[resource link {label!r} ({value['name']}) <{value['uri']}>{shown}{about}{note}]"
     if kind in ("image", "audio"):
         return f"[{kind} {value['mime_type']}, {value['size_bytes']} bytes, not shown{note}]"
     if kind == "resource":

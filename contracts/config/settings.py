@@ -189,7 +189,7 @@ class WorkerSettings(BaseModel):
     tracing: TracingSettings = Field(default_factory=TracingSettings)
     payload_store: PayloadStoreSettings = Field(default_factory=PayloadStoreSettings)
     secrets_dir: Path | None = None
-    """Folder of secret files (``NAME`` holds secret ``NAME``) for ``secret:`` references; read before the environment."""
+    """Folder of secret files (``NAME`` holds secret ``NAME``) for ``secret:`` references; read before the env."""
     snapshot_key: SecretStr | None = None
     """HMAC key signing code-mode snapshots; unset means a key file under ``state_dir``."""
     snapshot_previous_keys: list[SecretStr] = Field(default_factory=list)

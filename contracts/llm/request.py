@@ -167,8 +167,8 @@ class LLMResponse(BaseModel):
     """For a request with ``tool_names``: the schemas they resolved to, which the run keeps."""
     tools_ref: ToolCatalogRef | None = Field(default=None, exclude_if=lambda ref: ref is None)
     """For a chained request with ``tool_names`` or ``store_tools``: the schemas stored as a catalog bound to the
-    run (or session), which its later calls name instead of carrying them. Set by workers since tool catalogs; a run whose first
-    call's result has none (an older worker, a recorded history) sends the schemas as before."""
+    run (or session), which its later calls name instead of carrying them. Set by workers since tool catalogs; a run
+    whose first call's result has none (an older worker, a recorded history) sends the schemas as before."""
     cost_usd: float = 0.0
     """This call priced by the worker's price table (the summary a context policy asked for included)."""
     throttled: int = 0

@@ -11,7 +11,8 @@ nothing for longer than ``lease_seconds``.
 Fairness: the waiting request granted next is the oldest one of the tenant
 that has been served least for its weight (tokens granted / weight, its
 "virtual time"). A tenant that starts waiting is brought up to the virtual
-time of the last grant, so idle time is not banked as credit. If that request does not fit, nothing behind it is granted either:
+time of the last grant, so idle time is not banked as credit. If that request does not fit, nothing behind it is
+granted either:
 small requests from a busy tenant never starve a large one from a quiet tenant.
 
 A tenant account grants at once or refuses: a call that would take a period's
@@ -279,8 +280,8 @@ class Ledger:
     def _reserved(self) -> tuple[int, float]:
         leases = self.state.leases.values()
         return (
-            sum(l.request.input_tokens + l.request.output_tokens for l in leases),
-            sum(l.request.usd for l in leases),
+            sum(lease.request.input_tokens + lease.request.output_tokens for lease in leases),
+            sum(lease.request.usd for lease in leases),
         )
 
     def _budget_answer(self, request: LeaseRequest, now: float) -> LeaseGrant:

@@ -278,7 +278,8 @@ def runs() -> list[PanelModel]:
             "Steps per run (mean)",
             "Average steps a finished run took.",
             [
-                f"sum({rate('agentsteps_agent_steps_per_run_sum')}) / sum({rate('agentsteps_agent_steps_per_run_count')})"
+                f"sum({rate('agentsteps_agent_steps_per_run_sum')}) / "
+                f"sum({rate('agentsteps_agent_steps_per_run_count')})"
             ],
             unit="short",
             steps=worse_above(20, 50),

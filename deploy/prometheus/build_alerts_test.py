@@ -170,7 +170,8 @@ case(
             f'temporal_workflow_task_execution_failed_total{{{RUNL}, failure_reason="NondeterminismError"}}', "0+1x30"
         ),
         series(
-            f'temporal_workflow_task_execution_failed_total{{{JOB}, {TQ}, workflow_type="SessionWorkflow", failure_reason="WorkflowError"}}',
+            f'temporal_workflow_task_execution_failed_total{{{JOB}, {TQ}, workflow_type="SessionWorkflow", '
+            f'failure_reason="WorkflowError"}}',
             "0 1 1x28",
         ),
     ],
@@ -195,14 +196,16 @@ case(
     [
         series(f'temporal_request_total{{{JOB}, {TQ}, operation="RespondActivityTaskCompleted"}}', "0+100x30"),
         series(
-            f'temporal_request_failure_total{{{JOB}, namespace="default", operation="RespondActivityTaskCompleted", status_code="UNAVAILABLE"}}',
+            f'temporal_request_failure_total{{{JOB}, namespace="default", '
+            f'operation="RespondActivityTaskCompleted", status_code="UNAVAILABLE"}}',
             "0+20x30",
         ),
         series(
             f'temporal_request_total{{{JOBB}, namespace="default", operation="DescribeWorkflowExecution"}}', "0+100x30"
         ),
         series(
-            f'temporal_request_failure_total{{{JOBB}, namespace="default", operation="DescribeWorkflowExecution", status_code="NOT_FOUND"}}',
+            f'temporal_request_failure_total{{{JOBB}, namespace="default", '
+            f'operation="DescribeWorkflowExecution", status_code="NOT_FOUND"}}',
             "0+50x30",
         ),
     ],
@@ -221,7 +224,8 @@ case(
     [
         series(f'temporal_request_total{{{JOB}, {TQ}, operation="RespondActivityTaskCompleted"}}', "0 1 2 3x20"),
         series(
-            f'temporal_request_failure_total{{{JOB}, namespace="default", operation="RespondActivityTaskCompleted", status_code="UNAVAILABLE"}}',
+            f'temporal_request_failure_total{{{JOB}, namespace="default", '
+            f'operation="RespondActivityTaskCompleted", status_code="UNAVAILABLE"}}',
             "0 1 2x21",
         ),
     ],
@@ -231,11 +235,13 @@ case(
     "worker-a's workflow-task polls fail (UNAVAILABLE) every 10 s; worker-b's were cancelled at shutdown.",
     [
         series(
-            f'temporal_long_request_failure_total{{{JOB}, {TQ}, operation="PollWorkflowTaskQueue", status_code="UNAVAILABLE"}}',
+            f'temporal_long_request_failure_total{{{JOB}, {TQ}, operation="PollWorkflowTaskQueue", '
+            f'status_code="UNAVAILABLE"}}',
             "0+6x30",
         ),
         series(
-            f'temporal_long_request_failure_total{{{JOBB}, {TQ}, operation="PollWorkflowTaskQueue", status_code="CANCELLED"}}',
+            f'temporal_long_request_failure_total{{{JOBB}, {TQ}, operation="PollWorkflowTaskQueue", '
+            f'status_code="CANCELLED"}}',
             "0+60x30",
         ),
     ],
@@ -258,7 +264,8 @@ case(
     "A poll failed once: not an outage.",
     [
         series(
-            f'temporal_long_request_failure_total{{{JOB}, {TQ}, operation="PollWorkflowTaskQueue", status_code="UNAVAILABLE"}}',
+            f'temporal_long_request_failure_total{{{JOB}, {TQ}, operation="PollWorkflowTaskQueue", '
+            f'status_code="UNAVAILABLE"}}',
             "0 1 1x28",
         )
     ],
@@ -407,11 +414,13 @@ case(
         series(f'agentsteps_llm_requests_total{{{JOB}, {M}, outcome="violation"}}', "0+50x30"),
         series(f'agentsteps_llm_requests_total{{{JOB}, {M}, outcome="ok"}}', "0+50x30"),
         series(
-            f'agentsteps_llm_requests_total{{{JOB}, provider="anthropic", model="claude-sonnet-4-20250514", outcome="fatal_error"}}',
+            f'agentsteps_llm_requests_total{{{JOB}, provider="anthropic", model="claude-sonnet-4-20250514", '
+            f'outcome="fatal_error"}}',
             "0 1 1x28",
         ),
         series(
-            f'agentsteps_llm_requests_total{{{JOB}, provider="anthropic", model="claude-sonnet-4-20250514", outcome="ok"}}',
+            f'agentsteps_llm_requests_total{{{JOB}, provider="anthropic", model="claude-sonnet-4-20250514", '
+            f'outcome="ok"}}',
             "0 1 1x28",
         ),
     ],
@@ -442,7 +451,8 @@ case(
         series(f'agentsteps_llm_tokens_total{{{JOB}, {M}, direction="cache_read"}}', "0+40000x120"),
         series(f'agentsteps_llm_tokens_total{{{JOB}, {M}, direction="output"}}', "0+10000x120"),
         series(
-            f'agentsteps_llm_tokens_total{{{JOB}, provider="anthropic", model="claude-sonnet-4-20250514", direction="input"}}',
+            f'agentsteps_llm_tokens_total{{{JOB}, provider="anthropic", model="claude-sonnet-4-20250514", '
+            f'direction="input"}}',
             "0+20000x120",
         ),
     ],

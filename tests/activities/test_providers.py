@@ -365,7 +365,7 @@ async def test_client_errors_are_non_retryable_and_carry_the_provider_message(se
         "[1, 2, 3]",
         '{"choices": [], "content": 5}',
         '{"choices": [{"message": {"content": 7}}], "content": [{"type": "text", "text": 7}]}',
-        '{"choices": [{"message": {"tool_calls": [{"function": {}}]}}], "content": [{"type": "tool_use", "input": {}}]}',
+        '{"choices": [{"message": {"tool_calls": [{"function": {}}]}}], "content": [{"type": "tool_use", "input": {}}]}',  # noqa: E501
     ],
 )
 async def test_malformed_bodies_give_a_typed_error_not_a_crash(server, http, wire, raw):

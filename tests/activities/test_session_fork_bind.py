@@ -1,4 +1,4 @@
-"""``session.fork`` against a real store and real Monty: the source's state is bound to the fork only if it is the source's.
+"""``session.fork`` against a real store and Monty: the source's state binds to the fork only if it is the source's.
 
 Called in-process (outside an activity), as the worker would run it; every
 refusal is the typed failure a workflow sees, and nothing is bound.

@@ -231,7 +231,8 @@ def test_a_shape_changes_only_in_ways_its_released_consumers_can_read(path):
     shape = current["title"]
     as_released = released().get(shape)
     assert as_released is not None, (
-        f"{shape} is new: add its schema, as released, to tests/client_cli/cli_json_released.json (and a CHANGELOG.md entry)"
+        f"{shape} is new: add its schema, as released, to tests/client_cli/cli_json_released.json (and a "
+        "CHANGELOG.md entry)"
     )
     verdict = _readable_by_old_consumers(current, as_released)
     assert verdict.verdict is Verdict.proven, (

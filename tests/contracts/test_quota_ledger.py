@@ -194,7 +194,7 @@ def test_a_lowered_limit_lets_a_waiting_call_through_at_the_next_recovery_step_a
     assert _granted(tiny, 1, T0 + 11) == ["t-1"]
 
 
-def test_a_throttled_release_of_an_unknown_or_expired_lease_still_lowers_a_never_throttled_quota_but_a_tenant_ignores_it():
+def test_a_throttled_release_of_an_unknown_or_expired_lease_still_lowers_a_never_throttled_quota_but_a_tenant_ignores_it():  # noqa: E501
     ledger = quota(requests_per_minute=10)
     ledger.release(LeaseRelease(request_id="gone", throttled=True), T0)
     assert ledger.factor(T0) == 0.5

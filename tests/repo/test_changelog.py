@@ -1,4 +1,5 @@
-"""CHANGELOG.md keeps up with the release: an entry for this version, in Keep a Changelog form, and every versioned --json shape announced."""
+"""CHANGELOG.md keeps up with the release: an entry for this version, in Keep a Changelog form, and every
+versioned --json shape announced."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A sandboxed run's payload contexts are read from its workflow instance directly, and are the sandbox's own answers."""
+"""A sandboxed run's payload contexts are read from its workflow instance directly and are the sandbox's own answers."""
 
 from __future__ import annotations
 

@@ -70,7 +70,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from approval_support import approval_registry  # noqa: E402
 from monitor_support import make_spec as monitor_spec  # noqa: E402
-from monitor_support import seed_tracker
+from monitor_support import seed_tracker  # noqa: E402
 
 MODEL = "scripted-2026-01-01"
 SLOW_TOOL_SECONDS = 3.0

@@ -243,7 +243,7 @@ async def test_a_hostile_tenant_on_the_input_fails_the_run_typed_before_anything
     assert scripted.requests == []
 
 
-async def test_a_provider_429_lowers_the_accounts_effective_limit_429s_stop_and_it_climbs_back_once_the_provider_recovers(
+async def test_a_provider_429_lowers_the_accounts_effective_limit_429s_stop_and_it_climbs_back_once_the_provider_recovers(  # noqa: E501
     client, settings, scripted
 ):
     """The provider allows 4 calls per window, the account was configured for 6: the first burst eats 429s

@@ -22,7 +22,7 @@ class WireNames:
         return api_tool_name(name)
 
     def engine_tool(self, api_name: str) -> str:
-        """An answer's tool name as the engine knows it; a name no tool has stays as sent (a postcondition catches it)."""
+        """An answer's tool name as the engine knows it; a name no tool has stays as sent (a postcondition sees it)."""
         return self._from_api.get(api_name, api_name)
 
 
