@@ -35,8 +35,7 @@ from ..client.spec_files import load_spec
 from ..contracts.config.mcp_config import McpConfig
 from ..contracts.config.settings import WorkerSettings
 from ..contracts.errors import HistoryUnavailableError
-from ..storage.payload_store import build_data_converter
-from ..worker import ENGINE_SANDBOX, connect, load_registry, running_worker, workflows
+from ..worker import ENGINE_SANDBOX, build_data_converter, connect, load_registry, running_worker, workflows
 from .json_output import COUNTERFACTUAL, REPLAY_CHECK, print_json
 
 EXIT_OK, EXIT_FAILED, EXIT_INVALID = 0, 1, 2

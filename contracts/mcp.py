@@ -60,3 +60,16 @@ class McpServerDownError(McpError):
 
 class McpProtocolError(McpError):
     pass
+
+
+__all__ = [
+    "IDEMPOTENCY_ARGUMENT",
+    "mcp_source",
+    "MCP_SOURCE_PREFIX",
+    "McpAuthError",
+    "McpConfigError",
+    "McpError",
+    "McpProtocolError",
+    "McpServerDownError",
+    "McpUnavailableError",
+]

@@ -289,8 +289,3 @@ def build_payload_store(settings: WorkerSettings) -> PayloadStore:
         return PayloadStore(driver, cfg.threshold_bytes, s3_location(cfg))
     root = cfg.local_dir or Path(settings.state_dir) / "payloads"
     return PayloadStore(LocalDirStorageDriver(root), cfg.threshold_bytes, f"local directory {root}")
-
-
-def build_data_converter(settings: WorkerSettings, store: PayloadStore | None = None) -> DataConverter:
-    """Pass the worker's ``PayloadStore`` so snapshots and payloads share one driver."""
-    return (store or build_payload_store(settings)).data_converter()
