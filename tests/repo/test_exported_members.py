@@ -25,6 +25,7 @@ from types import ModuleType
 import pytest
 
 import agentsteps
+from agentsteps.contracts.config.settings import WorkerSettings
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC_PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -147,11 +148,13 @@ def test_every_dotted_name_the_docs_point_at_is_public(page):
     assert not private, f"{page.name} points at names the public list lacks: {private}"
 
 
-def test_the_data_converter_has_one_home_and_it_is_public():
+def test_the_data_converter_has_one_home_and_it_is_public(tmp_path):
     """The README and docs/deployment.md send clients to it: one definition, in a public module."""
     from agentsteps import worker
     from agentsteps.storage import payload_store
 
     assert "build_data_converter" in worker.__all__
     assert worker.build_data_converter.__module__ == "agentsteps.worker"
-    assert not hasattr(payload_store, "build_data_converter")
+    # Where 0.2.0's README sent clients: still working for a minor version, with a warning that names the home.
+    with pytest.warns(DeprecationWarning, match="use agentsteps.worker.build_data_converter"):
+        payload_store.build_data_converter(WorkerSettings(state_dir=tmp_path))
