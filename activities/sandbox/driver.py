@@ -14,7 +14,7 @@ import json
 import math
 import time
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from pydantic_monty import (
     AsyncFunctionSnapshot,
@@ -192,15 +192,23 @@ class SegmentDriver:
         self._calls.append(PendingCall(call_id=snapshot.call_id, function=function.python_name, arguments=arguments))
         return await snapshot.resume({"future": ...})
 
-    def _status(self, state: str, **fields: Any) -> ProgramStatus:
+    def _status(self, state: Literal["pending", "completed", "failed"], **fields: Any) -> ProgramStatus:
         return ProgramStatus(
-            state=state,  # type: ignore[arg-type]
+            state=state,
             calls=self._calls,
             output=self.sink.text,
             output_dropped=self.sink.dropped,
             calls_made=self._calls_made,
             **fields,
         )
+
+
+_RUNTIME_ERROR_KINDS: tuple[tuple[str, ProgramErrorKind], ...] = (
+    ("TimeoutError", "timeout"),
+    ("MemoryError", "memory"),
+    ("RecursionError", "recursion"),
+)
+"""A program's uncaught exception, by the head of its message, when it is one of the sandbox's limits."""
 
 
 def _answer(outcome: CallOutcome) -> ExternalReturnValue | ExternalExceptionData:
@@ -257,9 +265,9 @@ def _program_error(exc: MontyError) -> ProgramError:
     if isinstance(exc, MontyRuntimeError):
         head = exc.display("type-msg")
         kind = "exception"
-        for prefix, mapped in (("TimeoutError", "timeout"), ("MemoryError", "memory"), ("RecursionError", "recursion")):
+        for prefix, mapped in _RUNTIME_ERROR_KINDS:
             if head.startswith(prefix):
-                kind = mapped  # type: ignore[assignment]
+                kind = mapped
         text = exc.display("traceback")
         return ProgramError(kind=kind, message=text[-_MAX_ERROR_CHARS:])
     return ProgramError(kind="crashed", message=str(exc)[:_MAX_ERROR_CHARS])
