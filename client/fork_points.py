@@ -29,6 +29,7 @@ from temporalio.converter import DataConverter
 from ..contracts import Step
 from ..contracts.code.program import ProgramStatus
 from ..contracts.names import CODE_FORK, CODE_RESUME, CODE_START
+from ..contracts.persisted_ids import RUN_SCOPE, program_call_id
 from ..contracts.violations import ViolationKind
 
 LOCAL_ACTIVITY_MARKER = "core_local_activity"
@@ -49,7 +50,8 @@ class ForkPoint:
     def describe(self) -> str:
         if self.call_id is None:
             return f"before model step {self.step}"
-        return f"inside model step {self.step}'s program, before its call p{self.step}-{self.call_id}"
+        call = program_call_id(RUN_SCOPE, self.step, self.call_id)
+        return f"inside model step {self.step}'s program, before its call {call}"
 
 
 async def program_segments(history: WorkflowHistory, converter: DataConverter) -> list[list[ProgramStatus]]:
@@ -102,7 +104,7 @@ def code_points(steps: Sequence[Step], programs: Sequence[Sequence[ProgramStatus
         if segments is None:
             raise ValueError(f"the history holds no program for step {step.index}, which ran one")
         recorded = {r.call_id for r in step.tool_calls}
-        issued = {f"p{step.index}-{c.call_id}" for s in segments for c in s.calls}
+        issued = {program_call_id(RUN_SCOPE, step.index, c.call_id) for s in segments for c in s.calls}
         if not recorded <= issued:
             raise ValueError(f"the program segments in history do not match step {step.index}'s calls")
         for index, segment in enumerate(segments):

@@ -25,6 +25,7 @@ from ..contracts.llm.arguments import cap
 from ..contracts.llm.messages import LLMToolCall
 from ..contracts.llm.tools import OUTCOME_UNKNOWN
 from ..contracts.names import AGENT_WORKFLOW, STEPS_QUERY
+from ..contracts.persisted_ids import RUN_SCOPE, fork_run_id, history_effect_key, program_call_id
 from ..contracts.violations import Violation, ViolationKind
 from .counterfactual import RecordedRun, new_spec, read_recorded_run
 from .fork_points import ForkPoint, code_points, program_segments
@@ -48,7 +49,7 @@ def effects_in_history(source: RecordedRun) -> list[EffectRecord]:
         if tool in effectful and (unknown or not answer.is_error):
             records.append(
                 EffectRecord(
-                    key=f"history-{index}",
+                    key=history_effect_key(index),
                     tool=tool,
                     arguments=cap(arguments),
                     content=cap(answer.content),
@@ -160,7 +161,7 @@ async def plan_fork(
         at_step=at_step,
         inp=AgentInput(spec=new, input=source.inp.input, fork=origin, tenant=source.inp.tenant, quota=source.inp.quota),
         where=point.describe(),
-        at_call=None if point.call_id is None else f"p{point.step}-{point.call_id}",
+        at_call=None if point.call_id is None else program_call_id(RUN_SCOPE, point.step, point.call_id),
     )
 
 
@@ -184,7 +185,7 @@ async def start_fork(
     return await client.start_workflow(
         AGENT_WORKFLOW,
         plan.inp,
-        id=fork_id or f"{plan.source}-fork{plan.at_step}-{uuid.uuid4().hex[:8]}",
+        id=fork_id or fork_run_id(plan.source, plan.at_step, uuid.uuid4().hex[:8]),
         task_queue=task_queue,
         search_attributes=run_start_attributes(plan.inp.spec, plan.inp.tenant),
         result_type=AgentResult,

@@ -40,6 +40,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from ..contracts import AgentSpec, EffectRecord, Message
 from ..contracts.errors import InvalidTurnError, SessionClosedError
 from ..contracts.names import FORK_SOURCE_QUERY, SESSION_WORKFLOW, TURN_UPDATE
+from ..contracts.persisted_ids import fork_session_id
 from ..contracts.session import (
     ForkSource,
     SessionFork,
@@ -198,7 +199,7 @@ async def plan_session_fork(
         source=session_id,
         turn=turn,
         at_step=at_step,
-        fork_id=fork_id or f"{session_id}-fork{turn}.{at_step}-{uuid.uuid4().hex[:8]}",
+        fork_id=fork_id or fork_session_id(session_id, turn, at_step, uuid.uuid4().hex[:8]),
         inp=SessionInput(
             spec=new, session=inp.session, key_scope=inp.key_scope, tenant=inp.tenant, quota=inp.quota, fork=fork
         ),

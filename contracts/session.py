@@ -22,6 +22,7 @@ from .llm.messages import Message
 from .llm.request import Usage
 from .llm.tool_catalog import ToolCatalogRef
 from .llm.tools import ToolSchema
+from .persisted_ids import chain_owner, repl_keys_of
 from .quotas.wire import QuotaPlan
 from .spec import AgentResult, AgentSpec, EffectRecord, RunStatus
 
@@ -83,6 +84,27 @@ class TurnSummary(BaseModel):
     cost_usd: float = 0.0
 
 
+class SessionPoint(BaseModel):
+    """Where a session's conversation stands: the stored conversation, the messages after it, and (code
+    mode) the REPL memory. The three always move together: a completed turn moves the session to a new
+    point, a failed one leaves it where it was, a rewind goes back to a checkpoint's and a fork starts at
+    its source's. Never on the wire itself: the carried models keep the three as their own fields (their
+    ``point`` reads them as one)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    conversation: ConversationRef | None = None
+    """Stored in the payload store (a hash chain), system message first."""
+    messages: tuple[Message, ...] = ()
+    """The messages after ``conversation`` (the last turn's answer, not stored yet)."""
+    repl: ReplMemory | None = None
+
+    @property
+    def started(self) -> bool:
+        """False before the first turn and after a rewind to 0: the next turn opens the conversation."""
+        return self.conversation is not None or bool(self.messages)
+
+
 class TurnCheckpoint(BaseModel):
     """The session's state right after a turn: what ``rewind`` goes back to."""
 
@@ -92,6 +114,21 @@ class TurnCheckpoint(BaseModel):
     repl: ReplMemory | None = None
     effects: list[EffectRecord] = Field(default_factory=list)
     """The side effects this turn made (kept so a rewind past it can tell later turns)."""
+
+    @classmethod
+    def at(cls, turn: int, point: SessionPoint, effects: list[EffectRecord] | None = None) -> TurnCheckpoint:
+        """The checkpoint after ``turn``, at ``point``."""
+        return cls(
+            turn=turn,
+            conversation=point.conversation,
+            messages=list(point.messages),
+            repl=point.repl,
+            effects=list(effects or []),
+        )
+
+    @property
+    def point(self) -> SessionPoint:
+        return SessionPoint(conversation=self.conversation, messages=tuple(self.messages), repl=self.repl)
 
 
 class Rewind(BaseModel):
@@ -156,6 +193,11 @@ class SessionCarry(BaseModel):
     forked_from: str | None = None
     """A fork session: the session it was forked from (its effects are in ``undone_effects`` too)."""
 
+    @property
+    def point(self) -> SessionPoint:
+        """Where the conversation stands now (changed only by ``workflows/session_state.py``'s verbs)."""
+        return SessionPoint(conversation=self.conversation, messages=tuple(self.messages), repl=self.repl)
+
 
 class ForkSource(BaseModel):
     """What the ``fork_source`` query returns: where a fork of one of the session's turns starts from."""
@@ -192,6 +234,11 @@ class SessionFork(BaseModel):
     turn_messages: list[Message] = Field(default_factory=list)
     """The turn's steps before ``at_step``, after its user message (and a new user message, if asked)."""
     effects: list[EffectRecord] = Field(default_factory=list)
+
+    @property
+    def point(self) -> SessionPoint:
+        """The source's point before the turn (its conversation and REPL still bound to ``owner``)."""
+        return SessionPoint(conversation=self.conversation, messages=tuple(self.messages), repl=self.repl)
 
 
 class SessionForkInput(BaseModel):
@@ -323,13 +370,13 @@ class SessionOutcome(BaseModel):
 def session_owner(workflow_id: str, first_run_id: str) -> str:
     """Who a session's stored state belongs to: its id and the first run of its continue-as-new chain,
     so a new session later started under the same id owns none of the old one's state."""
-    return f"{workflow_id}/{first_run_id}"
+    return chain_owner(workflow_id, first_run_id)
 
 
 def repl_keys(workflow_id: str, first_run_id: str) -> tuple[str, str]:
     """What a session's REPL dumps are signed for: the current key (bound to the chain), then the
     key sessions started by earlier releases still use (bound to the id)."""
-    return f"{session_owner(workflow_id, first_run_id)}/repl", f"{workflow_id}/repl"
+    return repl_keys_of(workflow_id, first_run_id)
 
 
 def carried_problem(
@@ -411,6 +458,7 @@ __all__ = [
     "SessionConfig",
     "SessionInput",
     "SessionOutcome",
+    "SessionPoint",
     "SessionState",
     "SessionStatus",
     "TurnInput",

@@ -24,6 +24,7 @@ from ..contracts.llm.messages import Message
 from ..contracts.llm.prefix import KnownPrefix
 from ..contracts.llm.tool_catalog import ToolCatalogRef, catalog_ref, encode_catalog
 from ..contracts.llm.tools import ToolSchema
+from ..contracts.persisted_ids import owned_by_workflow
 from ..failures import to_application_error
 from .payload_store import PayloadStore, unreadable
 from .tool_catalogs import ToolCatalogs
@@ -32,7 +33,7 @@ from .tool_catalogs import ToolCatalogs
 def caller_owner(owner: str) -> str:
     """``owner`` when it names the calling workflow (``<workflow id>/...``), so an activity's input can never
     read or write another workflow's conversation; a typed, non-retried failure otherwise."""
-    if owner and activity.in_activity() and not owner.startswith(f"{activity.info().workflow_id}/"):
+    if owner and activity.in_activity() and not owned_by_workflow(owner, activity.info().workflow_id):
         raise to_application_error(
             PayloadIntegrityError(f"the conversation's owner {owner!r} is not the calling workflow")
         )

@@ -36,6 +36,7 @@ from temporalio.exceptions import ApplicationError
 
 from ..contracts.config.settings import WorkerSettings
 from ..contracts.errors import PayloadIntegrityError, PayloadMissingError
+from ..contracts.persisted_ids import named_object_key
 from ..failures import to_application_error
 from .payload_contexts import caching_contexts
 from .payload_unavailable import AgentStepsPayloadConverter, TypedExternalStorage, TypedRetrievalDriver, error_of
@@ -229,14 +230,14 @@ class PayloadStore:
     async def read_named(self, name: str) -> bytes | None:
         """A small named object beside the content-addressed ones (``deployment/<name>``), or None."""
         if isinstance(self.driver, LocalDirStorageDriver):
-            path = self.driver.root / "deployment" / name
+            path = self.driver.root / named_object_key(name)
             return await asyncio.to_thread(lambda: path.read_bytes() if path.exists() else None)
         client, bucket = self._s3()
-        return await client.read_named(bucket, f"deployment/{name}")
+        return await client.read_named(bucket, named_object_key(name))
 
     async def write_named(self, name: str, data: bytes) -> None:
         if isinstance(self.driver, LocalDirStorageDriver):
-            path = self.driver.root / "deployment" / name
+            path = self.driver.root / named_object_key(name)
             path.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
             with os.fdopen(fd, "wb") as f:
@@ -244,7 +245,7 @@ class PayloadStore:
             os.replace(tmp, path)
             return
         client, bucket = self._s3()
-        await client.put_object(bucket=bucket, key=f"deployment/{name}", data=data)
+        await client.put_object(bucket=bucket, key=named_object_key(name), data=data)
 
     async def modified(self, location: str) -> datetime | None:
         """When the object was last stored or re-referenced (None once it is gone)."""

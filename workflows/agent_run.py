@@ -40,6 +40,7 @@ with workflow.unsafe.imports_passed_through():
     from ..contracts.llm.tokens import prompt_tokens_upper_bound
     from ..contracts.llm.tool_catalog import ToolCatalogRef
     from ..contracts.llm.tools import catalog_digest
+    from ..contracts.persisted_ids import effect_scope, turn_scope
     from ..contracts.quotas.wire import QuotaPlan
     from ..contracts.session import ProgressEvent, ProgressKind
     from ..failures import from_failure, to_application_error
@@ -129,7 +130,7 @@ class AgentRun:
             tools=tuple(tools),
             approvals=approvals,
             chain=ConversationChain.own_chain(conversation),
-            scope=f"t{turn}.",
+            scope=turn_scope(turn),
             turn=turn,
             on_event=on_event,
             stream_tokens=stream_tokens,
@@ -366,7 +367,8 @@ class AgentRun:
             if rejected is not None:
                 return rejected
             return await call_tool(name, arguments, call_id=call_id, key=legacy_key, policy=policy)
-        key = self.effects.key(self.scope + scope, name, arguments)  # before any await: ordinals follow call order
+        # Before any await: ordinals follow call order.
+        key = self.effects.key(effect_scope(self.scope, scope), name, arguments)
         effectful = schema is not None and schema.side_effects
         done = (
             (self.effects.completed(key, call_id) or self.effects.inherited(name, arguments, call_id))

@@ -44,11 +44,17 @@ with workflow.unsafe.imports_passed_through():
         ProgramStatus,
         StartProgramInput,
         capped_view,
-        program_run_key,
     )
     from ..contracts.code.stubs import extract_program, generate_stubs, program_functions
     from ..contracts.code.variables import module_names, variable_stubs
     from ..contracts.json_schema import instance_violations
+    from ..contracts.persisted_ids import (
+        PROGRAM_EFFECT_SCOPE,
+        RUN_SCOPE,
+        program_call_id,
+        program_run_key,
+        program_step,
+    )
     from ..telemetry import workflow_metrics
     from .agent_run import AgentRun, BudgetRefused
     from .calls import budget_exceeded, call_outcome
@@ -188,7 +194,7 @@ async def _execute(
         run.effects.new_attempt()
     by_name = {f.python_name: f for f in functions}
     records: dict[int, ToolCallRecord] = {}
-    run_key, legacy_run_key = program_keys(f"{run.scope}{index}")
+    run_key, legacy_run_key = program_keys(program_step(run.scope, index))
     start = StartProgramInput(
         run_key=run_key,
         legacy_run_key=legacy_run_key,
@@ -207,7 +213,8 @@ async def _execute(
         # The source's program where the fork starts; the worker checks its snapshot against the key of the
         # source this run's input names, so no other run's memory can load here.
         source, fork = forked
-        paused, forked_from = fork.paused, program_run_key(source, fork.chain_run_id, str(fork.step))
+        step = program_step(RUN_SCOPE, fork.step)  # the source is a one-shot run: its ids carry no scope
+        paused, forked_from = fork.paused, program_run_key(source, fork.chain_run_id, step)
     status = await drive_program(
         start,
         lambda call: _run_call(run, index, info.run_id, call, by_name[call.function], ladder, records, program),
@@ -228,7 +235,7 @@ async def _run_call(
     records: dict[int, ToolCallRecord],
     program: str,
 ) -> CallOutcome:
-    call_id = f"{run.scope}p{index}-{call.call_id}"
+    call_id = program_call_id(run.scope, index, call.call_id)
     if function.tool == LLM_FUNCTION:
         outcome = await _run_llm(run, call, ladder)
         content = json.dumps(outcome.value) if outcome.error is None else outcome.error
@@ -241,7 +248,7 @@ async def _run_call(
             function.tool,
             call.arguments,
             call_id=call_id,
-            scope="program",
+            scope=PROGRAM_EFFECT_SCOPE,
             legacy_key=f"{run_id}:{call_id}",
             approval_id=call_id,
             program=program,

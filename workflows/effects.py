@@ -6,6 +6,7 @@ call's ordinal among identical calls in that step. It holds no run id and no
 attempt number, so it is the same across activity retries, re-prompts,
 fallback models and ``temporal workflow reset`` (the reset run keeps the
 chain's first run id), and a new run that reuses a workflow id gets new keys.
+Its format, and every other persisted id's, is ``contracts/persisted_ids.py``'s.
 
 The ledger answers a repeat of a completed side-effecting call from its record,
 without calling the tool again, so even a tool that does not dedupe runs once
@@ -14,8 +15,6 @@ per key. Deterministic: pure computation on workflow state.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Callable
 
 from temporalio import workflow
@@ -24,6 +23,8 @@ with workflow.unsafe.imports_passed_through():
     from ..contracts import EffectRecord, Message, ToolCallResult
     from ..contracts.llm.arguments import RECORD_CHARS, canonical_arguments, cap
     from ..contracts.llm.tools import OUTCOME_UNKNOWN
+    from ..contracts.persisted_ids import effect_chain
+    from ..contracts.persisted_ids import effect_key as canonical_effect_key
     from ..contracts.session import UntoldEffects
 
 _NOTE_CHARS = 300
@@ -31,20 +32,13 @@ _NOTE_ENTRIES = 40
 
 
 def effect_key(chain: str, scope: str, tool: str, arguments: str, ordinal: int) -> str:
-    return _key(chain, scope, tool, canonical_arguments(arguments), ordinal)
-
-
-def _key(chain: str, scope: str, tool: str, canonical: str, ordinal: int) -> str:
-    material = json.dumps([chain, scope, tool, canonical, ordinal])
-    return "ak1-" + hashlib.sha256(material.encode()).hexdigest()[:40]
+    return canonical_effect_key(chain, scope, tool, canonical_arguments(arguments), ordinal)
 
 
 def run_chain(key_scope: str | None = None) -> str:
     """What effect keys are unique in: the workflow chain, or the backend's ``key_scope`` for the run."""
-    if key_scope is not None:
-        return f"scope:{key_scope}"
     info = workflow.info()
-    return f"{info.workflow_id}/{info.first_execution_run_id}"
+    return effect_chain(info.workflow_id, info.first_execution_run_id, key_scope)
 
 
 class EffectLedger:
@@ -83,7 +77,7 @@ class EffectLedger:
         ident = (scope, tool, canonical)
         ordinal = self._ordinals.get(ident, 0)
         self._ordinals[ident] = ordinal + 1
-        return _key(self._chain, scope, tool, canonical, ordinal)
+        return canonical_effect_key(self._chain, scope, tool, canonical, ordinal)
 
     def completed(self, key: str, call_id: str) -> ToolCallResult | None:
         found = self._results.get(key)
@@ -110,7 +104,8 @@ class EffectLedger:
         if not self._inherited:
             return None
         lines = [
-            f"These calls with side effects already took effect in {self.inherited_from}, and are not undone. They will not run again: an identical call (same function, same arguments) "
+            f"These calls with side effects already took effect in {self.inherited_from}, and are not undone. "
+            "They will not run again: an identical call (same function, same arguments) "
             "returns the recorded result below. Do not repeat them with changed arguments unless you mean a "
             "second, separate effect."
         ]
@@ -137,7 +132,8 @@ class EffectLedger:
 
 def _line(record: EffectRecord, python_name: Callable[[str], str]) -> str:
     shown = "outcome unknown: it may or may not have happened" if record.outcome == "unknown" else "returned"
-    return f"- {python_name(record.tool)}({cap(record.arguments, _NOTE_CHARS)}) {shown}: {cap(record.content, _NOTE_CHARS)}"
+    call = f"{python_name(record.tool)}({cap(record.arguments, _NOTE_CHARS)})"
+    return f"- {call} {shown}: {cap(record.content, _NOTE_CHARS)}"
 
 
 def untold_note(turns: list[UntoldEffects]) -> str:

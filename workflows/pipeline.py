@@ -35,6 +35,7 @@ with workflow.unsafe.imports_passed_through():
     from ..contracts.errors import InvalidSpecError
     from ..contracts.json_schema import instance_violations, parse_json
     from ..contracts.names import EFFECTS_PATCH, LLM_CALL, PIPELINE_WORKFLOW, TOOLS_CALL
+    from ..contracts.persisted_ids import pipeline_call_key, step_scope
     from ..failures import to_application_error
     from ..telemetry import workflow_metrics
     from .calls import call_llm, call_tool, describe_tools
@@ -235,12 +236,12 @@ class PipelineWorkflow:
         name = step.tool or c.name
         arguments = json.dumps(value)
         if self._tools is None:
-            key, delivery = f"{workflow.info().run_id}:{index}:{c.name}", None
+            key, delivery = pipeline_call_key(workflow.info().run_id, index, c.name), None
         else:
             # Names the effect (step and content), not the run: it survives a reset.
             schema = self._tools.get(name)
             key, delivery = (
-                effect_key(run_chain(), f"step-{index}", name, arguments, 0),
+                effect_key(run_chain(), step_scope(index), name, arguments, 0),
                 schema.delivery if schema else None,
             )
         result = await call_tool(

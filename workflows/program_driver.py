@@ -27,10 +27,10 @@ with workflow.unsafe.imports_passed_through():
         ProgramStatus,
         ResumeProgramInput,
         StartProgramInput,
-        program_run_key,
     )
     from ..contracts.errors import SnapshotIntegrityError, SnapshotKeyUnknownError
     from ..contracts.names import CODE_CHECK, CODE_FORK, CODE_RESUME, CODE_START
+    from ..contracts.persisted_ids import program_run_key
     from ..contracts.spec import ActivityPolicy
     from ..failures import from_failure, to_application_error
     from .activity_options import activity_options

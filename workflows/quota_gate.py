@@ -31,6 +31,7 @@ with workflow.unsafe.imports_passed_through():
     from ..contracts.errors import BudgetExceededError, DeploymentConfigError
     from ..contracts.llm.tokens import count_prompt_tokens
     from ..contracts.names import QUOTA_ACQUIRE_SIGNAL, QUOTA_GRANT_SIGNAL, QUOTA_RELEASE_SIGNAL
+    from ..contracts.persisted_ids import lease_request_id
     from ..contracts.quotas.wire import LeaseGrant, LeaseRelease, LeaseRequest, QuotaPlan, QuotaRoute
     from ..failures import to_application_error
     from ..telemetry import workflow_metrics
@@ -82,7 +83,7 @@ class QuotaDesk:
     def next_id(self) -> str:
         self._issued += 1
         # The run id alone: unique, and the same when the history is replayed under another workflow id.
-        return f"{workflow.info().run_id}/{self._issued}"
+        return lease_request_id(workflow.info().run_id, self._issued)
 
     async def ask(self, account: str, request: LeaseRequest) -> LeaseGrant:
         """Signal ``account`` and wait for its answer (durably: the run holds no worker slot)."""

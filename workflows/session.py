@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -29,7 +30,7 @@ with workflow.unsafe.imports_passed_through():
     from pydantic import TypeAdapter
     from temporalio.contrib.workflow_streams import WorkflowStream, WorkflowStreamState
 
-    from ..contracts import AgentSpec, AgentState, Message, Step, ToolSchema
+    from ..contracts import AgentResult, AgentSpec, AgentState, Message, Step, ToolSchema
     from ..contracts.code.program import ReplMemory
     from ..contracts.code.variables import variables_note
     from ..contracts.errors import CarriedStateError, InvalidTurnError, SessionBusyError, SessionClosedError
@@ -51,24 +52,20 @@ with workflow.unsafe.imports_passed_through():
         TURNS_QUERY,
     )
     from ..contracts.session import (
-        EFFECTS_KEPT_PER_TURN,
-        UNTOLD_TURNS_KEPT,
         CloseInput,
         ForkSource,
         ProgressEvent,
-        Rewind,
         RewindInput,
-        SessionCarry,
         SessionFork,
         SessionForkBound,
         SessionForkInput,
         SessionInput,
         SessionOutcome,
+        SessionPoint,
         SessionState,
-        TurnCheckpoint,
+        SessionStatus,
         TurnResult,
         TurnSummary,
-        UntoldEffects,
         carried_problem,
         parse_turn,
         preview,
@@ -83,11 +80,29 @@ with workflow.unsafe.imports_passed_through():
     from .effects import untold_note
     from .quota_gate import QuotaDesk, QuotaHandlers
     from .run_state import Features, RunProgress, patched_since_release
+    from .session_state import SessionRecord
     from .steps import check_key_scope, check_tenant, opening, run_steps, spec_tools
     from .visibility import Visibility
 
 IDLE_TIMEOUT_REASON = "idle_timeout"
 _EVENTS_KEPT = 500
+_COMPLETED = ("completed", "completed_with_default")
+
+
+@dataclass
+class _Turn:
+    """The running turn, from ``_begin`` until it is finished."""
+
+    number: int
+    summary: TurnSummary
+    """Filled in as the turn goes; the session keeps it once the turn ends."""
+    progress: RunProgress
+    repl: ReplMemory | None
+    """Code mode: the REPL memory every program of the turn starts from."""
+    run: AgentRun | None = None
+    """Set once the turn's tools are known."""
+    committed: SessionPoint | None = None
+    """Set when the steps completed: where the session goes on from."""
 
 
 @workflow.defn(name=SESSION_WORKFLOW)
@@ -110,7 +125,11 @@ class SessionWorkflow(ApprovalHandlers, QuotaHandlers):
         """Set when the input carried state this session does not own: it loads none of it, every
         Update is refused with it, and the run fails with it."""
         carried, stream = (inp.carried, inp.stream) if self.refused is None else (None, None)
-        self.carry = carried or SessionCarry(created_at=now, last_activity=now)
+        kept = inp.session.turns_kept
+        self.record = (
+            SessionRecord(carried, turns_kept=kept) if carried is not None else SessionRecord.new(now, turns_kept=kept)
+        )
+        """The carried state: read through it, changed only by its verbs."""
         self.tools: list[ToolSchema] | None = None
         self.tools_ref: ToolCatalogRef | None = None
         """``tools`` stored as a catalog bound to this session, named by every model call instead of the schemas;
@@ -123,7 +142,7 @@ class SessionWorkflow(ApprovalHandlers, QuotaHandlers):
         self.closed_reason: str | None = None
         self.approvals = ApprovalDesk()
         self.quotas = QuotaDesk()
-        self.approvals.remember(self.carry.decided)
+        self.approvals.remember(self.record.decided)
         self.approvals.on_request = lambda pending: self._publish(
             ProgressEvent(
                 kind="approval_requested",
@@ -147,10 +166,7 @@ class SessionWorkflow(ApprovalHandlers, QuotaHandlers):
         """A new session forked from another's turn: its first turn goes on from the source's state there."""
         self.fork_failed: BaseException | None = None
         if self.fork is not None:
-            # Turn numbers go on from the source's: the fork's first turn is the forked one.
-            self.carry.turns_done = self.fork.turn - 1
-            self.carry.undone_effects = list(self.fork.effects)
-            self.carry.forked_from = self.fork.session_id
+            self.record.start_fork(self.fork)
 
     @workflow.run
     async def run(self, inp: SessionInput) -> SessionOutcome:
@@ -167,7 +183,7 @@ class SessionWorkflow(ApprovalHandlers, QuotaHandlers):
             # A continued run takes the schemas it carries; a new one (or one carried by an older release)
             # describes its tools at its next turn. Either way nothing here can fail: a continue-as-new
             # never ends a session, and a failed describe fails at most that turn.
-            self._use_tools(self.carry.tools, self.carry.tools_ref)
+            self._use_tools(self.record.tools, self.record.tools_ref)
         else:
             self._use_tools(await spec_tools(inp.spec))
         if self.fork is not None:
@@ -193,13 +209,13 @@ class SessionWorkflow(ApprovalHandlers, QuotaHandlers):
                 return SessionOutcome(
                     session_id=workflow.info().workflow_id,
                     reason=self.closed_reason,
-                    turns=self.carry.turns_done,
-                    usage=self.carry.usage,
+                    turns=self.record.turns_done,
+                    usage=self.record.usage,
                 )
             if self.current is None and self._history_is_long():
                 await workflow.wait_condition(workflow.all_handlers_finished)
                 if self.current is None and self.closed_reason is None:
-                    self.carry.continued += 1
+                    self.record.count_continue_as_new()
                     carry_decisions = workflow.patched(APPROVALS_CARRIED_PATCH)
                     workflow_metrics.record_session_continued()
                     await self.stream.continue_as_new(lambda state: [self._next_run(inp, state, carry_decisions)])
@@ -207,14 +223,16 @@ class SessionWorkflow(ApprovalHandlers, QuotaHandlers):
     def _next_run(self, inp: SessionInput, stream: Any, carry_decisions: bool) -> SessionInput:
         """The continued run's input, built at the last moment: after the stream's pollers are detached and
         every handler has finished, so a decision (or a turn) accepted while they finished is carried too."""
-        if carry_decisions:
-            self.carry.decided = self.approvals.recent()
-        self.carry.chain = self.owner
-        self.carry.tools, self.carry.tools_ref = self.tools, self.tools_ref
+        carried = self.record.carry_over(
+            decided=self.approvals.recent() if carry_decisions else None,
+            chain=self.owner,
+            tools=self.tools,
+            tools_ref=self.tools_ref,
+        )
         return SessionInput(
             spec=inp.spec,
             session=inp.session,
-            carried=self.carry,
+            carried=carried,
             stream=stream,
             key_scope=inp.key_scope,
             tenant=inp.tenant,
@@ -245,88 +263,32 @@ class SessionWorkflow(ApprovalHandlers, QuotaHandlers):
             self.fork_failed = to_application_error(error, *error.details) if error is not None else exc
             self.closed_reason = f"the fork of session {fork.session_id} could not take its state"
             return
-        self.carry.conversation, self.carry.messages, self.carry.repl = bound.conversation, fork.messages, bound.repl
-        # The state it starts from is a turn this session can rewind to (and be forked at) too.
-        self.carry.checkpoints = [
-            TurnCheckpoint(turn=fork.turn - 1, conversation=bound.conversation, messages=fork.messages, repl=bound.repl)
-        ]
+        self.record.take_fork(fork, bound)
 
     # ------------------------------------------------------------------ turns
 
     @workflow.update(name=TURN_UPDATE)
     async def turn(self, raw: Any) -> TurnResult:
+        """One turn, from where the session's conversation stands. Four ways out:
+
+        1. a fork session whose state could not be bound: that failure, and nothing begins;
+        2. another turn still running (two accepted in one workflow task both pass the validator): busy;
+        3. the steps ended (completed, or failed or cancelled as a result): the result;
+        4. a typed failure (the tools could not be described, a budget, a contract): raised.
+
+        The last two commit the turn (it completed) or roll it back (the conversation stays as it was, its
+        effects are carried as untold), then finish it; a turn whose instance the worker dropped does neither.
+        """
         inp = parse_turn(raw, self.inp.session.max_input_chars)  # the validator already accepted it
-        forked: list[Message] = []
-        if self.fork is not None:
-            await workflow.wait_condition(lambda: self.tools_decided)
-            if self.fork_failed is not None:
-                raise self.fork_failed
-            forked, self.fork = self.fork.turn_messages, None
-        # Two turns accepted in the same workflow task both pass the validator.
+        forked = await self._forked_messages()
         if self.current is not None:
             raise to_application_error(SessionBusyError("another turn is still running; send this one when it ends"))
-        number = self.carry.turns_done + 1
-        spec = self.inp.spec
         features = Features.at_start(one_shot=False)  # before the turn's first command, as every turn has
-        info = workflow.info()
-        own_repl = ReplMemory(key=repl_keys(info.workflow_id, info.first_execution_run_id)[0])
-        repl = (self.carry.repl or own_repl) if spec.mode == "code" else None
-        progress = RunProgress(repl=repl)
-        self.current, self.current_turn = progress, number
-        self.activity += 1
-        summary = TurnSummary(turn=number, input=preview(inp.input), status="running", started_at=workflow.now())
-        self._publish(ProgressEvent(kind="turn_started", turn=number, at=workflow.now(), detail=preview(inp.input)))
+        running = self._begin(inp.input)
         dropped = False
-        run: AgentRun | None = None
         try:
-            await workflow.wait_condition(lambda: self.tools_decided)
-            if self.tools is None:
-                self._use_tools(await self._describe(spec))
-            run = AgentRun.for_turn(
-                spec,
-                self.tools,
-                features,
-                turn=number,
-                conversation=self.carry.conversation,
-                approvals=self.approvals,
-                progress=progress,
-                on_event=self._publish,
-                stream_tokens=self.inp.session.stream_tokens,
-                key_scope=self.inp.key_scope,
-                quota=self.inp.quota,
-                quota_desk=self.quotas if self.inp.quota is not None else None,
-                tools_ref=self.tools_ref,
-            )
-            started = self.carry.conversation is not None or self.carry.messages
-            before = self.carry.messages if started else [opening(spec, self.tools)]
-            text = inp.input + variables_note(repl.variables if repl else [])
-            text += untold_note(self.carry.untold_effects)
-            if self.carry.undone_effects and run.effects is not None:
-                # Only after a rewind, or in a fork: what the undone turns (or the source) did stays done, and is
-                # never done again.
-                source = self.carry.forked_from
-                label = (
-                    f"session {source}, which this session is a fork of"
-                    if source
-                    else "turns of this session that a rewind undid"
-                )
-                run.effects.inherit(label, self.carry.undone_effects)
-                text += "\n\n" + (run.effects.inherited_note() or "")
-            try:
-                result = await run_steps(run, [*before, Message.user(text), *forked])
-            except GeneratorExit:
-                raise  # see the outer ``except GeneratorExit``
-            except BaseException:
-                await self.quotas.settle()
-                raise
-            await self.quotas.settle()  # the turn's quota releases reach their accounts before it ends
-            if result.status in ("completed", "completed_with_default"):
-                self.carry.conversation, self.carry.messages = run.commit()
-                self.carry.repl = run.repl
-                self.carry.untold_effects = []  # the committed turn's message told them
-            summary.status = result.status
-            summary.output = preview(result.output if isinstance(result.output, str) else _json(result.output))
-            return TurnResult(**result.model_dump(), session_id=workflow.info().workflow_id, turn=number)
+            result = await self._run_steps(running, inp.input, forked, features)
+            return self._answer(running, result)
         except GeneratorExit:
             # The worker dropped this instance and the garbage collector is closing the coroutine, on whatever
             # workflow's activation is current: the turn's bookkeeping (its totals upsert) would land in that
@@ -334,41 +296,138 @@ class SessionWorkflow(ApprovalHandlers, QuotaHandlers):
             dropped = True
             raise
         except FailureError as exc:
-            summary.status = "failed"
-            summary.output = preview(f"{type(exc).__name__}: {exc}")
+            running.summary.status = "failed"
+            running.summary.output = preview(f"{type(exc).__name__}: {exc}")
             raise
         finally:
-            if run is not None and not dropped and run.config.tools_ref is not None and self.tools is not None:
-                # The catalog a call of this turn stored (or the one it was given) for the session's schemas:
-                # durable once returned, so a failed turn's is kept too, and every later turn names it.
-                self._use_tools(self.tools, run.config.tools_ref)
             if not dropped:
-                summary.steps = len(progress.result.steps)
-                summary.usage = progress.result.usage
-                summary.violations = len(progress.result.violations)
-                summary.cost_usd = progress.result.cost_usd
-                summary.finished_at = workflow.now()
-                if summary.status not in ("completed", "completed_with_default") and progress.result.effects:
-                    # Rolled back, but what it did happened: carried until a turn's conversation says so.
-                    effects = progress.result.effects
-                    untold = UntoldEffects(
-                        turn=number,
-                        status=summary.status,
-                        effects=effects[:EFFECTS_KEPT_PER_TURN],
-                        more=max(0, len(effects) - EFFECTS_KEPT_PER_TURN),
-                    )
-                    self.carry.untold_effects = [*self.carry.untold_effects, untold][-UNTOLD_TURNS_KEPT:]
-                self.carry.checkpoints = [
-                    *self.carry.checkpoints,
-                    TurnCheckpoint(
-                        turn=number,
-                        conversation=self.carry.conversation,
-                        messages=self.carry.messages,
-                        repl=self.carry.repl,
-                        effects=progress.result.effects,
-                    ),
-                ][-self.inp.session.turns_kept :]
-                self._finish_turn(summary)
+                self._commit_or_roll_back(running)
+                self._finish(running.summary)
+
+    async def _forked_messages(self) -> list[Message]:
+        """A fork session's first turn: the forked turn's messages before the fork point, once the fork's state is
+        bound (its failure, if it could not be, fails the turn). Any other turn: none."""
+        if self.fork is None:
+            return []
+        await workflow.wait_condition(lambda: self.tools_decided)
+        if self.fork_failed is not None:
+            raise self.fork_failed
+        forked, self.fork = self.fork.turn_messages, None
+        return forked
+
+    def _begin(self, text: str) -> _Turn:
+        """The turn runs from here: queries and cancel see it, the idle timer starts over, followers are told."""
+        number = self.record.next_turn
+        info = workflow.info()
+        own_repl = ReplMemory(key=repl_keys(info.workflow_id, info.first_execution_run_id)[0])
+        repl = (self.record.point.repl or own_repl) if self.inp.spec.mode == "code" else None
+        progress = RunProgress(repl=repl)
+        self.current, self.current_turn = progress, number
+        self.activity += 1
+        summary = TurnSummary(turn=number, input=preview(text), status="running", started_at=workflow.now())
+        self._publish(ProgressEvent(kind="turn_started", turn=number, at=workflow.now(), detail=preview(text)))
+        return _Turn(number=number, summary=summary, progress=progress, repl=repl)
+
+    async def _run_steps(self, turn: _Turn, text: str, forked: list[Message], features: Features) -> AgentResult:
+        """The turn's steps on its own ``AgentRun``, from the session's point; a completed turn's new point is
+        kept in ``turn.committed`` (the session moves there when the turn ends)."""
+        await workflow.wait_condition(lambda: self.tools_decided)
+        spec = self.inp.spec
+        tools = self.tools
+        if tools is None:
+            tools = await self._describe(spec)
+            self._use_tools(tools)
+        point = self.record.point
+        run = turn.run = AgentRun.for_turn(
+            spec,
+            tools,
+            features,
+            turn=turn.number,
+            conversation=point.conversation,
+            approvals=self.approvals,
+            progress=turn.progress,
+            on_event=self._publish,
+            stream_tokens=self.inp.session.stream_tokens,
+            key_scope=self.inp.key_scope,
+            quota=self.inp.quota,
+            quota_desk=self.quotas if self.inp.quota is not None else None,
+            tools_ref=self.tools_ref,
+        )
+        before = list(point.messages) if point.started else [opening(spec, tools)]
+        try:
+            result = await run_steps(run, [*before, Message.user(self._user_message(run, text, turn.repl)), *forked])
+        except GeneratorExit:
+            raise  # see ``turn``'s ``except GeneratorExit``
+        except BaseException:
+            await self.quotas.settle()
+            raise
+        await self.quotas.settle()  # the turn's quota releases reach their accounts before it ends
+        if result.status in _COMPLETED:
+            conversation, messages = run.commit()
+            turn.committed = SessionPoint(conversation=conversation, messages=tuple(messages), repl=run.repl)
+        return result
+
+    def _user_message(self, run: AgentRun, text: str, repl: ReplMemory | None) -> str:
+        """The turn's input, then what its model must know first: the REPL's variables, the effects of turns that
+        failed since the last completed one, and (after a rewind, or in a fork) what the undone turns or the
+        source did, which stays done and is never done again (the turn's ledger inherits it)."""
+        text += variables_note(repl.variables if repl else [])
+        text += untold_note(self.record.untold_effects)
+        undone = self.record.undone_effects
+        if undone and run.effects is not None:
+            source = self.record.forked_from
+            label = (
+                f"session {source}, which this session is a fork of"
+                if source
+                else "turns of this session that a rewind undid"
+            )
+            run.effects.inherit(label, undone)
+            text += "\n\n" + (run.effects.inherited_note() or "")
+        return text
+
+    def _answer(self, turn: _Turn, result: AgentResult) -> TurnResult:
+        turn.summary.status = result.status
+        turn.summary.output = preview(result.output if isinstance(result.output, str) else _json(result.output))
+        return TurnResult(**result.model_dump(), session_id=workflow.info().workflow_id, turn=turn.number)
+
+    def _commit_or_roll_back(self, turn: _Turn) -> None:
+        """A completed turn moves the session to its point; any other goes back to where it started, its effects
+        carried as untold. Either way the turn is a checkpoint and counts in the totals."""
+        run, result, summary = turn.run, turn.progress.result, turn.summary
+        if run is not None and run.config.tools_ref is not None and self.tools is not None:
+            # The catalog a call of this turn stored (or the one it was given) for the session's schemas:
+            # durable once returned, so a failed turn's is kept too, and every later turn names it.
+            self._use_tools(self.tools, run.config.tools_ref)
+        summary.steps = len(result.steps)
+        summary.usage = result.usage
+        summary.violations = len(result.violations)
+        summary.cost_usd = result.cost_usd
+        summary.finished_at = now = workflow.now()
+        if turn.committed is not None:
+            self.record.commit_turn(summary, turn.committed, result.effects, now=now)
+        else:
+            self.record.fail_turn(summary, result.effects, now=now)
+
+    def _finish(self, summary: TurnSummary) -> None:
+        """The turn is over: followers are told, the idle timer starts over, the search attributes get the totals."""
+        self._publish(
+            ProgressEvent(
+                kind="turn_ended",
+                turn=summary.turn,
+                at=workflow.now(),
+                usage=summary.usage,
+                detail=f"{summary.status}: {summary.output}",
+            )
+        )
+        workflow_metrics.record_turn(summary.status, (workflow.now() - summary.started_at).total_seconds())
+        if self.current is not None:
+            self.last_steps = self.current.result.steps
+        self.current, self.current_turn = None, None
+        self.activity += 1
+        record = self.record
+        self.visibility.totals(
+            steps=record.steps, usage=record.usage, violations=record.violations, cost_usd=record.cost_usd, model=""
+        )
 
     def _use_tools(self, tools: list[ToolSchema] | None, ref: ToolCatalogRef | None = None) -> None:
         """The one place the session's schemas change, and their catalog with them: new schemas (a describe)
@@ -400,33 +459,6 @@ class SessionWorkflow(ApprovalHandlers, QuotaHandlers):
         except ValueError as exc:
             raise to_application_error(InvalidTurnError(str(exc))) from None
 
-    def _finish_turn(self, summary: TurnSummary) -> None:
-        self._publish(
-            ProgressEvent(
-                kind="turn_ended",
-                turn=summary.turn,
-                at=workflow.now(),
-                usage=summary.usage,
-                detail=f"{summary.status}: {summary.output}",
-            )
-        )
-        workflow_metrics.record_turn(summary.status, (workflow.now() - summary.started_at).total_seconds())
-        carry = self.carry
-        carry.turns_done = summary.turn
-        carry.usage = carry.usage + summary.usage
-        carry.steps += summary.steps
-        carry.violations += summary.violations
-        carry.cost_usd += summary.cost_usd
-        carry.turns = [*carry.turns, summary][-self.inp.session.turns_kept :]
-        carry.last_activity = workflow.now()
-        if self.current is not None:
-            self.last_steps = self.current.result.steps
-        self.current, self.current_turn = None, None
-        self.activity += 1
-        self.visibility.totals(
-            steps=carry.steps, usage=carry.usage, violations=carry.violations, cost_usd=carry.cost_usd, model=""
-        )
-
     # ------------------------------------------------------------------ rewind
 
     @workflow.update(name=REWIND_UPDATE)
@@ -438,24 +470,7 @@ class SessionWorkflow(ApprovalHandlers, QuotaHandlers):
         counting, so effect keys and the audit trail never reuse one.
         """
         to_turn = RewindInput.model_validate(raw).to_turn
-        kept = [c for c in self.carry.checkpoints if c.turn <= to_turn]
-        undone = [c for c in self.carry.checkpoints if c.turn > to_turn]
-        back = kept[-1] if kept else TurnCheckpoint(turn=0)
-        effects = [e for c in undone for e in c.effects]
-        undone_turns = {c.turn for c in undone}
-        self.carry.rewinds = [
-            *self.carry.rewinds,
-            Rewind(
-                to_turn=to_turn,
-                at=workflow.now(),
-                undone=[t for t in self.carry.turns if t.turn in undone_turns],
-                effects=effects,
-            ),
-        ]
-        self.carry.undone_effects = [*self.carry.undone_effects, *effects]
-        self.carry.conversation, self.carry.messages, self.carry.repl = back.conversation, back.messages, back.repl
-        self.carry.checkpoints = kept
-        self.carry.last_activity = workflow.now()
+        self.record.rewind(to_turn, now=workflow.now())
         self.activity += 1
         return self.state()
 
@@ -472,7 +487,7 @@ class SessionWorkflow(ApprovalHandlers, QuotaHandlers):
         except ValueError as exc:
             raise to_application_error(InvalidTurnError(f'rewind takes {{"to_turn": N}}: {exc}')) from None
         # 0, a fresh session's state, is always known; the others are the kept turns still in effect.
-        reachable = [0, *(c.turn for c in self.carry.checkpoints)]
+        reachable = self.record.rewind_targets()
         if to_turn not in reachable:
             raise to_application_error(
                 InvalidTurnError(
@@ -513,41 +528,38 @@ class SessionWorkflow(ApprovalHandlers, QuotaHandlers):
 
     @workflow.query(name=STATE_QUERY)
     def state(self) -> SessionState:
-        status = "closed" if self.closed_reason is not None else "running" if self.current is not None else "idle"
+        status: SessionStatus = (
+            "closed" if self.closed_reason is not None else "running" if self.current is not None else "idle"
+        )
+        record = self.record
         return SessionState(
             session_id=workflow.info().workflow_id,
             status=status,
-            turns=self.carry.turns_done,
+            turns=record.turns_done,
             current_turn=self.current_turn,
-            usage=self.carry.usage,
-            created_at=self.carry.created_at,
-            last_activity=self.carry.last_activity,
+            usage=record.usage,
+            created_at=record.created_at,
+            last_activity=record.last_activity,
             idle_timeout_seconds=self.inp.session.idle_timeout_seconds,
-            continued=self.carry.continued,
+            continued=record.continued,
             closed_reason=self.closed_reason,
-            variables=self.carry.repl.variables if self.carry.repl else [],
-            untold_effects=list(self.carry.untold_effects),
-            steps=self.carry.steps,
-            violations=self.carry.violations,
-            cost_usd=self.carry.cost_usd,
+            variables=record.variables,
+            untold_effects=record.untold_effects,
+            steps=record.steps,
+            violations=record.violations,
+            cost_usd=record.cost_usd,
             mode=self.inp.spec.mode,
-            rewinds=self.carry.rewinds,
-            forked_from=self.carry.forked_from,
+            rewinds=record.rewinds,
+            forked_from=record.forked_from,
         )
 
     @workflow.query(name=FORK_SOURCE_QUERY)
     def fork_source(self) -> ForkSource:
-        return ForkSource(
-            owner=self.owner,
-            checkpoints=list(self.carry.checkpoints),
-            undone_effects=list(self.carry.undone_effects),
-            untold_effects=list(self.carry.untold_effects),
-            rewinds=list(self.carry.rewinds),
-        )
+        return self.record.fork_source(self.owner)
 
     @workflow.query(name=TURNS_QUERY)
     def turns(self) -> list[TurnSummary]:
-        return list(self.carry.turns)
+        return self.record.turns
 
     @workflow.query(name=STEPS_QUERY)
     def steps(self, since: int = 0) -> list[Step]:

@@ -26,6 +26,7 @@ with workflow.unsafe.imports_passed_through():
         ToolCallResult,
     )
     from ..contracts.llm.tools import tool_message
+    from ..contracts.persisted_ids import step_call_id, step_scope
     from .agent_run import AgentRun
     from .calls import budget_exceeded
     from .siblings import together
@@ -88,10 +89,10 @@ async def _run_tools(run: AgentRun, index: int, response: LLMResponse) -> list[T
     run_id = workflow.info().run_id
     # The logical step: tool steps taken so far. A re-prompted answer (violations) runs no tool,
     # so its retry has the same scope, and identical calls in it the same keys.
-    scope = f"step-{sum(1 for s in run.result.steps if s.kind == 'tool_call')}"
+    scope = step_scope(sum(1 for s in run.result.steps if s.kind == "tool_call"))
 
     async def one(call: LLMToolCall) -> ToolCallResult:
-        step_call = f"{run.scope}{index}:{call.id}"
+        step_call = step_call_id(run.scope, index, call.id)
         return await run.call_tool(
             run.config.schemas.get(call.name),
             call.name,

@@ -17,6 +17,7 @@ from temporalio import activity
 from ...contracts.code.program import ReplMemory
 from ...contracts.errors import PayloadIntegrityError
 from ...contracts.names import SESSION_FORK
+from ...contracts.persisted_ids import owned_by_workflow, parse_chain_owner
 from ...contracts.session import SessionForkBound, SessionForkInput, repl_keys
 from ...failures import to_application_error
 from ...storage.conversations import ConversationStore
@@ -30,10 +31,10 @@ class SessionForkActivities:
 
     @activity.defn(name=SESSION_FORK)
     async def bind(self, inp: SessionForkInput) -> SessionForkBound:
-        source_id, _, first_run = inp.source_owner.partition("/")
-        if source_id != inp.source_session or not first_run:
+        source = parse_chain_owner(inp.source_owner)
+        if source is None or source.workflow_id != inp.source_session:
             raise _foreign(f"the fork names session {inp.source_session!r} but state owned by {inp.source_owner!r}")
-        if activity.in_activity() and not inp.owner.startswith(f"{activity.info().workflow_id}/"):
+        if activity.in_activity() and not owned_by_workflow(inp.owner, activity.info().workflow_id):
             raise _foreign(f"the fork's owner {inp.owner!r} is not the calling workflow")
         conversation = None
         if inp.conversation is not None:
@@ -41,7 +42,7 @@ class SessionForkActivities:
             conversation = await self._conversations.extend(None, full, full, inp.owner)
         repl = None
         if inp.repl is not None:
-            if inp.repl.key not in repl_keys(source_id, first_run):
+            if inp.repl.key not in repl_keys(source.workflow_id, source.first_run_id):
                 raise _foreign(f"the REPL memory {inp.repl.key!r} is not session {inp.source_session!r}'s")
             snapshot = None
             if inp.repl.snapshot is not None:

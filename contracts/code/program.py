@@ -155,12 +155,6 @@ class CheckProgramResult(BaseModel):
     """Kinds ``program_syntax`` and ``program_type``, with line:column paths."""
 
 
-def program_run_key(workflow_id: str, chain_run_id: str, step: str) -> str:
-    """What one program's snapshots are signed for: the workflow chain (its id and first run id) and the
-    step (``t<turn>.`` and the step index in a session). The one place the format is written."""
-    return f"{workflow_id}/{chain_run_id}/{step}"
-
-
 class ForkedProgram(BaseModel):
     """A fork that starts inside one of the source's programs: the program as it was, paused, before
     one of its calls. The fork resumes it (its memory re-bound to the fork by the worker) instead of
@@ -172,7 +166,7 @@ class ForkedProgram(BaseModel):
     """The program's call the fork starts before (calls that paused with it are made again too)."""
     chain_run_id: str
     """The source chain's first run id: with the source's workflow id and ``step``, the key the
-    snapshot is signed for (``program_run_key``)."""
+    snapshot is signed for (``persisted_ids.program_run_key``)."""
     content: str
     """The source model's answer holding the program."""
     model: str
@@ -186,8 +180,8 @@ class ForkProgramInput(BaseModel):
     """``code.fork``: a source's paused program, re-bound to the fork that resumes it."""
 
     source_key: str
-    """What ``paused.snapshot`` is signed for: the source's program (``program_run_key``). The worker
-    checks the snapshot against this key only, so a fork loads only the program its input names."""
+    """What ``paused.snapshot`` is signed for: the source's program (``persisted_ids.program_run_key``).
+    The worker checks the snapshot against this key only, so a fork loads only the program its input names."""
     run_key: str
     """The fork's program key: the snapshot comes back signed for it, and every later one too."""
     paused: ProgramStatus

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ..persisted_ids import engine_call_id
 from .messages import LLMToolCall, Message
 from .prefix import Folds, fold
 
@@ -57,10 +58,10 @@ def with_engine_call_ids(answer: Message, history: Sequence[Message], folds: Fol
             calls.append(call)
             used.add(call.id)
             continue
-        engine_id, n = f"call_{turn}_{i}", 0
+        engine_id, n = engine_call_id(turn, i), 0
         while engine_id in used:
             n += 1
-            engine_id = f"call_{turn}_{i}_{n}"
+            engine_id = engine_call_id(turn, i, n)
         used.add(engine_id)
         calls.append(call.model_copy(update={"id": engine_id, "provider_id": call.id}))
     if all(a is b for a, b in zip(calls, answer.tool_calls)):

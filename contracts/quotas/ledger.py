@@ -31,10 +31,10 @@ in flight when the limit fell say nothing new). Each full window without a
 from __future__ import annotations
 
 from collections import Counter
-from datetime import UTC, datetime
 
 from pydantic import BaseModel, Field
 
+from ..persisted_ids import period_key
 from .config import PERIODS, QuotaLimit, TenantBudget
 from .wire import AccountView, BudgetRatio, LeaseGrant, LeaseRelease, LeaseRequest, LimitChange, PeriodUse
 
@@ -79,11 +79,6 @@ class AccountInput(BaseModel):
     """A ``QuotaAccount`` workflow's input: its ledger (a new account's, or the one it continued with)."""
 
     ledger: LedgerState
-
-
-def period_key(period: str, now: float) -> str:
-    moment = datetime.fromtimestamp(now, UTC)
-    return moment.strftime("%Y-%m-%d") if period == "day" else moment.strftime("%Y-%m")
 
 
 class Ledger:

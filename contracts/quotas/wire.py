@@ -14,15 +14,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..llm.api_keys import DEFAULT_API_KEY
+from ..persisted_ids import AccountKind, account_id
 from .config import DegradeModel, Period, PeriodBudget, QuotaLimit, TenantBudget
-
-AccountKind = Literal["quota", "tenant"]
-QUOTA_ACCOUNT_PREFIX = "agentsteps-quota-"
-TENANT_ACCOUNT_PREFIX = "agentsteps-tenant-"
-
-
-def account_id(kind: AccountKind, name: str) -> str:
-    return (QUOTA_ACCOUNT_PREFIX if kind == "quota" else TENANT_ACCOUNT_PREFIX) + name
 
 
 class LeaseRequest(BaseModel):

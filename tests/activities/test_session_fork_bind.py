@@ -84,3 +84,17 @@ async def test_state_that_is_not_the_named_sources_is_refused_typed(sandbox, con
     with pytest.raises(ApplicationError) as refused:  # relabelled as the source's: its signature says otherwise
         await acts.bind(_input(repl=forged))
     assert refused.value.type == "SnapshotIntegrityError"
+
+
+async def test_a_session_id_holding_a_slash_is_read_whole(sandbox, conversations):
+    # The owner splits at its last "/" (run ids hold none): state of session "team/a" is never session "team"'s,
+    # and a session whose id holds "/" can be forked.
+    acts = SessionForkActivities(conversations, sandbox)
+    messages = [Message.user("hello")]
+    owner = session_owner("team/a", "run-a")
+    ref = await conversations.extend(None, messages, messages, owner)
+    with pytest.raises(ApplicationError, match="owned by") as refused:
+        await acts.bind(_input(source_session="team", source_owner=owner, conversation=ref))
+    assert refused.value.type == "PayloadIntegrityError"
+    bound = await acts.bind(_input(source_session="team/a", source_owner=owner, conversation=ref))
+    assert bound.conversation is not None and await conversations.load(bound.conversation, FORK) == messages

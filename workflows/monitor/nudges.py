@@ -13,6 +13,7 @@ from datetime import date
 from typing import Any, Literal
 
 from ...contracts.monitor import MonitorSpec, StalledIssue
+from ...contracts.persisted_ids import escalate_key, nudge_key
 from ...contracts.violations import Violation, ViolationKind
 
 NUDGE_CONTRACT = "monitor.nudge"
@@ -21,14 +22,6 @@ NUDGE_MARKER = "agentsteps-monitor:nudge"
 
 Only comments by the monitor's own author that carry it are counted, so a
 human quoting the marker cannot change the count."""
-
-
-def nudge_key(issue_id: str, day: date) -> str:
-    return f"nudge:{issue_id}:{day.isoformat()}"
-
-
-def escalate_key(issue_id: str) -> str:
-    return f"escalate:{issue_id}"
 
 
 def marker_line(day: date) -> str:

@@ -36,6 +36,7 @@ with workflow.unsafe.imports_passed_through():
         StalledIssue,
     )
     from ...contracts.names import EFFECTS_PATCH, MONITOR_RECORD, MONITOR_WORKFLOW
+    from ...contracts.persisted_ids import scan_call_id, scan_call_key
     from ...contracts.violations import Violation, ViolationKind
     from ...failures import to_application_error
     from ...telemetry import workflow_metrics
@@ -181,7 +182,7 @@ async def _program_functions(spec: MonitorSpec) -> list[ProgramFunction]:
 
 
 async def _read(spec: MonitorSpec, run_id: str, tool: str, call_id: int, arguments: str) -> CallOutcome:
-    result = await _tool(spec, tool, arguments, call_id=f"scan-{call_id}", key=f"{run_id}:scan-{call_id}")
+    result = await _tool(spec, tool, arguments, call_id=scan_call_id(call_id), key=scan_call_key(run_id, call_id))
     return call_outcome(call_id, result)
 
 
@@ -308,7 +309,8 @@ class _Drafter:
                 )
                 workflow_metrics.record_check(NUDGE_CONTRACT, "post", violations)
             if not violations:
-                return value["message"]
+                message: str = value["message"]
+                return message
             report.violations.extend(violations)
             decision = ladder.step(violations)
             if decision.rung is Rung.reprompt:
