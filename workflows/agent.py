@@ -105,7 +105,8 @@ class AgentWorkflow(ApprovalHandlers, QuotaHandlers):
         # session's does, so a step's llm.call carries only what the step added; runs recorded without the
         # marker replay sending the whole history.
         features = self.features = Features.at_start(one_shot=True)
-        quota = {"quota": inp.quota, "quota_desk": self.quotas} if inp.quota is not None else {}
+        # The run settles with the quota desk only when it has a quota plan.
+        quota_desk = self.quotas if inp.quota is not None else None
         # A fork (its input names the source's conversation) describes its tools first, as it always did.
         if inp.fork is None and resolves_tools_lazily(spec, features.release):
             check_spec_but_tools(spec)
@@ -117,12 +118,20 @@ class AgentWorkflow(ApprovalHandlers, QuotaHandlers):
                 approvals=self.approvals,
                 pending_tools=spec.tools,
                 key_scope=inp.key_scope,
-                **quota,
+                quota=inp.quota,
+                quota_desk=quota_desk,
             )
             return await run_steps(run, [opening(spec, []), Message.user(inp.input)])
         tools = await spec_tools(spec)
         run = AgentRun.one_shot(
-            spec, tools, features, progress=self.progress, approvals=self.approvals, key_scope=inp.key_scope, **quota
+            spec,
+            tools,
+            features,
+            progress=self.progress,
+            approvals=self.approvals,
+            key_scope=inp.key_scope,
+            quota=inp.quota,
+            quota_desk=quota_desk,
         )
         if inp.fork is None:
             return await run_steps(run, [opening(spec, tools), Message.user(inp.input)])

@@ -21,6 +21,7 @@ runs recorded before it replay without upserts.
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from temporalio import workflow
 from temporalio.common import SearchAttributeKey, SearchAttributeUpdate
@@ -88,7 +89,7 @@ class Visibility:
             self._upsert(AWAITING_APPROVAL.value_set(waiting))
 
     def totals(self, *, steps: int, usage: Usage, violations: int, cost_usd: float, model: str) -> None:
-        updates = [
+        updates: list[SearchAttributeUpdate[Any]] = [
             STEPS.value_set(steps),
             TOKENS.value_set(usage.total_tokens),
             VIOLATIONS.value_set(violations),
@@ -98,7 +99,7 @@ class Visibility:
             updates.append(MODEL.value_set(model[:200]))
         self._upsert(*updates)
 
-    def _upsert(self, *updates: SearchAttributeUpdate) -> None:
+    def _upsert(self, *updates: SearchAttributeUpdate[Any]) -> None:
         if self.on:
             now: datetime = workflow.now()
             workflow.upsert_search_attributes([*updates, LAST_ACTIVITY.value_set(now)])
