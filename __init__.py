@@ -1,4 +1,9 @@
-"""agentsteps: a durable engine for LLM agent steps on Temporal."""
+"""agentsteps: a durable engine for LLM agent steps on Temporal.
+
+The public API is the modules in ``PUBLIC_MODULES``, each exporting the names in its ``__all__``
+(docs/api.md lists the same; ``tests/repo/test_exported_members.py`` holds the two together). Everything
+else is internal and may change in any release. Importing this package imports none of them.
+"""
 
 from importlib.metadata import PackageNotFoundError, version
 
@@ -9,3 +14,29 @@ except PackageNotFoundError:  # a source tree put on sys.path without installing
     __version__ = "0+unknown"
 
 del PackageNotFoundError, version
+
+PUBLIC_MODULES = (
+    "agentsteps",
+    "agentsteps.activities.tools",
+    "agentsteps.client",
+    "agentsteps.client.dev_server",
+    "agentsteps.client.quotas",
+    "agentsteps.client.schedules",
+    "agentsteps.client.session_forks",
+    "agentsteps.client.sessions",
+    "agentsteps.contracts",
+    "agentsteps.contracts.approvals",
+    "agentsteps.contracts.composition.pipeline_spec",
+    "agentsteps.contracts.config.mcp_config",
+    "agentsteps.contracts.config.schedules",
+    "agentsteps.contracts.config.settings",
+    "agentsteps.contracts.errors",
+    "agentsteps.contracts.mcp",
+    "agentsteps.contracts.monitor",
+    "agentsteps.contracts.names",
+    "agentsteps.contracts.session",
+    "agentsteps.scripted_model",
+    "agentsteps.worker",
+)
+
+__all__ = ["PUBLIC_MODULES", "__version__"]

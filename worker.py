@@ -18,6 +18,7 @@ from typing import Any
 import httpx2
 from pydantic import SecretStr
 from temporalio.client import Client
+from temporalio.converter import DataConverter
 from temporalio.runtime import Runtime
 from temporalio.service import GrpcCompression
 from temporalio.worker import Worker, WorkflowInstance, WorkflowInstanceDetails, WorkflowRunner
@@ -42,7 +43,7 @@ from .contracts.errors import DeploymentConfigError, QuotaConfigError
 from .storage import payload_unavailable
 from .storage.conversations import ConversationStore
 from .storage.payload_contexts import contexts_of
-from .storage.payload_store import PayloadStore, build_data_converter, build_payload_store
+from .storage.payload_store import PayloadStore, build_payload_store
 from .storage.payload_unavailable import terminate_unreadable_runs
 from .telemetry.metrics import PAYLOAD_STORE_DENIED, WORKER_SLOTS
 from .telemetry.runtime import build_runtime
@@ -70,6 +71,14 @@ def _process_runtime(settings: WorkerSettings) -> Runtime:
 
 
 _COMPRESSION = {"none": GrpcCompression.NONE, "gzip": GrpcCompression.GZIP}
+
+
+def build_data_converter(settings: WorkerSettings, store: PayloadStore | None = None) -> DataConverter:
+    """The data converter of every client and worker of a deployment: pydantic payloads, and those of 256 KiB
+    or more in the shared payload store (``connect`` uses it; a client that starts runs with large inputs or
+    reads large results needs it). Pass the worker's ``PayloadStore`` so snapshots and payloads share one
+    driver."""
+    return (store or build_payload_store(settings)).data_converter()
 
 
 async def connect(settings: WorkerSettings, address: str | None = None) -> Client:
@@ -394,3 +403,15 @@ async def running_worker(
     finally:
         await mcp.aclose()
         await sandbox.pool.close()
+
+
+__all__ = [
+    "build_data_converter",
+    "build_mcp",
+    "build_worker",
+    "check_deployment",
+    "connect",
+    "load_registry",
+    "running_worker",
+    "workflows",
+]

@@ -61,8 +61,7 @@ from agentsteps.contracts.config.settings import ProviderSettings, WorkerSetting
 from agentsteps.contracts.llm.tokens import TOKENS_PER_MESSAGE, count_text_tokens
 from agentsteps.contracts.names import AGENT_WORKFLOW
 from agentsteps.scripted_model import ScriptedModelServer
-from agentsteps.storage.payload_store import build_data_converter
-from agentsteps.worker import connect, running_worker
+from agentsteps.worker import build_data_converter, connect, running_worker
 
 MODEL = "scripted-2026-01-01"
 CONTEXT_WINDOW = 1_000_000  # the largest windows on offer today

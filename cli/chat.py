@@ -92,7 +92,11 @@ async def chat(
     queue = _session_queue(session_id) if session_id else settings.task_queue
     async with client_and_worker(settings, worker, "chat", task_queue=queue) as local:
         client = local.client
-        sid = session_id or new_session_id(spec)  # type: ignore[arg-type]
+        if session_id:
+            sid = session_id
+        else:
+            assert spec is not None  # the command takes --spec or --session (one is required)
+            sid = new_session_id(spec)
         if session_id:
             state = await session_state(client, sid)
             term.say(f"resumed session {sid}: {state.turns} turns, {state.usage.total_tokens} tokens so far")

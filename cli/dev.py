@@ -17,6 +17,7 @@ from datetime import timedelta
 
 from temporalio.client import Client
 
+from ..activities.tools.registry import ToolRegistry
 from ..client.dev_server import Stack, embedded_temporal
 from ..console import running_console
 from ..contracts.config.settings import WorkerSettings
@@ -81,7 +82,14 @@ async def _until_stopped(client: Client, address: str, stop: asyncio.Event) -> N
 
 
 async def _serve(
-    client: Client, settings: WorkerSettings, banner: list[str], address: str, stop: asyncio.Event, **worker_options
+    client: Client,
+    settings: WorkerSettings,
+    banner: list[str],
+    address: str,
+    stop: asyncio.Event,
+    *,
+    registry: ToolRegistry,
+    identity: str,
 ) -> int:
     """Worker plus /metrics until SIGINT or SIGTERM; /readyz turns ready once the worker polls
     and every required MCP server is up, and shows each server's state.
@@ -103,7 +111,7 @@ async def _serve(
     )
     lost: ServerLost | None = None
     try:
-        async with running_worker(client, settings, mcp=mcp, **worker_options):
+        async with running_worker(client, settings, mcp=mcp, registry=registry, identity=identity):
             settle_heap()
             ready.set()
             print("\n".join(banner), flush=True)
@@ -122,7 +130,9 @@ async def _serve(
         # ``async with``, even while that task is already shutting it down: the end we chose.
         if lost is None:
             raise
-        asyncio.current_task().uncancel()
+        this_task = asyncio.current_task()
+        assert this_task is not None  # a coroutine runs in a task
+        this_task.uncancel()
     except Exception:
         if lost is None:
             raise

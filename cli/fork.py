@@ -21,8 +21,7 @@ from ..client.spec_files import load_spec
 from ..contracts import AgentSpec
 from ..contracts.config.settings import WorkerSettings
 from ..contracts.errors import AgentStepsError, HistoryUnavailableError, SessionError
-from ..storage.payload_store import build_data_converter
-from ..worker import connect, load_registry, running_worker
+from ..worker import build_data_converter, connect, load_registry, running_worker
 from .json_output import FORK, print_json
 
 

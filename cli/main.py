@@ -15,11 +15,14 @@ import os
 import sys
 import traceback
 from collections.abc import Callable
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from .. import __version__
 from ..contracts import AgentStepsError, InvalidSpecError
 from .failure_lines import configure_logging, describe
+
+if TYPE_CHECKING:  # the settings load only for the commands that need them: the CLI starts quickly
+    from ..contracts.config.settings import WorkerSettings
 
 EXIT_OK = 0
 EXIT_RUN_FAILED = 1
@@ -206,7 +209,7 @@ def _worker_flags(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _settings(args: argparse.Namespace):
+def _settings(args: argparse.Namespace) -> WorkerSettings:
     from ..client.settings import load_settings
 
     return load_settings(args.config)
@@ -236,7 +239,7 @@ def _console(args: argparse.Namespace) -> int:
     return asyncio.run(run_console(_console_settings(args, port=args.port, host=args.host)))
 
 
-def _console_settings(args: argparse.Namespace, *, port: int | None = None, host: str | None = None):
+def _console_settings(args: argparse.Namespace, *, port: int | None = None, host: str | None = None) -> WorkerSettings:
     settings = _settings(args)
     update = {k: v for k, v in (("port", port), ("host", host)) if v is not None}
     if update:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+from datetime import timedelta
 
-from ..contracts.config.schedules import parse_duration
+from ..contracts.config.schedules import duration_from_text
 from .json_output import PAYLOADS_GC, print_json
 
 
@@ -21,9 +22,9 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     gc.set_defaults(handler=payloads_gc)
 
 
-def _duration(text: str):
+def _duration(text: str) -> timedelta:
     try:
-        return parse_duration(text)
+        return duration_from_text(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 

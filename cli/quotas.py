@@ -111,9 +111,9 @@ def summary(view: AccountView) -> str:
     t = view.tenant
     lines = [f"tenant {view.name} (weight {t.weight:g})"]
     for period, budget in t.budget.items():
-        used = view.spent.get(period)
+        spent = view.spent.get(period)
         lines.append(
-            f"  {period}: {used.tokens if used else 0} tokens, ${used.usd if used else 0:.4f} spent"
+            f"  {period}: {spent.tokens if spent else 0} tokens, ${spent.usd if spent else 0:.4f} spent"
             f" (soft {budget.tokens_soft}/{budget.usd_soft}, hard {budget.tokens_hard}/{budget.usd_hard})"
         )
     lines.append(f"  in flight: {view.reserved_tokens} tokens, ${view.reserved_usd:.4f} reserved")

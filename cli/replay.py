@@ -11,6 +11,7 @@ import argparse
 import sys
 import uuid
 from contextlib import AsyncExitStack
+from functools import partial
 from typing import TextIO
 
 from ..activities.llm.metrics import cost_usd
@@ -34,8 +35,7 @@ from ..client.spec_files import load_spec
 from ..contracts.config.mcp_config import McpConfig
 from ..contracts.config.settings import WorkerSettings
 from ..contracts.errors import HistoryUnavailableError
-from ..storage.payload_store import build_data_converter
-from ..worker import ENGINE_SANDBOX, connect, load_registry, running_worker, workflows
+from ..worker import ENGINE_SANDBOX, build_data_converter, connect, load_registry, running_worker, workflows
 from .json_output import COUNTERFACTUAL, REPLAY_CHECK, print_json
 
 EXIT_OK, EXIT_FAILED, EXIT_INVALID = 0, 1, 2
@@ -70,16 +70,16 @@ async def replay_check(settings: WorkerSettings, args: argparse.Namespace, out: 
         print("error: --limit must be at least 1", file=sys.stderr)
         return EXIT_INVALID
     converter = build_data_converter(settings)
-    options = {"workflows": workflows(), "data_converter": converter, "workflow_runner": ENGINE_SANDBOX}
+    check = partial(check_histories, workflows=workflows(), data_converter=converter, workflow_runner=ENGINE_SANDBOX)
     try:
         if args.histories:
-            findings = await check_histories(history_files(args.histories), **options)
+            findings = await check(history_files(args.histories))
         else:
             query = visibility_query(args.workflow_type, args.query)
             async with AsyncExitStack() as stack:
                 temporal = await stack.enter_async_context(embedded_temporal(settings))
                 client = await connect(settings, temporal.address)
-                findings = await check_histories(server_histories(client, query, args.limit), **options)
+                findings = await check(server_histories(client, query, args.limit))
     except HistoryUnavailableError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_INVALID
@@ -111,14 +111,15 @@ async def counterfactual(settings: WorkerSettings, args: argparse.Namespace, out
     spec = load_spec(args.spec) if args.spec else None
     allow = [t.strip() for t in args.allow_tools.split(",") if t.strip()]
     registry = load_registry(settings)
-    unknown = [t for t in allow if registry.get(t) is None]
+    found = {name: tool for name in allow if (tool := registry.get(name)) is not None}
+    unknown = [t for t in allow if t not in found]
     if unknown:
         print(
             f"error: --allow-tools names tools this worker has no Python tool for: {', '.join(unknown)}",
             file=sys.stderr,
         )
         return EXIT_INVALID
-    effectful = [t for t in allow if t not in unknown and registry.get(t).schema().side_effects]
+    effectful = [t for t in allow if found[t].schema().side_effects]
     if effectful:
         print(
             f"error: --allow-tools takes read-only tools; these have side effects: {', '.join(effectful)}",
@@ -127,7 +128,7 @@ async def counterfactual(settings: WorkerSettings, args: argparse.Namespace, out
         return EXIT_INVALID
     read_only = ToolRegistry()
     for name in allow:
-        read_only.add(registry.get(name))
+        read_only.add(found[name])
     live = ToolActivities(read_only) if allow else None
     tools = RecordedTools(live, allow)
     converter = build_data_converter(settings)

@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import json
 import sys
+from typing import TYPE_CHECKING
 
 from ..client.schedules import (
     DEFAULT_DIRECTORY,
@@ -18,6 +19,9 @@ from ..client.schedules import (
 )
 from ..contracts.config.schedules import ScheduleChange
 from .json_output import SCHEDULE_CHANGES, SCHEDULE_LIST, print_json
+
+if TYPE_CHECKING:
+    from temporalio.client import Client
 
 ACTIONS = ("apply", "list", "pause", "resume", "trigger")
 
@@ -107,7 +111,7 @@ async def _run(args: argparse.Namespace, action: str, name: str | None) -> int:
     return 0
 
 
-async def _wait_for(client, changes: list[ScheduleChange], as_json: bool) -> int:
+async def _wait_for(client: Client, changes: list[ScheduleChange], as_json: bool) -> int:
     """The tick's result: the monitor's report as ``agentsteps demo`` prints it, or with ``--json`` the
     changes plus the tick's ``result``."""
     from temporalio.client import WorkflowFailureError

@@ -18,8 +18,9 @@ import asyncio
 import json
 import sys
 import uuid
+from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from temporalio.exceptions import ApplicationError
 
@@ -28,6 +29,11 @@ from ..contracts.llm.tools import ToolCallInput, ToolSchema, result_value
 from ..contracts.mcp import McpConfigError, McpError
 from ..failures import from_failure
 from .json_output import TOOLS_LIST, print_json
+
+if TYPE_CHECKING:
+    from ..activities.mcp import McpActivities
+    from ..activities.tools.activities import ToolActivities
+    from ..activities.tools.registry import ToolRegistry
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -42,7 +48,7 @@ def tools_call(name: str, args_json: str, config_path: str | Path | None) -> int
     return _guarded(lambda: _tools_call(name, args_json, config_path))
 
 
-def _guarded(run: Any) -> int:
+def _guarded(run: Callable[[], Coroutine[Any, Any, int]]) -> int:
     try:
         return asyncio.run(run())
     except (McpConfigError, InvalidSpecError) as exc:
@@ -56,7 +62,7 @@ def _guarded(run: Any) -> int:
         return EXIT_BAD_INPUT if isinstance(from_failure(exc), McpConfigError) else EXIT_FAILED
 
 
-def _build(config_path: str | Path | None):
+def _build(config_path: str | Path | None) -> tuple[ToolRegistry, McpActivities, ToolActivities]:
     from ..activities.tools.activities import ToolActivities
     from ..client.settings import load_settings
     from ..worker import build_mcp, load_registry
@@ -134,7 +140,8 @@ def _type_of(schema: dict[str, Any]) -> str:
     if "enum" in schema:
         return "|".join(json.dumps(v) for v in schema["enum"])
     if "$ref" in schema:
-        return schema["$ref"].rsplit("/", 1)[-1]
+        ref: str = schema["$ref"]
+        return ref.rsplit("/", 1)[-1]
     kind = schema.get("type", "any")
     if kind == "array":
         return f"{_type_of(schema.get('items', {}))}[]"

@@ -49,9 +49,13 @@ Cost = Callable[[str, Usage], float]
 class AnsweredTools(Protocol):
     """What the replay worker's tool source saw, per replay run (``activities/tools/recorded.py``)."""
 
-    answered: Mapping[str, list[tuple[str, str]]]
-    refused: Mapping[str, list[tuple[str, str]]]
-    live_calls: Mapping[str, list[tuple[str, str]]]
+    # Read-only here: the tool source records, the scorer only reads.
+    @property
+    def answered(self) -> Mapping[str, list[tuple[str, str]]]: ...
+    @property
+    def refused(self) -> Mapping[str, list[tuple[str, str]]]: ...
+    @property
+    def live_calls(self) -> Mapping[str, list[tuple[str, str]]]: ...
 
     def add(
         self, replay_id: str, schemas: Sequence[ToolSchema], calls: Sequence[tuple[str, str, ToolCallResult]]

@@ -171,3 +171,9 @@ async def _start_local(settings: WorkerSettings) -> WorkflowEnvironment:
         dev_server_extra_args=dev_server_args(),
         dev_server_log_level="error",
     )
+
+
+__all__ = [
+    "embedded_temporal",
+    "Stack",
+]

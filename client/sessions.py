@@ -206,6 +206,7 @@ __all__ = [
     "pending_approvals",
     "continue_session",
     "new_session_id",
+    "rewind_session",
     "send_turn",
     "session_handle",
     "session_state",

@@ -64,12 +64,16 @@ def arguments(pending: PendingApproval) -> list[Argument] | str:
     if not isinstance(values, dict):
         return pending.arguments
     schema = pending.input_schema or {}
-    properties = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
-    required = set(schema.get("required") or []) if isinstance(schema.get("required"), list) else set()
+    declared = schema.get("properties")
+    properties: dict[str, Any] = declared if isinstance(declared, dict) else {}
+    listed = schema.get("required")
+    required = set(listed) if isinstance(listed, list) else set()
     rows = []
     for name in [*(n for n in properties if n in values), *(n for n in values if n not in properties)]:
-        prop = properties.get(name) if isinstance(properties.get(name), dict) else {}
-        title = prop.get("title") if isinstance(prop.get("title"), str) else name
+        described = properties.get(name)
+        prop: dict[str, Any] = described if isinstance(described, dict) else {}
+        titled = prop.get("title")
+        title = titled if isinstance(titled, str) else name
         rows.append(
             Argument(
                 title=str(title),

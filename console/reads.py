@@ -23,6 +23,7 @@ from temporalio.client import (
     WorkflowExecution,
     WorkflowExecutionDescription,
     WorkflowExecutionStatus,
+    WorkflowHandle,
     WorkflowQueryFailedError,
 )
 from temporalio.service import RPCError
@@ -310,16 +311,17 @@ async def session_view(client: Client, description: WorkflowExecutionDescription
     return view
 
 
-async def _session_steps(handle: Any) -> list[Step]:
+async def _session_steps(handle: WorkflowHandle[Any, SessionOutcome]) -> list[Step]:
     """Sessions recorded before the ``steps`` query existed answer it with an error: no timeline then."""
     try:
-        return await handle.query(STEPS_QUERY, 0, result_type=list[Step], rpc_timeout=QUERY_TIMEOUT)
+        steps: list[Step] = await handle.query(STEPS_QUERY, 0, result_type=list[Step], rpc_timeout=QUERY_TIMEOUT)
+        return steps
     except WorkflowQueryFailedError:
         return []
 
 
 def _failure_text(exc: BaseException) -> str:
-    parts = []
+    parts: list[str] = []
     current: BaseException | None = exc
     while current is not None and len(parts) < 4:
         parts.append(str(current))

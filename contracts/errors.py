@@ -299,3 +299,36 @@ class HistoryUnavailableError(AgentStepsError):
             f"namespace's retention period has passed since it closed{': ' + detail if detail else ''}. "
             "Replay it from a saved history file instead (--histories DIR)."
         )
+
+
+__all__ = [
+    "AgentStepsError",
+    "ApprovalError",
+    "BudgetExceededError",
+    "CarriedStateError",
+    "ConsoleConfigError",
+    "ContractViolationError",
+    "DeploymentConfigError",
+    "HistoryUnavailableError",
+    "InvalidProgramResume",
+    "InvalidSpecError",
+    "InvalidTurnError",
+    "MonitorScanError",
+    "NonRetryableProviderError",
+    "PayloadIntegrityError",
+    "PayloadMissingError",
+    "ProviderError",
+    "QuotaConfigError",
+    "RetryableProviderError",
+    "ScheduleFileError",
+    "ScheduleNotFoundError",
+    "SessionBusyError",
+    "SessionClosedError",
+    "SessionError",
+    "SnapshotIntegrityError",
+    "SnapshotKeyUnknownError",
+    "StackConflictError",
+    "ToolConfigError",
+    "ToolError",
+    "ToolNotSentError",
+]

@@ -31,6 +31,8 @@ def mcp_source(server: str) -> str:
 
 class McpError(AgentStepsError):
     retryable = False
+    recorded = False
+    """Set once the fleet counted this failure against its server's health (``activities/mcp/fleet.py``)."""
 
     def __init__(self, message: str, *, server: str | None = None) -> None:
         self.server = server
@@ -60,3 +62,16 @@ class McpServerDownError(McpError):
 
 class McpProtocolError(McpError):
     pass
+
+
+__all__ = [
+    "IDEMPOTENCY_ARGUMENT",
+    "mcp_source",
+    "MCP_SOURCE_PREFIX",
+    "McpAuthError",
+    "McpConfigError",
+    "McpError",
+    "McpProtocolError",
+    "McpServerDownError",
+    "McpUnavailableError",
+]

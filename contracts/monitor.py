@@ -132,7 +132,7 @@ class MonitorReport(BaseModel):
     violations: list[Violation] = Field(default_factory=list)
     usage: Usage = Field(default_factory=Usage)
 
-    @computed_field  # type: ignore[prop-decorator]
+    @computed_field  # type: ignore[prop-decorator]  # mypy refuses any decorator over @property; pydantic's own
     @property
     def counts(self) -> dict[str, int]:
         return {

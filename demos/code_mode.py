@@ -105,7 +105,7 @@ async def demo_code_mode_run(client: Client, settings: WorkerSettings, out: Text
     return result
 
 
-async def programs_written(client: Client, handle: WorkflowHandle) -> list[str]:
+async def programs_written(client: Client, handle: WorkflowHandle[object, AgentResult]) -> list[str]:
     """The programs the model wrote, read back from the run's history (model replies)."""
     scheduled: set[int] = set()
     programs: list[str] = []

@@ -45,8 +45,11 @@ def to_application_error(error: AgentStepsError, *details: Any) -> ApplicationEr
     """The ``ApplicationError`` Temporal carries for ``error`` (raise it ``from`` what the raiser chooses)."""
     delay = None
     # getattr: a rebuilt error (``with_message``) has no fields its constructor would have set.
-    if isinstance(error, RetryableProviderError) and getattr(error, "retry_after", None) is not None:
-        delay = timedelta(seconds=error.retry_after)
+    retry_after: float | None = (
+        getattr(error, "retry_after", None) if isinstance(error, RetryableProviderError) else None
+    )
+    if retry_after is not None:
+        delay = timedelta(seconds=retry_after)
     return ApplicationError(
         str(error),
         *details,

@@ -17,6 +17,7 @@ import asyncio
 import hashlib
 import os
 import tempfile
+import warnings
 from collections.abc import AsyncIterator, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
@@ -293,5 +294,12 @@ def build_payload_store(settings: WorkerSettings) -> PayloadStore:
 
 
 def build_data_converter(settings: WorkerSettings, store: PayloadStore | None = None) -> DataConverter:
-    """Pass the worker's ``PayloadStore`` so snapshots and payloads share one driver."""
+    """Deprecated: the public home is ``agentsteps.worker.build_data_converter`` (the README sent clients here
+    in 0.2.0); this one warns, and goes in 0.4."""
+    warnings.warn(
+        "agentsteps.storage.payload_store.build_data_converter is deprecated and goes in 0.4: "
+        "use agentsteps.worker.build_data_converter",
+        DeprecationWarning,
+        stacklevel=2,
+    )
     return (store or build_payload_store(settings)).data_converter()

@@ -14,11 +14,15 @@ import asyncio
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from temporalio.contrib.aws.s3driver import S3StorageDriverClient  # the ABC only; no AWS packages
 
 from ..contracts.config.settings import PayloadStoreSettings
+
+if TYPE_CHECKING:  # the stubs come with the s3 extra, as aioboto3 does
+    from types_aiobotocore_s3 import S3Client
+    from types_aiobotocore_s3.type_defs import ObjectIdentifierTypeDef
 
 
 @dataclass(frozen=True)
@@ -38,13 +42,13 @@ class PrefixedAioboto3Client(S3StorageDriverClient):
     def __init__(self, cfg: PayloadStoreSettings) -> None:
         self._cfg = cfg
         self._prefix = cfg.s3_prefix
-        self._raw: Any = None
+        self._raw: S3Client | None = None
         self._inner: S3StorageDriverClient | None = None
         self._lock = asyncio.Lock()
 
-    async def _open(self) -> tuple[Any, S3StorageDriverClient]:
+    async def _open(self) -> tuple[S3Client, S3StorageDriverClient]:
         async with self._lock:
-            if self._inner is None:
+            if self._raw is None or self._inner is None:
                 try:
                     import aioboto3
                     from temporalio.contrib.aws.s3driver.aioboto3 import new_aioboto3_client
@@ -62,8 +66,8 @@ class PrefixedAioboto3Client(S3StorageDriverClient):
                     region_name=cfg.s3_region,
                 )
                 context = session.client("s3", endpoint_url=cfg.s3_endpoint_url)
-                self._raw = await context.__aenter__()
-                self._inner = new_aioboto3_client(self._raw)
+                raw: S3Client = await context.__aenter__()
+                self._raw, self._inner = raw, new_aioboto3_client(raw)
             return self._raw, self._inner
 
     async def put_object(self, *, bucket: str, key: str, data: bytes) -> None:
@@ -104,7 +108,8 @@ class PrefixedAioboto3Client(S3StorageDriverClient):
             if _error_code(exc) in _ABSENT:
                 return None
             raise
-        return await response["Body"].read()
+        data: bytes = await response["Body"].read()
+        return data
 
     async def modified(self, bucket: str, key: str) -> datetime | None:
         """An object's ``LastModified`` by its full key (None once it is gone), for the GC's last look."""
@@ -137,12 +142,13 @@ class PrefixedAioboto3Client(S3StorageDriverClient):
         """An object by its full key, as ``list_objects`` gave it (prefix included)."""
         raw, _ = await self._open()
         response = await raw.get_object(Bucket=bucket, Key=key)
-        return await response["Body"].read()
+        data: bytes = await response["Body"].read()
+        return data
 
     async def delete_objects(self, bucket: str, keys: Sequence[str]) -> None:
         raw, _ = await self._open()
         for start in range(0, len(keys), 1000):  # the S3 API's batch limit
-            batch = [{"Key": k} for k in keys[start : start + 1000]]
+            batch: list[ObjectIdentifierTypeDef] = [{"Key": k} for k in keys[start : start + 1000]]
             await raw.delete_objects(Bucket=bucket, Delete={"Objects": batch, "Quiet": True})
 
     async def aclose(self) -> None:

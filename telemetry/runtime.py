@@ -224,20 +224,21 @@ class TemporalMetricsCollector:
 
         name = exported_name(family.name, family.kind, family.unit)
         if family.kind == BUFFERED_METRIC_KIND_COUNTER:
-            out: Metric = CounterMetricFamily(name, family.description, labels=label_names)
+            counter = CounterMetricFamily(name, family.description, labels=label_names)
             for key, value in family.series.items():
-                out.add_metric(values(key), value)
-        elif family.kind == BUFFERED_METRIC_KIND_GAUGE:
-            out = GaugeMetricFamily(name, family.description, labels=label_names)
+                counter.add_metric(values(key), value)
+            return counter
+        if family.kind == BUFFERED_METRIC_KIND_GAUGE:
+            gauge = GaugeMetricFamily(name, family.description, labels=label_names)
             for key, value in family.series.items():
-                out.add_metric(values(key), value)
-        else:
-            out = HistogramMetricFamily(name, family.description, labels=label_names)
-            for key, hist in family.series.items():
-                buckets = [(_format_bound(b), c) for b, c in zip(hist.bounds, hist.counts)]
-                buckets.append(("+Inf", hist.counts[-1]))
-                out.add_metric(values(key), buckets, hist.total)
-        return out
+                gauge.add_metric(values(key), value)
+            return gauge
+        histogram = HistogramMetricFamily(name, family.description, labels=label_names)
+        for key, hist in family.series.items():
+            buckets = [(_format_bound(b), c) for b, c in zip(hist.bounds, hist.counts)]
+            buckets.append(("+Inf", hist.counts[-1]))
+            histogram.add_metric(values(key), buckets, hist.total)
+        return histogram
 
     def start(self, interval: float = _DRAIN_INTERVAL_SECONDS) -> None:
         """Drain in the background too, so a worker nobody scrapes never fills the buffer."""
@@ -292,8 +293,8 @@ def build_runtime(
     previous = _installed.pop(id(registry), None)
     if previous is not None:
         previous.stop()
-        registry.unregister(previous)  # type: ignore[arg-type]
-    registry.register(collector)  # type: ignore[arg-type]
+        registry.unregister(previous)
+    registry.register(collector)
     _installed[id(registry)] = collector
     collector.start()
     return runtime

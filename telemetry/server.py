@@ -38,7 +38,10 @@ class MetricsServer:
     def __init__(self, httpd: ThreadingHTTPServer, thread: threading.Thread) -> None:
         self._httpd = httpd
         self._thread = thread
-        self.host, self.port = httpd.server_address[:2]
+        host, port = httpd.server_address[:2]
+        # An internet socket names its host as text; bytes would mean a unix socket, which this never binds.
+        self.host = host if isinstance(host, str) else bytes(host).decode()
+        self.port: int = port
 
     @property
     def url(self) -> str:

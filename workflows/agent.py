@@ -106,6 +106,7 @@ class AgentWorkflow(ApprovalHandlers, QuotaHandlers):
         # session's does, so a step's llm.call carries only what the step added; runs recorded without the
         # marker replay sending the whole history.
         features = self.features = Features.at_start(one_shot=True)
+        # The run settles with the quota desk only when it has a quota plan.
         quota_desk = self.quotas if inp.quota is not None else None
         # A fork (its input names the source's conversation) describes its tools first, as it always did.
         if inp.fork is None and resolves_tools_lazily(spec, features.release):

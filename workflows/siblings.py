@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Any, TypeVar
+from typing import TypeVar
 
 T = TypeVar("T")
 
@@ -34,7 +34,7 @@ async def together(calls: Iterable[Awaitable[T]], cancel_siblings: Callable[[], 
         raise
 
 
-async def cancel_unfinished(tasks: Iterable[asyncio.Future[Any]], cancel_siblings: Callable[[], bool]) -> None:
+async def cancel_unfinished(tasks: Iterable[asyncio.Future[T]], cancel_siblings: Callable[[], bool]) -> None:
     """Cancel what is still running (when ``cancel_siblings()`` says so) and wait until each has ended."""
     running = [task for task in tasks if not task.done()]
     if not running or not cancel_siblings():

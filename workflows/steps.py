@@ -46,7 +46,7 @@ def check_spec_but_tools(spec: AgentSpec) -> None:
     _refuse(check_spec(spec, None))
 
 
-def _refuse(violations: list) -> None:
+def _refuse(violations: list[Violation]) -> None:
     if violations:
         raise to_application_error(InvalidSpecError(violations), *[v.model_dump(mode="json") for v in violations])
 

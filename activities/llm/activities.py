@@ -172,6 +172,7 @@ class LLMActivities:
             # stores the same segment under the same address. A compacted conversation starts a new
             # chain, so later calls build on the compacted one. A resolving call's tool catalog goes in
             # the same store call.
+            whole: Sequence[Message] | KnownPrefix
             if action is None and following is not None:
                 base, whole, added = request.conversation, following, request.messages
             else:

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-from collections.abc import Awaitable, Callable
 
 import mcp_types as types
+from mcp.shared.dispatcher import ProgressFnT
 from temporalio import activity
 
 from ...contracts.llm.arguments import parse_tool_arguments
@@ -47,9 +47,7 @@ def _arguments_violation(call: ToolCallInput, message: str) -> ToolCallResult:
     return _error_result(call, violation.for_model())
 
 
-def _progress_heartbeat(
-    call: ToolCallInput, secrets: list[str]
-) -> Callable[[float, float | None, str | None], Awaitable[None]]:
+def _progress_heartbeat(call: ToolCallInput, secrets: list[str]) -> ProgressFnT:
     # The SDK calls back from the session's reader task, outside the activity's
     # context: capture that context here, in the activity's own task.
     context = contextvars.copy_context()

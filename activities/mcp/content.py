@@ -97,7 +97,8 @@ def block_text(block: Any, *, annotate_text: bool) -> str:
         return f"[{kind} {value['mime_type']}, {value['size_bytes']} bytes, not shown{note}]"
     if kind == "resource":
         if "text" in value:
-            return value["text"]
+            text: str = value["text"]
+            return text
         return (
             f"[resource <{value['uri']}> {value.get('mime_type') or ''}, {value['size_bytes']} bytes, not shown{note}]"
         )

@@ -259,7 +259,7 @@ class McpFleet:
                 except McpError as error:
                     health.failed(error, probe)
                     health.record(getattr(error, "outcome", "infra_error"), self._clock() - started)
-                    error.recorded = True  # type: ignore[attr-defined]
+                    error.recorded = True
                     raise
                 except BaseException:
                     if probe:

@@ -188,6 +188,7 @@ def to_tool_result(
         has_structured, value = _as_json(text)
 
     if output_schema is not None:
+        violation: Violation | None
         if not has_structured:
             violation = Violation(
                 contract=f"tool.{name}",

@@ -16,6 +16,7 @@ would not help: that meter is per worker process too.
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Awaitable, Callable
 
 from temporalio import activity
 
@@ -47,7 +48,7 @@ class MonitorActivities:
         MONITOR_NUDGES.labels(monitor=metrics.monitor).inc(metrics.nudged)
         MONITOR_ESCALATIONS.labels(monitor=metrics.monitor).inc(metrics.escalated)
 
-    def activities(self) -> list:
+    def activities(self) -> list[Callable[[MonitorMetrics], Awaitable[None]]]:
         return [self.record]
 
 

@@ -14,13 +14,16 @@ import json
 import math
 import time
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from pydantic_monty import (
     AsyncFunctionSnapshot,
     AsyncFutureSnapshot,
     AsyncMontySession,
     AsyncNameLookupSnapshot,
+    ExcType,
+    ExternalExceptionData,
+    ExternalReturnValue,
     MontyComplete,
     MontyCrashedError,
     MontyError,
@@ -172,7 +175,7 @@ class SegmentDriver:
 
     async def _on_call(self, snapshot: AsyncFunctionSnapshot) -> Any:
         if snapshot.is_os_function:
-            exc_type = "ModuleNotFoundError" if snapshot.function_name == "import" else "PermissionError"
+            exc_type: ExcType = "ModuleNotFoundError" if snapshot.function_name == "import" else "PermissionError"
             return await snapshot.resume({"exc_type": exc_type, "message": f"{snapshot.function_name}: {_OS_REFUSAL}"})
         function = self._functions.get(snapshot.function_name)
         if function is None:
@@ -189,9 +192,9 @@ class SegmentDriver:
         self._calls.append(PendingCall(call_id=snapshot.call_id, function=function.python_name, arguments=arguments))
         return await snapshot.resume({"future": ...})
 
-    def _status(self, state: str, **fields: Any) -> ProgramStatus:
+    def _status(self, state: Literal["pending", "completed", "failed"], **fields: Any) -> ProgramStatus:
         return ProgramStatus(
-            state=state,  # type: ignore[arg-type]
+            state=state,
             calls=self._calls,
             output=self.sink.text,
             output_dropped=self.sink.dropped,
@@ -200,7 +203,15 @@ class SegmentDriver:
         )
 
 
-def _answer(outcome: CallOutcome) -> dict[str, Any]:
+_RUNTIME_ERROR_KINDS: tuple[tuple[str, ProgramErrorKind], ...] = (
+    ("TimeoutError", "timeout"),
+    ("MemoryError", "memory"),
+    ("RecursionError", "recursion"),
+)
+"""A program's uncaught exception, by the head of its message, when it is one of the sandbox's limits."""
+
+
+def _answer(outcome: CallOutcome) -> ExternalReturnValue | ExternalExceptionData:
     if outcome.error is not None:
         return {"exc_type": "RuntimeError", "message": outcome.error}
     return {"return_value": outcome.value}
@@ -254,9 +265,9 @@ def _program_error(exc: MontyError) -> ProgramError:
     if isinstance(exc, MontyRuntimeError):
         head = exc.display("type-msg")
         kind = "exception"
-        for prefix, mapped in (("TimeoutError", "timeout"), ("MemoryError", "memory"), ("RecursionError", "recursion")):
+        for prefix, mapped in _RUNTIME_ERROR_KINDS:
             if head.startswith(prefix):
-                kind = mapped  # type: ignore[assignment]
+                kind = mapped
         text = exc.display("traceback")
         return ProgramError(kind=kind, message=text[-_MAX_ERROR_CHARS:])
     return ProgramError(kind="crashed", message=str(exc)[:_MAX_ERROR_CHARS])

@@ -63,8 +63,13 @@ class RecordedTools:
     def known_owner(self, name: str) -> str | None:
         return None
 
+    async def owners(self, names: Sequence[str]) -> dict[str, str]:
+        """None: a replay's worker has an empty registry, so no name it answers is offered twice."""
+        return {}
+
     async def call(self, call: ToolCallInput) -> ToolCallResult | None:
-        replay_id = activity.info().workflow_id
+        # A replay's calls come from its workflows; an activity outside a workflow has no recorded run.
+        replay_id = activity.info().workflow_id or ""
         source = self._runs.get(replay_id)
         arguments = canonical_arguments(call.arguments)
         if source is not None:

@@ -132,3 +132,10 @@ def to_contracts(spec: PipelineSpec, resolve_model: ModelResolver) -> list[Contr
         )
         for i, step in enumerate(spec.steps)
     ]
+
+
+__all__ = [
+    "parse_pipeline",
+    "PipelineSpec",
+    "StepSpec",
+]

@@ -165,3 +165,13 @@ def parse_mcp_config(document: dict[str, Any], *, origin: str = "config") -> Mcp
     except ValidationError as exc:
         detail = "; ".join(f"mcp.servers.{_key(err['loc'])}: {err['msg']}" for err in exc.errors())
         raise McpConfigError(f"{origin}: {detail}") from None
+
+
+__all__ = [
+    "HttpServerConfig",
+    "McpBreaker",
+    "McpConfig",
+    "McpTimeouts",
+    "parse_mcp_config",
+    "StdioServerConfig",
+]

@@ -47,19 +47,25 @@ WORKFLOW_INPUTS: dict[str, type[BaseModel]] = {
 _DURATION = re.compile(r"^(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
 
 
-def parse_duration(value: Any) -> Any:
-    """``"90s"``, ``"15m"``, ``"1h30m"``, ``"1d"`` or a number of seconds."""
+def parse_duration(value: object) -> object:
+    """``"90s"``, ``"15m"``, ``"1h30m"``, ``"1d"`` or a number of seconds; anything else is left to the
+    ``timedelta`` field's own validation (a ``BeforeValidator``)."""
     if isinstance(value, bool):
         raise ValueError("a duration is a string such as '1h' or '15m'")
     if isinstance(value, int | float):
         return timedelta(seconds=value)
     if isinstance(value, str):
-        match = _DURATION.match(value.strip())
-        if not match or not any(match.groups()):
-            raise ValueError(f"{value!r} is not a duration; write it like '1h', '15m', '90s' or '1d12h'")
-        days, hours, minutes, seconds = (int(g or 0) for g in match.groups())
-        return timedelta(days=days, hours=hours, minutes=minutes, seconds=seconds)
+        return duration_from_text(value)
     return value
+
+
+def duration_from_text(value: str) -> timedelta:
+    """``"90s"``, ``"15m"``, ``"1h30m"``, ``"1d"``; anything else is a ``ValueError`` that says how to write one."""
+    match = _DURATION.match(value.strip())
+    if not match or not any(match.groups()):
+        raise ValueError(f"{value!r} is not a duration; write it like '1h', '15m', '90s' or '1d12h'")
+    days, hours, minutes, seconds = (int(g or 0) for g in match.groups())
+    return timedelta(days=days, hours=hours, minutes=minutes, seconds=seconds)
 
 
 def format_duration(value: timedelta) -> str:

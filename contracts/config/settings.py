@@ -228,3 +228,13 @@ class WorkerSettings(BaseModel):
             if problem is not None:
                 raise ValueError(problem)
         return quotas
+
+
+__all__ = [
+    "ConsoleSettings",
+    "PayloadStoreSettings",
+    "PriceTable",
+    "ProviderSettings",
+    "TracingSettings",
+    "WorkerSettings",
+]

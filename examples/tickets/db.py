@@ -250,7 +250,8 @@ class TicketStore:
                     raise IdempotencyConflictError(
                         f"idempotency_key {key!r} was already used for a different {row['tool']} request"
                     )
-                return json.loads(row["response"])
+                stored: dict[str, Any] = json.loads(row["response"])
+                return stored
             now = format_ts(self._clock())
             response = write(conn, now)
             conn.execute(
@@ -260,7 +261,7 @@ class TicketStore:
             return response
 
     def _require_issue(self, conn: sqlite3.Connection, issue_id: str) -> sqlite3.Row:
-        row = conn.execute("SELECT * FROM issues WHERE id = ?", (issue_id,)).fetchone()
+        row: sqlite3.Row | None = conn.execute("SELECT * FROM issues WHERE id = ?", (issue_id,)).fetchone()
         if row is None:
             raise NotFoundError(f"no issue {issue_id!r}")
         return row
@@ -278,6 +279,7 @@ class TicketStore:
                 (issue_id, author, body, now),
             )
             conn.execute("UPDATE issues SET updated_at = ? WHERE id = ?", (now, issue_id))
+            assert cur.lastrowid is not None  # set by every INSERT
             return Comment(id=cur.lastrowid, issue_id=issue_id, author=author, body=body, created_at=now).model_dump()
 
         request = {"issue_id": issue_id, "body": body, "author": author}

@@ -23,8 +23,7 @@ from agentsteps.contracts import AgentInput, AgentResult, InvalidSpecError
 from agentsteps.contracts.errors import HistoryUnavailableError
 from agentsteps.contracts.names import AGENT_WORKFLOW, SA_TENANT
 from agentsteps.contracts.quotas.wire import QuotaPlan
-from agentsteps.storage.payload_store import build_data_converter
-from agentsteps.worker import running_worker
+from agentsteps.worker import build_data_converter, running_worker
 from agentsteps.workflows.quota_gate import warm_tokenizer
 
 CHARGES = 10

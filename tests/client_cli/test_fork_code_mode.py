@@ -23,8 +23,8 @@ from agentsteps.cli.json_output import FORK
 from agentsteps.client.forks import fork_run, plan_fork, start_fork
 from agentsteps.contracts import AgentInput, AgentResult, InvalidSpecError
 from agentsteps.contracts.names import AGENT_WORKFLOW
-from agentsteps.storage.payload_store import LocalDirStorageDriver, build_data_converter
-from agentsteps.worker import running_worker
+from agentsteps.storage.payload_store import LocalDirStorageDriver
+from agentsteps.worker import build_data_converter, running_worker
 
 PROGRAM = f"""\
 charged = []

@@ -21,8 +21,8 @@ from agentsteps.contracts.errors import InvalidTurnError, PayloadIntegrityError,
 from agentsteps.contracts.names import SA_TENANT
 from agentsteps.contracts.quotas.wire import QuotaPlan
 from agentsteps.contracts.session import SessionInput
-from agentsteps.storage.payload_store import build_data_converter, build_payload_store
-from agentsteps.worker import running_worker
+from agentsteps.storage.payload_store import build_payload_store
+from agentsteps.worker import build_data_converter, running_worker
 from agentsteps.workflows.quota_gate import warm_tokenizer
 
 CHARGES = 10

@@ -30,8 +30,7 @@ from agentsteps.client.replay_check import (
     server_histories,
 )
 from agentsteps.contracts.errors import HistoryUnavailableError, InvalidSpecError
-from agentsteps.storage.payload_store import build_data_converter
-from agentsteps.worker import ENGINE_SANDBOX, workflows
+from agentsteps.worker import ENGINE_SANDBOX, build_data_converter, workflows
 
 HISTORIES = Path(__file__).resolve().parents[1] / "histories"
 

@@ -13,7 +13,6 @@ from agentsteps.storage import payload_store
 from agentsteps.storage.payload_store import (
     LocalDirStorageDriver,
     PayloadStore,
-    build_data_converter,
     build_payload_store,
 )
 
@@ -68,7 +67,7 @@ async def test_small_payloads_are_read_on_the_event_loop_and_failures_stay_typed
 async def test_data_converter_offloads_payloads_over_256_kib(tmp_path):
     settings = WorkerSettings(state_dir=tmp_path)
     store = build_payload_store(settings)
-    converter = build_data_converter(settings, store)
+    converter = store.data_converter()  # what the worker's build_data_converter(settings, store) returns
     small, big = {"n": 1}, {"rows": ["x" * 1000] * 400}
     [small_payload, big_payload] = await converter.encode([small, big])
     assert small_payload.data and b"rows" not in big_payload.data

@@ -17,9 +17,8 @@ from temporalio.worker.workflow_sandbox._runner import _Instance as SandboxedIns
 from agentsteps.contracts import AgentInput, AgentResult
 from agentsteps.contracts.names import AGENT_WORKFLOW, TOOLS_CALL
 from agentsteps.storage.payload_contexts import BOUND_KEPT, ContextCachingDataConverter, contexts_of
-from agentsteps.storage.payload_store import build_data_converter
 from agentsteps.storage.payload_unavailable import UNAVAILABLE_ENCODING
-from agentsteps.worker import ENGINE_SANDBOX, RunAwareRunner, running_worker
+from agentsteps.worker import ENGINE_SANDBOX, RunAwareRunner, build_data_converter, running_worker
 
 
 class _Comparing(WorkflowInstance):

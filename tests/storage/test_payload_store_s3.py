@@ -9,7 +9,8 @@ from temporalio.exceptions import ApplicationError
 from agentsteps.client.settings import load_settings
 from agentsteps.contracts.config.settings import WorkerSettings
 from agentsteps.contracts.errors import PayloadMissingError
-from agentsteps.storage.payload_store import build_data_converter, build_payload_store
+from agentsteps.storage.payload_store import build_payload_store
+from agentsteps.worker import build_data_converter
 
 BIG = {"rows": ["x" * 1000] * 400}
 

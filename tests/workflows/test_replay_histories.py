@@ -20,8 +20,7 @@ from temporalio.worker import Replayer
 
 from agentsteps.contracts.config.settings import WorkerSettings
 from agentsteps.contracts.names import WORKFLOWS
-from agentsteps.storage.payload_store import build_data_converter
-from agentsteps.worker import workflows
+from agentsteps.worker import build_data_converter, workflows
 from agentsteps.workflows.quota_gate import warm_tokenizer
 from agentsteps.workflows.releases.registry import PATCHES
 

@@ -33,8 +33,8 @@ from agentsteps.client.sessions import continue_session, send_turn, session_hand
 from agentsteps.contracts import AgentSpec
 from agentsteps.contracts.names import LLM_CALL, LLM_CALL_TOOL_CATALOG, TURN_UPDATE
 from agentsteps.contracts.session import SessionConfig, SessionInput, SessionOutcome, TurnInput, TurnResult
-from agentsteps.storage.payload_store import build_data_converter, build_payload_store
-from agentsteps.worker import running_worker
+from agentsteps.storage.payload_store import build_payload_store
+from agentsteps.worker import build_data_converter, running_worker
 from agentsteps.workflows.session import SessionWorkflow
 
 SCRIPT = {**memory_script(), "default": {"content": "Noted."}}

@@ -32,8 +32,8 @@ from typing import Any
 
 import anthropic
 import httpx2
+from anthropic.types import CacheControlEphemeralParam, MessageParam, TextBlockParam, ToolParam
 from anthropic.types import Message as WireMessage
-from anthropic.types import MessageParam, TextBlockParam, ToolParam
 from anthropic.types.message_create_params import MessageCreateParamsNonStreaming
 from pydantic import SecretStr
 
@@ -56,7 +56,7 @@ _FINISH: dict[str, FinishReason] = {
     "pause_turn": "pause_turn",
 }
 _TOOL_CHOICE: dict[str, Any] = {"auto": {"type": "auto"}, "required": {"type": "any"}, "none": {"type": "none"}}
-_CACHE: dict[str, str] = {"type": "ephemeral"}
+_CACHE: CacheControlEphemeralParam = {"type": "ephemeral"}
 MESSAGES_PATH = "/v1/messages"
 
 
@@ -100,7 +100,8 @@ def _blocks(message: Message, names: WireNames) -> tuple[str, list[dict[str, Any
     return message.role, blocks
 
 
-def _messages(request: LLMRequest) -> list[MessageParam]:
+def _messages(request: LLMRequest, *, mark_cache: bool) -> list[MessageParam]:
+    """The conversation as the API's messages; with ``mark_cache``, the last block carries the cache mark."""
     messages: list[dict[str, Any]] = []
     names = WireNames(request)
     for message in request.messages:
@@ -113,6 +114,10 @@ def _messages(request: LLMRequest) -> list[MessageParam]:
             messages[-1]["content"].extend(blocks)
         else:
             messages.append({"role": role, "content": blocks})
+    if mark_cache and messages:
+        content = messages[-1]["content"]
+        content[-1] = {**content[-1], "cache_control": _CACHE}
+    # Built as JSON objects, which is what the SDK's MessageParam TypedDicts describe.
     return messages  # type: ignore[return-value]
 
 
@@ -128,7 +133,7 @@ def request_to_wire(
     # Keys in the order messages.create lays its body out, so ``request_body`` is its bytes.
     params: MessageCreateParamsNonStreaming = {
         "max_tokens": request.config.max_tokens,
-        "messages": _messages(request),
+        "messages": _messages(request, mark_cache=caching),
         "model": request.config.model,
     }
     if fmt is not None and capability.structured_output:
@@ -162,27 +167,24 @@ def request_body(params: MessageCreateParamsNonStreaming, extra_body: dict[str, 
 
 
 def _mark_cache(params: MessageCreateParamsNonStreaming) -> None:
-    """Cache breakpoints (at most 4 allowed): end of tools, end of system, end of the conversation.
+    """Cache breakpoints (at most 4 allowed): end of tools, end of system, end of the conversation (the last
+    one set by ``_messages``).
 
     The prefix up to a mark is cached; the next call of the run repeats that
     prefix and extends it, so it reads everything up to the previous mark.
     """
     tools = list(params.get("tools") or [])
     if tools:
-        tools[-1] = {**tools[-1], "cache_control": _CACHE}  # type: ignore[typeddict-unknown-key]
+        tools[-1] = tools[-1].copy()
+        tools[-1]["cache_control"] = _CACHE
         params["tools"] = tools
-    system = list(params.get("system") or [])
-    if system:
-        system[-1] = {**system[-1], "cache_control": _CACHE}  # type: ignore[typeddict-item]
-        params["system"] = system
-    messages = list(params["messages"])
-    if messages:
-        last = dict(messages[-1])
-        content = list(last["content"])  # type: ignore[arg-type]
-        content[-1] = {**content[-1], "cache_control": _CACHE}
-        last["content"] = content
-        messages[-1] = last  # type: ignore[assignment]
-        params["messages"] = messages
+    system = params.get("system")
+    if system and not isinstance(system, str):  # request_to_wire sends the list form only
+        blocks = list(system)
+        blocks[-1] = blocks[-1].copy()
+        blocks[-1]["cache_control"] = _CACHE
+        params["system"] = blocks
+    # The conversation's mark is set as _messages builds it.
 
 
 def _normalised(body: dict[str, Any]) -> tuple[dict[str, Any], dict[int, str]]:
@@ -232,7 +234,7 @@ def response_from_wire(body: dict[str, Any], request: LLMRequest) -> LLMResponse
         details = wire.stop_details
         refusal = (details.explanation if details is not None else None) or "".join(texts) or "refused"
     return LLMResponse(
-        message=Message(role="assistant", content="".join(texts) if texts else None, tool_calls=calls),
+        message=Message(role="assistant", content="".join(texts) if texts else None, tool_calls=tuple(calls)),
         usage=_usage(wire),
         finish_reason=finish,
         provider="anthropic",
@@ -313,7 +315,7 @@ class AnthropicProvider:
         self._caching = caching
         self._capabilities = list(capabilities or [])
         # No auth headers at all without a key.
-        self._auth: dict[str, Any] = (
+        self._auth: anthropic.RequestOptions = (
             {} if self._key else {"headers": {"Authorization": anthropic.Omit(), "X-Api-Key": anthropic.Omit()}}
         )
         # The timeout is each call's (``complete``); the rest of the request is the client's.
@@ -321,12 +323,14 @@ class AnthropicProvider:
         if _INTERNALS is not None and hasattr(self._client, "_calculate_nonstreaming_timeout"):
             self._post = PreparedPost(self._client, http, MESSAGES_PATH, self._auth, _INTERNALS[2])
 
-    def _prepared(self, request: LLMRequest) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    def _prepared(
+        self, request: LLMRequest
+    ) -> tuple[MessageCreateParamsNonStreaming, dict[str, Any], anthropic.RequestOptions]:
         """Wire params, the body fields the SDK's params do not declare, and request options
         (timeout; no auth headers at all without a key)."""
         capability = capability_for(self.name, request.config.model, self._capabilities)
         params, extra_body = request_to_wire(request, capability, caching=self._caching)
-        options = dict(self._auth)
+        options = self._auth.copy()
         if self._timeout is not None:
             options["timeout"] = self._timeout
         return params, extra_body, options
@@ -362,7 +366,7 @@ class AnthropicProvider:
         request: LLMRequest,
         params: MessageCreateParamsNonStreaming,
         extra_body: dict[str, Any],
-        options: dict[str, Any],
+        options: anthropic.RequestOptions,
     ) -> LLMResponse:
         """``complete`` through ``messages.create``, for a call it traces or an SDK whose internals moved."""
         extra: dict[str, Any] = {"extra_body": extra_body} if extra_body else {}
@@ -388,7 +392,7 @@ class AnthropicProvider:
                 "/v1/messages",
                 cast_to=object,
                 body=body,
-                options=options,  # type: ignore[arg-type]
+                options=options,
                 stream=True,
                 stream_cls=anthropic.AsyncStream[object],
             )

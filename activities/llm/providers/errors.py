@@ -97,12 +97,14 @@ def provider_message(response: httpx2.Response) -> str:
         body = None
     if isinstance(body, dict):
         error = body.get("error")
-        if isinstance(error, dict) and isinstance(error.get("message"), str):
-            return error["message"][:_MAX_MESSAGE]
+        nested = error.get("message") if isinstance(error, dict) else None
+        if isinstance(nested, str):
+            return nested[:_MAX_MESSAGE]
         if isinstance(error, str):
             return error[:_MAX_MESSAGE]
-        if isinstance(body.get("message"), str):
-            return body["message"][:_MAX_MESSAGE]
+        message = body.get("message")
+        if isinstance(message, str):
+            return message[:_MAX_MESSAGE]
     text = response.text.strip()
     return text[:_MAX_MESSAGE] if text else response.reason_phrase or "no error message"
 

@@ -202,7 +202,7 @@ def response_from_wire(body: dict[str, Any], request: LLMRequest) -> LLMResponse
     else:
         finish = _FINISH.get(raw_finish, "other")
     return LLMResponse(
-        message=Message(role="assistant", content=message.content, tool_calls=calls),
+        message=Message(role="assistant", content=message.content, tool_calls=tuple(calls)),
         usage=_usage(completion),
         finish_reason=finish,
         provider="openai",
@@ -215,14 +215,14 @@ def _usage(completion: ChatCompletion) -> Usage:
     usage = completion.usage
     if usage is None:
         return Usage()
-    prompt, completion = usage.prompt_tokens_details, usage.completion_tokens_details
+    prompt, output = usage.prompt_tokens_details, usage.completion_tokens_details
     return Usage(
         prompt_tokens=usage.prompt_tokens,
         completion_tokens=usage.completion_tokens,
         total_tokens=usage.total_tokens,
         cache_read_tokens=(prompt.cached_tokens or 0) if prompt else 0,
         cache_write_tokens=(prompt.cache_write_tokens or 0) if prompt else 0,
-        reasoning_tokens=(completion.reasoning_tokens or 0) if completion else 0,
+        reasoning_tokens=(output.reasoning_tokens or 0) if output else 0,
     )
 
 

@@ -10,6 +10,7 @@ never a secret.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TypedDict
 from urllib.parse import urlparse
 
 import httpx2
@@ -26,6 +27,14 @@ from .openai import OpenAIProvider
 _OFFICIAL_OPENAI_HOST = "api.openai.com"
 
 
+class _CommonOptions(TypedDict):
+    """What every provider's client takes from the settings, whichever its API."""
+
+    timeout: float | None
+    retry_after_cap: float | None
+    capabilities: list[ModelCapability] | None
+
+
 class ProviderSet:
     def __init__(
         self,
@@ -34,7 +43,7 @@ class ProviderSet:
         keys: Mapping[str, Mapping[str, SecretStr]] | None = None,
     ) -> None:
         self._settings = settings
-        common = {
+        common: _CommonOptions = {
             "timeout": settings.request_timeout_seconds,
             "retry_after_cap": settings.retry_after_cap_seconds,
             "capabilities": settings.models,

@@ -168,9 +168,10 @@ class AnthropicEvents:
         if block is None:
             raise malformed("anthropic", f"a delta for content block {index}, which was never started")
         kind = delta.get("type")
-        if kind == "text_delta" and isinstance(delta.get("text"), str):
-            block["text"] = block.get("text", "") + delta["text"]
-            return delta["text"]
+        text = delta.get("text")
+        if kind == "text_delta" and isinstance(text, str):
+            block["text"] = block.get("text", "") + text
+            return text
         if kind == "thinking_delta" and isinstance(delta.get("thinking"), str):
             block["thinking"] = block.get("thinking", "") + delta["thinking"]
         elif kind == "signature_delta":
