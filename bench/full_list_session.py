@@ -14,7 +14,8 @@ with workflow.unsafe.imports_passed_through():
     from agentsteps.contracts.session import TurnInput, TurnResult
     from agentsteps.workflows.agent_run import AgentRun
     from agentsteps.workflows.approvals import ApprovalDesk
-    from agentsteps.workflows.run_state import Features, RunConfig
+    from agentsteps.workflows.releases.gates import Features
+    from agentsteps.workflows.run_state import RunConfig, RunTools
     from agentsteps.workflows.steps import opening, run_steps, spec_tools
 
 BASELINE_WORKFLOW = "BenchFullListSession"
@@ -42,8 +43,8 @@ class FullListSession:
         self.turns += 1
         # A turn's run, only without the stored conversation (no chain).
         features = Features.at_start(one_shot=False)
-        config = RunConfig(spec=self.spec, tools=tuple(self.tools), approvals=ApprovalDesk(), scope=f"t{self.turns}.")
-        run = AgentRun(config, features)
+        config = RunConfig(spec=self.spec, approvals=ApprovalDesk(), scope=f"t{self.turns}.")
+        run = AgentRun(config, RunTools(self.tools), features)
         before = self.messages or [opening(self.spec, self.tools)]
         result = await run_steps(run, [*before, Message.user(inp.input)])
         self.messages = run.history

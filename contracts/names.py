@@ -103,7 +103,9 @@ PROGRESS_TOPIC = "progress"
 # ---------------------------------------------------------------- workflow.patched ids
 # A patch id marks, in a run's history, that a change to the commands a
 # workflow issues was live when the run took that branch; runs started before
-# the change replay the old branch. Never reuse or rename one.
+# the change replay the old branch. Never reuse or rename one. Each id's row
+# (who added it, the recorded histories that need it, when it may go) is in
+# workflows/releases/registry.py, and its question in workflows/releases/gates.py.
 EFFECTS_PATCH = "agentsteps.effects-once.1"
 """Issue 13: effect keys from the workflow id and the call's content (not the run id), the
 run's record of effects, delivery policies, token reservations, the monitor's record retry.
@@ -122,7 +124,7 @@ APPROVALS_CARRIED_PATCH = "approvals-carried-v1"
 TOKEN_STREAM_PATCH = "token-stream-v1"
 """A session with ``stream_tokens`` asks ``llm.call`` to stream (runs before it never do)."""
 PATCH_TOOL_RESULT_CAP = "tool-result-cap"
-"""``workflow.patched`` id: tool-mode results are cut to ``AgentSpec.tool_result_chars`` (runs started before keep them whole)."""
+"""Tool-mode results are cut to ``AgentSpec.tool_result_chars`` (runs started before keep them whole)."""
 
 CONVERSATION_REF_PATCH = "agentsteps.conversation-by-ref.1"
 """``AgentWorkflow`` sends each ``llm.call`` the stored conversation's ref plus only the messages

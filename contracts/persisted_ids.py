@@ -30,7 +30,7 @@ every string.
 | quota period key | ``2026-11-30`` (day), ``2026-11`` (month), UTC | ``Ledger`` (tenant spending) |
 | quota lease id | ``{run id}/{n}`` | ``QuotaDesk.next_id`` |
 | quota account id | ``agentsteps-quota-{name}``, ``agentsteps-tenant-{name}`` | ``client.quotas`` |
-| run call key | ``{run id}:{call}``: releases before effect keys (``legacy_key``) | the loops |
+| run call key | ``{run id}:{call}``: releases before effect keys (the approval id as call) | ``releases.older_runs`` |
 | pipeline key, no tools | ``{run id}:{step index}:{contract}`` | ``PipelineWorkflow`` |
 | monitor keys | ``nudge:{issue}:{day}``, ``escalate:{issue}`` | ``MonitorWorkflow`` |
 | monitor scan call | ``scan-{n}``, keyed ``{run id}:scan-{n}`` | ``MonitorWorkflow`` |
@@ -329,7 +329,7 @@ def parse_history_effect_key(text: str) -> int | None:
 
 
 def run_call_key(run_id: str, call: str) -> str:
-    """A key bound to one run: the keys of releases before effect keys (``legacy_key``: a step call or a
+    """A key bound to one run: the keys of releases before effect keys (``run_id_key``: a step call or a
     program call), and reads that need no effect key."""
     return f"{run_id}:{call}"
 

@@ -17,7 +17,8 @@ with workflow.unsafe.imports_passed_through():
     from .agent_run import AgentRun, seconds_since
     from .approvals import ApprovalDesk, ApprovalHandlers
     from .quota_gate import QuotaDesk, QuotaHandlers
-    from .run_state import Features, RunProgress
+    from .releases.gates import Features
+    from .run_state import RunProgress
     from .steps import (
         check_fork,
         check_key_scope,

@@ -3,15 +3,19 @@
 ``AgentRun`` is what a loop talks to: the contracted model call (token budget
 included), tool calls under the run's effect keys, approvals, step records
 and the violation ladder's effects on the result. It holds a frozen
-``RunConfig`` (what the run is), the ``RunProgress`` its owner also reads
-(what it has done) and the run's ``Features`` (patched behaviours, chosen
-once). The workflow only builds it (``one_shot`` or ``for_turn``) and answers
-queries from the progress, so a loop never needs the workflow object.
+``RunConfig`` (what the run is), its ``RunTools`` (the schemas, and what the
+run learns about them), the ``RunProgress`` its owner also reads (what it has
+done) and the run's ``Features`` (patched behaviours, chosen once). The
+workflow only builds it (``one_shot`` or ``for_turn``) and answers queries
+from the progress, so a loop never needs the workflow object.
+
+The code here is today's path. Where a run recorded before a patch does
+something else, one named ``Features`` question decides, and the old branch
+is a call into ``releases/older_runs.py``.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from collections.abc import Callable, Sequence
 from datetime import datetime
@@ -51,7 +55,9 @@ with workflow.unsafe.imports_passed_through():
     from .effects import EffectLedger, run_chain
     from .ladder import Rung, ViolationLadder, retry_history, violation_error
     from .quota_gate import QuotaDesk, QuotaRefused, leased_call
-    from .run_state import Features, RunConfig, RunProgress
+    from .releases.gates import Features
+    from .releases.older_runs import answer_from_record_after_approval, call_llm_unreserved, call_tool_keyed_by_run
+    from .run_state import RunConfig, RunProgress, RunTools
 
 
 PROGRAM_KEPT = 20_000
@@ -63,14 +69,15 @@ class BudgetRefused(Exception):
 
 
 class AgentRun:
-    def __init__(self, config: RunConfig, features: Features, progress: RunProgress | None = None) -> None:
+    def __init__(
+        self, config: RunConfig, tools: RunTools, features: Features, progress: RunProgress | None = None
+    ) -> None:
         self.config = config
+        self.tools = tools
         self.features = features
         self.progress = progress if progress is not None else RunProgress()
         self.effects = EffectLedger(run_chain(config.key_scope), self.result.effects) if features.effects_once else None
-        # The schemas themselves are in history (the tools.describe result); the digest lets an audit compare
-        # them with a catalog. Pure, no command: runs recorded before it replay unchanged.
-        self.result.catalog_digest = catalog_digest(list(config.tools)) if config.tools else ""
+        self._digest_tools()
         self.result.mode = config.spec.mode
 
     @classmethod
@@ -92,16 +99,9 @@ class AgentRun:
         With ``pending_tools`` (and no ``tools``) the first model call resolves the names on the worker."""
         chain = ConversationChain.own_chain(None) if features.conversation_ref else None
         config = RunConfig(
-            spec=spec,
-            tools=tuple(tools),
-            approvals=approvals,
-            chain=chain,
-            pending_tools=tuple(pending_tools),
-            key_scope=key_scope,
-            quota=quota,
-            quota_desk=quota_desk,
+            spec=spec, approvals=approvals, chain=chain, key_scope=key_scope, quota=quota, quota_desk=quota_desk
         )
-        return cls(config, features, progress)
+        return cls(config, RunTools(tools, pending=pending_tools), features, progress)
 
     @classmethod
     def for_turn(
@@ -123,11 +123,8 @@ class AgentRun:
     ) -> AgentRun:
         """One session turn: keys scoped ``t<turn>.``, the conversation stored on top of ``conversation``;
         ``tools_ref`` the session's catalog of exactly ``tools`` (None: the turn's first call stores one)."""
-        if tools_ref is not None and tools_ref.count != len(tools):
-            tools_ref = None  # never names other schemas than the turn's (the session pairs them; a cheap check)
         config = RunConfig(
             spec=spec,
-            tools=tuple(tools),
             approvals=approvals,
             chain=ConversationChain.own_chain(conversation),
             scope=turn_scope(turn),
@@ -137,10 +134,8 @@ class AgentRun:
             key_scope=key_scope,
             quota=quota,
             quota_desk=quota_desk,
-            tools_ref=tools_ref,
-            session_catalog=True,
         )
-        return cls(config, features, progress)
+        return cls(config, RunTools.for_turn(tools, tools_ref), features, progress)
 
     # ------------------------------------------------------------------ reading the state
 
@@ -166,17 +161,15 @@ class AgentRun:
 
     # ------------------------------------------------------------------ changing it
 
-    def learn_tools(self, tools: Sequence[ToolSchema], ref: ToolCatalogRef | None = None) -> None:
-        """The schemas the first model call resolved the run's tool names to: the run keeps them (in
-        history as that call's result) as it keeps a ``tools.describe`` result; ``ref`` is the catalog that call
-        stored them as, which later calls name instead (None from workers before catalogs)."""
-        self.config = dataclasses.replace(self.config, tools=tuple(tools), pending_tools=(), tools_ref=ref)
-        self.result.catalog_digest = catalog_digest(list(tools)) if tools else ""
+    def _digest_tools(self) -> None:
+        # The schemas themselves are in history (the tools.describe or resolving call's result); the digest lets
+        # an audit compare them with a catalog. Pure, no command: runs recorded before it replay unchanged.
+        schemas = self.tools.schemas
+        self.result.catalog_digest = catalog_digest(list(schemas)) if schemas else ""
 
     def advance(self, history: list[Message]) -> list[Message]:
         """The one way the run's history changes: the loop's conversation as it now stands (returned as is)."""
-        self.progress._history = history
-        return history
+        return self.progress.advance(history)
 
     def commit(self) -> tuple[ConversationRef | None, list[Message]]:
         """A session turn's end: the stored conversation and the messages after it."""
@@ -224,9 +217,9 @@ class AgentRun:
         if config.stream_tokens and not standalone and self.features.token_stream:
             request = request.model_copy(update={"stream": TokenStream(turn=config.turn, step=len(self.result.steps))})
         chain = None if standalone else config.chain
-        resolving = bool(config.pending_tools) and not standalone
+        resolving = bool(self.tools.pending) and not standalone
         if resolving:
-            request = request.model_copy(update={"tool_names": list(config.pending_tools)})
+            request = request.model_copy(update={"tool_names": list(self.tools.pending)})
         try:
             if config.quota is None:
                 response = await self._send(request, chain, refusable)
@@ -246,21 +239,18 @@ class AgentRun:
                         "the worker that ran the run's first model call did not resolve its tool names"
                     )
                 )
-            self.learn_tools(response.tools, response.tools_ref)
-        elif response.tools_ref is not None and self.config.tools_ref is None and self.config.session_catalog:
-            # The call stored the session's schemas (``store_tools``, see ``_wire``): later calls name them.
-            # Only a result recorded by a worker since session catalogs has a ref: older histories replay as sent.
-            self.config = dataclasses.replace(self.config, tools_ref=response.tools_ref)
+            self.tools.learn(response.tools, response.tools_ref)
+            self._digest_tools()
+        else:
+            self.tools.stored_as(response.tools_ref)
         if chain is not None and response.conversation is not None:
             chain.learn(request.messages, response.conversation)
         self.result.cost_usd += response.cost_usd
         return response
 
     async def _send(self, request: LLMRequest, chain: ConversationChain | None, refusable: bool) -> LLMResponse:
-        if not self.features.effects_once:
-            return await call_llm(
-                self._wire(request, chain), self.spec.llm_policy, self.result, token_budget=self.spec.token_budget
-            )
+        if not self.features.effects_once:  # a run recorded before EFFECTS_PATCH
+            return await call_llm_unreserved(self, self._wire(request, chain))
         return await self._reserved_call(request, chain, refusable)
 
     def _wire(self, request: LLMRequest, chain: ConversationChain | None) -> LLMRequest:
@@ -272,14 +262,7 @@ class AgentRun:
         (an earlier result's ``tools_ref``, carried state), so no patch is needed."""
         if chain is None:
             return request
-        sent = chain.request(request)
-        config = self.config
-        if request.tools and tuple(request.tools) == config.tools:
-            if config.tools_ref is not None:
-                sent = sent.model_copy(update={"tools": [], "tools_ref": config.tools_ref})
-            elif config.session_catalog:
-                sent = sent.model_copy(update={"store_tools": True})
-        return sent
+        return self.tools.on_the_wire(request, chain.request(request))
 
     async def _leased(self, request: LLMRequest, chain: ConversationChain | None, refusable: bool) -> LLMResponse:
         """The call under the run's quota plan (``quota_gate``): a tenant's hard limit fails it typed."""
@@ -344,7 +327,6 @@ class AgentRun:
         *,
         call_id: str,
         scope: str,
-        legacy_key: str,
         approval_id: str,
         model_text: str = "",
         program: str = "",
@@ -359,14 +341,10 @@ class AgentRun:
         ``for_model``: a tool-mode step's call, whose result the model reads next; under the release the
         activity stores that tool message in the run's conversation store and the next call names it.
         """
-        policy = self.spec.tool_policy
-        if self.effects is None:
-            rejected = await self.rejection(
-                approval_id, call_id, name, arguments, model_text=model_text, program=program
+        if self.effects is None:  # a run recorded before EFFECTS_PATCH
+            return await call_tool_keyed_by_run(
+                self, name, arguments, call_id=call_id, approval_id=approval_id, model_text=model_text, program=program
             )
-            if rejected is not None:
-                return rejected
-            return await call_tool(name, arguments, call_id=call_id, key=legacy_key, policy=policy)
         # Before any await: ordinals follow call order.
         key = self.effects.key(effect_scope(self.scope, scope), name, arguments)
         effectful = schema is not None and schema.side_effects
@@ -375,15 +353,23 @@ class AgentRun:
             if effectful
             else None
         )
-        # Runs recorded before EXACTLY_ONCE_PATCH asked the approver again first; they replay that way.
-        if done is not None and (not schema.requires_approval or self.features.recorded_not_reasked):
+        if done is not None:
+            if self.features.asks_approval_again(schema):  # a run recorded before EXACTLY_ONCE_PATCH
+                return await answer_from_record_after_approval(
+                    self,
+                    done,
+                    approval_id=approval_id,
+                    call_id=call_id,
+                    name=name,
+                    arguments=arguments,
+                    model_text=model_text,
+                    program=program,
+                )
             self.emit("tool_call", tool=name, detail=f"answered from the record: {arguments[:460]}")
             return done
         rejected = await self.rejection(approval_id, call_id, name, arguments, model_text=model_text, program=program)
         if rejected is not None:
             return rejected
-        if done is not None:
-            return done
         chain = self.config.chain
         store_for = chain.owner if for_model and chain is not None and self.features.release else ""
         result = await call_tool(
@@ -391,7 +377,7 @@ class AgentRun:
             arguments,
             call_id=call_id,
             key=key,
-            policy=policy,
+            policy=self.spec.tool_policy,
             delivery=schema.delivery if schema else None,
             store_for=store_for,
             store_cap=self.tool_result_cap() if store_for else None,
@@ -415,7 +401,7 @@ class AgentRun:
         A tool that requires approval waits here for the ``approve`` / ``reject`` Update; the approver
         sees ``model_text`` (what the model wrote beside the call) or the ``program`` making it.
         """
-        schema = self.config.schemas.get(tool)
+        schema = self.tools.schema(tool)
         # The patch is asked only where a gate would be added, so runs without such tools keep their commands.
         if schema is None or not schema.requires_approval or not self.features.approvals:
             self.emit("tool_call", tool=tool, detail=arguments[:500])

@@ -3,7 +3,9 @@
 Agent tool loop, code mode, pipeline and monitor all call ``llm.call``,
 ``tools.call`` and ``tools.describe`` through here, so the commands they issue
 (activity name, input, summary, options) and the token accounting cannot drift
-apart. Deterministic: each function only schedules an activity.
+apart. Deterministic: each function only schedules an activity (and, for a
+model call that only older workers took during a rolling upgrade, a timer
+before scheduling it again: ``releases/older_workers.py``).
 
 Workflow modules import names from here (``from .calls import call_tool``),
 not the module (``from . import calls``): a workflow module runs again in every
@@ -25,19 +27,12 @@ with workflow.unsafe.imports_passed_through():
     from ..contracts.code.program import CallOutcome
     from ..contracts.errors import BudgetExceededError, ToolNotSentError
     from ..contracts.llm.tools import Delivery, ToolsDescribeInput, outcome_unknown, result_value
-    from ..contracts.names import (
-        EXACTLY_ONCE_PATCH,
-        LLM_CALL,
-        LLM_CALL_RESOLVING_TOOLS,
-        LLM_CALL_STORED_RESULTS,
-        LLM_CALL_TOOL_CATALOG,
-        TOOLS_CALL,
-        TOOLS_DESCRIBE,
-    )
+    from ..contracts.names import TOOLS_CALL, TOOLS_DESCRIBE
     from ..contracts.spec import ActivityPolicy
     from ..failures import failure_type, to_application_error
     from .activity_options import activity_options
-    from .run_state import patched_since_release
+    from .releases.gates import cancel_ends_at_most_once_call, retries_at_most_once_after_any_failure
+    from .releases.older_workers import llm_activity, until_an_upgraded_worker_takes_it
 
 
 class UsageLedger(Protocol):
@@ -58,54 +53,23 @@ async def call_llm(
 
     With ``token_budget``, going over it fails the run (typed, not retried).
     """
-    name = _llm_activity(request)
-    for wait in (*UPGRADE_WAITS, None):
-        try:
-            response = await workflow.execute_activity(
-                name,
-                request,
-                result_type=LLMResponse,
-                summary=summary or f"chat {request.config.model}",
-                **activity_options(policy),
-            )
-            break
-        except ActivityError as exc:
-            if wait is None or name == LLM_CALL or not _not_registered(exc):
-                raise
-            # Every attempt met a worker from before this name (a rolling upgrade): wait for an upgraded one.
-            workflow.logger.warning("%s: no upgraded worker took it; asking again in %d s", name, wait)
-            await workflow.sleep(timedelta(seconds=wait))
+    name = llm_activity(request)
+    response: LLMResponse = await until_an_upgraded_worker_takes_it(
+        name,
+        lambda: workflow.execute_activity(
+            name,
+            request,
+            result_type=LLMResponse,
+            summary=summary or f"chat {request.config.model}",
+            **activity_options(policy),
+        ),
+    )
     ledger.usage = ledger.usage + response.usage.billable()
     if response.context is not None:  # a summary the context policy asked for
         ledger.usage = ledger.usage + response.context.usage
     if token_budget is not None and ledger.usage.total_tokens > token_budget:
         raise budget_exceeded(f"token budget exceeded: {ledger.usage.total_tokens} > {token_budget}")
     return response
-
-
-UPGRADE_WAITS = (5, 30, 60, 120, 300, 600, 900, 900, 900, 900, 900, 900)
-"""Seconds to wait, in turn, before scheduling again a model call whose every attempt met a worker that does
-not register its name (about two hours in all): a rollout ends within that. Only a run that would otherwise
-have failed takes them."""
-
-
-def _not_registered(exc: ActivityError) -> bool:
-    """The SDK's own failure for an activity name the worker that took the task does not register."""
-    cause = exc.cause
-    return (
-        isinstance(cause, ApplicationError)
-        and cause.type == "NotFoundError"
-        and "is not registered on this worker" in str(cause.message)
-    )
-
-
-def _llm_activity(request: LLMRequest) -> str:
-    """The name only workers that understand the request register (older ones never take it)."""
-    if request.tool_names is not None:
-        return LLM_CALL_RESOLVING_TOOLS
-    if request.tools_ref is not None:
-        return LLM_CALL_TOOL_CATALOG  # whose workers read stored_messages too
-    return LLM_CALL_STORED_RESULTS if request.stored_messages else LLM_CALL
 
 
 def budget_exceeded(message: str) -> ApplicationError:
@@ -144,26 +108,27 @@ async def call_tool(
         store_cap=store_cap,
     )
     if delivery != "at_most_once":
-        return await workflow.execute_activity(
+        result: ToolCallResult = await workflow.execute_activity(
             TOOLS_CALL, call, result_type=ToolCallResult, summary=f"execute_tool {name}", **activity_options(policy)
         )
+        return result
     options = activity_options(policy)
     options["retry_policy"] = RetryPolicy(maximum_attempts=1)
     delay = policy.initial_interval_seconds
     for attempt in range(1, policy.max_attempts + 1):
         try:
-            return await workflow.execute_activity(
+            result = await workflow.execute_activity(
                 TOOLS_CALL, call, result_type=ToolCallResult, summary=f"execute_tool {name} (at most once)", **options
             )
+            return result
         except ActivityError as exc:
             cause = exc.cause
             if isinstance(cause, ApplicationError) and cause.non_retryable:
                 raise
-            if isinstance(cause, CancelledError) and patched_since_release(EXACTLY_ONCE_PATCH):
+            if isinstance(cause, CancelledError) and cancel_ends_at_most_once_call():
                 raise  # the run was cancelled: not an outcome to tell the model
-            retryable = isinstance(cause, ApplicationError)
-            not_sent = retryable and (
-                cause.type == failure_type(ToolNotSentError) or not patched_since_release(EXACTLY_ONCE_PATCH)
+            not_sent = isinstance(cause, ApplicationError) and (
+                cause.type == failure_type(ToolNotSentError) or retries_at_most_once_after_any_failure()
             )
             if not not_sent:
                 return outcome_unknown(call, _why(cause or exc))
@@ -184,12 +149,13 @@ def _why(cause: BaseException) -> str:
 
 async def describe_tools(names: list[str], policy: ActivityPolicy) -> list[ToolSchema]:
     """The worker's schemas for ``names``; names it does not offer are left out."""
-    return await workflow.execute_activity(
+    schemas: list[ToolSchema] = await workflow.execute_activity(
         TOOLS_DESCRIBE,
         ToolsDescribeInput(names=names),
         result_type=list[ToolSchema],
         **activity_options(policy),
     )
+    return schemas
 
 
 def call_outcome(call_id: int, result: ToolCallResult) -> CallOutcome:

@@ -92,7 +92,7 @@ async def run_code_mode(run: AgentRun, history: list[Message], origin: ForkOrigi
     spec = run.spec
     ladder = run.ladder()
     limits = spec.code_limits
-    tools = list(run.config.tools)
+    tools = list(run.tools.schemas)
     # A session's earlier variables are declared for the type check (the prompt lists them too).
     stubs = generate_stubs(tools) + variable_stubs(run.repl.variables if run.repl else [])
     functions = program_functions(tools)
@@ -189,7 +189,6 @@ async def _execute(
     ladder: ViolationLadder,
     forked: tuple[str, ForkedProgram] | None = None,
 ) -> tuple[ProgramStatus, list[ToolCallRecord]]:
-    info = workflow.info()
     if run.effects is not None:
         run.effects.new_attempt()
     by_name = {f.python_name: f for f in functions}
@@ -217,7 +216,7 @@ async def _execute(
         paused, forked_from = fork.paused, program_run_key(source, fork.chain_run_id, step)
     status = await drive_program(
         start,
-        lambda call: _run_call(run, index, info.run_id, call, by_name[call.function], ladder, records, program),
+        lambda call: _run_call(run, index, call, by_name[call.function], ladder, records, program),
         cancel_siblings=run.features.cancel_siblings,
         paused=paused,
         forked_from=forked_from,
@@ -228,7 +227,6 @@ async def _execute(
 async def _run_call(
     run: AgentRun,
     index: int,
-    run_id: str,
     call: PendingCall,
     function: ProgramFunction,
     ladder: ViolationLadder,
@@ -244,12 +242,11 @@ async def _run_call(
         # One logical step per run (scope "program"): every program answers the same request, so an
         # identical call in a re-prompted program is the same effect.
         result = await run.call_tool(
-            run.config.schemas.get(function.tool),
+            run.tools.schema(function.tool),
             function.tool,
             call.arguments,
             call_id=call_id,
             scope=PROGRAM_EFFECT_SCOPE,
-            legacy_key=f"{run_id}:{call_id}",
             approval_id=call_id,
             program=program,
         )

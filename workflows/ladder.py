@@ -9,7 +9,7 @@ rest (degradations, its default) on its own result. Deterministic: no I/O, repla
 
 A refusal is re-prompted at most once: a model that refused a call twice in a
 row will not be argued out of it, so the second refusal skips the re-prompt
-rung (gated by ``workflow.patched`` so runs in flight replay as they ran).
+rung (``releases.gates.second_refusal_degrades``, so runs in flight replay as they ran).
 """
 
 from __future__ import annotations
@@ -26,10 +26,10 @@ with workflow.unsafe.imports_passed_through():
     from ..contracts import DefaultResult, Degradation, LLMConfig, Message, Violation, ViolationKind
     from ..contracts.errors import ContractViolationError
     from ..contracts.llm.reprompt import reprompt_messages
-    from ..contracts.names import REFUSAL_REPROMPTED_ONCE
     from ..failures import to_application_error
     from ..telemetry import workflow_metrics
     from .effects import with_note
+    from .releases.gates import second_refusal_degrades
 
 DEFAULT_TARGET = "default_result"
 """``Degradation.to`` when a run falls back to its declared default."""
@@ -100,10 +100,7 @@ class ViolationLadder:
         refused = any(v.kind is ViolationKind.refusal for v in violations)
         refused_again = refused and self._refused_last
         self._refused_last = refused
-        # patched() is asked only on the new branch, so older histories replay their re-prompt.
-        if self.reprompts_used < self._budget and not (
-            refused_again and (self._release or workflow.patched(REFUSAL_REPROMPTED_ONCE))
-        ):
+        if self.reprompts_used < self._budget and not (refused_again and second_refusal_degrades(self._release)):
             self.reprompts_used += 1
             for v in violations:
                 workflow_metrics.record_reprompt(v.contract, v.kind.value)

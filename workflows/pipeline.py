@@ -34,13 +34,14 @@ with workflow.unsafe.imports_passed_through():
     from ..contracts.composition.predicates import predicate_violations
     from ..contracts.errors import InvalidSpecError
     from ..contracts.json_schema import instance_violations, parse_json
-    from ..contracts.names import EFFECTS_PATCH, LLM_CALL, PIPELINE_WORKFLOW, TOOLS_CALL
+    from ..contracts.names import LLM_CALL, PIPELINE_WORKFLOW, TOOLS_CALL
     from ..contracts.persisted_ids import pipeline_call_key, step_scope
     from ..failures import to_application_error
     from ..telemetry import workflow_metrics
     from .calls import call_llm, call_tool, describe_tools
     from .effects import effect_key, run_chain
     from .ladder import Decision, Rung, ViolationLadder, retry_history, violation_error
+    from .releases.gates import effects_once
 
 JSON_INSTRUCTION = "Answer with one JSON value that matches the response schema; no prose."
 
@@ -57,10 +58,10 @@ class PipelineWorkflow:
 
     @workflow.run
     async def run(self, inp: PipelineInput) -> PipelineResult:
-        effects_once = workflow.patched(EFFECTS_PATCH)
+        with_delivery = effects_once()  # asked before anything can fail, as always
         self._compose(inp)
         steps = inp.steps
-        if effects_once:
+        if with_delivery:
             # Each tool's delivery policy decides how its step may be retried.
             names = sorted({s.tool or s.contract.name for s in steps if s.contract.kind is ContractKind.tool})
             described = await describe_tools(names, inp.tool_policy) if names else []

@@ -1,46 +1,37 @@
 """The shape of one agent run's state, and who may change what.
 
-A run (a one-shot ``AgentWorkflow`` or one session turn) has three parts:
+A run (a one-shot ``AgentWorkflow`` or one session turn) has four parts:
 
-- ``RunConfig``, frozen: what the run is. Spec, tools, key scope, turn, where
+- ``RunConfig``, frozen: what the run is. Spec, key scope, turn, where
   progress events go, the stored conversation, the approval desk, whether
-  answers stream. Built once by the workflow that owns the run
+  answers stream, the quota plan. Built once by the workflow that owns the run
   (``AgentRun.one_shot`` / ``AgentRun.for_turn``); nothing changes it after.
+- ``RunTools``: the run's tool schemas and what the run learns about them
+  (the names its first model call resolves, the catalog a call stored them
+  as). They change only through its own verbs (``learn``, ``stored_as``).
 - ``RunProgress``, mutable: what the run has done so far. Result, history,
   current model, cancel flag, REPL. The owning workflow creates it first (its
   queries and its cancel signal work before the run has its tools), then only
   reads it and calls ``request_cancel``; everything else changes through
-  ``AgentRun``'s methods, the history through ``AgentRun.advance`` alone.
-- ``Features``: the patched behaviours the run takes, each chosen once and
-  read by name (``run.features.token_stream``), never asked again at a call.
+  ``AgentRun``'s methods, the history through ``RunProgress.advance`` (which
+  only ``AgentRun.advance`` calls).
+- ``Features`` (``releases/gates.py``): the patched behaviours the run takes,
+  each chosen once and read by name (``run.features.token_stream``).
 
-Deterministic: no I/O. ``Features`` asks every patch on the run's path but one:
-the ladder's refusal patch, which ``ViolationLadder`` (shared with pipelines and
-the monitor) asks itself at that rung.
+Deterministic: no I/O, no Temporal command.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from types import MappingProxyType
 
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from ..contracts import AgentResult, AgentSpec, AgentState, Message, ToolSchema
+    from ..contracts import AgentResult, AgentSpec, AgentState, LLMRequest, Message, ToolSchema
     from ..contracts.code.program import ReplMemory
     from ..contracts.llm.tool_catalog import ToolCatalogRef
-    from ..contracts.names import (
-        APPROVALS_PATCH,
-        CONVERSATION_REF_PATCH,
-        EFFECTS_PATCH,
-        EXACTLY_ONCE_PATCH,
-        PATCH_TOOL_RESULT_CAP,
-        RELEASE_PATCH,
-        SESSION_STATE_PATCH,
-        TOKEN_STREAM_PATCH,
-    )
     from ..contracts.quotas.wire import QuotaPlan
     from ..contracts.session import ProgressEvent
     from .approvals import ApprovalDesk
@@ -48,85 +39,11 @@ with workflow.unsafe.imports_passed_through():
     from .quota_gate import QuotaDesk
 
 
-def patched_since_release(patch_id: str) -> bool:
-    """Asked where ``patch_id`` always was: a new run takes it under ``RELEASE_PATCH`` (one marker for the
-    release), a run recorded between ``patch_id`` and the release asks it as it did."""
-    return workflow.patched(RELEASE_PATCH) or workflow.patched(patch_id)
-
-
-class Features:
-    """The patched behaviours of one run, each chosen once and read by name.
-
-    ``workflow.patched`` writes its marker command where it is first asked, so
-    recorded histories replay only if each id is first asked where it always
-    was. The two a run takes before its first command are asked in
-    ``at_start``; the rest only where their branch first comes up (asking them
-    up front would add a marker to runs that never take the branch), and the
-    answer is kept here.
-
-    A new run asks ``RELEASE_PATCH`` first and, taking it, every behaviour below
-    without asking its own id: one marker a run, not one per id. A run recorded
-    before it (the release marker absent) asks each id as it always did.
-    """
-
-    def __init__(self, *, effects_once: bool, conversation_ref: bool, release: bool = False) -> None:
-        self.effects_once = effects_once
-        """Effect keys, the effect ledger and the token-budget reservation (``EFFECTS_PATCH``)."""
-        self.conversation_ref = conversation_ref
-        """A one-shot run keeps its conversation in the payload store (``CONVERSATION_REF_PATCH``); a turn always does."""
-        self.release = release
-        """``RELEASE_PATCH``: every behaviour gated by an earlier id, none of them asked."""
-        self._asked: dict[str, bool] = {}
-
-    @classmethod
-    def at_start(cls, *, one_shot: bool) -> Features:
-        """Asked before the run's first command, in the order runs have always asked them."""
-        if workflow.patched(RELEASE_PATCH):
-            return cls(effects_once=True, conversation_ref=True, release=True)
-        effects_once = workflow.patched(EFFECTS_PATCH)
-        conversation_ref = workflow.patched(CONVERSATION_REF_PATCH) if one_shot else True
-        return cls(effects_once=effects_once, conversation_ref=conversation_ref)
-
-    def _ask(self, patch_id: str) -> bool:
-        if self.release:
-            return True
-        if patch_id not in self._asked:
-            self._asked[patch_id] = workflow.patched(patch_id)
-        return self._asked[patch_id]
-
-    @property
-    def token_stream(self) -> bool:
-        """Loop steps ask ``llm.call`` to stream; asked at the first step of a streaming run."""
-        return self._ask(TOKEN_STREAM_PATCH)
-
-    @property
-    def tool_result_cap(self) -> bool:
-        """Tool results are cut to ``tool_result_chars``; asked after the first tool step."""
-        return self._ask(PATCH_TOOL_RESULT_CAP)
-
-    @property
-    def approvals(self) -> bool:
-        """Tools that require approval wait for it; asked at the first such call."""
-        return self._ask(APPROVALS_PATCH)
-
-    @property
-    def recorded_not_reasked(self) -> bool:
-        """A call already in the record of effects is answered from it without asking for approval again;
-        asked only when a recorded call to a tool that requires approval comes up again."""
-        return self._ask(EXACTLY_ONCE_PATCH)
-
-    def cancel_siblings(self) -> bool:
-        """A failing call cancels the calls running beside it and withdraws their approvals
-        (``siblings``); asked only once a call has failed. A method: it is handed on uncalled."""
-        return self._ask(SESSION_STATE_PATCH)
-
-
 @dataclass(frozen=True)
 class RunConfig:
     """What the run is: set once at construction, never changed."""
 
     spec: AgentSpec
-    tools: tuple[ToolSchema, ...]
     approvals: ApprovalDesk
     """A session hands every turn its own desk, so decisions outlive the turn."""
     chain: ConversationChain | None = None
@@ -139,16 +56,6 @@ class RunConfig:
     """Sessions: where progress events go (the session's stream); a one-shot run has none."""
     stream_tokens: bool = False
     """Sessions with ``stream_tokens``: loop steps ask ``llm.call`` to stream the answer's text."""
-    pending_tools: tuple[str, ...] = ()
-    """Tool names the run's first ``llm.call`` resolves on the worker (a one-shot tool-mode run under
-    ``RELEASE_PATCH``: no ``tools.describe`` activity); ``AgentRun.learn_tools`` then sets ``tools``."""
-    tools_ref: ToolCatalogRef | None = None
-    """The catalog ``tools`` are stored as (``LLMResponse.tools_ref``): calls name it instead of carrying the
-    schemas. A one-shot run's resolving call stores it; a session's first call with its schemas does, and the
-    session hands it to every later turn. None when no call's result had one (older workers, recorded runs)."""
-    session_catalog: bool = False
-    """A session turn: until ``tools_ref`` is known, a call carrying ``tools`` asks the worker to store them
-    (``LLMRequest.store_tools``) and the run learns the ref from its result."""
     key_scope: str | None = None
     """The backend's scope for effect keys (``AgentInput.key_scope``, validated by the workflow); unset:
     the run's workflow chain."""
@@ -156,14 +63,91 @@ class RunConfig:
     """The accounts every model call goes through (``AgentInput.quota``); unset: no quota command at all."""
     quota_desk: QuotaDesk | None = None
     """Where the workflow's ``quota_grant`` signal puts the grants (set with ``quota``)."""
-    schemas: Mapping[str, ToolSchema] = field(init=False, repr=False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "schemas", MappingProxyType({t.name: t for t in self.tools}))
 
     @property
     def mode(self) -> str:
         return self.spec.mode
+
+
+class RunTools:
+    """The run's tool schemas, and the two things a run learns about them while it runs.
+
+    - A one-shot tool-mode run under ``RELEASE_PATCH`` starts with tool names
+      only (``pending``): its first ``llm.call`` resolves them on the worker (no
+      ``tools.describe`` activity), and the run ``learn``s the schemas from that
+      call's result (in history, as a ``tools.describe`` result is).
+    - Once a call stored the schemas as a catalog (``LLMResponse.tools_ref``),
+      later calls name the catalog instead of carrying them (``on_the_wire``).
+      A one-shot run's resolving call stores it; a session turn's first call
+      carrying the schemas asks the worker to (``LLMRequest.store_tools``), and
+      the session hands the ref to every later turn. None when no call's result
+      had one (older workers, recorded runs): calls then carry the schemas.
+    """
+
+    def __init__(
+        self,
+        schemas: Sequence[ToolSchema] = (),
+        *,
+        pending: Sequence[str] = (),
+        ref: ToolCatalogRef | None = None,
+        session_catalog: bool = False,
+    ) -> None:
+        self._schemas = tuple(schemas)
+        self._by_name = {t.name: t for t in self._schemas}
+        self._pending = tuple(pending)
+        self._ref = ref
+        self._session_catalog = session_catalog
+
+    @classmethod
+    def for_turn(cls, schemas: Sequence[ToolSchema], ref: ToolCatalogRef | None) -> RunTools:
+        """A session turn's: ``ref`` the session's catalog of exactly ``schemas`` (None: the turn's first call
+        carrying them stores one)."""
+        if ref is not None and ref.count != len(schemas):
+            ref = None  # never names other schemas than the turn's (the session pairs them; a cheap check)
+        return cls(schemas, ref=ref, session_catalog=True)
+
+    @property
+    def schemas(self) -> tuple[ToolSchema, ...]:
+        return self._schemas
+
+    @property
+    def pending(self) -> tuple[str, ...]:
+        """Tool names the run's next model call resolves on the worker; empty once it has (or never had any)."""
+        return self._pending
+
+    @property
+    def ref(self) -> ToolCatalogRef | None:
+        """The catalog ``schemas`` are stored as, once a call stored them."""
+        return self._ref
+
+    def schema(self, name: str) -> ToolSchema | None:
+        return self._by_name.get(name)
+
+    def learn(self, schemas: Sequence[ToolSchema], ref: ToolCatalogRef | None) -> None:
+        """The schemas the resolving call returned for ``pending``, stored as ``ref`` (None from workers before
+        catalogs): the run keeps them as it keeps a ``tools.describe`` result."""
+        self._schemas = tuple(schemas)
+        self._by_name = {t.name: t for t in self._schemas}
+        self._pending = ()
+        self._ref = ref
+
+    def stored_as(self, ref: ToolCatalogRef | None) -> None:
+        """A call's result named ``ref``: a session turn's call stored its schemas (``store_tools``), and later
+        calls name them. Only a result recorded by a worker since session catalogs has a ref, so older histories
+        replay as sent; a run that knows its catalog already keeps it."""
+        if ref is not None and self._ref is None and self._session_catalog:
+            self._ref = ref
+
+    def on_the_wire(self, request: LLMRequest, sent: LLMRequest) -> LLMRequest:
+        """``sent`` (``request`` as it goes into history) naming the catalog instead of the schemas, or asking
+        the worker to store them; only when ``request`` carries exactly the run's schemas."""
+        if not request.tools or tuple(request.tools) != self._schemas:
+            return sent
+        if self._ref is not None:
+            return sent.model_copy(update={"tools": [], "tools_ref": self._ref})
+        if self._session_catalog:
+            return sent.model_copy(update={"store_tools": True})
+        return sent
 
 
 @dataclass
@@ -187,6 +171,12 @@ class RunProgress:
         """The conversation as the loop left it: the final answer last when the run completed."""
         return self._history
 
+    def advance(self, history: list[Message]) -> list[Message]:
+        """The one way the history changes (the loops call ``AgentRun.advance``): ``history`` is the run's
+        conversation as it now stands, returned as is."""
+        self._history = history
+        return history
+
     def request_cancel(self) -> None:
         """The owner's cancel signal: the loop stops before its next step."""
         self.cancel_requested = True
@@ -205,4 +195,4 @@ class RunProgress:
         )
 
 
-__all__ = ["Features", "RunConfig", "RunProgress"]
+__all__ = ["RunConfig", "RunProgress", "RunTools"]

@@ -36,7 +36,6 @@ with workflow.unsafe.imports_passed_through():
     from ..contracts.errors import CarriedStateError, InvalidTurnError, SessionBusyError, SessionClosedError
     from ..contracts.llm.tool_catalog import ToolCatalogRef
     from ..contracts.names import (
-        APPROVALS_CARRIED_PATCH,
         CANCEL_SIGNAL,
         CLOSE_UPDATE,
         CURRENT_TURN_QUERY,
@@ -44,7 +43,6 @@ with workflow.unsafe.imports_passed_through():
         PROGRESS_TOPIC,
         REWIND_UPDATE,
         SESSION_FORK,
-        SESSION_STATE_PATCH,
         SESSION_WORKFLOW,
         STATE_QUERY,
         STEPS_QUERY,
@@ -79,7 +77,8 @@ with workflow.unsafe.imports_passed_through():
     from .approvals import ApprovalDesk, ApprovalHandlers
     from .effects import untold_note
     from .quota_gate import QuotaDesk, QuotaHandlers
-    from .run_state import Features, RunProgress, patched_since_release
+    from .releases.gates import Features, carries_decisions, takes_carried_tools
+    from .run_state import RunProgress
     from .session_state import SessionRecord
     from .steps import check_key_scope, check_tenant, opening, run_steps, spec_tools
     from .visibility import Visibility
@@ -179,7 +178,7 @@ class SessionWorkflow(ApprovalHandlers, QuotaHandlers):
             self.visibility.start(inp.spec, inp.tenant)
         else:
             self.visibility.resume()
-        if patched_since_release(SESSION_STATE_PATCH):
+        if takes_carried_tools():
             # A continued run takes the schemas it carries; a new one (or one carried by an older release)
             # describes its tools at its next turn. Either way nothing here can fail: a continue-as-new
             # never ends a session, and a failed describe fails at most that turn.
@@ -216,7 +215,7 @@ class SessionWorkflow(ApprovalHandlers, QuotaHandlers):
                 await workflow.wait_condition(workflow.all_handlers_finished)
                 if self.current is None and self.closed_reason is None:
                     self.record.count_continue_as_new()
-                    carry_decisions = workflow.patched(APPROVALS_CARRIED_PATCH)
+                    carry_decisions = carries_decisions()
                     workflow_metrics.record_session_continued()
                     await self.stream.continue_as_new(lambda state: [self._next_run(inp, state, carry_decisions)])
 
@@ -394,10 +393,10 @@ class SessionWorkflow(ApprovalHandlers, QuotaHandlers):
         """A completed turn moves the session to its point; any other goes back to where it started, its effects
         carried as untold. Either way the turn is a checkpoint and counts in the totals."""
         run, result, summary = turn.run, turn.progress.result, turn.summary
-        if run is not None and run.config.tools_ref is not None and self.tools is not None:
+        if run is not None and run.tools.ref is not None and self.tools is not None:
             # The catalog a call of this turn stored (or the one it was given) for the session's schemas:
             # durable once returned, so a failed turn's is kept too, and every later turn names it.
-            self._use_tools(self.tools, run.config.tools_ref)
+            self._use_tools(self.tools, run.tools.ref)
         summary.steps = len(result.steps)
         summary.usage = result.usage
         summary.violations = len(result.violations)

@@ -47,7 +47,7 @@ async def run_tool_loop(run: AgentRun, history: list[Message]) -> AgentResult:
         request = LLMRequest(
             config=ladder.current,
             messages=history,
-            tools=list(run.config.tools),
+            tools=list(run.tools.schemas),
             response_format=response_format,
             allowed_model_aliases=spec.allowed_model_aliases,
         )
@@ -86,7 +86,6 @@ async def run_tool_loop(run: AgentRun, history: list[Message]) -> AgentResult:
 
 
 async def _run_tools(run: AgentRun, index: int, response: LLMResponse) -> list[ToolCallResult]:
-    run_id = workflow.info().run_id
     # The logical step: tool steps taken so far. A re-prompted answer (violations) runs no tool,
     # so its retry has the same scope, and identical calls in it the same keys.
     scope = step_scope(sum(1 for s in run.result.steps if s.kind == "tool_call"))
@@ -94,12 +93,11 @@ async def _run_tools(run: AgentRun, index: int, response: LLMResponse) -> list[T
     async def one(call: LLMToolCall) -> ToolCallResult:
         step_call = step_call_id(run.scope, index, call.id)
         return await run.call_tool(
-            run.config.schemas.get(call.name),
+            run.tools.schema(call.name),
             call.name,
             call.arguments,
             call_id=call.id,
             scope=scope,
-            legacy_key=f"{run_id}:{step_call}",
             approval_id=step_call,
             model_text=response.message.content or "",
             for_model=True,

@@ -14,8 +14,8 @@ completed run from its result, which the console reads (``ExecutionStatus``
 already says it completed), so a completed run ends without an upsert. A
 failed run, which has no result, upserts its totals.
 
-Gated by ``SEARCH_ATTRIBUTES_PATCH``, asked once before the first command:
-runs recorded before it replay without upserts.
+Gated by ``SEARCH_ATTRIBUTES_PATCH`` (``releases.gates.keeps_search_attributes``),
+asked once before the first command: runs recorded before it replay without upserts.
 """
 
 from __future__ import annotations
@@ -38,9 +38,8 @@ with workflow.unsafe.imports_passed_through():
         SA_TENANT,
         SA_TOKENS,
         SA_VIOLATIONS,
-        SEARCH_ATTRIBUTES_PATCH,
     )
-    from .run_state import patched_since_release
+    from .releases.gates import keeps_search_attributes
 
 SPEC = SearchAttributeKey.for_keyword(SA_SPEC)
 MODEL = SearchAttributeKey.for_keyword(SA_MODEL)
@@ -64,7 +63,7 @@ class Visibility:
         """Before the run's first command: decides, once, whether this run upserts at all.
 
         A run with a ``tenant`` names it in the same upsert (operators list runs by tenant)."""
-        self.on = patched_since_release(SEARCH_ATTRIBUTES_PATCH)
+        self.on = keeps_search_attributes()
         if workflow.info().typed_search_attributes.get(SPEC) is not None:
             return  # set by the client with the start (part of the start event, so replay reads the same)
         self._upsert(
@@ -80,7 +79,7 @@ class Visibility:
 
     def resume(self) -> None:
         """A session continued-as-new: its attributes carried over; only decide whether to upsert."""
-        self.on = patched_since_release(SEARCH_ATTRIBUTES_PATCH)
+        self.on = keeps_search_attributes()
 
     def awaiting(self, waiting: bool) -> None:
         """A call started or stopped waiting for a person; only a change is upserted."""

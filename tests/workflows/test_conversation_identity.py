@@ -28,7 +28,8 @@ from agentsteps.contracts.names import (
 from agentsteps.workflows.agent_run import AgentRun
 from agentsteps.workflows.approvals import ApprovalDesk
 from agentsteps.workflows.conversation import ConversationChain
-from agentsteps.workflows.run_state import Features, RunProgress
+from agentsteps.workflows.releases.gates import Features
+from agentsteps.workflows.run_state import RunProgress
 
 CONFIG = LLMConfig(model="scripted-2026-01-01", max_tokens=64, context_window=16_000)
 

@@ -14,6 +14,7 @@ import json
 from pathlib import Path
 
 import pytest
+from temporalio import workflow
 from temporalio.client import WorkflowHistory
 from temporalio.worker import Replayer
 
@@ -21,6 +22,7 @@ from agentsteps.contracts.config.settings import WorkerSettings
 from agentsteps.contracts.names import WORKFLOWS
 from agentsteps.worker import build_data_converter, workflows
 from agentsteps.workflows.quota_gate import warm_tokenizer
+from agentsteps.workflows.releases.registry import PATCHES
 
 HISTORIES = Path(__file__).resolve().parents[1] / "histories"
 FILES = sorted(HISTORIES.glob("*.json"))
@@ -65,6 +67,27 @@ def test_the_recorded_histories_cover_every_workflow_and_the_in_flight_shapes():
 async def test_a_recorded_history_replays_against_this_build(path):
     result = await replayer().replay_workflow(load(path))
     assert result.replay_failure is None
+
+
+async def test_each_history_replays_the_branch_of_each_patch_the_registry_says(monkeypatch):
+    """``workflows/releases/registry.py`` tells a maintainer which files go with a patch: a history that asks
+    an id and finds its marker replays the new branch (``marked``), one that finds none the old (``old_branch``)."""
+    answers: list[tuple[str, str, bool]] = []
+    ask = workflow.patched
+
+    def recording(patch_id: str) -> bool:
+        answer = ask(patch_id)
+        answers.append((workflow.info().workflow_id, patch_id, answer))  # the history's file name (``load``)
+        return answer
+
+    monkeypatch.setattr(workflow, "patched", recording)
+    replay = replayer()
+    for path in FILES:
+        await replay.replay_workflow(load(path))
+    for patch in PATCHES:
+        assert {name for name, asked, took in answers if asked == patch.id and took} == set(patch.marked), patch.id
+        old = {name for name, asked, took in answers if asked == patch.id and not took}
+        assert old == set(patch.old_branch), patch.id
 
 
 def _reorder_first_two_activities(history_json: dict) -> dict:

@@ -35,7 +35,7 @@ with workflow.unsafe.imports_passed_through():
         ScanResult,
         StalledIssue,
     )
-    from ...contracts.names import EFFECTS_PATCH, MONITOR_RECORD, MONITOR_WORKFLOW
+    from ...contracts.names import MONITOR_RECORD, MONITOR_WORKFLOW
     from ...contracts.persisted_ids import scan_call_id, scan_call_key
     from ...contracts.violations import Violation, ViolationKind
     from ...failures import to_application_error
@@ -43,6 +43,7 @@ with workflow.unsafe.imports_passed_through():
     from ..calls import call_llm, call_outcome, call_tool, describe_tools
     from ..ladder import Rung, ViolationLadder, retry_history
     from ..program_driver import drive_program, program_keys
+    from ..releases.gates import effects_once
     from .nudges import (
         NUDGE_CONTRACT,
         NUDGE_SYSTEM_PROMPT,
@@ -63,7 +64,7 @@ class MonitorWorkflow:
     @workflow.run
     async def run(self, inp: MonitorInput) -> MonitorReport:
         spec = inp.spec
-        bounded = workflow.patched(EFFECTS_PATCH)
+        bounded = effects_once()  # the record's retries bounded
         as_of = _utc(inp.as_of or workflow.now())
         report = MonitorReport(monitor=spec.name, as_of=as_of, day=as_of.date().isoformat())
 
@@ -309,7 +310,7 @@ class _Drafter:
                 )
                 workflow_metrics.record_check(NUDGE_CONTRACT, "post", violations)
             if not violations:
-                message: str = value["message"]
+                message: str = value["message"]  # check_nudge proved it a string
                 return message
             report.violations.extend(violations)
             decision = ladder.step(violations)

@@ -1,0 +1,323 @@
+"""Every ``workflow.patched`` id the engine has shipped: who added it, which recorded histories need it, when it may go.
+
+A patch id is persisted: a run that took the branch carries the id in a
+marker event, and a worker replaying that run must ask the same id at the
+same point in its command order. So ids are never renamed or reused, and an
+id's old branch (what runs recorded before it do) stays until no open run can
+take it. This table is what a maintainer reads before touching one; it is
+data only (no Temporal), and ``tests/workflows/test_patch_registry.py`` and
+``tests/workflows/test_replay_histories.py`` hold it to the code and to
+``tests/histories/``:
+
+- ``marked``: the recorded histories whose ``MarkerRecorded`` events carry the
+  id (they replay its new branch, and need the id asked where it was);
+- ``old_branch``: the recorded histories that ask the id and find no marker
+  (runs from before it: they replay its old branch, and are the evidence that
+  the gate still keeps those runs' commands).
+
+Retiring an id is two changes, each its own release (docs/upgrades.md):
+
+1. When no open run can take the old branch (``may_go``), delete the old
+   branch and the ``old_branch`` histories. An id a run asks only without the
+   release marker (``under_release``) then goes entirely: every open run took
+   ``RELEASE_PATCH`` and never asks it. Any other id becomes
+   ``workflow.deprecate_patch(<id>)`` at the same point.
+2. Once no open run carries its marker either, the ``deprecate_patch`` call
+   goes too, with the ``marked`` histories. Keep the constant in
+   ``contracts/names.py`` (and its row here) until then.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...contracts.names import (
+    APPROVALS_CARRIED_PATCH,
+    APPROVALS_PATCH,
+    CONVERSATION_REF_PATCH,
+    EFFECTS_PATCH,
+    EXACTLY_ONCE_PATCH,
+    PATCH_TOOL_RESULT_CAP,
+    REFUSAL_REPROMPTED_ONCE,
+    RELEASE_PATCH,
+    SEARCH_ATTRIBUTES_PATCH,
+    SESSION_STATE_PATCH,
+    TOKEN_STREAM_PATCH,
+)
+
+
+@dataclass(frozen=True)
+class Patch:
+    id: str
+    """The persisted id (a constant of ``contracts/names.py``): never renamed."""
+    added: str
+    """The change that added it: issue, commit and date (0.2.0 shipped on 2026-12-01)."""
+    old_branch_does: str
+    """What a run recorded before it does instead: the branch that goes when the id does."""
+    asked_at: str
+    """Where the engine asks it (``workflows/releases/gates.py`` has every question)."""
+    under_release: bool
+    """A run that took ``RELEASE_PATCH`` takes this branch without asking the id."""
+    marked: tuple[str, ...]
+    """Recorded histories (``tests/histories/<name>.json``) whose markers carry the id."""
+    old_branch: tuple[str, ...]
+    """Recorded histories that ask the id and find no marker: they replay its old branch."""
+    may_go: str
+    """When the old branch may go (step 1 of the module docstring)."""
+
+
+_BEFORE_RELEASE = (
+    "when no run started before the 0.2.0 workers (which ask `agentsteps.release.2026-12`) were deployed is "
+    'still open: `temporal workflow count --query \'ExecutionStatus="Running" AND StartTime < "<that deploy>"\'` '
+    "is 0 (a session continued since is a new run: it counts from its latest start). Then the id is never "
+    "asked again: its gate, old branch and both lists of histories go at once, no `deprecate_patch` needed."
+)
+
+_BEFORE_ANY_PATCH_AGENT_RUNS = (
+    "agent_code_mode",
+    "agent_tool_mode",
+    "code_mode",
+    "code_mode_paused_on_tool",
+    "refusal_reprompted_twice",
+    "tool_mode",
+    "tool_mode_waiting_on_tool",
+)
+"""Agent runs recorded before any patch id existed (issue 13 and earlier)."""
+
+_CONVERSATION_REF_RUNS = (
+    "conversation_ref_agent_code_mode",
+    "conversation_ref_code_mode",
+    "conversation_ref_code_mode_paused_on_tool",
+    "conversation_ref_tool_mode",
+    "conversation_ref_tool_mode_waiting_on_tool",
+)
+_SEARCH_ATTRIBUTES_AGENT_RUNS = (
+    "search_attributes_agent_code_mode",
+    "search_attributes_code_mode",
+    "search_attributes_code_mode_paused_on_tool",
+    "search_attributes_tool_mode",
+    "search_attributes_tool_mode_waiting_on_tool",
+)
+_EXACTLY_ONCE_EVIDENCE = ("approval_asked_again_for_a_recorded_effect", "at_most_once_retried_after_the_call")
+_RELEASE_RUNS = (
+    "release_2026_12_agent_code_mode",
+    "release_2026_12_agent_code_mode_fork_waiting",
+    "release_2026_12_code_mode",
+    "release_2026_12_code_mode_paused_on_tool",
+    "release_2026_12_quota_tool_mode",
+    "release_2026_12_session_between_turns",
+    "release_2026_12_session_fork_between_turns",
+    "release_2026_12_session_streamed_continued",
+    "release_2026_12_tool_mode",
+    "release_2026_12_tool_mode_waiting_on_tool",
+    "session_catalog_session_between_turns",
+    "session_catalog_session_streamed_continued",
+    "tool_catalog_tool_mode",
+)
+_PRE_RELEASE_SESSIONS = (
+    "search_attributes_session_between_turns",
+    "search_attributes_session_streamed_continued",
+    "session",
+    "session_between_turns",
+    "session_continued_carried_tools",
+    "session_failed_turn_continued",
+    "session_streamed_continued",
+)
+_PRE_SEARCH_ATTRIBUTES_SESSIONS = (
+    "session",
+    "session_between_turns",
+    "session_continued_carried_tools",
+    "session_failed_turn_continued",
+    "session_streamed_continued",
+)
+
+
+PATCHES: tuple[Patch, ...] = (
+    Patch(
+        id=REFUSAL_REPROMPTED_ONCE,
+        added="one re-prompt after a refusal (commit 26b4b9d, 2026-11-30, before 0.2.0)",
+        old_branch_does="re-prompts a second refusal in a row, within the re-prompt budget",
+        asked_at="the violation ladder, when a refusal follows a refusal (`second_refusal_degrades`)",
+        under_release=True,
+        marked=(),
+        old_branch=("refusal_reprompted_twice",),
+        may_go=_BEFORE_RELEASE + " Pipelines and the monitor never take the release: they ask it as before, so "
+        "its `deprecate_patch` step applies to them (a pipeline or tick lasts minutes).",
+    ),
+    Patch(
+        id=PATCH_TOOL_RESULT_CAP,
+        added="MCP fidelity (commit 9ecada9, 2026-11-30, before 0.2.0)",
+        old_branch_does="tool-mode results go to the model whole, not cut to `AgentSpec.tool_result_chars`",
+        asked_at="after an agent run's first tool step (`Features.tool_result_cap`)",
+        under_release=True,
+        marked=(
+            "at_most_once_retried_after_the_call",
+            "conversation_ref_tool_mode",
+            "search_attributes_session_between_turns",
+            "search_attributes_session_streamed_continued",
+            "search_attributes_tool_mode",
+            "session",
+            "session_between_turns",
+            "session_continued_carried_tools",
+            "session_streamed_continued",
+        ),
+        old_branch=("agent_tool_mode", "tool_mode"),
+        may_go=_BEFORE_RELEASE,
+    ),
+    Patch(
+        id=EFFECTS_PATCH,
+        added="issue 13 (commit f36b644, 2026-11-30, before 0.2.0)",
+        old_branch_does=(
+            "no effect ledger: tool calls keyed `<run id>:<call>` and never answered from a record, model calls "
+            "without token reservations, a pipeline without delivery policies, the monitor's record unbounded"
+        ),
+        asked_at="an agent run's start (`Features.at_start`); a pipeline's and a monitor tick's start (`effects_once`)",
+        under_release=True,
+        marked=(
+            *_EXACTLY_ONCE_EVIDENCE,
+            *_CONVERSATION_REF_RUNS,
+            "release_2026_12_monitor_tick",
+            "release_2026_12_pipeline",
+            *_SEARCH_ATTRIBUTES_AGENT_RUNS,
+            "search_attributes_monitor_tick",
+            "search_attributes_pipeline",
+            *_PRE_RELEASE_SESSIONS,
+        ),
+        old_branch=(*_BEFORE_ANY_PATCH_AGENT_RUNS, "monitor", "monitor_tick", "pipeline", "pipeline_before_effects"),
+        may_go=_BEFORE_RELEASE + " For agent runs only: a pipeline and a monitor tick ask it at every start, "
+        "release or not, so there it becomes `deprecate_patch` once no pipeline or tick started before f36b644's "
+        "workers is open, and goes once none carrying the marker is (fold it into the next release id first).",
+    ),
+    Patch(
+        id=APPROVALS_PATCH,
+        added="human approval of tools (commit d2d097c, 2026-11-30, before 0.2.0)",
+        old_branch_does="runs a tool that requires approval without waiting for one",
+        asked_at="an agent run's first call to a tool that requires approval (`Features.approvals`)",
+        under_release=True,
+        marked=(
+            "approval_asked_again_for_a_recorded_effect",
+            "search_attributes_session_streamed_continued",
+            "session_failed_turn_continued",
+            "session_streamed_continued",
+        ),
+        old_branch=(),
+        may_go=_BEFORE_RELEASE + " No recorded history takes its old branch (no run before it had such a tool).",
+    ),
+    Patch(
+        id=APPROVALS_CARRIED_PATCH,
+        added="sessions carry their decisions (commit aa8c16d, 2026-11-30, before 0.2.0)",
+        old_branch_does="a session's continue-as-new forgets its latest approval decisions",
+        asked_at="a session's continue-as-new, every time, release or not (`carries_decisions`)",
+        under_release=False,
+        marked=(
+            "release_2026_12_session_streamed_continued",
+            "search_attributes_session_streamed_continued",
+            "session_catalog_session_streamed_continued",
+            "session_failed_turn_continued",
+            "session_streamed_continued",
+        ),
+        old_branch=(),
+        may_go="`deprecate_patch` when no session run started before commit aa8c16d's workers is open (sessions "
+        "continue as new, so count open SessionWorkflow runs by StartTime); the call goes when no open run "
+        "carries its marker, i.e. never while sessions continue with it: fold it into the next release id first.",
+    ),
+    Patch(
+        id=CONVERSATION_REF_PATCH,
+        added="one-shot runs store their conversation (commit 4c19c61, 2026-11-30, before 0.2.0)",
+        old_branch_does="a one-shot run sends every `llm.call` its whole history (no stored conversation)",
+        asked_at="a one-shot run's start, after `EFFECTS_PATCH` (`Features.at_start`)",
+        under_release=True,
+        marked=(*_EXACTLY_ONCE_EVIDENCE, *_CONVERSATION_REF_RUNS, *_SEARCH_ATTRIBUTES_AGENT_RUNS),
+        old_branch=_BEFORE_ANY_PATCH_AGENT_RUNS,
+        may_go=_BEFORE_RELEASE,
+    ),
+    Patch(
+        id=TOKEN_STREAM_PATCH,
+        added="session token streaming (commit c205941, 2026-11-30, before 0.2.0)",
+        old_branch_does="a session with `stream_tokens` never asks `llm.call` to stream",
+        asked_at="the first model call of a streaming session turn (`Features.token_stream`)",
+        under_release=True,
+        marked=("search_attributes_session_streamed_continued", "session_streamed_continued"),
+        old_branch=(),
+        may_go=_BEFORE_RELEASE + " No recorded history takes its old branch.",
+    ),
+    Patch(
+        id=EXACTLY_ONCE_PATCH,
+        added="issue 22 (commit dd91f8a, 2026-12-01, before 0.2.0)",
+        old_branch_does=(
+            "an at-most-once call is retried after any activity failure and a cancel during it is an unknown "
+            "outcome; a recorded call to a tool that requires approval is asked for approval again"
+        ),
+        asked_at=(
+            "only on the changed branches: an at-most-once call's failure (`cancel_ends_at_most_once_call`, "
+            "`retries_at_most_once_after_any_failure`), a recorded call needing approval "
+            "(`Features.asks_approval_again`)"
+        ),
+        under_release=True,
+        marked=(),
+        old_branch=_EXACTLY_ONCE_EVIDENCE,
+        may_go=_BEFORE_RELEASE,
+    ),
+    Patch(
+        id=SEARCH_ATTRIBUTES_PATCH,
+        added="issue 26 (commit 4361d7b, 2026-12-01, before 0.2.0)",
+        old_branch_does="runs and sessions upsert no `AgentSteps*` search attributes",
+        asked_at="a run's or session run's start, before its first command (`keeps_search_attributes`)",
+        under_release=True,
+        marked=(
+            *_SEARCH_ATTRIBUTES_AGENT_RUNS,
+            "search_attributes_session_between_turns",
+            "search_attributes_session_streamed_continued",
+        ),
+        old_branch=(
+            *_CONVERSATION_REF_RUNS,
+            *_EXACTLY_ONCE_EVIDENCE,
+            *_BEFORE_ANY_PATCH_AGENT_RUNS,
+            *_PRE_SEARCH_ATTRIBUTES_SESSIONS,
+        ),
+        may_go=_BEFORE_RELEASE,
+    ),
+    Patch(
+        id=SESSION_STATE_PATCH,
+        added="issue 21 (commit 6eb6413, 2026-12-01, before 0.2.0)",
+        old_branch_does=(
+            "a session run describes its tools before anything else (never takes carried schemas), and a failing "
+            "call leaves its sibling calls running"
+        ),
+        asked_at="a session run's start (`takes_carried_tools`); the first failed call of a step (`cancel_siblings`)",
+        under_release=True,
+        marked=("session_continued_carried_tools", "session_failed_turn_continued"),
+        old_branch=(
+            "search_attributes_session_between_turns",
+            "search_attributes_session_streamed_continued",
+            "session",
+            "session_between_turns",
+            "session_streamed_continued",
+        ),
+        may_go=_BEFORE_RELEASE,
+    ),
+    Patch(
+        id=RELEASE_PATCH,
+        added="issue 23, release 0.2.0 (commit 1d14598, 2026-12-01)",
+        old_branch_does="asks each id above where it always was (one marker and one upsert per id taken)",
+        asked_at="an agent run's start and each session turn's start, first (`Features.at_start`)",
+        under_release=False,
+        marked=_RELEASE_RUNS,
+        old_branch=(
+            *_CONVERSATION_REF_RUNS,
+            *_EXACTLY_ONCE_EVIDENCE,
+            *_BEFORE_ANY_PATCH_AGENT_RUNS,
+            *_SEARCH_ATTRIBUTES_AGENT_RUNS,
+            *_PRE_RELEASE_SESSIONS,
+        ),
+        may_go=(
+            "with the ids marked `under_release`, which are its old branch, on their condition (every open run "
+            "started on 0.2.0 workers or later); then `deprecate_patch(RELEASE_PATCH)` at the same point, and the "
+            "call goes once no open run carries its marker. A later release's command changes take a new release "
+            "id, asked first in the same way."
+        ),
+    ),
+)
+"""In the order they were added."""
+
+__all__ = ["PATCHES", "Patch"]
