@@ -49,13 +49,30 @@ def pytest_ignore_collect(collection_path, config):
 
 
 # Under xdist (`make test`) files are handed out in collection order, so the
-# longest go first: end-to-end files (child processes, kills, restarts), then
-# the CLI's and storage's (subprocesses, S3), then the rest. Order within a file is kept.
+# longest go first: the files measured longest (`--durations`, tests/README.md),
+# then the other end-to-end files (child processes, kills, restarts), then the
+# CLI's and storage's (subprocesses, S3), then the rest; a long file handed out
+# last would run on alone while the other processes sit idle. Order within a file is kept.
+_LONGEST = [
+    "test_soak_e2e.py",
+    "test_scale_out.py",
+    "test_wheel_install.py",
+    "test_scale_out_failures.py",
+    "test_cli_workers.py",
+    "test_quotas.py",
+    "test_code_mode_durability.py",
+    "test_schema_compat_soundness.py",
+]
 _FIRST = {"e2e": 0, "client_cli": 1, "storage": 1}
 
 
+def _hand_out_order(item: pytest.Item) -> tuple[int, int]:
+    name = item.path.name
+    return (_LONGEST.index(name), 0) if name in _LONGEST else (len(_LONGEST), _FIRST.get(item.path.parent.name, 2))
+
+
 def pytest_collection_modifyitems(session, config, items):
-    items.sort(key=lambda item: _FIRST.get(item.path.parent.name, 2))
+    items.sort(key=_hand_out_order)
 
 
 def pytest_sessionfinish(session, exitstatus):

@@ -13,27 +13,16 @@ from __future__ import annotations
 
 import ast
 import re
-from pathlib import Path
 
 import pytest
+from package_source import ROOT, package_files
 from temporalio.exceptions import ActivityError, ApplicationError, RetryState
 
 from agentsteps.contracts import errors
 from agentsteps.contracts.errors import AgentStepsError, RetryableProviderError
 from agentsteps.failures import from_failure, to_application_error, tree
 
-ROOT = Path(__file__).resolve().parents[2]
-NOT_PACKAGE = {"tests", "docs", "deploy", "bench", "__pycache__"}
 SEAM = ROOT / "failures" / "seam.py"
-
-
-def package_files() -> list[Path]:
-    return sorted(
-        p
-        for p in ROOT.rglob("*.py")
-        if not set(p.relative_to(ROOT).parts[:-1]) & NOT_PACKAGE
-        and not any(part.startswith(".") for part in p.relative_to(ROOT).parts)
-    )
 
 
 def docstring_tree() -> set[str]:

@@ -17,35 +17,33 @@
   cluster resources; no schema for them is published on the package indexes.
   ``tests/deploy/test_deploy_manifests.py`` checks what they list.
 
-No network: both packages carry their schemas.
+No network: both packages carry their schemas. The CRD models take seconds to import, so their
+tests are not in the fast lane (they import them when they run); the built-in kinds' are.
 """
 
 from __future__ import annotations
 
 import copy
+import functools
 from pathlib import Path
 from typing import Any
 
 import kubernetes_validate
 import pytest
 import yaml
-from cloudcoil.models.keda.v1alpha1 import ScaledObject
-from cloudcoil.models.prometheus_operator.v1 import PodMonitor, PrometheusRule
 from pydantic import BaseModel, ValidationError
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
 
-pytestmark = pytest.mark.fast
-
 # The oldest Kubernetes release the manifests promise to work on (docs/deployment.md), and the newest known here.
 OLDEST_KUBERNETES = "1.29.0"
 KUBERNETES_RELEASES = [OLDEST_KUBERNETES, kubernetes_validate.latest_version()]
 
-CRD_MODELS: dict[tuple[str, str], type[BaseModel]] = {
-    ("keda.sh/v1alpha1", "ScaledObject"): ScaledObject,
-    ("monitoring.coreos.com/v1", "PodMonitor"): PodMonitor,
-    ("monitoring.coreos.com/v1", "PrometheusRule"): PrometheusRule,
+CRD_KINDS = {
+    ("keda.sh/v1alpha1", "ScaledObject"),
+    ("monitoring.coreos.com/v1", "PodMonitor"),
+    ("monitoring.coreos.com/v1", "PrometheusRule"),
 }
 NOT_CLUSTER_RESOURCES = {("kustomize.config.k8s.io/v1beta1", "Kustomization")}
 
@@ -60,8 +58,8 @@ def _documents() -> list[tuple[str, dict[str, Any]]]:
 
 
 DOCUMENTS = _documents()
-BUILT_IN = [(w, d) for w, d in DOCUMENTS if (d["apiVersion"], d["kind"]) not in {*CRD_MODELS, *NOT_CLUSTER_RESOURCES}]
-CUSTOM = [(w, d) for w, d in DOCUMENTS if (d["apiVersion"], d["kind"]) in CRD_MODELS]
+BUILT_IN = [(w, d) for w, d in DOCUMENTS if (d["apiVersion"], d["kind"]) not in {*CRD_KINDS, *NOT_CLUSTER_RESOURCES}]
+CUSTOM = [(w, d) for w, d in DOCUMENTS if (d["apiVersion"], d["kind"]) in CRD_KINDS]
 
 
 def kubernetes_problem(doc: dict[str, Any], release: str) -> str | None:
@@ -87,8 +85,22 @@ def _dropped(sent: Any, kept: Any, path: str = "$") -> list[str]:
     return [] if sent == kept else [f"{path} (became {kept!r})"]
 
 
+@functools.cache
+def crd_models() -> dict[tuple[str, str], type[BaseModel]]:
+    from cloudcoil.models.keda.v1alpha1 import ScaledObject
+    from cloudcoil.models.prometheus_operator.v1 import PodMonitor, PrometheusRule
+
+    models: dict[tuple[str, str], type[BaseModel]] = {
+        ("keda.sh/v1alpha1", "ScaledObject"): ScaledObject,
+        ("monitoring.coreos.com/v1", "PodMonitor"): PodMonitor,
+        ("monitoring.coreos.com/v1", "PrometheusRule"): PrometheusRule,
+    }
+    assert set(models) == CRD_KINDS
+    return models
+
+
 def crd_problem(doc: dict[str, Any]) -> str | None:
-    model = CRD_MODELS[(doc["apiVersion"], doc["kind"])]
+    model = crd_models()[(doc["apiVersion"], doc["kind"])]
     try:
         parsed = model.model_validate(doc)
     except ValidationError as exc:
@@ -97,6 +109,7 @@ def crd_problem(doc: dict[str, Any]) -> str | None:
     return f"not fields of the {doc['kind']} CRD: {', '.join(dropped)}" if dropped else None
 
 
+@pytest.mark.fast
 def test_every_document_is_a_kind_this_file_knows_how_to_check():
     assert BUILT_IN and CUSTOM
     kinds = {d["kind"] for _, d in DOCUMENTS}
@@ -111,6 +124,7 @@ def test_every_document_is_a_kind_this_file_knows_how_to_check():
     } <= kinds
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("release", KUBERNETES_RELEASES)
 @pytest.mark.parametrize("where, doc", BUILT_IN, ids=[w for w, _ in BUILT_IN])
 def test_built_in_resources_are_valid_for_each_supported_kubernetes_release(where, doc, release):
@@ -126,6 +140,7 @@ def _one(kind: str) -> dict[str, Any]:
     return copy.deepcopy(next(d for _, d in DOCUMENTS if d["kind"] == kind))
 
 
+@pytest.mark.fast
 def test_the_kubernetes_check_refuses_a_misspelt_field_a_wrong_type_and_a_removed_api():
     misspelt = _one("Deployment")
     misspelt["spec"]["replica"] = 3

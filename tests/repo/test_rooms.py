@@ -9,16 +9,16 @@ README's "Layout" table; an arrow it does not list fails here, naming the file.
 from __future__ import annotations
 
 import ast
+import functools
 import tomllib
 from collections import defaultdict
 from pathlib import Path
 
 import pytest
+from package_source import ROOT, package_files
 
 pytestmark = pytest.mark.fast  # pure and quick: in `make test-fast`
 
-ROOT = Path(__file__).resolve().parents[2]
-NOT_PACKAGE = {"tests", "docs", "deploy", "bench", "__pycache__"}
 
 # room -> the other rooms it may import. A room missing here may import anything.
 MAY_IMPORT: dict[str, set[str]] = {
@@ -60,17 +60,9 @@ def _module(path: Path) -> str:
     return ".".join(["agentsteps", *parts])
 
 
-def package_files() -> list[Path]:
-    return sorted(
-        p
-        for p in ROOT.rglob("*.py")
-        if not set(p.relative_to(ROOT).parts[:-1]) & NOT_PACKAGE
-        and not any(part.startswith(".") for part in p.relative_to(ROOT).parts)
-    )
-
-
+@functools.cache
 def imports() -> dict[str, dict[str, int]]:
-    """Module -> every module it imports (absolute), with the line of the first import."""
+    """Module -> every module it imports (absolute), with the line of the first import; parsed once for all tests."""
     graph: dict[str, dict[str, int]] = {}
     for path in package_files():
         module = _module(path)
