@@ -10,8 +10,7 @@ body. Without a key (local servers) no Authorization header is sent.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
-from typing import Any, TypeVar
+from typing import Any
 
 import httpx2
 import openai
@@ -26,11 +25,11 @@ from ....contracts.llm.prefix import Folds, fold
 from ....contracts.llm.request import FinishReason, LLMRequest, LLMResponse, Usage
 from .base import PreparedPost, parse_wire, sdk_call, sdk_json
 from .errors import DEFAULT_RETRY_AFTER_CAP, malformed
+from .openai_stream import OpenAIEventStream
 from .streams import OpenAIChunks, TextSink, read_stream
 from .wire_names import WireNames
 
 CHAT_COMPLETIONS_PATH = "/chat/completions"
-_T = TypeVar("_T")
 
 _FINISH: dict[str, FinishReason] = {
     "stop": "stop",
@@ -234,19 +233,6 @@ def _final_request_options() -> type[Any] | None:
     except ImportError:  # a later SDK moved it: PreparedPost posts through the SDK's own post
         return None
     return FinalRequestOptions
-
-
-class OpenAIEventStream(openai.AsyncStream[_T]):
-    """The SDK's stream, noting whether ``[DONE]`` arrived (the SDK consumes it): without it a stream
-    that stopped after its finish chunk was cut, not complete."""
-
-    done = False
-
-    async def _iter_events(self) -> AsyncIterator[Any]:
-        async for sse in super()._iter_events():
-            if sse.data.startswith("[DONE]"):
-                self.done = True
-            yield sse
 
 
 class OpenAIProvider:

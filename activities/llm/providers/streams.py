@@ -16,7 +16,7 @@ arrive; they are advisory, the assembled message is what counts.
       a rejected request (4xx code, invalid_request ...)   -> NonRetryableProviderError
 
 Neither SDK is imported here (``errors.sdk_errors``): a worker streaming from one provider never loads
-the other's. ``OpenAIEventStream`` lives with the OpenAI provider and is importable from here as before.
+the other's. ``OpenAIEventStream`` (``openai_stream.py``, on the openai SDK) is importable from here as before.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from .errors import (
 if TYPE_CHECKING:
     import openai
 
-    from .openai import OpenAIEventStream
+    from .openai_stream import OpenAIEventStream
 
 TextSink = Callable[[str], None]
 
@@ -260,7 +260,7 @@ def _list(provider: str, value: Any, what: str) -> list[Any]:
 def __getattr__(name: str) -> Any:
     # OpenAIEventStream subclasses the openai SDK's stream: it is defined (and the SDK imported) only when asked for.
     if name == "OpenAIEventStream":
-        from .openai import OpenAIEventStream
+        from .openai_stream import OpenAIEventStream
 
         return OpenAIEventStream
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
