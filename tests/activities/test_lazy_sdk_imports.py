@@ -34,6 +34,21 @@ from agentsteps.contracts.errors import RetryableProviderError
 from agentsteps.scripted_model import ScriptedModelServer
 
 seen = {}
+import_threads = {}
+
+
+class WhereImported:
+    # Notes the thread each SDK is first imported in, and finds nothing itself.
+
+    def find_spec(self, name, path=None, target=None):
+        if name in ("anthropic", "openai"):
+            import threading
+
+            import_threads.setdefault(name, threading.current_thread() is threading.main_thread())
+        return None
+
+
+sys.meta_path.insert(0, WhereImported())
 
 
 def note(step):
@@ -76,6 +91,7 @@ async def main(server):
         answer = await ActivityEnvironment().run(activities.call, request("anthropic", "claude-sonnet-4-20250514"))
         assert answer.message.content == "ok", answer
         note("anthropic")
+        seen["imported_on_the_event_loop"] = import_threads
 
 
 with ScriptedModelServer() as server:
@@ -102,3 +118,5 @@ def test_an_openai_run_never_imports_anthropic_and_the_first_claude_call_does():
     # Calls, a stream and the errors of both mapped (errors.py, streams.py), all without the other SDK.
     assert seen["openai"] == {"anthropic": False, "openai": True}
     assert seen["anthropic"] == {"anthropic": True, "openai": True}
+    # Each SDK was imported in a thread, never on the event loop every activity and poller shares.
+    assert seen["imported_on_the_event_loop"] == {"anthropic": False, "openai": False}

@@ -8,11 +8,16 @@ never a secret.
 
 A provider's adapter, its SDK client and the SDK itself are built on the first
 call that uses it (``get``), never at start: a worker that only calls OpenAI-compatible
-models never imports ``anthropic``, nor one calling only Claude ``openai``'s client.
+models never imports ``anthropic``, nor one calling only Claude ``openai``'s client. The activity
+``await``s ``load`` first, so that import (about a second of CPU for ``anthropic``) runs in a thread, not
+on the event loop every activity and poller of the worker shares.
 """
 
 from __future__ import annotations
 
+import asyncio
+import importlib
+import sys
 from collections.abc import Callable, Mapping
 from typing import TypedDict
 from urllib.parse import urlparse
@@ -27,6 +32,7 @@ from ....contracts.llm.capabilities import ModelCapability, capability_for
 from .base import Provider
 
 _OFFICIAL_OPENAI_HOST = "api.openai.com"
+_MODULES = {"openai": f"{__package__}.openai", "anthropic": f"{__package__}.anthropic"}
 
 
 class _CommonOptions(TypedDict):
@@ -82,6 +88,17 @@ class ProviderSet:
             for name, secret in named.items():
                 self._keys[(provider, name)] = secret
         self._providers: dict[tuple[str, str], Provider] = {}
+        self._loading: dict[str, asyncio.Task[object]] = {}
+
+    async def load(self, name: str) -> None:
+        """Import provider ``name``'s module and SDK off the event loop, once per process (concurrent first
+        calls share the one import); an unknown name is left to ``get``, which says what is wrong."""
+        module = _MODULES.get(name)
+        if module is None or (module in sys.modules and name not in self._loading):
+            return
+        if name not in self._loading:
+            self._loading[name] = asyncio.create_task(asyncio.to_thread(importlib.import_module, module))
+        await asyncio.shield(self._loading[name])
 
     def _provider(self, name: str, api_key: str) -> Provider:
         """The adapter on the key, built (and its SDK imported) on its first use."""
