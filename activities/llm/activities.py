@@ -277,6 +277,7 @@ class LLMActivities:
             raise _precondition_failure(pre)
 
         try:
+            await self._providers.load(config.provider)
             provider = self._providers.get(config.provider, config.api_key)
             started = time.perf_counter()
             with llm_span(

@@ -15,6 +15,10 @@ The SDKs' own retries are off (``max_retries=0``): Temporal is the only retrier,
 so the delay a provider asks for is handed to it, capped so that a provider
 asking for an hour (or a date decades away) cannot park a run.
 
+The SDKs are never imported here: an SDK this process never imported raised
+nothing, so its classes are looked up in ``sys.modules`` when an error is
+classified (``sdk_errors``), and a worker using one provider never loads the other.
+
 Every message passes through ``redact`` and no SDK exception is chained as a
 cause: their text can echo the request's key ("Incorrect API key: sk-..."), and
 Temporal records causes in history.
@@ -23,21 +27,45 @@ Temporal records causes in history.
 from __future__ import annotations
 
 import json
+import sys
 import time
 from collections.abc import Sequence
 from email.utils import parsedate_to_datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import anthropic
 import httpx2
-import openai
 
 from ....contracts.errors import NonRetryableProviderError, ProviderError, RetryableProviderError
+
+if TYPE_CHECKING:
+    import anthropic
+    import openai
 
 RETRYABLE_STATUSES = frozenset({408, 409, 429})
 DEFAULT_RETRY_AFTER_CAP = 120.0
 _MAX_MESSAGE = 500
 _RETRYABLE_TRANSPORT = (httpx2.TimeoutException, httpx2.NetworkError, httpx2.RemoteProtocolError, httpx2.ProxyError)
+
+
+_SDKS = ("openai", "anthropic")
+
+
+def sdk_errors(name: str, sdks: Sequence[str] = _SDKS) -> tuple[type[Any], ...]:
+    """The exception class ``name`` of each of ``sdks`` this process has imported (none for an SDK never
+    imported: it raised nothing), without importing either."""
+    return tuple(getattr(module, name) for module in map(sys.modules.get, sdks) if module is not None)
+
+
+def status_errors() -> tuple[type[openai.APIStatusError] | type[anthropic.APIStatusError], ...]:
+    return sdk_errors("APIStatusError")
+
+
+def connection_errors() -> tuple[type[openai.APIConnectionError] | type[anthropic.APIConnectionError], ...]:
+    return sdk_errors("APIConnectionError")
+
+
+def _timeout_errors() -> tuple[type[openai.APITimeoutError] | type[anthropic.APITimeoutError], ...]:
+    return sdk_errors("APITimeoutError")
 
 
 def redact(text: str, secrets: Sequence[str | None]) -> str:
@@ -145,12 +173,12 @@ def classify_sdk_error(
     provider: str, exc: Exception, secrets: Sequence[str | None] = (), cap: float | None = DEFAULT_RETRY_AFTER_CAP
 ) -> ProviderError:
     """The error for anything an SDK call raised."""
-    if isinstance(exc, openai.APIStatusError | anthropic.APIStatusError):
+    if isinstance(exc, status_errors()):
         return classify_response(provider, exc.response, secrets, cap)
-    if isinstance(exc, openai.APIConnectionError | anthropic.APIConnectionError):
+    if isinstance(exc, connection_errors()):
         # The SDK wraps the transport error; its type is what says whether to retry.
         cause = exc.__cause__
-        if isinstance(exc, openai.APITimeoutError | anthropic.APITimeoutError) and not isinstance(cause, Exception):
+        if isinstance(exc, _timeout_errors()) and not isinstance(cause, Exception):
             return RetryableProviderError(redact(f"{provider} ReadTimeout: {exc}", secrets))
         return classify_exception(provider, cause if isinstance(cause, Exception) else exc, secrets)
     if isinstance(exc, httpx2.HTTPError | httpx2.InvalidURL):

@@ -25,7 +25,8 @@ from ....contracts.llm.prefix import Folds, fold
 from ....contracts.llm.request import FinishReason, LLMRequest, LLMResponse, Usage
 from .base import PreparedPost, parse_wire, sdk_call, sdk_json
 from .errors import DEFAULT_RETRY_AFTER_CAP, malformed
-from .streams import OpenAIChunks, OpenAIEventStream, TextSink, read_stream
+from .openai_stream import OpenAIEventStream
+from .streams import OpenAIChunks, TextSink, read_stream
 from .wire_names import WireNames
 
 CHAT_COMPLETIONS_PATH = "/chat/completions"

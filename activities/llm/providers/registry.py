@@ -5,11 +5,20 @@ the provider's own key (``OPENAI_API_KEY``), the others are the named keys the
 worker resolved at start (``client.settings.provider_keys``). A call naming a
 key this worker lacks fails non-retryably, naming the key and the provider,
 never a secret.
+
+A provider's adapter, its SDK client and the SDK itself are built on the first
+call that uses it (``get``), never at start: a worker that only calls OpenAI-compatible
+models never imports ``anthropic``, nor one calling only Claude ``openai``'s client. The activity
+``await``s ``load`` first, so that import (about a second of CPU for ``anthropic``) runs in a thread, not
+on the event loop every activity and poller of the worker shares.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import asyncio
+import importlib
+import sys
+from collections.abc import Callable, Mapping
 from typing import TypedDict
 from urllib.parse import urlparse
 
@@ -20,11 +29,10 @@ from ....contracts.config.settings import ProviderSettings
 from ....contracts.errors import NonRetryableProviderError
 from ....contracts.llm.api_keys import DEFAULT_API_KEY, shown
 from ....contracts.llm.capabilities import ModelCapability, capability_for
-from .anthropic import AnthropicProvider
 from .base import Provider
-from .openai import OpenAIProvider
 
 _OFFICIAL_OPENAI_HOST = "api.openai.com"
+_MODULES = {"openai": f"{__package__}.openai", "anthropic": f"{__package__}.anthropic"}
 
 
 class _CommonOptions(TypedDict):
@@ -50,9 +58,13 @@ class ProviderSet:
         }
 
         def openai_on(key: SecretStr | None) -> Provider:
+            from .openai import OpenAIProvider
+
             return OpenAIProvider(http, base_url=settings.openai_base_url, api_key=key, **common)
 
         def anthropic_on(key: SecretStr | None) -> Provider:
+            from .anthropic import AnthropicProvider
+
             return AnthropicProvider(
                 http,
                 base_url=settings.anthropic_base_url,
@@ -62,14 +74,38 @@ class ProviderSet:
                 **common,
             )
 
-        build = {"openai": openai_on, "anthropic": anthropic_on}
-        self._providers: dict[tuple[str, str], Provider] = {
-            ("openai", DEFAULT_API_KEY): openai_on(settings.openai_api_key),
-            ("anthropic", DEFAULT_API_KEY): anthropic_on(settings.anthropic_api_key),
+        self._build: dict[str, Callable[[SecretStr | None], Provider]] = {
+            "openai": openai_on,
+            "anthropic": anthropic_on,
+        }
+        self._keys: dict[tuple[str, str], SecretStr | None] = {
+            ("openai", DEFAULT_API_KEY): settings.openai_api_key,
+            ("anthropic", DEFAULT_API_KEY): settings.anthropic_api_key,
         }
         for provider, named in (keys or {}).items():
+            if provider not in self._build:
+                raise KeyError(provider)
             for name, secret in named.items():
-                self._providers[(provider, name)] = build[provider](secret)
+                self._keys[(provider, name)] = secret
+        self._providers: dict[tuple[str, str], Provider] = {}
+        self._loading: dict[str, asyncio.Task[object]] = {}
+
+    async def load(self, name: str) -> None:
+        """Import provider ``name``'s module and SDK off the event loop, once per process (concurrent first
+        calls share the one import); an unknown name is left to ``get``, which says what is wrong."""
+        module = _MODULES.get(name)
+        if module is None or (module in sys.modules and name not in self._loading):
+            return
+        if name not in self._loading:
+            self._loading[name] = asyncio.create_task(asyncio.to_thread(importlib.import_module, module))
+        await asyncio.shield(self._loading[name])
+
+    def _provider(self, name: str, api_key: str) -> Provider:
+        """The adapter on the key, built (and its SDK imported) on its first use."""
+        provider = self._providers.get((name, api_key))
+        if provider is None:
+            provider = self._providers[(name, api_key)] = self._build[name](self._keys[(name, api_key)])
+        return provider
 
     def capability(self, provider: str, model: str) -> ModelCapability:
         return capability_for(provider, model, self._settings.models)
@@ -80,18 +116,17 @@ class ProviderSet:
         if name not in ("openai", "anthropic"):
             raise NonRetryableProviderError(f"unknown provider {name!r}; expected one of ['anthropic', 'openai']")
         if api_key != DEFAULT_API_KEY:
-            provider = self._providers.get((name, api_key))
-            if provider is None:
-                have = sorted(k for p, k in self._providers if p == name)
+            if (name, api_key) not in self._keys:
+                have = sorted(k for p, k in self._keys if p == name)
                 raise NonRetryableProviderError(
                     f"the {name} API key {shown(api_key)} is not configured on this worker (it has "
                     f"{', '.join(have)}): declare it in [worker.providers] {name}_keys, or name one of those"
                 )
-            return provider
+            return self._provider(name, api_key)
         if name == "openai":
             # Local OpenAI-compatible servers (vLLM, Ollama, the scripted model) need no key.
             if s.openai_api_key is None and urlparse(s.openai_base_url).hostname == _OFFICIAL_OPENAI_HOST:
                 raise NonRetryableProviderError(f"OPENAI_API_KEY is not set; it is required for {s.openai_base_url}")
         elif s.anthropic_api_key is None:
             raise NonRetryableProviderError("ANTHROPIC_API_KEY is not set; it is required for the anthropic provider")
-        return self._providers[(name, DEFAULT_API_KEY)]
+        return self._provider(name, DEFAULT_API_KEY)

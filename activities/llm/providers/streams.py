@@ -14,22 +14,34 @@ arrive; they are advisory, the assembled message is what counts.
     a provider error event in the middle of the stream -> by what it reports (``errors.stream_error``):
       overloaded, a server error, rate limited, or unnamed -> RetryableProviderError;
       a rejected request (4xx code, invalid_request ...)   -> NonRetryableProviderError
+
+Neither SDK is imported here (``errors.sdk_errors``): a worker streaming from one provider never loads
+the other's. ``OpenAIEventStream`` (``openai_stream.py``, on the openai SDK) is importable from here as before.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable
-from typing import Any, TypeVar
-
-import anthropic
-import openai
+from collections.abc import AsyncIterable, Awaitable, Callable
+from typing import TYPE_CHECKING, Any
 
 from ....contracts.errors import ProviderError, RetryableProviderError
-from .errors import DEFAULT_RETRY_AFTER_CAP, classify_sdk_error, malformed, stream_error
+from .errors import (
+    DEFAULT_RETRY_AFTER_CAP,
+    classify_sdk_error,
+    connection_errors,
+    malformed,
+    sdk_errors,
+    status_errors,
+    stream_error,
+)
+
+if TYPE_CHECKING:
+    import openai
+
+    from .openai_stream import OpenAIEventStream
 
 TextSink = Callable[[str], None]
-_T = TypeVar("_T")
 
 
 class OpenAIChunks:
@@ -109,19 +121,6 @@ class OpenAIChunks:
             "choices": [{"index": 0, "message": message, "finish_reason": self.finish}],
             "usage": self.usage,
         }
-
-
-class OpenAIEventStream(openai.AsyncStream[_T]):
-    """The SDK's stream, noting whether ``[DONE]`` arrived (the SDK consumes it): without it a stream
-    that stopped after its finish chunk was cut, not complete."""
-
-    done = False
-
-    async def _iter_events(self) -> AsyncIterator[Any]:
-        async for sse in super()._iter_events():
-            if sse.data.startswith("[DONE]"):
-                self.done = True
-            yield sse
 
 
 class AnthropicEvents:
@@ -225,14 +224,14 @@ async def read_stream(
         raise
     except ValueError as exc:  # the SDK's json.loads of one event
         error = malformed(provider, f"a stream event is not JSON ({exc})", secrets)
-    except (openai.APIStatusError, anthropic.APIStatusError) as exc:
+    except status_errors() as exc:
         if exc.response.status_code >= 300:  # refused before the stream started
             error = classify_sdk_error(provider, exc, secrets, retry_after_cap)
         else:  # Anthropic's error event: the SDK raises it with the stream's 200
             error = stream_error(provider, exc.body, exc.message, secrets)
-    except (openai.APIConnectionError, anthropic.APIConnectionError) as exc:
+    except connection_errors() as exc:
         error = classify_sdk_error(provider, exc, secrets, retry_after_cap)
-    except openai.APIError as exc:  # an OpenAI-compatible server's {"error": ...} event inside the stream
+    except _openai_errors() as exc:  # an OpenAI-compatible server's {"error": ...} event inside the stream
         error = stream_error(provider, exc.body, exc.message, secrets)
     except Exception as exc:  # noqa: BLE001 - the one edge: everything the SDK raises is classified
         error = classify_sdk_error(provider, exc, secrets, retry_after_cap)
@@ -240,6 +239,10 @@ async def read_stream(
         return assembler.body(complete=getattr(stream, "done", True))
     # Raised outside the except block: no SDK exception (whose text may hold the key) is chained into history.
     raise error
+
+
+def _openai_errors() -> tuple[type[openai.APIError], ...]:
+    return sdk_errors("APIError", ("openai",))
 
 
 def _object(provider: str, value: Any, what: str) -> dict[str, Any]:
@@ -252,6 +255,15 @@ def _list(provider: str, value: Any, what: str) -> list[Any]:
     if not isinstance(value, list):
         raise malformed(provider, f"{what} in the stream is a JSON {type(value).__name__}, expected a list")
     return value
+
+
+def __getattr__(name: str) -> Any:
+    # OpenAIEventStream subclasses the openai SDK's stream: it is defined (and the SDK imported) only when asked for.
+    if name == "OpenAIEventStream":
+        from .openai_stream import OpenAIEventStream
+
+        return OpenAIEventStream
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 __all__ = ["AnthropicEvents", "OpenAIChunks", "OpenAIEventStream", "TextSink", "read_stream"]
