@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from typing import Any
 
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHandle
 
-from agentsteps.client.quotas import quota_plan
+from agentsteps.client.quotas import AccountView, quota_plan, read_account
 from agentsteps.contracts import AgentInput, AgentResult, AgentSpec
 from agentsteps.contracts.config.settings import WorkerSettings
 from agentsteps.contracts.names import AGENT_WORKFLOW
@@ -77,3 +78,13 @@ async def run_quota_burst(client: Client, settings: WorkerSettings, runs: int = 
     handles = [await start_run(client, settings, make_spec(tools=[]), tenant=tenant) for _ in range(runs)]
     for handle in handles:
         await handle.result()
+
+
+async def settled_account(client: Client, kind: str, name: str, timeout: float = 30.0) -> AccountView:
+    """The account once every release reached it (releases are signals the run does not wait for)."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        view = await read_account(client, kind, name)
+        if (view.concurrent == 0 and view.reserved_tokens == 0) or asyncio.get_running_loop().time() > deadline:
+            return view
+        await asyncio.sleep(0.1)
