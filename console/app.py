@@ -9,6 +9,7 @@
 | GET  /sessions/{id} (/stream)      | a session, its turns, its live progress (SSE)      |
 | POST /sessions/{id}/turn, /close   | send a turn, close the session                     |
 | GET/POST /login                    | the token, when one is configured                  |
+| GET  /api/sessions/{id}/events     | a session's events for backends (SSE, session_events.py) |
 
 Every response passes ``Guard`` (security.py); every POST checks the CSRF
 field first. Templates autoescape; the CSP allows only this page's own inline
@@ -36,9 +37,11 @@ from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
 from ..contracts.config.settings import ConsoleSettings, PriceTable
+from ..contracts.errors import StreamPositionError
 from ..contracts.names import SESSION_WORKFLOW
 from . import present, reads, writes
 from .security import AUTH_COOKIE, BROWSER_COOKIE, CSRF_FIELD, NAME_COOKIE, Guard, new_browser_id
+from .session_events import resume_position, session_events_route
 from .stream import progress_events
 
 Handler = Callable[[Request], Awaitable[Response]]
@@ -323,7 +326,11 @@ class Console:
         )
 
     async def session_stream(self, request: Request) -> Response:
-        return EventSourceResponse(progress_events(self.client, request.path_params["workflow_id"]), ping=15)
+        try:  # a browser's EventSource reconnects with Last-Event-ID: it gets exactly what it missed
+            after = resume_position(request)
+        except StreamPositionError:
+            after = "turn"
+        return EventSourceResponse(progress_events(self.client, request.path_params["workflow_id"], after), ping=15)
 
     async def session_turn(self, request: Request) -> Response:
         sid = request.path_params["workflow_id"]
@@ -366,6 +373,7 @@ class Console:
             Route("/sessions/{workflow_id}/turn", self.page(self.session_turn, post=True), methods=["POST"]),
             Route("/sessions/{workflow_id}/close", self.page(self.session_close, post=True), methods=["POST"]),
             Route("/sessions/{workflow_id}", self.page(self.session)),
+            session_events_route(self.client, self.guard),
         ]
         return Starlette(routes=routes)
 

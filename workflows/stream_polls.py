@@ -6,7 +6,7 @@ would refuse every turn, approval and close. Readers of this release poll by
 query through one feed per process (``client/session_stream.py``) and take no
 Update at all; this keeps older readers (and anyone's own
 ``WorkflowStreamClient``) to a few, refused beyond that with
-``StreamReadersFull``. Only the validator changes, which replay never runs.
+``StreamReadersFullError``. Only the validator changes, which replay never runs.
 """
 
 from __future__ import annotations
@@ -14,11 +14,12 @@ from __future__ import annotations
 from temporalio import workflow
 from temporalio.contrib.workflow_streams import WorkflowStream
 from temporalio.contrib.workflow_streams._types import PollInput, PollResult
-from temporalio.exceptions import ApplicationError
+
+from ..contracts.errors import StreamReadersFullError
+from ..failures import to_application_error
 
 POLL_UPDATE = "__temporal_workflow_stream_poll"
 """The library's own name for its poll Update and query (not ours to rename)."""
-READERS_FULL_ERROR_TYPE = "StreamReadersFull"
 
 
 class _PollCap:
@@ -35,11 +36,11 @@ class _PollCap:
     def validate(self, payload: PollInput) -> None:
         self.stream._validate_poll(payload)  # noqa: SLF001
         if self.in_flight >= self.limit:
-            raise ApplicationError(
-                f"{self.in_flight} stream readers already wait on this session by Update; follow it with "
-                "agentsteps.client.session_stream (one query poller per process) instead",
-                type=READERS_FULL_ERROR_TYPE,
-                non_retryable=True,
+            raise to_application_error(
+                StreamReadersFullError(
+                    f"{self.in_flight} stream readers already wait on this session by Update; follow it with "
+                    "agentsteps.client.session_stream (one query poller per process) instead"
+                )
             )
 
 
@@ -49,4 +50,4 @@ def guard_stream_polls(stream: WorkflowStream, limit: int) -> None:
     workflow.set_update_handler(POLL_UPDATE, cap.poll, validator=cap.validate)
 
 
-__all__ = ["POLL_UPDATE", "READERS_FULL_ERROR_TYPE", "guard_stream_polls"]
+__all__ = ["POLL_UPDATE", "guard_stream_polls"]

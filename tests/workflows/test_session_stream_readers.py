@@ -21,7 +21,6 @@ from agentsteps.client.sessions import close_session, decide_approval, pending_a
 from agentsteps.client.transcript import StreamItem
 from agentsteps.contracts.names import PROGRESS_TOPIC
 from agentsteps.contracts.session import ProgressEvent, SessionConfig
-from agentsteps.workflows.stream_polls import READERS_FULL_ERROR_TYPE
 
 STREAMING = SessionConfig(stream_tokens=True)
 READERS = 50
@@ -71,7 +70,7 @@ async def test_fifty_readers_then_approve_a_turn_and_close_all_go_through_and_le
         await asyncio.gather(*old_readers, return_exceptions=True)
 
     assert second.output == "You are welcome." and len(ran) == 1
-    assert len(refused) == 5 and all(failure_of(e).type == READERS_FULL_ERROR_TYPE for e in refused)
+    assert len(refused) == 5 and all(failure_of(e).type == "StreamReadersFullError" for e in refused)
     assert all(items == seen[0] for items in seen)  # every reader, the same transcript
     texts = "".join(i.text for i in seen[0] if i.kind == "text" and i.turn == 2)
     assert texts == "You are welcome."
@@ -144,7 +143,7 @@ async def test_an_update_reader_past_the_cap_is_refused_with_a_typed_error(engin
     done, _ = await asyncio.wait(polls, timeout=3, return_when=asyncio.FIRST_EXCEPTION)
     errors = [t.exception() for t in done]
     assert len(errors) == 1 and isinstance(errors[0], WorkflowUpdateFailedError)
-    assert failure_of(errors[0]).type == READERS_FULL_ERROR_TYPE
+    assert failure_of(errors[0]).type == "StreamReadersFullError"
     async with asyncio.timeout(10):
         await close_session(engine.client, sid, "done")  # releases the three that waited
         await asyncio.gather(*polls, return_exceptions=True)
