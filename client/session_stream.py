@@ -46,7 +46,9 @@ _log = logging.getLogger(__name__)
 POLL_QUERY = "__temporal_workflow_stream_poll"
 """The stream library's read-only poll query (its Update of the same name is what readers no longer use)."""
 ACTIVE_POLL_SECONDS = 0.04
-"""While a turn runs (or events keep coming): how often the feed asks for more."""
+"""While events keep coming: how often the feed asks for more (doubling, up to the idle pace, while none do)."""
+BATCH_POLL_SECONDS = 0.08
+"""The slowest pace while text is coming: a streamed answer arrives in batches about 100 ms apart."""
 IDLE_POLL_SECONDS = 0.25
 """Between turns: a new turn's first events reach readers within this."""
 CLOSED_CHECK_SECONDS = 2.0
@@ -129,6 +131,7 @@ class SessionFeed:
         quiet_since = time.monotonic()
         checked_closed = 0.0
         first = True
+        wait = ACTIVE_POLL_SECONDS
         while True:
             try:
                 result: PollResult = await handle.query(
@@ -154,10 +157,12 @@ class SessionFeed:
                 continue
             now = time.monotonic()
             if got:
-                quiet_since = now
+                quiet_since, wait = now, ACTIVE_POLL_SECONDS
+            else:  # nothing new: back off, so a turn waiting on a tool or a person is asked less often
+                wait = min(wait * 2, BATCH_POLL_SECONDS if now - quiet_since < 1.0 else IDLE_POLL_SECONDS)
             running = self.last_turn_start is not None and not self._turn_over()
             if running or now - quiet_since < 1.0:
-                await asyncio.sleep(ACTIVE_POLL_SECONDS)
+                await asyncio.sleep(wait)
                 continue
             if now - checked_closed >= CLOSED_CHECK_SECONDS:
                 checked_closed = now

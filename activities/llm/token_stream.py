@@ -68,6 +68,9 @@ class TokenPublisher:
     async def _tick(self) -> None:
         while True:
             await asyncio.sleep(BATCH_SECONDS)
+            # A liveness heartbeat on every tick, text or not: a worker loading its provider's SDK or waiting for
+            # the model's first token is alive, and only a dead one (SIGKILL) misses the heartbeat timeout.
+            keep_alive()
             self._publish()
             await self._flush()
 
