@@ -301,6 +301,11 @@ async def kills_and_drops(
             }
         )
         latencies += live.latencies
+        if n % 10 == 0:
+            print(
+                f"{n} turns: {sum(r['equal'] for r in rows)} equal, {sum(r['killed'] for r in rows)} kills",
+                file=sys.stderr,
+            )
     state = await client.get_workflow_handle(sid).query("state")
     await close_session(client, sid, "bench done")
     latencies.sort()

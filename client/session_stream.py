@@ -27,7 +27,7 @@ import bisect
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, Literal
@@ -45,6 +45,8 @@ _log = logging.getLogger(__name__)
 
 POLL_QUERY = "__temporal_workflow_stream_poll"
 """The stream library's read-only poll query (its Update of the same name is what readers no longer use)."""
+OFFSET_QUERY = "__temporal_workflow_stream_offset"
+"""The stream library's query for the log's end."""
 ACTIVE_POLL_SECONDS = 0.04
 """While events keep coming: how often the feed asks for more (doubling, up to the idle pace, while none do)."""
 BATCH_POLL_SECONDS = 0.08
@@ -83,7 +85,7 @@ class SessionFeed:
 
     # ------------------------------------------------------------ readers
 
-    async def follow(self, after: After = -1) -> AsyncIterator[StreamItem]:
+    async def follow(self, after: After = -1) -> AsyncGenerator[StreamItem, None]:
         """The items after ``after``, then each new one as it comes, until the session ends."""
         while not self._started and not self.ended:
             await self._wait()
@@ -244,7 +246,7 @@ class SessionFeed:
 _feeds: dict[tuple[int, str], SessionFeed] = {}
 
 
-async def follow(client: Client, session_id: str, *, after: After = -1) -> AsyncIterator[StreamItem]:
+async def follow(client: Client, session_id: str, *, after: After = -1) -> AsyncGenerator[StreamItem, None]:
     """A session's folded stream after ``after``, from this process's one feed of it (started for the first
     reader, stopped when the last leaves). Ends when the session's workflow has ended."""
     key = (id(client), session_id)
@@ -264,9 +266,21 @@ async def follow(client: Client, session_id: str, *, after: After = -1) -> Async
                 feed._task.cancel()  # noqa: SLF001
 
 
+async def latest_position(client: Client, session_id: str) -> int:
+    """The position of the session's last event so far (-1: none yet, or no such session yet): follow
+    ``after=`` it for what comes next."""
+    try:
+        end: int = await client.get_workflow_handle(session_id).query(OFFSET_QUERY, result_type=int)
+    except RPCError as exc:
+        if exc.status is RPCStatusCode.NOT_FOUND:
+            return -1
+        raise
+    return end - 1
+
+
 def feeds_open() -> int:
     """Feeds this process runs (one per session with readers): what a test counts to prove none is left."""
     return len(_feeds)
 
 
-__all__ = ["After", "SessionFeed", "StreamItem", "feeds_open", "follow"]
+__all__ = ["After", "SessionFeed", "StreamItem", "feeds_open", "follow", "latest_position"]

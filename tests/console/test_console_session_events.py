@@ -10,6 +10,7 @@ import httpx
 from console_support import console
 from session_support import session_id, turn
 
+from agentsteps.client.session_stream import feeds_open
 from agentsteps.client.sessions import close_session
 from agentsteps.contracts.session import SessionConfig
 
@@ -56,6 +57,11 @@ async def test_a_backend_reads_a_turn_over_sse_drops_and_resumes_with_last_event
         last_id = first[-1][0]
         rest = await read_events(web, sid, headers={**auth, "Last-Event-ID": str(last_id)})
         result = await running
+        for _ in range(100):  # the closed connections leave nothing polling the session
+            if feeds_open() == 0:
+                break
+            await asyncio.sleep(0.02)
+        assert feeds_open() == 0
     events = [e for e in first + rest if e[1] != "end"]
     ids = [e[0] for e in events]
     assert ids == sorted(set(ids))  # each position once, in order
