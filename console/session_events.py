@@ -88,7 +88,8 @@ def session_events_route(client: Client, guard: Guard) -> Route:
             if exc.status is RPCStatusCode.NOT_FOUND:
                 return _refused(404, "NotFound", f"no session {session_id[:200]!r}")
             return _refused(502, "TemporalUnavailable", f"Temporal did not answer ({exc.message})")
-        response = EventSourceResponse(_events(client, session_id, after, until == "turn_ended"), ping=15)
+        # Plain "\n" line ends: what curl, grep and line-based readers in any language expect.
+        response = EventSourceResponse(_events(client, session_id, after, until == "turn_ended"), ping=15, sep="\n")
         response.headers["Cache-Control"] = "no-store"
         return response
 
