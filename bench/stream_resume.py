@@ -230,9 +230,6 @@ async def read_turn(
                 if item.kind == "turn_ended":
                     return
                 shown = sum(map(len, reading.texts.values()))
-                if plan.get("kill_at") is not None and shown >= plan["kill_at"]:
-                    plan["kill_at"] = None
-                    plan["kill"].set()
                 if not dropped and shown >= plan["drop_at"]:
                     dropped = True
                     reading.disconnects += 1
@@ -273,7 +270,7 @@ async def kills_and_drops(
         turn = asyncio.ensure_future(continue_session(client, sid, f"turn {n}: where is my money?"))
         live = Reading()
         reader = asyncio.ensure_future(read_turn(dropper, sid, start - 1, reading, written, since, plan))
-        watcher = asyncio.ensure_future(_read_one_turn(client, sid, start - 1, live, written, since))
+        watcher = asyncio.ensure_future(_read_one_turn(client, sid, start - 1, live, written, since, plan))
         await asyncio.wait([asyncio.ensure_future(plan["kill"].wait()), turn], return_when=asyncio.FIRST_COMPLETED)
         killed = plan["kill"].is_set() and await workers.kill_the_one_calling(client, sid)
         result = await asyncio.wait_for(turn, 120)
@@ -370,10 +367,26 @@ async def beside_plain(client: Client, queue: str, turns: int, written: Written)
     }
 
 
-async def _read_one_turn(client: Client, sid: str, after: int, reading: Reading, written: Written, since: int) -> None:
+async def _read_one_turn(
+    client: Client,
+    sid: str,
+    after: int,
+    reading: Reading,
+    written: Written,
+    since: int,
+    plan: dict[str, Any] | None = None,
+) -> None:
+    """One turn, never dropping; with a ``plan``, says when the answer shown reached its ``kill_at``."""
     async with aclosing(follow(client, sid, after=after)) as items:
         async for item in items:
             reading.take(item, written, since)
+            if (
+                plan is not None
+                and plan["kill_at"] is not None
+                and sum(map(len, reading.texts.values())) >= plan["kill_at"]
+            ):
+                plan["kill_at"] = None
+                plan["kill"].set()
             if item.kind == "turn_ended":
                 return
 
@@ -421,7 +434,7 @@ async def approval_round(client: Client, queue: str, readers: int) -> dict[str, 
 
 
 async def readers_cost(client: Client, queue: str, readers: int, rounds: int) -> dict[str, Any]:
-    rows: dict[int, list[dict[str, float]]] = {0: [], readers: []}
+    rows: dict[int, list[dict[str, float]]] = {0: [], 1: [], readers: []}
     for _ in range(rounds):
         for count in rows:
             rows[count].append(await approval_round(client, queue, count))
@@ -429,9 +442,12 @@ async def readers_cost(client: Client, queue: str, readers: int, rounds: int) ->
     return {
         "readers": readers,
         "none": med[0],
+        "one": med[1],
         "with_readers": med[readers],
         "turn_ratio": med[readers]["turn_s"] / med[0]["turn_s"],
         "approve_ratio": med[readers]["approve_s"] / med[0]["approve_s"],
+        "turn_ratio_to_one_reader": med[readers]["turn_s"] / med[1]["turn_s"],
+        "approve_ratio_to_one_reader": med[readers]["approve_s"] / med[1]["approve_s"],
         "feeds_left": feeds_open(),
     }
 
@@ -488,8 +504,8 @@ async def main(turns: int, readers: int, rounds: int, plain: int, seed: int) -> 
     if "readers_cost" in summary:
         r = summary["readers_cost"]
         print(
-            f"{r['readers']} readers: turn {r['turn_ratio']:.2f}x, approve {r['approve_ratio']:.2f}x "
-            f"of the same with none"
+            f"{r['readers']} readers: turn {r['turn_ratio']:.2f}x, approve {r['approve_ratio']:.2f}x of the same "
+            f"with none; {r['turn_ratio_to_one_reader']:.2f}x, {r['approve_ratio_to_one_reader']:.2f}x with one"
         )
     return summary
 
