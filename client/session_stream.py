@@ -283,4 +283,4 @@ def feeds_open() -> int:
     return len(_feeds)
 
 
-__all__ = ["After", "SessionFeed", "StreamItem", "feeds_open", "follow", "latest_position"]
+__all__ = ["After", "SessionFeed", "feeds_open", "follow", "latest_position"]
