@@ -104,7 +104,10 @@ class Filters:
         if self.spec:
             parts.append(f"{SA_SPEC} = '{self.spec}'")
         if self.waiting:
+            # A terminated run keeps the attribute it last upserted: only a running one can be waiting.
             parts.append(f"{SA_AWAITING_APPROVAL} = true")
+            if self.status != "running":
+                parts.append("ExecutionStatus = 'Running'")
         if self.since:
             start = (now - SINCE[self.since]).astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
             parts.append(f"StartTime > '{start}'")

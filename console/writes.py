@@ -15,9 +15,11 @@ from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
 from ..client.sessions import decide_approval
+from ..contracts.approvals import ApprovalRecord
 from ..contracts.errors import SessionClosedError
-from ..contracts.names import CLOSE_UPDATE, TURN_UPDATE
+from ..contracts.names import CLOSE_UPDATE, DECISIONS_QUERY, TURN_UPDATE
 from ..contracts.session import CloseInput, SessionState, TurnInput
+from . import refusals
 
 SETTLE_SECONDS = 1.0
 MAX_NAME = 200
@@ -38,13 +40,29 @@ async def decide(client: Client, workflow_id: str, approval_id: str, approve: bo
             client, workflow_id, approval_id, approve=approve, note=note[:MAX_NOTE], approver=approver[:MAX_NAME]
         )
     except SessionClosedError:
-        return Told(f"Not recorded: {workflow_id} has ended, so its call {approval_id} was withdrawn.", "bad")
+        return Told(f"Not recorded: {await refusals.ended(client, workflow_id, approval_id)}.", "bad")
     except WorkflowUpdateFailedError as exc:
-        return Told(f"Not recorded: {_cause(exc)}.", "bad")
+        return Told(f"Not recorded: {await _refused(client, workflow_id, approval_id, exc)}.", "bad")
     except RPCError as exc:
         return Told(f"Not recorded: {_rpc(exc, workflow_id)}.", "bad")
     who = f" by {record.approver}" if record.approver else ""
-    return Told(f"{record.tool} was {verb}{who}; the decision is recorded in {workflow_id}.")
+    return Told(f"{record.tool} was {verb}{who} {refusals.at(record.decided_at)}.")
+
+
+async def _refused(client: Client, workflow_id: str, approval_id: str, exc: WorkflowUpdateFailedError) -> str:
+    """A running run refused the decision: what became of the call, if anything did."""
+    try:
+        records = await client.get_workflow_handle(workflow_id).query(
+            DECISIONS_QUERY, result_type=list[ApprovalRecord], rpc_timeout=refusals.ASK_TIMEOUT
+        )
+    except Exception:  # a worker from before the query: its own words
+        return _cause(exc)
+    record = next((r for r in records if r.approval_id == approval_id), None)
+    if record is not None:
+        return refusals.decided_text(record)
+    if _cause(exc).startswith("no call is waiting"):
+        return f"no call of {workflow_id} waits under that id, and none was decided under it; nothing changed"
+    return _cause(exc)
 
 
 async def send_turn(client: Client, session_id: str, text: str) -> Told:

@@ -94,6 +94,9 @@ REJECT_UPDATE = "reject"
 """As ``approve``; the call does not run and the model reads the rejection as the tool's error."""
 APPROVALS_QUERY = "approvals"
 """Returns ``list[PendingApproval]``: the calls waiting for a person."""
+DECISIONS_QUERY = "decisions"
+"""Returns ``list[ApprovalRecord]``: the latest decisions (at most 200), so a late second decision is told
+who decided first, and when, even after the run ended."""
 
 # ---------------------------------------------------------------- progress stream (temporalio.contrib.workflow_streams)
 PROGRESS_TOPIC = "progress"
@@ -196,6 +199,7 @@ __all__ = [
     "SESSION_STATE_PATCH",
     "APPROVALS_QUERY",
     "APPROVE_UPDATE",
+    "DECISIONS_QUERY",
     "CANCEL_SIGNAL",
     "CLOSE_UPDATE",
     "CURRENT_TURN_QUERY",

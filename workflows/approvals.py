@@ -27,7 +27,7 @@ with workflow.unsafe.imports_passed_through():
         parse_decision,
     )
     from ..contracts.errors import ApprovalError
-    from ..contracts.names import APPROVALS_QUERY, APPROVE_UPDATE, REJECT_UPDATE
+    from ..contracts.names import APPROVALS_QUERY, APPROVE_UPDATE, DECISIONS_QUERY, REJECT_UPDATE
     from ..failures import to_application_error
     from ..telemetry import workflow_metrics
 
@@ -122,8 +122,11 @@ class ApprovalDesk:
             raise to_application_error(ApprovalError(f"approval {decision.approval_id!r} was withdrawn: {done.note}"))
         if done is not None:
             who = f" by {done.approver}" if done.approver else ""
+            at = done.decided_at.strftime("%Y-%m-%d %H:%M:%S UTC")
             raise to_application_error(
-                ApprovalError(f"approval {decision.approval_id!r} was already {done.outcome.replace('_', ' ')}{who}")
+                ApprovalError(
+                    f"approval {decision.approval_id!r} was already {done.outcome.replace('_', ' ')}{who} at {at}"
+                )
             )
         if decision.approval_id not in self.pending:
             waiting = ", ".join(sorted(self.pending)) or "none"
@@ -208,6 +211,10 @@ class ApprovalHandlers:
     @workflow.query(name=APPROVALS_QUERY)
     def pending_approvals(self) -> list[PendingApproval]:
         return list(self.approvals.pending.values())
+
+    @workflow.query(name=DECISIONS_QUERY)
+    def decisions(self) -> list[ApprovalRecord]:
+        return self.approvals.recent()
 
 
 __all__ = ["ApprovalDesk", "ApprovalHandlers"]

@@ -75,12 +75,42 @@ async def test_a_second_decision_and_a_decision_on_an_ended_run_get_a_clear_answ
         again = await web.post("/approvals/decide", data={**form, "decision": "approve"})
         told = await web.get(again.headers["location"])
         assert told.status_code == 200
-        assert "Not recorded" in told.text and "has ended" in told.text and "withdrawn" in told.text
+        # What happened, in plain words: who decided, and when; never "withdrawn" for a call that was decided.
+        assert "Not recorded: refund was already rejected by bo at " in told.text and "withdrawn" not in told.text
 
         unknown = await web.post(
             "/approvals/decide", data={**form, "workflow_id": "no-such-run", "decision": "approve"}
         )
-        assert "Not recorded" in (await web.get(unknown.headers["location"])).text
+        told = (await web.get(unknown.headers["location"])).text
+        assert "Not recorded: there is no run or session no-such-run" in told
+
+
+async def test_a_decision_after_a_timeout_or_a_termination_says_so_and_the_waiting_filter_drops_the_stopped_run(
+    client, settings, scripted
+):
+    scripted.set_script(REFUND_SCRIPT)
+    async with approval_worker(client, settings, []), console(client) as url, browser(url) as web:
+        quick = await start_run(client, settings.task_queue, tools=["refund"], approval_timeout_seconds=1)
+        stopped = await start_run(client, settings.task_queue, tools=["refund"])
+        late, doomed = await wait_pending(client, quick.id), await wait_pending(client, stopped.id)
+        page = await until(lambda: _page_with(web, "/approvals", doomed.approval_id))
+        await stopped.terminate("wrong customer")
+        assert (await quick.result()).output == "Nobody approved it."
+        form = {"csrf": csrf_of(page), "decision": "approve", "name": "eve"}
+
+        timed_out = await web.post(
+            "/approvals/decide", data={**form, "workflow_id": quick.id, "approval_id": late.approval_id}
+        )
+        told = (await web.get(timed_out.headers["location"])).text
+        assert "Not recorded: refund timed out at " in told and "nobody decided in time" in told
+
+        after_stop = await web.post(
+            "/approvals/decide", data={**form, "workflow_id": stopped.id, "approval_id": doomed.approval_id}
+        )
+        told = (await web.get(after_stop.headers["location"])).text
+        assert "Not recorded: the run was stopped (terminated) at " in told and "before anyone decided" in told
+        # The terminated run still carries AgentStepsAwaitingApproval = true; the filter lists running runs only.
+        assert stopped.id not in (await web.get("/runs", params={"waiting": "1"})).text
 
 
 async def test_a_second_decision_while_the_run_goes_on_says_who_decided_first(client, settings, scripted):
