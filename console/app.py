@@ -37,8 +37,8 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from ..contracts.config.settings import ConsoleSettings, PriceTable
 from ..contracts.names import SESSION_WORKFLOW
-from . import present, reads, writes
-from .security import AUTH_COOKIE, BROWSER_COOKIE, CSRF_FIELD, NAME_COOKIE, Guard, new_browser_id
+from . import live, present, reads, writes
+from .security import AUTH_COOKIE, BROWSER_COOKIE, CSRF_FIELD, NAME_COOKIE, Guard, MalformedIdentity, new_browser_id
 from .stream import progress_events
 
 Handler = Callable[[Request], Awaitable[Response]]
@@ -62,6 +62,10 @@ class Console:
             number=present.number,
             money=present.money,
             when=present.when,
+            iso=present.iso,
+            card_key=present.card_key,
+            headline=present.headline,
+            summary=present.summary,
             link=present.link,
             output=present.output,
             arguments=present.arguments,
@@ -81,6 +85,16 @@ class Console:
                 return self._finish(
                     request, Response("this console answers at its loopback address only", status_code=403)
                 )
+            try:
+                request.state.identity = self.guard.identity(request)
+            except MalformedIdentity as exc:
+                request.state.identity = ""
+                return self._finish(
+                    request,
+                    self.render(
+                        request, "message.html", heading="Not signed in", tone="bad", status=400, text=str(exc)
+                    ),
+                )
             if not self.guard.allowed(request) and (request.url.path != "/login" or self.guard.proxied):
                 if self.guard.proxied:
                     response: Response = self.render(
@@ -91,7 +105,11 @@ class Console:
                         status=401,
                         text="This console is reached through your organisation's sign-in; open it through that.",
                     )
-                elif request.method == "GET" and not request.url.path.endswith(("/live", "/stream")):
+                elif (
+                    request.method == "GET"
+                    and not request.url.path.endswith(("/live", "/stream", "/events"))
+                    and not request.url.path.startswith("/events/")
+                ):
                     response = RedirectResponse(f"/login?next={quote(request.url.path)}", status_code=303)
                 else:
                     response = Response("sign in first", status_code=401)
@@ -163,15 +181,18 @@ class Console:
 
     def render(self, request: Request, template: str, *, status: int = 200, **context: Any) -> HTMLResponse:
         flash = self.flashes.pop(request.query_params.get("flash", ""), None)
-        html = self.env.get_template(template).render(
+        return HTMLResponse(self.fragment(request, template, flash=flash, **context), status_code=status)
+
+    def fragment(self, request: Request, template: str, **context: Any) -> str:
+        """A template as text: a whole page, or a part the live stream sends (a card, a run's timeline)."""
+        return self.env.get_template(template).render(
             nonce=request.state.nonce,
             csrf=self.guard.csrf_token(request),
             person=self.guard.person(request),
+            identity=getattr(request.state, "identity", ""),
             proxied=self.guard.proxied,
-            flash=flash,
             **context,
         )
-        return HTMLResponse(html, status_code=status)
 
     def told(self, told: writes.Told, to: str) -> RedirectResponse:
         """Post/redirect/get: the message waits under a random id the redirect names."""
@@ -186,13 +207,14 @@ class Console:
 
     async def login(self, request: Request) -> Response:
         target = request.query_params.get("next", "/approvals")
-        if self.settings.token is None:
+        if not self.guard.signs_in:
             return RedirectResponse("/approvals", status_code=303)
         return self.render(request, "login.html", nav="", next=_local(target))
 
     async def login_post(self, request: Request) -> Response:
         form = request.state.form
-        if self.settings.token is None or not self.guard.token_matches(str(form.get("token", ""))):
+        offered = str(form.get("token", ""))
+        if not self.guard.signs_in or not self.guard.token_matches(offered):
             return self.render(
                 request,
                 "message.html",
@@ -204,7 +226,7 @@ class Console:
         response = RedirectResponse(_local(str(form.get("next", "/approvals"))), status_code=303)
         response.set_cookie(
             AUTH_COOKIE,
-            self.guard.auth_cookie_value(),
+            self.guard.auth_cookie_value(offered),
             httponly=True,
             samesite="strict",
             secure=request.url.scheme == "https",
@@ -215,7 +237,17 @@ class Console:
 
     async def approvals(self, request: Request) -> Response:
         waiting = await reads.inbox(self.client)
-        return self.render(request, "approvals.html", nav="approvals", waiting=waiting)
+        return self.render(request, "approvals.html", nav="approvals", waiting=waiting, live_url="/approvals/events")
+
+    async def approvals_events(self, request: Request) -> Response:
+        async def look() -> live.Snapshot:
+            waiting = await reads.inbox(self.client)
+            return live.Snapshot(waiting, [_key(w) for w in waiting])
+
+        return EventSourceResponse(live.events(request, "inbox", look, self._card(request, "/approvals")), ping=15)
+
+    def _card(self, request: Request, back: str) -> Callable[[reads.Waiting], str]:
+        return lambda w: self.fragment(request, "card.html", w=w, back=back)
 
     async def approvals_live(self, request: Request) -> Response:
         waiting = await reads.inbox(self.client)
@@ -228,12 +260,14 @@ class Console:
         back = _local(str(form.get("back", "/approvals")))
         if decision not in ("approve", "reject") or not workflow_id or not approval_id:
             return self.told(writes.Told("Not recorded: the form lacked the call or the decision.", "bad"), back)
-        name = self.guard.person(request) if self.guard.proxied else str(form.get("name", "")).strip()[:200]
+        # The identity the console verified (the proxy's header, a person's own token); typed only without one.
+        identity = request.state.identity
+        name = identity or str(form.get("name", "")).strip()[:200]
         told = await writes.decide(
             self.client, workflow_id, approval_id, decision == "approve", str(form.get("note", "")), name
         )
         response = self.told(told, back)
-        if not self.guard.proxied and name:
+        if not identity and name:
             response.set_cookie(
                 NAME_COOKIE, name, httponly=True, samesite="strict", secure=request.url.scheme == "https"
             )
@@ -271,23 +305,43 @@ class Console:
         if description.workflow_type == SESSION_WORKFLOW:
             return RedirectResponse(present.link(reads.row_of(description)), status_code=303)
         view = await reads.run_view(self.client, description)
+        live_url = f"/events/runs/{quote(view.row.workflow_id, safe='')}" if view.row.status == "running" else ""
+        return self.render(request, "run.html", nav="runs", live_url=live_url, **self._run_context(view))
+
+    def _run_context(self, view: reads.RunView) -> dict[str, Any]:
         totals = _run_totals(view)
-        waiting = [reads.Waiting(view.row, p) for p in view.pending]
-        return self.render(
-            request,
-            "run.html",
-            nav="runs",
-            view=view,
-            r=view.row,
-            totals=totals,
-            waiting=waiting,
-            back=present.link(view.row),
-            links=self._links(view.row, totals.model),
-            live_status=view.state.last_step if view.state else "",
-            handled=lambda s: present.handled(s, view.result, view.steps),
-            reprompt=present.reprompt,
-            mode=_mode(view),
-        )
+        return {
+            "view": view,
+            "r": view.row,
+            "totals": totals,
+            "waiting": reads.urgent_first([reads.Waiting(view.row, p) for p in view.pending]),
+            "back": present.link(view.row),
+            "links": self._links(view.row, totals.model),
+            "live_status": view.state.last_step if view.state else "",
+            "handled": lambda s: present.handled(s, view.result, view.steps),
+            "reprompt": present.reprompt,
+            "mode": _mode(view),
+        }
+
+    async def run_events(self, request: Request) -> Response:
+        workflow_id = request.path_params["workflow_id"]
+
+        async def look() -> live.Snapshot:
+            view = await reads.run_view(self.client, await reads.describe(self.client, workflow_id))
+            context = self._run_context(view)
+            waiting = context["waiting"]
+            return live.Snapshot(
+                waiting,
+                [_key(w) for w in waiting],
+                {
+                    "facts": self.fragment(request, "run_facts.html", **context),
+                    "live": self.fragment(request, "run_live.html", **context),
+                },
+                done=view.row.status != "running",
+            )
+
+        card = self._card(request, f"/runs/{quote(workflow_id, safe='')}")
+        return EventSourceResponse(live.events(request, "run", look, card), ping=15)
 
     async def session(self, request: Request) -> Response:
         description = await self._described(request)
@@ -359,6 +413,8 @@ class Console:
             Route("/login", self.page(self.login_post, post=True), methods=["POST"]),
             Route("/approvals", self.page(self.approvals)),
             Route("/approvals/live", self.page(self.approvals_live)),
+            Route("/approvals/events", self.page(self.approvals_events)),
+            Route("/events/runs/{workflow_id:path}", self.page(self.run_events)),
             Route("/approvals/decide", self.page(self.decide, post=True), methods=["POST"]),
             Route("/runs", self.page(self.runs)),
             Route("/runs/{workflow_id:path}", self.page(self.run)),
@@ -415,6 +471,10 @@ def _mode(view: reads.RunView) -> str:
     if view.result is not None:
         return view.result.mode
     return view.state.mode if view.state is not None else ""
+
+
+def _key(w: reads.Waiting) -> str:
+    return present.card_key(w.row.workflow_id, w.pending.approval_id)
 
 
 def _local(target: str) -> str:

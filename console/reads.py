@@ -228,7 +228,12 @@ async def inbox(client: Client) -> list[Waiting]:
         return [Waiting(row, p) for p in pending]
 
     found = await asyncio.gather(*(ask(r) for r in rows))
-    return sorted((w for group in found for w in group), key=lambda w: w.pending.requested_at)
+    return urgent_first([w for group in found for w in group])
+
+
+def urgent_first(waiting: list[Waiting]) -> list[Waiting]:
+    """The call rejected soonest first; among calls due together, the newest."""
+    return sorted(waiting, key=lambda w: (w.pending.expires_at, -w.pending.requested_at.timestamp()))
 
 
 # ------------------------------------------------------------------ one run, one session
@@ -345,6 +350,7 @@ __all__ = [
     "Waiting",
     "describe",
     "inbox",
+    "urgent_first",
     "completed_totals",
     "list_rows",
     "run_view",

@@ -149,10 +149,24 @@ class ConsoleSettings(BaseModel):
     """Behind the deployment's auth proxy (oauth2-proxy, an ingress with SSO): the header in which it
     names the signed-in person (e.g. ``X-Forwarded-User``). A request without it is refused, and the
     name is recorded as the approver. Only set it when nothing but the proxy can reach the console."""
+    people: dict[str, SecretStr] = Field(default_factory=dict)
+    """A token per person (``name = token``): whoever signs in with one decides as that name, verified,
+    never typed. Beside or instead of ``token`` (which says nobody's name)."""
     temporal_ui_url: str | None = None
     """Base URL of the Temporal UI for the run links (``agentsteps dev`` fills in its own)."""
     grafana_url: str | None = None
     """Base URL of Grafana; the run links open the ``agentsteps-oncall`` dashboard on the run's time window."""
+
+    @field_validator("people")
+    @classmethod
+    def _people_distinct(cls, people: dict[str, SecretStr]) -> dict[str, SecretStr]:
+        for name in people:
+            if not name.strip() or len(name) > 200 or not name.isprintable():
+                raise ValueError(f"console.people: {name!r} is not a name (printable, 1 to 200 characters)")
+        tokens = [t.get_secret_value() for t in people.values()]
+        if len(set(tokens)) != len(tokens) or any(len(t) < 12 for t in tokens):
+            raise ValueError("console.people: each person needs their own token of at least 12 characters")
+        return people
 
 
 DEMO_TOOL_FACTORIES = (

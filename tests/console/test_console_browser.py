@@ -113,6 +113,7 @@ async def test_an_approver_clicks_approve_in_the_inbox_and_sees_the_run_complete
             )
             assert "A-17" in card.text and "refund" in card.text
             shoot(chrome, "approvals")
+            card.find_element(By.TAG_NAME, "summary").click()  # the details, the note and the name fold out
             card.find_element(By.NAME, "name").send_keys("Ana Ortiz")
             card.find_element(By.NAME, "note").send_keys("customer verified")
             card.find_element(By.CSS_SELECTOR, "button.approve").click()
