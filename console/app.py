@@ -366,7 +366,7 @@ class Console:
             r=view.row,
             totals=totals,
             back=present.link(view.row),
-            waiting=[reads.Waiting(view.row, p) for p in view.pending],
+            waiting=reads.urgent_first([reads.Waiting(view.row, p) for p in view.pending]),
             links=self._links(view.row, view.row.model),
             status_label=_SESSION_STATUS.get(st.status, "") if st and view.row.status == "running" else "",
             timeline_turn=(st.current_turn or st.turns) if st else None,
@@ -374,7 +374,21 @@ class Console:
             reprompt=present.reprompt,
             mode=st.mode if st else "",
             stream_url=f"/sessions/{quote(view.row.workflow_id, safe='')}/stream",
+            live_url=f"/events/sessions/{quote(view.row.workflow_id, safe='')}" if view.row.status == "running" else "",
         )
+
+    async def session_events(self, request: Request) -> Response:
+        """The session page's waiting calls, live (its answer streams on ``/stream``)."""
+        workflow_id = request.path_params["workflow_id"]
+
+        async def look() -> live.Snapshot:
+            row = reads.row_of(await reads.describe(self.client, workflow_id))
+            pending = await reads.pending(self.client, workflow_id) if row.status == "running" else []
+            waiting = reads.urgent_first([reads.Waiting(row, p) for p in pending])
+            return live.Snapshot(waiting, [_key(w) for w in waiting], done=row.status != "running")
+
+        card = self._card(request, f"/sessions/{quote(workflow_id, safe='')}")
+        return EventSourceResponse(live.events(request, "run", look, card), ping=15)
 
     async def session_stream(self, request: Request) -> Response:
         return EventSourceResponse(progress_events(self.client, request.path_params["workflow_id"]), ping=15)
@@ -415,6 +429,7 @@ class Console:
             Route("/approvals/live", self.page(self.approvals_live)),
             Route("/approvals/events", self.page(self.approvals_events)),
             Route("/events/runs/{workflow_id:path}", self.page(self.run_events)),
+            Route("/events/sessions/{workflow_id:path}", self.page(self.session_events)),
             Route("/approvals/decide", self.page(self.decide, post=True), methods=["POST"]),
             Route("/runs", self.page(self.runs)),
             Route("/runs/{workflow_id:path}", self.page(self.run)),

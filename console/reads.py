@@ -231,6 +231,13 @@ async def inbox(client: Client) -> list[Waiting]:
     return urgent_first([w for group in found for w in group])
 
 
+async def pending(client: Client, workflow_id: str) -> list[PendingApproval]:
+    found: list[PendingApproval] = await client.get_workflow_handle(workflow_id).query(
+        APPROVALS_QUERY, result_type=list[PendingApproval], rpc_timeout=QUERY_TIMEOUT
+    )
+    return found
+
+
 def urgent_first(waiting: list[Waiting]) -> list[Waiting]:
     """The call rejected soonest first; among calls due together, the newest."""
     return sorted(waiting, key=lambda w: (w.pending.expires_at, -w.pending.requested_at.timestamp()))
@@ -350,6 +357,7 @@ __all__ = [
     "Waiting",
     "describe",
     "inbox",
+    "pending",
     "urgent_first",
     "completed_totals",
     "list_rows",
