@@ -6,7 +6,6 @@ escape it (autoescape), so nothing here builds HTML.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -14,7 +13,7 @@ from typing import Any
 from urllib.parse import quote, urlencode
 
 from ..contracts import Message, Step
-from ..contracts.approvals import PendingApproval
+from ..contracts.approvals import PendingApproval, card_anchor
 from ..contracts.config.settings import ConsoleSettings
 from ..contracts.llm.reprompt import reprompt_messages
 from ..contracts.spec import AgentResult
@@ -47,7 +46,7 @@ def iso(value: datetime | None) -> str:
 
 def card_key(workflow_id: str, approval_id: str) -> str:
     """A waiting call's element id on a page: stable across live updates, no identifier shown."""
-    return "c" + hashlib.sha256(f"{workflow_id}\n{approval_id}".encode()).hexdigest()[:16]
+    return card_anchor(workflow_id, approval_id)
 
 
 def headline(pending: PendingApproval) -> str:

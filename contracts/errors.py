@@ -31,6 +31,7 @@
     ├── InvalidProgramResume       a snapshot cannot take the outcomes it was resumed with
     ├── MonitorScanError           the monitor's scan program failed or returned a malformed value
     ├── ApprovalError              an approve/reject names no waiting call, one already decided, or is malformed
+    ├── WebhookDeliveryError       an approval webhook did not accept a notice (retried until the call's deadline)
     └── SessionError               a session refused an Update before it reached history
         ├── InvalidTurnError           empty, over-size, garbage or wrongly typed turn input
         ├── SessionBusyError           a turn arrived while another turn was still running
@@ -239,6 +240,13 @@ class ApprovalError(AgentStepsError):
     retryable = None
 
 
+class WebhookDeliveryError(AgentStepsError):
+    """An approval webhook refused or did not answer a notice (``approval.notify``); names the webhook, never
+    its URL. Retried (the receiver dedups on the delivery id) until the waiting call's own deadline."""
+
+    retryable = True
+
+
 class SessionError(AgentStepsError):
     """A session refused an Update (the validator's answer; nothing reaches history)."""
 
@@ -304,6 +312,7 @@ class HistoryUnavailableError(AgentStepsError):
 __all__ = [
     "AgentStepsError",
     "ApprovalError",
+    "WebhookDeliveryError",
     "BudgetExceededError",
     "CarriedStateError",
     "ConsoleConfigError",

@@ -48,6 +48,8 @@ SESSION_FORK = "session.fork"
 """A session fork's first activity: the source session's conversation and REPL memory, checked against
 the source and bound to the fork (``activities/session_fork.py``)."""
 MONITOR_RECORD = "monitor.record"
+APPROVAL_NOTIFY = "approval.notify"
+"""Takes ``ApprovalNotice``; posts it to the webhooks configured for its tool or agent (``approval_webhooks``)."""
 
 # ---------------------------------------------------------------- AgentWorkflow queries and signals
 STATE_QUERY = "state"
@@ -147,6 +149,8 @@ first ``llm.call`` resolves its tool names (no ``tools.describe`` activity), and
 the console's search attributes (``SEARCH_ATTRIBUTES_PATCH`` unasked). Runs recorded before it ask the ids above
 where they always did. A command change after this release ships needs a new id."""
 SEARCH_ATTRIBUTES_PATCH = "agentsteps.search-attributes.1"
+APPROVAL_NOTIFY_PATCH = "agentsteps.approval-notify.1"
+"""Issue 38: a call that starts waiting schedules ``approval.notify`` (and a reminder timer before its timeout)."""
 """Runs and sessions keep the ``AgentSteps*`` search attributes below up to date (a few upserts a
 run: start, approval asked/decided, end); runs started before replay without them."""
 
@@ -216,6 +220,8 @@ __all__ = [
     "LLM_CALL_STORED_RESULTS",
     "LLM_CALL_TOOL_CATALOG",
     "MONITOR_RECORD",
+    "APPROVAL_NOTIFY",
+    "APPROVAL_NOTIFY_PATCH",
     "MONITOR_WORKFLOW",
     "PATCH_TOOL_RESULT_CAP",
     "PIPELINE_WORKFLOW",

@@ -151,6 +151,12 @@ def parse_step_call_id(text: str) -> StepCall | None:
     return StepCall(m[1], int(m[3]), m[4]) if m else None
 
 
+def approval_delivery_id(workflow_id: str, run_id: str, approval_id: str, kind: str) -> str:
+    """A webhook notice's delivery id (its receivers' idempotency key): the same on every retry of one
+    notice, another for each waiting call, run and kind (``waiting``, ``reminder``)."""
+    return f"{workflow_id}/{run_id}/{approval_id}/{kind}"
+
+
 @dataclass(frozen=True)
 class ProgramCall:
     """A code-mode call: the run's scope, the model step whose program made it, the sandbox's call id."""
@@ -512,6 +518,7 @@ def parse_fork_id(text: str) -> ForkId | None:
 
 
 __all__ = [
+    "approval_delivery_id",
     "EFFECT_KEY_PREFIX",
     "KEY_SCOPE_PREFIX",
     "NAMED_OBJECT_PREFIX",

@@ -407,7 +407,13 @@ class AgentRun:
             self.emit("tool_call", tool=tool, detail=arguments[:500])
             return None
         record = await self.config.approvals.gate(
-            approval_id, schema, arguments, self.spec.approval_timeout_seconds, model_text=model_text, program=program
+            approval_id,
+            schema,
+            arguments,
+            self.spec.approval_timeout_seconds,
+            model_text=model_text,
+            program=program,
+            agent=self.spec.name,
         )
         self.emit("approval_decided", tool=tool, detail=f"{record.outcome} {record.approver}".strip())
         if record.outcome == "approved":

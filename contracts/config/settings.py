@@ -137,6 +137,38 @@ class PayloadStoreSettings(BaseModel):
         return self.s3_bucket is not None
 
 
+class ApprovalWebhook(BaseModel):
+    """Where a waiting call is told (``[[worker.approval_webhooks]]``): docs/console.md, "Webhooks"."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9_.-]+$")
+    """Named in the run's history when it accepted a notice (the URL never is)."""
+    url: SecretStr
+    """``http(s)://...``; a secret too (a Slack incoming webhook's URL is its credential)."""
+    secret: SecretStr
+    """Shared with the receiver: ``X-AgentSteps-Signature`` is an HMAC-SHA256 under it."""
+    tools: list[str] = Field(default_factory=list)
+    """Only calls of these tools; empty: every tool that requires approval."""
+    agents: list[str] = Field(default_factory=list)
+    """Only calls made by these specs (by name); empty: every agent."""
+    shape: Literal["agentsteps", "slack"] = "agentsteps"
+    """``slack``: only ``text`` and ``blocks`` (a Slack incoming webhook); ``agentsteps``: those and ``approval``."""
+    console_url: str = ""
+    """The console's address as approvers reach it: each notice links to the call's card there."""
+    timeout_seconds: float = Field(default=5.0, gt=0, le=60)
+
+    @field_validator("url")
+    @classmethod
+    def _http(cls, url: SecretStr) -> SecretStr:
+        if not url.get_secret_value().startswith(("http://", "https://")):
+            raise ValueError("an approval webhook's url starts with http:// or https://")
+        return url
+
+    def wants(self, tool: str, agent: str) -> bool:
+        return (not self.tools or tool in self.tools) and (not self.agents or agent in self.agents)
+
+
 class ConsoleSettings(BaseModel):
     """``agentsteps console`` (and the console ``agentsteps dev`` starts): docs/console.md."""
 
@@ -225,6 +257,8 @@ class WorkerSettings(BaseModel):
     cancelling them. Longer than the LLM call's start-to-close (120 s), so a rolling restart never
     throws away a paid model call; Kubernetes' terminationGracePeriodSeconds must exceed it."""
     console: ConsoleSettings = Field(default_factory=ConsoleSettings)
+    approval_webhooks: list[ApprovalWebhook] = Field(default_factory=list)
+    """Who hears of a call waiting for approval, per tool or agent (``approval.notify``): docs/console.md."""
     quotas: QuotaSettings = Field(default_factory=QuotaSettings)
     """Provider quotas and tenant budgets every worker shares (docs/quotas.md); empty: none, and runs
     issue no quota command at all."""
@@ -245,6 +279,7 @@ class WorkerSettings(BaseModel):
 
 
 __all__ = [
+    "ApprovalWebhook",
     "ConsoleSettings",
     "PayloadStoreSettings",
     "PriceTable",
