@@ -194,6 +194,7 @@ ACTIVITIES = (
     CODE_FORK,
     SESSION_FORK,
     MONITOR_RECORD,
+    APPROVAL_NOTIFY,
 )
 
 __all__ = [

@@ -225,7 +225,7 @@ async def _send(notice: ApprovalNotice, left: timedelta) -> NoticeDelivery | Non
             notice,
             result_type=NoticeDelivery,
             start_to_close_timeout=timedelta(seconds=90),
-            heartbeat_timeout=timedelta(seconds=5),
+            heartbeat_timeout=timedelta(seconds=3),
             schedule_to_close_timeout=max(left, timedelta(minutes=1)),
             retry_policy=_NOTIFY_RETRY,
         )
