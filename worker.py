@@ -247,7 +247,7 @@ def build_worker(
             sandbox.fork,
             session_fork.bind,
             *MonitorActivities().activities(),
-            *ApprovalNotifier(settings.approval_webhooks, http).activities(),
+            *ApprovalNotifier(settings.approval_webhooks).activities(),
         ],
         **worker_options,
     )

@@ -16,7 +16,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 
-import httpx2
+import aiohttp
 from temporalio import activity
 
 from ...contracts.approvals import ApprovalNotice, NoticeDelivery
@@ -34,9 +34,11 @@ _HEARTBEAT_SECONDS = 1.0
 
 
 class ApprovalNotifier:
-    def __init__(self, webhooks: list[ApprovalWebhook], http: httpx2.AsyncClient) -> None:
+    """Posts with its own aiohttp session per notice: the worker's shared HTTP client logs each request's
+    URL, and a webhook's URL is a credential (a Slack incoming webhook's is)."""
+
+    def __init__(self, webhooks: list[ApprovalWebhook]) -> None:
         self.webhooks = webhooks
-        self.http = http
 
     @activity.defn(name=APPROVAL_NOTIFY)
     async def notify(self, notice: ApprovalNotice) -> NoticeDelivery:
@@ -46,13 +48,14 @@ class ApprovalNotifier:
         beating = asyncio.create_task(_beat())
         try:
             failed: list[str] = []
-            for webhook in owed:
-                problem = await self._post(webhook, notice)
-                if problem is None:
-                    delivered.append(webhook.name)
-                    attempts.remember(_DELIVERED, delivered)
-                else:
-                    failed.append(f"{webhook.name} ({problem})")
+            async with aiohttp.ClientSession() as http:
+                for webhook in owed:
+                    problem = await self._post(http, webhook, notice)
+                    if problem is None:
+                        delivered.append(webhook.name)
+                        attempts.remember(_DELIVERED, delivered)
+                    else:
+                        failed.append(f"{webhook.name} ({problem})")
         finally:
             beating.cancel()
         if failed:
@@ -61,7 +64,7 @@ class ApprovalNotifier:
             )
         return NoticeDelivery(delivery_id=notice.delivery_id, kind=notice.kind, delivered=delivered)
 
-    async def _post(self, webhook: ApprovalWebhook, notice: ApprovalNotice) -> str | None:
+    async def _post(self, http: aiohttp.ClientSession, webhook: ApprovalWebhook, notice: ApprovalNotice) -> str | None:
         """None once the webhook accepted; else why not (a status or an error's kind, never the URL)."""
         data = json.dumps(body(notice, webhook.shape, webhook.console_url), ensure_ascii=False).encode()
         stamp = int(time.time())
@@ -75,16 +78,21 @@ class ApprovalNotifier:
             "X-AgentSteps-Signature": sign(webhook.secret.get_secret_value(), stamp, data),
         }
         try:
-            answer = await self.http.post(
-                webhook.url.get_secret_value(), content=data, headers=headers, timeout=webhook.timeout_seconds
-            )
+            async with http.post(
+                webhook.url.get_secret_value(),
+                data=data,
+                headers=headers,
+                timeout=aiohttp.ClientTimeout(total=webhook.timeout_seconds),
+                allow_redirects=False,
+            ) as answer:
+                status = answer.status
         except Exception as exc:  # any transport failure is retried; its text may hold the URL, so only its kind
             _log.warning("approval webhook %s: %s", webhook.name, type(exc).__name__)
             return type(exc).__name__
-        if 200 <= answer.status_code < 300:
+        if 200 <= status < 300:
             return None
-        _log.warning("approval webhook %s answered %s", webhook.name, answer.status_code)
-        return f"HTTP {answer.status_code}"
+        _log.warning("approval webhook %s answered %s", webhook.name, status)
+        return f"HTTP {status}"
 
     def activities(self) -> list[Callable[[ApprovalNotice], Awaitable[NoticeDelivery]]]:
         return [self.notify]
