@@ -10,6 +10,7 @@ phone width.
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -36,6 +37,7 @@ CHROMEDRIVER = "/usr/bin/chromedriver"
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts" / "console"
 PHONE = (390, 844)
 DESKTOP = (1280, 900)
+VIEWER_ZONE = "America/New_York"
 HOSTILE = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned=2">'
 
 
@@ -63,7 +65,9 @@ def chrome() -> Iterator[webdriver.Chrome]:
         f"--window-size={DESKTOP[0]},{DESKTOP[1]}",
     ):
         options.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    # The viewer is in New York: the pages must show times in the viewer's zone, not the server's (UTC).
+    service = Service(CHROMEDRIVER, env={**os.environ, "TZ": VIEWER_ZONE})
+    driver = webdriver.Chrome(service=service, options=options)
     driver.set_page_load_timeout(30)
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     try:
@@ -318,9 +322,13 @@ async def test_a_returning_approver_sees_a_new_call_appear_live_while_a_half_typ
             WebDriverWait(chrome, 20).until(lambda d: d.find_element(By.ID, "count").text == "2")
             assert card_of(chrome, two.approval_id).is_displayed()
             shoot_phone_inbox(chrome, "approvals-live")
-            return (*still_typing(chrome, "customer called tw"), chrome.find_element(By.ID, "count").text)
+            deadline = card_of(chrome, two.approval_id).find_element(By.CSS_SELECTOR, "time.deadline")
+            shown = (deadline.text, deadline.get_attribute("title"))
+            return (*still_typing(chrome, "customer called tw"), chrome.find_element(By.ID, "count").text, shown)
 
-        note, focused, marker, count = await in_thread(new_card_appears)
+        note, focused, marker, count, (local, utc) = await in_thread(new_card_appears)
+        # In the viewer's zone, the zone named (the inserted card too); the server's UTC text is the fallback.
+        assert utc.endswith("UTC") and local != utc and ("EST" in local or "EDT" in local or "GMT-5" in local), local
         assert asyncio.get_running_loop().time() - started < 10
         assert (note, focused, marker, count) == ("customer called tw", True, 1, "2")
         await first.cancel()
