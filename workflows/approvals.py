@@ -134,7 +134,11 @@ class ApprovalDesk:
             delivery_id=approval_delivery_id(info.workflow_id, info.run_id, pending.approval_id, kind),
             workflow_id=info.workflow_id,
             agent=agent,
-            pending=pending,
+            # What waits, why and until when; not the tool's schema and description (the history holds them
+            # once, in the call that described the tools) nor the program (the console shows both).
+            pending=pending.model_copy(
+                update={"input_schema": None, "description": "", "program": "", "model_text": pending.model_text[:500]}
+            ),
         )
         # Not awaited: the call waits for a person, not for the webhook; the task keeps a failure out of the run.
         self._notices.append(asyncio.ensure_future(_send(notice, pending.expires_at - workflow.now())))

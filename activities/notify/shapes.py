@@ -63,7 +63,6 @@ def body(notice: ApprovalNotice, shape: str, console_url: str) -> dict[str, Any]
             "agent": notice.agent,
             "approval_id": p.approval_id,
             "tool": p.tool,
-            "description": p.description,
             "reason": p.reason,
             "arguments": _json_or_text(p.arguments),
             "requested_at": p.requested_at.isoformat(),
