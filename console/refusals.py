@@ -17,8 +17,8 @@ from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.service import RPCError, RPCStatusCode
 
 from ..contracts import AgentResult
-from ..contracts.approvals import ApprovalRecord
-from ..contracts.names import DECISIONS_QUERY, SESSION_WORKFLOW
+from ..contracts.approvals import ApprovalRecord, PendingApproval
+from ..contracts.names import APPROVALS_QUERY, DECISIONS_QUERY, SESSION_WORKFLOW
 
 ASK_TIMEOUT = timedelta(seconds=4)
 
@@ -59,29 +59,38 @@ async def ended(client: Client, workflow_id: str, approval_id: str) -> str:
             return f"there is no run or session {workflow_id} (it never existed, or its history was deleted)"
         return f"the Temporal server did not say what became of {workflow_id} ({exc.message})"
     kind = "session" if description.workflow_type == SESSION_WORKFLOW else "run"
-    record = await _record(client, workflow_id, description.status, approval_id, kind)
-    if record is not None:
-        return decided_text(record)
+    known = await _known(client, workflow_id, description.status, approval_id, kind)
+    if isinstance(known, ApprovalRecord):
+        return decided_text(known)
     how = _STOPPED.get(description.status, "ended") if description.status else "ended"
-    return (
-        f"the {kind} {how} {at(description.close_time)} before anyone decided this call; "
-        "it did not run, and nothing can be decided on it any more"
-    )
+    when = at(description.close_time)
+    if known == "waiting":
+        return f"the {kind} {how} {when} while this call waited, before anyone decided; it did not run"
+    if known == "unknown":
+        return f"the {kind} {how} {when}, and no call of it ever waited under that id; nothing changed"
+    return f"the {kind} {how} {when}; nothing can be decided on it any more"
 
 
-async def _record(
+async def _known(
     client: Client, workflow_id: str, status: WorkflowExecutionStatus | None, approval_id: str, kind: str
-) -> ApprovalRecord | None:
+) -> ApprovalRecord | str:
+    """The call's record; else ``waiting`` (it waited when the run ended), ``unknown`` (the run never had it)
+    or ``""`` (the run could not be asked: no worker replays it, or it predates the ``decisions`` query)."""
     handle = client.get_workflow_handle(workflow_id, result_type=AgentResult)
-    records: list[ApprovalRecord] = []
     try:
         if kind == "run" and status is WorkflowExecutionStatus.COMPLETED:
+            # Every call of a completed run was decided, timed out or withdrawn: its result has them all.
             records = (await handle.result(rpc_timeout=ASK_TIMEOUT)).approvals
-        else:
-            records = await handle.query(DECISIONS_QUERY, result_type=list[ApprovalRecord], rpc_timeout=ASK_TIMEOUT)
+            found = next((r for r in records if r.approval_id == approval_id), None)
+            return found if found is not None else "unknown"
+        records = await handle.query(DECISIONS_QUERY, result_type=list[ApprovalRecord], rpc_timeout=ASK_TIMEOUT)
+        found = next((r for r in records if r.approval_id == approval_id), None)
+        if found is not None:
+            return found
+        waiting = await handle.query(APPROVALS_QUERY, result_type=list[PendingApproval], rpc_timeout=ASK_TIMEOUT)
     except Exception:  # no worker to replay it, or a run from before the query: the describe still tells
-        return None
-    return next((r for r in records if r.approval_id == approval_id), None)
+        return ""
+    return "waiting" if any(p.approval_id == approval_id for p in waiting) else "unknown"
 
 
 __all__ = ["at", "decided_text", "ended"]

@@ -108,7 +108,17 @@ async def test_a_decision_after_a_timeout_or_a_termination_says_so_and_the_waiti
             "/approvals/decide", data={**form, "workflow_id": stopped.id, "approval_id": doomed.approval_id}
         )
         told = (await web.get(after_stop.headers["location"])).text
-        assert "Not recorded: the run was stopped (terminated) at " in told and "before anyone decided" in told
+        assert "Not recorded: the run was stopped (terminated) at " in told and "while this call waited" in told
+        never = await web.post(
+            "/approvals/decide", data={**form, "workflow_id": stopped.id, "approval_id": "0:call_never_0"}
+        )
+        told = (await web.get(never.headers["location"])).text
+        assert "the run was stopped (terminated) at " in told and "no call of it ever waited under that id" in told
+        finished = await web.post(
+            "/approvals/decide", data={**form, "workflow_id": quick.id, "approval_id": "0:call_never_0"}
+        )
+        told = (await web.get(finished.headers["location"])).text
+        assert "Not recorded: the run finished at " in told and "no call of it ever waited under that id" in told
         # The terminated run still carries AgentStepsAwaitingApproval = true; the filter lists running runs only.
         assert stopped.id not in (await web.get("/runs", params={"waiting": "1"})).text
 
