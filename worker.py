@@ -180,6 +180,10 @@ def load_registry(settings: WorkerSettings) -> ToolRegistry:
     return merged
 
 
+def _secret(secret: SecretStr | None) -> str:
+    return secret.get_secret_value() if secret is not None else ""
+
+
 def _has_value(secret: SecretStr | None) -> bool:
     return secret is not None and bool(secret.get_secret_value().strip())
 
@@ -247,7 +251,7 @@ def build_worker(
             sandbox.fork,
             session_fork.bind,
             *MonitorActivities().activities(),
-            *ApprovalNotifier(settings.approval_webhooks).activities(),
+            *ApprovalNotifier(settings.approval_webhooks, _secret(settings.console.link_secret)).activities(),
         ],
         **worker_options,
     )

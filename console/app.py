@@ -17,11 +17,14 @@ script and style (a per-response nonce).
 
 from __future__ import annotations
 
+import hmac
 import logging
 import secrets
+import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -35,9 +38,10 @@ from starlette.routing import Route
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
+from ..contracts.approvals import decision_link_signature
 from ..contracts.config.settings import ConsoleSettings, PriceTable
 from ..contracts.names import SESSION_WORKFLOW
-from . import live, present, reads, writes
+from . import live, present, reads, refusals, writes
 from .security import AUTH_COOKIE, BROWSER_COOKIE, CSRF_FIELD, NAME_COOKIE, Guard, MalformedIdentity, new_browser_id
 from .stream import progress_events
 
@@ -246,6 +250,63 @@ class Console:
 
         return EventSourceResponse(live.events(request, "inbox", look, self._card(request, "/approvals")), ping=15)
 
+    async def decision_link(self, request: Request) -> Response:
+        """A notice's signed approve/reject link: a confirmation page behind the console's sign-in. The link
+        never decides by itself (a chat's link preview opens it too); a forged, altered or expired one is
+        refused, and one whose call no longer waits says what became of it."""
+        q = request.query_params
+        workflow_id, approval_id, decision = q.get("w", ""), q.get("a", ""), q.get("d", "")
+        expires, offered = q.get("exp", ""), q.get("sig", "")
+        secret = self.settings.link_secret
+        genuine = (
+            secret is not None
+            and decision in ("approve", "reject")
+            and expires.isdigit()
+            and len(expires) < 12
+            and hmac.compare_digest(
+                offered.encode(),
+                decision_link_signature(
+                    secret.get_secret_value(), workflow_id, approval_id, decision, int(expires)
+                ).encode(),
+            )
+        )
+        if not genuine:
+            return self.render(
+                request,
+                "message.html",
+                heading="Not a link from this deployment",
+                tone="bad",
+                status=403,
+                text="This link was not signed by this deployment, or was changed. Nothing was decided.",
+            )
+        if int(expires) < time.time():
+            return self.render(
+                request,
+                "message.html",
+                heading="This link has expired",
+                tone="bad",
+                status=410,
+                text=f"It expired with its call, {refusals.at(datetime.fromtimestamp(int(expires), timezone.utc))}. "
+                "Nothing was decided.",
+            )
+        try:
+            row = reads.row_of(await reads.describe(self.client, workflow_id))
+            waiting = [p for p in await reads.pending(self.client, workflow_id) if p.approval_id == approval_id]
+        except RPCError:
+            row, waiting = None, []
+        if row is None or not waiting:
+            running = row is not None and row.status == "running"
+            told = await writes.what_became_of(self.client, workflow_id, approval_id, running)
+            return self.render(request, "message.html", heading="Nothing to decide", tone="bad", text=told)
+        return self.render(
+            request,
+            "confirm.html",
+            nav="approvals",
+            decision=decision,
+            waiting=[reads.Waiting(row, waiting[0])],
+            back="/approvals",
+        )
+
     def _card(self, request: Request, back: str) -> Callable[[reads.Waiting], str]:
         return lambda w: self.fragment(request, "card.html", w=w, back=back)
 
@@ -428,6 +489,7 @@ class Console:
             Route("/approvals", self.page(self.approvals)),
             Route("/approvals/live", self.page(self.approvals_live)),
             Route("/approvals/events", self.page(self.approvals_events)),
+            Route("/approvals/link", self.page(self.decision_link)),
             Route("/events/runs/{workflow_id:path}", self.page(self.run_events)),
             Route("/events/sessions/{workflow_id:path}", self.page(self.session_events)),
             Route("/approvals/decide", self.page(self.decide, post=True), methods=["POST"]),

@@ -93,4 +93,8 @@ async def _known(
     return "waiting" if any(p.approval_id == approval_id for p in waiting) else "unknown"
 
 
-__all__ = ["at", "decided_text", "ended"]
+def ended_sentence(text: str) -> str:
+    return text[:1].upper() + text[1:] + "."
+
+
+__all__ = ["at", "decided_text", "ended", "ended_sentence"]

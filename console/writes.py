@@ -49,6 +49,22 @@ async def decide(client: Client, workflow_id: str, approval_id: str, approve: bo
     return Told(f"{record.tool} was {verb}{who} {refusals.at(record.decided_at)}.")
 
 
+async def what_became_of(client: Client, workflow_id: str, approval_id: str, running: bool) -> str:
+    """A call that no longer waits (or never did), in words: for a link opened after its call was decided."""
+    if not running:
+        return refusals.ended_sentence(await refusals.ended(client, workflow_id, approval_id))
+    try:
+        records = await client.get_workflow_handle(workflow_id).query(
+            DECISIONS_QUERY, result_type=list[ApprovalRecord], rpc_timeout=refusals.ASK_TIMEOUT
+        )
+    except RPCError:
+        records = []
+    record = next((r for r in records if r.approval_id == approval_id), None)
+    if record is not None:
+        return refusals.ended_sentence(refusals.decided_text(record))
+    return f"No call of {workflow_id} waits under that id; nothing was decided."
+
+
 async def _refused(client: Client, workflow_id: str, approval_id: str, exc: WorkflowUpdateFailedError) -> str:
     """A running run refused the decision: what became of the call, if anything did."""
     try:
@@ -108,4 +124,4 @@ def _rpc(exc: RPCError, workflow_id: str) -> str:
     return f"the Temporal server said: {exc.message}"
 
 
-__all__ = ["Told", "close", "decide", "send_turn"]
+__all__ = ["Told", "close", "decide", "send_turn", "what_became_of"]

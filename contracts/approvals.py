@@ -11,6 +11,7 @@ as the tool's error.
 from __future__ import annotations
 
 import hashlib
+import hmac
 from datetime import datetime
 from typing import Any, Literal
 
@@ -95,6 +96,13 @@ def card_anchor(workflow_id: str, approval_id: str) -> str:
     return "c" + hashlib.sha256(f"{workflow_id}\n{approval_id}".encode()).hexdigest()[:16]
 
 
+def decision_link_signature(secret: str, workflow_id: str, approval_id: str, decision: str, expires: int) -> str:
+    """The signature of an approve/reject link a notice carries: HMAC-SHA256 under the console's
+    ``link_secret`` over everything the link names, so no part of it can be changed or made up."""
+    text = "\n".join(("agentsteps-decision-link-v1", workflow_id, approval_id, decision, str(expires)))
+    return hmac.new(secret.encode(), text.encode(), hashlib.sha256).hexdigest()
+
+
 def parse_decision(raw: Any) -> ApprovalDecision:
     """The ``approve`` / ``reject`` argument from any client, or ``ValueError`` naming the bad field."""
     if isinstance(raw, ApprovalDecision):
@@ -118,6 +126,7 @@ def rejection_message(record: ApprovalRecord) -> str:
 
 
 __all__ = [
+    "decision_link_signature",
     "card_anchor",
     "ApprovalNotice",
     "NoticeDelivery",

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import json
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
-from ...contracts.approvals import ApprovalNotice, card_anchor
+from ...contracts.approvals import ApprovalNotice, card_anchor, decision_link_signature
 
 _ARGUMENTS_CHARS = 1500
 
@@ -25,7 +25,18 @@ def card_link(console_url: str, notice: ApprovalNotice) -> str:
     return f"{console_url.rstrip('/')}/runs/{quote(notice.workflow_id, safe='')}#{anchor}"
 
 
-def body(notice: ApprovalNotice, shape: str, console_url: str) -> dict[str, Any]:
+def decision_link(console_url: str, link_secret: str, notice: ApprovalNotice, decision: str) -> str:
+    """A signed link to the console's confirmation page for ``decision``; it expires with the call."""
+    if not console_url or not link_secret:
+        return ""
+    p = notice.pending
+    expires = int(p.expires_at.timestamp())
+    signature = decision_link_signature(link_secret, notice.workflow_id, p.approval_id, decision, expires)
+    query = urlencode({"w": notice.workflow_id, "a": p.approval_id, "d": decision, "exp": expires, "sig": signature})
+    return f"{console_url.rstrip('/')}/approvals/link?{query}"
+
+
+def body(notice: ApprovalNotice, shape: str, console_url: str, link_secret: str = "") -> dict[str, Any]:
     p = notice.pending
     until = p.expires_at.strftime("%Y-%m-%d %H:%M UTC")
     link = card_link(console_url, notice)
@@ -44,16 +55,23 @@ def body(notice: ApprovalNotice, shape: str, console_url: str) -> dict[str, Any]
         {"type": "section", "text": {"type": "mrkdwn", "text": f"```{_plain(arguments)}```"}},
         {"type": "context", "elements": [{"type": "mrkdwn", "text": f"Rejected if nobody decides by {until}"}]},
     ]
+    approve, reject = (decision_link(console_url, link_secret, notice, d) for d in ("approve", "reject"))
     if link:
         text += f" {link}"
-        blocks.append(
-            {
-                "type": "actions",
-                "elements": [
-                    {"type": "button", "text": {"type": "plain_text", "text": "Open in the console"}, "url": link}
-                ],
-            }
-        )
+        buttons: list[dict[str, Any]] = [
+            {"type": "button", "text": {"type": "plain_text", "text": "Open in the console"}, "url": link}
+        ]
+        if approve:
+            buttons += [
+                {
+                    "type": "button",
+                    "style": "primary",
+                    "text": {"type": "plain_text", "text": "Approve…"},
+                    "url": approve,
+                },
+                {"type": "button", "style": "danger", "text": {"type": "plain_text", "text": "Reject…"}, "url": reject},
+            ]
+        blocks.append({"type": "actions", "elements": buttons})
     sent: dict[str, Any] = {"text": text, "blocks": blocks}
     if shape == "agentsteps":
         sent["approval"] = {
@@ -68,6 +86,8 @@ def body(notice: ApprovalNotice, shape: str, console_url: str) -> dict[str, Any]
             "requested_at": p.requested_at.isoformat(),
             "expires_at": p.expires_at.isoformat(),
             "link": link,
+            "approve_link": approve,
+            "reject_link": reject,
         }
     return sent
 
@@ -84,4 +104,4 @@ def _json_or_text(arguments: str) -> Any:
         return arguments
 
 
-__all__ = ["body", "card_link"]
+__all__ = ["body", "card_link", "decision_link"]

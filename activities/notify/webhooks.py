@@ -37,8 +37,9 @@ class ApprovalNotifier:
     """Posts with its own aiohttp session per notice: the worker's shared HTTP client logs each request's
     URL, and a webhook's URL is a credential (a Slack incoming webhook's is)."""
 
-    def __init__(self, webhooks: list[ApprovalWebhook]) -> None:
+    def __init__(self, webhooks: list[ApprovalWebhook], link_secret: str = "") -> None:
         self.webhooks = webhooks
+        self.link_secret = link_secret
 
     @activity.defn(name=APPROVAL_NOTIFY)
     async def notify(self, notice: ApprovalNotice) -> NoticeDelivery:
@@ -66,7 +67,9 @@ class ApprovalNotifier:
 
     async def _post(self, http: aiohttp.ClientSession, webhook: ApprovalWebhook, notice: ApprovalNotice) -> str | None:
         """None once the webhook accepted; else why not (a status or an error's kind, never the URL)."""
-        data = json.dumps(body(notice, webhook.shape, webhook.console_url), ensure_ascii=False).encode()
+        data = json.dumps(
+            body(notice, webhook.shape, webhook.console_url, self.link_secret), ensure_ascii=False
+        ).encode()
         stamp = int(time.time())
         headers = {
             "Content-Type": "application/json",

@@ -181,6 +181,9 @@ class ConsoleSettings(BaseModel):
     """Behind the deployment's auth proxy (oauth2-proxy, an ingress with SSO): the header in which it
     names the signed-in person (e.g. ``X-Forwarded-User``). A request without it is refused, and the
     name is recorded as the approver. Only set it when nothing but the proxy can reach the console."""
+    link_secret: SecretStr | None = None
+    """Signs the approve/reject links of approval webhooks' notices (the worker signs, the console checks:
+    both read it). A link opens a confirmation page behind the console's sign-in; it never decides alone."""
     people: dict[str, SecretStr] = Field(default_factory=dict)
     """A token per person (``name = token``): whoever signs in with one decides as that name, verified,
     never typed. Beside or instead of ``token`` (which says nobody's name)."""

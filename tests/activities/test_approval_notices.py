@@ -73,3 +73,14 @@ def test_a_webhook_needs_an_http_url_and_a_plain_name():
     )
     assert hook.wants("refund", "any") and not hook.wants("lookup", "any")
     assert "https://x/T/B/k" not in repr(hook) and "hush-123" not in repr(hook)  # URL and secret stay hidden
+
+
+def test_signed_decision_links_ride_along_only_with_a_link_secret_and_a_console_url():
+    plain = body(notice(), "agentsteps", "https://c.example")
+    assert plain["approval"]["approve_link"] == "" and len(plain["blocks"][-1]["elements"]) == 1
+    signed = body(notice(), "agentsteps", "https://c.example", "link-secret-0123")
+    approve = signed["approval"]["approve_link"]
+    assert (
+        approve.startswith("https://c.example/approvals/link?w=w&a=0%3Acall_1_0&d=approve&exp=") and "sig=" in approve
+    )
+    assert signed["approval"]["reject_link"] != approve and len(signed["blocks"][-1]["elements"]) == 3

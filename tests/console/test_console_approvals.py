@@ -219,3 +219,50 @@ async def test_in_code_mode_the_inbox_shows_the_program_making_the_call_and_esca
         page = (await web.get(f"/runs/{handle.id}")).text
         assert pending.approval_id in page  # the run's page offers the decision too
         await handle.cancel()
+
+
+async def test_a_notices_signed_link_opens_a_confirmation_and_a_forged_expired_or_replayed_one_changes_nothing(
+    client, settings, scripted
+):
+    from datetime import timedelta
+    from urllib.parse import urlsplit
+
+    from agentsteps.activities.notify.shapes import decision_link
+    from agentsteps.contracts.approvals import ApprovalNotice
+
+    scripted.set_script(REFUND_SCRIPT)
+    secret = "link-secret-0123456789"
+    async with approval_worker(client, settings, []), console(client, link_secret=secret) as url:
+        handle = await start_run(client, settings.task_queue, tools=["refund"])
+        pending = await wait_pending(client, handle.id)
+
+        def link(decision: str, key: str = secret, **changes) -> str:
+            notice = ApprovalNotice(delivery_id="d", workflow_id=handle.id, pending=pending.model_copy(update=changes))
+            full = decision_link(url, key, notice, decision)
+            return full[len(url) :]
+
+        async with browser(url) as web:
+            page = await web.get(link("approve"))
+            assert page.status_code == 200 and "Approve this call?" in page.text and pending.approval_id in page.text
+            forged = await web.get(link("approve", key="guessed-secret-000"))
+            altered = await web.get(link("approve").replace("d=approve", "d=reject"))
+            expired = await web.get(link("approve", expires_at=pending.requested_at - timedelta(seconds=1)))
+            assert [r.status_code for r in (forged, altered, expired)] == [403, 403, 410]
+            assert "Nothing was decided" in forged.text and "expired" in expired.text
+            assert (await wait_pending(client, handle.id)).approval_id == pending.approval_id  # still waiting
+
+            decided = await web.post(
+                "/approvals/decide",
+                data={
+                    "csrf": csrf_of(page.text),
+                    "workflow_id": handle.id,
+                    "approval_id": pending.approval_id,
+                    "decision": "approve",
+                    "name": "ana",
+                },
+            )
+            assert urlsplit(decided.headers["location"]).path == "/approvals"
+            await handle.result()
+            replayed = await web.get(link("approve"))
+            assert "Nothing to decide" in replayed.text and "already approved by ana at " in replayed.text
+        assert len((await handle.result()).approvals) == 1
