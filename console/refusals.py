@@ -80,11 +80,12 @@ async def _known(
     try:
         if kind == "run" and status is WorkflowExecutionStatus.COMPLETED:
             # Every call of a completed run was decided, timed out or withdrawn: its result has them all.
-            records = (await handle.result(rpc_timeout=ASK_TIMEOUT)).approvals
-            found = next((r for r in records if r.approval_id == approval_id), None)
-            return found if found is not None else "unknown"
+            result: AgentResult = await handle.result(rpc_timeout=ASK_TIMEOUT)
+            records: list[ApprovalRecord] = result.approvals
+            done = next((r for r in records if r.approval_id == approval_id), None)
+            return done if done is not None else "unknown"
         records = await handle.query(DECISIONS_QUERY, result_type=list[ApprovalRecord], rpc_timeout=ASK_TIMEOUT)
-        found = next((r for r in records if r.approval_id == approval_id), None)
+        found: ApprovalRecord | None = next((r for r in records if r.approval_id == approval_id), None)
         if found is not None:
             return found
         waiting = await handle.query(APPROVALS_QUERY, result_type=list[PendingApproval], rpc_timeout=ASK_TIMEOUT)
