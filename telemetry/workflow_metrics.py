@@ -49,6 +49,7 @@ QUOTA_ACTUAL_TOKENS = "agentsteps_quota_actual_tokens"
 QUOTA_THROTTLED = "agentsteps_quota_throttled"
 TENANT_SPEND_USD = "agentsteps_tenant_spend_usd"
 TENANT_BUDGET_USED = "agentsteps_tenant_budget_used_ratio"
+MALFORMED_INPUTS = "agentsteps_malformed_inputs"
 
 
 class WorkflowMetric(NamedTuple):
@@ -100,6 +101,12 @@ WORKFLOW_METRICS = (
         "gauge",
         ("tenant", "period", "limit"),
         "Share of the tenant's budget used (with calls in flight) per period and limit (soft, hard).",
+    ),
+    WorkflowMetric(
+        MALFORMED_INPUTS,
+        "counter",
+        ("kind", "name"),
+        "Starts failed and signals dropped for a wrongly shaped argument (kind: start, signal).",
     ),
 )
 """Every metric recorded here. Temporal adds ``namespace``, ``task_queue`` and ``workflow_type`` labels."""
@@ -260,6 +267,12 @@ def record_budget_used(tenant: str, period: str, limit: str, ratio: float) -> No
     workflow.metric_meter().create_gauge_float(TENANT_BUDGET_USED, "Share of the tenant's budget used.").set(
         ratio, {"tenant": tenant, "period": period, "limit": limit}
     )
+
+
+def record_malformed_input(kind: str, name: str) -> None:
+    workflow.metric_meter().create_counter(
+        MALFORMED_INPUTS, "Starts failed and signals dropped for a wrongly shaped argument (kind: start, signal)."
+    ).add(1, {"kind": kind, "name": name})
 
 
 def record_check(contract: str, phase: str, violations: Sequence["Violation"]) -> None:

@@ -19,6 +19,7 @@ from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
+from temporalio.common import RawValue
 
 with workflow.unsafe.imports_passed_through():
     from pydantic import ValidationError
@@ -35,6 +36,7 @@ with workflow.unsafe.imports_passed_through():
     from ..contracts.quotas.ledger import AccountInput, Ledger
     from ..contracts.quotas.wire import AccountView, LeaseGrant, LeaseRelease, LeaseRequest, LimitChange
     from ..failures import to_application_error
+    from .entries import NO_INPUT, signal_input, start_input
 
 HISTORY_EVENTS_BEFORE_CONTINUE = 8_000
 
@@ -48,7 +50,8 @@ class QuotaAccountWorkflow:
         self.changed = False
 
     @workflow.run
-    async def run(self, inp: AccountInput) -> None:
+    async def run(self, raw: RawValue = NO_INPUT) -> None:
+        inp = start_input(raw, AccountInput)
         self.ledger = ledger = Ledger(inp.ledger)
         self._apply_pending()
         while True:
@@ -107,14 +110,20 @@ class QuotaAccountWorkflow:
         self.changed = True
 
     @workflow.signal(name=QUOTA_ACQUIRE_SIGNAL)
-    def acquire(self, request: LeaseRequest) -> None:
+    def acquire(self, raw: RawValue) -> None:
+        request = signal_input(raw, LeaseRequest, QUOTA_ACQUIRE_SIGNAL)
+        if request is None:
+            return
         if self.ledger is None:
             self.pending.append(request)
         else:
             self._apply(request)
 
     @workflow.signal(name=QUOTA_RELEASE_SIGNAL)
-    def release(self, release: LeaseRelease) -> None:
+    def release(self, raw: RawValue) -> None:
+        release = signal_input(raw, LeaseRelease, QUOTA_RELEASE_SIGNAL)
+        if release is None:
+            return
         if self.ledger is None:
             self.pending.append(release)
         else:

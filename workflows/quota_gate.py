@@ -25,6 +25,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 
 from temporalio import workflow
+from temporalio.common import RawValue
 
 with workflow.unsafe.imports_passed_through():
     from ..contracts import LLMConfig, LLMRequest, LLMResponse
@@ -35,6 +36,7 @@ with workflow.unsafe.imports_passed_through():
     from ..contracts.quotas.wire import LeaseGrant, LeaseRelease, LeaseRequest, QuotaPlan, QuotaRoute
     from ..failures import to_application_error
     from ..telemetry import workflow_metrics
+    from .entries import signal_input
 
 
 def warm_tokenizer() -> None:
@@ -111,8 +113,10 @@ class QuotaHandlers:
     quotas: QuotaDesk
 
     @workflow.signal(name=QUOTA_GRANT_SIGNAL)
-    def quota_grant(self, grant: LeaseGrant) -> None:
-        self.quotas.receive(grant)
+    def quota_grant(self, raw: RawValue) -> None:
+        grant = signal_input(raw, LeaseGrant, QUOTA_GRANT_SIGNAL)
+        if grant is not None:
+            self.quotas.receive(grant)
 
 
 async def leased_call(
