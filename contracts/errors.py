@@ -26,7 +26,8 @@
     ├── PayloadIntegrityError      stored payload bytes no longer match their content address
     │   └── PayloadMissingError        a payload is not in (or not readable from) this worker's store
     ├── DeploymentConfigError      a worker on a cluster without a shared payload store or snapshot key
-    │   └── ConsoleConfigError         the console bound beyond loopback with no token and no auth proxy
+    │   ├── ConsoleConfigError         the console bound beyond loopback with no token and no auth proxy
+    │   └── QueueMismatchError         the queue's workers use another store, key, tools, models or quotas
     ├── StackConflictError         the local stack cannot do it: a port or the queue is taken, or nothing can serve it
     ├── InvalidProgramResume       a snapshot cannot take the outcomes it was resumed with
     ├── MonitorScanError           the monitor's scan program failed or returned a malformed value
@@ -219,6 +220,11 @@ class ConsoleConfigError(DeploymentConfigError):
     """The console's settings would expose it: bound beyond loopback without a token or an auth proxy."""
 
 
+class QueueMismatchError(DeploymentConfigError):
+    """Workers already on the task queue use another payload store, snapshot key, tools, models or quotas:
+    this one is refused before it polls (``client/queue_membership.py``)."""
+
+
 class StackConflictError(AgentStepsError):
     """A CLI process refused to start its part of the stack: a port is taken by something that is not
     the Temporal server it needs, another worker with other tools or models polls the task queue, or
@@ -327,6 +333,7 @@ __all__ = [
     "SessionError",
     "SnapshotIntegrityError",
     "SnapshotKeyUnknownError",
+    "QueueMismatchError",
     "StackConflictError",
     "ToolConfigError",
     "ToolError",
