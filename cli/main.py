@@ -94,7 +94,13 @@ def _parser() -> argparse.ArgumentParser:
     console.add_argument(
         "--host", help="address to bind (default 127.0.0.1; anything else needs a token or an auth proxy)"
     )
-    command("worker", _worker, "Run a worker against TEMPORAL_ADDRESS (production).")
+    worker = command("worker", _worker, "Run a worker against TEMPORAL_ADDRESS (production).")
+    worker.add_argument(
+        "--replace-fleet",
+        action="store_true",
+        help="take the task queue over from workers with another store, key or config (a rolling upgrade to an "
+        "incompatible config): they stop polling at their next renewal (docs/deployment.md)",
+    )
 
     run = command("run", _run, "Start an agent run or a pipeline, show its progress and print the result.")
     target = run.add_mutually_exclusive_group(required=True)
@@ -253,7 +259,7 @@ def _worker(args: argparse.Namespace) -> int:
     install_early()  # before the slow part: a SIGTERM while starting drains instead of killing
     from .dev import run_worker_only
 
-    return asyncio.run(run_worker_only(_settings(args)))
+    return asyncio.run(run_worker_only(_settings(args), replace_fleet=args.replace_fleet))
 
 
 def _run(args: argparse.Namespace) -> int:
