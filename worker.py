@@ -14,7 +14,7 @@ import json
 import os
 import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager, suppress
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -261,8 +261,17 @@ async def serving_queue_registries(client: Client) -> AsyncIterator[None]:
         max_cached_workflows=0,
         workflow_runner=ENGINE_SANDBOX,
     )
-    async with worker:
+    # Its own task, not ``async with``: when the server goes away this worker's fatal error must not cancel
+    # the task that serves the engine (``cli/dev.py`` chooses how a lost server ends).
+    running = asyncio.create_task(worker.run())
+    try:
         yield
+    finally:
+        with suppress(Exception):
+            await asyncio.wait_for(worker.shutdown(), 5)
+        running.cancel()
+        with suppress(BaseException):
+            await running
 
 
 def workflows() -> list[type]:

@@ -16,6 +16,8 @@ import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
 
 from temporalio.client import Client, WithStartWorkflowOperation
 from temporalio.common import WorkflowIDConflictPolicy
@@ -40,6 +42,7 @@ from ..storage.payload_store import PayloadStore
 
 logger = logging.getLogger(__name__)
 
+JOIN_TIMEOUT_SECONDS = 120.0
 _ROUNDS = 6
 """offer / verify / answer, with room for a founder racing this worker."""
 
@@ -52,12 +55,15 @@ class Membership:
     """The request that was accepted, as a renewal sends it again."""
 
     async def renew(self) -> JoinAnswer:
-        return await _ask(self.client, self.task_queue, self.request)
+        return await asyncio.wait_for(_ask(self.client, self.task_queue, self.request), self.request.lease_seconds / 3)
 
     async def leave(self) -> None:
-        with suppress(Exception):  # best effort: otherwise the lease just runs out
+        with suppress(Exception):  # best effort, and quick (the server may be gone): else the lease runs out
             handle = self.client.get_workflow_handle(queue_registry_id(self.task_queue))
-            await handle.signal(QUEUE_LEAVE_SIGNAL, LeaveRequest(worker=self.request.worker))
+            signal = handle.signal(
+                QUEUE_LEAVE_SIGNAL, LeaveRequest(worker=self.request.worker), rpc_timeout=timedelta(seconds=2)
+            )
+            await asyncio.wait_for(signal, 3)
 
 
 async def join_queue(
@@ -73,7 +79,13 @@ async def join_queue(
     """Join ``task_queue``'s registry or raise ``QueueMismatchError`` naming what differs."""
     request = JoinRequest(worker=worker, fingerprint=fingerprint, lease_seconds=lease_seconds, replace=replace)
     for _ in range(_ROUNDS):
-        answer = await _ask(client, task_queue, request)
+        try:
+            answer = await asyncio.wait_for(_ask(client, task_queue, request), JOIN_TIMEOUT_SECONDS)
+        except asyncio.TimeoutError:
+            raise QueueMismatchError(
+                f"task queue {task_queue!r}: its registry did not answer in {JOIN_TIMEOUT_SECONDS:.0f} s (nothing "
+                f"serves the task queue {QUEUE_REGISTRY_TASK_QUEUE!r}, or the server is overloaded); retry"
+            ) from None
         if answer.status == "accepted":
             assert answer.token is not None
             accepted = request.model_copy(
@@ -175,7 +187,7 @@ async def _write_token(store: PayloadStore) -> StoreToken:
 
 
 async def _ask(client: Client, task_queue: str, request: JoinRequest) -> JoinAnswer:
-    start = WithStartWorkflowOperation(
+    start: WithStartWorkflowOperation[Any, Any] = WithStartWorkflowOperation(
         QUEUE_REGISTRY_WORKFLOW,
         RegistryState(),
         id=queue_registry_id(task_queue),
