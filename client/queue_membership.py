@@ -55,7 +55,9 @@ class Membership:
     """The request that was accepted, as a renewal sends it again."""
 
     async def renew(self) -> JoinAnswer:
-        return await asyncio.wait_for(_ask(self.client, self.task_queue, self.request), self.request.lease_seconds / 3)
+        return await asyncio.wait_for(
+            _send_join(self.client, self.task_queue, self.request), self.request.lease_seconds / 3
+        )
 
     async def leave(self) -> None:
         with suppress(Exception):  # best effort, and quick (the server may be gone): else the lease runs out
@@ -80,7 +82,7 @@ async def join_queue(
     request = JoinRequest(worker=worker, fingerprint=fingerprint, lease_seconds=lease_seconds, replace=replace)
     for _ in range(_ROUNDS):
         try:
-            answer = await asyncio.wait_for(_ask(client, task_queue, request), JOIN_TIMEOUT_SECONDS)
+            answer = await asyncio.wait_for(_send_join(client, task_queue, request), JOIN_TIMEOUT_SECONDS)
         except asyncio.TimeoutError:
             raise QueueMismatchError(
                 f"task queue {task_queue!r}: its registry did not answer in {JOIN_TIMEOUT_SECONDS:.0f} s (nothing "
@@ -186,7 +188,7 @@ async def _write_token(store: PayloadStore) -> StoreToken:
     return StoreToken(name=name, digest=hashlib.sha256(data).hexdigest(), location=store.location)
 
 
-async def _ask(client: Client, task_queue: str, request: JoinRequest) -> JoinAnswer:
+async def _send_join(client: Client, task_queue: str, request: JoinRequest) -> JoinAnswer:
     start: WithStartWorkflowOperation[Any, Any] = WithStartWorkflowOperation(
         QUEUE_REGISTRY_WORKFLOW,
         RegistryState(),
