@@ -36,9 +36,7 @@ class QueueRegistryWorkflow:
 
     def _history_is_long(self) -> bool:
         info = workflow.info()
-        return (
-            info.is_continue_as_new_suggested() or info.get_current_history_length() > _EVENTS_BEFORE_CONTINUE
-        )
+        return info.is_continue_as_new_suggested() or info.get_current_history_length() > _EVENTS_BEFORE_CONTINUE
 
     @workflow.update(name=QUEUE_JOIN_UPDATE)
     def join(self, raw: RawValue) -> JoinAnswer:
