@@ -36,6 +36,10 @@ from agentsteps.contracts.names import (
     CLOSE_UPDATE,
     MONITOR_WORKFLOW,
     PIPELINE_WORKFLOW,
+    QUEUE_JOIN_UPDATE,
+    QUEUE_LEAVE_SIGNAL,
+    QUEUE_REGISTRY_TASK_QUEUE,
+    QUEUE_REGISTRY_WORKFLOW,
     QUOTA_ACCOUNT_WORKFLOW,
     QUOTA_ACQUIRE_SIGNAL,
     QUOTA_GRANT_SIGNAL,
@@ -47,9 +51,11 @@ from agentsteps.contracts.names import (
     STATE_QUERY,
     TURN_UPDATE,
 )
+from agentsteps.contracts.queue_registry import JoinRequest, LeaveRequest, RegistryState
 from agentsteps.contracts.quotas.ledger import AccountInput
 from agentsteps.contracts.quotas.wire import LeaseGrant, LeaseRelease, LeaseRequest, LimitChange
 from agentsteps.contracts.session import CloseInput, RewindInput, SessionInput, TurnInput
+from agentsteps.worker import serving_queue_registries
 
 hypothesis_jsonschema = pytest.importorskip("hypothesis_jsonschema")
 
@@ -206,3 +212,20 @@ async def test_wrongly_shaped_updates_are_refused_by_their_validators_and_signal
     await no_task_failed(client, account)
     for workflow_id in (sid, account):
         await client.get_workflow_handle(workflow_id).terminate("test over")
+
+
+async def test_the_queue_registry_refuses_wrongly_shaped_starts_joins_and_leaves(client):
+    async with serving_queue_registries(client):
+        for arg in wrong_shapes(RegistryState, n=2):
+            await fails_fast_typed(client, QUEUE_REGISTRY_TASK_QUEUE, QUEUE_REGISTRY_WORKFLOW, arg)
+        registry = f"hostile-registry-{uuid.uuid4().hex[:8]}"
+        await client.start_workflow(
+            QUEUE_REGISTRY_WORKFLOW, RegistryState(), id=registry, task_queue=QUEUE_REGISTRY_TASK_QUEUE
+        )
+        for arg in wrong_shapes(JoinRequest, LeaveRequest, n=3):
+            refusal = await rejected(client, registry, QUEUE_JOIN_UPDATE, arg)
+            assert isinstance(refusal, ApplicationError) and refusal.type == "InvalidSpecError", refusal
+            await client.get_workflow_handle(registry).signal(QUEUE_LEAVE_SIGNAL, arg)
+        assert (await client.get_workflow_handle(registry).describe()).status == WorkflowExecutionStatus.RUNNING
+        await no_task_failed(client, registry)
+        await client.get_workflow_handle(registry).terminate("test over")
