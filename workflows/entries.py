@@ -34,6 +34,8 @@ from ..telemetry import workflow_metrics
 
 M = TypeVar("M", bound=BaseModel)
 
+_PATHS_NAMED = 8
+
 NO_INPUT = RawValue(Payload())
 """The default of an entry's raw argument: a start or update sent with no argument at all decodes as
 this, and fails as a missing input instead of as a call with too few arguments."""
@@ -83,7 +85,9 @@ def decoded(raw: Any, model: type[M], what: str) -> tuple[M | None, ApplicationE
     except Exception as exc:  # noqa: BLE001 - any decode failure is the caller's wrong shape
         validation = _validation_error(exc)
         if validation is not None:
-            return None, to_application_error(InvalidSpecError.from_validation(validation, what))
+            # The first few paths: a hostile value's thousand errors must not make a thousand-line failure.
+            error = InvalidSpecError.from_validation(validation, what)
+            return None, to_application_error(InvalidSpecError(error.violations[:_PATHS_NAMED]))
         return None, _invalid(what, "$", f"{type(exc).__name__}: {exc}")
     if not isinstance(value, model):
         return None, _invalid(what, "$", f"expected an object, got {type(value).__name__}")
