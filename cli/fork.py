@@ -25,28 +25,6 @@ from ..worker import build_data_converter, connect, load_registry, running_worke
 from .json_output import FORK, print_json
 
 
-def configure_parser(fork: argparse.ArgumentParser) -> None:
-    fork.add_argument(
-        "workflow_id", help="the recorded agent run to fork, or with --turn the session (it is only read)"
-    )
-    fork.add_argument(
-        "--at-step",
-        type=int,
-        required=True,
-        help="start from the state before this step (0: the input; code mode counts model calls and program calls)",
-    )
-    fork.add_argument(
-        "--turn",
-        type=int,
-        help="fork this turn of the session WORKFLOW_ID: a new session goes on from before its step N",
-    )
-    fork.add_argument("--spec", help="AgentSpec file the fork runs with (default: the source's)")
-    fork.add_argument("--model", help="PROVIDER:MODEL replacing the source's model")
-    fork.add_argument("--input", help="a new user message (at step 0: replaces the source's input)")
-    fork.add_argument("--json", action="store_true", help="print only the fork's id and result, as one JSON object")
-    fork.add_argument("--no-worker", action="store_true", help="do not run an in-process worker")
-
-
 async def fork_command(settings: WorkerSettings, args: argparse.Namespace) -> int:
     spec = load_spec(args.spec) if args.spec else None
     async with AsyncExitStack() as stack:
