@@ -30,6 +30,7 @@ from ..contracts.violations import Violation, ViolationKind
 from .counterfactual import RecordedRun, new_spec, read_recorded_run
 from .fork_points import ForkPoint, code_points, program_segments
 from .replay_check import fetch_history
+from .runs import validate_spec
 from .search_attributes import run_start_attributes
 
 
@@ -59,9 +60,12 @@ def effects_in_history(source: RecordedRun) -> list[EffectRecord]:
     return records
 
 
-def conversation_before(user_input: str, steps: Sequence[Step], at_step: int) -> list[Message]:
-    """The messages after the system prompt that the model had before step ``at_step``."""
-    messages = [Message.user(user_input)]
+def conversation_before(opening: str | Sequence[Message], steps: Sequence[Step], at_step: int) -> list[Message]:
+    """The messages after the system prompt that the model had before step ``at_step``.
+
+    ``opening`` is what the run's model had before its first step: the user input, or in a fork the
+    conversation it inherited (its ``ForkOrigin.messages``), so that forks compose."""
+    messages = [Message.user(opening)] if isinstance(opening, str) else list(opening)
     for step in steps[:at_step]:
         if step.kind != "tool_call" or not step.tool_calls:
             continue  # an assistant text or a violated answer the ladder replaced: not in the conversation
@@ -112,6 +116,7 @@ async def plan_fork(
         steps = await client.get_workflow_handle(workflow_id).query(STEPS_QUERY, 0, result_type=list[Step])
         result = AgentResult(status="running", steps=steps)
     new = new_spec(source.inp.spec, spec, model)
+    validate_spec(new)  # a model or spec the fork cannot run is refused here, before anything starts
     code = source.inp.spec.mode == "code"
     if new.mode != source.inp.spec.mode:
         raise _bad("--spec", f"run {workflow_id} is a {source.inp.spec.mode}-mode run; its fork runs in the same mode")
@@ -129,7 +134,9 @@ async def plan_fork(
             f"run {workflow_id} has steps 0..{len(points) - 2}{what}; --at-step must be 0..{len(points) - 1}",
         )
     point = points[at_step]
-    messages = conversation_before(source.inp.input, result.steps, point.step)
+    # A fork's model started from the conversation it inherited, not from the user input alone.
+    opening = source.inp.fork.messages if source.inp.fork is not None else source.inp.input
+    messages = conversation_before(opening, result.steps, point.step)
     program = None
     if point.paused is not None:
         assert point.call_id is not None
@@ -145,7 +152,7 @@ async def plan_fork(
                 f"tools ({', '.join(source.inp.spec.tools) or 'none'}); fork at a model step to change them",
             )
     elif user_input is not None:
-        if point.step == 0:
+        if point.step == 0 and len(messages) == 1:  # before anything but the input: it is replaced
             messages = [Message.user(user_input)]
         elif messages[-1].role == "user":  # code mode: the conversation before a model step is the input
             messages = [*messages[:-1], Message.user(f"{messages[-1].content or ''}\n\n{user_input}")]
