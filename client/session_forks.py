@@ -54,6 +54,7 @@ from ..failures import from_failure
 from .counterfactual import new_spec
 from .forks import conversation_before
 from .replay_check import fetch_history
+from .runs import validate_spec
 from .search_attributes import run_start_attributes
 from .sessions import closed_message
 
@@ -179,6 +180,7 @@ async def plan_session_fork(
         else:
             turn_messages.append(Message.user(user_input))
     new = new_spec(inp.spec, spec, model)
+    validate_spec(new)  # a model or spec the fork cannot run is refused here, before anything starts
     if new.mode != inp.spec.mode:
         raise InvalidTurnError(
             f"session {session_id} is a {inp.spec.mode}-mode session; its fork runs in the same mode"
