@@ -102,6 +102,13 @@ def fork_arguments(fork: argparse.ArgumentParser) -> None:
     fork.add_argument("--spec", help="AgentSpec file the fork runs with (default: the source's)")
     fork.add_argument("--model", help="PROVIDER:MODEL replacing the source's model")
     fork.add_argument("--input", help="a new user message (at step 0: replaces the source's input)")
+    fork.add_argument(
+        "--settle",
+        type=float,
+        metavar="SECONDS",
+        help="a running source inside a call with side effects: wait this long for its outcome, then the fork "
+        "knows it as unknown and never makes it again (default 10)",
+    )
     fork.add_argument("--json", action="store_true", help="print only the fork's id and result, as one JSON object")
     fork.add_argument("--no-worker", action="store_true", help="do not run an in-process worker")
 

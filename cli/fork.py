@@ -13,7 +13,7 @@ from contextlib import AsyncExitStack
 from temporalio.client import Client, WorkflowFailureError, WorkflowUpdateFailedError
 
 from ..client.dev_server import embedded_temporal
-from ..client.forks import plan_fork, start_fork
+from ..client.forks import SETTLE_SECONDS, plan_fork, start_fork
 from ..client.report import print_progress, print_result
 from ..client.runs import follow
 from ..client.session_forks import plan_session_fork, start_session_fork
@@ -43,12 +43,19 @@ async def fork_command(settings: WorkerSettings, args: argparse.Namespace) -> in
                 spec=spec,
                 model=args.model,
                 user_input=args.input,
+                settle_seconds=SETTLE_SECONDS if getattr(args, "settle", None) is None else args.settle,
             )
         except HistoryUnavailableError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
         handle = await start_fork(client, plan, task_queue=settings.task_queue)
         print(f"fork {handle.id} of {args.workflow_id} at step {args.at_step} ({plan.where}) started", file=sys.stderr)
+        if plan.unknown:
+            print(
+                f"the source is still making {len(plan.unknown)} call(s) with side effects ({', '.join(plan.unknown)}):"
+                " the fork knows their outcome as unknown and will not make them again",
+                file=sys.stderr,
+            )
         try:
             result = await follow(handle, lambda s: print_progress(s, sys.stderr))
         except WorkflowFailureError as exc:
