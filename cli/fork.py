@@ -91,6 +91,7 @@ async def _fork_turn(client: Client, settings: WorkerSettings, args: argparse.Na
             spec=spec,
             model=args.model,
             user_input=args.input,
+            settle_seconds=SETTLE_SECONDS if getattr(args, "settle", None) is None else args.settle,
         )
     except (HistoryUnavailableError, SessionError) as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -24,7 +24,7 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHistory
 from temporalio.converter import DataConverter
 
-from ..contracts import EffectRecord, ToolCallInput, ToolSchema
+from ..contracts import EffectRecord, ToolCallInput, ToolCallResult, ToolSchema
 from ..contracts.llm.arguments import canonical_arguments, cap
 from ..contracts.llm.tools import OUTCOME_UNKNOWN
 from ..contracts.names import TOOLS_CALL
@@ -93,6 +93,56 @@ async def wait_to_settle(
     return history
 
 
+def may_have_effect(call: ToolCallInput) -> bool:
+    """Without the run's schemas (a session's catalog is in the store): a call whose tool is not declared
+    safe to repeat (``delivery = "retry"``: no side effect, or idempotent by nature) may have had one."""
+    return call.delivery != "retry"
+
+
+async def answered_calls(history: WorkflowHistory, converter: DataConverter) -> list[EffectRecord]:
+    """Every completed ``tools.call`` that may have had an effect, as the calling run's ledger recorded it
+    (its own key, so a record of the same call from elsewhere merges with it); a tool's refusal is none."""
+    scheduled: dict[int, Payloads] = {}
+    records = []
+    for event in history.events:
+        if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+            attrs = event.activity_task_scheduled_event_attributes
+            if attrs.activity_type.name == TOOLS_CALL:
+                scheduled[event.event_id] = attrs.input
+        elif event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
+            done = event.activity_task_completed_event_attributes
+            payloads = scheduled.pop(done.scheduled_event_id, None)
+            if payloads is None:
+                continue
+            call = (await converter.decode(list(payloads.payloads), [ToolCallInput]))[0]
+            answer = (await converter.decode(list(done.result.payloads), [ToolCallResult]))[0]
+            unknown = answer.error_type == OUTCOME_UNKNOWN
+            if may_have_effect(call) and (unknown or not answer.is_error):
+                records.append(
+                    EffectRecord(
+                        key=call.idempotency_key,
+                        tool=call.name,
+                        arguments=cap(canonical_arguments(call.arguments)),
+                        content=cap(answer.content),
+                        outcome="unknown" if unknown else "done",
+                    )
+                )
+    return records
+
+
+async def running_effects(
+    client: Client, workflow_id: str, *, converter: DataConverter, wait: float
+) -> list[EffectRecord]:
+    """What the current run of ``workflow_id`` (a session's, whose turn may be running) did and may be doing:
+    its answered calls, after its unsettled ones settled or ``wait`` passed; those still unsettled, unknown."""
+    history = await fetch_history(client, workflow_id)
+    pending = [c for c in await unsettled_calls(history, converter) if may_have_effect(c.call)]
+    if pending:
+        history = await wait_to_settle(client, workflow_id, history, pending, converter=converter, wait=wait)
+    still = [c for c in await unsettled_calls(history, converter) if may_have_effect(c.call)]
+    return [*await answered_calls(history, converter), *unknown_effects(still, workflow_id)]
+
+
 def unknown_effects(calls: list[UnsettledCall], source: str) -> list[EffectRecord]:
     """The source's unsettled calls as its fork records them: outcome unknown, under the source's key."""
     return [
@@ -111,4 +161,13 @@ def unknown_effects(calls: list[UnsettledCall], source: str) -> list[EffectRecor
     ]
 
 
-__all__ = ["UnsettledCall", "unknown_effects", "unsettled_calls", "wait_to_settle", "with_side_effects"]
+__all__ = [
+    "UnsettledCall",
+    "answered_calls",
+    "may_have_effect",
+    "running_effects",
+    "unknown_effects",
+    "unsettled_calls",
+    "wait_to_settle",
+    "with_side_effects",
+]

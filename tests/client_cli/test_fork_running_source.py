@@ -13,9 +13,12 @@ import asyncio
 
 from agent_support import make_spec
 from pydantic import BaseModel
+from session_support import session_id
 
 from agentsteps.activities.tools.registry import ToolContext, ToolRegistry
 from agentsteps.client.forks import fork_run
+from agentsteps.client.session_forks import fork_session
+from agentsteps.client.sessions import continue_session, send_turn
 from agentsteps.contracts import AgentInput, AgentResult
 from agentsteps.contracts.llm.tools import OUTCOME_UNKNOWN
 from agentsteps.contracts.names import AGENT_WORKFLOW
@@ -126,3 +129,44 @@ async def test_a_fork_of_a_source_inside_a_charge_waits_for_its_real_outcome(cli
     first = [r for r in scripted.requests if "which this run is a fork of" in str(r.body)][0]
     assert '"charged": 7' in str(first.body)
     assert tool.executed == [7], "the charge happened more than once across the source and its fork"
+
+
+SESSION_SCRIPT = {
+    "rules": [
+        {"match": {"role": "user", "contains": "hello"}, "reply": {"content": "hi there"}},
+        *SCRIPT["rules"],
+    ]
+}
+
+
+async def test_a_fork_of_a_session_turn_while_the_next_turn_is_inside_a_charge_repeats_no_effect(
+    client, settings, scripted
+):
+    scripted.set_script(SESSION_SCRIPT)
+    tool = BlockingCharge()
+    sid = session_id()
+    async with running_worker(client, settings, registry=tool.registry()):
+        await send_turn(client, make_spec(tools=["charge"]), "hello", session_id=sid, task_queue=settings.task_queue)
+        # Turn 2 charges and blocks inside the call: nothing of it is in the session's checkpoints yet.
+        second = asyncio.ensure_future(continue_session(client, sid, "charge customer 7"))
+        await asyncio.wait_for(tool.entered.wait(), 30)
+        # Turn 1 forked with another input that asks for the same charge: unknown, never sent again.
+        _, first = await asyncio.wait_for(
+            fork_session(
+                client,
+                sid,
+                1,
+                0,
+                data_converter=build_data_converter(settings),
+                task_queue=settings.task_queue,
+                user_input="charge customer 7",
+                settle_seconds=0.5,
+            ),
+            30,
+        )
+        assert first.output == "not sure it was charged" and tool.executed == [7]
+        [call] = [c for s in first.steps for c in s.tool_calls]
+        assert OUTCOME_UNKNOWN in call.content and f"run {sid}" in call.content
+        tool.release.set()
+        assert (await asyncio.wait_for(second, 30)).output == "charged"
+    assert tool.executed == [7], "the charge happened more than once across the session and its fork"
