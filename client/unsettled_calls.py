@@ -86,11 +86,26 @@ async def wait_to_settle(
     fork does not chase them (they are unknown to it, as any call still unsettled at its last read)."""
     waiting = {c.scheduled_event_id for c in calls}
     deadline = time.monotonic() + wait
-    while waiting and time.monotonic() < deadline:
+    while waiting and time.monotonic() < deadline and not _closed(history):
         await asyncio.sleep(POLL_SECONDS)
         history = await fetch_history(client, workflow_id)
         waiting &= {c.scheduled_event_id for c in await unsettled_calls(history, converter)}
     return history
+
+
+_RUN_CLOSED = {
+    EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED,
+    EventType.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED,
+    EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED,
+    EventType.EVENT_TYPE_WORKFLOW_EXECUTION_TERMINATED,
+    EventType.EVENT_TYPE_WORKFLOW_EXECUTION_TIMED_OUT,
+    EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW,
+}
+
+
+def _closed(history: WorkflowHistory) -> bool:
+    """A run that has ended never hears from a call it left unsettled: waiting would learn nothing."""
+    return bool(history.events) and history.events[-1].event_type in _RUN_CLOSED
 
 
 def may_have_effect(call: ToolCallInput) -> bool:
