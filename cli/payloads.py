@@ -4,29 +4,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-from datetime import timedelta
 
-from ..contracts.config.schedules import duration_from_text
 from .json_output import PAYLOADS_GC, print_json
-
-
-def configure_parser(parser: argparse.ArgumentParser) -> None:
-    actions = parser.add_subparsers(metavar="ACTION")
-    gc = actions.add_parser("gc", help="Delete payloads no open workflow can still need (dry run by default).")
-    gc.add_argument(
-        "--older-than", required=True, type=_duration, help="only payloads stored before this long ago, e.g. 30d"
-    )
-    gc.add_argument("--delete", action="store_true", help="delete them (default: only report)")
-    gc.add_argument("--json", action="store_true", help="print the report as one JSON object")
-    gc.add_argument("--config", default=argparse.SUPPRESS, help="TOML config file")
-    gc.set_defaults(handler=payloads_gc)
-
-
-def _duration(text: str) -> timedelta:
-    try:
-        return duration_from_text(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def payloads_gc(args: argparse.Namespace) -> int:

@@ -52,10 +52,12 @@ from ..contracts.session import (
 )
 from ..failures import from_failure
 from .counterfactual import new_spec
-from .forks import conversation_before
+from .forks import SETTLE_SECONDS, conversation_before
 from .replay_check import fetch_history
+from .runs import validate_spec
 from .search_attributes import run_start_attributes
 from .sessions import closed_message
+from .unsettled_calls import running_effects
 
 
 @dataclass(frozen=True)
@@ -138,6 +140,7 @@ async def plan_session_fork(
     model: str | None = None,
     user_input: str | None = None,
     fork_id: str | None = None,
+    settle_seconds: float = SETTLE_SECONDS,
 ) -> SessionForkPlan:
     """The fork of session ``session_id`` before step ``at_step`` of turn ``turn``; nothing starts."""
     handle = client.get_workflow_handle(session_id)
@@ -179,11 +182,14 @@ async def plan_session_fork(
         else:
             turn_messages.append(Message.user(user_input))
     new = new_spec(inp.spec, spec, model)
+    validate_spec(new)  # a model or spec the fork cannot run is refused here, before anything starts
     if new.mode != inp.spec.mode:
         raise InvalidTurnError(
             f"session {session_id} is a {inp.spec.mode}-mode session; its fork runs in the same mode"
         )
-    effects = _effects(source)
+    # A turn may be running: what it did so far is in no checkpoint yet, and a call it is making is unknown.
+    running = await running_effects(client, session_id, converter=data_converter, wait=settle_seconds)
+    effects = list({e.key: e for e in [*_effects(source), *running]}.values())
     fork = SessionFork(
         session_id=session_id,
         owner=source.owner,
@@ -255,6 +261,7 @@ async def fork_session(
     model: str | None = None,
     user_input: str | None = None,
     fork_id: str | None = None,
+    settle_seconds: float = SETTLE_SECONDS,
 ) -> tuple[str, TurnResult]:
     """Fork session ``session_id`` before step ``at_step`` of turn ``turn``: a new session (its id is
     returned) whose first turn goes on from there; send it more turns as to any session."""
@@ -268,6 +275,7 @@ async def fork_session(
         model=model,
         user_input=user_input,
         fork_id=fork_id,
+        settle_seconds=settle_seconds,
     )
     return plan.fork_id, await start_session_fork(client, plan, task_queue=task_queue)
 
