@@ -39,7 +39,7 @@ def main(argv: list[str] | None = None) -> NoReturn:
     try:
         status = args.handler(args)
     except InvalidSpecError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)
         status = EXIT_BAD_INPUT
     except AgentStepsError as exc:
         print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)

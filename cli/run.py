@@ -13,7 +13,7 @@ from ..client.quotas import quota_plan
 from ..client.report import print_progress, print_result
 from ..client.runs import follow, start_agent_run
 from ..client.spec_files import load_spec
-from ..contracts import InvalidSpecError, Violation, ViolationKind
+from ..contracts import AgentStepsError, InvalidSpecError, Violation, ViolationKind
 from ..contracts.composition.pipeline_run import PipelineResult, pipeline_input
 from ..contracts.config.settings import WorkerSettings
 from ..contracts.names import PIPELINE_WORKFLOW
@@ -44,7 +44,7 @@ async def run_from_spec(
         print(f"run {handle.id} started", file=progress)
         try:
             result = await follow(handle, lambda s: print_progress(s, progress))
-        except WorkflowFailureError as exc:
+        except (AgentStepsError, WorkflowFailureError) as exc:
             print(f"run failed: {describe(exc)}", file=sys.stderr)
             return 1
     if as_json:

@@ -24,13 +24,15 @@ from ..contracts.code.program import ForkedProgram
 from ..contracts.llm.arguments import cap
 from ..contracts.llm.messages import LLMToolCall
 from ..contracts.llm.tools import OUTCOME_UNKNOWN
-from ..contracts.names import AGENT_WORKFLOW, STEPS_QUERY
+from ..contracts.names import AGENT_WORKFLOW, SESSION_WORKFLOW, STEPS_QUERY
 from ..contracts.persisted_ids import RUN_SCOPE, fork_run_id, history_effect_key, program_call_id
 from ..contracts.violations import Violation, ViolationKind
 from .counterfactual import RecordedRun, new_spec, read_recorded_run
 from .fork_points import ForkPoint, code_points, program_segments
-from .replay_check import fetch_history
+from .replay_check import fetch_history, workflow_type
 from .search_attributes import run_start_attributes
+
+FORK_NEXT_STEP = "check the id (a fork reads the source from the server, which keeps a closed run only so long)"
 
 
 def _bad(path: str, message: str) -> InvalidSpecError:
@@ -105,7 +107,15 @@ async def plan_fork(
     user_input: str | None = None,
 ) -> ForkPlan:
     """The fork of ``workflow_id`` at ``at_step`` (0: from the user input), read from its history; nothing starts."""
-    history = await fetch_history(client, workflow_id)
+    history = await fetch_history(client, workflow_id, next_step=FORK_NEXT_STEP)
+    kind = workflow_type(history)
+    if kind == SESSION_WORKFLOW:
+        raise _bad(
+            "--turn",
+            f"{workflow_id} is a session: fork one of its turns (agentsteps fork {workflow_id} --turn T --at-step N)",
+        )
+    if kind != AGENT_WORKFLOW:
+        raise _bad("workflow_id", f"{workflow_id} is a {kind}; only an {AGENT_WORKFLOW} run or a session forks")
     source = await read_recorded_run(history, data_converter)
     result = source.result
     if result is None:  # still open: the steps so far (effects are then those in its steps)

@@ -247,16 +247,20 @@ def visibility_query(workflow_type: str | None, query: str | None) -> str:
     return ""
 
 
-async def fetch_history(client: Client, workflow_id: str, run_id: str | None = None) -> WorkflowHistory:
-    """A run's full history, or ``HistoryUnavailableError`` when the server no longer keeps it."""
+async def fetch_history(
+    client: Client, workflow_id: str, run_id: str | None = None, *, next_step: str | None = None
+) -> WorkflowHistory:
+    """A run's full history, or ``HistoryUnavailableError`` when the server no longer keeps it (its message
+    ends with ``next_step``, what the caller can do instead: replay's ``--histories DIR`` by default)."""
+    hint = {} if next_step is None else {"next_step": next_step}
     try:
         history = await client.get_workflow_handle(workflow_id, run_id=run_id).fetch_history()
     except RPCError as exc:
         if exc.status in (RPCStatusCode.NOT_FOUND, RPCStatusCode.FAILED_PRECONDITION):
-            raise HistoryUnavailableError(workflow_id, exc.message) from None
+            raise HistoryUnavailableError(workflow_id, exc.message, **hint) from None
         raise
     if not history.events:
-        raise HistoryUnavailableError(workflow_id)
+        raise HistoryUnavailableError(workflow_id, **hint)
     return history
 
 
