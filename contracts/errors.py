@@ -26,6 +26,7 @@
     ├── SnapshotKeyUnknownError    signed with a key id this worker lacks (a key rollout): retried, then waited for
     ├── PayloadIntegrityError      stored payload bytes no longer match their content address
     │   └── PayloadMissingError        a payload is not in (or not readable from) this worker's store
+    ├── PayloadStoreDeniedError    the store refused this worker (credentials, policy): retried, the run left alone
     ├── DeploymentConfigError      a worker on a cluster without a shared payload store or snapshot key
     │   └── ConsoleConfigError         the console bound beyond loopback with no token and no auth proxy
     ├── StackConflictError         the local stack cannot do it: a port or the queue is taken, or nothing can serve it
@@ -214,6 +215,15 @@ class PayloadMissingError(PayloadIntegrityError):
     """
 
 
+class PayloadStoreDeniedError(AgentStepsError):
+    """The payload store refused this worker (AccessDenied, bad credentials, a bad signature): this pod's fault.
+
+    Retried (the attempt fails, possibly taken by a healthy pod) and the run is left alone; counted as
+    ``agentsteps_payload_store_denied_total`` (alert ``AgentStepsPayloadStoreDenied``)."""
+
+    retryable = True
+
+
 class DeploymentConfigError(AgentStepsError):
     """The worker's deployment settings cannot keep runs safe (raised before it starts)."""
 
@@ -351,6 +361,7 @@ __all__ = [
     "NonRetryableProviderError",
     "PayloadIntegrityError",
     "PayloadMissingError",
+    "PayloadStoreDeniedError",
     "ProviderError",
     "QuotaConfigError",
     "RetryableProviderError",
