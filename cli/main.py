@@ -23,6 +23,7 @@ from .failure_lines import configure_logging, describe
 
 if TYPE_CHECKING:  # the settings load only for the commands that need them: the CLI starts quickly
     from ..contracts.config.settings import WorkerSettings
+    from .json_stdout import JsonStdout
 
 EXIT_OK = 0
 EXIT_RUN_FAILED = 1
@@ -35,6 +36,7 @@ def main(argv: list[str] | None = None) -> NoReturn:
     if not hasattr(args, "handler"):
         parser.print_help()
         _exit(EXIT_BAD_INPUT)
+    guard = _json_stdout(args, sys.argv[1:] if argv is None else argv)
     level = configure_logging(args.debug)
     try:
         status = args.handler(args)
@@ -55,7 +57,18 @@ def main(argv: list[str] | None = None) -> NoReturn:
         if level > logging.DEBUG:
             print("(agentsteps --debug ... shows the traceback)", file=sys.stderr)
         status = EXIT_RUN_FAILED
+    if guard is not None:
+        guard.finish(status)
     _exit(status)
+
+
+def _json_stdout(args: argparse.Namespace, argv: list[str]) -> JsonStdout | None:
+    """For a ``--json`` command: stdout keeps to its one document, failures included (``cli/json_stdout.py``)."""
+    if not getattr(args, "json", False):
+        return None
+    from .json_stdout import JsonStdout, command_of
+
+    return JsonStdout(command_of(argv))
 
 
 def _exit(status: int) -> NoReturn:
