@@ -25,8 +25,9 @@ from typing import Any, TextIO
 
 from .json_output import ERROR, SHAPES, print_json
 
-# "error: SessionClosedError: ...", "run failed: BudgetExceededError: ...": the line a failure ends with.
-_FAILURE_LINE = re.compile(r"^(?:error|[\w ]+ failed): (.*)$")
+# "error: SessionClosedError: ...", "run failed: BudgetExceededError: ...", argparse's "agentsteps run: error:
+# ...": the line a failure ends with.
+_FAILURE_LINE = re.compile(r"^(?:error|[\w ]+ failed|agentsteps[\w -]*: error): (.*)$")
 _TYPE = re.compile(r"^([A-Z]\w*(?:Error|Resume)): ")
 
 

@@ -31,12 +31,18 @@ EXIT_BAD_INPUT = 2
 
 
 def main(argv: list[str] | None = None) -> NoReturn:
+    argv = sys.argv[1:] if argv is None else argv
+    guard = _json_stdout(argv)
     parser = _parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # refused arguments: with --json, their line still becomes the one document
+        if guard is not None:
+            guard.finish(exc.code if isinstance(exc.code, int) else EXIT_BAD_INPUT)
+        raise
     if not hasattr(args, "handler"):
         parser.print_help()
         _exit(EXIT_BAD_INPUT)
-    guard = _json_stdout(args, sys.argv[1:] if argv is None else argv)
     level = configure_logging(args.debug)
     try:
         status = args.handler(args)
@@ -62,9 +68,9 @@ def main(argv: list[str] | None = None) -> NoReturn:
     _exit(status)
 
 
-def _json_stdout(args: argparse.Namespace, argv: list[str]) -> JsonStdout | None:
+def _json_stdout(argv: list[str]) -> JsonStdout | None:
     """For a ``--json`` command: stdout keeps to its one document, failures included (``cli/json_stdout.py``)."""
-    if not getattr(args, "json", False):
+    if "--json" not in argv:
         return None
     from .json_stdout import JsonStdout, command_of
 

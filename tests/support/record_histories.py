@@ -56,7 +56,6 @@ from agentsteps.client.spec_files import parse_spec
 from agentsteps.contracts import AgentInput, AgentResult, AgentSpec, LLMConfig
 from agentsteps.contracts.composition.pipeline_run import PipelineResult, pipeline_input
 from agentsteps.contracts.config.settings import ProviderSettings, WorkerSettings
-from agentsteps.contracts.errors import AgentStepsError
 from agentsteps.contracts.monitor import MonitorInput, MonitorReport
 from agentsteps.contracts.names import AGENT_WORKFLOW, MONITOR_WORKFLOW, PIPELINE_WORKFLOW, TOOLS_CALL
 from agentsteps.contracts.session import SessionConfig
@@ -493,7 +492,7 @@ async def _session_state(rec: Recorder) -> None:
     try:
         await send("refund and audit A-17")
         raise AssertionError("the audit was meant to fail the turn")
-    except AgentStepsError:  # the turn's typed failure (send_turn unwraps Temporal's wrapper)
+    except WorkflowUpdateFailedError:
         pass
     assert await pending_approvals(rec.client, session_id) == []
     first_run = (await rec.client.get_workflow_handle(session_id).describe()).run_id
