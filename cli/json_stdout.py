@@ -71,13 +71,13 @@ class JsonStdout:
         os.dup2(2, 1)
         self.stdout = _Watched(open(real, "w", encoding="utf-8", closefd=True))  # noqa: SIM115 (lives until exit)
         self.stderr = _Watched(sys.stderr)
-        sys.stdout = self.stdout  # type: ignore[assignment]
-        sys.stderr = self.stderr  # type: ignore[assignment]
+        sys.stdout = self.stdout
+        sys.stderr = self.stderr
 
     def finish(self, status: int) -> None:
         """Print the error document if the command failed without printing its own."""
         if status != 0 and not self.stdout.written:
-            print_json(ERROR, failure_body(self.command, status, self.stderr.lines), self.stdout, indent=None)
+            print_json(ERROR, failure_body(self.command, status, self.stderr.lines), indent=None)  # to self.stdout
         self.stdout.flush()
 
 

@@ -21,7 +21,7 @@ from test_cli import AGENTSTEPS, ROOT, _agentsteps, _env
 from agentsteps.cli.quotas import summary
 from agentsteps.client.sessions import close_session, decide_approval, send_turn
 from agentsteps.contracts import AgentSpec, LLMConfig
-from agentsteps.contracts.quotas.config import PeriodBudget, TenantBudget
+from agentsteps.contracts.quotas.config import DegradeModel, PeriodBudget, TenantBudget
 from agentsteps.contracts.quotas.wire import AccountView
 from agentsteps.scripted_model import ScriptedModelServer
 
@@ -38,7 +38,11 @@ def test_budget_show_says_each_limit_in_words_and_none_for_an_unset_one():
     view = AccountView(
         name="acme",
         kind="tenant",
-        tenant=TenantBudget(name="acme", budget={"day": PeriodBudget(tokens_soft=500, usd_hard=5.0)}),
+        tenant=TenantBudget(
+            name="acme",
+            budget={"day": PeriodBudget(tokens_soft=500, usd_hard=5.0)},
+            degrade_to=[DegradeModel(model="gpt-4o-mini-2024-07-18")],
+        ),
     )
     text = summary(view)
     assert "(soft: 500 tokens; hard: $5)" in text and "None" not in text
@@ -99,7 +103,7 @@ def test_a_mistyped_tool_and_an_unknown_fork_say_where_to_look(temporal_env, tmp
 
     assert typo.returncode == 1
     line = last_line(typo.stderr)
-    assert line.startswith("run failed: InvalidSpecError: ") and "'get_wether' is not registered" in line
+    assert line.startswith("run failed: InvalidSpecError: ") and '"get_wether" is not registered' in line
     assert "known tools: none" not in line and "agentsteps tools list" in line
     assert fork.returncode == 2
     line = last_line(fork.stderr)
