@@ -295,8 +295,14 @@ def _chat(args: argparse.Namespace) -> int:
     except SessionNotFound as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_RUN_FAILED
-    except KeyboardInterrupt:
-        print("\nthe session stays open; resume it with agentsteps chat --session ID", file=sys.stderr)
+    except KeyboardInterrupt:  # before the chat's loop: a --spec session has not started yet
+        if args.session:
+            print(
+                f"\nsession {args.session} stays open; resume it with agentsteps chat --session {args.session}",
+                file=sys.stderr,
+            )
+        else:
+            print("\ninterrupted before the first message: no session was started", file=sys.stderr)
         return EXIT_OK
 
 
