@@ -73,18 +73,24 @@ async def announce_approvals(
         for call in pending:
             if call.approval_id not in told:
                 told.add(call.approval_id)
-                print(approval_line(workflow_id, call.tool, call.approval_id, settings), file=out, flush=True)
+                where = client.service_client.config.target_host, client.namespace
+                print(approval_line(workflow_id, call.tool, call.approval_id, settings, where), file=out, flush=True)
         await asyncio.sleep(interval)
 
 
-def approval_line(workflow_id: str, tool: str, approval_id: str, settings: WorkerSettings) -> str:
-    """Where a waiting call is decided: the console's inbox, or the ``approve`` Update by name."""
+def approval_line(
+    workflow_id: str, tool: str, approval_id: str, settings: WorkerSettings, server: tuple[str, str]
+) -> str:
+    """Where a waiting call is decided: the console's inbox, or the ``approve`` Update by name on ``server``
+    (address, namespace)."""
     console = f"http://{settings.console.host}:{settings.console.port}/approvals"
     decision = json.dumps({"approval_id": approval_id, "approver": "YOUR NAME"})
+    address, namespace = server
+    on = f"--address {address}" + (f" --namespace {namespace}" if namespace != "default" else "")
     return (
         f"run {workflow_id} waits for a person to approve {tool} (approval {approval_id}): decide in the console "
         f"at {console} (agentsteps dev or agentsteps console serves it), or run: temporal workflow update execute "
-        f"--workflow-id {workflow_id} --name approve --input '{decision}' (--name reject to refuse)"
+        f"{on} --workflow-id {workflow_id} --name approve --input '{decision}' (--name reject to refuse)"
     )
 
 
