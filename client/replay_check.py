@@ -13,7 +13,9 @@ build no longer issues names the event, and that is where a
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
+import logging
 import re
 from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import asdict, dataclass
@@ -24,6 +26,7 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import Client, WorkflowHistory
 from temporalio.converter import DataConverter
+from temporalio.runtime import LogForwardingConfig, LoggingConfig, Runtime, TelemetryConfig
 from temporalio.service import RPCError, RPCStatusCode
 from temporalio.worker import Replayer
 
@@ -162,6 +165,14 @@ def _hint(wf_type: str, event: HistoryEvent | None) -> str:
     )
 
 
+@functools.cache
+def _replay_runtime() -> Runtime:
+    """The Replayer's runtime: the core's warnings ("Failing workflow task ... Nondeterminism", exactly when
+    the gate fires) go to Python logging (stderr, one line each), not in colour to stdout under the report."""
+    forwarded = LogForwardingConfig(logger=logging.getLogger("temporalio.core"))
+    return Runtime(telemetry=TelemetryConfig(logging=LoggingConfig(filter="WARN", forwarding=forwarded)))
+
+
 async def check_histories(
     histories: Iterable[tuple[str, WorkflowHistory]] | AsyncIterator[tuple[str, WorkflowHistory]],
     *,
@@ -174,7 +185,7 @@ async def check_histories(
     if workflow_runner is not None:
         options["workflow_runner"] = workflow_runner
     await asyncio.to_thread(warm_tokenizer)  # a run under a quota plan counts its prompts in the workflow
-    replayer = Replayer(**options)
+    replayer = Replayer(**options, runtime=_replay_runtime())
     findings: list[ReplayFinding] = []
 
     async def each() -> AsyncIterator[tuple[str, WorkflowHistory]]:
