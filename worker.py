@@ -51,7 +51,7 @@ from .storage import payload_unavailable
 from .storage.conversations import ConversationStore
 from .storage.payload_contexts import contexts_of
 from .storage.payload_store import PayloadStore, build_payload_store
-from .storage.payload_unavailable import terminate_unreadable_runs
+from .storage.payload_unavailable import denied_code, terminate_unreadable_runs
 from .telemetry.metrics import PAYLOAD_STORE_DENIED, WORKER_SLOTS
 from .telemetry.runtime import build_runtime
 from .telemetry.tracing import tracing_interceptors
@@ -146,8 +146,28 @@ async def check_snapshot_key(settings: WorkerSettings) -> None:
     store = build_payload_store(settings)
     try:
         await check_deployment_key(store, load_snapshot_key(settings), previous_snapshot_keys(settings))
+    except DeploymentConfigError:
+        raise
+    except Exception as exc:  # the store's own answer (botocore, a socket): one line naming cause and next step
+        raise store_unusable(store.location, exc) from exc
     finally:
         await store.aclose()
+
+
+def store_unusable(location: str, exc: BaseException) -> DeploymentConfigError:
+    """The payload store failed this worker's start-up check: refused (credentials) or not reached."""
+    code = denied_code(exc)
+    cause = " ".join(f"{type(exc).__name__}: {exc}".split())
+    if code is not None:
+        return DeploymentConfigError(
+            f"the payload store {location} refused this worker's start-up check ({code}): check its credentials "
+            "(AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, or the pod's role) and the bucket's "
+            f"policy, then start it again ({cause})"
+        )
+    return DeploymentConfigError(
+        f"the payload store {location} could not be used for this worker's start-up check: check the bucket "
+        f"and AWS_ENDPOINT_URL, then start it again ({cause})"
+    )
 
 
 def check_provider_keys(settings: WorkerSettings) -> None:

@@ -22,6 +22,7 @@ from ..contracts import AgentSpec
 from ..contracts.config.settings import WorkerSettings
 from ..contracts.errors import AgentStepsError, HistoryUnavailableError, SessionError
 from ..worker import build_data_converter, connect, load_registry, running_worker
+from .failure_lines import describe
 from .json_output import FORK, print_json
 
 
@@ -46,7 +47,7 @@ async def fork_command(settings: WorkerSettings, args: argparse.Namespace) -> in
                 settle_seconds=SETTLE_SECONDS if getattr(args, "settle", None) is None else args.settle,
             )
         except HistoryUnavailableError as exc:
-            print(f"error: {exc}", file=sys.stderr)
+            print(f"error: HistoryUnavailableError: {exc}", file=sys.stderr)
             return 2
         handle = await start_fork(client, plan, task_queue=settings.task_queue)
         print(f"fork {handle.id} of {args.workflow_id} at step {args.at_step} ({plan.where}) started", file=sys.stderr)
@@ -58,8 +59,8 @@ async def fork_command(settings: WorkerSettings, args: argparse.Namespace) -> in
             )
         try:
             result = await follow(handle, lambda s: print_progress(s, sys.stderr))
-        except WorkflowFailureError as exc:
-            print(f"fork failed: {exc.cause}", file=sys.stderr)
+        except (AgentStepsError, WorkflowFailureError) as exc:
+            print(f"fork failed: {describe(exc)}", file=sys.stderr)
             return 1
     if args.json:
         print_json(
@@ -94,13 +95,13 @@ async def _fork_turn(client: Client, settings: WorkerSettings, args: argparse.Na
             settle_seconds=SETTLE_SECONDS if getattr(args, "settle", None) is None else args.settle,
         )
     except (HistoryUnavailableError, SessionError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 2
     print(f"fork {plan.fork_id} of session {args.workflow_id} {plan.where} started", file=sys.stderr)
     try:
         result = await start_session_fork(client, plan, task_queue=settings.task_queue)
     except (AgentStepsError, WorkflowUpdateFailedError) as exc:
-        print(f"fork failed: {exc}", file=sys.stderr)
+        print(f"fork failed: {describe(exc)}", file=sys.stderr)
         return 1
     if args.json:
         body = result.model_dump(mode="json", exclude={"session_id", "turn"})

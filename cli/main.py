@@ -18,6 +18,7 @@ from . import arguments
 
 if TYPE_CHECKING:  # the settings load only for the commands that need them: the CLI starts quickly
     from ..contracts.config.settings import WorkerSettings
+    from .json_stdout import JsonStdout
 
 EXIT_OK = 0
 EXIT_RUN_FAILED = 1
@@ -25,8 +26,15 @@ EXIT_BAD_INPUT = 2
 
 
 def main(argv: list[str] | None = None) -> NoReturn:
+    argv = sys.argv[1:] if argv is None else argv
+    guard = _json_stdout(argv)
     parser = _parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # refused arguments: with --json, their line still becomes the one document
+        if guard is not None:
+            guard.finish(exc.code if isinstance(exc.code, int) else EXIT_BAD_INPUT)
+        raise
     if not hasattr(args, "handler"):
         parser.print_help()
         _exit(EXIT_BAD_INPUT)
@@ -41,7 +49,7 @@ def main(argv: list[str] | None = None) -> NoReturn:
     try:
         status = args.handler(args)
     except InvalidSpecError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)
         status = EXIT_BAD_INPUT
     except AgentStepsError as exc:
         print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)
@@ -57,7 +65,18 @@ def main(argv: list[str] | None = None) -> NoReturn:
         if level > logging.DEBUG:
             print("(agentsteps --debug ... shows the traceback)", file=sys.stderr)
         status = EXIT_RUN_FAILED
+    if guard is not None:
+        guard.finish(status)
     _exit(status)
+
+
+def _json_stdout(argv: list[str]) -> JsonStdout | None:
+    """For a ``--json`` command: stdout keeps to its one document, failures included (``cli/json_stdout.py``)."""
+    if "--json" not in argv:
+        return None
+    from .json_stdout import JsonStdout, command_of
+
+    return JsonStdout(command_of(argv))
 
 
 def _exit(status: int) -> NoReturn:
@@ -297,8 +316,14 @@ def _chat(args: argparse.Namespace) -> int:
     except SessionNotFound as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_RUN_FAILED
-    except KeyboardInterrupt:
-        print("\nthe session stays open; resume it with agentsteps chat --session ID", file=sys.stderr)
+    except KeyboardInterrupt:  # before the chat's loop: a --spec session has not started yet
+        if args.session:
+            print(
+                f"\nsession {args.session} stays open; resume it with agentsteps chat --session {args.session}",
+                file=sys.stderr,
+            )
+        else:
+            print("\ninterrupted before the first message: no session was started", file=sys.stderr)
         return EXIT_OK
 
 

@@ -65,6 +65,12 @@ async def _command(args: argparse.Namespace, kind: AccountKind) -> int:
     return 0
 
 
+def _limit(tokens: int | None, usd: float | None) -> str:
+    """A budget limit as a reader says it: ``500 tokens``, ``$5``, ``500 tokens or $5``, ``none``."""
+    parts = ([f"{tokens} tokens"] if tokens is not None else []) + ([f"${usd:g}"] if usd is not None else [])
+    return " or ".join(parts) or "none"
+
+
 def summary(view: AccountView) -> str:
     if view.quota is not None:
         q = view.quota
@@ -93,9 +99,10 @@ def summary(view: AccountView) -> str:
     lines = [f"tenant {view.name} (weight {t.weight:g})"]
     for period, budget in t.budget.items():
         spent = view.spent.get(period)
+        soft, hard = _limit(budget.tokens_soft, budget.usd_soft), _limit(budget.tokens_hard, budget.usd_hard)
         lines.append(
             f"  {period}: {spent.tokens if spent else 0} tokens, ${spent.usd if spent else 0:.4f} spent"
-            f" (soft {budget.tokens_soft}/{budget.usd_soft}, hard {budget.tokens_hard}/{budget.usd_hard})"
+            f" (soft: {soft}; hard: {hard})"
         )
     lines.append(f"  in flight: {view.reserved_tokens} tokens, ${view.reserved_usd:.4f} reserved")
     if t.degrade_to:

@@ -58,7 +58,7 @@ async def replay_check(settings: WorkerSettings, args: argparse.Namespace, out: 
                 client = await connect(settings, temporal.address)
                 findings = await check(server_histories(client, query, args.limit))
     except HistoryUnavailableError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: HistoryUnavailableError: {exc}", file=sys.stderr)
         return EXIT_INVALID
     if args.json:
         print_json(REPLAY_CHECK, report_json(findings), out)
@@ -136,7 +136,7 @@ async def counterfactual(settings: WorkerSettings, args: argparse.Namespace, out
                 cost=lambda model, usage: cost_usd(settings.prices, model, usage),
             )
     except HistoryUnavailableError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: HistoryUnavailableError: {exc}", file=sys.stderr)
         return EXIT_INVALID
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)

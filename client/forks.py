@@ -24,18 +24,20 @@ from ..contracts.code.program import ForkedProgram
 from ..contracts.llm.arguments import cap
 from ..contracts.llm.messages import LLMToolCall
 from ..contracts.llm.tools import OUTCOME_UNKNOWN
-from ..contracts.names import AGENT_WORKFLOW, STEPS_QUERY
+from ..contracts.names import AGENT_WORKFLOW, SESSION_WORKFLOW, STEPS_QUERY
 from ..contracts.persisted_ids import RUN_SCOPE, fork_run_id, history_effect_key, program_call_id
 from ..contracts.violations import Violation, ViolationKind
 from .counterfactual import RecordedRun, new_spec, read_recorded_run
 from .fork_points import ForkPoint, code_points, program_segments
-from .replay_check import fetch_history
+from .replay_check import fetch_history, workflow_type
 from .runs import validate_spec
 from .search_attributes import run_start_attributes
 from .unsettled_calls import unknown_effects, unsettled_calls, wait_to_settle, with_side_effects
 
 SETTLE_SECONDS = 10.0
 """How long a fork of a running source waits for a call with side effects the source is making to settle."""
+
+FORK_NEXT_STEP = "check the id (a fork reads the source from the server, which keeps a closed run only so long)"
 
 
 def _bad(path: str, message: str) -> InvalidSpecError:
@@ -120,7 +122,15 @@ async def plan_fork(
 
     A source still open may be inside a call with side effects: the fork waits up to ``settle_seconds``
     for it to settle, then knows it as an effect whose outcome is unknown (``unsettled_calls``)."""
-    history = await fetch_history(client, workflow_id)
+    history = await fetch_history(client, workflow_id, next_step=FORK_NEXT_STEP)
+    kind = workflow_type(history)
+    if kind == SESSION_WORKFLOW:
+        raise _bad(
+            "--turn",
+            f"{workflow_id} is a session: fork one of its turns (agentsteps fork {workflow_id} --turn T --at-step N)",
+        )
+    if kind != AGENT_WORKFLOW:
+        raise _bad("workflow_id", f"{workflow_id} is a {kind}; only an {AGENT_WORKFLOW} run or a session forks")
     source = await read_recorded_run(history, data_converter)
     result = source.result
     unknown: list[EffectRecord] = []

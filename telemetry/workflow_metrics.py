@@ -79,7 +79,10 @@ WORKFLOW_METRICS = (
     WorkflowMetric(APPROVAL_WAIT_SECONDS, "histogram", ("outcome",), "Time a call waited for its approval."),
     WorkflowMetric(QUOTA_WAIT_SECONDS, "histogram", ("quota",), "Time a model call waited for its quota's grant."),
     WorkflowMetric(
-        QUOTA_WAITS, "counter", ("quota",), "Model calls that queued for their quota (no capacity at once)."
+        QUOTA_WAITS,
+        "counter",
+        ("quota",),
+        "Model calls that queued for their quota (no capacity at once), counted when the wait starts.",
     ),
     WorkflowMetric(
         QUOTA_UTILIZATION,
@@ -236,12 +239,18 @@ def record_quota_grant(quota: str, waited_seconds: float, queued: bool, utilizat
     meter.create_histogram_float(
         QUOTA_WAIT_SECONDS, "Time a model call waited for its quota's grant.", _LATENCY_UNIT
     ).record(waited_seconds, labels)
-    if queued:
-        meter.create_counter(QUOTA_WAITS, "Model calls that queued for their quota.").add(1, labels)
+    del queued  # a wait is counted when it starts, by the account (``record_quota_wait_started``)
     meter.create_gauge_float(QUOTA_UTILIZATION, "Share of the quota's binding per-minute limit in use.").set(
         utilization, labels
     )
     meter.create_counter(QUOTA_RESERVED_TOKENS, "Tokens reserved before calls.").add(reserved, labels)
+
+
+def record_quota_wait_started(quota: str) -> None:
+    """A model call found no capacity and queued: counted now, while it waits, not when its grant comes."""
+    workflow.metric_meter().create_counter(QUOTA_WAITS, "Model calls that queued for their quota.").add(
+        1, {"quota": quota}
+    )
 
 
 def record_quota_actual(quota: str, tokens: int) -> None:

@@ -37,6 +37,7 @@ with workflow.unsafe.imports_passed_through():
     from ..contracts.quotas.wire import AccountView, LeaseGrant, LeaseRelease, LeaseRequest, LimitChange
     from ..failures import to_application_error
     from .entries import NO_INPUT, signal_input, start_input
+    from ..telemetry import workflow_metrics
 
 HISTORY_EVENTS_BEFORE_CONTINUE = 8_000
 
@@ -104,6 +105,11 @@ class QuotaAccountWorkflow:
         now = workflow.now().timestamp()
         if isinstance(message, LeaseRequest):
             grants = self.ledger.offer(message, now)
+            if self.ledger.state.quota is not None and any(
+                r.request_id == message.request_id for r in self.ledger.state.queue
+            ):
+                # Counted as the wait starts: a dashboard sees calls waiting now, not only once they got through.
+                workflow_metrics.record_quota_wait_started(self.ledger.name)
         else:
             grants = self.ledger.release(message, now)
         self.outbox.extend((g.request_id, g) for g in grants)
@@ -151,8 +157,16 @@ class QuotaAccountWorkflow:
         trial = Ledger(self.ledger.state.model_copy(deep=True))
         try:
             trial.change(LimitChange.model_validate(raw))
-        except (ValidationError, ValueError) as exc:
-            raise to_application_error(QuotaConfigError.with_message(f"invalid limit change: {exc}")) from None
+        except ValidationError as exc:  # one line per field, not pydantic's multi-line dump
+            detail = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'change'}: {e['msg']}" for e in exc.errors())
+            raise to_application_error(
+                QuotaConfigError.with_message(f"invalid limit change (nothing changed): {detail}")
+            ) from None
+        except ValueError as exc:
+            message = " ".join(str(exc).split())
+            raise to_application_error(
+                QuotaConfigError.with_message(f"invalid limit change (nothing changed): {message}")
+            ) from None
 
 
 __all__ = ["AccountInput", "QuotaAccountWorkflow"]
