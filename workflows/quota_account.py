@@ -36,8 +36,8 @@ with workflow.unsafe.imports_passed_through():
     from ..contracts.quotas.ledger import AccountInput, Ledger
     from ..contracts.quotas.wire import AccountView, LeaseGrant, LeaseRelease, LeaseRequest, LimitChange
     from ..failures import to_application_error
-    from .entries import NO_INPUT, signal_input, start_input
     from ..telemetry import workflow_metrics
+    from .entries import NO_INPUT, signal_input, start_input
 
 HISTORY_EVENTS_BEFORE_CONTINUE = 8_000
 
