@@ -39,7 +39,6 @@ async def decide(client: Client, workflow_id: str, approval_id: str, approve: bo
         record = await decide_approval(
             client, workflow_id, approval_id, approve=approve, note=note[:MAX_NOTE], approver=approver[:MAX_NAME]
         )
-    except SessionClosedError:
     except (SessionClosedError, RunNotFoundError):  # what became of the call: asked of the ended run
         return Told(f"Not recorded: {await refusals.ended(client, workflow_id, approval_id)}.", "bad")
     except ApprovalError as exc:  # already decided, withdrawn, unknown: the running run's decisions say which
