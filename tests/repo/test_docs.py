@@ -332,6 +332,7 @@ INTERNAL_EXCEPTIONS = {
     "ForeignCatalogError": "storage/tool_catalogs.py: becomes PayloadIntegrityError",
     "ForeignSegmentError": "storage/conversations.py: becomes PayloadIntegrityError",
     "BadFilter": "console/reads.py: a 400 naming the filter",
+    "MalformedIdentity": "console/security.py: an auth proxy's header that is not a name; a 400 saying so",
     "SessionGone": "cli/chat.py: one line naming SessionClosedError / SessionNotFoundError",
     "SessionNotFound": "cli/chat.py: one line, 'no session ...'",
     "ServerLost": "cli/dev.py: the dev stack's server died; one line",
