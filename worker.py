@@ -28,6 +28,7 @@ from .activities.llm.activities import LLMActivities
 from .activities.llm.providers.http_transport import provider_http_client
 from .activities.mcp import McpActivities, SecretResolver, build_mcp_activities
 from .activities.monitor.activities import MonitorActivities
+from .activities.quotas import QuotaPlanActivities
 from .activities.sandbox import SandboxActivities, SandboxPool, SnapshotVault, load_snapshot_key
 from .activities.sandbox.key_check import check_deployment_key
 from .activities.sandbox.snapshots import previous_snapshot_keys
@@ -245,6 +246,7 @@ def build_worker(
             sandbox.resume,
             sandbox.fork,
             session_fork.bind,
+            QuotaPlanActivities(settings).plan,
             *MonitorActivities().activities(),
         ],
         **worker_options,

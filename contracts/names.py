@@ -48,6 +48,9 @@ SESSION_FORK = "session.fork"
 """A session fork's first activity: the source session's conversation and REPL memory, checked against
 the source and bound to the fork (``activities/session_fork.py``)."""
 MONITOR_RECORD = "monitor.record"
+QUOTA_PLAN_ACTIVITY = "quota.plan"
+"""A local activity at a run's start: its quotas, budget, prices and degradation chain from the worker's config
+(``activities/quotas``), recorded in its history; nothing the caller sends decides them."""
 
 # ---------------------------------------------------------------- AgentWorkflow queries and signals
 STATE_QUERY = "state"
@@ -146,6 +149,10 @@ where they always did. A command change after this release ships needs a new id.
 SEARCH_ATTRIBUTES_PATCH = "agentsteps.search-attributes.1"
 """Runs and sessions keep the ``AgentSteps*`` search attributes below up to date (a few upserts a
 run: start, approval asked/decided, end); runs started before replay without them."""
+QUOTA_FROM_WORKER_PATCH = "agentsteps.quota-from-worker.1"
+"""Issue 36: a run (and each session run) takes its quota plan from the ``quota.plan`` local activity, the
+worker's own config, and ignores a plan in its input; runs recorded before it replay the plan their caller
+sent. Not under the release: every run asks it at its start."""
 
 # ---------------------------------------------------------------- search attributes (Temporal visibility)
 # Registered on the embedded dev server by ``client/dev_server.py``; on a cluster with
@@ -187,6 +194,7 @@ ACTIVITIES = (
     CODE_FORK,
     SESSION_FORK,
     MONITOR_RECORD,
+    QUOTA_PLAN_ACTIVITY,
 )
 
 __all__ = [
@@ -218,6 +226,8 @@ __all__ = [
     "PROGRESS_TOPIC",
     "QUOTA_ACCOUNT_WORKFLOW",
     "QUOTA_ACQUIRE_SIGNAL",
+    "QUOTA_FROM_WORKER_PATCH",
+    "QUOTA_PLAN_ACTIVITY",
     "QUOTA_GRANT_SIGNAL",
     "QUOTA_RELEASE_SIGNAL",
     "QUOTA_SET_UPDATE",

@@ -97,6 +97,13 @@ class PriceTable(BaseModel):
     cache_write_per_mtok: dict[str, float] = Field(default_factory=dict)
     """Cache writes (Anthropic: 1.25x input); a model missing here pays its full input price."""
 
+    def per_model(self) -> dict[str, tuple[float, float]]:
+        """Model -> (input, output) USD per million tokens: what a quota plan estimates a call with."""
+        return {
+            model: (self.input_per_mtok.get(model, 0.0), self.output_per_mtok.get(model, 0.0))
+            for model in sorted({*self.input_per_mtok, *self.output_per_mtok})
+        }
+
 
 class TracingSettings(BaseModel):
     """OpenTelemetry tracing; nothing is exported unless ``otlp_endpoint`` is set."""

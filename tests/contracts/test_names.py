@@ -32,6 +32,7 @@ def test_every_persisted_name_is_unchanged():
         "code.fork",
         "session.fork",
         "monitor.record",
+        "quota.plan",
     )
     assert (names.FORK_SOURCE_QUERY, names.TURNS_QUERY) == ("fork_source", "turns")
     assert (names.STATE_QUERY, names.STEPS_QUERY, names.CANCEL_SIGNAL) == ("state", "steps", "cancel")

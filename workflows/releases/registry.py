@@ -38,6 +38,7 @@ from ...contracts.names import (
     EFFECTS_PATCH,
     EXACTLY_ONCE_PATCH,
     PATCH_TOOL_RESULT_CAP,
+    QUOTA_FROM_WORKER_PATCH,
     REFUSAL_REPROMPTED_ONCE,
     RELEASE_PATCH,
     SEARCH_ATTRIBUTES_PATCH,
@@ -315,6 +316,27 @@ PATCHES: tuple[Patch, ...] = (
             "started on 0.2.0 workers or later); then `deprecate_patch(RELEASE_PATCH)` at the same point, and the "
             "call goes once no open run carries its marker. A later release's command changes take a new release "
             "id, asked first in the same way."
+        ),
+    ),
+    Patch(
+        id=QUOTA_FROM_WORKER_PATCH,
+        added="issue 36 item 1, the worker decides quotas and budgets (commit on branch budget, 2026-12-06)",
+        old_branch_does=(
+            "takes the quota plan (accounts, prices, degradation chain) its caller put in the input, with no "
+            "`quota.plan` local activity"
+        ),
+        asked_at=(
+            "an agent run's start, after its tenant is checked, and each session run's start (`quotas_from_worker`, "
+            "from `quota_gate.worker_plan`)"
+        ),
+        under_release=False,
+        marked=(),
+        old_branch=("release_2026_12_quota_tool_mode", "release_2026_12_session_between_turns"),
+        may_go=(
+            "when no run or session run started before the workers that ask it is open (a session continued "
+            "since is a new run and asks it); then `deprecate_patch(QUOTA_FROM_WORKER_PATCH)` at the same point "
+            "(the plan always from the activity, `AgentInput.quota` never read), and the call goes once no open "
+            "run carries its marker."
         ),
     ),
 )
