@@ -331,7 +331,15 @@ PATCHES: tuple[Patch, ...] = (
         ),
         under_release=False,
         marked=(),
-        old_branch=("release_2026_12_quota_tool_mode", "release_2026_12_session_between_turns"),
+        # Every agent run and session recorded so far asks it at its start (the quota one took its input's plan).
+        old_branch=(
+            *_BEFORE_ANY_PATCH_AGENT_RUNS,
+            *_CONVERSATION_REF_RUNS,
+            *_SEARCH_ATTRIBUTES_AGENT_RUNS,
+            *_EXACTLY_ONCE_EVIDENCE,
+            *_RELEASE_RUNS,
+            *_PRE_RELEASE_SESSIONS,
+        ),
         may_go=(
             "when no run or session run started before the workers that ask it is open (a session continued "
             "since is a new run and asks it); then `deprecate_patch(QUOTA_FROM_WORKER_PATCH)` at the same point "
