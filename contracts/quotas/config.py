@@ -9,6 +9,7 @@
 
     [[worker.quotas.tenants]]           one customer
     name, weight                        weight: its share of a scarce quota against the others'
+    lease_seconds                       a reservation not released by then is taken back (a terminated run)
     degrade_to                          the cheaper pinned models a soft limit moves calls to
     [worker.quotas.tenants.budget.day]  and ``.month``: tokens_soft, tokens_hard, usd_soft, usd_hard
 
@@ -181,6 +182,17 @@ class TenantBudget(BaseModel):
     budget: dict[Period, PeriodBudget] = Field(default_factory=dict)
     degrade_to: list[DegradeModel] = Field(default_factory=list)
     """Past a soft limit, calls go to the first of these (a cheaper pinned model)."""
+    lease_seconds: float = 300.0
+    """A call's reservation its run has not released by then is taken back (a terminated or timed-out run):
+    longer than a call with its retries. The call's real use still counts when it is released later."""
+
+    @field_validator("lease_seconds")
+    @classmethod
+    def _lease(cls, value: float) -> float:
+        _positive(value, "lease_seconds")
+        if value > 86_400:
+            raise ValueError("lease_seconds must be at most a day")
+        return value
 
     @field_validator("name")
     @classmethod

@@ -279,7 +279,7 @@ async def _agents(rec: Recorder, settings: WorkerSettings) -> None:
 
 async def _quotas(rec: Recorder, settings: WorkerSettings) -> None:
     """A tool-mode run under a quota and its tenant's budget, and the quota's account once it granted."""
-    from agentsteps.client.quotas import ensure_accounts, quota_plan
+    from agentsteps.client.quotas import ensure_accounts
     from agentsteps.contracts.quotas.config import QuotaSettings
 
     quotas = QuotaSettings.model_validate(
@@ -316,8 +316,7 @@ async def _quotas(rec: Recorder, settings: WorkerSettings) -> None:
         AgentInput(
             spec=agent_spec(tools=["get_weather"]),
             input="weather in Paris?",
-            tenant=tenant,
-            quota=quota_plan(quotas, tenant),
+            tenant=tenant,  # the recording worker's config decides the plan (QUOTA_FROM_WORKER_PATCH)
         ),
         id=f"quota-{uuid.uuid4().hex[:8]}",
         task_queue=rec.task_queue,
