@@ -164,7 +164,10 @@ def check_provider_keys(settings: WorkerSettings) -> None:
 def check_quota_keys(settings: WorkerSettings) -> None:
     """A quota on a key the worker does not declare is refused at start (``load_settings`` refuses it in a
     file; this covers settings built in code), as a ``QuotaConfigError`` naming the quota and the key."""
-    problem = settings.quotas.undeclared_key(settings.providers.key_names)
+    quotas = settings.quotas
+    problem = quotas.undeclared_key(settings.providers.key_names) or quotas.unreachable_degrade(
+        settings.required_providers
+    )
     if problem is not None:
         raise QuotaConfigError.with_message(f"$.quotas.{problem}")
 

@@ -228,12 +228,16 @@ class WorkerSettings(BaseModel):
     @field_validator("quotas")
     @classmethod
     def _quota_keys_declared(cls, quotas: QuotaSettings, info: ValidationInfo) -> QuotaSettings:
-        """A quota on a key no call can be sent with would count nothing: refused at load."""
+        """Every cross-reference of the quota table, refused at load: a quota or a ``degrade_to`` entry on a key the
+        worker does not declare, a ``degrade_to`` provider outside ``required_providers``."""
         providers = info.data.get("providers")
         if isinstance(providers, ProviderSettings):
             problem = quotas.undeclared_key(providers.key_names)
             if problem is not None:
                 raise ValueError(problem)
+        problem = quotas.unreachable_degrade(info.data.get("required_providers") or ())
+        if problem is not None:
+            raise ValueError(problem)
         return quotas
 
 

@@ -254,6 +254,29 @@ class QuotaSettings(BaseModel):
                     f"limits[{i}].api_key: quota {q.name!r} counts {q.provider} key {q.api_key!r}, which "
                     f"[worker.providers] {q.provider}_keys does not declare (declared: {', '.join(names)})"
                 )
+        for i, t in enumerate(self.tenants):
+            for j, target in enumerate(t.degrade_to):
+                names = list(declared(target.provider))
+                if target.api_key is not None and target.api_key not in names:
+                    return (
+                        f"tenants[{i}].degrade_to[{j}].api_key: tenant {t.name!r} degrades to {target.provider} "
+                        f"{target.model} on key {target.api_key!r}, which [worker.providers] {target.provider}_keys "
+                        f"does not declare (declared: {', '.join(names)})"
+                    )
+        return None
+
+    def unreachable_degrade(self, providers: Iterable[str]) -> str | None:
+        """Why a tenant's ``degrade_to`` entry names a provider the worker is not deployed for (``providers``: its
+        ``required_providers``, when it lists any), or None: its calls would find no key."""
+        required = list(providers)
+        for i, t in enumerate(self.tenants):
+            for j, target in enumerate(t.degrade_to):
+                if required and target.provider not in required:
+                    return (
+                        f"tenants[{i}].degrade_to[{j}].provider: tenant {t.name!r} degrades to {target.provider} "
+                        f"{target.model}, but required_providers lists only {', '.join(required)}: its calls "
+                        "would find no key"
+                    )
         return None
 
     @property
