@@ -98,7 +98,7 @@ def load_settings(config_path: str | Path | None = None, env: Mapping[str, str] 
     try:
         # Strict: a file's "500" or true for a number is refused, not read as 500 or 1 (JSON mode, so a path or a
         # secret may still be a string). Environment values are all text and were typed by ``_from_env``.
-        return WorkerSettings.model_validate_json(json.dumps(data, default=str), strict=True)
+        return WorkerSettings.model_validate_json(json.dumps(data, default=_toml_value), strict=True)
     except ValidationError as exc:
         if exc.errors() and all(e["loc"][:1] == ("quotas",) for e in exc.errors()):
             raise QuotaConfigError.from_validation(exc, "config") from None
@@ -121,6 +121,11 @@ def _from_env(keys: tuple[str, ...], value: str | list[str]) -> Any:
         return adapter.dump_python(adapter.validate_python(value), mode="json")
     except ValidationError:
         return value
+
+
+def _toml_value(value: object) -> object:
+    """A TOML date or time, which no setting is: kept apart from text, so strict validation refuses it."""
+    return {"toml_datetime": str(value)}
 
 
 def read_toml(path: Path) -> dict[str, Any]:
