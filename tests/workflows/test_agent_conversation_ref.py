@@ -17,6 +17,7 @@ from temporalio.worker import Replayer, UnsandboxedWorkflowRunner, Worker
 from test_approvals import decide, wait_pending
 from test_session_history import _llm_input_sizes
 
+from agentsteps.activities.quotas import QuotaPlanActivities
 from agentsteps.contracts import AgentInput, AgentResult, LLMConfig, LLMRequest, LLMResponse, Message
 from agentsteps.contracts.names import AGENT_WORKFLOW, APPROVE_UPDATE, LLM_CALL, LLM_CALL_RESOLVING_TOOLS, RELEASE_PATCH
 from agentsteps.workflows.agent import AgentWorkflow
@@ -157,7 +158,8 @@ async def test_an_older_worker_never_takes_the_call_that_resolves_tools_and_the_
         client,
         task_queue=settings.task_queue,
         workflows=[AgentWorkflow],
-        activities=[older_llm_call, older_tools.call],
+        # A run asks its worker's quota config at its start (a local activity), older activities or not.
+        activities=[older_llm_call, older_tools.call, QuotaPlanActivities(settings).plan],
         workflow_runner=UnsandboxedWorkflowRunner(),
     ):
         handle = await client.start_workflow(
@@ -199,7 +201,7 @@ async def test_a_call_whose_every_attempt_met_an_older_worker_waits_for_an_upgra
         client,
         task_queue=settings.task_queue,
         workflows=[AgentWorkflow],
-        activities=[older_llm_call],
+        activities=[older_llm_call, QuotaPlanActivities(settings).plan],
         workflow_runner=UnsandboxedWorkflowRunner(),
     ):
         handle = await client.start_workflow(
