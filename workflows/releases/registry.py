@@ -303,7 +303,7 @@ PATCHES: tuple[Patch, ...] = (
         old_branch_does="asks each id above where it always was (one marker and one upsert per id taken)",
         asked_at="an agent run's start and each session turn's start, first (`Features.at_start`)",
         under_release=False,
-        marked=_RELEASE_RUNS,
+        marked=(*_RELEASE_RUNS, "quota_from_worker_quota_tool_mode"),
         old_branch=(
             *_CONVERSATION_REF_RUNS,
             *_EXACTLY_ONCE_EVIDENCE,
@@ -330,7 +330,7 @@ PATCHES: tuple[Patch, ...] = (
             "from `quota_gate.worker_plan`)"
         ),
         under_release=False,
-        marked=(),
+        marked=("quota_from_worker_quota_tool_mode",),
         # Every agent run and session recorded so far asks it at its start (the quota one took its input's plan).
         old_branch=(
             *_BEFORE_ANY_PATCH_AGENT_RUNS,
