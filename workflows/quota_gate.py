@@ -135,8 +135,8 @@ class QuotaDesk:
         if rid not in self.grants:
             raise to_application_error(
                 DeploymentConfigError(
-                    f"quota account {account!r} is not running: start a worker with the [worker.quotas] config "
-                    "this run was started with"
+                    f"quota account {account!r} is not running: a worker with the [worker.quotas] config this "
+                    "run's plan came from starts it"
                 )
             )
         return self.grants.pop(rid)
