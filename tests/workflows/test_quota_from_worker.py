@@ -24,6 +24,7 @@ from temporalio.exceptions import ApplicationError
 
 from agentsteps.activities.tools.registry import ToolRegistry
 from agentsteps.client.dev_server import temporal_binary
+from agentsteps.client.runs import start_agent_run
 from agentsteps.contracts import AgentInput, AgentResult, AgentSpec, LLMConfig
 from agentsteps.contracts.names import AGENT_WORKFLOW, SESSION_WORKFLOW, TURN_UPDATE
 from agentsteps.contracts.quotas.plan import plan_for
@@ -119,7 +120,12 @@ async def test_every_way_of_starting_a_run_is_billed_and_limited_as_the_workers_
             await _temporal_start(temporal_env, queue, billed),
             await _temporal_start(temporal_env, queue, billed, json.loads(_forged(billed).model_dump_json())),
         ]
+        with pytest.warns(DeprecationWarning, match="quota= is ignored"):  # our client: warned, never sent
+            ours = await start_agent_run(client, SPEC, "hello", task_queue=queue, tenant=billed, quota=_forged(billed))
+        ids.append(ours.id)
         results = [await client.get_workflow_handle(i, result_type=AgentResult).result() for i in ids]
+        started = (await ours.fetch_history()).events[0].workflow_execution_started_event_attributes
+        sent = json.loads(started.input.payloads[0].data)
         turn = await session_turn(billed, _forged(billed))
         cli = await _agentsteps_run(temporal_env, queue, billed, tmp_path)
         spent = await settled_account(client, "tenant", billed)
@@ -141,16 +147,17 @@ async def test_every_way_of_starting_a_run_is_billed_and_limited_as_the_workers_
             turn_refused = f"{exc.cause!r} {exc.cause.cause!r}"
         broke_cli = await _agentsteps_run(temporal_env, queue, broke, tmp_path)
 
-    assert [r.status for r in results] == ["completed"] * 5
+    assert [r.status for r in results] == ["completed"] * 6
+    assert sent.get("quota") is None and sent["tenant"] == billed
     assert turn.status == "completed"
     assert cli.returncode == 0, cli.stderr
-    assert spent.spent["day"].tokens == 7 * 30, "all seven calls billed to the tenant the worker's config names"
+    assert spent.spent["day"].tokens == 8 * 30, "all eight calls billed to the tenant the worker's config names"
     assert untouched.spent["day"].tokens == 0, "another tenant's plan bills nothing to that tenant"
     assert all(isinstance(c, ApplicationError) and c.type == "BudgetExceededError" for c in failures), failures
     assert all(broke in str(c) and "day" in str(c) for c in failures)
     assert "BudgetExceededError" in turn_refused and broke in turn_refused, turn_refused
     assert broke_cli.returncode == 1 and "budget" in broke_cli.stderr.lower(), broke_cli.stderr
-    assert len(scripted.requests) == 7, "no refused call reached the provider"
+    assert len(scripted.requests) == 8, "no refused call reached the provider"
 
 
 async def test_a_worker_without_quotas_ignores_a_plan_that_names_accounts(client, settings, scripted):
