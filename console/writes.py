@@ -15,7 +15,7 @@ from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
 from ..client.sessions import decide_approval
-from ..contracts.errors import SessionClosedError
+from ..contracts.errors import AgentStepsError, SessionClosedError
 from ..contracts.names import CLOSE_UPDATE, TURN_UPDATE
 from ..contracts.session import CloseInput, SessionState, TurnInput
 
@@ -39,6 +39,8 @@ async def decide(client: Client, workflow_id: str, approval_id: str, approve: bo
         )
     except SessionClosedError:
         return Told(f"Not recorded: {workflow_id} has ended, so its call {approval_id} was withdrawn.", "bad")
+    except AgentStepsError as exc:  # ApprovalError (already decided, withdrawn, unknown), RunNotFoundError
+        return Told(f"Not recorded: {exc}.", "bad")
     except WorkflowUpdateFailedError as exc:
         return Told(f"Not recorded: {_cause(exc)}.", "bad")
     except RPCError as exc:

@@ -72,6 +72,18 @@ QUOTA_VIEW_QUERY = "quota_view"
 QUOTA_SET_UPDATE = "set_limits"
 """Takes ``LimitChange``; returns ``AccountView``. An operator raises (or lowers) a live limit."""
 
+# ---------------------------------------------------------------- queue registry (docs/deployment.md)
+QUEUE_REGISTRY_WORKFLOW = "QueueRegistry"
+"""One per task queue (``queue_registry_id``): the queue's fingerprint and its workers' leases."""
+QUEUE_REGISTRY_TASK_QUEUE = "agentsteps-queue-registry"
+"""Where every agentsteps worker process serves the registries, before it polls its own queue."""
+QUEUE_JOIN_UPDATE = "queue_join"
+"""Takes ``JoinRequest``; returns ``JoinAnswer``. Also a member's lease renewal."""
+QUEUE_LEAVE_SIGNAL = "queue_leave"
+"""Takes the leaving worker's id (a string): its lease ends now, not when it runs out."""
+QUEUE_REGISTRY_QUERY = "queue_registry"
+"""Returns ``RegistryState``."""
+
 # ---------------------------------------------------------------- SessionWorkflow updates and queries
 # The session also answers STATE_QUERY (with ``SessionState``) and CANCEL_SIGNAL (stops the running turn).
 TURN_UPDATE = "turn"

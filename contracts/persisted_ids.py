@@ -377,6 +377,14 @@ QUOTA_ACCOUNT_PREFIX = "agentsteps-quota-"
 TENANT_ACCOUNT_PREFIX = "agentsteps-tenant-"
 
 
+QUEUE_REGISTRY_PREFIX = "agentsteps-queue-registry:"
+
+
+def queue_registry_id(task_queue: str) -> str:
+    """The workflow id of a task queue's registry (``QueueRegistry``): one per queue and namespace."""
+    return QUEUE_REGISTRY_PREFIX + task_queue
+
+
 def account_id(kind: AccountKind, name: str) -> str:
     """The workflow id of a quota's or a tenant's account."""
     return (QUOTA_ACCOUNT_PREFIX if kind == "quota" else TENANT_ACCOUNT_PREFIX) + name
@@ -512,6 +520,8 @@ def parse_fork_id(text: str) -> ForkId | None:
 
 
 __all__ = [
+    "QUEUE_REGISTRY_PREFIX",
+    "queue_registry_id",
     "EFFECT_KEY_PREFIX",
     "KEY_SCOPE_PREFIX",
     "NAMED_OBJECT_PREFIX",
