@@ -33,6 +33,7 @@ from .activities.llm.providers.http_transport import provider_http_client
 from .activities.mcp import McpActivities, SecretResolver, build_mcp_activities
 from .activities.monitor.activities import MonitorActivities
 from .activities.notify import ApprovalNotifier
+from .activities.quotas import QuotaPlanActivities
 from .activities.sandbox import SandboxActivities, SandboxPool, SnapshotVault, load_snapshot_key
 from .activities.sandbox.key_check import check_deployment_key
 from .activities.sandbox.snapshots import key_id, previous_snapshot_keys
@@ -192,7 +193,10 @@ def check_provider_keys(settings: WorkerSettings) -> None:
 def check_quota_keys(settings: WorkerSettings) -> None:
     """A quota on a key the worker does not declare is refused at start (``load_settings`` refuses it in a
     file; this covers settings built in code), as a ``QuotaConfigError`` naming the quota and the key."""
-    problem = settings.quotas.undeclared_key(settings.providers.key_names)
+    quotas = settings.quotas
+    problem = quotas.undeclared_key(settings.providers.key_names) or quotas.unreachable_degrade(
+        settings.required_providers
+    )
     if problem is not None:
         raise QuotaConfigError.with_message(f"$.quotas.{problem}")
 
@@ -353,6 +357,7 @@ def build_worker(
             sandbox.resume,
             sandbox.fork,
             session_fork.bind,
+            QuotaPlanActivities(settings).plan,
             *MonitorActivities().activities(),
             *ApprovalNotifier(settings.approval_webhooks, _secret(settings.console.link_secret)).activities(),
         ],

@@ -11,7 +11,6 @@ from typing import TextIO
 from temporalio.client import Client, WorkflowFailureError
 
 from ..client.pipeline_files import load_pipeline_file
-from ..client.quotas import quota_plan
 from ..client.report import print_progress, print_result
 from ..client.runs import follow, start_agent_run
 from ..client.sessions import pending_approvals
@@ -19,7 +18,9 @@ from ..client.spec_files import load_spec
 from ..contracts import AgentStepsError, InvalidSpecError, Violation, ViolationKind
 from ..contracts.composition.pipeline_run import PipelineResult, pipeline_input
 from ..contracts.config.settings import WorkerSettings
+from ..contracts.errors import QuotaConfigError
 from ..contracts.names import PIPELINE_WORKFLOW
+from ..contracts.quotas.config import tenant_problem
 from .failure_lines import describe
 from .json_output import PIPELINE_RUN, RUN, print_json
 from .workers import WorkerMode, client_and_worker
@@ -35,14 +36,16 @@ async def run_from_spec(
     tenant: str | None = None,
 ) -> int:
     spec = load_spec(spec_path)
-    plan = quota_plan(settings, tenant)  # before anything starts: a bad tenant is refused here
+    problem = tenant_problem(tenant)  # before anything starts: a bad tenant is refused here
+    if problem is not None:
+        raise QuotaConfigError.with_message(problem)
     progress = sys.stderr
     async with client_and_worker(settings, worker, "run") as local:
         client, registry = local.client, local.registry
         # This worker's Python tools are known here; another worker's (and MCP tools) only to it, which re-checks.
         known = registry.schemas() if registry is not None and set(spec.tools) <= set(registry.schemas()) else None
         handle = await start_agent_run(
-            client, spec, user_input, task_queue=local.task_queue, known_tools=known, tenant=tenant, quota=plan
+            client, spec, user_input, task_queue=local.task_queue, known_tools=known, tenant=tenant
         )
         print(f"run {handle.id} started", file=progress)
         announcing = asyncio.ensure_future(announce_approvals(client, handle.id, settings, progress))

@@ -199,7 +199,7 @@ async def plan_fork(
     return ForkPlan(
         source=workflow_id,
         at_step=at_step,
-        inp=AgentInput(spec=new, input=source.inp.input, fork=origin, tenant=source.inp.tenant, quota=source.inp.quota),
+        inp=AgentInput(spec=new, input=source.inp.input, fork=origin, tenant=source.inp.tenant),
         where=point.describe(),
         at_call=None if point.call_id is None else program_call_id(RUN_SCOPE, point.step, point.call_id),
         unknown=tuple(f"{e.tool}({e.arguments})" for e in unknown),

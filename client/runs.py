@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+import warnings
 from collections.abc import Callable, Mapping
 
 from temporalio.client import Client, WorkflowHandle
@@ -41,6 +42,16 @@ def validate_key_scope(key_scope: str | None) -> None:
                     message=problem,
                 )
             ]
+        )
+
+
+def ignored_plan(quota: QuotaPlan | None) -> None:
+    """A ``quota`` argument from a caller written before the worker decided: warned about, never sent."""
+    if quota is not None:
+        warnings.warn(
+            "quota= is ignored: the worker's [worker.quotas] config decides a run's quotas and budget",
+            DeprecationWarning,
+            stacklevel=3,
         )
 
 
@@ -88,16 +99,17 @@ async def start_agent_run(
 ) -> WorkflowHandle[object, AgentResult]:
     """Validate ``spec`` and start a run. ``key_scope``: see ``AgentInput.key_scope`` (dedupe across runs).
 
-    ``tenant`` names the customer the run bills to; ``quota`` (``client.quotas.quota_plan(settings, tenant)``)
-    the accounts its model calls go through: without it the run takes no quota or budget.
+    ``tenant`` names the customer the run bills to; the worker's config decides its quotas, budget and prices.
+    ``quota`` is deprecated and never sent (workers ignore a plan in the input; docs/quotas.md).
     The console's search attributes start with the run (free, part of the start), so the run
     does not upsert them."""
     validate_spec(spec, known_tools)
     validate_key_scope(key_scope)
     validate_tenant(tenant)
+    ignored_plan(quota)
     return await client.start_workflow(
         AGENT_WORKFLOW,
-        AgentInput(spec=spec, input=user_input, key_scope=key_scope, tenant=tenant, quota=quota),
+        AgentInput(spec=spec, input=user_input, key_scope=key_scope, tenant=tenant),
         id=workflow_id or f"agent-{spec.name}-{uuid.uuid4().hex[:12]}",
         task_queue=task_queue,
         result_type=AgentResult,

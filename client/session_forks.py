@@ -20,8 +20,8 @@ Where the state comes from:
 - every effect the source made that it still records (its kept turns, undone
   turns, failed turns', what it inherited) goes with the fork: the fork's model
   is told, and an identical call is answered from the record;
-- the source's tenant and quota plan go with the fork (it bills where the
-  source does), and its start sets the console's search attributes, as
+- the source's tenant goes with the fork (it bills where the source does, under
+  its worker's quota config), and its start sets the console's search attributes, as
   ``start_agent_run`` does, so the fork upserts none at its start.
 """
 
@@ -217,9 +217,7 @@ async def plan_session_fork(
         turn=turn,
         at_step=at_step,
         fork_id=fork_id or fork_session_id(session_id, turn, at_step, uuid.uuid4().hex[:8]),
-        inp=SessionInput(
-            spec=new, session=inp.session, key_scope=inp.key_scope, tenant=inp.tenant, quota=inp.quota, fork=fork
-        ),
+        inp=SessionInput(spec=new, session=inp.session, key_scope=inp.key_scope, tenant=inp.tenant, fork=fork),
         turn_input=turn_input,
         where=f"before step {at_step} of turn {turn}",
     )

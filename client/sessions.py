@@ -64,7 +64,7 @@ from ..contracts.session import (
     TurnSummary,
 )
 from ..failures.unwrap import typed_failures
-from .runs import validate_key_scope, validate_spec, validate_tenant
+from .runs import ignored_plan, validate_key_scope, validate_spec, validate_tenant
 
 T = TypeVar("T")
 
@@ -92,16 +92,17 @@ async def send_turn(
     ``spec``, ``config`` and ``key_scope`` (``SessionInput.key_scope``: dedupe across sessions) only
     matter when this call starts the session; an open session keeps the ones it started with. A session
     under this id that has ended (closed, idle timeout, failed) raises ``SessionClosedError`` unless
-    ``reopen`` asks for a new, empty session under the same id. ``tenant`` and ``quota`` (a
-    ``client.quotas.quota_plan``) as for ``start_agent_run``. A refused or failed turn raises its typed
+    ``reopen`` asks for a new, empty session under the same id. ``tenant`` and ``quota`` (deprecated, never
+    sent) as for ``start_agent_run``. A refused or failed turn raises its typed
     error (``SessionBusyError``, ``InvalidTurnError``, ``SessionClosedError``, ``BudgetExceededError``...).
     """
     validate_spec(spec, known_tools)
     validate_key_scope(key_scope)
     validate_tenant(tenant)
+    ignored_plan(quota)
     start: WithStartWorkflowOperation[object, SessionOutcome] = WithStartWorkflowOperation(
         SESSION_WORKFLOW,
-        SessionInput(spec=spec, session=config or SessionConfig(), key_scope=key_scope, tenant=tenant, quota=quota),
+        SessionInput(spec=spec, session=config or SessionConfig(), key_scope=key_scope, tenant=tenant),
         id=session_id,
         task_queue=task_queue,
         id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,

@@ -50,6 +50,9 @@ the source and bound to the fork (``activities/session_fork.py``)."""
 MONITOR_RECORD = "monitor.record"
 APPROVAL_NOTIFY = "approval.notify"
 """Takes ``ApprovalNotice``; posts it to the webhooks configured for its tool or agent (``approval_webhooks``)."""
+QUOTA_PLAN_ACTIVITY = "quota.plan"
+"""A local activity at a run's start: its quotas, budget, prices and degradation chain from the worker's config
+(``activities/quotas``), recorded in its history; nothing the caller sends decides them."""
 
 # ---------------------------------------------------------------- AgentWorkflow queries and signals
 STATE_QUERY = "state"
@@ -165,6 +168,10 @@ APPROVAL_NOTIFY_PATCH = "agentsteps.approval-notify.1"
 """Issue 38: a call that starts waiting schedules ``approval.notify`` (and a reminder timer before its timeout)."""
 """Runs and sessions keep the ``AgentSteps*`` search attributes below up to date (a few upserts a
 run: start, approval asked/decided, end); runs started before replay without them."""
+QUOTA_FROM_WORKER_PATCH = "agentsteps.quota-from-worker.1"
+"""Issue 36: a run (and each session run) takes its quota plan from the ``quota.plan`` local activity, the
+worker's own config, and ignores a plan in its input; runs recorded before it replay the plan their caller
+sent. Not under the release: every run asks it at its start."""
 
 # ---------------------------------------------------------------- search attributes (Temporal visibility)
 # Registered on the embedded dev server by ``client/dev_server.py``; on a cluster with
@@ -207,6 +214,7 @@ ACTIVITIES = (
     SESSION_FORK,
     MONITOR_RECORD,
     APPROVAL_NOTIFY,
+    QUOTA_PLAN_ACTIVITY,
 )
 
 __all__ = [
@@ -241,6 +249,8 @@ __all__ = [
     "PROGRESS_TOPIC",
     "QUOTA_ACCOUNT_WORKFLOW",
     "QUOTA_ACQUIRE_SIGNAL",
+    "QUOTA_FROM_WORKER_PATCH",
+    "QUOTA_PLAN_ACTIVITY",
     "QUOTA_GRANT_SIGNAL",
     "QUOTA_RELEASE_SIGNAL",
     "QUOTA_SET_UPDATE",

@@ -20,7 +20,7 @@ with workflow.unsafe.imports_passed_through():
     from .agent_run import AgentRun, seconds_since
     from .approvals import ApprovalDesk, ApprovalHandlers
     from .entries import NO_INPUT, start_input
-    from .quota_gate import QuotaDesk, QuotaHandlers
+    from .quota_gate import QuotaDesk, QuotaHandlers, worker_plan
     from .releases.gates import Features
     from .run_state import RunProgress
     from .steps import (
@@ -112,8 +112,10 @@ class AgentWorkflow(ApprovalHandlers, QuotaHandlers):
         # session's does, so a step's llm.call carries only what the step added; runs recorded without the
         # marker replay sending the whole history.
         features = self.features = Features.at_start(one_shot=True)
+        # The worker's config decides the run's quotas and budget, never the input (recorded runs: as sent).
+        plan = await worker_plan(inp.tenant, inp.quota)
         # The run settles with the quota desk only when it has a quota plan.
-        quota_desk = self.quotas if inp.quota is not None else None
+        quota_desk = self.quotas if plan is not None else None
         # A fork (its input names the source's conversation) describes its tools first, as it always did.
         if inp.fork is None and resolves_tools_lazily(spec, features.release):
             check_spec_but_tools(spec)
@@ -125,7 +127,7 @@ class AgentWorkflow(ApprovalHandlers, QuotaHandlers):
                 approvals=self.approvals,
                 pending_tools=spec.tools,
                 key_scope=inp.key_scope,
-                quota=inp.quota,
+                quota=plan,
                 quota_desk=quota_desk,
             )
             return await run_steps(run, [opening(spec, []), Message.user(inp.input)])
@@ -137,7 +139,7 @@ class AgentWorkflow(ApprovalHandlers, QuotaHandlers):
             progress=self.progress,
             approvals=self.approvals,
             key_scope=inp.key_scope,
-            quota=inp.quota,
+            quota=plan,
             quota_desk=quota_desk,
         )
         if inp.fork is None:

@@ -49,6 +49,7 @@ with workflow.unsafe.imports_passed_through():
         TURN_UPDATE,
         TURNS_QUERY,
     )
+    from ..contracts.quotas.wire import QuotaPlan
     from ..contracts.session import (
         CloseInput,
         ForkSource,
@@ -78,7 +79,7 @@ with workflow.unsafe.imports_passed_through():
     from .approvals import ApprovalDesk, ApprovalHandlers
     from .effects import untold_note
     from .entries import NO_INPUT, decoded, update_input
-    from .quota_gate import QuotaDesk, QuotaHandlers
+    from .quota_gate import QuotaDesk, QuotaHandlers, worker_plan
     from .releases.gates import Features, carries_decisions, takes_carried_tools
     from .run_state import RunProgress
     from .session_state import SessionRecord
@@ -151,6 +152,8 @@ class SessionWorkflow(ApprovalHandlers, QuotaHandlers):
         self.closed_reason: str | None = None
         self.approvals = ApprovalDesk()
         self.quotas = QuotaDesk()
+        self.plan: QuotaPlan | None = None
+        """The run's quota plan, decided before ``tools_decided`` (so before any turn's first call)."""
         self.approvals.remember(self.record.decided)
         self.approvals.on_request = lambda pending: self._publish(
             ProgressEvent(
@@ -192,6 +195,9 @@ class SessionWorkflow(ApprovalHandlers, QuotaHandlers):
             self.visibility.start(inp.spec, inp.tenant)
         else:
             self.visibility.resume()
+        # The worker's config decides every turn's quotas and budget, never the input (recorded runs: as sent);
+        # a continued run asks again, so a session lasting days follows the config its workers have now.
+        self.plan = await worker_plan(inp.tenant, inp.quota, from_caller=inp.carried is None)
         if takes_carried_tools():
             # A continued run takes the schemas it carries; a new one (or one carried by an older release)
             # describes its tools at its next turn. Either way nothing here can fail: a continue-as-new
@@ -249,7 +255,7 @@ class SessionWorkflow(ApprovalHandlers, QuotaHandlers):
             stream=stream,
             key_scope=inp.key_scope,
             tenant=inp.tenant,
-            quota=inp.quota,
+            quota=self.plan,  # for a worker before QUOTA_FROM_WORKER_PATCH; a later one asks its own config
         )
 
     async def _take_fork(self, fork: SessionFork) -> None:
@@ -362,8 +368,8 @@ class SessionWorkflow(ApprovalHandlers, QuotaHandlers):
             on_event=self._publish,
             stream_tokens=self.inp.session.stream_tokens,
             key_scope=self.inp.key_scope,
-            quota=self.inp.quota,
-            quota_desk=self.quotas if self.inp.quota is not None else None,
+            quota=self.plan,
+            quota_desk=self.quotas if self.plan is not None else None,
             tools_ref=self.tools_ref,
         )
         before = list(point.messages) if point.started else [opening(spec, tools)]

@@ -97,6 +97,13 @@ class PriceTable(BaseModel):
     cache_write_per_mtok: dict[str, float] = Field(default_factory=dict)
     """Cache writes (Anthropic: 1.25x input); a model missing here pays its full input price."""
 
+    def per_model(self) -> dict[str, tuple[float, float]]:
+        """Model -> (input, output) USD per million tokens: what a quota plan estimates a call with."""
+        return {
+            model: (self.input_per_mtok.get(model, 0.0), self.output_per_mtok.get(model, 0.0))
+            for model in sorted({*self.input_per_mtok, *self.output_per_mtok})
+        }
+
 
 class TracingSettings(BaseModel):
     """OpenTelemetry tracing; nothing is exported unless ``otlp_endpoint`` is set."""
@@ -272,12 +279,16 @@ class WorkerSettings(BaseModel):
     @field_validator("quotas")
     @classmethod
     def _quota_keys_declared(cls, quotas: QuotaSettings, info: ValidationInfo) -> QuotaSettings:
-        """A quota on a key no call can be sent with would count nothing: refused at load."""
+        """Every cross-reference of the quota table, refused at load: a quota or a ``degrade_to`` entry on a key the
+        worker does not declare, a ``degrade_to`` provider outside ``required_providers``."""
         providers = info.data.get("providers")
         if isinstance(providers, ProviderSettings):
             problem = quotas.undeclared_key(providers.key_names)
             if problem is not None:
                 raise ValueError(problem)
+        problem = quotas.unreachable_degrade(info.data.get("required_providers") or ())
+        if problem is not None:
+            raise ValueError(problem)
         return quotas
 
 

@@ -267,13 +267,9 @@ async def test_a_fork_bills_where_its_source_does_and_its_start_sets_the_console
     scripted.set_script(tool_script())
     sid = session_id()
     spec = make_spec(tools=[])
-    plan = QuotaPlan(tenant="acme", tenant_label="acme")  # no account: the calls take no quota command
-    await asyncio.to_thread(warm_tokenizer)  # a run under a plan counts its prompts in the workflow
     converter = build_data_converter(settings)
     async with running_worker(client, settings):
-        await send_turn(
-            client, spec, "hello", session_id=sid, task_queue=settings.task_queue, tenant="acme", quota=plan
-        )
+        await send_turn(client, spec, "hello", session_id=sid, task_queue=settings.task_queue, tenant="acme")
         fork_id, first = await fork_session(client, sid, 1, 0, data_converter=converter, task_queue=settings.task_queue)
         assert first.output == "hi there"
         described = await client.get_workflow_handle(fork_id).describe()
@@ -281,6 +277,6 @@ async def test_a_fork_bills_where_its_source_does_and_its_start_sets_the_console
 
     started = history.events[0].workflow_execution_started_event_attributes
     inp = (await converter.decode(list(started.input.payloads), [SessionInput]))[0]
-    assert (inp.tenant, inp.quota) == ("acme", plan)
+    assert (inp.tenant, inp.quota) == ("acme", None), "the tenant goes with the fork; its worker decides the plan"
     assert described.typed_search_attributes.get(SearchAttributeKey.for_keyword(SA_TENANT)) == "acme"
     assert await start_columns_without_upsert(client, fork_id) == spec.name

@@ -33,6 +33,7 @@ def test_every_persisted_name_is_unchanged():
         "session.fork",
         "monitor.record",
         "approval.notify",
+        "quota.plan",
     )
     assert (names.APPROVALS_QUERY, names.DECISIONS_QUERY) == ("approvals", "decisions")
     assert (names.FORK_SOURCE_QUERY, names.TURNS_QUERY) == ("fork_source", "turns")

@@ -29,6 +29,7 @@ with workflow.unsafe.imports_passed_through():
         EFFECTS_PATCH,
         EXACTLY_ONCE_PATCH,
         PATCH_TOOL_RESULT_CAP,
+        QUOTA_FROM_WORKER_PATCH,
         REFUSAL_REPROMPTED_ONCE,
         RELEASE_PATCH,
         SEARCH_ATTRIBUTES_PATCH,
@@ -134,6 +135,13 @@ def effects_once() -> bool:
     return workflow.patched(EFFECTS_PATCH)
 
 
+def quotas_from_worker() -> bool:
+    """A run takes its quota plan from the worker's config (the ``quota.plan`` local activity) and ignores the
+    one in its input (``QUOTA_FROM_WORKER_PATCH``, not under the release); asked at a run's, and each session
+    run's, start, after its tenant is checked."""
+    return workflow.patched(QUOTA_FROM_WORKER_PATCH)
+
+
 def second_refusal_degrades(release: bool) -> bool:
     """A refusal right after a refusal skips the re-prompt rung (``REFUSAL_REPROMPTED_ONCE``); asked only
     there, so older histories replay their second re-prompt. ``release``: the run took ``RELEASE_PATCH``."""
@@ -155,6 +163,7 @@ def retries_at_most_once_after_any_failure() -> bool:
 __all__ = [
     "Features",
     "notifies_approvers",
+    "quotas_from_worker",
     "cancel_ends_at_most_once_call",
     "carries_decisions",
     "effects_once",

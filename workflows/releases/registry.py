@@ -39,6 +39,7 @@ from ...contracts.names import (
     EFFECTS_PATCH,
     EXACTLY_ONCE_PATCH,
     PATCH_TOOL_RESULT_CAP,
+    QUOTA_FROM_WORKER_PATCH,
     REFUSAL_REPROMPTED_ONCE,
     RELEASE_PATCH,
     SEARCH_ATTRIBUTES_PATCH,
@@ -303,7 +304,7 @@ PATCHES: tuple[Patch, ...] = (
         old_branch_does="asks each id above where it always was (one marker and one upsert per id taken)",
         asked_at="an agent run's start and each session turn's start, first (`Features.at_start`)",
         under_release=False,
-        marked=_RELEASE_RUNS,
+        marked=(*_RELEASE_RUNS, "quota_from_worker_quota_tool_mode"),
         old_branch=(
             *_CONVERSATION_REF_RUNS,
             *_EXACTLY_ONCE_EVIDENCE,
@@ -339,6 +340,35 @@ PATCHES: tuple[Patch, ...] = (
         may_go="`deprecate_patch` when no run or session started before these workers waits for approval "
         "(`temporal workflow count --query 'AgentStepsAwaitingApproval = true AND StartTime < \"<that deploy>\"'` "
         "is 0); the call goes once no open run carries its marker: fold it into the next release id first.",
+    ),
+    Patch(
+        id=QUOTA_FROM_WORKER_PATCH,
+        added="issue 36 item 1, the worker decides quotas and budgets (commit on branch budget, 2026-12-06)",
+        old_branch_does=(
+            "takes the quota plan (accounts, prices, degradation chain) its caller put in the input, with no "
+            "`quota.plan` local activity"
+        ),
+        asked_at=(
+            "an agent run's start, after its tenant is checked, and each session run's start (`quotas_from_worker`, "
+            "from `quota_gate.worker_plan`)"
+        ),
+        under_release=False,
+        marked=("quota_from_worker_quota_tool_mode",),
+        # Every agent run and session recorded so far asks it at its start (the quota one took its input's plan).
+        old_branch=(
+            *_BEFORE_ANY_PATCH_AGENT_RUNS,
+            *_CONVERSATION_REF_RUNS,
+            *_SEARCH_ATTRIBUTES_AGENT_RUNS,
+            *_EXACTLY_ONCE_EVIDENCE,
+            *_RELEASE_RUNS,
+            *_PRE_RELEASE_SESSIONS,
+        ),
+        may_go=(
+            "when no run or session run started before the workers that ask it is open (a session continued "
+            "since is a new run and asks it); then `deprecate_patch(QUOTA_FROM_WORKER_PATCH)` at the same point "
+            "(the plan always from the activity, `AgentInput.quota` never read), and the call goes once no open "
+            "run carries its marker."
+        ),
     ),
 )
 """In the order they were added."""
