@@ -78,7 +78,6 @@ import httpx  # noqa: E402
 from billable import billable_actions  # noqa: E402
 from cpu import cpu_seconds, temporal_server_pids  # noqa: E402
 from model_process import free_port, scripted_model_process  # noqa: E402
-from moto.server import ThreadedMotoServer  # noqa: E402
 from s3_fault_proxy import FaultingS3Proxy  # noqa: E402
 from temporalio.client import Client, WorkflowHandle  # noqa: E402
 from temporalio.contrib.pydantic import pydantic_data_converter  # noqa: E402
@@ -166,6 +165,19 @@ class CountingS3Proxy(FaultingS3Proxy):
 
     def snapshot(self) -> dict[str, int]:
         return {**self.kinds, "put_bytes": self.put_bytes}
+
+
+async def wait_for_port(host: str, port: int) -> None:
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            _, writer = await asyncio.open_connection(host, port)
+            writer.close()
+            return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(0.2)
 
 
 def bucket_totals(s3: Any, bucket: str, prefix: str) -> tuple[int, int]:
@@ -368,6 +380,8 @@ async def configuration(
             "worker_cpu": workers.cpu(),
             "server_cpu": sum(cpu_seconds(p) for p in server),
             "misses": await workers.metric("temporal_sticky_cache_miss_total"),
+            "rebuilds": await workers.metric("agentsteps_workflow_replay_seconds_count"),
+            "replay_s": await workers.metric("agentsteps_workflow_replay_seconds_sum"),
             "continued": await workers.metric("agentsteps_session_continued_as_new_total"),
             "turns": tally.turns,
         }
@@ -385,6 +399,8 @@ async def configuration(
         after_s3 = proxy.snapshot()
         objects, size = bucket_totals(s3, bucket, prefix)
         misses = await workers.metric("temporal_sticky_cache_miss_total") - before["misses"]
+        rebuilds = await workers.metric("agentsteps_workflow_replay_seconds_count") - before["rebuilds"]
+        replay_s = await workers.metric("agentsteps_workflow_replay_seconds_sum") - before["replay_s"]
         continued = await workers.metric("agentsteps_session_continued_as_new_total") - before["continued"]
         s3_per_turn = {k: round((after_s3.get(k, 0) - before["s3"].get(k, 0)) / turns, 3) for k in after_s3}
         figure["rounds"] = {
@@ -393,6 +409,8 @@ async def configuration(
             "turns_per_s": round(turns / round_seconds, 2),
             "a_turns_evicted": evicting,
             "sticky_cache_misses_per_a_turn": round(misses / (n * args.rounds), 3),
+            "rebuilds_per_a_turn": round(rebuilds / (n * args.rounds), 3),
+            "replay_ms_per_rebuild": round(1000 * replay_s / rebuilds, 2) if rebuilds else None,
             "continued_as_new": int(continued),
             "rss_mib": [round(r / 2**20, 1) for r in workers.rss()],
             "cached_workflows": await workers.metric("temporal_sticky_cache_size"),
@@ -590,12 +608,14 @@ async def session_alone(client: Client, queue: str, hand_queue: str) -> dict[str
 
 
 async def main(args: argparse.Namespace, workdir: Path, model_url: str) -> dict[str, Any]:
-    import logging
-
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto's request log
-    moto = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    moto.start()
-    host, port = moto.get_host_and_port()
+    # S3 in its own process: in this one its threads would take the GIL from the clients under measurement.
+    host, port = "127.0.0.1", free_port()
+    moto = subprocess.Popen(
+        [str(Path(sys.executable).with_name("moto_server")), "-H", host, "-p", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    await wait_for_port(host, port)
     bucket = f"fleet-{uuid.uuid4().hex[:8]}"
     s3 = boto3.client(
         "s3",
@@ -640,7 +660,8 @@ async def main(args: argparse.Namespace, workdir: Path, model_url: str) -> dict[
     finally:
         await env.shutdown()
         await proxy.stop()
-        moto.stop()
+        moto.terminate()
+        moto.wait(timeout=30)
     return summary(args, by_workers, load, time.monotonic() - began)
 
 
