@@ -355,20 +355,34 @@ async def configuration(
         cache_start = await workers.metric("temporal_sticky_cache_size")
 
         say(f"[{workers_count} worker(s)] opening {n} sessions, {args.concurrent} at a time")
+        # In two parts: up to the caches' size (RSS grows with cached runs and with everything else a session
+        # leaves: allocator, the conversation-prefix cache), then the rest (everything else only). The
+        # difference of the two slopes is what a cached run costs.
+        fill = min(n, args.cache * workers_count)
         began = time.perf_counter()
-        await bounded([lambda s=s: fleet.turn(s, "open", first=True) for s in sids], args.concurrent)
+        await bounded([lambda s=s: fleet.turn(s, "open", first=True) for s in sids[:fill]], args.concurrent)
+        await asyncio.sleep(1)
+        rss_full, cache_full = workers.rss(), await workers.metric("temporal_sticky_cache_size")
+        await bounded([lambda s=s: fleet.turn(s, "open", first=True) for s in sids[fill:]], args.concurrent)
         open_seconds = time.perf_counter() - began
         await asyncio.sleep(1)
         rss_open = workers.rss()
         cache_open = await workers.metric("temporal_sticky_cache_size")
-        cached_added = cache_open - cache_start
+        cached_added = cache_full - cache_start
+        slope_with_cache = (sum(rss_full) - sum(rss_start)) / max(fill, 1)
+        slope_without = (sum(rss_open) - sum(rss_full)) / (n - fill) if n > fill else 0.0
         figure["open"] = {
             "seconds": round(open_seconds, 1),
             "turns_per_s": round(n / open_seconds, 1),
             "rss_start_mib": [round(r / 2**20, 1) for r in rss_start],
+            "rss_cache_full_mib": [round(r / 2**20, 1) for r in rss_full],
             "rss_open_mib": [round(r / 2**20, 1) for r in rss_open],
             "cached_workflows": cache_open,
-            "rss_per_cached_session_kib": round((sum(rss_open) - sum(rss_start)) / max(cached_added, 1) / 1024, 1),
+            "rss_growth_per_session_while_caching_kib": round(slope_with_cache / 1024, 1),
+            "rss_growth_per_session_cache_full_kib": round(slope_without / 1024, 1),
+            "rss_per_cached_session_kib": round(
+                (slope_with_cache - slope_without) * fill / max(cached_added, 1) / 1024, 1
+            ),
         }
         say(f"  opened in {open_seconds:.0f} s; cache {cache_open:.0f}; RSS {figure['open']['rss_open_mib']} MiB")
 
@@ -657,6 +671,7 @@ async def main(args: argparse.Namespace, workdir: Path, model_url: str) -> dict[
                 args, env, count, base_env, proxy, s3, bucket, model_url, workdir
             )
             load.append(os.getloadavg())
+            say(f"[{count} worker(s)] " + json.dumps(by_workers[str(count)]))  # kept if a later one never ends
     finally:
         await env.shutdown()
         await proxy.stop()
@@ -695,37 +710,71 @@ def summary(args: argparse.Namespace, by_workers: dict[str, Any], load: list[Any
     }
 
 
+def run_figures(figure: dict[str, Any]) -> dict[str, Any]:
+    """One worker count's fleet figures, as docs/capacity.md's "What the fleet run showed" table reads them."""
+    latency, quiet = figure["latency_ms"], figure.get("latency_quiet_ms", {})
+    return {
+        "max_cached_workflows": figure["max_cached_workflows"],
+        "a_turns_evicted": figure["rounds"]["a_turns_evicted"],
+        "turns_per_s": figure["rounds"]["turns_per_s"],
+        "cached_p50_ms": latency["cached"]["p50"],
+        "cached_p99_ms": latency["cached"]["p99"],
+        "evicted_p50_ms": latency["evicted"]["p50"],
+        "evicted_p99_ms": latency["evicted"]["p99"],
+        "quiet_cached_p50_ms": quiet.get("cached", {}).get("p50"),
+        "quiet_evicted_p50_ms": quiet.get("evicted", {}).get("p50"),
+        "misses_per_evicted_turn": figure["rounds"]["sticky_cache_misses_per_a_turn"],
+        "replay_ms_per_rebuild": figure["rounds"].get("replay_ms_per_rebuild"),
+        "continued_as_new": figure["rounds"]["continued_as_new"],
+        "rss_per_cached_session_kib": figure["open"]["rss_per_cached_session_kib"],
+        "rss_start_mib": round(sum(figure["open"]["rss_start_mib"]), 1),
+        "rss_closed_mib": figure["memory"]["rss_closed_mib"],
+        "rss_after_second_batch_mib": figure["memory"]["rss_after_second_batch_mib"],
+        "cached_after_close": figure["memory"]["cached_after_close"],
+        "turns_failed": sum(figure["turns_failed"].values()),
+        "gc_open_sessions": figure["gc"]["open_sessions"],
+        "gc_examined_per_s": figure["gc"]["examined_per_s"],
+        "gc_deleted": figure["gc"]["deleted"],
+        "store_growth_objects_per_s": figure["gc"]["store_growth_objects_per_s"],
+        "live_turns_failed_after_gc": figure["gc"]["live_turns_failed_after_gc"],
+    }
+
+
 def per_turn_figures(result: dict[str, Any]) -> dict[str, Any]:
-    """What ``capacity.json`` keeps: the 1-worker per-turn figures and the hand-written loop's, with provenance."""
-    one = result["by_workers"][min(result["by_workers"], key=int)]
-    per = one["per_turn"]
-    s3 = per["s3_requests"]
+    """What ``capacity.json`` keeps, with provenance. CPU and bills: one worker, the engine and the hand-written
+    loop side by side on the same turns (bills from one session of ``SESSION_TURNS`` turns a side). Store traffic:
+    the run with the most workers, where sessions move between workers as they do in a fleet."""
+    counts = sorted(result["by_workers"], key=int)
+    one, most = result["by_workers"][counts[0]], result["by_workers"][counts[-1]]
     hand = one.get("handwritten", {})
     alone = hand.get("session_of_20_turns", {})
 
     def bill(side: str, key: str) -> float | None:
         return round(alone[side][key] / SESSION_TURNS, 2) if side in alone else None
 
+    def side_cpu(side: str, key: str) -> float | None:
+        return hand.get(side, {}).get(key)
+
+    s3 = most["per_turn"]["s3_requests"]
     return {
         "measured": time.strftime("%Y-%m-%d", time.gmtime()),
         "by": "bench/fleet.py",
         "sessions": result["sessions"],
         "concurrent": result["concurrent"],
+        "workers": [int(c) for c in counts],
         "load_average": result["load_average"],
         "steps_per_turn": STEPS_PER_TURN,
         "session_turns": SESSION_TURNS,
         "engine": {
             "billable_actions": bill("engine", "total"),
             "history_bytes": bill("engine", "history_bytes"),
-            "s3_put": s3.get("PUT", 0) + s3.get("COPY", 0),
-            "s3_get": s3.get("GET", 0) + s3.get("HEAD", 0),
+            "s3_put": round(s3.get("PUT", 0) + s3.get("COPY", 0), 3),
+            "s3_get": round(s3.get("GET", 0) + s3.get("HEAD", 0), 3),
             "s3_list": s3.get("LIST", 0),
-            "store_objects": per["store_objects"],
-            "store_bytes": per["store_bytes"],
-            "worker_cpu_ms": per["worker_cpu_ms"],
-            "server_cpu_ms": per["server_cpu_ms"],
-            "rss_per_cached_session_kib": one["open"]["rss_per_cached_session_kib"],
-            "turns_per_s_one_worker": one["rounds"]["turns_per_s"],
+            "store_objects": most["per_turn"]["store_objects"],
+            "store_bytes": most["per_turn"]["store_bytes"],
+            "worker_cpu_ms": side_cpu("engine", "worker_cpu_ms_per_turn"),
+            "server_cpu_ms": side_cpu("engine", "server_cpu_ms_per_turn"),
         },
         "handwritten": {
             "billable_actions": bill("handwritten", "total"),
@@ -735,10 +784,10 @@ def per_turn_figures(result: dict[str, Any]) -> dict[str, Any]:
             "s3_list": 0,
             "store_objects": 0,
             "store_bytes": 0,
-            "worker_cpu_ms": hand.get("handwritten", {}).get("worker_cpu_ms_per_turn"),
-            "server_cpu_ms": hand.get("handwritten", {}).get("server_cpu_ms_per_turn"),
+            "worker_cpu_ms": side_cpu("handwritten", "worker_cpu_ms_per_turn"),
+            "server_cpu_ms": side_cpu("handwritten", "server_cpu_ms_per_turn"),
         },
-        "engine_side_by_side": hand.get("engine"),
+        "runs": {count: run_figures(figure) for count, figure in result["by_workers"].items()},
     }
 
 
