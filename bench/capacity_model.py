@@ -117,7 +117,7 @@ def month(figures: dict[str, float]) -> dict[str, float]:
         "worker_cores_avg": cores,
         "worker_cores_peak": cores * PEAK,
         "server_cpu_core_hours": turns * figures["server_cpu_ms"] / 1000 / 3600,
-        "open_sessions": SESSIONS * OPEN_DAYS / 30,
+        "kept_objects": kept_objects,
     }
 
 
@@ -179,13 +179,15 @@ def render(data: dict[str, Any]) -> str:
         f"| Temporal server CPU (self-hosted), core-hours | {_n(ours['server_cpu_core_hours'])} "
         f"| {_n(theirs['server_cpu_core_hours'])} |",
     ]
-    rate = engine.get("gc_open_histories_per_s")
+    rate = engine.get("gc_objects_per_s")
     if isinstance(rate, (int, float)) and rate > 0:
         out += [
             "",
-            f"`payloads gc` reads the history of every open session, one after another: at the measured "
-            f"{_n(rate, 1)} histories a second, a daily run over the {_n(ours['open_sessions'])} sessions open at "
-            f"a time takes {_n(ours['open_sessions'] / rate / 3600, 1)} hours.",
+            f"`payloads gc` examines every stored object (a GET for each one still reachable, a HEAD and a DELETE "
+            f"for each it deletes, one after another): at the measured {_n(rate, 1)} objects a second against "
+            f"moto, a daily run over the {_n(ours['kept_objects'] / 1e6, 1)} million objects kept takes "
+            f"{_n(ours['kept_objects'] / rate / 86400, 1)} days: "
+            + ("it keeps up." if ours["kept_objects"] / rate < 86400 else "it does not keep up (see below)."),
         ]
     return "\n".join(out)
 

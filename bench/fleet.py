@@ -775,7 +775,7 @@ def per_turn_figures(result: dict[str, Any]) -> dict[str, Any]:
             "s3_list": s3.get("LIST", 0),
             "store_objects": most["per_turn"]["store_objects"],
             "store_bytes": most["per_turn"]["store_bytes"],
-            "gc_open_histories_per_s": round(most["gc"]["open_sessions"] / most["gc"]["seconds"], 1),
+            "gc_objects_per_s": most["gc"]["examined_per_s"],
             "worker_cpu_ms": side_cpu("engine", "worker_cpu_ms_per_turn"),
             "server_cpu_ms": side_cpu("engine", "server_cpu_ms_per_turn"),
         },
