@@ -51,6 +51,8 @@ class GcReport:
     referenced: int = 0
     recent: int = 0
     open_workflows: int = 0
+    cutoff: datetime | None = None
+    """Objects stored or re-referenced after it are kept: ``older_than`` before the gc's own start."""
 
     @property
     def garbage_bytes(self) -> int:
@@ -73,6 +75,7 @@ class GcReport:
             "referenced": self.referenced,
             "recent": self.recent,
             "open_workflows": self.open_workflows,
+            "cutoff": None if self.cutoff is None else self.cutoff.isoformat(),
         }
 
 
@@ -158,7 +161,7 @@ async def collect_garbage(
     # ran (or was not yet visible to it) protects what it reaches.
     digests, _ = await open_workflow_digests(client, cutoff)
     await _reachable(store, digests, by_digest, kept)
-    report = GcReport(store=store.location, deleted=delete, open_workflows=open_count)
+    report = GcReport(store=store.location, deleted=delete, open_workflows=open_count, cutoff=cutoff)
     for o in objects:
         if o.digest in kept:
             report.referenced += 1

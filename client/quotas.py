@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from temporalio.client import Client, WorkflowUpdateFailedError
+from temporalio.client import Client
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.service import RPCError
 
@@ -23,7 +23,7 @@ from ..contracts.names import QUOTA_ACCOUNT_WORKFLOW, QUOTA_SET_UPDATE, QUOTA_VI
 from ..contracts.quotas.config import QuotaSettings, tenant_problem
 from ..contracts.quotas.ledger import AccountInput, LedgerState
 from ..contracts.quotas.wire import AccountKind, AccountView, LimitChange, QuotaPlan, QuotaRoute, account_id
-from ..failures import from_failure
+from ..failures.unwrap import typed_failures
 
 
 def account_inputs(quotas: QuotaSettings) -> dict[str, AccountInput]:
@@ -99,15 +99,11 @@ async def set_limits(client: Client, kind: AccountKind, name: str, change: Limit
 
     A change the account refuses (it would make the limits invalid) is ``QuotaConfigError``; nothing changed."""
     try:
-        view: AccountView = await client.get_workflow_handle(account_id(kind, name)).execute_update(
-            QUOTA_SET_UPDATE, change, result_type=AccountView
-        )
+        with typed_failures():
+            view: AccountView = await client.get_workflow_handle(account_id(kind, name)).execute_update(
+                QUOTA_SET_UPDATE, change, result_type=AccountView
+            )
         return view
-    except WorkflowUpdateFailedError as exc:
-        error = from_failure(exc.cause)
-        if error is not None:
-            raise error from None
-        raise
     except RPCError as exc:
         raise QuotaConfigError.with_message(f"no {kind} account named {name!r} is running: {exc.message}") from None
 

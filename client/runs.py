@@ -23,6 +23,7 @@ from ..contracts.quotas.config import tenant_problem
 from ..contracts.quotas.wire import QuotaPlan
 from ..contracts.spec import key_scope_problem
 from ..contracts.spec_check import check_spec
+from ..failures.unwrap import typed_failures
 from .search_attributes import run_start_attributes
 
 
@@ -109,7 +110,11 @@ async def follow(
     on_step: Callable[[Step], None],
     interval: float = 0.3,
 ) -> AgentResult:
-    """Wait for the result, reporting every step exactly once, in order, as it happens."""
+    """Wait for the result, reporting every step exactly once, in order, as it happens.
+
+    A run that fails raises its typed error (docs/failures.md: ``BudgetExceededError``,
+    ``ContractViolationError``...), ``from`` Temporal's ``WorkflowFailureError``; a failure that is
+    not one of ours (a timeout, a termination, a cancel) stays the ``WorkflowFailureError``."""
     result_task = asyncio.ensure_future(handle.result())
     shown = 0
     while not result_task.done():
@@ -121,7 +126,8 @@ async def follow(
             on_step(step)
         shown += len(steps)
         await asyncio.wait([result_task], timeout=interval)
-    result = result_task.result()
+    with typed_failures():
+        result = result_task.result()
     for step in result.steps[shown:]:
         on_step(step)
     return result

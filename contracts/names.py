@@ -48,6 +48,8 @@ SESSION_FORK = "session.fork"
 """A session fork's first activity: the source session's conversation and REPL memory, checked against
 the source and bound to the fork (``activities/session_fork.py``)."""
 MONITOR_RECORD = "monitor.record"
+APPROVAL_NOTIFY = "approval.notify"
+"""Takes ``ApprovalNotice``; posts it to the webhooks configured for its tool or agent (``approval_webhooks``)."""
 
 # ---------------------------------------------------------------- AgentWorkflow queries and signals
 STATE_QUERY = "state"
@@ -68,6 +70,18 @@ QUOTA_VIEW_QUERY = "quota_view"
 """Returns ``AccountView``: the live limits and their use."""
 QUOTA_SET_UPDATE = "set_limits"
 """Takes ``LimitChange``; returns ``AccountView``. An operator raises (or lowers) a live limit."""
+
+# ---------------------------------------------------------------- queue registry (docs/deployment.md)
+QUEUE_REGISTRY_WORKFLOW = "QueueRegistry"
+"""One per task queue (``queue_registry_id``): the queue's fingerprint and its workers' leases."""
+QUEUE_REGISTRY_TASK_QUEUE = "agentsteps-queue-registry"
+"""Where every agentsteps worker process serves the registries, before it polls its own queue."""
+QUEUE_JOIN_UPDATE = "queue_join"
+"""Takes ``JoinRequest``; returns ``JoinAnswer``. Also a member's lease renewal."""
+QUEUE_LEAVE_SIGNAL = "queue_leave"
+"""Takes the leaving worker's id (a string): its lease ends now, not when it runs out."""
+QUEUE_REGISTRY_QUERY = "queue_registry"
+"""Returns ``RegistryState``."""
 
 # ---------------------------------------------------------------- SessionWorkflow updates and queries
 # The session also answers STATE_QUERY (with ``SessionState``) and CANCEL_SIGNAL (stops the running turn).
@@ -94,6 +108,9 @@ REJECT_UPDATE = "reject"
 """As ``approve``; the call does not run and the model reads the rejection as the tool's error."""
 APPROVALS_QUERY = "approvals"
 """Returns ``list[PendingApproval]``: the calls waiting for a person."""
+DECISIONS_QUERY = "decisions"
+"""Returns ``list[ApprovalRecord]``: the latest decisions (at most 200), so a late second decision is told
+who decided first, and when, even after the run ended."""
 
 # ---------------------------------------------------------------- progress stream (temporalio.contrib.workflow_streams)
 PROGRESS_TOPIC = "progress"
@@ -144,6 +161,8 @@ first ``llm.call`` resolves its tool names (no ``tools.describe`` activity), and
 the console's search attributes (``SEARCH_ATTRIBUTES_PATCH`` unasked). Runs recorded before it ask the ids above
 where they always did. A command change after this release ships needs a new id."""
 SEARCH_ATTRIBUTES_PATCH = "agentsteps.search-attributes.1"
+APPROVAL_NOTIFY_PATCH = "agentsteps.approval-notify.1"
+"""Issue 38: a call that starts waiting schedules ``approval.notify`` (and a reminder timer before its timeout)."""
 """Runs and sessions keep the ``AgentSteps*`` search attributes below up to date (a few upserts a
 run: start, approval asked/decided, end); runs started before replay without them."""
 
@@ -187,6 +206,7 @@ ACTIVITIES = (
     CODE_FORK,
     SESSION_FORK,
     MONITOR_RECORD,
+    APPROVAL_NOTIFY,
 )
 
 __all__ = [
@@ -196,6 +216,7 @@ __all__ = [
     "SESSION_STATE_PATCH",
     "APPROVALS_QUERY",
     "APPROVE_UPDATE",
+    "DECISIONS_QUERY",
     "CANCEL_SIGNAL",
     "CLOSE_UPDATE",
     "CURRENT_TURN_QUERY",
@@ -212,6 +233,8 @@ __all__ = [
     "LLM_CALL_STORED_RESULTS",
     "LLM_CALL_TOOL_CATALOG",
     "MONITOR_RECORD",
+    "APPROVAL_NOTIFY",
+    "APPROVAL_NOTIFY_PATCH",
     "MONITOR_WORKFLOW",
     "PATCH_TOOL_RESULT_CAP",
     "PIPELINE_WORKFLOW",

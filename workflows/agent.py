@@ -8,7 +8,10 @@ each ``llm.call`` carries the stored prefix's ref and the new messages only.
 
 from __future__ import annotations
 
+from typing import Any
+
 from temporalio import workflow
+from temporalio.common import RawValue
 
 with workflow.unsafe.imports_passed_through():
     from ..contracts import AgentInput, AgentResult, AgentState, Message, Step
@@ -16,6 +19,7 @@ with workflow.unsafe.imports_passed_through():
     from ..telemetry import workflow_metrics
     from .agent_run import AgentRun, seconds_since
     from .approvals import ApprovalDesk, ApprovalHandlers
+    from .entries import NO_INPUT, start_input
     from .quota_gate import QuotaDesk, QuotaHandlers
     from .releases.gates import Features
     from .run_state import RunProgress
@@ -45,7 +49,8 @@ class AgentWorkflow(ApprovalHandlers, QuotaHandlers):
         self.features: Features | None = None
 
     @workflow.run
-    async def run(self, inp: AgentInput) -> AgentResult:
+    async def run(self, raw: RawValue = NO_INPUT) -> AgentResult:
+        inp = start_input(raw, AgentInput)
         started = workflow.now()
         result = self.progress.result
         try:
@@ -91,8 +96,9 @@ class AgentWorkflow(ApprovalHandlers, QuotaHandlers):
         return self.progress.result.steps[since:]
 
     @workflow.signal(name=CANCEL_SIGNAL)
-    def cancel(self) -> None:
-        """Graceful: the run stops before its next step and returns what it has."""
+    def cancel(self, *ignored: Any) -> None:
+        """Graceful: the run stops before its next step and returns what it has (arguments are ignored: an
+        extra one must not fail the workflow task)."""
         self.progress.request_cancel()
 
     async def _run(self, inp: AgentInput) -> AgentResult:

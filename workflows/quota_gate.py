@@ -25,9 +25,10 @@ import asyncio
 from collections.abc import Awaitable, Callable
 
 from temporalio import workflow
+from temporalio.common import RawValue
 
 with workflow.unsafe.imports_passed_through():
-    from ..contracts import LLMConfig, LLMRequest, LLMResponse
+    from ..contracts import Degradation, LLMConfig, LLMRequest, LLMResponse, Violation, ViolationKind
     from ..contracts.errors import BudgetExceededError, DeploymentConfigError
     from ..contracts.llm.tokens import count_prompt_tokens
     from ..contracts.names import QUOTA_ACQUIRE_SIGNAL, QUOTA_GRANT_SIGNAL, QUOTA_RELEASE_SIGNAL
@@ -35,6 +36,7 @@ with workflow.unsafe.imports_passed_through():
     from ..contracts.quotas.wire import LeaseGrant, LeaseRelease, LeaseRequest, QuotaPlan, QuotaRoute
     from ..failures import to_application_error
     from ..telemetry import workflow_metrics
+    from .entries import signal_input
 
 
 def warm_tokenizer() -> None:
@@ -111,8 +113,10 @@ class QuotaHandlers:
     quotas: QuotaDesk
 
     @workflow.signal(name=QUOTA_GRANT_SIGNAL)
-    def quota_grant(self, grant: LeaseGrant) -> None:
-        self.quotas.receive(grant)
+    def quota_grant(self, raw: RawValue) -> None:
+        grant = signal_input(raw, LeaseGrant, QUOTA_GRANT_SIGNAL)
+        if grant is not None:
+            self.quotas.receive(grant)
 
 
 async def leased_call(
@@ -121,8 +125,12 @@ async def leased_call(
     request: LLMRequest,
     send: Callable[[LLMRequest], Awaitable[LLMResponse]],
     waiting: Callable[[int], None] = lambda change: None,
+    degraded: Callable[[str, str], None] = lambda from_model, to: None,
 ) -> LLMResponse:
-    """``send(request)`` under the plan's tenant budget and quota; raises ``QuotaRefused`` on a hard limit."""
+    """``send(request)`` under the plan's tenant budget and quota; raises ``QuotaRefused`` on a hard limit.
+
+    ``degraded(from_model, to)`` is told when a soft limit moved the call to a cheaper model (the run lists
+    it in ``AgentResult.degradations``: ``soft_budget_degradation``)."""
     # Pure and the same on every worker, but the tokenizer's first import reads its vocabulary file.
     with workflow.unsafe.sandbox_unrestricted(), workflow.unsafe.imports_passed_through():
         estimate_in = count_prompt_tokens(request)
@@ -149,7 +157,10 @@ async def leased_call(
             )
         tenant_lease = ask.request_id
         if grant.degrade:
+            before = request.config.model
             request = _degraded(plan, request)
+            if request.config.model != before:
+                degraded(before, request.config.model)
     route = plan.route(request.config.provider, request.config.model, request.config.api_key)
     quota_lease: str | None = None
     if route is not None:
@@ -240,6 +251,18 @@ def _release(
     workflow_metrics.record_tenant_spend(plan.tenant_label, usd)
 
 
+def soft_budget_degradation(step: int, tenant: str | None, from_model: str, to: str) -> Degradation:
+    """What a run's result lists for a call its tenant's soft budget moved to ``to``."""
+    reason = Violation(
+        contract="tenant_budget",
+        phase="pre",
+        kind=ViolationKind.token_budget,
+        path="$.tenant",
+        message=f"tenant {tenant!r} is past a soft budget limit: the call went to {to} instead of {from_model}",
+    )
+    return Degradation(step=step, from_model=from_model, to=to, reason=reason)
+
+
 def _degraded(plan: QuotaPlan, request: LLMRequest) -> LLMRequest:
     """The request on the tenant's first ``degrade_to`` model that is not the one it had."""
     for target in plan.degrade_to:
@@ -253,4 +276,4 @@ def _degraded(plan: QuotaPlan, request: LLMRequest) -> LLMRequest:
     return request
 
 
-__all__ = ["warm_tokenizer", "QuotaDesk", "QuotaHandlers", "QuotaRefused", "leased_call"]
+__all__ = ["warm_tokenizer", "QuotaDesk", "QuotaHandlers", "QuotaRefused", "leased_call", "soft_budget_degradation"]

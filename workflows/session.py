@@ -23,7 +23,7 @@ from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy
+from temporalio.common import RawValue, RetryPolicy
 from temporalio.exceptions import ActivityError, FailureError
 
 with workflow.unsafe.imports_passed_through():
@@ -54,6 +54,7 @@ with workflow.unsafe.imports_passed_through():
         ForkSource,
         ProgressEvent,
         RewindInput,
+        SessionConfig,
         SessionFork,
         SessionForkBound,
         SessionForkInput,
@@ -76,6 +77,7 @@ with workflow.unsafe.imports_passed_through():
     from .agent_run import AgentRun
     from .approvals import ApprovalDesk, ApprovalHandlers
     from .effects import untold_note
+    from .entries import NO_INPUT, decoded, update_input
     from .quota_gate import QuotaDesk, QuotaHandlers
     from .releases.gates import Features, carries_decisions, takes_carried_tools
     from .run_state import RunProgress
@@ -107,23 +109,31 @@ class _Turn:
 @workflow.defn(name=SESSION_WORKFLOW)
 class SessionWorkflow(ApprovalHandlers, QuotaHandlers):
     @workflow.init
-    def __init__(self, inp: SessionInput) -> None:
+    def __init__(self, raw: RawValue = NO_INPUT) -> None:
         now = workflow.now()
         info = workflow.info()
-        self.inp = inp
+        # Decoded here, not by the SDK: a wrong shape fails the run at once (``run`` raises it), never the
+        # workflow task forever; the session then holds an empty input and loads nothing.
+        decoded_inp, self.malformed = decoded(raw, SessionInput, f"{SESSION_WORKFLOW} input")
+        inp = self.inp = decoded_inp or SessionInput.model_construct(session=SessionConfig())
         self.owner = session_owner(info.workflow_id, info.first_execution_run_id)
-        problem = carried_problem(
-            inp,
-            workflow_id=info.workflow_id,
-            first_run_id=info.first_execution_run_id,
-            continued=info.continued_run_id is not None,
-            cron=bool(info.cron_schedule),
-            attempt=info.attempt,
+        problem = (
+            carried_problem(
+                inp,
+                workflow_id=info.workflow_id,
+                first_run_id=info.first_execution_run_id,
+                continued=info.continued_run_id is not None,
+                cron=bool(info.cron_schedule),
+                attempt=info.attempt,
+            )
+            if self.malformed is None
+            else None
         )
         self.refused = CarriedStateError(problem) if problem is not None else None
         """Set when the input carried state this session does not own: it loads none of it, every
         Update is refused with it, and the run fails with it."""
-        carried, stream = (inp.carried, inp.stream) if self.refused is None else (None, None)
+        loads = self.refused is None and self.malformed is None
+        carried, stream = (inp.carried, inp.stream) if loads else (None, None)
         kept = inp.session.turns_kept
         self.record = (
             SessionRecord(carried, turns_kept=kept) if carried is not None else SessionRecord.new(now, turns_kept=kept)
@@ -161,16 +171,20 @@ class SessionWorkflow(ApprovalHandlers, QuotaHandlers):
         """The steps of the turn that ended last, for the ``steps`` query (memory only; never carried)."""
         self.visibility = Visibility()
         self.approvals.on_change = self.visibility.awaiting
-        self.fork: SessionFork | None = inp.fork if self.refused is None and inp.carried is None else None
+        self.fork: SessionFork | None = inp.fork if loads and inp.carried is None else None
         """A new session forked from another's turn: its first turn goes on from the source's state there."""
         self.fork_failed: BaseException | None = None
         if self.fork is not None:
             self.record.start_fork(self.fork)
 
     @workflow.run
-    async def run(self, inp: SessionInput) -> SessionOutcome:
+    async def run(self, raw: RawValue = NO_INPUT) -> SessionOutcome:
+        if self.malformed is not None:
+            workflow_metrics.record_malformed_input("start", SESSION_WORKFLOW)
+            raise self.malformed
         if self.refused is not None:
             raise to_application_error(self.refused)
+        inp = self.inp
         check_key_scope(inp.key_scope)
         check_tenant(inp.tenant)
         if inp.carried is None:
@@ -498,19 +512,22 @@ class SessionWorkflow(ApprovalHandlers, QuotaHandlers):
     # ------------------------------------------------------------------ close, cancel, queries
 
     @workflow.update(name=CLOSE_UPDATE)
-    async def close(self, inp: CloseInput) -> SessionState:
+    async def close(self, raw: RawValue = NO_INPUT) -> SessionState:
         """No new turns from now on; a running turn finishes first."""
-        self.closed_reason = inp.reason
+        self.closed_reason = _close_input(raw).reason
         await workflow.wait_condition(lambda: self.current is None)
         return self.state()
 
     @close.validator
-    def _check_close(self, inp: CloseInput) -> None:
+    def _check_close(self, raw: RawValue = NO_INPUT) -> None:
         self._check_owned()
+        _close_input(raw)
         if self.closed_reason is not None:
             raise to_application_error(SessionClosedError(f"the session is already closed ({self.closed_reason})"))
 
     def _check_owned(self) -> None:
+        if self.malformed is not None:
+            raise self.malformed
         if self.refused is not None:
             raise to_application_error(self.refused)
 
@@ -520,8 +537,8 @@ class SessionWorkflow(ApprovalHandlers, QuotaHandlers):
             raise to_application_error(SessionClosedError(f"the session is closed ({self.closed_reason})"))
 
     @workflow.signal(name=CANCEL_SIGNAL)
-    def cancel(self) -> None:
-        """Stops the running turn before its next step; the session stays open."""
+    def cancel(self, *ignored: Any) -> None:
+        """Stops the running turn before its next step; the session stays open (arguments are ignored)."""
         if self.current is not None:
             self.current.request_cancel()
 
@@ -593,6 +610,11 @@ class SessionWorkflow(ApprovalHandlers, QuotaHandlers):
 
 def _json(value: object) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _close_input(raw: RawValue) -> CloseInput:
+    """``close`` takes ``{"reason": ...}`` or nothing; anything else is refused in its validator."""
+    return CloseInput() if raw is NO_INPUT else update_input(raw, CloseInput, CLOSE_UPDATE)
 
 
 __all__ = ["IDLE_TIMEOUT_REASON", "SessionWorkflow"]

@@ -31,7 +31,7 @@ with workflow.unsafe.imports_passed_through():
 async def spec_tools(spec: AgentSpec) -> list[ToolSchema]:
     """The worker's schemas for the spec's tools; an invalid spec fails typed (``InvalidSpecError``)."""
     tools = await describe_tools(spec.tools, spec.tool_policy) if spec.tools else []
-    _refuse(check_spec(spec, {t.name: t for t in tools}))
+    _refuse(check_spec(spec, {t.name: t for t in tools}, whole_catalog=False))
     return tools
 
 

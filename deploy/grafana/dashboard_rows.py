@@ -329,6 +329,19 @@ def code_and_monitor() -> list[PanelModel]:
             steps=worse_above(0.0001, 0.01),
         ),
         panel(
+            "Malformed starts and signals",
+            "Starts failed at once (InvalidSpecError) and signals dropped for a wrongly shaped argument, by "
+            "workflow type and entry: a caller to fix, never a run left retrying.",
+            [
+                (
+                    f"sum by (workflow_type, kind, name) ({rate('agentsteps_malformed_inputs_total')})",
+                    "{{workflow_type}} {{kind}} {{name}}",
+                )
+            ],
+            unit="ops",
+            steps=worse_above(0.0001, 0.01),
+        ),
+        panel(
             "Sandbox execution time p50 / p95 / p99",
             "Time programs spent executing in the Monty sandbox.",
             [

@@ -17,7 +17,13 @@ from temporalio.common import SearchAttributeKey
 from agentsteps.activities.tools.registry import ToolContext, ToolRegistry
 from agentsteps.client.session_forks import fork_session, plan_session_fork, start_session_fork
 from agentsteps.client.sessions import close_session, continue_session, send_turn, session_state, session_turns
-from agentsteps.contracts.errors import InvalidTurnError, PayloadIntegrityError, PayloadMissingError, SessionClosedError
+from agentsteps.contracts.errors import (
+    InvalidTurnError,
+    PayloadIntegrityError,
+    PayloadMissingError,
+    SessionClosedError,
+    SessionNotFoundError,
+)
 from agentsteps.contracts.names import SA_TENANT
 from agentsteps.contracts.quotas.wire import QuotaPlan
 from agentsteps.contracts.session import SessionInput
@@ -165,7 +171,7 @@ async def test_forking_what_cannot_be_forked_is_a_clear_error(client, settings, 
     spec = make_spec(tools=["charge"], max_steps=14)
     converter = build_data_converter(settings)
     executed: list[int] = []
-    with pytest.raises(SessionClosedError, match="no session"):
+    with pytest.raises(SessionNotFoundError, match="no session"):
         await plan_session_fork(client, "no-such-session", 1, 0, data_converter=converter)
     async with running_worker(client, settings, registry=charging_registry(executed)):
         await send_turn(client, spec, "hello", session_id=sid, task_queue=settings.task_queue)

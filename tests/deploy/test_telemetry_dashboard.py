@@ -338,6 +338,14 @@ async def _run_workload(client: Client, settings: WorkerSettings, scripted: Scri
             id=f"dash-{uuid.uuid4().hex[:10]}",
             task_queue=settings.task_queue,
         )
+    # A start of the wrong shape (a spec with no model) fails at once: the malformed-input panel.
+    with pytest.raises(WorkflowFailureError):
+        await client.execute_workflow(
+            AGENT_WORKFLOW,
+            {"spec": {"tools": ["get_weather"]}, "input": "no model"},
+            id=f"dash-{uuid.uuid4().hex[:10]}",
+            task_queue=settings.task_queue,
+        )
 
 
 def _total(name: str) -> float:

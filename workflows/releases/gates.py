@@ -22,6 +22,7 @@ from temporalio import workflow
 with workflow.unsafe.imports_passed_through():
     from ...contracts import ToolSchema
     from ...contracts.names import (
+        APPROVAL_NOTIFY_PATCH,
         APPROVALS_CARRIED_PATCH,
         APPROVALS_PATCH,
         CONVERSATION_REF_PATCH,
@@ -121,6 +122,12 @@ def carries_decisions() -> bool:
     return workflow.patched(APPROVALS_CARRIED_PATCH)
 
 
+def notifies_approvers() -> bool:
+    """A call that starts waiting schedules ``approval.notify``, and a reminder before its timeout
+    (``APPROVAL_NOTIFY_PATCH``, not under the release: every run asks it at its first waiting call)."""
+    return workflow.patched(APPROVAL_NOTIFY_PATCH)
+
+
 def effects_once() -> bool:
     """A pipeline describes its tools for their delivery policies, a monitor tick bounds its record's retries
     (``EFFECTS_PATCH``, not under the release); asked at the run's start."""
@@ -147,6 +154,7 @@ def retries_at_most_once_after_any_failure() -> bool:
 
 __all__ = [
     "Features",
+    "notifies_approvers",
     "cancel_ends_at_most_once_call",
     "carries_decisions",
     "effects_once",

@@ -32,6 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...contracts.names import (
+    APPROVAL_NOTIFY_PATCH,
     APPROVALS_CARRIED_PATCH,
     APPROVALS_PATCH,
     CONVERSATION_REF_PATCH,
@@ -316,6 +317,28 @@ PATCHES: tuple[Patch, ...] = (
             "call goes once no open run carries its marker. A later release's command changes take a new release "
             "id, asked first in the same way."
         ),
+    ),
+    Patch(
+        id=APPROVAL_NOTIFY_PATCH,
+        added="issue 38, approvals that reach people (commit on branch approvals, 2026-12-06)",
+        old_branch_does=(
+            "a call waiting for approval schedules nothing: no `approval.notify` activity, one timer for its "
+            "whole wait (no reminder timer)"
+        ),
+        asked_at="each call that starts waiting for approval (`ApprovalDesk.gate`, `notifies_approvers`)",
+        under_release=False,
+        marked=(),
+        old_branch=(
+            "approval_asked_again_for_a_recorded_effect",
+            "release_2026_12_session_streamed_continued",
+            "search_attributes_session_streamed_continued",
+            "session_catalog_session_streamed_continued",
+            "session_failed_turn_continued",
+            "session_streamed_continued",
+        ),
+        may_go="`deprecate_patch` when no run or session started before these workers waits for approval "
+        "(`temporal workflow count --query 'AgentStepsAwaitingApproval = true AND StartTime < \"<that deploy>\"'` "
+        "is 0); the call goes once no open run carries its marker: fold it into the next release id first.",
     ),
 )
 """In the order they were added."""
