@@ -13,6 +13,7 @@ import importlib
 import json
 import os
 import secrets
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager, suppress
 from dataclasses import dataclass
@@ -49,12 +50,12 @@ from .contracts.config.settings import DEMO_TOOL_FACTORIES, PROVIDER_KEY_ENV, Wo
 from .contracts.errors import DeploymentConfigError, QuotaConfigError
 from .contracts.names import QUEUE_REGISTRY_TASK_QUEUE
 from .contracts.queue_registry import QueueFingerprint
-from .storage import payload_unavailable
+from .storage import payload_unavailable, store_requests
 from .storage.conversations import ConversationStore
 from .storage.payload_contexts import contexts_of
 from .storage.payload_store import PayloadStore, build_payload_store
 from .storage.payload_unavailable import denied_code, terminate_unreadable_runs
-from .telemetry.metrics import PAYLOAD_STORE_DENIED, WORKER_SLOTS
+from .telemetry.metrics import PAYLOAD_STORE_DENIED, WORKER_SLOTS, WORKFLOW_REPLAY_SECONDS, count_store_request
 from .telemetry.runtime import build_runtime
 from .telemetry.tracing import tracing_interceptors
 from .workflows.agent import AgentWorkflow
@@ -70,6 +71,8 @@ _runtime: Runtime | None = None
 
 if PAYLOAD_STORE_DENIED.inc not in payload_unavailable.on_denied:
     payload_unavailable.on_denied.append(PAYLOAD_STORE_DENIED.inc)
+if count_store_request not in store_requests.on_request:
+    store_requests.on_request.append(count_store_request)
 
 
 def _process_runtime(settings: WorkerSettings) -> Runtime:
@@ -381,20 +384,32 @@ class RunAwareRunner(WorkflowRunner):
         self.inner.prepare_workflow(defn)
 
     def create_instance(self, det: WorkflowInstanceDetails) -> WorkflowInstance:
-        return _RunAwareInstance(self.inner.create_instance(det))
+        return _RunAwareInstance(self.inner.create_instance(det), det.defn.name or "other")
 
     def set_worker_level_failure_exception_types(self, types: Sequence[type[BaseException]]) -> None:
         self.inner.set_worker_level_failure_exception_types(types)
 
 
 class _RunAwareInstance(WorkflowInstance):
-    def __init__(self, inner: WorkflowInstance) -> None:
+    def __init__(self, inner: WorkflowInstance, workflow_type: str) -> None:
         self._inner = inner
         self._contexts = contexts_of(inner)  # asked per payload sequence: no round trip into the sandbox
+        self._workflow_type = workflow_type
+        self._replayed = 0.0
+        """Seconds of replaying activations since the run was last rebuilt from history (sticky-cache miss,
+        a task from the normal queue, a query on a run no worker cached): observed at its first live one."""
 
     def activate(self, act: Any) -> Any:
+        replaying = bool(act.is_replaying)
+        started = time.perf_counter() if replaying else 0.0
         with payload_unavailable.decoding_for(act.run_id):
-            return self._inner.activate(act)
+            result = self._inner.activate(act)
+        if replaying:
+            self._replayed += time.perf_counter() - started
+        elif self._replayed:
+            WORKFLOW_REPLAY_SECONDS.labels(self._workflow_type).observe(self._replayed)
+            self._replayed = 0.0
+        return result
 
     def get_serialization_context(self, *args: Any) -> Any:
         return self._contexts.get_serialization_context(*args)
