@@ -22,6 +22,7 @@ from ...contracts.code.program import (
     CheckProgramInput,
     CheckProgramResult,
     ForkProgramInput,
+    ProgramFunction,
     ProgramStatus,
     ReplayLog,
     ReplMemory,
@@ -77,7 +78,7 @@ class SandboxActivities:
                 status.replay = ReplayLog(program=inp.program, now=inp.now, seed=inp.seed, repl=inp.repl)
                 status.replay_seconds = status.sandbox_seconds
                 held.detach()
-                kept = await self._keep_live(inp.run_key, status, session, paused, sink, held.close)
+                kept = await self._keep_live(inp.run_key, status, session, paused, sink, held.close, inp.functions)
             elif paused is not None:
                 status.snapshot = await self._vault.save(inp.run_key, paused.dump())
             await self._keep_repl(session, status, inp.repl, inp.variable_names)
@@ -94,13 +95,22 @@ class SandboxActivities:
         paused: Any,
         sink: OutputSink,
         close: Callable[[], Awaitable[None]],
+        functions: list[ProgramFunction],
     ) -> bool:
-        """Keep a paused program live here; store a snapshot only where a replay would cost more than
-        its bound (``REPLAY_CALLS_BOUND`` pauses or ``REPLAY_SECONDS_BOUND`` of interpreter time since the
-        last one), so a program makes no store write per call."""
-        if status.replay_calls >= self.replay_calls_bound or status.replay_seconds >= self.replay_seconds_bound:
+        """Keep a paused program live here; store a snapshot only before a long wait (a call that waits for
+        an approval) and where a replay would cost more than its bound (``REPLAY_CALLS_BOUND`` pauses or
+        ``REPLAY_SECONDS_BOUND`` of interpreter time since the last one): no store write per call."""
+        long_waits = {f.python_name for f in functions if f.long_wait}
+        waits_long = any(c.function in long_waits for c in status.calls)
+        if (
+            waits_long
+            or status.replay_calls >= self.replay_calls_bound
+            or status.replay_seconds >= self.replay_seconds_bound
+        ):
             status.snapshot = await self._vault.save(run_key, paused.dump())
             status.replay_calls, status.replay_seconds = 0, 0.0
+        if waits_long:
+            return False  # waiting on a person: the snapshot alone holds it, no process is kept for days
         status.live = uuid.uuid4().hex
         await self.pool.live.keep(run_key, status.live, LiveProgram(session, paused, sink, close))
         return True
@@ -173,7 +183,9 @@ class SandboxActivities:
             status.replay_calls = inp.replay_calls + 1
             status.replay_seconds = inp.replay_seconds + max(0.0, status.sandbox_seconds - inp.sandbox_seconds)
             if paused is not None:
-                kept = await self._keep_live(inp.run_key, status, program.session, paused, program.sink, program.close)
+                kept = await self._keep_live(
+                    inp.run_key, status, program.session, paused, program.sink, program.close, inp.functions
+                )
             await self._keep_repl(program.session, status, inp.repl, inp.variable_names)
         finally:
             if not kept:

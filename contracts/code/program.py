@@ -174,6 +174,9 @@ class ProgramFunction(BaseModel):
     params: list[str] = Field(default_factory=list)
     required: list[str] = Field(default_factory=list)
     """Optional parameters left at ``None`` are omitted from the tool's arguments."""
+    long_wait: bool = False
+    """A call that may wait long (for an approval): the program paused on it is stored as a snapshot, so it
+    resumes without a replay after days and across worker upgrades."""
 
 
 class CheckProgramInput(BaseModel):
