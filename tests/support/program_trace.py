@@ -44,7 +44,8 @@ BLOCKS = (
     "rs = await asyncio.gather(*[f(i * {n}) for i in range(3)])\nacc.append(rs)\n",
     "early = g('early', {n})\nacc.append(await f({n}))\nacc.append(await early)\n",
     # the result steers what comes next
-    "r = await f({n})\nif r['n'] % 2:\n    acc.append(await g('odd', r['n']))\nelse:\n    acc.append(sorted(r.items()))\n",
+    "r = await f({n})\nif r['n'] % 2:\n    acc.append(await g('odd', r['n']))\n"
+    "else:\n    acc.append(sorted(r.items()))\n",
     # the seeded random module and the frozen clock
     "import random\nacc.append(await f(random.randint(0, 10 ** 12)))\n",
 )
