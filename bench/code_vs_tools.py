@@ -508,16 +508,13 @@ async def store_writes(
     try:
         for kind in ("local", "s3"):
             with tempfile.TemporaryDirectory() as state:
-                worker_settings = settings.model_copy(
-                    update={
-                        "state_dir": Path(state),
-                        "task_queue": f"{settings.task_queue}-{kind}",
-                        **(
-                            {"payload_store": settings.payload_store.model_copy(update=s3_store)}
-                            if kind == "s3"
-                            else {}
-                        ),
-                    }
+                worker_settings = WorkerSettings(
+                    state_dir=Path(state),
+                    task_queue=f"{settings.task_queue}-{kind}",
+                    tool_factories=[],
+                    snapshot_key="bench-snapshot-key-0123456789abcdef",
+                    providers=settings.providers,
+                    payload_store=s3_store if kind == "s3" else {},
                 )
                 engine = await connect(worker_settings, address)
                 async with running_worker(engine, worker_settings, registry=reg):
