@@ -54,6 +54,12 @@ TOOL_CALL_SECONDS = Histogram(
     "agentsteps_tool_call_seconds", "Tool call latency.", ["tool"], buckets=_LATENCY_BUCKETS, registry=REGISTRY
 )
 CODE_PROGRAMS = Counter("agentsteps_code_programs", "Code-mode programs by outcome.", ["outcome"], registry=REGISTRY)
+CODE_RESUMES = Counter(
+    "agentsteps_code_resumes",
+    "Code-mode program resumes by where the paused program came from (live, replay, not_live, snapshot).",
+    ["source"],
+    registry=REGISTRY,
+)
 CODE_SANDBOX_SECONDS = Histogram(
     "agentsteps_code_sandbox_seconds",
     "Time spent executing programs in the sandbox.",

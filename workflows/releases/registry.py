@@ -102,6 +102,7 @@ _SEARCH_ATTRIBUTES_AGENT_RUNS = (
 )
 _EXACTLY_ONCE_EVIDENCE = ("approval_asked_again_for_a_recorded_effect", "at_most_once_retried_after_the_call")
 _RELEASE_RUNS = (
+    "kept_live_agent_code_mode_fork_waiting",
     "release_2026_12_agent_code_mode",
     "release_2026_12_agent_code_mode_fork_waiting",
     "release_2026_12_code_mode",
