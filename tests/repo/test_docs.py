@@ -337,6 +337,7 @@ INTERNAL_EXCEPTIONS = {
     "SessionNotFound": "cli/chat.py: one line, 'no session ...'",
     "ServerLost": "cli/dev.py: the dev stack's server died; one line",
     "_Failed": "activities/sandbox/driver.py: private",
+    "ReplayDiverged": "activities/sandbox/driver.py: a replayed program paused elsewhere; becomes InvalidProgramResume",
     "_NonFiniteNumber": "contracts/json_schema.py: private",
     "_Unresolvable": "contracts/composition/prover: private",
     "TicketError": "examples/tickets: the example MCP server's own errors, answered as MCP tool errors",
