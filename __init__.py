@@ -5,15 +5,22 @@ The public API is the modules in ``PUBLIC_MODULES``, each exporting the names in
 else is internal and may change in any release. Importing this package imports none of them.
 """
 
-from importlib.metadata import PackageNotFoundError, version
 
-try:
-    # One source of truth: the version in pyproject.toml, as installed.
-    __version__ = version("agentsteps")
-except PackageNotFoundError:  # a source tree put on sys.path without installing it
-    __version__ = "0+unknown"
+def __getattr__(name: str) -> str:
+    # ``__version__`` is read when asked for: importlib.metadata costs a command that never prints it
+    # (``agentsteps --help``) a third of its start-up.
+    if name != "__version__":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib.metadata import PackageNotFoundError, version
 
-del PackageNotFoundError, version
+    try:
+        # One source of truth: the version in pyproject.toml, as installed.
+        found = version("agentsteps")
+    except PackageNotFoundError:  # a source tree put on sys.path without installing it
+        found = "0+unknown"
+    globals()["__version__"] = found
+    return found
+
 
 PUBLIC_MODULES = (
     "agentsteps",

@@ -8,10 +8,15 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import hashlib
 import importlib
+import json
 import os
-from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import asynccontextmanager
+import secrets
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager, suppress
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -28,29 +33,35 @@ from .activities.llm.activities import LLMActivities
 from .activities.llm.providers.http_transport import provider_http_client
 from .activities.mcp import McpActivities, SecretResolver, build_mcp_activities
 from .activities.monitor.activities import MonitorActivities
+from .activities.notify import ApprovalNotifier
+from .activities.quotas import QuotaPlanActivities
 from .activities.sandbox import SandboxActivities, SandboxPool, SnapshotVault, load_snapshot_key
 from .activities.sandbox.key_check import check_deployment_key
-from .activities.sandbox.snapshots import previous_snapshot_keys
+from .activities.sandbox.snapshots import key_id, previous_snapshot_keys
 from .activities.session import SessionForkActivities
 from .activities.tools.activities import ToolActivities
 from .activities.tools.registry import ToolRegistry
 from .activities.tools.source import ToolSource
+from .client.queue_membership import join_queue, renewing
 from .client.quotas import ensure_accounts
 from .client.search_attributes import ensure_search_attributes
 from .client.settings import load_mcp_config, provider_keys, secret_sources
 from .contracts.config.settings import DEMO_TOOL_FACTORIES, PROVIDER_KEY_ENV, WorkerSettings
 from .contracts.errors import DeploymentConfigError, QuotaConfigError
-from .storage import payload_unavailable
+from .contracts.names import QUEUE_REGISTRY_TASK_QUEUE
+from .contracts.queue_registry import QueueFingerprint
+from .storage import payload_unavailable, store_requests
 from .storage.conversations import ConversationStore
 from .storage.payload_contexts import contexts_of
 from .storage.payload_store import PayloadStore, build_payload_store
-from .storage.payload_unavailable import terminate_unreadable_runs
-from .telemetry.metrics import PAYLOAD_STORE_DENIED, WORKER_SLOTS
+from .storage.payload_unavailable import denied_code, terminate_unreadable_runs
+from .telemetry.metrics import PAYLOAD_STORE_DENIED, WORKER_SLOTS, WORKFLOW_REPLAY_SECONDS, count_store_request
 from .telemetry.runtime import build_runtime
 from .telemetry.tracing import tracing_interceptors
 from .workflows.agent import AgentWorkflow
 from .workflows.monitor import MonitorWorkflow
 from .workflows.pipeline import PipelineWorkflow
+from .workflows.queue_registry import QueueRegistryWorkflow
 from .workflows.quota_account import QuotaAccountWorkflow
 from .workflows.quota_gate import warm_tokenizer
 from .workflows.session import SessionWorkflow
@@ -60,6 +71,8 @@ _runtime: Runtime | None = None
 
 if PAYLOAD_STORE_DENIED.inc not in payload_unavailable.on_denied:
     payload_unavailable.on_denied.append(PAYLOAD_STORE_DENIED.inc)
+if count_store_request not in store_requests.on_request:
+    store_requests.on_request.append(count_store_request)
 
 
 def _process_runtime(settings: WorkerSettings) -> Runtime:
@@ -138,8 +151,28 @@ async def check_snapshot_key(settings: WorkerSettings) -> None:
     store = build_payload_store(settings)
     try:
         await check_deployment_key(store, load_snapshot_key(settings), previous_snapshot_keys(settings))
+    except DeploymentConfigError:
+        raise
+    except Exception as exc:  # the store's own answer (botocore, a socket): one line naming cause and next step
+        raise store_unusable(store.location, exc) from exc
     finally:
         await store.aclose()
+
+
+def store_unusable(location: str, exc: BaseException) -> DeploymentConfigError:
+    """The payload store failed this worker's start-up check: refused (credentials) or not reached."""
+    code = denied_code(exc)
+    cause = " ".join(f"{type(exc).__name__}: {exc}".split())
+    if code is not None:
+        return DeploymentConfigError(
+            f"the payload store {location} refused this worker's start-up check ({code}): check its credentials "
+            "(AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, or the pod's role) and the bucket's "
+            f"policy, then start it again ({cause})"
+        )
+    return DeploymentConfigError(
+        f"the payload store {location} could not be used for this worker's start-up check: check the bucket "
+        f"and AWS_ENDPOINT_URL, then start it again ({cause})"
+    )
 
 
 def check_provider_keys(settings: WorkerSettings) -> None:
@@ -163,7 +196,10 @@ def check_provider_keys(settings: WorkerSettings) -> None:
 def check_quota_keys(settings: WorkerSettings) -> None:
     """A quota on a key the worker does not declare is refused at start (``load_settings`` refuses it in a
     file; this covers settings built in code), as a ``QuotaConfigError`` naming the quota and the key."""
-    problem = settings.quotas.undeclared_key(settings.providers.key_names)
+    quotas = settings.quotas
+    problem = quotas.undeclared_key(settings.providers.key_names) or quotas.unreachable_degrade(
+        settings.required_providers
+    )
     if problem is not None:
         raise QuotaConfigError.with_message(f"$.quotas.{problem}")
 
@@ -179,6 +215,10 @@ def load_registry(settings: WorkerSettings) -> ToolRegistry:
     return merged
 
 
+def _secret(secret: SecretStr | None) -> str:
+    return secret.get_secret_value() if secret is not None else ""
+
+
 def _has_value(secret: SecretStr | None) -> bool:
     return secret is not None and bool(secret.get_secret_value().strip())
 
@@ -189,6 +229,81 @@ def _import_factory(entry: str) -> Callable[[WorkerSettings], ToolRegistry]:
         raise ValueError(f"tool factory {entry!r} must look like 'package.module:function'")
     factory: Callable[[WorkerSettings], ToolRegistry] = getattr(importlib.import_module(module_name), attr)
     return factory
+
+
+@dataclass(frozen=True)
+class QueueCheck:
+    """How a worker proves to its task queue's registry that it agrees with the workers already there
+    (``client/queue_membership.py``); ``running_worker`` joins before it polls, renews while it runs."""
+
+    replace: bool = False
+    """Take the queue over even though live workers disagree (``agentsteps worker --replace-fleet``): they are
+    told at their next renewal and stop polling."""
+    lease_seconds: float = 30.0
+    offline_script: str | None = None
+    """The digest of the offline model's script when this worker serves it (its URL is its own)."""
+    on_replaced: Callable[[str], Awaitable[None]] | None = None
+    """Called when another fleet took the queue over; by default the worker shuts down."""
+
+
+def queue_fingerprint(
+    settings: WorkerSettings, registry: ToolRegistry, offline_script: str | None = None
+) -> QueueFingerprint:
+    """What workers on one queue must share, as hashes (no secret goes in): the snapshot key's id, the tools
+    (with their policies, and the MCP servers), where model calls go, and the quotas, budgets and prices."""
+    tools = {
+        name: schema.model_dump(mode="json", include={"side_effects", "requires_approval", "delivery"})
+        for name, schema in registry.schemas().items()
+    }
+    providers = settings.providers
+
+    def route(provider: str, key: object, url: str) -> str:
+        if offline_script is not None:
+            return f"offline:{offline_script}"
+        named = sorted(providers.named_keys(provider))
+        return f"{url} key={'set' if key else 'unset'} keys={','.join(named)}"
+
+    models = {
+        "openai": route("openai", providers.openai_api_key, providers.openai_base_url),
+        "anthropic": route("anthropic", providers.anthropic_api_key, providers.anthropic_base_url),
+        "namespace": settings.namespace,
+    }
+    quotas = {"quotas": settings.quotas.model_dump(mode="json"), "prices": settings.prices.model_dump(mode="json")}
+    return QueueFingerprint(
+        key_id=key_id(load_snapshot_key(settings)),
+        previous_key_ids=[key_id(k) for k in previous_snapshot_keys(settings)],
+        tools=_digest({"tools": tools, "mcp": sorted(load_mcp_config(settings.config_file).servers)}),
+        models=_digest(models),
+        quotas=_digest(quotas),
+    )
+
+
+def _digest(value: object) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+@asynccontextmanager
+async def serving_queue_registries(client: Client) -> AsyncIterator[None]:
+    """Serve the queue registries (``QUEUE_REGISTRY_TASK_QUEUE``) from this process, so the first worker of a
+    queue is answered. No sticky cache: a registry's task goes to whichever worker process is alive."""
+    worker = Worker(
+        client,
+        task_queue=QUEUE_REGISTRY_TASK_QUEUE,
+        workflows=[QueueRegistryWorkflow],
+        max_cached_workflows=0,
+        workflow_runner=ENGINE_SANDBOX,
+    )
+    # Its own task, not ``async with``: when the server goes away this worker's fatal error must not cancel
+    # the task that serves the engine (``cli/dev.py`` chooses how a lost server ends).
+    running = asyncio.create_task(worker.run())
+    try:
+        yield
+    finally:
+        with suppress(Exception):
+            await asyncio.wait_for(worker.shutdown(), 5)
+        running.cancel()
+        with suppress(BaseException):
+            await running
 
 
 def workflows() -> list[type]:
@@ -245,7 +360,9 @@ def build_worker(
             sandbox.resume,
             sandbox.fork,
             session_fork.bind,
+            QuotaPlanActivities(settings).plan,
             *MonitorActivities().activities(),
+            *ApprovalNotifier(settings.approval_webhooks, _secret(settings.console.link_secret)).activities(),
         ],
         **worker_options,
     )
@@ -267,20 +384,32 @@ class RunAwareRunner(WorkflowRunner):
         self.inner.prepare_workflow(defn)
 
     def create_instance(self, det: WorkflowInstanceDetails) -> WorkflowInstance:
-        return _RunAwareInstance(self.inner.create_instance(det))
+        return _RunAwareInstance(self.inner.create_instance(det), det.defn.name or "other")
 
     def set_worker_level_failure_exception_types(self, types: Sequence[type[BaseException]]) -> None:
         self.inner.set_worker_level_failure_exception_types(types)
 
 
 class _RunAwareInstance(WorkflowInstance):
-    def __init__(self, inner: WorkflowInstance) -> None:
+    def __init__(self, inner: WorkflowInstance, workflow_type: str) -> None:
         self._inner = inner
         self._contexts = contexts_of(inner)  # asked per payload sequence: no round trip into the sandbox
+        self._workflow_type = workflow_type
+        self._replayed = 0.0
+        """Seconds of replaying activations since the run was last rebuilt from history (sticky-cache miss,
+        a task from the normal queue, a query on a run no worker cached): observed at its first live one."""
 
     def activate(self, act: Any) -> Any:
+        replaying = bool(act.is_replaying)
+        started = time.perf_counter() if replaying else 0.0
         with payload_unavailable.decoding_for(act.run_id):
-            return self._inner.activate(act)
+            result = self._inner.activate(act)
+        if replaying:
+            self._replayed += time.perf_counter() - started
+        elif self._replayed:
+            WORKFLOW_REPLAY_SECONDS.labels(self._workflow_type).observe(self._replayed)
+            self._replayed = 0.0
+        return result
 
     def get_serialization_context(self, *args: Any) -> Any:
         return self._contexts.get_serialization_context(*args)
@@ -355,6 +484,7 @@ async def running_worker(
     task_queue: str | None = None,
     extra_workflows: Sequence[type] = (),
     mcp: McpActivities | None = None,
+    queue_check: QueueCheck | None = None,
     **worker_options: Any,
 ) -> AsyncIterator[Worker]:
     """A started worker with its own HTTP client; both are closed on exit.
@@ -365,6 +495,10 @@ async def running_worker(
 
     ``extra_workflows`` (benchmarks, tests) run beside the engine's own on the same task queue;
     ``worker_options`` go to ``temporalio.worker.Worker`` (e.g. ``max_cached_workflows``).
+
+    ``queue_check`` (every ``agentsteps worker`` and ``dev``): before it polls, the worker proves to the queue's
+    registry that it shares the store, key, tools, models and quotas of the workers already there, or raises
+    ``QueueMismatchError`` naming what differs (``client/queue_membership.py``).
     """
     # Refused before anything starts (accounts, pools): a quota on an undeclared key, a named key's secret unset.
     check_quota_keys(settings)
@@ -376,6 +510,26 @@ async def running_worker(
         await ensure_accounts(client, settings.quotas, task_queue or settings.task_queue)
     # Providers never retry; Temporal owns retries, so the transport must not.
     store = build_payload_store(settings)
+    queue = task_queue or settings.task_queue
+    exits = AsyncExitStack()
+    membership = None
+    if queue_check is not None:
+        registry = registry if registry is not None else load_registry(settings)
+        await exits.enter_async_context(serving_queue_registries(client))
+        try:
+            membership = await join_queue(
+                client,
+                store,
+                queue,
+                queue_fingerprint(settings, registry, queue_check.offline_script),
+                worker=f"{worker_options.get('identity') or client.identity} #{secrets.token_hex(3)}",
+                replace=queue_check.replace,
+                lease_seconds=queue_check.lease_seconds,
+            )
+        except BaseException:
+            await exits.aclose()
+            await store.aclose()
+            raise
     sandbox = build_sandbox(settings, store)
     mcp = mcp or build_mcp(settings)
     mcp.start()
@@ -395,12 +549,18 @@ async def running_worker(
                 **worker_options,
             )
             async with worker:
+                if membership is not None:
+                    assert queue_check is not None
+                    replaced = queue_check.on_replaced or (lambda why: worker.shutdown())
+                    await exits.enter_async_context(renewing(membership, replaced))
                 reaper = asyncio.create_task(terminate_unreadable_runs(client))
                 try:
                     yield worker
                 finally:
                     reaper.cancel()
+                    await exits.aclose()
     finally:
+        await exits.aclose()
         await mcp.aclose()
         await sandbox.pool.close()
 
@@ -412,6 +572,8 @@ __all__ = [
     "check_deployment",
     "connect",
     "load_registry",
+    "QueueCheck",
+    "queue_fingerprint",
     "running_worker",
     "workflows",
 ]

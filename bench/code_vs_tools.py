@@ -51,7 +51,7 @@ from pydantic import BaseModel
 from temporalio.client import Client, WorkflowFailureError
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
-from temporalio.worker import Worker
+from temporalio.worker import Replayer, Worker
 
 from agentsteps.activities.tools.activities import ToolActivities
 from agentsteps.activities.tools.registry import ToolRegistry
@@ -62,6 +62,7 @@ from agentsteps.contracts.llm.tokens import TOKENS_PER_MESSAGE, count_text_token
 from agentsteps.contracts.names import AGENT_WORKFLOW
 from agentsteps.scripted_model import ScriptedModelServer
 from agentsteps.worker import build_data_converter, connect, running_worker
+from agentsteps.worker import workflows as engine_workflows
 
 MODEL = "scripted-2026-01-01"
 CONTEXT_WINDOW = 1_000_000  # the largest windows on offer today
@@ -125,6 +126,11 @@ def registry() -> ToolRegistry:
     @reg.tool(name="ping")
     def ping(args: PingArgs) -> Pong:
         """Answer at once."""
+        return Pong(i=args.i)
+
+    @reg.tool(name="guarded", requires_approval=True)
+    def guarded(args: PingArgs) -> Pong:
+        """Answer once a person approves."""
         return Pong(i=args.i)
 
     return reg
@@ -378,7 +384,7 @@ async def per_call(
                     for proc in used[k]:
                         cpu_samples[side][proc].append((used[k][proc] - used[zero][proc]) / calls)
             print(
-                f"{shape} round {round_}: code {1000 * (timed['k'] - timed['zero']) / calls:.1f} ms/call, "
+                f"{shape} x{calls} round {round_}: code {1000 * (timed['k'] - timed['zero']) / calls:.1f} ms/call, "
                 f"direct {1000 * (timed['dk'] - timed['dzero']) / calls:.1f} ms/call, "
                 f"direct + no-op local activity {1000 * (timed['fk'] - timed['fzero']) / calls:.1f} ms/call",
                 file=sys.stderr,
@@ -399,6 +405,148 @@ async def per_call(
                 for side, by_proc in cpu_samples.items()
             },
         }
+    return figures
+
+
+async def replay_costs(
+    client: Client,
+    queue: str,
+    direct_queue: str,
+    scripted: ScriptedModelServer,
+    settings: WorkerSettings,
+    calls: int,
+    rounds: int,
+) -> dict[str, Any]:
+    """Replaying a finished ``calls``-call program in a fresh worker (a new ``Replayer``, so nothing cached)
+    against replaying the direct loop's run of the same calls: what a worker restart costs each."""
+    scripted.set_script({"replies": [fenced(f"for i in range({calls}):\n    await ping(i)\n{calls}\n")]})
+    code_id, direct_id = f"replay-code-{uuid.uuid4().hex[:8]}", f"replay-direct-{uuid.uuid4().hex[:8]}"
+    await client.execute_workflow(
+        AGENT_WORKFLOW, AgentInput(spec=spec("code", ["ping"]), input="ping"), id=code_id, task_queue=queue
+    )
+    await client.execute_workflow(
+        DirectToolCalls.run, args=[calls, False, False], id=direct_id, task_queue=direct_queue
+    )
+    code_history = await client.get_workflow_handle(code_id).fetch_history()
+    direct_history = await client.get_workflow_handle(direct_id).fetch_history()
+    converter = build_data_converter(settings)
+    code_s: list[float] = []
+    direct_s: list[float] = []
+    for round_ in range(rounds + 1):
+        for history, samples, registered in (
+            (code_history, code_s, engine_workflows()),
+            (direct_history, direct_s, [DirectToolCalls]),
+        ):
+            started = time.perf_counter()
+            await Replayer(workflows=registered, data_converter=converter).replay_workflow(history)
+            if round_:
+                samples.append(time.perf_counter() - started)
+    code, direct = statistics.median(code_s), statistics.median(direct_s)
+    print(
+        f"replay of a finished {calls}-call run: code {code * 1000:.0f} ms, direct {direct * 1000:.0f} ms",
+        file=sys.stderr,
+    )
+    return {
+        "calls": calls,
+        "code_ms": round(code * 1000, 1),
+        "direct_ms": round(direct * 1000, 1),
+        "ratio": round(code / direct, 3),
+        "history_events": {"code": len(code_history.events), "direct": len(direct_history.events)},
+    }
+
+
+async def store_writes(
+    client: Client, scripted: ScriptedModelServer, settings: WorkerSettings, reg: ToolRegistry, calls: int
+) -> dict[str, Any]:
+    """Payload-store writes per program, with the local store and with S3 (moto on loopback): a
+    ``calls``-call program (no long wait), and a one-call program whose call waits for an approval.
+    ``snapshots`` counts the worker's snapshot writes; ``objects`` every new object in the store (the
+    run's conversation segments too)."""
+    from moto.server import ThreadedMotoServer
+
+    from agentsteps.activities.sandbox.snapshots import SnapshotVault
+    from agentsteps.client.sessions import decide_approval, pending_approvals
+
+    saves = 0
+    save = SnapshotVault.save
+
+    async def counted(self: SnapshotVault, run_key: str, data: bytes) -> Any:
+        nonlocal saves
+        saves += 1
+        return await save(self, run_key, data)
+
+    SnapshotVault.save = counted  # type: ignore[method-assign]
+    moto = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    moto.start()
+    host, port = moto.get_host_and_port()
+    endpoint = f"http://{host}:{port}"
+    import boto3
+
+    s3 = boto3.client(
+        "s3",
+        endpoint_url=endpoint,
+        region_name="us-east-1",
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing-secret",
+    )
+    s3.create_bucket(Bucket="bench-payloads")
+    s3_store = {
+        "s3_bucket": "bench-payloads",
+        "s3_endpoint_url": endpoint,
+        "s3_region": "us-east-1",
+        "s3_access_key_id": "testing",
+        "s3_secret_access_key": "testing-secret",
+    }
+
+    def objects(kind: str, state: Path) -> int:
+        if kind == "s3":
+            return int(s3.list_objects_v2(Bucket="bench-payloads").get("KeyCount", 0))
+        return sum(1 for p in (state / "payloads").rglob("*") if p.is_file())
+
+    figures: dict[str, Any] = {}
+    address = client.service_client.config.target_host
+    try:
+        for kind in ("local", "s3"):
+            with tempfile.TemporaryDirectory() as state:
+                worker_settings = WorkerSettings(
+                    state_dir=Path(state),
+                    task_queue=f"{settings.task_queue}-{kind}",
+                    tool_factories=[],
+                    snapshot_key="bench-snapshot-key-0123456789abcdef",
+                    providers=settings.providers,
+                    payload_store=s3_store if kind == "s3" else {},
+                )
+                engine = await connect(worker_settings, address)
+                async with running_worker(engine, worker_settings, registry=reg):
+                    row: dict[str, Any] = {}
+                    for shape, program, tools in (
+                        ("calls", f"for i in range({calls}):\n    await ping(i)\n{calls}\n", ["ping"]),
+                        ("approval", "(await guarded(1))['i']\n", ["guarded"]),
+                    ):
+                        scripted.set_script({"default": fenced(program)})
+                        before, saves = objects(kind, Path(state)), 0
+                        handle = await engine.start_workflow(
+                            AGENT_WORKFLOW,
+                            AgentInput(spec=spec("code", tools), input="go"),
+                            id=f"writes-{uuid.uuid4().hex[:8]}",
+                            task_queue=worker_settings.task_queue,
+                        )
+                        if shape == "approval":
+                            for _ in range(400):
+                                found = await pending_approvals(engine, handle.id)
+                                if found:
+                                    break
+                                await asyncio.sleep(0.05)
+                            await decide_approval(
+                                engine, handle.id, found[0].approval_id, approve=True, approver="bench"
+                            )
+                        await handle.result()
+                        row[shape] = {"snapshots": saves, "objects": objects(kind, Path(state)) - before}
+                    figures[kind] = row
+                print(f"store writes per program ({kind}): {figures[kind]}", file=sys.stderr, flush=True)
+    finally:
+        SnapshotVault.save = save  # type: ignore[method-assign]
+        moto.stop()
     return figures
 
 
@@ -435,9 +583,14 @@ async def main(sizes: list[int], rounds: int, calls: int, capped: bool = False) 
                     figure = await task_in_mode(client, settings.task_queue, scripted, mode, count, rounds)
                     results[mode].append(figure)
                     print(f"{mode} N={count}: {figure}", file=sys.stderr, flush=True)
-            overhead = await per_call(client, settings.task_queue, direct_queue, scripted, calls, rounds)
+            overhead = {
+                n: await per_call(client, settings.task_queue, direct_queue, scripted, n, rounds)
+                for n in sorted({calls, 100})
+            }
+            replay = await replay_costs(client, settings.task_queue, direct_queue, scripted, settings, 100, rounds)
+        writes = await store_writes(client, scripted, settings, reg, 100)
     await env.shutdown()
-    summary = summarise(results, overhead, rounds, calls)
+    summary = summarise(results, overhead, rounds, calls, replay, writes)
     summary["server"] = "dev server, default transfer-task poll cap" if capped else "dev server, poll cap lifted"
     return summary
 
@@ -453,7 +606,12 @@ def _capped_args() -> list[str]:
 
 
 def summarise(
-    results: dict[str, list[dict[str, Any]]], overhead: dict[str, Any], rounds: int, calls: int
+    results: dict[str, list[dict[str, Any]]],
+    overhead: dict[int, dict[str, Any]],
+    rounds: int,
+    calls: int,
+    replay: dict[str, Any] | None = None,
+    writes: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     by = {mode: {f["n"]: f for f in figures} for mode, figures in results.items()}
     code_500 = by["code"].get(500, {}).get("tokens")
@@ -464,13 +622,17 @@ def summarise(
     saving = savings["tools_whole"]  # the honest comparison: the frameworks send results whole
     code_50, code_5000 = by["code"].get(50, {}).get("tokens"), by["code"].get(5000, {}).get("tokens")
     growth = code_5000 / code_50 - 1 if code_50 and code_5000 else None
-    ratio = overhead["sequential"]["ratio"]
+    sequential = {n: o["sequential"]["ratio"] for n, o in overhead.items()}
+    gathered = {n: o["gathered"]["ratio"] for n, o in overhead.items()}
+    snapshots = [row[shape]["snapshots"] for row in (writes or {}).values() for shape in row]
     return {
         "tokenizer": "o200k_base",
         "context_window": CONTEXT_WINDOW,
         **results,
         "answers_correct": {mode: [f.get("answer_correct") for f in figures] for mode, figures in results.items()},
         "per_call_overhead": overhead,
+        "replay_of_finished_program": replay,
+        "store_writes_per_program": writes,
         "rounds": rounds,
         "calls_per_run": calls,
         "token_saving_at_500": saving,
@@ -479,8 +641,13 @@ def summarise(
         "targets": {
             "saving_at_500_ge_0.99": saving is not None and saving >= 0.99,
             "code_growth_le_0.05": growth is not None and growth <= 0.05,
-            "per_call_overhead_le_1.5x": ratio is not None and ratio <= 1.5,
+            "sequential_le_1.2x": {n: r is not None and r <= 1.2 for n, r in sequential.items()},
+            "gathered_le_1.1x": {n: r is not None and r <= 1.1 for n, r in gathered.items()},
+            "replay_le_1.5x": replay is not None and replay["ratio"] <= 1.5,
+            "snapshots_le_1_per_long_wait": bool(writes)
+            and all(row["calls"]["snapshots"] == 0 and row["approval"]["snapshots"] <= 1 for row in writes.values()),
         },
+        "snapshot_writes": snapshots,
     }
 
 

@@ -7,8 +7,8 @@ beyond it) the load exceeds several times over. Each run is one model call
 whose answer is exactly ``max_tokens`` long, so the output tokens per window
 are the binding limit on both sides, measured exactly.
 
-- ``quotas_off``: the runs carry no quota plan; the provider's 429s are retried
-  by Temporal with ``Retry-After``, as without this feature.
+- ``quotas_off``: a worker without ``[worker.quotas]``; the provider's 429s are
+  retried by Temporal with ``Retry-After``, as without this feature.
 - ``quotas_on``: the same quota declared in ``[worker.quotas]``; every call
   waits for its grant from the ``QuotaAccount`` workflow, shared by weight.
 
@@ -46,7 +46,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from agentsteps.activities.tools.registry import ToolRegistry
 from agentsteps.client.dev_server import SERVER_STARTUP, dev_server_args, temporal_binary
-from agentsteps.client.quotas import quota_plan, read_account
+from agentsteps.client.quotas import read_account
 from agentsteps.contracts import AgentInput, AgentResult, AgentSpec, LLMConfig
 from agentsteps.contracts.config.settings import ProviderSettings, WorkerSettings
 from agentsteps.contracts.names import AGENT_WORKFLOW
@@ -98,11 +98,10 @@ async def _phase(
 
     async def loop(tenant: str) -> None:
         nonlocal failed
-        plan = quota_plan(settings, tenant) if plans else None
         while time.monotonic() < stop_at:
             handle = await client.start_workflow(
                 AGENT_WORKFLOW,
-                AgentInput(spec=spec, input=f"hello from {tenant}", tenant=tenant, quota=plan),
+                AgentInput(spec=spec, input=f"hello from {tenant}", tenant=tenant),
                 id=f"bench-{tenant}-{uuid.uuid4().hex[:10]}",
                 task_queue=settings.task_queue,
                 result_type=AgentResult,
@@ -196,16 +195,21 @@ async def main(args: argparse.Namespace) -> dict:
             common = dict(
                 runs=args.runs, seconds=seconds, warmup=window, output_per_window=output_per_window, window=window
             )
-            async with running_worker(
-                client,
-                settings,
-                registry=ToolRegistry(),
-                max_concurrent_activities=400,
-                max_concurrent_workflow_tasks=100,
-            ):
+
+            def serving(worker_settings: WorkerSettings):  # the worker's config decides whether runs take quotas
+                return running_worker(
+                    client,
+                    worker_settings,
+                    registry=ToolRegistry(),
+                    max_concurrent_activities=400,
+                    max_concurrent_workflow_tasks=100,
+                )
+
+            async with serving(settings.model_copy(update={"quotas": QuotaSettings()})):
                 off = await _phase(client, settings, stats_url, plans=False, **common)
                 print(f"quotas off: {off}", file=sys.stderr, flush=True)
-                await asyncio.sleep(window * 1.2)  # the provider's window empties between the phases
+            await asyncio.sleep(window * 1.2)  # the provider's window empties between the phases
+            async with serving(settings):
                 on = await _phase(client, settings, stats_url, plans=True, **common)
                 print(f"quotas on:  {on}", file=sys.stderr, flush=True)
     finally:

@@ -92,7 +92,7 @@ def worker_processes(count: int, address: str, task_queue: str, base_url: str, s
                         address,
                         task_queue,
                         base_url,
-                        str(state / f"worker-{i}"),
+                        str(state),  # one store and key for every worker, as a deployment shares them
                     ],
                     stdout=subprocess.PIPE,
                     text=True,

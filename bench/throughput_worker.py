@@ -27,7 +27,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Worker
 
 from agentsteps.contracts.config.settings import ProviderSettings, WorkerSettings
-from agentsteps.worker import connect, running_worker, settle_heap
+from agentsteps.worker import QueueCheck, connect, running_worker, settle_heap
 
 
 async def serve(address: str, task_queue: str, base_url: str, state_dir: str) -> None:
@@ -51,7 +51,9 @@ async def serve(address: str, task_queue: str, base_url: str, state_dir: str) ->
         workflows=[HandwrittenAgentLoop],
         activities=[hand.chat, hand.get_weather],
     )
-    async with running_worker(client, settings), bare, handwritten:
+    # Every process shares STATE_DIR (one payload store, one key file) and proves it to the queue's registry
+    # first, as agentsteps worker does: a worker with a store of its own loses the others' payloads.
+    async with running_worker(client, settings, queue_check=QueueCheck()), bare, handwritten:
         settle_heap()  # as agentsteps worker does
         print("ready", flush=True)
         stop = asyncio.Event()

@@ -1,9 +1,11 @@
 """``agentsteps chat`` and ``agentsteps session list|show|close``: sessions from a terminal.
 
-``chat --spec FILE`` starts a session and prints its id; ``chat --session ID``
-resumes it (days later, from any machine that reaches the server). A session
-that has ended is refused with one line on stderr (exit 1): its id is reused
-only when asked, ``chat --spec FILE --session ID --new``. While a
+``chat --spec FILE`` names a new session, which starts with its first message
+(then its id is printed with how to resume it); ``chat --session ID`` resumes it
+(days later, from any machine that reaches the server). A session that has
+ended is refused with one line on stderr (exit 1): the terminal never reuses
+its id (Python can: ``send_turn(..., reopen=True)``); ``chat --spec FILE``
+starts a new one. While a
 turn runs, its progress stream is followed: the answer's text as it streams
 (a session started here has ``stream_tokens`` on), tool calls and violations
 are shown as they happen, and a call that needs approval is asked inline
@@ -32,6 +34,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from ..client.dev_server import Stack, embedded_temporal
 from ..client.session_stream import follow
 from ..client.sessions import (
+    NEW_FROM_A_TERMINAL,
     close_session,
     closed_message,
     continue_session,
@@ -48,7 +51,7 @@ from ..client.transcript import StreamItem
 from ..contracts import AgentSpec
 from ..contracts.approvals import PendingApproval
 from ..contracts.config.settings import WorkerSettings
-from ..contracts.errors import SessionClosedError
+from ..contracts.errors import AgentStepsError, InvalidTurnError, SessionClosedError, SessionNotFoundError
 from ..contracts.names import SESSION_WORKFLOW
 from ..contracts.session import SessionConfig, TurnResult
 from ..worker import connect
@@ -100,20 +103,33 @@ async def chat(
         else:
             assert spec is not None  # the command takes --spec or --session (one is required)
             sid = new_session_id(spec)
+        opened = Opened(sid, started=bool(session_id))
         if session_id:
             state = await session_state(client, sid)
             term.say(f"resumed session {sid}: {state.turns} turns, {state.usage.total_tokens} tokens so far")
         else:
-            term.say(f"session {sid} (resume with: agentsteps chat --session {sid})")
+            term.say(f"new session {sid}: it starts with your first message")
         term.say(HELP)
         try:
-            await _loop(client, local.task_queue, spec, sid, term)
+            await _loop(client, local.task_queue, spec, opened, term)
         except (KeyboardInterrupt, asyncio.CancelledError):
-            term.say(f"\nleft session {sid} open; resume with: agentsteps chat --session {sid}")
+            term.say("\n" + opened.leaving())
         except SessionGone as gone:
             term.say(f"! {gone}")
             return 1
     return 0
+
+
+class Opened:
+    """Whether the chat's session exists yet: a session ``chat --spec`` names starts with its first turn."""
+
+    def __init__(self, sid: str, *, started: bool) -> None:
+        self.sid, self.started = sid, started
+
+    def leaving(self) -> str:
+        if self.started:
+            return f"left session {self.sid} open; resume with: agentsteps chat --session {self.sid}"
+        return f"left before the first message: session {self.sid} was never started (nothing to resume)"
 
 
 class SessionGone(Exception):
@@ -139,41 +155,45 @@ async def _describe_session(client: Client, session_id: str, where: str) -> Work
             ) from None
         raise
     if info.status is not WorkflowExecutionStatus.RUNNING:
-        raise SessionClosedError(await closed_message(client, session_id))
+        raise SessionClosedError(await closed_message(client, session_id, NEW_FROM_A_TERMINAL))
     return info
 
 
-async def _loop(client: Client, task_queue: str, spec: AgentSpec | None, sid: str, term: Terminal) -> None:
+async def _loop(client: Client, task_queue: str, spec: AgentSpec | None, opened: Opened, term: Terminal) -> None:
+    sid = opened.sid
     while True:
         line = await term.ask("you> ")
         if line is None or line.strip() == "/quit":
-            term.say(f"left session {sid} open; resume with: agentsteps chat --session {sid}")
+            term.say(opened.leaving())
             return
         text = line.strip()
         if not text:
             continue
+        if not opened.started and text.startswith("/"):
+            term.say(f"session {sid} has not started yet: send a message first (or /quit to leave)")
+            continue
         if text == "/close":
-            state = await _gone_on_end(sid, close_session(client, sid, "closed from chat"))
+            state = await _gone_on_end(client, sid, close_session(client, sid, "closed from chat"))
             term.say(f"session {sid} closed after {state.turns} turns")
             return
         if text == "/state":
-            state = await _gone_on_end(sid, session_state(client, sid))
+            state = await _gone_on_end(client, sid, session_state(client, sid))
             term.say(state.model_dump_json(indent=2))
             continue
         await _turn(client, task_queue, spec, sid, text, term)
+        if not opened.started:
+            opened.started = True
+            term.say(f"session {sid} (resume with: agentsteps chat --session {sid})")
 
 
-async def _gone_on_end(sid: str, call: Awaitable[T]) -> T:
-    """An RPC refused because the session's workflow has ended becomes one line, not a traceback."""
+async def _gone_on_end(client: Client, sid: str, call: Awaitable[T]) -> T:
+    """A session that has ended (or never existed) becomes one line for a terminal, not a traceback."""
     try:
         return await call
-    except RPCError as exc:
-        if exc.status is RPCStatusCode.NOT_FOUND:
-            raise SessionGone(
-                f"SessionClosedError: session {sid} has ended ({exc.message}); "
-                "start a new one with: agentsteps chat --spec FILE"
-            ) from None
-        raise
+    except SessionClosedError:
+        raise SessionGone(f"SessionClosedError: {await closed_message(client, sid, NEW_FROM_A_TERMINAL)}") from None
+    except SessionNotFoundError as exc:
+        raise SessionGone(f"SessionNotFoundError: {exc}") from None
 
 
 async def _turn(client: Client, task_queue: str, spec: AgentSpec | None, sid: str, text: str, term: Terminal) -> None:
@@ -184,12 +204,12 @@ async def _turn(client: Client, task_queue: str, spec: AgentSpec | None, sid: st
         sent = send_turn(client, spec, text, session_id=sid, task_queue=task_queue, config=STREAMING)
     else:
         sent = continue_session(client, sid, text)
-    turn = asyncio.ensure_future(_gone_on_end(sid, sent))
+    turn = asyncio.ensure_future(_gone_on_end(client, sid, sent))
     view = Follower(client, sid, term)
     follower = asyncio.ensure_future(view.follow(stream, start))
     try:
         result: TurnResult = await turn
-    except WorkflowUpdateFailedError as exc:
+    except (AgentStepsError, WorkflowUpdateFailedError) as exc:
         follower.cancel()
         view.end_line()
         term.say(f"! the turn failed: {describe(exc)}")
@@ -288,10 +308,8 @@ class Follower:
                 approver="chat",
             )
             term.say(f"    {record.outcome}")
-        except WorkflowUpdateFailedError as exc:
+        except (AgentStepsError, WorkflowUpdateFailedError) as exc:
             term.say(f"    not recorded: {describe(exc)}")
-        except SessionClosedError as exc:
-            term.say(f"    not recorded: SessionClosedError: {exc}")
 
 
 def _answer(result: TurnResult) -> str:
@@ -330,8 +348,8 @@ async def session_command(
         return await _session_command(settings, action, session_id, reason, out, worker, to_turn)
     except SessionNotFound as exc:
         print(f"error: {exc}", file=sys.stderr)
-    except SessionClosedError as exc:
-        print(f"error: SessionClosedError: {exc}", file=sys.stderr)
+    except (SessionClosedError, SessionNotFoundError) as exc:
+        print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)
     return 1
 
 
@@ -371,8 +389,8 @@ async def _session_command(
                 return 2
             try:
                 state = await rewind_session(client, session_id, to_turn)
-            except WorkflowUpdateFailedError as exc:
-                print(f"error: {exc.cause}", file=sys.stderr)
+            except InvalidTurnError as exc:
+                print(f"error: InvalidTurnError: {exc}", file=sys.stderr)
                 return 2
             last = state.rewinds[-1]
             undone = ", ".join(f"#{t.turn}" for t in last.undone) or "none"
@@ -384,10 +402,8 @@ async def _session_command(
             return 0
         try:
             state = await close_session(client, session_id, reason)
-        except RPCError as exc:
-            if exc.status is RPCStatusCode.NOT_FOUND:
-                raise SessionClosedError(f"session {session_id!r} has already ended") from None
-            raise
+        except SessionClosedError:
+            raise SessionClosedError(await closed_message(client, session_id, NEW_FROM_A_TERMINAL)) from None
         print(f"session {session_id} closed after {state.turns} turns", file=out)
         return 0
 

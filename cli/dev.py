@@ -9,6 +9,7 @@ answering for ``SERVER_LOST_SECONDS`` it says so and exits.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import socket
 import sys
@@ -24,6 +25,7 @@ from ..contracts.config.settings import WorkerSettings
 from ..contracts.errors import StackConflictError
 from ..telemetry.server import start_metrics_server
 from ..worker import (
+    QueueCheck,
     build_mcp,
     check_snapshot_key,
     connect,
@@ -90,6 +92,7 @@ async def _serve(
     *,
     registry: ToolRegistry,
     identity: str,
+    queue_check: QueueCheck | None = None,
 ) -> int:
     """Worker plus /metrics until SIGINT or SIGTERM; /readyz turns ready once the worker polls
     and every required MCP server is up, and shows each server's state.
@@ -111,7 +114,8 @@ async def _serve(
     )
     lost: ServerLost | None = None
     try:
-        async with running_worker(client, settings, mcp=mcp, registry=registry, identity=identity):
+        check = _stopping_when_replaced(queue_check or QueueCheck(), stop)
+        async with running_worker(client, settings, mcp=mcp, registry=registry, identity=identity, queue_check=check):
             settle_heap()
             ready.set()
             print("\n".join(banner), flush=True)
@@ -197,6 +201,7 @@ async def run_dev(settings: WorkerSettings) -> int:
                     stop,
                     registry=registry,
                     identity=worker_identity("dev", config),
+                    queue_check=QueueCheck(offline_script=digest),
                 )
 
 
@@ -218,7 +223,17 @@ def _dev_banner(temporal: Stack, settings: WorkerSettings, models: str, console_
     return lines
 
 
-async def run_worker_only(settings: WorkerSettings) -> int:
+def _stopping_when_replaced(check: QueueCheck, stop: asyncio.Event) -> QueueCheck:
+    """Another fleet took the queue over (``--replace-fleet``): this worker stops as on SIGTERM."""
+
+    async def replaced(why: str) -> None:
+        print(f"error: {why}", file=sys.stderr, flush=True)
+        stop.set()
+
+    return dataclasses.replace(check, on_replaced=replaced)
+
+
+async def run_worker_only(settings: WorkerSettings, *, replace_fleet: bool = False) -> int:
     stop = stop_event(settings.graceful_shutdown_seconds)  # first: in place before connecting, polling or the banner
     settings = production_settings(settings)
     await check_snapshot_key(settings)
@@ -233,4 +248,5 @@ async def run_worker_only(settings: WorkerSettings) -> int:
         stop,
         registry=registry,
         identity=identity,
+        queue_check=QueueCheck(replace=replace_fleet),
     )

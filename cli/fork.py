@@ -13,7 +13,7 @@ from contextlib import AsyncExitStack
 from temporalio.client import Client, WorkflowFailureError, WorkflowUpdateFailedError
 
 from ..client.dev_server import embedded_temporal
-from ..client.forks import plan_fork, start_fork
+from ..client.forks import SETTLE_SECONDS, plan_fork, start_fork
 from ..client.report import print_progress, print_result
 from ..client.runs import follow
 from ..client.session_forks import plan_session_fork, start_session_fork
@@ -22,29 +22,8 @@ from ..contracts import AgentSpec
 from ..contracts.config.settings import WorkerSettings
 from ..contracts.errors import AgentStepsError, HistoryUnavailableError, SessionError
 from ..worker import build_data_converter, connect, load_registry, running_worker
+from .failure_lines import describe
 from .json_output import FORK, print_json
-
-
-def configure_parser(fork: argparse.ArgumentParser) -> None:
-    fork.add_argument(
-        "workflow_id", help="the recorded agent run to fork, or with --turn the session (it is only read)"
-    )
-    fork.add_argument(
-        "--at-step",
-        type=int,
-        required=True,
-        help="start from the state before this step (0: the input; code mode counts model calls and program calls)",
-    )
-    fork.add_argument(
-        "--turn",
-        type=int,
-        help="fork this turn of the session WORKFLOW_ID: a new session goes on from before its step N",
-    )
-    fork.add_argument("--spec", help="AgentSpec file the fork runs with (default: the source's)")
-    fork.add_argument("--model", help="PROVIDER:MODEL replacing the source's model")
-    fork.add_argument("--input", help="a new user message (at step 0: replaces the source's input)")
-    fork.add_argument("--json", action="store_true", help="print only the fork's id and result, as one JSON object")
-    fork.add_argument("--no-worker", action="store_true", help="do not run an in-process worker")
 
 
 async def fork_command(settings: WorkerSettings, args: argparse.Namespace) -> int:
@@ -65,16 +44,23 @@ async def fork_command(settings: WorkerSettings, args: argparse.Namespace) -> in
                 spec=spec,
                 model=args.model,
                 user_input=args.input,
+                settle_seconds=SETTLE_SECONDS if getattr(args, "settle", None) is None else args.settle,
             )
         except HistoryUnavailableError as exc:
-            print(f"error: {exc}", file=sys.stderr)
+            print(f"error: HistoryUnavailableError: {exc}", file=sys.stderr)
             return 2
         handle = await start_fork(client, plan, task_queue=settings.task_queue)
         print(f"fork {handle.id} of {args.workflow_id} at step {args.at_step} ({plan.where}) started", file=sys.stderr)
+        if plan.unknown:
+            print(
+                f"the source is still making {len(plan.unknown)} call(s) with side effects ({', '.join(plan.unknown)}):"
+                " the fork knows their outcome as unknown and will not make them again",
+                file=sys.stderr,
+            )
         try:
             result = await follow(handle, lambda s: print_progress(s, sys.stderr))
-        except WorkflowFailureError as exc:
-            print(f"fork failed: {exc.cause}", file=sys.stderr)
+        except (AgentStepsError, WorkflowFailureError) as exc:
+            print(f"fork failed: {describe(exc)}", file=sys.stderr)
             return 1
     if args.json:
         print_json(
@@ -106,15 +92,16 @@ async def _fork_turn(client: Client, settings: WorkerSettings, args: argparse.Na
             spec=spec,
             model=args.model,
             user_input=args.input,
+            settle_seconds=SETTLE_SECONDS if getattr(args, "settle", None) is None else args.settle,
         )
     except (HistoryUnavailableError, SessionError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 2
     print(f"fork {plan.fork_id} of session {args.workflow_id} {plan.where} started", file=sys.stderr)
     try:
         result = await start_session_fork(client, plan, task_queue=settings.task_queue)
     except (AgentStepsError, WorkflowUpdateFailedError) as exc:
-        print(f"fork failed: {exc}", file=sys.stderr)
+        print(f"fork failed: {describe(exc)}", file=sys.stderr)
         return 1
     if args.json:
         body = result.model_dump(mode="json", exclude={"session_id", "turn"})

@@ -39,21 +39,24 @@ FORK = "agentsteps/fork@1"
 """``fork --json``: the fork's id, what it was forked from, and its ``AgentResult``."""
 QUOTA_ACCOUNT = "agentsteps/quota-account@1"
 """``quota show|set --json`` and ``budget show|set --json``: the account's live limits and use (``AccountView``)."""
+ERROR = "agentsteps/error@1"
+"""Any ``--json`` command that failed before printing its document: the failure, as the one document."""
 
 SHAPES: dict[tuple[str, ...], tuple[str, ...]] = {
-    ("run",): (RUN, PIPELINE_RUN),
-    ("check",): (CHECK,),
-    ("tools", "list"): (TOOLS_LIST,),
-    ("schedule",): (SCHEDULE_LIST, SCHEDULE_CHANGES),
-    ("payloads", "gc"): (PAYLOADS_GC,),
-    ("replay",): (REPLAY_CHECK, COUNTERFACTUAL),
-    ("fork",): (FORK,),
-    ("quota", "show"): (QUOTA_ACCOUNT,),
-    ("quota", "set"): (QUOTA_ACCOUNT,),
-    ("budget", "show"): (QUOTA_ACCOUNT,),
-    ("budget", "set"): (QUOTA_ACCOUNT,),
+    ("run",): (RUN, PIPELINE_RUN, ERROR),
+    ("check",): (CHECK, ERROR),
+    ("tools", "list"): (TOOLS_LIST, ERROR),
+    ("schedule",): (SCHEDULE_LIST, SCHEDULE_CHANGES, ERROR),
+    ("payloads", "gc"): (PAYLOADS_GC, ERROR),
+    ("replay",): (REPLAY_CHECK, COUNTERFACTUAL, ERROR),
+    ("fork",): (FORK, ERROR),
+    ("quota", "show"): (QUOTA_ACCOUNT, ERROR),
+    ("quota", "set"): (QUOTA_ACCOUNT, ERROR),
+    ("budget", "show"): (QUOTA_ACCOUNT, ERROR),
+    ("budget", "set"): (QUOTA_ACCOUNT, ERROR),
 }
-"""Each command that takes ``--json`` and the shapes it may print."""
+"""Each command that takes ``--json`` and the shapes it may print (``ERROR`` when it fails before its own:
+``cli/json_stdout.py``)."""
 
 
 def versioned(shape: str, body: dict[str, Any]) -> dict[str, Any]:

@@ -8,21 +8,17 @@ the interpreter finalizes, which would turn a success into exit code 134.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
-import logging
 import os
 import sys
-import traceback
-from collections.abc import Callable
-from typing import TYPE_CHECKING, NoReturn
+from collections.abc import Callable, Coroutine
+from typing import TYPE_CHECKING, Any, NoReturn
 
-from .. import __version__
-from ..contracts import AgentStepsError, InvalidSpecError
-from .failure_lines import configure_logging, describe
+from . import arguments
 
 if TYPE_CHECKING:  # the settings load only for the commands that need them: the CLI starts quickly
     from ..contracts.config.settings import WorkerSettings
+    from .json_stdout import JsonStdout
 
 EXIT_OK = 0
 EXIT_RUN_FAILED = 1
@@ -30,16 +26,30 @@ EXIT_BAD_INPUT = 2
 
 
 def main(argv: list[str] | None = None) -> NoReturn:
+    argv = sys.argv[1:] if argv is None else argv
+    guard = _json_stdout(argv)
     parser = _parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # refused arguments: with --json, their line still becomes the one document
+        if guard is not None:
+            guard.finish(exc.code if isinstance(exc.code, int) else EXIT_BAD_INPUT)
+        raise
     if not hasattr(args, "handler"):
         parser.print_help()
         _exit(EXIT_BAD_INPUT)
+    # Only once a command runs: --help and --version answer without them (cli/arguments.py says why).
+    import logging
+    import traceback
+
+    from ..contracts import AgentStepsError, InvalidSpecError
+    from .failure_lines import configure_logging, describe
+
     level = configure_logging(args.debug)
     try:
         status = args.handler(args)
     except InvalidSpecError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)
         status = EXIT_BAD_INPUT
     except AgentStepsError as exc:
         print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)
@@ -55,7 +65,18 @@ def main(argv: list[str] | None = None) -> NoReturn:
         if level > logging.DEBUG:
             print("(agentsteps --debug ... shows the traceback)", file=sys.stderr)
         status = EXIT_RUN_FAILED
+    if guard is not None:
+        guard.finish(status)
     _exit(status)
+
+
+def _json_stdout(argv: list[str]) -> JsonStdout | None:
+    """For a ``--json`` command: stdout keeps to its one document, failures included (``cli/json_stdout.py``)."""
+    if "--json" not in argv:
+        return None
+    from .json_stdout import JsonStdout, command_of
+
+    return JsonStdout(command_of(argv))
 
 
 def _exit(status: int) -> NoReturn:
@@ -66,7 +87,7 @@ def _exit(status: int) -> NoReturn:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="agentsteps", description=__doc__.splitlines()[0])
-    parser.add_argument("--version", action="version", version=f"agentsteps {__version__}")
+    parser.add_argument("--version", action=_Version)
     parser.add_argument("--config", help="TOML config file (default: ./agentsteps.toml if present)")
     parser.add_argument(
         "--debug", action="store_true", help="log at debug level, with tracebacks (also AGENTSTEPS_LOG_LEVEL=DEBUG)"
@@ -94,7 +115,13 @@ def _parser() -> argparse.ArgumentParser:
     console.add_argument(
         "--host", help="address to bind (default 127.0.0.1; anything else needs a token or an auth proxy)"
     )
-    command("worker", _worker, "Run a worker against TEMPORAL_ADDRESS (production).")
+    worker = command("worker", _worker, "Run a worker against TEMPORAL_ADDRESS (production).")
+    worker.add_argument(
+        "--replace-fleet",
+        action="store_true",
+        help="take the task queue over from workers with another store, key or config (a rolling upgrade to an "
+        "incompatible config): they stop polling at their next renewal (docs/deployment.md)",
+    )
 
     run = command("run", _run, "Start an agent run or a pipeline, show its progress and print the result.")
     target = run.add_mutually_exclusive_group(required=True)
@@ -127,22 +154,20 @@ def _parser() -> argparse.ArgumentParser:
     schedule = command(
         "schedule", _schedule, "Apply, list, pause, resume or trigger the schedules in deploy/schedules."
     )
-    from .schedule import configure_parser
-
-    configure_parser(schedule)
+    arguments.schedule_arguments(schedule)
 
     payloads = sub.add_parser("payloads", help="Operate the payload store: 'payloads gc --older-than 30d [--delete]'.")
-    from .payloads import configure_parser as configure_payloads
+    arguments.payloads_arguments(payloads, _payloads_gc)
 
-    configure_payloads(payloads)
-
-    from .quotas import configure_parser as configure_quotas
-
-    configure_quotas(
-        sub.add_parser("quota", help="Read or raise a provider quota's live limits (docs/quotas.md)."), "quota"
+    arguments.quota_arguments(
+        sub.add_parser("quota", help="Read or raise a provider quota's live limits (docs/quotas.md)."),
+        "quota",
+        _quota,
     )
-    configure_quotas(
-        sub.add_parser("budget", help="Read or raise a tenant's live budget and weight (docs/quotas.md)."), "tenant"
+    arguments.quota_arguments(
+        sub.add_parser("budget", help="Read or raise a tenant's live budget and weight (docs/quotas.md)."),
+        "tenant",
+        _budget,
     )
 
     fork = command(
@@ -151,9 +176,7 @@ def _parser() -> argparse.ArgumentParser:
         "Start a new run from a recorded agent run's state before a step (or a new session from a session turn's); "
         "no effect repeated.",
     )
-    from .fork import configure_parser as configure_fork
-
-    configure_fork(fork)
+    arguments.fork_arguments(fork)
 
     replay = command(
         "replay",
@@ -161,15 +184,11 @@ def _parser() -> argparse.ArgumentParser:
         "Replay recorded runs: --check against this build's workflows (a deploy gate), or with --spec/--model (an "
         "eval).",
     )
-    from .replay import configure_parser as configure_replay
-
-    configure_replay(replay)
+    arguments.replay_arguments(replay)
 
     scripted = command("scripted-model", _scripted_model, "Serve the scripted model (a test double) over HTTP.")
     # The same arguments (and default port) as ``python -m agentsteps.scripted_model``.
-    from ..scripted_model.cli import build_parser
-
-    build_parser(scripted)
+    arguments.scripted_model_arguments(scripted)
 
     tools = sub.add_parser("tools", help="Inspect and exercise the tools the worker offers (Python and MCP).")
     tools_sub = tools.add_subparsers(metavar="ACTION")
@@ -187,6 +206,27 @@ def _parser() -> argparse.ArgumentParser:
     schema = command("schema", _schema, "Print the JSON Schema of the public types (all, or one by name).")
     schema.add_argument("name", nargs="?")
     return parser
+
+
+class _Version(argparse.Action):
+    """argparse's ``version`` action, reading the version only when asked (``agentsteps/__init__.py``)."""
+
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS) -> None:
+        super().__init__(
+            option_strings, dest, nargs=0, default=argparse.SUPPRESS, help="show program's version number and exit"
+        )
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
+        from .. import __version__
+
+        print(f"agentsteps {__version__}")
+        parser.exit()
+
+
+def _until_done(awaitable: Coroutine[Any, Any, int]) -> int:
+    import asyncio  # only once a command runs
+
+    return asyncio.run(awaitable)
 
 
 def _worker_flags(parser: argparse.ArgumentParser) -> None:
@@ -218,7 +258,7 @@ def _settings(args: argparse.Namespace) -> WorkerSettings:
 def _demo(args: argparse.Namespace) -> int:
     from ..demos import run_demo
 
-    return asyncio.run(run_demo(_settings(args)))
+    return _until_done(run_demo(_settings(args)))
 
 
 def _dev(args: argparse.Namespace) -> int:
@@ -230,13 +270,13 @@ def _dev(args: argparse.Namespace) -> int:
     settings = _console_settings(args, port=args.console_port)
     moved = {"dev_port": args.port, "dev_ui_port": args.ui_port, "metrics_port": args.metrics_port}
     settings = settings.model_copy(update={k: v for k, v in moved.items() if v is not None})
-    return asyncio.run(run_dev(settings))
+    return _until_done(run_dev(settings))
 
 
 def _console(args: argparse.Namespace) -> int:
     from .console import run_console
 
-    return asyncio.run(run_console(_console_settings(args, port=args.port, host=args.host)))
+    return _until_done(run_console(_console_settings(args, port=args.port, host=args.host)))
 
 
 def _console_settings(args: argparse.Namespace, *, port: int | None = None, host: str | None = None) -> WorkerSettings:
@@ -253,17 +293,17 @@ def _worker(args: argparse.Namespace) -> int:
     install_early()  # before the slow part: a SIGTERM while starting drains instead of killing
     from .dev import run_worker_only
 
-    return asyncio.run(run_worker_only(_settings(args)))
+    return _until_done(run_worker_only(_settings(args), replace_fleet=args.replace_fleet))
 
 
 def _run(args: argparse.Namespace) -> int:
     from .run import run_from_spec, run_pipeline
 
     if args.pipeline:
-        return asyncio.run(
+        return _until_done(
             run_pipeline(_settings(args), args.pipeline, args.input, as_json=args.json, worker=args.worker)
         )
-    return asyncio.run(
+    return _until_done(
         run_from_spec(_settings(args), args.spec, args.input, as_json=args.json, worker=args.worker, tenant=args.tenant)
     )
 
@@ -272,12 +312,18 @@ def _chat(args: argparse.Namespace) -> int:
     from .chat import SessionNotFound, chat
 
     try:
-        return asyncio.run(chat(_settings(args), args.spec, args.session, worker=args.worker))
+        return _until_done(chat(_settings(args), args.spec, args.session, worker=args.worker))
     except SessionNotFound as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_RUN_FAILED
-    except KeyboardInterrupt:
-        print("\nthe session stays open; resume it with agentsteps chat --session ID", file=sys.stderr)
+    except KeyboardInterrupt:  # before the chat's loop: a --spec session has not started yet
+        if args.session:
+            print(
+                f"\nsession {args.session} stays open; resume it with agentsteps chat --session {args.session}",
+                file=sys.stderr,
+            )
+        else:
+            print("\ninterrupted before the first message: no session was started", file=sys.stderr)
         return EXIT_OK
 
 
@@ -287,7 +333,7 @@ def _session(args: argparse.Namespace) -> int:
     if args.action != "list" and not args.session_id:
         print(f"error: session {args.action} needs a session id", file=sys.stderr)
         return EXIT_BAD_INPUT
-    return asyncio.run(
+    return _until_done(
         session_command(
             _settings(args),
             args.action,
@@ -309,13 +355,13 @@ def _check(args: argparse.Namespace) -> int:
 def _fork(args: argparse.Namespace) -> int:
     from .fork import fork_command
 
-    return asyncio.run(fork_command(_settings(args), args))
+    return _until_done(fork_command(_settings(args), args))
 
 
 def _replay(args: argparse.Namespace) -> int:
     from .replay import replay_command
 
-    return asyncio.run(replay_command(_settings(args), args))
+    return _until_done(replay_command(_settings(args), args))
 
 
 def _scripted_model(args: argparse.Namespace) -> int:
@@ -329,6 +375,24 @@ def _schedule(args: argparse.Namespace) -> int:
     from .schedule import schedule_command
 
     return schedule_command(args)
+
+
+def _payloads_gc(args: argparse.Namespace) -> int:
+    from .payloads import payloads_gc
+
+    return payloads_gc(args)
+
+
+def _quota(args: argparse.Namespace) -> int:
+    from .quotas import quota_command
+
+    return quota_command(args, "quota")
+
+
+def _budget(args: argparse.Namespace) -> int:
+    from .quotas import quota_command
+
+    return quota_command(args, "tenant")
 
 
 def _tools_list(args: argparse.Namespace) -> int:

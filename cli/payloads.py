@@ -4,36 +4,19 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-from datetime import timedelta
+from datetime import datetime, timezone
 
-from ..contracts.config.schedules import duration_from_text
 from .json_output import PAYLOADS_GC, print_json
 
 
-def configure_parser(parser: argparse.ArgumentParser) -> None:
-    actions = parser.add_subparsers(metavar="ACTION")
-    gc = actions.add_parser("gc", help="Delete payloads no open workflow can still need (dry run by default).")
-    gc.add_argument(
-        "--older-than", required=True, type=_duration, help="only payloads stored before this long ago, e.g. 30d"
-    )
-    gc.add_argument("--delete", action="store_true", help="delete them (default: only report)")
-    gc.add_argument("--json", action="store_true", help="print the report as one JSON object")
-    gc.add_argument("--config", default=argparse.SUPPRESS, help="TOML config file")
-    gc.set_defaults(handler=payloads_gc)
-
-
-def _duration(text: str) -> timedelta:
-    try:
-        return duration_from_text(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
 def payloads_gc(args: argparse.Namespace) -> int:
-    return asyncio.run(_gc(args))
+    # The cutoff is taken here, at the command's own start: loading, connecting and listing take seconds,
+    # and an object written meanwhile is newer than the cutoff (docs/deployment.md#payload-retention).
+    started = datetime.now(timezone.utc)
+    return asyncio.run(_gc(args, started))
 
 
-async def _gc(args: argparse.Namespace) -> int:
+async def _gc(args: argparse.Namespace, started: datetime) -> int:
     from ..client.payload_gc import collect_garbage
     from ..client.settings import load_settings
     from ..storage.payload_store import build_payload_store
@@ -43,7 +26,7 @@ async def _gc(args: argparse.Namespace) -> int:
     store = build_payload_store(settings)
     try:
         client = await connect(settings)
-        report = await collect_garbage(client, store, args.older_than, delete=args.delete)
+        report = await collect_garbage(client, store, args.older_than, delete=args.delete, now=started)
     finally:
         await store.aclose()
     if args.json:

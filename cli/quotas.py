@@ -22,28 +22,9 @@ from ..contracts.quotas.wire import AccountKind, AccountView
 from .json_output import QUOTA_ACCOUNT, print_json
 
 
-def configure_parser(parser: argparse.ArgumentParser, kind: AccountKind) -> None:
-    actions = parser.add_subparsers(metavar="ACTION")
-    what = "quota" if kind == "quota" else "tenant"
-    show = actions.add_parser("show", help=f"The {what}'s live limits and what is in use.")
-    change = actions.add_parser("set", help=f"Change the {what}'s live limits (the fields given).")
-    for sub in (show, change):
-        sub.add_argument("name", help=f"the {what}'s name in [worker.quotas]")
-        sub.add_argument("--json", action="store_true", help="print the account as one JSON object")
-        sub.add_argument("--config", default=argparse.SUPPRESS, help="TOML config file")
-        sub.set_defaults(handler=lambda args, kind=kind: asyncio.run(_command(args, kind)))
-    change.set_defaults(change=True)
-    if kind == "quota":
-        change.add_argument("--rpm", type=int, dest="requests_per_minute")
-        change.add_argument("--input-tpm", type=int, dest="input_tokens_per_minute")
-        change.add_argument("--output-tpm", type=int, dest="output_tokens_per_minute")
-        change.add_argument("--concurrent", type=int, dest="concurrent_requests")
-    else:
-        change.add_argument("--weight", type=float)
-        change.add_argument("--period", choices=["day", "month"])
-        for unit, kind_ in (("tokens", int), ("usd", float)):
-            for limit in ("soft", "hard"):
-                change.add_argument(f"--{unit}-{limit}", type=kind_, dest=f"{unit}_{limit}")
+def quota_command(args: argparse.Namespace, kind: AccountKind) -> int:
+    """``agentsteps quota|budget show|set NAME``; the arguments are ``cli.arguments.quota_arguments``'."""
+    return asyncio.run(_command(args, kind))
 
 
 def _change(args: argparse.Namespace, kind: AccountKind) -> dict[str, Any]:
@@ -84,6 +65,12 @@ async def _command(args: argparse.Namespace, kind: AccountKind) -> int:
     return 0
 
 
+def _limit(tokens: int | None, usd: float | None) -> str:
+    """A budget limit as a reader says it: ``500 tokens``, ``$5``, ``500 tokens or $5``, ``none``."""
+    parts = ([f"{tokens} tokens"] if tokens is not None else []) + ([f"${usd:g}"] if usd is not None else [])
+    return " or ".join(parts) or "none"
+
+
 def summary(view: AccountView) -> str:
     if view.quota is not None:
         q = view.quota
@@ -112,9 +99,10 @@ def summary(view: AccountView) -> str:
     lines = [f"tenant {view.name} (weight {t.weight:g})"]
     for period, budget in t.budget.items():
         spent = view.spent.get(period)
+        soft, hard = _limit(budget.tokens_soft, budget.usd_soft), _limit(budget.tokens_hard, budget.usd_hard)
         lines.append(
             f"  {period}: {spent.tokens if spent else 0} tokens, ${spent.usd if spent else 0:.4f} spent"
-            f" (soft {budget.tokens_soft}/{budget.usd_soft}, hard {budget.tokens_hard}/{budget.usd_hard})"
+            f" (soft: {soft}; hard: {hard})"
         )
     lines.append(f"  in flight: {view.reserved_tokens} tokens, ${view.reserved_usd:.4f} reserved")
     if t.degrade_to:

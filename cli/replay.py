@@ -41,29 +41,6 @@ from .json_output import COUNTERFACTUAL, REPLAY_CHECK, print_json
 EXIT_OK, EXIT_FAILED, EXIT_INVALID = 0, 1, 2
 
 
-def configure_parser(replay: argparse.ArgumentParser) -> None:
-    replay.add_argument(
-        "workflow_ids", nargs="*", metavar="WORKFLOW_ID", help="recorded runs to replay with --spec/--model"
-    )
-    replay.add_argument("--check", action="store_true", help="replay recorded histories against this build's workflows")
-    source = replay.add_mutually_exclusive_group()
-    source.add_argument("--histories", help="a folder of history JSON files (e.g. tests/histories) instead of a server")
-    source.add_argument("--type", dest="workflow_type", help="only runs of this workflow type (e.g. AgentWorkflow)")
-    source.add_argument("--query", help="a Temporal visibility query selecting the runs")
-    replay.add_argument(
-        "--limit", type=int, default=50, help="at most this many recent runs from the server (default 50)"
-    )
-    replay.add_argument("--spec", help="counterfactual: AgentSpec file the recorded runs are replayed with")
-    replay.add_argument("--model", help="counterfactual: PROVIDER:MODEL replacing each recorded run's model")
-    replay.add_argument(
-        "--allow-tools", default="", help="counterfactual: comma-separated read-only tools that may run live"
-    )
-    replay.add_argument(
-        "--max-differ", type=int, default=0, help="counterfactual: exit 1 when more runs than this differ"
-    )
-    replay.add_argument("--json", action="store_true", help="print the report as one JSON object")
-
-
 async def replay_check(settings: WorkerSettings, args: argparse.Namespace, out: TextIO | None = None) -> int:
     out = out or sys.stdout
     if args.limit < 1:
@@ -81,7 +58,7 @@ async def replay_check(settings: WorkerSettings, args: argparse.Namespace, out: 
                 client = await connect(settings, temporal.address)
                 findings = await check(server_histories(client, query, args.limit))
     except HistoryUnavailableError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: HistoryUnavailableError: {exc}", file=sys.stderr)
         return EXIT_INVALID
     if args.json:
         print_json(REPLAY_CHECK, report_json(findings), out)
@@ -159,7 +136,7 @@ async def counterfactual(settings: WorkerSettings, args: argparse.Namespace, out
                 cost=lambda model, usage: cost_usd(settings.prices, model, usage),
             )
     except HistoryUnavailableError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: HistoryUnavailableError: {exc}", file=sys.stderr)
         return EXIT_INVALID
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)

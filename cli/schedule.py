@@ -23,24 +23,6 @@ from .json_output import SCHEDULE_CHANGES, SCHEDULE_LIST, print_json
 if TYPE_CHECKING:
     from temporalio.client import Client
 
-ACTIONS = ("apply", "list", "pause", "resume", "trigger")
-
-
-def configure_parser(parser: argparse.ArgumentParser) -> None:
-    """Arguments of ``agentsteps schedule``; the handler is ``schedule_command``."""
-    parser.add_argument("action", choices=ACTIONS)
-    parser.add_argument("name", nargs="?", help="schedule id (pause, resume, trigger)")
-    parser.add_argument("--dir", default=str(DEFAULT_DIRECTORY), help="schedule files (apply)")
-    parser.add_argument("--note", help="note recorded with pause or resume")
-    parser.add_argument(
-        "--json", action="store_true", help="print one JSON object: the rows (list) or the changes made"
-    )
-    parser.add_argument(
-        "--wait",
-        action="store_true",
-        help="trigger: wait for the tick to end and print its result (the monitor's report)",
-    )
-
 
 def schedule_command(args: argparse.Namespace) -> int:
     """``agentsteps schedule ACTION [NAME]``; returns the exit status (2 for bad usage)."""

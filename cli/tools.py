@@ -52,13 +52,13 @@ def _guarded(run: Callable[[], Coroutine[Any, Any, int]]) -> int:
     try:
         return asyncio.run(run())
     except (McpConfigError, InvalidSpecError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except (McpError, AgentStepsError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)
         return EXIT_FAILED
     except ApplicationError as exc:  # an MCP failure raised through the ToolSource
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {exc.type or 'ApplicationError'}: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT if isinstance(from_failure(exc), McpConfigError) else EXIT_FAILED
 
 

@@ -234,7 +234,7 @@ async def client_and_worker(
 
     ``task_queue`` may be found once connected (a session's own queue): pass a function of the client and stack.
     """
-    from ..worker import connect, load_registry, production_settings, running_worker
+    from ..worker import QueueCheck, connect, load_registry, production_settings, running_worker
     from .offline import offline_script_text, wants_offline, worker_models
 
     async with AsyncExitStack() as exits:
@@ -261,7 +261,12 @@ async def client_and_worker(
             worker_settings = models.settings
         await exits.enter_async_context(
             running_worker(
-                client, worker_settings, registry=registry, task_queue=queue, identity=worker_identity(role, config)
+                client,
+                worker_settings,
+                registry=registry,
+                task_queue=queue,
+                identity=worker_identity(role, config),
+                queue_check=QueueCheck(offline_script=digest),
             )
         )
         yield Local(client, stack, registry, queue)

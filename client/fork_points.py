@@ -69,6 +69,8 @@ async def program_segments(history: WorkflowHistory, converter: DataConverter) -
         if kind not in (CODE_START, CODE_FORK, CODE_RESUME):
             continue
         status = (await converter.decode(list(marker.details["result"].payloads), [ProgramStatus]))[0]
+        if status.needs_replay:
+            continue  # the worker had no live copy and asked for the replay log: the next resume is the segment
         if kind in (CODE_START, CODE_FORK):
             programs.append([status])
         elif programs:
@@ -89,7 +91,18 @@ def _resumable(segments: Sequence[ProgramStatus], index: int) -> ProgramStatus:
         answered.update(earlier.awaiting)
     issued = {c.call_id: c for s in segments[: index + 1] for c in s.calls}
     pending = [issued[i] for i in sorted(issued) if i not in answered]
-    return segments[index].model_copy(update={"calls": pending})
+    update: dict[str, Any] = {"calls": pending}
+    start = segments[0].replay
+    if start is not None:
+        # Kept live in the source: the fork replays the program from its last stored snapshot (or its
+        # start) with the outcomes the source's segments were resumed with.
+        stored = [i for i in range(index + 1) if segments[i].snapshot is not None]
+        fed = [s.fed for s in segments[(stored[-1] if stored else 0) + 1 : index + 1]]
+        if stored:
+            update["replay"] = start.model_copy(update={"base": segments[stored[-1]].snapshot, "batches": fed})
+        else:  # from the start (or, in a fork's own program, from where its source's replay began)
+            update["replay"] = start.model_copy(update={"batches": [*start.batches, *fed]})
+    return segments[index].model_copy(update=update)
 
 
 def code_points(steps: Sequence[Step], programs: Sequence[Sequence[ProgramStatus]]) -> list[ForkPoint]:
@@ -108,7 +121,7 @@ def code_points(steps: Sequence[Step], programs: Sequence[Sequence[ProgramStatus
         if not recorded <= issued:
             raise ValueError(f"the program segments in history do not match step {step.index}'s calls")
         for index, segment in enumerate(segments):
-            if segment.state != "pending" or segment.snapshot is None:
+            if segment.state != "pending" or (segment.snapshot is None and segments[0].replay is None):
                 continue  # calls issued as the program ended cannot be forked inside: nothing is paused
             paused = _resumable(segments, index)
             points += [ForkPoint(step.index, c.call_id, paused) for c in sorted(segment.calls, key=lambda c: c.call_id)]

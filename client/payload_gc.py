@@ -26,6 +26,7 @@ lifecycle rule that expires by age (docs/operations.md says why).
 
 from __future__ import annotations
 
+import asyncio
 import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
@@ -50,6 +51,8 @@ class GcReport:
     referenced: int = 0
     recent: int = 0
     open_workflows: int = 0
+    cutoff: datetime | None = None
+    """Objects stored or re-referenced after it are kept: ``older_than`` before the gc's own start."""
 
     @property
     def garbage_bytes(self) -> int:
@@ -72,7 +75,13 @@ class GcReport:
             "referenced": self.referenced,
             "recent": self.recent,
             "open_workflows": self.open_workflows,
+            "cutoff": None if self.cutoff is None else self.cutoff.isoformat(),
         }
+
+
+HISTORY_READERS = 16
+"""Histories, and stored objects, read (or checked and deleted) at once. One at a time, gc examined 13-20 objects
+a second on a loaded machine (``bench/fleet.py``): weeks for a fleet's store; the server and S3 answer many at once."""
 
 
 async def open_workflow_digests(client: Client, continued_since: datetime | None = None) -> tuple[set[str], int]:
@@ -83,41 +92,56 @@ async def open_workflow_digests(client: Client, continued_since: datetime | None
     queries = [OPEN_WORKFLOWS]
     if continued_since is not None:
         queries.append(_CONTINUED_SINCE.format(since=continued_since.astimezone(timezone.utc).isoformat()))
+
+    async def read(workflow_id: str, run_id: str) -> None:
+        history = await client.get_workflow_handle(workflow_id, run_id=run_id).fetch_history()
+        # The wire form, not JSON: JSON would base64 the payload bytes that hold the references.
+        raw = b"".join(event.SerializeToString() for event in history.events)
+        digests.update(d.decode() for d in _DIGEST.findall(raw))
+
     for query in queries:
-        async for execution in client.list_workflows(query):
-            count += query == OPEN_WORKFLOWS
-            handle = client.get_workflow_handle(execution.id, run_id=execution.run_id)
-            history = await handle.fetch_history()
-            # The wire form, not JSON: JSON would base64 the payload bytes that hold the references.
-            raw = b"".join(event.SerializeToString() for event in history.events)
-            digests.update(d.decode() for d in _DIGEST.findall(raw))
+        reading: set[asyncio.Task[None]] = set()
+        try:
+            async for execution in client.list_workflows(query):
+                count += query == OPEN_WORKFLOWS
+                if len(reading) >= HISTORY_READERS:  # at most this many at once, and no more listed ahead
+                    done, reading = await asyncio.wait(reading, return_when=asyncio.FIRST_COMPLETED)
+                    for task in done:
+                        task.result()
+                reading.add(asyncio.create_task(read(execution.id, execution.run_id)))
+            await asyncio.gather(*reading)
+        finally:
+            for task in reading:
+                task.cancel()
     return digests, count
 
 
 async def _reachable(
     store: PayloadStore, roots: set[str], by_digest: dict[str, list[StoredObject]], kept: set[str]
 ) -> None:
-    """Add to ``kept`` every stored digest reachable from ``roots`` (reading kept blobs for more)."""
-    pending = [d for d in roots if d in by_digest and d not in kept]
-    while pending:
-        digest = pending.pop()
-        if digest in kept:
-            continue
-        kept.add(digest)
-        for o in by_digest[digest]:
+    """Add to ``kept`` every stored digest reachable from ``roots`` (reading kept blobs for more), a level at a
+    time, ``HISTORY_READERS`` reads at once."""
+    gate = asyncio.Semaphore(HISTORY_READERS)
+
+    async def follow(digest: str, o: StoredObject) -> set[str]:
+        async with gate:
             try:
                 blob = await store.read_object(o.location)
             except Exception as exc:
                 if await store.modified(o.location) is None:  # gone meanwhile (another gc): nothing to follow
-                    continue
+                    return set()
                 # Unread, what it names would look unreachable and be deleted: stop before deleting anything.
                 raise PayloadMissingError(
                     f"payloads gc stopped, nothing deleted: sha256:{digest} is reachable but could not be read from "
                     f"{store.location} to follow what it references ({type(exc).__name__}: {exc}); run it again"
                 ) from exc
-            for found in _DIGEST.findall(blob):
-                if found.decode() in by_digest and found.decode() not in kept:
-                    pending.append(found.decode())
+        return {found.decode() for found in _DIGEST.findall(blob)}
+
+    frontier = {d for d in roots if d in by_digest and d not in kept}
+    while frontier:
+        kept.update(frontier)
+        named = await asyncio.gather(*(follow(d, o) for d in frontier for o in by_digest[d]))
+        frontier = {d for found in named for d in found if d in by_digest and d not in kept}
 
 
 async def collect_garbage(
@@ -137,23 +161,31 @@ async def collect_garbage(
     # ran (or was not yet visible to it) protects what it reaches.
     digests, _ = await open_workflow_digests(client, cutoff)
     await _reachable(store, digests, by_digest, kept)
-    report = GcReport(store=store.location, deleted=delete, open_workflows=open_count)
+    report = GcReport(store=store.location, deleted=delete, open_workflows=open_count, cutoff=cutoff)
     for o in objects:
         if o.digest in kept:
             report.referenced += 1
         elif o.modified > cutoff:
             report.recent += 1
-    for o in candidates:
-        if o.digest in kept:
-            continue
-        if delete:
+    gate = asyncio.Semaphore(HISTORY_READERS)
+
+    async def sweep(o: StoredObject) -> str:
+        if not delete:
+            return "garbage"
+        async with gate:
             # The last look, just before the delete: stored or re-referenced since the listing means in use.
             modified = await store.modified(o.location)
             if modified is None:
-                continue
+                return "gone"
             if modified > cutoff:
-                report.recent += 1
-                continue
+                return "recent"
             await store.delete_objects([o.location])
-        report.garbage.append(o)
+            return "garbage"
+
+    swept = [o for o in candidates if o.digest not in kept]
+    for o, outcome in zip(swept, await asyncio.gather(*(sweep(o) for o in swept))):
+        if outcome == "garbage":
+            report.garbage.append(o)
+        elif outcome == "recent":
+            report.recent += 1
     return report

@@ -4,8 +4,8 @@
   configured quota and per tenant with a budget, started if absent. An account
   that runs already keeps its live limits (an operator may have raised one):
   the file seeds an account, ``set_limits`` changes it.
-- ``quota_plan``: what a run's input carries, resolved from the same config,
-  so the workflow knows without any command which accounts its calls use.
+- ``quota_plan``: the plan a worker with this config gives a run of a tenant
+  (the worker's ``quota.plan`` activity decides; a caller never sends one).
 - ``read_account`` / ``set_limits``: ``agentsteps quota`` and ``agentsteps budget``.
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from temporalio.client import Client, WorkflowUpdateFailedError
+from temporalio.client import Client
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.service import RPCError
 
@@ -22,8 +22,9 @@ from ..contracts.errors import QuotaConfigError
 from ..contracts.names import QUOTA_ACCOUNT_WORKFLOW, QUOTA_SET_UPDATE, QUOTA_VIEW_QUERY
 from ..contracts.quotas.config import QuotaSettings, tenant_problem
 from ..contracts.quotas.ledger import AccountInput, LedgerState
-from ..contracts.quotas.wire import AccountKind, AccountView, LimitChange, QuotaPlan, QuotaRoute, account_id
-from ..failures import from_failure
+from ..contracts.quotas.plan import plan_for
+from ..contracts.quotas.wire import AccountKind, AccountView, LimitChange, QuotaPlan, account_id
+from ..failures.unwrap import typed_failures
 
 
 def account_inputs(quotas: QuotaSettings) -> dict[str, AccountInput]:
@@ -52,36 +53,14 @@ async def ensure_accounts(client: Client, quotas: QuotaSettings, task_queue: str
 
 
 def quota_plan(settings: WorkerSettings | QuotaSettings, tenant: str | None = None) -> QuotaPlan | None:
-    """The plan a run started with ``tenant`` carries; None when nothing is configured (no command)."""
+    """The plan the ``quota.plan`` activity gives a run billed to ``tenant`` on a worker with ``settings``
+    (what ``agentsteps quota plan`` and the tests show); None when nothing is configured (no command)."""
     quotas = settings.quotas if isinstance(settings, WorkerSettings) else settings
     problem = tenant_problem(tenant)
     if problem is not None:
         raise QuotaConfigError.with_message(problem)
-    configured = quotas.tenant(tenant)
-    if not quotas.limits and (configured is None or not configured.has_budget):
-        return None
-    prices: dict[str, tuple[float, float]] = {}
-    if isinstance(settings, WorkerSettings):
-        table = settings.prices
-        for model in {*table.input_per_mtok, *table.output_per_mtok}:
-            prices[model] = (table.input_per_mtok.get(model, 0.0), table.output_per_mtok.get(model, 0.0))
-    routes = sorted(quotas.limits, key=lambda q: (q.model.endswith("*"), -len(q.model)))
-    return QuotaPlan(
-        tenant=tenant or "default",
-        tenant_label=configured.name if configured is not None else "other",
-        weight=configured.weight if configured is not None else 1.0,
-        tenant_account=account_id("tenant", configured.name)
-        if configured is not None and configured.has_budget
-        else None,
-        routes=[
-            QuotaRoute(
-                quota=q.name, provider=q.provider, model=q.model, api_key=q.api_key, account=account_id("quota", q.name)
-            )
-            for q in routes
-        ],
-        degrade_to=list(configured.degrade_to) if configured is not None else [],
-        prices=prices,
-    )
+    prices = settings.prices.per_model() if isinstance(settings, WorkerSettings) else {}
+    return plan_for(quotas, prices, tenant)
 
 
 async def read_account(client: Client, kind: AccountKind, name: str) -> AccountView:
@@ -99,15 +78,11 @@ async def set_limits(client: Client, kind: AccountKind, name: str, change: Limit
 
     A change the account refuses (it would make the limits invalid) is ``QuotaConfigError``; nothing changed."""
     try:
-        view: AccountView = await client.get_workflow_handle(account_id(kind, name)).execute_update(
-            QUOTA_SET_UPDATE, change, result_type=AccountView
-        )
+        with typed_failures():
+            view: AccountView = await client.get_workflow_handle(account_id(kind, name)).execute_update(
+                QUOTA_SET_UPDATE, change, result_type=AccountView
+            )
         return view
-    except WorkflowUpdateFailedError as exc:
-        error = from_failure(exc.cause)
-        if error is not None:
-            raise error from None
-        raise
     except RPCError as exc:
         raise QuotaConfigError.with_message(f"no {kind} account named {name!r} is running: {exc.message}") from None
 

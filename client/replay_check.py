@@ -13,7 +13,9 @@ build no longer issues names the event, and that is where a
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
+import logging
 import re
 from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import asdict, dataclass
@@ -24,6 +26,7 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import Client, WorkflowHistory
 from temporalio.converter import DataConverter
+from temporalio.runtime import LogForwardingConfig, LoggingConfig, Runtime, TelemetryConfig
 from temporalio.service import RPCError, RPCStatusCode
 from temporalio.worker import Replayer
 
@@ -162,6 +165,14 @@ def _hint(wf_type: str, event: HistoryEvent | None) -> str:
     )
 
 
+@functools.cache
+def _replay_runtime() -> Runtime:
+    """The Replayer's runtime: the core's warnings ("Failing workflow task ... Nondeterminism", exactly when
+    the gate fires) go to Python logging (stderr, one line each), not in colour to stdout under the report."""
+    forwarded = LogForwardingConfig(logger=logging.getLogger("temporalio.core"))
+    return Runtime(telemetry=TelemetryConfig(logging=LoggingConfig(filter="WARN", forwarding=forwarded)))
+
+
 async def check_histories(
     histories: Iterable[tuple[str, WorkflowHistory]] | AsyncIterator[tuple[str, WorkflowHistory]],
     *,
@@ -174,7 +185,7 @@ async def check_histories(
     if workflow_runner is not None:
         options["workflow_runner"] = workflow_runner
     await asyncio.to_thread(warm_tokenizer)  # a run under a quota plan counts its prompts in the workflow
-    replayer = Replayer(**options)
+    replayer = Replayer(**options, runtime=_replay_runtime())
     findings: list[ReplayFinding] = []
 
     async def each() -> AsyncIterator[tuple[str, WorkflowHistory]]:
@@ -247,16 +258,20 @@ def visibility_query(workflow_type: str | None, query: str | None) -> str:
     return ""
 
 
-async def fetch_history(client: Client, workflow_id: str, run_id: str | None = None) -> WorkflowHistory:
-    """A run's full history, or ``HistoryUnavailableError`` when the server no longer keeps it."""
+async def fetch_history(
+    client: Client, workflow_id: str, run_id: str | None = None, *, next_step: str | None = None
+) -> WorkflowHistory:
+    """A run's full history, or ``HistoryUnavailableError`` when the server no longer keeps it (its message
+    ends with ``next_step``, what the caller can do instead: replay's ``--histories DIR`` by default)."""
+    hint = {} if next_step is None else {"next_step": next_step}
     try:
         history = await client.get_workflow_handle(workflow_id, run_id=run_id).fetch_history()
     except RPCError as exc:
         if exc.status in (RPCStatusCode.NOT_FOUND, RPCStatusCode.FAILED_PRECONDITION):
-            raise HistoryUnavailableError(workflow_id, exc.message) from None
+            raise HistoryUnavailableError(workflow_id, exc.message, **hint) from None
         raise
     if not history.events:
-        raise HistoryUnavailableError(workflow_id)
+        raise HistoryUnavailableError(workflow_id, **hint)
     return history
 
 

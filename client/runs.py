@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+import warnings
 from collections.abc import Callable, Mapping
 
 from temporalio.client import Client, WorkflowHandle
@@ -23,6 +24,7 @@ from ..contracts.quotas.config import tenant_problem
 from ..contracts.quotas.wire import QuotaPlan
 from ..contracts.spec import key_scope_problem
 from ..contracts.spec_check import check_spec
+from ..failures.unwrap import typed_failures
 from .search_attributes import run_start_attributes
 
 
@@ -40,6 +42,16 @@ def validate_key_scope(key_scope: str | None) -> None:
                     message=problem,
                 )
             ]
+        )
+
+
+def ignored_plan(quota: QuotaPlan | None) -> None:
+    """A ``quota`` argument from a caller written before the worker decided: warned about, never sent."""
+    if quota is not None:
+        warnings.warn(
+            "quota= is ignored: the worker's [worker.quotas] config decides a run's quotas and budget",
+            DeprecationWarning,
+            stacklevel=3,
         )
 
 
@@ -87,16 +99,17 @@ async def start_agent_run(
 ) -> WorkflowHandle[object, AgentResult]:
     """Validate ``spec`` and start a run. ``key_scope``: see ``AgentInput.key_scope`` (dedupe across runs).
 
-    ``tenant`` names the customer the run bills to; ``quota`` (``client.quotas.quota_plan(settings, tenant)``)
-    the accounts its model calls go through: without it the run takes no quota or budget.
+    ``tenant`` names the customer the run bills to; the worker's config decides its quotas, budget and prices.
+    ``quota`` is deprecated and never sent (workers ignore a plan in the input; docs/quotas.md).
     The console's search attributes start with the run (free, part of the start), so the run
     does not upsert them."""
     validate_spec(spec, known_tools)
     validate_key_scope(key_scope)
     validate_tenant(tenant)
+    ignored_plan(quota)
     return await client.start_workflow(
         AGENT_WORKFLOW,
-        AgentInput(spec=spec, input=user_input, key_scope=key_scope, tenant=tenant, quota=quota),
+        AgentInput(spec=spec, input=user_input, key_scope=key_scope, tenant=tenant),
         id=workflow_id or f"agent-{spec.name}-{uuid.uuid4().hex[:12]}",
         task_queue=task_queue,
         result_type=AgentResult,
@@ -109,7 +122,11 @@ async def follow(
     on_step: Callable[[Step], None],
     interval: float = 0.3,
 ) -> AgentResult:
-    """Wait for the result, reporting every step exactly once, in order, as it happens."""
+    """Wait for the result, reporting every step exactly once, in order, as it happens.
+
+    A run that fails raises its typed error (docs/failures.md: ``BudgetExceededError``,
+    ``ContractViolationError``...), ``from`` Temporal's ``WorkflowFailureError``; a failure that is
+    not one of ours (a timeout, a termination, a cancel) stays the ``WorkflowFailureError``."""
     result_task = asyncio.ensure_future(handle.result())
     shown = 0
     while not result_task.done():
@@ -121,7 +138,8 @@ async def follow(
             on_step(step)
         shown += len(steps)
         await asyncio.wait([result_task], timeout=interval)
-    result = result_task.result()
+    with typed_failures():
+        result = result_task.result()
     for step in result.steps[shown:]:
         on_step(step)
     return result

@@ -20,8 +20,8 @@ Where the state comes from:
 - every effect the source made that it still records (its kept turns, undone
   turns, failed turns', what it inherited) goes with the fork: the fork's model
   is told, and an identical call is answered from the record;
-- the source's tenant and quota plan go with the fork (it bills where the
-  source does), and its start sets the console's search attributes, as
+- the source's tenant goes with the fork (it bills where the source does, under
+  its worker's quota config), and its start sets the console's search attributes, as
   ``start_agent_run`` does, so the fork upserts none at its start.
 """
 
@@ -37,8 +37,8 @@ from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.converter import DataConverter
 from temporalio.service import RPCError, RPCStatusCode
 
-from ..contracts import AgentSpec, EffectRecord, Message
-from ..contracts.errors import InvalidTurnError, SessionClosedError
+from ..contracts import AgentSpec, EffectRecord, InvalidSpecError, Message, Violation, ViolationKind
+from ..contracts.errors import InvalidTurnError, SessionClosedError, SessionNotFoundError
 from ..contracts.names import FORK_SOURCE_QUERY, SESSION_WORKFLOW, TURN_UPDATE
 from ..contracts.persisted_ids import fork_session_id
 from ..contracts.session import (
@@ -50,12 +50,14 @@ from ..contracts.session import (
     TurnInput,
     TurnResult,
 )
-from ..failures import from_failure
+from ..failures.unwrap import typed_cause
 from .counterfactual import new_spec
-from .forks import conversation_before
+from .forks import SETTLE_SECONDS, conversation_before
 from .replay_check import fetch_history
+from .runs import validate_spec
 from .search_attributes import run_start_attributes
 from .sessions import closed_message
+from .unsettled_calls import running_effects
 
 
 @dataclass(frozen=True)
@@ -138,15 +140,27 @@ async def plan_session_fork(
     model: str | None = None,
     user_input: str | None = None,
     fork_id: str | None = None,
+    settle_seconds: float = SETTLE_SECONDS,
 ) -> SessionForkPlan:
     """The fork of session ``session_id`` before step ``at_step`` of turn ``turn``; nothing starts."""
     handle = client.get_workflow_handle(session_id)
     try:
-        status = (await handle.describe()).status
+        described = await handle.describe()
     except RPCError as exc:
         if exc.status is RPCStatusCode.NOT_FOUND:
-            raise SessionClosedError(f"no session {session_id} exists") from None
+            raise SessionNotFoundError(session_id) from None
         raise
+    status = described.status
+    if described.workflow_type != SESSION_WORKFLOW:
+        not_a_session = Violation(
+            contract="fork",
+            phase="pre",
+            kind=ViolationKind.invalid_config,
+            path="--turn",
+            message=f"{session_id} is an {described.workflow_type} run, not a session: fork it without --turn "
+            f"(agentsteps fork {session_id} --at-step N)",
+        )
+        raise InvalidSpecError([not_a_session])
     if status is not WorkflowExecutionStatus.RUNNING:
         # Its stored state is collected once nothing open reaches it: a fork is taken while it is open.
         raise SessionClosedError(await closed_message(client, session_id))
@@ -179,11 +193,14 @@ async def plan_session_fork(
         else:
             turn_messages.append(Message.user(user_input))
     new = new_spec(inp.spec, spec, model)
+    validate_spec(new)  # a model or spec the fork cannot run is refused here, before anything starts
     if new.mode != inp.spec.mode:
         raise InvalidTurnError(
             f"session {session_id} is a {inp.spec.mode}-mode session; its fork runs in the same mode"
         )
-    effects = _effects(source)
+    # A turn may be running: what it did so far is in no checkpoint yet, and a call it is making is unknown.
+    running = await running_effects(client, session_id, converter=data_converter, wait=settle_seconds)
+    effects = list({e.key: e for e in [*_effects(source), *running]}.values())
     fork = SessionFork(
         session_id=session_id,
         owner=source.owner,
@@ -200,9 +217,7 @@ async def plan_session_fork(
         turn=turn,
         at_step=at_step,
         fork_id=fork_id or fork_session_id(session_id, turn, at_step, uuid.uuid4().hex[:8]),
-        inp=SessionInput(
-            spec=new, session=inp.session, key_scope=inp.key_scope, tenant=inp.tenant, quota=inp.quota, fork=fork
-        ),
+        inp=SessionInput(spec=new, session=inp.session, key_scope=inp.key_scope, tenant=inp.tenant, fork=fork),
         turn_input=turn_input,
         where=f"before step {at_step} of turn {turn}",
     )
@@ -233,12 +248,9 @@ async def start_session_fork(client: Client, plan: SessionForkPlan, *, task_queu
             TURN_UPDATE, TurnInput(input=plan.turn_input), start_workflow_operation=start, result_type=TurnResult
         )
     except WorkflowUpdateFailedError as exc:
-        cause: BaseException | None = exc.cause
-        while cause is not None:  # the typed error behind the failed turn (an activity's, or the turn's own)
-            error = from_failure(cause)
-            if error is not None:
-                raise error from exc
-            cause = cause.__cause__
+        error = typed_cause(exc)  # the typed error behind the failed turn (an activity's, or the turn's own)
+        if error is not None:
+            raise error from exc
         raise
     return result
 
@@ -255,6 +267,7 @@ async def fork_session(
     model: str | None = None,
     user_input: str | None = None,
     fork_id: str | None = None,
+    settle_seconds: float = SETTLE_SECONDS,
 ) -> tuple[str, TurnResult]:
     """Fork session ``session_id`` before step ``at_step`` of turn ``turn``: a new session (its id is
     returned) whose first turn goes on from there; send it more turns as to any session."""
@@ -268,6 +281,7 @@ async def fork_session(
         model=model,
         user_input=user_input,
         fork_id=fork_id,
+        settle_seconds=settle_seconds,
     )
     return plan.fork_id, await start_session_fork(client, plan, task_queue=task_queue)
 

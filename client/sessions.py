@@ -9,6 +9,15 @@ A closed session's id is never silently reused: the start carries
 or failed raises ``SessionClosedError`` instead of answering as turn 1 of an
 empty session. A caller who wants a new session under that id says so
 (``reopen=True``).
+
+Every function here raises the types of docs/failures.md, never Temporal's
+wrappers (``failures.unwrap``): a refused or failed turn is its
+``SessionBusyError``, ``InvalidTurnError``, ``SessionClosedError``,
+``BudgetExceededError``...; an id no session ever had is
+``SessionNotFoundError`` (``RunNotFoundError`` for ``decide_approval`` and
+``pending_approvals``, which take a one-shot run's id too), and one whose
+session has ended is ``SessionClosedError``. A failure that is not one of
+ours (a timeout, a termination) stays Temporal's.
 """
 
 from __future__ import annotations
@@ -30,7 +39,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from ..contracts import AgentSpec, ToolSchema
 from ..contracts.approvals import ApprovalDecision, ApprovalRecord, PendingApproval
-from ..contracts.errors import SessionClosedError
+from ..contracts.errors import RunNotFoundError, SessionClosedError, SessionNotFoundError
 from ..contracts.names import (
     APPROVALS_QUERY,
     APPROVE_UPDATE,
@@ -54,7 +63,8 @@ from ..contracts.session import (
     TurnResult,
     TurnSummary,
 )
-from .runs import validate_key_scope, validate_spec, validate_tenant
+from ..failures.unwrap import typed_failures
+from .runs import ignored_plan, validate_key_scope, validate_spec, validate_tenant
 
 T = TypeVar("T")
 
@@ -82,15 +92,17 @@ async def send_turn(
     ``spec``, ``config`` and ``key_scope`` (``SessionInput.key_scope``: dedupe across sessions) only
     matter when this call starts the session; an open session keeps the ones it started with. A session
     under this id that has ended (closed, idle timeout, failed) raises ``SessionClosedError`` unless
-    ``reopen`` asks for a new, empty session under the same id. ``tenant`` and ``quota`` (a
-    ``client.quotas.quota_plan``) as for ``start_agent_run``.
+    ``reopen`` asks for a new, empty session under the same id. ``tenant`` and ``quota`` (deprecated, never
+    sent) as for ``start_agent_run``. A refused or failed turn raises its typed
+    error (``SessionBusyError``, ``InvalidTurnError``, ``SessionClosedError``, ``BudgetExceededError``...).
     """
     validate_spec(spec, known_tools)
     validate_key_scope(key_scope)
     validate_tenant(tenant)
+    ignored_plan(quota)
     start: WithStartWorkflowOperation[object, SessionOutcome] = WithStartWorkflowOperation(
         SESSION_WORKFLOW,
-        SessionInput(spec=spec, session=config or SessionConfig(), key_scope=key_scope, tenant=tenant, quota=quota),
+        SessionInput(spec=spec, session=config or SessionConfig(), key_scope=key_scope, tenant=tenant),
         id=session_id,
         task_queue=task_queue,
         id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
@@ -98,15 +110,18 @@ async def send_turn(
         result_type=SessionOutcome,
     )
     try:
-        result: TurnResult = await client.execute_update_with_start_workflow(
-            TURN_UPDATE, TurnInput(input=text), start_workflow_operation=start, result_type=TurnResult
-        )
+        with typed_failures():
+            result: TurnResult = await client.execute_update_with_start_workflow(
+                TURN_UPDATE, TurnInput(input=text), start_workflow_operation=start, result_type=TurnResult
+            )
         return result
     except WorkflowAlreadyStartedError as exc:
         raise SessionClosedError(await closed_message(client, session_id)) from exc
     except RPCError as exc:  # some servers (the time-skipping one) answer with the bare status
         if exc.status is RPCStatusCode.ALREADY_EXISTS:
             raise SessionClosedError(await closed_message(client, session_id)) from exc
+        if exc.status is RPCStatusCode.NOT_FOUND:  # the session ended while the turn was on its way
+            raise await _gone(client, session_id) from exc
         raise
 
 
@@ -115,14 +130,26 @@ def session_handle(client: Client, session_id: str) -> WorkflowHandle[object, Se
 
 
 async def _update_open(client: Client, session_id: str, update: str, arg: object, result_type: type[T]) -> T:
-    """``update`` on a session that must be open; ``SessionClosedError`` (how it ended) if it is not."""
+    """``update`` on a session that must be open; ``SessionClosedError`` (how it ended) if it is not,
+    ``SessionNotFoundError`` if no session ever had the id."""
     try:
-        result: T = await session_handle(client, session_id).execute_update(update, arg, result_type=result_type)
+        with typed_failures():
+            result: T = await session_handle(client, session_id).execute_update(update, arg, result_type=result_type)
         return result
     except RPCError as exc:
         if exc.status is RPCStatusCode.NOT_FOUND:
-            raise SessionClosedError(await closed_message(client, session_id)) from exc
+            raise await _gone(client, session_id) from exc
         raise
+
+
+async def _gone(client: Client, session_id: str) -> SessionClosedError | SessionNotFoundError:
+    """Why an id answered NOT_FOUND: nothing ever ran under it, or its session has ended."""
+    try:
+        await session_handle(client, session_id).describe()
+    except RPCError as exc:
+        if exc.status is RPCStatusCode.NOT_FOUND:
+            return SessionNotFoundError(session_id)
+    return SessionClosedError(await closed_message(client, session_id))
 
 
 async def continue_session(client: Client, session_id: str, text: str) -> TurnResult:
@@ -130,8 +157,16 @@ async def continue_session(client: Client, session_id: str, text: str) -> TurnRe
     return await _update_open(client, session_id, TURN_UPDATE, TurnInput(input=text), TurnResult)
 
 
-async def closed_message(client: Client, session_id: str) -> str:
-    """One line naming how the session ended and how to start a new one under its id."""
+REOPEN_FROM_PYTHON = (
+    "start a new, empty session under it with send_turn(..., reopen=True), or one under a new id "
+    "(agentsteps chat --spec FILE)"
+)
+NEW_FROM_A_TERMINAL = "start a new session (under a new id) with: agentsteps chat --spec FILE"
+
+
+async def closed_message(client: Client, session_id: str, next_step: str = REOPEN_FROM_PYTHON) -> str:
+    """One line naming how the session ended and ``next_step`` (what the reader can do: from Python by
+    default; ``NEW_FROM_A_TERMINAL`` at the command line, which cannot reopen an id)."""
     handle = session_handle(client, session_id)
     try:
         status = (await handle.describe()).status
@@ -140,26 +175,32 @@ async def closed_message(client: Client, session_id: str) -> str:
             how = (await handle.result()).reason
     except (RPCError, WorkflowFailureError):
         how = "ended"
-    return (
-        f"session {session_id} has ended ({how}); its id is not reused silently: "
-        "pass reopen=True to start a new, empty session under it (or start one with another id: agentsteps chat "
-        "--spec FILE)"
-    )
+    return f"session {session_id} has ended ({how}); its id is not reused silently: {next_step}"
+
+
+async def _query(client: Client, session_id: str, query: str, result_type: type[T]) -> T:
+    """A query of a session, open or ended; ``SessionNotFoundError`` if no session ever had the id."""
+    try:
+        result: T = await session_handle(client, session_id).query(query, result_type=result_type)
+        return result
+    except RPCError as exc:
+        if exc.status is RPCStatusCode.NOT_FOUND:
+            raise SessionNotFoundError(session_id) from exc
+        raise
 
 
 async def session_state(client: Client, session_id: str) -> SessionState:
-    state: SessionState = await session_handle(client, session_id).query(STATE_QUERY, result_type=SessionState)
-    return state
+    """The session's ``SessionState`` (an ended session's too, while the server keeps it)."""
+    return await _query(client, session_id, STATE_QUERY, SessionState)
 
 
 async def session_turns(client: Client, session_id: str) -> list[TurnSummary]:
-    turns: list[TurnSummary] = await session_handle(client, session_id).query(
-        TURNS_QUERY, result_type=list[TurnSummary]
-    )
-    return turns
+    return await _query(client, session_id, TURNS_QUERY, list[TurnSummary])
 
 
 async def close_session(client: Client, session_id: str, reason: str = "closed by caller") -> SessionState:
+    """Close the session (a running turn ends first); ``SessionClosedError`` if it has already ended,
+    ``SessionNotFoundError`` if no session ever had the id."""
     return await _update_open(client, session_id, CLOSE_UPDATE, CloseInput(reason=reason), SessionState)
 
 
@@ -175,28 +216,44 @@ async def decide_approval(
 ) -> ApprovalRecord:
     """Approve or reject a waiting call of a session (or a one-shot run).
 
-    Raises ``SessionClosedError`` when the workflow has ended; a refused decision
-    (unknown or already decided id) is a ``WorkflowUpdateFailedError`` whose cause
-    is the ``ApprovalError``.
+    A refused decision (unknown or already decided id, withdrawn call, bad shape) raises
+    ``ApprovalError``; ``SessionClosedError`` when the workflow has ended, ``RunNotFoundError``
+    when nothing ever ran under ``workflow_id``.
     """
     try:
-        record: ApprovalRecord = await client.get_workflow_handle(workflow_id).execute_update(
-            APPROVE_UPDATE if approve else REJECT_UPDATE,
-            ApprovalDecision(approval_id=approval_id, note=note, approver=approver),
-            result_type=ApprovalRecord,
-        )
+        with typed_failures():
+            record: ApprovalRecord = await client.get_workflow_handle(workflow_id).execute_update(
+                APPROVE_UPDATE if approve else REJECT_UPDATE,
+                ApprovalDecision(approval_id=approval_id, note=note, approver=approver),
+                result_type=ApprovalRecord,
+            )
         return record
     except RPCError as exc:
         if exc.status is RPCStatusCode.NOT_FOUND:
-            raise SessionClosedError(f"{workflow_id} has ended; no call of it can be approved") from exc
+            raise await _run_gone(client, workflow_id, "no call of it can be approved") from exc
         raise
 
 
+async def _run_gone(client: Client, workflow_id: str, so: str) -> SessionClosedError | RunNotFoundError:
+    try:
+        await client.get_workflow_handle(workflow_id).describe()
+    except RPCError as exc:
+        if exc.status is RPCStatusCode.NOT_FOUND:
+            return RunNotFoundError(workflow_id)
+    return SessionClosedError(f"{workflow_id} has ended; {so}")
+
+
 async def pending_approvals(client: Client, workflow_id: str) -> list[PendingApproval]:
-    pending: list[PendingApproval] = await client.get_workflow_handle(workflow_id).query(
-        APPROVALS_QUERY, result_type=list[PendingApproval]
-    )
-    return pending
+    """The calls of a session or one-shot run waiting for a decision; ``RunNotFoundError`` for an unknown id."""
+    try:
+        pending: list[PendingApproval] = await client.get_workflow_handle(workflow_id).query(
+            APPROVALS_QUERY, result_type=list[PendingApproval]
+        )
+        return pending
+    except RPCError as exc:
+        if exc.status is RPCStatusCode.NOT_FOUND:
+            raise RunNotFoundError(workflow_id) from exc
+        raise
 
 
 __all__ = [

@@ -8,13 +8,14 @@ table, the ``McpConfig`` read here from the same file). Secrets are wrapped in
 
 from __future__ import annotations
 
+import json
 import os
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import SecretStr, ValidationError
+from pydantic import SecretStr, TypeAdapter, ValidationError
 
 from ..contracts import InvalidSpecError, Violation, ViolationKind
 from ..contracts.config.mcp_config import McpConfig, parse_mcp_config
@@ -92,13 +93,39 @@ def load_settings(config_path: str | Path | None = None, env: Mapping[str, str] 
             target = data
             for key in keys[:-1]:
                 target = target.setdefault(key, {})
-            target[keys[-1]] = [v.strip() for v in value.split(",") if v.strip()] if var in _LIST_ENV else value
+            raw = [v.strip() for v in value.split(",") if v.strip()] if var in _LIST_ENV else value
+            target[keys[-1]] = _from_env(keys, raw)
     try:
-        return WorkerSettings.model_validate(data)
+        # Strict: a file's "500" or true for a number is refused, not read as 500 or 1 (JSON mode, so a path or a
+        # secret may still be a string). Environment values are all text and were typed by ``_from_env``.
+        return WorkerSettings.model_validate_json(json.dumps(data, default=_toml_value), strict=True)
     except ValidationError as exc:
         if exc.errors() and all(e["loc"][:1] == ("quotas",) for e in exc.errors()):
             raise QuotaConfigError.from_validation(exc, "config") from None
         raise InvalidSpecError.from_validation(exc, "config") from None
+
+
+def _from_env(keys: tuple[str, ...], value: str | list[str]) -> Any:
+    """An environment variable's text as the JSON value of the field it sets (``"7233"`` -> 7233,
+    ``"true"`` -> true); text the field's type cannot read is left for validation to refuse, naming the field."""
+    model: Any = WorkerSettings
+    for key in keys[:-1]:
+        model = model.model_fields[key].annotation
+    adapter: TypeAdapter[Any] = TypeAdapter(model.model_fields[keys[-1]].annotation)
+    try:
+        adapter.validate_json(json.dumps(value), strict=True)
+        return value  # already the right JSON type (text, a path, a secret): never round-tripped
+    except ValidationError:
+        pass
+    try:
+        return adapter.dump_python(adapter.validate_python(value), mode="json")
+    except ValidationError:
+        return value
+
+
+def _toml_value(value: object) -> object:
+    """A TOML date or time, which no setting is: kept apart from text, so strict validation refuses it."""
+    return {"toml_datetime": str(value)}
 
 
 def read_toml(path: Path) -> dict[str, Any]:

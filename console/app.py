@@ -18,11 +18,14 @@ script and style (a per-response nonce).
 
 from __future__ import annotations
 
+import hmac
 import logging
 import secrets
+import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -36,11 +39,12 @@ from starlette.routing import Route
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
+from ..contracts.approvals import decision_link_signature
 from ..contracts.config.settings import ConsoleSettings, PriceTable
 from ..contracts.errors import StreamPositionError
 from ..contracts.names import SESSION_WORKFLOW
-from . import present, reads, writes
-from .security import AUTH_COOKIE, BROWSER_COOKIE, CSRF_FIELD, NAME_COOKIE, Guard, new_browser_id
+from . import live, present, reads, refusals, writes
+from .security import AUTH_COOKIE, BROWSER_COOKIE, CSRF_FIELD, NAME_COOKIE, Guard, MalformedIdentity, new_browser_id
 from .session_events import resume_position, session_events_route
 from .stream import progress_events
 
@@ -65,6 +69,10 @@ class Console:
             number=present.number,
             money=present.money,
             when=present.when,
+            iso=present.iso,
+            card_key=present.card_key,
+            headline=present.headline,
+            summary=present.summary,
             link=present.link,
             output=present.output,
             arguments=present.arguments,
@@ -84,6 +92,16 @@ class Console:
                 return self._finish(
                     request, Response("this console answers at its loopback address only", status_code=403)
                 )
+            try:
+                request.state.identity = self.guard.identity(request)
+            except MalformedIdentity as exc:
+                request.state.identity = ""
+                return self._finish(
+                    request,
+                    self.render(
+                        request, "message.html", heading="Not signed in", tone="bad", status=400, text=str(exc)
+                    ),
+                )
             if not self.guard.allowed(request) and (request.url.path != "/login" or self.guard.proxied):
                 if self.guard.proxied:
                     response: Response = self.render(
@@ -94,7 +112,11 @@ class Console:
                         status=401,
                         text="This console is reached through your organisation's sign-in; open it through that.",
                     )
-                elif request.method == "GET" and not request.url.path.endswith(("/live", "/stream")):
+                elif (
+                    request.method == "GET"
+                    and not request.url.path.endswith(("/live", "/stream", "/events"))
+                    and not request.url.path.startswith("/events/")
+                ):
                     response = RedirectResponse(f"/login?next={quote(request.url.path)}", status_code=303)
                 else:
                     response = Response("sign in first", status_code=401)
@@ -166,15 +188,18 @@ class Console:
 
     def render(self, request: Request, template: str, *, status: int = 200, **context: Any) -> HTMLResponse:
         flash = self.flashes.pop(request.query_params.get("flash", ""), None)
-        html = self.env.get_template(template).render(
+        return HTMLResponse(self.fragment(request, template, flash=flash, **context), status_code=status)
+
+    def fragment(self, request: Request, template: str, **context: Any) -> str:
+        """A template as text: a whole page, or a part the live stream sends (a card, a run's timeline)."""
+        return self.env.get_template(template).render(
             nonce=request.state.nonce,
             csrf=self.guard.csrf_token(request),
             person=self.guard.person(request),
+            identity=getattr(request.state, "identity", ""),
             proxied=self.guard.proxied,
-            flash=flash,
             **context,
         )
-        return HTMLResponse(html, status_code=status)
 
     def told(self, told: writes.Told, to: str) -> RedirectResponse:
         """Post/redirect/get: the message waits under a random id the redirect names."""
@@ -189,13 +214,14 @@ class Console:
 
     async def login(self, request: Request) -> Response:
         target = request.query_params.get("next", "/approvals")
-        if self.settings.token is None:
+        if not self.guard.signs_in:
             return RedirectResponse("/approvals", status_code=303)
         return self.render(request, "login.html", nav="", next=_local(target))
 
     async def login_post(self, request: Request) -> Response:
         form = request.state.form
-        if self.settings.token is None or not self.guard.token_matches(str(form.get("token", ""))):
+        offered = str(form.get("token", ""))
+        if not self.guard.signs_in or not self.guard.token_matches(offered):
             return self.render(
                 request,
                 "message.html",
@@ -207,7 +233,7 @@ class Console:
         response = RedirectResponse(_local(str(form.get("next", "/approvals"))), status_code=303)
         response.set_cookie(
             AUTH_COOKIE,
-            self.guard.auth_cookie_value(),
+            self.guard.auth_cookie_value(offered),
             httponly=True,
             samesite="strict",
             secure=request.url.scheme == "https",
@@ -218,7 +244,74 @@ class Console:
 
     async def approvals(self, request: Request) -> Response:
         waiting = await reads.inbox(self.client)
-        return self.render(request, "approvals.html", nav="approvals", waiting=waiting)
+        return self.render(request, "approvals.html", nav="approvals", waiting=waiting, live_url="/approvals/events")
+
+    async def approvals_events(self, request: Request) -> Response:
+        async def look() -> live.Snapshot:
+            waiting = await reads.inbox(self.client)
+            return live.Snapshot(waiting, [_key(w) for w in waiting])
+
+        return EventSourceResponse(live.events(request, "inbox", look, self._card(request, "/approvals")), ping=15)
+
+    async def decision_link(self, request: Request) -> Response:
+        """A notice's signed approve/reject link: a confirmation page behind the console's sign-in. The link
+        never decides by itself (a chat's link preview opens it too); a forged, altered or expired one is
+        refused, and one whose call no longer waits says what became of it."""
+        q = request.query_params
+        workflow_id, approval_id, decision = q.get("w", ""), q.get("a", ""), q.get("d", "")
+        expires, offered = q.get("exp", ""), q.get("sig", "")
+        secret = self.settings.link_secret
+        genuine = (
+            secret is not None
+            and decision in ("approve", "reject")
+            and expires.isdigit()
+            and len(expires) < 12
+            and hmac.compare_digest(
+                offered.encode(),
+                decision_link_signature(
+                    secret.get_secret_value(), workflow_id, approval_id, decision, int(expires)
+                ).encode(),
+            )
+        )
+        if not genuine:
+            return self.render(
+                request,
+                "message.html",
+                heading="Not a link from this deployment",
+                tone="bad",
+                status=403,
+                text="This link was not signed by this deployment, or was changed. Nothing was decided.",
+            )
+        if int(expires) < time.time():
+            return self.render(
+                request,
+                "message.html",
+                heading="This link has expired",
+                tone="bad",
+                status=410,
+                text=f"It expired with its call, {refusals.at(datetime.fromtimestamp(int(expires), timezone.utc))}. "
+                "Nothing was decided.",
+            )
+        try:
+            row = reads.row_of(await reads.describe(self.client, workflow_id))
+            waiting = [p for p in await reads.pending(self.client, workflow_id) if p.approval_id == approval_id]
+        except RPCError:
+            row, waiting = None, []
+        if row is None or not waiting:
+            running = row is not None and row.status == "running"
+            told = await writes.what_became_of(self.client, workflow_id, approval_id, running)
+            return self.render(request, "message.html", heading="Nothing to decide", tone="bad", text=told)
+        return self.render(
+            request,
+            "confirm.html",
+            nav="approvals",
+            decision=decision,
+            waiting=[reads.Waiting(row, waiting[0])],
+            back="/approvals",
+        )
+
+    def _card(self, request: Request, back: str) -> Callable[[reads.Waiting], str]:
+        return lambda w: self.fragment(request, "card.html", w=w, back=back)
 
     async def approvals_live(self, request: Request) -> Response:
         waiting = await reads.inbox(self.client)
@@ -231,12 +324,14 @@ class Console:
         back = _local(str(form.get("back", "/approvals")))
         if decision not in ("approve", "reject") or not workflow_id or not approval_id:
             return self.told(writes.Told("Not recorded: the form lacked the call or the decision.", "bad"), back)
-        name = self.guard.person(request) if self.guard.proxied else str(form.get("name", "")).strip()[:200]
+        # The identity the console verified (the proxy's header, a person's own token); typed only without one.
+        identity = request.state.identity
+        name = identity or str(form.get("name", "")).strip()[:200]
         told = await writes.decide(
             self.client, workflow_id, approval_id, decision == "approve", str(form.get("note", "")), name
         )
         response = self.told(told, back)
-        if not self.guard.proxied and name:
+        if not identity and name:
             response.set_cookie(
                 NAME_COOKIE, name, httponly=True, samesite="strict", secure=request.url.scheme == "https"
             )
@@ -274,23 +369,43 @@ class Console:
         if description.workflow_type == SESSION_WORKFLOW:
             return RedirectResponse(present.link(reads.row_of(description)), status_code=303)
         view = await reads.run_view(self.client, description)
+        live_url = f"/events/runs/{quote(view.row.workflow_id, safe='')}" if view.row.status == "running" else ""
+        return self.render(request, "run.html", nav="runs", live_url=live_url, **self._run_context(view))
+
+    def _run_context(self, view: reads.RunView) -> dict[str, Any]:
         totals = _run_totals(view)
-        waiting = [reads.Waiting(view.row, p) for p in view.pending]
-        return self.render(
-            request,
-            "run.html",
-            nav="runs",
-            view=view,
-            r=view.row,
-            totals=totals,
-            waiting=waiting,
-            back=present.link(view.row),
-            links=self._links(view.row, totals.model),
-            live_status=view.state.last_step if view.state else "",
-            handled=lambda s: present.handled(s, view.result, view.steps),
-            reprompt=present.reprompt,
-            mode=_mode(view),
-        )
+        return {
+            "view": view,
+            "r": view.row,
+            "totals": totals,
+            "waiting": reads.urgent_first([reads.Waiting(view.row, p) for p in view.pending]),
+            "back": present.link(view.row),
+            "links": self._links(view.row, totals.model),
+            "live_status": view.state.last_step if view.state else "",
+            "handled": lambda s: present.handled(s, view.result, view.steps),
+            "reprompt": present.reprompt,
+            "mode": _mode(view),
+        }
+
+    async def run_events(self, request: Request) -> Response:
+        workflow_id = request.path_params["workflow_id"]
+
+        async def look() -> live.Snapshot:
+            view = await reads.run_view(self.client, await reads.describe(self.client, workflow_id))
+            context = self._run_context(view)
+            waiting = context["waiting"]
+            return live.Snapshot(
+                waiting,
+                [_key(w) for w in waiting],
+                {
+                    "facts": self.fragment(request, "run_facts.html", **context),
+                    "live": self.fragment(request, "run_live.html", **context),
+                },
+                done=view.row.status != "running",
+            )
+
+        card = self._card(request, f"/runs/{quote(workflow_id, safe='')}")
+        return EventSourceResponse(live.events(request, "run", look, card), ping=15)
 
     async def session(self, request: Request) -> Response:
         description = await self._described(request)
@@ -315,7 +430,7 @@ class Console:
             r=view.row,
             totals=totals,
             back=present.link(view.row),
-            waiting=[reads.Waiting(view.row, p) for p in view.pending],
+            waiting=reads.urgent_first([reads.Waiting(view.row, p) for p in view.pending]),
             links=self._links(view.row, view.row.model),
             status_label=_SESSION_STATUS.get(st.status, "") if st and view.row.status == "running" else "",
             timeline_turn=(st.current_turn or st.turns) if st else None,
@@ -323,7 +438,21 @@ class Console:
             reprompt=present.reprompt,
             mode=st.mode if st else "",
             stream_url=f"/sessions/{quote(view.row.workflow_id, safe='')}/stream",
+            live_url=f"/events/sessions/{quote(view.row.workflow_id, safe='')}" if view.row.status == "running" else "",
         )
+
+    async def session_events(self, request: Request) -> Response:
+        """The session page's waiting calls, live (its answer streams on ``/stream``)."""
+        workflow_id = request.path_params["workflow_id"]
+
+        async def look() -> live.Snapshot:
+            row = reads.row_of(await reads.describe(self.client, workflow_id))
+            pending = await reads.pending(self.client, workflow_id) if row.status == "running" else []
+            waiting = reads.urgent_first([reads.Waiting(row, p) for p in pending])
+            return live.Snapshot(waiting, [_key(w) for w in waiting], done=row.status != "running")
+
+        card = self._card(request, f"/sessions/{quote(workflow_id, safe='')}")
+        return EventSourceResponse(live.events(request, "run", look, card), ping=15)
 
     async def session_stream(self, request: Request) -> Response:
         try:  # a browser's EventSource reconnects with Last-Event-ID: it gets exactly what it missed
@@ -366,6 +495,10 @@ class Console:
             Route("/login", self.page(self.login_post, post=True), methods=["POST"]),
             Route("/approvals", self.page(self.approvals)),
             Route("/approvals/live", self.page(self.approvals_live)),
+            Route("/approvals/events", self.page(self.approvals_events)),
+            Route("/approvals/link", self.page(self.decision_link)),
+            Route("/events/runs/{workflow_id:path}", self.page(self.run_events)),
+            Route("/events/sessions/{workflow_id:path}", self.page(self.session_events)),
             Route("/approvals/decide", self.page(self.decide, post=True), methods=["POST"]),
             Route("/runs", self.page(self.runs)),
             Route("/runs/{workflow_id:path}", self.page(self.run)),
@@ -423,6 +556,10 @@ def _mode(view: reads.RunView) -> str:
     if view.result is not None:
         return view.result.mode
     return view.state.mode if view.state is not None else ""
+
+
+def _key(w: reads.Waiting) -> str:
+    return present.card_key(w.row.workflow_id, w.pending.approval_id)
 
 
 def _local(target: str) -> str:

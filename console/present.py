@@ -13,7 +13,7 @@ from typing import Any
 from urllib.parse import quote, urlencode
 
 from ..contracts import Message, Step
-from ..contracts.approvals import PendingApproval
+from ..contracts.approvals import PendingApproval, card_anchor
 from ..contracts.config.settings import ConsoleSettings
 from ..contracts.llm.reprompt import reprompt_messages
 from ..contracts.spec import AgentResult
@@ -39,6 +39,38 @@ def when(value: datetime | None) -> str:
     return value.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
+def iso(value: datetime | None) -> str:
+    """For ``<time datetime>``: the page shows it in the viewer's own zone (the UTC text is the fallback)."""
+    return "" if value is None else value.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
+
+
+def card_key(workflow_id: str, approval_id: str) -> str:
+    """A waiting call's element id on a page: stable across live updates, no identifier shown."""
+    return card_anchor(workflow_id, approval_id)
+
+
+def headline(pending: PendingApproval) -> str:
+    """What the call would do, in the tool's own words: its description's first sentence, else its name."""
+    first = pending.description.strip().split("\n", 1)[0].split(". ", 1)[0].strip().rstrip(".")
+    if first and len(first) <= 90:
+        return first
+    return pending.tool.replace("_", " ").replace(".", " ").strip().capitalize() or pending.tool
+
+
+def summary(pending: PendingApproval, shown: int = 3) -> str:
+    """The first few arguments on one line ("Order A-17 · Amount 40.0"), for the compact card."""
+    rows = arguments(pending)
+    if isinstance(rows, str):
+        return rows[:120]
+    parts = [f"{a.label}: {' '.join(a.value.split())[:60]}" for a in rows[:shown]]
+    return " · ".join(parts) + (" · …" if len(rows) > shown else "")
+
+
+def _auto_title(name: str) -> str:
+    """The title pydantic makes up from a field's name (``amount_eur`` -> ``Amount Eur``): not a label."""
+    return " ".join(part.capitalize() for part in name.replace("-", "_").split("_") if part)
+
+
 def link(row: Row) -> str:
     return f"/{'sessions' if row.kind == 'session' else 'runs'}/{quote(row.workflow_id, safe='')}"
 
@@ -50,9 +82,12 @@ def output(value: Any) -> str:
 @dataclass(frozen=True)
 class Argument:
     title: str
+    """The argument's name as its schema titles it (or its name)."""
     value: str
     description: str = ""
     required: bool = False
+    label: str = ""
+    """What a person reads: a title someone wrote, else the description, else the name in words."""
 
 
 def arguments(pending: PendingApproval) -> list[Argument] | str:
@@ -74,12 +109,21 @@ def arguments(pending: PendingApproval) -> list[Argument] | str:
         prop: dict[str, Any] = described if isinstance(described, dict) else {}
         titled = prop.get("title")
         title = titled if isinstance(titled, str) else name
+        described = prop.get("description")
+        description = described.strip() if isinstance(described, str) else ""
+        if isinstance(titled, str) and titled.strip() and titled != _auto_title(str(name)):
+            label = titled.strip()
+        elif description and len(description) <= 60:
+            label, description = description.rstrip("."), ""
+        else:
+            label = str(name).replace("_", " ").strip().capitalize() or str(name)
         rows.append(
             Argument(
                 title=str(title),
                 value=output(values[name]),
-                description=str(prop.get("description", "")) if name in properties else "(not in the tool's schema)",
+                description=description if name in properties else "(not in the tool's schema)",
                 required=name in required,
+                label=label,
             )
         )
     return rows
@@ -140,6 +184,10 @@ def grafana_link(settings: ConsoleSettings, namespace: str, row: Row, model: str
 __all__ = [
     "Argument",
     "arguments",
+    "card_key",
+    "headline",
+    "iso",
+    "summary",
     "grafana_link",
     "handled",
     "link",

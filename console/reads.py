@@ -104,7 +104,10 @@ class Filters:
         if self.spec:
             parts.append(f"{SA_SPEC} = '{self.spec}'")
         if self.waiting:
+            # A terminated run keeps the attribute it last upserted: only a running one can be waiting.
             parts.append(f"{SA_AWAITING_APPROVAL} = true")
+            if self.status != "running":
+                parts.append("ExecutionStatus = 'Running'")
         if self.since:
             start = (now - SINCE[self.since]).astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
             parts.append(f"StartTime > '{start}'")
@@ -225,7 +228,19 @@ async def inbox(client: Client) -> list[Waiting]:
         return [Waiting(row, p) for p in pending]
 
     found = await asyncio.gather(*(ask(r) for r in rows))
-    return sorted((w for group in found for w in group), key=lambda w: w.pending.requested_at)
+    return urgent_first([w for group in found for w in group])
+
+
+async def pending(client: Client, workflow_id: str) -> list[PendingApproval]:
+    found: list[PendingApproval] = await client.get_workflow_handle(workflow_id).query(
+        APPROVALS_QUERY, result_type=list[PendingApproval], rpc_timeout=QUERY_TIMEOUT
+    )
+    return found
+
+
+def urgent_first(waiting: list[Waiting]) -> list[Waiting]:
+    """The call rejected soonest first; among calls due together, the newest."""
+    return sorted(waiting, key=lambda w: (w.pending.expires_at, -w.pending.requested_at.timestamp()))
 
 
 # ------------------------------------------------------------------ one run, one session
@@ -342,6 +357,8 @@ __all__ = [
     "Waiting",
     "describe",
     "inbox",
+    "pending",
+    "urgent_first",
     "completed_totals",
     "list_rows",
     "run_view",

@@ -4,7 +4,15 @@
 |----------------------|--------------------------|--------------------------------------------------|
 | loopback             | nothing                  | always (the machine's own user)                  |
 | anything             | ``token``                | its cookie or ``Authorization: Bearer`` matches  |
+| anything             | ``people`` (name=token)  | as ``token``; the person is that token's name    |
 | anything             | ``proxy_user_header``    | the deployment's auth proxy set that header      |
+
+Who decides is the identity the console verified (``identity``): the proxy's
+header, or the name of the person's own token. A header value that is not a
+name (empty, over 200 characters, control characters such as a newline) is
+refused (``MalformedIdentity``), never recorded; any other text is a name,
+shown escaped like all text. Without a verified identity (loopback, the shared
+``token``) the approver types a name, recorded as typed.
 | not loopback         | neither                  | never: the console refuses to start              |
 
 Without a token or a proxy, a request must also name a loopback ``Host``
@@ -45,8 +53,15 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+MAX_IDENTITY = 200
+
+
+class MalformedIdentity(ValueError):
+    """The auth proxy's header holds something that is not a person's name."""
+
+
 def check_binding(settings: ConsoleSettings) -> None:
-    if is_loopback(settings.host) or settings.token is not None or settings.proxy_user_header:
+    if is_loopback(settings.host) or settings.token is not None or settings.people or settings.proxy_user_header:
         return
     raise ConsoleConfigError(
         f"the console would listen on {settings.host}, beyond this machine, with no way to tell who calls it. "
@@ -64,37 +79,83 @@ class Guard:
     def host_ok(self, request: Request) -> bool:
         """Without a token or a proxy, only a loopback ``Host``: a page on another site whose name
         resolves to 127.0.0.1 (DNS rebinding) must not read or drive this console."""
-        if self.settings.token is not None or self.settings.proxy_user_header:
+        if self.settings.token is not None or self.settings.people or self.settings.proxy_user_header:
             return True
         host = request.headers.get("host", "")
         name = host.rsplit(":", 1)[0] if not host.startswith("[") else host.split("]", 1)[0] + "]"
         return is_loopback(name.strip("[]"))
 
     # ------------------------------------------------------------ who
-    def auth_cookie_value(self) -> str:
-        assert self.settings.token is not None
-        token = self.settings.token.get_secret_value().encode()
-        return hmac.new(token, b"agentsteps-console-auth-v1", hashlib.sha256).hexdigest()
+    def _cookie_of(self, token: str) -> str:
+        return hmac.new(token.encode(), b"agentsteps-console-auth-v1", hashlib.sha256).hexdigest()
+
+    def _tokens(self) -> list[tuple[str, str]]:
+        """(name, token): the people's own tokens, then the shared one (no name)."""
+        named = [(name, t.get_secret_value()) for name, t in self.settings.people.items()]
+        shared = [("", self.settings.token.get_secret_value())] if self.settings.token is not None else []
+        return named + shared
+
+    @property
+    def signs_in(self) -> bool:
+        return bool(self._tokens())
+
+    def auth_cookie_value(self, offered: str) -> str:
+        """The cookie for the token offered at sign-in: an HMAC of it, never the token."""
+        return self._cookie_of(offered)
+
+    def _match(self, offered: str) -> tuple[str, str] | None:
+        found = None
+        for name, token in self._tokens():  # every one compared, in constant time each
+            if hmac.compare_digest(offered.encode(), token.encode()) and found is None:
+                found = (name, token)
+        return found
 
     def token_matches(self, offered: str) -> bool:
-        token = self.settings.token
-        return token is not None and hmac.compare_digest(offered.encode(), token.get_secret_value().encode())
+        return self._match(offered) is not None
+
+    def _signed_in_as(self, request: Request) -> tuple[str, str] | None:
+        bearer = request.headers.get("authorization", "")
+        if bearer.lower().startswith("bearer "):
+            return self._match(bearer[7:].strip())
+        cookie = request.cookies.get(AUTH_COOKIE, "")
+        found = None
+        for name, token in self._tokens():
+            if hmac.compare_digest(cookie.encode(), self._cookie_of(token).encode()) and found is None:
+                found = (name, token)
+        return found
 
     def allowed(self, request: Request) -> bool:
         if self.settings.proxy_user_header:
             return bool(request.headers.get(self.settings.proxy_user_header, "").strip())
-        if self.settings.token is not None:
-            bearer = request.headers.get("authorization", "")
-            if bearer.lower().startswith("bearer ") and self.token_matches(bearer[7:].strip()):
-                return True
-            return hmac.compare_digest(request.cookies.get(AUTH_COOKIE, ""), self.auth_cookie_value())
+        if self.signs_in:
+            return self._signed_in_as(request) is not None
         return True
 
-    def person(self, request: Request) -> str:
-        """The approver's name: the auth proxy's, else what the person typed (remembered in a cookie)."""
+    def identity(self, request: Request) -> str:
+        """Who the console knows is asking (the proxy's header, a person's own token); "" when it does not.
+
+        Raises ``MalformedIdentity`` for a proxy header that is not a name."""
         if self.settings.proxy_user_header:
-            return request.headers.get(self.settings.proxy_user_header, "").strip()[:200]
-        return request.cookies.get(NAME_COOKIE, "")[:200]
+            raw = request.headers.get(self.settings.proxy_user_header, "")
+            name = raw.strip()
+            if not name:
+                return ""  # not signed in: ``allowed`` refuses the request
+            if len(name) > MAX_IDENTITY or not name.isprintable():
+                raise MalformedIdentity(
+                    f"the {self.settings.proxy_user_header} header does not hold a name "
+                    f"(printable, 1 to {MAX_IDENTITY} characters)"
+                )
+            return name
+        signed = self._signed_in_as(request) if self.signs_in else None
+        return signed[0] if signed is not None else ""
+
+    def person(self, request: Request) -> str:
+        """The approver's name as shown: the verified identity, else what the person typed last (a cookie)."""
+        try:
+            who = self.identity(request)
+        except MalformedIdentity:
+            return ""
+        return who or request.cookies.get(NAME_COOKIE, "")[:MAX_IDENTITY]
 
     @property
     def proxied(self) -> bool:
@@ -131,6 +192,7 @@ __all__ = [
     "CSRF_FIELD",
     "ConsoleConfigError",
     "Guard",
+    "MalformedIdentity",
     "NAME_COOKIE",
     "check_binding",
     "is_loopback",

@@ -37,7 +37,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from ..client.session_stream import After, follow
 from ..contracts.errors import StreamPositionError
-from .security import Guard
+from .security import Guard, MalformedIdentity
 
 PATH = "/api/sessions/{workflow_id}/events"
 _LONGEST_POSITION = 19
@@ -72,6 +72,10 @@ def session_events_route(client: Client, guard: Guard) -> Route:
     async def events(request: Request) -> Response:
         if not guard.host_ok(request):
             return _refused(403, "ConsoleAuth", "this console answers at its loopback address only")
+        try:
+            guard.identity(request)  # the proxy's header must hold a name, as on every page
+        except MalformedIdentity as exc:
+            return _refused(400, "ConsoleAuth", str(exc))
         if not guard.allowed(request):
             return _refused(401, "ConsoleAuth", "sign in: Authorization: Bearer <console token>, or your auth proxy")
         session_id = request.path_params["workflow_id"]

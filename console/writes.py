@@ -15,9 +15,11 @@ from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
 from ..client.sessions import decide_approval
-from ..contracts.errors import SessionClosedError
-from ..contracts.names import CLOSE_UPDATE, TURN_UPDATE
+from ..contracts.approvals import ApprovalRecord
+from ..contracts.errors import AgentStepsError, ApprovalError, RunNotFoundError, SessionClosedError
+from ..contracts.names import CLOSE_UPDATE, DECISIONS_QUERY, TURN_UPDATE
 from ..contracts.session import CloseInput, SessionState, TurnInput
+from . import refusals
 
 SETTLE_SECONDS = 1.0
 MAX_NAME = 200
@@ -37,14 +39,50 @@ async def decide(client: Client, workflow_id: str, approval_id: str, approve: bo
         record = await decide_approval(
             client, workflow_id, approval_id, approve=approve, note=note[:MAX_NOTE], approver=approver[:MAX_NAME]
         )
-    except SessionClosedError:
-        return Told(f"Not recorded: {workflow_id} has ended, so its call {approval_id} was withdrawn.", "bad")
+    except (SessionClosedError, RunNotFoundError):  # what became of the call: asked of the ended run
+        return Told(f"Not recorded: {await refusals.ended(client, workflow_id, approval_id)}.", "bad")
+    except ApprovalError as exc:  # already decided, withdrawn, unknown: the running run's decisions say which
+        return Told(f"Not recorded: {await _refused(client, workflow_id, approval_id, str(exc))}.", "bad")
+    except AgentStepsError as exc:
+        return Told(f"Not recorded: {exc}.", "bad")
     except WorkflowUpdateFailedError as exc:
-        return Told(f"Not recorded: {_cause(exc)}.", "bad")
+        return Told(f"Not recorded: {await _refused(client, workflow_id, approval_id, _cause(exc))}.", "bad")
     except RPCError as exc:
         return Told(f"Not recorded: {_rpc(exc, workflow_id)}.", "bad")
     who = f" by {record.approver}" if record.approver else ""
-    return Told(f"{record.tool} was {verb}{who}; the decision is recorded in {workflow_id}.")
+    return Told(f"{record.tool} was {verb}{who} {refusals.at(record.decided_at)}.")
+
+
+async def what_became_of(client: Client, workflow_id: str, approval_id: str, running: bool) -> str:
+    """A call that no longer waits (or never did), in words: for a link opened after its call was decided."""
+    if not running:
+        return refusals.ended_sentence(await refusals.ended(client, workflow_id, approval_id))
+    try:
+        records = await client.get_workflow_handle(workflow_id).query(
+            DECISIONS_QUERY, result_type=list[ApprovalRecord], rpc_timeout=refusals.ASK_TIMEOUT
+        )
+    except RPCError:
+        records = []
+    record = next((r for r in records if r.approval_id == approval_id), None)
+    if record is not None:
+        return refusals.ended_sentence(refusals.decided_text(record))
+    return f"No call of {workflow_id} waits under that id; nothing was decided."
+
+
+async def _refused(client: Client, workflow_id: str, approval_id: str, cause: str) -> str:
+    """A running run refused the decision: what became of the call, if anything did."""
+    try:
+        records = await client.get_workflow_handle(workflow_id).query(
+            DECISIONS_QUERY, result_type=list[ApprovalRecord], rpc_timeout=refusals.ASK_TIMEOUT
+        )
+    except Exception:  # a worker from before the query: its own words
+        return cause
+    record = next((r for r in records if r.approval_id == approval_id), None)
+    if record is not None:
+        return refusals.decided_text(record)
+    if cause.startswith("no call is waiting"):
+        return f"no call of {workflow_id} waits under that id, and none was decided under it; nothing changed"
+    return cause
 
 
 async def send_turn(client: Client, session_id: str, text: str) -> Told:
@@ -90,4 +128,4 @@ def _rpc(exc: RPCError, workflow_id: str) -> str:
     return f"the Temporal server said: {exc.message}"
 
 
-__all__ = ["Told", "close", "decide", "send_turn"]
+__all__ = ["Told", "close", "decide", "send_turn", "what_became_of"]

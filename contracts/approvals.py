@@ -10,6 +10,8 @@ as the tool's error.
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 from datetime import datetime
 from typing import Any, Literal
 
@@ -63,6 +65,44 @@ class ApprovalRecord(BaseModel):
     waited_seconds: float = 0.0
 
 
+NoticeKind = Literal["waiting", "reminder"]
+
+
+class ApprovalNotice(BaseModel):
+    """The ``approval.notify`` activity's input: one waiting call, for the webhooks of its tool or agent.
+
+    It names no webhook URL and no secret: those stay in the worker's settings."""
+
+    kind: NoticeKind = "waiting"
+    delivery_id: str
+    """Sent as ``X-AgentSteps-Delivery`` and ``Idempotency-Key``: the same on every retry."""
+    workflow_id: str
+    agent: str = ""
+    """The spec's name (webhooks may be chosen per agent)."""
+    pending: PendingApproval
+
+
+class NoticeDelivery(BaseModel):
+    """What ``approval.notify`` delivered (its result, so the run's history records it)."""
+
+    delivery_id: str
+    kind: NoticeKind = "waiting"
+    delivered: list[str] = Field(default_factory=list)
+    """The names of the webhooks that accepted it (2xx); never their URLs."""
+
+
+def card_anchor(workflow_id: str, approval_id: str) -> str:
+    """A waiting call's element id on the console's pages (a notice links to it): no identifier shown."""
+    return "c" + hashlib.sha256(f"{workflow_id}\n{approval_id}".encode()).hexdigest()[:16]
+
+
+def decision_link_signature(secret: str, workflow_id: str, approval_id: str, decision: str, expires: int) -> str:
+    """The signature of an approve/reject link a notice carries: HMAC-SHA256 under the console's
+    ``link_secret`` over everything the link names, so no part of it can be changed or made up."""
+    text = "\n".join(("agentsteps-decision-link-v1", workflow_id, approval_id, decision, str(expires)))
+    return hmac.new(secret.encode(), text.encode(), hashlib.sha256).hexdigest()
+
+
 def parse_decision(raw: Any) -> ApprovalDecision:
     """The ``approve`` / ``reject`` argument from any client, or ``ValueError`` naming the bad field."""
     if isinstance(raw, ApprovalDecision):
@@ -86,6 +126,11 @@ def rejection_message(record: ApprovalRecord) -> str:
 
 
 __all__ = [
+    "decision_link_signature",
+    "card_anchor",
+    "ApprovalNotice",
+    "NoticeDelivery",
+    "NoticeKind",
     "ApprovalDecision",
     "ApprovalOutcome",
     "ApprovalRecord",

@@ -6,6 +6,7 @@
     │   └── QuotaConfigError           a quota or tenant budget table that cannot be enforced (at worker start)
     ├── ScheduleNotFoundError      no schedule with that id on the server
     ├── HistoryUnavailableError    a run's history the server no longer keeps (or never had)
+    ├── RunNotFoundError           no run or session under that id on the server (never started, or past retention)
     ├── CompositionError           a pipeline's edges do not compose; carries an EdgeReport per edge
     ├── ContractViolationError     re-prompts and degradations spent; names contract, kind, path
     ├── BudgetExceededError        token or step budget spent, or a tenant's hard budget (names tenant and period)
@@ -25,16 +26,20 @@
     ├── SnapshotKeyUnknownError    signed with a key id this worker lacks (a key rollout): retried, then waited for
     ├── PayloadIntegrityError      stored payload bytes no longer match their content address
     │   └── PayloadMissingError        a payload is not in (or not readable from) this worker's store
+    ├── PayloadStoreDeniedError    the store refused this worker (credentials, policy): retried, the run left alone
     ├── DeploymentConfigError      a worker on a cluster without a shared payload store or snapshot key
-    │   └── ConsoleConfigError         the console bound beyond loopback with no token and no auth proxy
+    │   ├── ConsoleConfigError         the console bound beyond loopback with no token and no auth proxy
+    │   └── QueueMismatchError         the queue's workers use another store, key, tools, models or quotas
     ├── StackConflictError         the local stack cannot do it: a port or the queue is taken, or nothing can serve it
     ├── InvalidProgramResume       a snapshot cannot take the outcomes it was resumed with
     ├── MonitorScanError           the monitor's scan program failed or returned a malformed value
     ├── ApprovalError              an approve/reject names no waiting call, one already decided, or is malformed
+    ├── WebhookDeliveryError       an approval webhook did not accept a notice (retried until the call's deadline)
     └── SessionError               a session refused an Update before it reached history
         ├── InvalidTurnError           empty, over-size, garbage or wrongly typed turn input
         ├── SessionBusyError           a turn arrived while another turn was still running
         ├── SessionClosedError         a turn or close arrived after the session was closed
+        ├── SessionNotFoundError       no session under that id was ever started (or retention dropped it)
         ├── CarriedStateError          a session was started with carried state it does not own
         ├── StreamReadersFullError     a stream reader's long-poll Update past the few a session admits
         └── StreamPositionError        a stream reader's position (Last-Event-ID) is not a position
@@ -68,8 +73,9 @@ class AgentStepsError(Exception):
     """Base of every error this project raises on purpose."""
 
     retryable: ClassVar[bool | None] = False
-    """How Temporal treats it: ``False`` fails at once (``non_retryable``), ``True`` is retried by the
-    activity's policy, ``None`` leaves the flag unset: an Update refused, which Temporal never retries."""
+    """How Temporal treats it: ``False`` fails at once (``non_retryable``: also what a refused Update
+    says, so the ``temporal`` CLI never shows ``retryable: true`` for one), ``True`` is retried by the
+    activity's policy, ``None`` leaves the flag unset."""
 
     details: tuple[Any, ...] = ()
     """What crossed Temporal with it: set on an error ``failures.from_failure`` rebuilt."""
@@ -213,12 +219,26 @@ class PayloadMissingError(PayloadIntegrityError):
     """
 
 
+class PayloadStoreDeniedError(AgentStepsError):
+    """The payload store refused this worker (AccessDenied, bad credentials, a bad signature): this pod's fault.
+
+    Retried (the attempt fails, possibly taken by a healthy pod) and the run is left alone; counted as
+    ``agentsteps_payload_store_denied_total`` (alert ``AgentStepsPayloadStoreDenied``)."""
+
+    retryable = True
+
+
 class DeploymentConfigError(AgentStepsError):
     """The worker's deployment settings cannot keep runs safe (raised before it starts)."""
 
 
 class ConsoleConfigError(DeploymentConfigError):
     """The console's settings would expose it: bound beyond loopback without a token or an auth proxy."""
+
+
+class QueueMismatchError(DeploymentConfigError):
+    """Workers already on the task queue use another payload store, snapshot key, tools, models or quotas:
+    this one is refused before it polls (``client/queue_membership.py``)."""
 
 
 class StackConflictError(AgentStepsError):
@@ -236,15 +256,23 @@ class MonitorScanError(AgentStepsError):
 
 
 class ApprovalError(AgentStepsError):
-    """An ``approve`` / ``reject`` Update was refused: unknown or already decided ``approval_id``, bad shape."""
+    """An ``approve`` / ``reject`` Update was refused: unknown or already decided ``approval_id``, bad shape.
 
-    retryable = None
+    Not retryable: the same decision is refused again; fix the id or the shape."""
+
+
+class WebhookDeliveryError(AgentStepsError):
+    """An approval webhook refused or did not answer a notice (``approval.notify``); names the webhook, never
+    its URL. Retried (the receiver dedups on the delivery id) until the waiting call's own deadline."""
+
+    retryable = True
 
 
 class SessionError(AgentStepsError):
-    """A session refused an Update (the validator's answer; nothing reaches history)."""
+    """A session refused an Update (the validator's answer; nothing reaches history).
 
-    retryable: ClassVar[bool | None] = None
+    Not retryable as sent: resending the same Update at once is refused the same way (a busy
+    session's turn is sent again when the running turn ends, by the caller who knows it)."""
 
 
 class InvalidTurnError(SessionError):
@@ -259,14 +287,26 @@ class SessionClosedError(SessionError):
     """The session was closed (by ``close`` or its idle timeout) and takes no more turns."""
 
 
+class SessionNotFoundError(SessionError):
+    """No session under this id was ever started (or the namespace's retention dropped it).
+
+    Distinct from ``SessionClosedError``: nothing ended, there is nothing under the id.
+    """
+
+    def __init__(self, session_id: str) -> None:
+        self.session_id = session_id
+        super().__init__(
+            f"no session {session_id!r} exists (never started, or past the namespace's retention); "
+            "start one with send_turn (agentsteps chat --spec FILE)"
+        )
+
+
 class CarriedStateError(SessionError):
     """A session's input carried state (conversation, REPL memory, stream) that is not its own.
 
     Carried state is accepted only from the session's own continue-as-new; a
     starter that sends ``carried`` is refused and nothing of it is loaded.
     """
-
-    retryable = False
 
 
 class StreamReadersFullError(SessionError):
@@ -304,20 +344,39 @@ class ScheduleNotFoundError(AgentStepsError):
 
 
 class HistoryUnavailableError(AgentStepsError):
-    """A recorded run that time travel needs is gone: the server's retention dropped its history."""
+    """A recorded run that time travel needs is gone: the server's retention dropped its history.
 
-    def __init__(self, workflow_id: str, detail: str = "") -> None:
+    ``next_step`` is what the caller can do instead (replay names ``--histories DIR``; a fork has no such
+    flag, so it names the ids the server still has)."""
+
+    def __init__(
+        self,
+        workflow_id: str,
+        detail: str = "",
+        next_step: str = "replay it from a saved history file instead (--histories DIR)",
+    ) -> None:
         self.workflow_id = workflow_id
         super().__init__(
             f"the history of run {workflow_id!r} is not on the server: it never existed there, or the "
-            f"namespace's retention period has passed since it closed{': ' + detail if detail else ''}. "
-            "Replay it from a saved history file instead (--histories DIR)."
+            f"namespace's retention period has passed since it closed{': ' + detail if detail else ''}; "
+            f"{next_step}"
+        )
+
+
+class RunNotFoundError(AgentStepsError):
+    """No run or session under this workflow id on the server: never started, or past retention."""
+
+    def __init__(self, workflow_id: str, next_step: str = "check the id (agentsteps session list)") -> None:
+        self.workflow_id = workflow_id
+        super().__init__(
+            f"no run or session {workflow_id!r} exists (never started, or past the namespace's retention); {next_step}"
         )
 
 
 __all__ = [
     "AgentStepsError",
     "ApprovalError",
+    "WebhookDeliveryError",
     "BudgetExceededError",
     "CarriedStateError",
     "ConsoleConfigError",
@@ -331,16 +390,20 @@ __all__ = [
     "NonRetryableProviderError",
     "PayloadIntegrityError",
     "PayloadMissingError",
+    "PayloadStoreDeniedError",
     "ProviderError",
     "QuotaConfigError",
     "RetryableProviderError",
+    "RunNotFoundError",
     "ScheduleFileError",
     "ScheduleNotFoundError",
     "SessionBusyError",
     "SessionClosedError",
     "SessionError",
+    "SessionNotFoundError",
     "SnapshotIntegrityError",
     "SnapshotKeyUnknownError",
+    "QueueMismatchError",
     "StackConflictError",
     "ToolConfigError",
     "ToolError",

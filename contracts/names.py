@@ -48,6 +48,11 @@ SESSION_FORK = "session.fork"
 """A session fork's first activity: the source session's conversation and REPL memory, checked against
 the source and bound to the fork (``activities/session_fork.py``)."""
 MONITOR_RECORD = "monitor.record"
+APPROVAL_NOTIFY = "approval.notify"
+"""Takes ``ApprovalNotice``; posts it to the webhooks configured for its tool or agent (``approval_webhooks``)."""
+QUOTA_PLAN_ACTIVITY = "quota.plan"
+"""A local activity at a run's start: its quotas, budget, prices and degradation chain from the worker's config
+(``activities/quotas``), recorded in its history; nothing the caller sends decides them."""
 
 # ---------------------------------------------------------------- AgentWorkflow queries and signals
 STATE_QUERY = "state"
@@ -68,6 +73,18 @@ QUOTA_VIEW_QUERY = "quota_view"
 """Returns ``AccountView``: the live limits and their use."""
 QUOTA_SET_UPDATE = "set_limits"
 """Takes ``LimitChange``; returns ``AccountView``. An operator raises (or lowers) a live limit."""
+
+# ---------------------------------------------------------------- queue registry (docs/deployment.md)
+QUEUE_REGISTRY_WORKFLOW = "QueueRegistry"
+"""One per task queue (``queue_registry_id``): the queue's fingerprint and its workers' leases."""
+QUEUE_REGISTRY_TASK_QUEUE = "agentsteps-queue-registry"
+"""Where every agentsteps worker process serves the registries, before it polls its own queue."""
+QUEUE_JOIN_UPDATE = "queue_join"
+"""Takes ``JoinRequest``; returns ``JoinAnswer``. Also a member's lease renewal."""
+QUEUE_LEAVE_SIGNAL = "queue_leave"
+"""Takes the leaving worker's id (a string): its lease ends now, not when it runs out."""
+QUEUE_REGISTRY_QUERY = "queue_registry"
+"""Returns ``RegistryState``."""
 
 # ---------------------------------------------------------------- SessionWorkflow updates and queries
 # The session also answers STATE_QUERY (with ``SessionState``) and CANCEL_SIGNAL (stops the running turn).
@@ -94,6 +111,9 @@ REJECT_UPDATE = "reject"
 """As ``approve``; the call does not run and the model reads the rejection as the tool's error."""
 APPROVALS_QUERY = "approvals"
 """Returns ``list[PendingApproval]``: the calls waiting for a person."""
+DECISIONS_QUERY = "decisions"
+"""Returns ``list[ApprovalRecord]``: the latest decisions (at most 200), so a late second decision is told
+who decided first, and when, even after the run ended."""
 
 # ---------------------------------------------------------------- progress stream (temporalio.contrib.workflow_streams)
 PROGRESS_TOPIC = "progress"
@@ -144,8 +164,14 @@ first ``llm.call`` resolves its tool names (no ``tools.describe`` activity), and
 the console's search attributes (``SEARCH_ATTRIBUTES_PATCH`` unasked). Runs recorded before it ask the ids above
 where they always did. A command change after this release ships needs a new id."""
 SEARCH_ATTRIBUTES_PATCH = "agentsteps.search-attributes.1"
+APPROVAL_NOTIFY_PATCH = "agentsteps.approval-notify.1"
+"""Issue 38: a call that starts waiting schedules ``approval.notify`` (and a reminder timer before its timeout)."""
 """Runs and sessions keep the ``AgentSteps*`` search attributes below up to date (a few upserts a
 run: start, approval asked/decided, end); runs started before replay without them."""
+QUOTA_FROM_WORKER_PATCH = "agentsteps.quota-from-worker.1"
+"""Issue 36: a run (and each session run) takes its quota plan from the ``quota.plan`` local activity, the
+worker's own config, and ignores a plan in its input; runs recorded before it replay the plan their caller
+sent. Not under the release: every run asks it at its start."""
 
 # ---------------------------------------------------------------- search attributes (Temporal visibility)
 # Registered on the embedded dev server by ``client/dev_server.py``; on a cluster with
@@ -187,6 +213,8 @@ ACTIVITIES = (
     CODE_FORK,
     SESSION_FORK,
     MONITOR_RECORD,
+    APPROVAL_NOTIFY,
+    QUOTA_PLAN_ACTIVITY,
 )
 
 __all__ = [
@@ -196,6 +224,7 @@ __all__ = [
     "SESSION_STATE_PATCH",
     "APPROVALS_QUERY",
     "APPROVE_UPDATE",
+    "DECISIONS_QUERY",
     "CANCEL_SIGNAL",
     "CLOSE_UPDATE",
     "CURRENT_TURN_QUERY",
@@ -212,12 +241,16 @@ __all__ = [
     "LLM_CALL_STORED_RESULTS",
     "LLM_CALL_TOOL_CATALOG",
     "MONITOR_RECORD",
+    "APPROVAL_NOTIFY",
+    "APPROVAL_NOTIFY_PATCH",
     "MONITOR_WORKFLOW",
     "PATCH_TOOL_RESULT_CAP",
     "PIPELINE_WORKFLOW",
     "PROGRESS_TOPIC",
     "QUOTA_ACCOUNT_WORKFLOW",
     "QUOTA_ACQUIRE_SIGNAL",
+    "QUOTA_FROM_WORKER_PATCH",
+    "QUOTA_PLAN_ACTIVITY",
     "QUOTA_GRANT_SIGNAL",
     "QUOTA_RELEASE_SIGNAL",
     "QUOTA_SET_UPDATE",

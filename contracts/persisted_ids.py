@@ -151,6 +151,12 @@ def parse_step_call_id(text: str) -> StepCall | None:
     return StepCall(m[1], int(m[3]), m[4]) if m else None
 
 
+def approval_delivery_id(workflow_id: str, run_id: str, approval_id: str, kind: str) -> str:
+    """A webhook notice's delivery id (its receivers' idempotency key): the same on every retry of one
+    notice, another for each waiting call, run and kind (``waiting``, ``reminder``)."""
+    return f"{workflow_id}/{run_id}/{approval_id}/{kind}"
+
+
 @dataclass(frozen=True)
 class ProgramCall:
     """A code-mode call: the run's scope, the model step whose program made it, the sandbox's call id."""
@@ -377,6 +383,14 @@ QUOTA_ACCOUNT_PREFIX = "agentsteps-quota-"
 TENANT_ACCOUNT_PREFIX = "agentsteps-tenant-"
 
 
+QUEUE_REGISTRY_PREFIX = "agentsteps-queue-registry:"
+
+
+def queue_registry_id(task_queue: str) -> str:
+    """The workflow id of a task queue's registry (``QueueRegistry``): one per queue and namespace."""
+    return QUEUE_REGISTRY_PREFIX + task_queue
+
+
 def account_id(kind: AccountKind, name: str) -> str:
     """The workflow id of a quota's or a tenant's account."""
     return (QUOTA_ACCOUNT_PREFIX if kind == "quota" else TENANT_ACCOUNT_PREFIX) + name
@@ -512,6 +526,9 @@ def parse_fork_id(text: str) -> ForkId | None:
 
 
 __all__ = [
+    "QUEUE_REGISTRY_PREFIX",
+    "queue_registry_id",
+    "approval_delivery_id",
     "EFFECT_KEY_PREFIX",
     "KEY_SCOPE_PREFIX",
     "NAMED_OBJECT_PREFIX",

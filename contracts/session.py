@@ -277,7 +277,8 @@ class SessionInput(BaseModel):
     tenant: str | None = None
     """As ``AgentInput.tenant``."""
     quota: QuotaPlan | None = None
-    """As ``AgentInput.quota``: every turn's model calls go through these accounts."""
+    """As ``AgentInput.quota``: ignored by new runs (the worker's config decides); a session's own continue-as-new
+    carries its plan here for a worker from before ``QUOTA_FROM_WORKER_PATCH``."""
 
 
 class TurnInput(BaseModel):

@@ -77,8 +77,9 @@ class AgentInput(BaseModel):
     tenant: str | None = None
     """The customer the run bills to: its search attribute (``AgentStepsTenant``) and metric label."""
     quota: QuotaPlan | None = None
-    """Which quota and budget accounts its model calls go through (``client.quotas.quota_plan``); unset:
-    none, and the run issues no quota command."""
+    """Deprecated and ignored: the worker's own config decides which quota and budget accounts a run's calls go
+    through (the ``quota.plan`` local activity). Kept so older clients' inputs still decode; read only when a run
+    recorded before ``QUOTA_FROM_WORKER_PATCH`` replays."""
     key_scope: str | None = None
     """Where effect keys are unique. Unset: this run (its workflow chain), so two runs never share a
     key. Set by a backend that wants a tool to dedupe across runs: runs with the same scope give the

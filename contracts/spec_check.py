@@ -21,7 +21,9 @@ SPEC_CONTRACT = "agent_spec"
 _K = ViolationKind
 
 
-def check_spec(spec: AgentSpec, known_tools: Mapping[str, ToolSchema] | None) -> list[Violation]:
+def check_spec(
+    spec: AgentSpec, known_tools: Mapping[str, ToolSchema] | None, *, whole_catalog: bool = True
+) -> list[Violation]:
     """Static checks before a run starts; paths name the spec field (``$.model.temperature``).
 
     ``known_tools`` None leaves the tools to ``check_spec_tools``, where they are resolved
@@ -32,25 +34,34 @@ def check_spec(spec: AgentSpec, known_tools: Mapping[str, ToolSchema] | None) ->
     for i, fallback in enumerate(spec.fallback_models):
         out += check_config(fallback, aliases, f"$.fallback_models[{i}]", SPEC_CONTRACT)
     if known_tools is not None:
-        out += check_spec_tools(spec.tools, known_tools)
+        out += check_spec_tools(spec.tools, known_tools, whole_catalog=whole_catalog)
     out += _check_rest(spec)
     return out
 
 
-def check_spec_tools(names: Sequence[str], known_tools: Mapping[str, ToolSchema]) -> list[Violation]:
-    """The spec's tools: each registered, each schema usable; paths ``$.tools[i]``."""
+UNKNOWN_TO_THE_WORKER = (
+    "no worker on this task queue offers it (`agentsteps tools list` with the worker's config shows what it offers)"
+)
+
+
+def check_spec_tools(
+    names: Sequence[str], known_tools: Mapping[str, ToolSchema], *, whole_catalog: bool = True
+) -> list[Violation]:
+    """The spec's tools: each registered, each schema usable; paths ``$.tools[i]``.
+
+    ``whole_catalog`` False: ``known_tools`` are only those of ``names`` the worker found (``tools.describe``
+    answers for the names asked), so listing them as "known tools" would be false; the message says where
+    to look instead."""
     out: list[Violation] = []
     available = ", ".join(sorted(known_tools)) or "none"
     for i, name in enumerate(names):
         at = f"$.tools[{i}]"
         tool = known_tools.get(name)
         if tool is None:
+            where = f"known tools: {clip(available, 200)}" if whole_catalog else UNKNOWN_TO_THE_WORKER
             out.append(
                 pre_violation(
-                    _K.unknown_tool_in_spec,
-                    at,
-                    f"tool {describe(name)} is not registered; known tools: {clip(available, 200)}",
-                    SPEC_CONTRACT,
+                    _K.unknown_tool_in_spec, at, f"tool {describe(name)} is not registered; {where}", SPEC_CONTRACT
                 )
             )
             continue

@@ -41,6 +41,7 @@ from ..failures import to_application_error
 from .payload_contexts import caching_contexts
 from .payload_unavailable import AgentStepsPayloadConverter, TypedExternalStorage, TypedRetrievalDriver, error_of
 from .s3_store import PrefixedAioboto3Client, StoredObject, s3_location
+from .store_requests import record
 
 _BLOB_ENCODING = b"binary/plain"
 LOCAL_DRIVER = "agentsteps.localdir"
@@ -90,7 +91,9 @@ class LocalDirStorageDriver(StorageDriver):
             path = self.path_for(digest)
             if path.exists():
                 os.utime(path)  # a fresh reference: the GC measures age from the last store
+                record("reference")
             else:
+                record("put", len(data))
                 path.parent.mkdir(parents=True, exist_ok=True)
                 # Write then rename: a reader never sees half a file, and two
                 # workers storing the same content race harmlessly.
@@ -137,6 +140,7 @@ class LocalDirStorageDriver(StorageDriver):
                 raise PayloadMissingError(f"payload sha256:{digest} is not in the store {self._root}") from None
             if hashlib.sha256(data).hexdigest() != digest:
                 raise PayloadIntegrityError(f"payload sha256:{digest} in {self._root} does not match its digest")
+            record("get", len(data))
             payloads.append(Payload.FromString(data))
         return payloads
 

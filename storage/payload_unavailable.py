@@ -70,7 +70,7 @@ from temporalio.converter import (
     StorageDriverWorkflowInfo,
 )
 
-from ..contracts.errors import PayloadIntegrityError, PayloadMissingError
+from ..contracts.errors import PayloadIntegrityError, PayloadMissingError, PayloadStoreDeniedError
 from ..failures import to_application_error
 
 UNAVAILABLE_ENCODING = "agentsteps/unavailable"
@@ -98,10 +98,6 @@ _DENIED_CODES = {
 on_denied: list[Callable[[], None]] = []
 """Called once per refused read: the worker adds its ``agentsteps_payload_store_denied_total`` counter
 (storage/ records no metrics itself)."""
-
-
-class PayloadStoreDeniedError(RuntimeError):
-    """The store refused this worker (credentials, policy): the attempt fails and is retried."""
 
 
 def unavailable_payload(error: PayloadIntegrityError, run_id: str | None = None) -> Payload:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from temporalio.contrib.aws.s3driver import S3StorageDriverClient  # the ABC only; no AWS packages
 
 from ..contracts.config.settings import PayloadStoreSettings
+from .store_requests import record
 
 if TYPE_CHECKING:  # the stubs come with the s3 extra, as aioboto3 does
     from types_aiobotocore_s3 import S3Client
@@ -71,6 +72,7 @@ class PrefixedAioboto3Client(S3StorageDriverClient):
             return self._raw, self._inner
 
     async def put_object(self, *, bucket: str, key: str, data: bytes) -> None:
+        record("put", len(data))
         await (await self._open())[1].put_object(bucket=bucket, key=self._prefix + key, data=data)
 
     async def object_exists(self, *, bucket: str, key: str) -> bool:
@@ -85,6 +87,7 @@ class PrefixedAioboto3Client(S3StorageDriverClient):
         """
         raw, _ = await self._open()
         full = self._prefix + key
+        record("reference")
         try:
             await raw.copy_object(
                 Bucket=bucket,
@@ -102,6 +105,7 @@ class PrefixedAioboto3Client(S3StorageDriverClient):
     async def read_named(self, bucket: str, key: str) -> bytes | None:
         """An object under the prefix by name, or None when there is none."""
         raw, _ = await self._open()
+        record("get")
         try:
             response = await raw.get_object(Bucket=bucket, Key=self._prefix + key)
         except Exception as exc:
@@ -114,6 +118,7 @@ class PrefixedAioboto3Client(S3StorageDriverClient):
     async def modified(self, bucket: str, key: str) -> datetime | None:
         """An object's ``LastModified`` by its full key (None once it is gone), for the GC's last look."""
         raw, _ = await self._open()
+        record("head")
         try:
             head = await raw.head_object(Bucket=bucket, Key=key)
         except Exception as exc:
@@ -123,7 +128,9 @@ class PrefixedAioboto3Client(S3StorageDriverClient):
         return head["LastModified"]
 
     async def get_object(self, *, bucket: str, key: str) -> bytes:
-        return await (await self._open())[1].get_object(bucket=bucket, key=self._prefix + key)
+        data = await (await self._open())[1].get_object(bucket=bucket, key=self._prefix + key)
+        record("get", len(data))
+        return data
 
     def describe(self) -> Mapping[str, str]:
         return {"endpoint_url": self._cfg.s3_endpoint_url or "aws", "prefix": self._prefix}
@@ -132,6 +139,7 @@ class PrefixedAioboto3Client(S3StorageDriverClient):
         raw, _ = await self._open()
         paginator = raw.get_paginator("list_objects_v2")
         async for page in paginator.paginate(Bucket=bucket, Prefix=self._prefix):
+            record("list")
             for item in page.get("Contents", []):
                 key: str = item["Key"]
                 digest = key.rsplit("/", 1)[-1]
@@ -143,12 +151,14 @@ class PrefixedAioboto3Client(S3StorageDriverClient):
         raw, _ = await self._open()
         response = await raw.get_object(Bucket=bucket, Key=key)
         data: bytes = await response["Body"].read()
+        record("get", len(data))
         return data
 
     async def delete_objects(self, bucket: str, keys: Sequence[str]) -> None:
         raw, _ = await self._open()
         for start in range(0, len(keys), 1000):  # the S3 API's batch limit
             batch: list[ObjectIdentifierTypeDef] = [{"Key": k} for k in keys[start : start + 1000]]
+            record("delete")
             await raw.delete_objects(Bucket=bucket, Delete={"Objects": batch, "Quiet": True})
 
     async def aclose(self) -> None:

@@ -54,6 +54,12 @@ TOOL_CALL_SECONDS = Histogram(
     "agentsteps_tool_call_seconds", "Tool call latency.", ["tool"], buckets=_LATENCY_BUCKETS, registry=REGISTRY
 )
 CODE_PROGRAMS = Counter("agentsteps_code_programs", "Code-mode programs by outcome.", ["outcome"], registry=REGISTRY)
+CODE_RESUMES = Counter(
+    "agentsteps_code_resumes",
+    "Code-mode program resumes by where the paused program came from (live, replay, not_live, snapshot).",
+    ["source"],
+    registry=REGISTRY,
+)
 CODE_SANDBOX_SECONDS = Histogram(
     "agentsteps_code_sandbox_seconds",
     "Time spent executing programs in the sandbox.",
@@ -110,6 +116,42 @@ PAYLOAD_STORE_DENIED = Counter(
     "agentsteps_payload_store_denied",
     "Reads the payload store refused this worker (AccessDenied, bad credentials): the attempt is failed and "
     "retried, the run is left alone.",
+    registry=REGISTRY,
+)
+PAYLOAD_STORE_REQUESTS = Counter(
+    "agentsteps_payload_store_requests",
+    "Requests this worker made to the payload store, by op (put, get, reference, list, head, delete).",
+    ["op"],
+    registry=REGISTRY,
+)
+PAYLOAD_STORE_BYTES = Counter(
+    "agentsteps_payload_store_bytes",
+    "Bytes this worker wrote to (op put) and read from (op get) the payload store.",
+    ["op"],
+    registry=REGISTRY,
+)
+PAYLOAD_STORE_OPS = ("put", "get", "reference", "list", "head", "delete")
+
+
+def count_store_request(op: str, size: int) -> None:
+    """A listener for ``storage.store_requests``: one request, and its bytes for put and get."""
+    PAYLOAD_STORE_REQUESTS.labels(op).inc()
+    if size and op in ("put", "get"):
+        PAYLOAD_STORE_BYTES.labels(op).inc(size)
+
+
+for _op in PAYLOAD_STORE_OPS:  # every series from worker start: no gap in rate()
+    PAYLOAD_STORE_REQUESTS.labels(_op)
+for _op in ("put", "get"):
+    PAYLOAD_STORE_BYTES.labels(_op)
+
+REPLAY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
+"""A session's replay is milliseconds when its history is short, seconds when it nears continue_after_events."""
+WORKFLOW_REPLAY_SECONDS = Histogram(
+    "agentsteps_workflow_replay_seconds",
+    "Time this worker spent re-running workflow code from history to rebuild a run it did not cache.",
+    ["workflow_type"],
+    buckets=REPLAY_BUCKETS,
     registry=REGISTRY,
 )
 

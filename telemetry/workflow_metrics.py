@@ -49,6 +49,7 @@ QUOTA_ACTUAL_TOKENS = "agentsteps_quota_actual_tokens"
 QUOTA_THROTTLED = "agentsteps_quota_throttled"
 TENANT_SPEND_USD = "agentsteps_tenant_spend_usd"
 TENANT_BUDGET_USED = "agentsteps_tenant_budget_used_ratio"
+MALFORMED_INPUTS = "agentsteps_malformed_inputs"
 
 
 class WorkflowMetric(NamedTuple):
@@ -78,7 +79,10 @@ WORKFLOW_METRICS = (
     WorkflowMetric(APPROVAL_WAIT_SECONDS, "histogram", ("outcome",), "Time a call waited for its approval."),
     WorkflowMetric(QUOTA_WAIT_SECONDS, "histogram", ("quota",), "Time a model call waited for its quota's grant."),
     WorkflowMetric(
-        QUOTA_WAITS, "counter", ("quota",), "Model calls that queued for their quota (no capacity at once)."
+        QUOTA_WAITS,
+        "counter",
+        ("quota",),
+        "Model calls that queued for their quota (no capacity at once), counted when the wait starts.",
     ),
     WorkflowMetric(
         QUOTA_UTILIZATION,
@@ -100,6 +104,12 @@ WORKFLOW_METRICS = (
         "gauge",
         ("tenant", "period", "limit"),
         "Share of the tenant's budget used (with calls in flight) per period and limit (soft, hard).",
+    ),
+    WorkflowMetric(
+        MALFORMED_INPUTS,
+        "counter",
+        ("kind", "name"),
+        "Starts failed and signals dropped for a wrongly shaped argument (kind: start, signal).",
     ),
 )
 """Every metric recorded here. Temporal adds ``namespace``, ``task_queue`` and ``workflow_type`` labels."""
@@ -229,12 +239,18 @@ def record_quota_grant(quota: str, waited_seconds: float, queued: bool, utilizat
     meter.create_histogram_float(
         QUOTA_WAIT_SECONDS, "Time a model call waited for its quota's grant.", _LATENCY_UNIT
     ).record(waited_seconds, labels)
-    if queued:
-        meter.create_counter(QUOTA_WAITS, "Model calls that queued for their quota.").add(1, labels)
+    del queued  # a wait is counted when it starts, by the account (``record_quota_wait_started``)
     meter.create_gauge_float(QUOTA_UTILIZATION, "Share of the quota's binding per-minute limit in use.").set(
         utilization, labels
     )
     meter.create_counter(QUOTA_RESERVED_TOKENS, "Tokens reserved before calls.").add(reserved, labels)
+
+
+def record_quota_wait_started(quota: str) -> None:
+    """A model call found no capacity and queued: counted now, while it waits, not when its grant comes."""
+    workflow.metric_meter().create_counter(QUOTA_WAITS, "Model calls that queued for their quota.").add(
+        1, {"quota": quota}
+    )
 
 
 def record_quota_actual(quota: str, tokens: int) -> None:
@@ -260,6 +276,12 @@ def record_budget_used(tenant: str, period: str, limit: str, ratio: float) -> No
     workflow.metric_meter().create_gauge_float(TENANT_BUDGET_USED, "Share of the tenant's budget used.").set(
         ratio, {"tenant": tenant, "period": period, "limit": limit}
     )
+
+
+def record_malformed_input(kind: str, name: str) -> None:
+    workflow.metric_meter().create_counter(
+        MALFORMED_INPUTS, "Starts failed and signals dropped for a wrongly shaped argument (kind: start, signal)."
+    ).add(1, {"kind": kind, "name": name})
 
 
 def record_check(contract: str, phase: str, violations: Sequence["Violation"]) -> None:

@@ -54,11 +54,11 @@ def pytest_ignore_collect(collection_path, config):
 # CLI's and storage's (subprocesses, S3), then the rest; a long file handed out
 # last would run on alone while the other processes sit idle. Order within a file is kept.
 _LONGEST = [
-    "test_quota_thousand_calls.py",
     "test_soak_e2e.py",
     "test_scale_out.py",
     "test_wheel_install.py",
     "test_scale_out_foreign_key.py",
+    "test_quota_burst.py",
     "test_scale_out_failures.py",
     "test_cli_workers.py",
     "test_quotas.py",

@@ -8,7 +8,10 @@ each ``llm.call`` carries the stored prefix's ref and the new messages only.
 
 from __future__ import annotations
 
+from typing import Any
+
 from temporalio import workflow
+from temporalio.common import RawValue
 
 with workflow.unsafe.imports_passed_through():
     from ..contracts import AgentInput, AgentResult, AgentState, Message, Step
@@ -16,7 +19,8 @@ with workflow.unsafe.imports_passed_through():
     from ..telemetry import workflow_metrics
     from .agent_run import AgentRun, seconds_since
     from .approvals import ApprovalDesk, ApprovalHandlers
-    from .quota_gate import QuotaDesk, QuotaHandlers
+    from .entries import NO_INPUT, start_input
+    from .quota_gate import QuotaDesk, QuotaHandlers, worker_plan
     from .releases.gates import Features
     from .run_state import RunProgress
     from .steps import (
@@ -45,7 +49,8 @@ class AgentWorkflow(ApprovalHandlers, QuotaHandlers):
         self.features: Features | None = None
 
     @workflow.run
-    async def run(self, inp: AgentInput) -> AgentResult:
+    async def run(self, raw: RawValue = NO_INPUT) -> AgentResult:
+        inp = start_input(raw, AgentInput)
         started = workflow.now()
         result = self.progress.result
         try:
@@ -91,8 +96,9 @@ class AgentWorkflow(ApprovalHandlers, QuotaHandlers):
         return self.progress.result.steps[since:]
 
     @workflow.signal(name=CANCEL_SIGNAL)
-    def cancel(self) -> None:
-        """Graceful: the run stops before its next step and returns what it has."""
+    def cancel(self, *ignored: Any) -> None:
+        """Graceful: the run stops before its next step and returns what it has (arguments are ignored: an
+        extra one must not fail the workflow task)."""
         self.progress.request_cancel()
 
     async def _run(self, inp: AgentInput) -> AgentResult:
@@ -106,8 +112,10 @@ class AgentWorkflow(ApprovalHandlers, QuotaHandlers):
         # session's does, so a step's llm.call carries only what the step added; runs recorded without the
         # marker replay sending the whole history.
         features = self.features = Features.at_start(one_shot=True)
+        # The worker's config decides the run's quotas and budget, never the input (recorded runs: as sent).
+        plan = await worker_plan(inp.tenant, inp.quota)
         # The run settles with the quota desk only when it has a quota plan.
-        quota_desk = self.quotas if inp.quota is not None else None
+        quota_desk = self.quotas if plan is not None else None
         # A fork (its input names the source's conversation) describes its tools first, as it always did.
         if inp.fork is None and resolves_tools_lazily(spec, features.release):
             check_spec_but_tools(spec)
@@ -119,7 +127,7 @@ class AgentWorkflow(ApprovalHandlers, QuotaHandlers):
                 approvals=self.approvals,
                 pending_tools=spec.tools,
                 key_scope=inp.key_scope,
-                quota=inp.quota,
+                quota=plan,
                 quota_desk=quota_desk,
             )
             return await run_steps(run, [opening(spec, []), Message.user(inp.input)])
@@ -131,7 +139,7 @@ class AgentWorkflow(ApprovalHandlers, QuotaHandlers):
             progress=self.progress,
             approvals=self.approvals,
             key_scope=inp.key_scope,
-            quota=inp.quota,
+            quota=plan,
             quota_desk=quota_desk,
         )
         if inp.fork is None:

@@ -54,7 +54,7 @@ with workflow.unsafe.imports_passed_through():
     from .conversation import ConversationChain
     from .effects import EffectLedger, run_chain
     from .ladder import Rung, ViolationLadder, retry_history, violation_error
-    from .quota_gate import QuotaDesk, QuotaRefused, leased_call
+    from .quota_gate import QuotaDesk, QuotaRefused, leased_call, soft_budget_degradation
     from .releases.gates import Features
     from .releases.older_runs import answer_from_record_after_approval, call_llm_unreserved, call_tool_keyed_by_run
     from .run_state import RunConfig, RunProgress, RunTools
@@ -272,12 +272,17 @@ class AgentRun:
         def waiting(change: int) -> None:
             self.progress.quota_waits += change
 
+        tenant = config.quota.tenant
+
+        def degraded(from_model: str, to: str) -> None:
+            self.result.degradations.append(soft_budget_degradation(len(self.result.steps), tenant, from_model, to))
+
         async def send(sent: LLMRequest) -> LLMResponse:
             self.progress.model = sent.config.model
             return await self._send(sent, chain, refusable)
 
         try:
-            return await leased_call(config.quota_desk, config.quota, request, send, waiting)
+            return await leased_call(config.quota_desk, config.quota, request, send, waiting, degraded)
         except QuotaRefused as refused:
             if refusable:
                 raise BudgetRefused(str(refused)) from None
@@ -407,7 +412,13 @@ class AgentRun:
             self.emit("tool_call", tool=tool, detail=arguments[:500])
             return None
         record = await self.config.approvals.gate(
-            approval_id, schema, arguments, self.spec.approval_timeout_seconds, model_text=model_text, program=program
+            approval_id,
+            schema,
+            arguments,
+            self.spec.approval_timeout_seconds,
+            model_text=model_text,
+            program=program,
+            agent=self.spec.name,
         )
         self.emit("approval_decided", tool=tool, detail=f"{record.outcome} {record.approver}".strip())
         if record.outcome == "approved":

@@ -16,23 +16,33 @@ from itertools import islice
 from typing import Any
 
 from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
     from ..contracts import ToolSchema
     from ..contracts.approvals import (
         ApprovalDecision,
+        ApprovalNotice,
         ApprovalOutcome,
         ApprovalRecord,
+        NoticeDelivery,
+        NoticeKind,
         PendingApproval,
         parse_decision,
     )
     from ..contracts.errors import ApprovalError
-    from ..contracts.names import APPROVALS_QUERY, APPROVE_UPDATE, REJECT_UPDATE
+    from ..contracts.names import APPROVAL_NOTIFY, APPROVALS_QUERY, APPROVE_UPDATE, DECISIONS_QUERY, REJECT_UPDATE
+    from ..contracts.persisted_ids import approval_delivery_id
     from ..failures import to_application_error
     from ..telemetry import workflow_metrics
+    from .releases.gates import notifies_approvers
 
 _DECIDED_KEPT = 200
 _CONTEXT_CHARS = 4000
+REMIND_AT = 0.8
+"""The reminder goes when this share of a call's wait has passed with no decision (a fifth before its timeout)."""
+_NOTIFY_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30))
 
 
 class ApprovalDesk:
@@ -45,6 +55,7 @@ class ApprovalDesk:
         """Called when a call starts waiting (the progress stream publishes it)."""
         self.on_change: Callable[[bool], None] | None = None
         """Called with "is any call waiting" when a call starts or stops waiting (search attributes)."""
+        self._notices: list[asyncio.Future[NoticeDelivery | None]] = []
 
     def remember(self, records: list[ApprovalRecord]) -> None:
         """Decisions carried over continue-as-new: a late second decision still gets "already decided"."""
@@ -64,6 +75,7 @@ class ApprovalDesk:
         *,
         model_text: str = "",
         program: str = "",
+        agent: str = "",
     ) -> ApprovalRecord:
         now = workflow.now()
         timeout = timedelta(seconds=timeout_seconds)
@@ -87,7 +99,10 @@ class ApprovalDesk:
         if self.on_change is not None:
             self.on_change(True)
         try:
-            await workflow.wait_condition(lambda: approval_id in self.decided, timeout=timeout)
+            if notifies_approvers():
+                await self._wait_notifying(pending, agent)
+            else:
+                await workflow.wait_condition(lambda: approval_id in self.decided, timeout=timeout)
         except asyncio.TimeoutError:
             self._record(pending, "timed_out", "", f"no decision within {timeout_seconds:g} s")
         except asyncio.CancelledError:
@@ -99,6 +114,34 @@ class ApprovalDesk:
         # the workflow's event loop, where ``on_change`` (a search-attribute upsert) cannot run.
         self._settle(approval_id)
         return self.decided[approval_id]
+
+    async def _wait_notifying(self, pending: PendingApproval, agent: str) -> None:
+        """Wait as ``gate`` does, telling the webhooks when the call starts waiting and once more when a fifth
+        of its wait is left. Each notice is an activity: a worker killed right after this still sends it."""
+        decided = lambda: pending.approval_id in self.decided  # noqa: E731
+        wait = pending.expires_at - pending.requested_at
+        self._notify(pending, agent, "waiting")
+        try:
+            await workflow.wait_condition(decided, timeout=wait * REMIND_AT)
+        except asyncio.TimeoutError:
+            self._notify(pending, agent, "reminder")
+            await workflow.wait_condition(decided, timeout=wait - wait * REMIND_AT)
+
+    def _notify(self, pending: PendingApproval, agent: str, kind: NoticeKind) -> None:
+        info = workflow.info()
+        notice = ApprovalNotice(
+            kind=kind,
+            delivery_id=approval_delivery_id(info.workflow_id, info.run_id, pending.approval_id, kind),
+            workflow_id=info.workflow_id,
+            agent=agent,
+            # What waits, why and until when; not the tool's schema and description (the history holds them
+            # once, in the call that described the tools) nor the program (the console shows both).
+            pending=pending.model_copy(
+                update={"input_schema": None, "description": "", "program": "", "model_text": pending.model_text[:500]}
+            ),
+        )
+        # Not awaited: the call waits for a person, not for the webhook; the task keeps a failure out of the run.
+        self._notices.append(asyncio.ensure_future(_send(notice, pending.expires_at - workflow.now())))
 
     def _settle(self, approval_id: str) -> None:
         self.pending.pop(approval_id, None)
@@ -122,8 +165,11 @@ class ApprovalDesk:
             raise to_application_error(ApprovalError(f"approval {decision.approval_id!r} was withdrawn: {done.note}"))
         if done is not None:
             who = f" by {done.approver}" if done.approver else ""
+            at = done.decided_at.strftime("%Y-%m-%d %H:%M:%S UTC")
             raise to_application_error(
-                ApprovalError(f"approval {decision.approval_id!r} was already {done.outcome.replace('_', ' ')}{who}")
+                ApprovalError(
+                    f"approval {decision.approval_id!r} was already {done.outcome.replace('_', ' ')}{who} at {at}"
+                )
             )
         if decision.approval_id not in self.pending:
             waiting = ", ".join(sorted(self.pending)) or "none"
@@ -175,6 +221,23 @@ class ApprovalDesk:
             del self.decided[approval_id]
 
 
+async def _send(notice: ApprovalNotice, left: timedelta) -> NoticeDelivery | None:
+    """``approval.notify``, retried until the call's own deadline; given up quietly after it."""
+    try:
+        delivery: NoticeDelivery = await workflow.execute_activity(
+            APPROVAL_NOTIFY,
+            notice,
+            result_type=NoticeDelivery,
+            start_to_close_timeout=timedelta(seconds=90),
+            heartbeat_timeout=timedelta(seconds=3),
+            schedule_to_close_timeout=max(left, timedelta(minutes=1)),
+            retry_policy=_NOTIFY_RETRY,
+        )
+        return delivery
+    except ActivityError:
+        return None
+
+
 class ApprovalHandlers:
     """The ``approve`` / ``reject`` Updates and the pending-approvals Query, one shape for every workflow.
 
@@ -208,6 +271,10 @@ class ApprovalHandlers:
     @workflow.query(name=APPROVALS_QUERY)
     def pending_approvals(self) -> list[PendingApproval]:
         return list(self.approvals.pending.values())
+
+    @workflow.query(name=DECISIONS_QUERY)
+    def decisions(self) -> list[ApprovalRecord]:
+        return self.approvals.recent()
 
 
 __all__ = ["ApprovalDesk", "ApprovalHandlers"]

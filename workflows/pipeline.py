@@ -16,6 +16,7 @@ import json
 from typing import Any
 
 from temporalio import workflow
+from temporalio.common import RawValue
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
@@ -40,6 +41,7 @@ with workflow.unsafe.imports_passed_through():
     from ..telemetry import workflow_metrics
     from .calls import call_llm, call_tool, describe_tools
     from .effects import effect_key, run_chain
+    from .entries import NO_INPUT, start_input
     from .ladder import Decision, Rung, ViolationLadder, retry_history, violation_error
     from .releases.gates import effects_once
 
@@ -57,7 +59,8 @@ class PipelineWorkflow:
         self._tools: dict[str, ToolSchema] | None = None
 
     @workflow.run
-    async def run(self, inp: PipelineInput) -> PipelineResult:
+    async def run(self, raw: RawValue = NO_INPUT) -> PipelineResult:
+        inp = start_input(raw, PipelineInput)
         with_delivery = effects_once()  # asked before anything can fail, as always
         self._compose(inp)
         steps = inp.steps

@@ -110,6 +110,9 @@ async def drive_program(
             if call.call_id not in calls:
                 calls[call.call_id] = asyncio.ensure_future(run_call(call))
 
+    # Kept live on the worker between calls, rebuilt by replay anywhere else (issue 39). A run recorded
+    # before it replays its markers, which carry a snapshot and no ``live`` id: it takes the old branch below.
+    start = start.model_copy(update={"keep_live": True})
     try:
         if paused is not None and forked_from is not None:
             # Re-bound before any call is made: a snapshot that is not the source's fails the fork here.
@@ -117,29 +120,44 @@ async def drive_program(
             status = await _sandbox(CODE_FORK, fork, options, summary)
         else:
             status = await _sandbox(CODE_START, start, options, summary)
+        log = status.replay
         while status.state == "pending":
             launch(status.calls)
             outcomes = list(await asyncio.gather(*(calls[i] for i in status.awaiting)))
-            assert status.snapshot is not None
-            status = await _sandbox(
-                CODE_RESUME,
-                ResumeProgramInput(
-                    run_key=start.run_key,
-                    legacy_run_key=start.legacy_run_key,
-                    snapshot=status.snapshot,
-                    functions=start.functions,
-                    outcomes=outcomes,
-                    limits=start.limits,
-                    output=status.output,
-                    output_dropped=status.output_dropped,
-                    calls_made=status.calls_made,
-                    sandbox_seconds=status.sandbox_seconds,
-                    repl=start.repl,
-                    variable_names=start.variable_names,
-                ),
-                options,
-                summary,
+            resume = ResumeProgramInput(
+                run_key=start.run_key,
+                legacy_run_key=start.legacy_run_key,
+                functions=start.functions,
+                outcomes=outcomes,
+                limits=start.limits,
+                output=status.output,
+                output_dropped=status.output_dropped,
+                calls_made=status.calls_made,
+                sandbox_seconds=status.sandbox_seconds,
+                repl=start.repl,
+                variable_names=start.variable_names,
             )
+            if log is None:  # driven a snapshot per pause (a run recorded before programs were kept live)
+                assert status.snapshot is not None
+                resume.snapshot = status.snapshot
+                status = await _sandbox(CODE_RESUME, resume, options, summary)
+                continue
+            if status.snapshot is not None:
+                log = log.model_copy(update={"base": status.snapshot, "batches": []})
+            resume.replay_calls, resume.replay_seconds = status.replay_calls, status.replay_seconds
+            if status.live is not None:
+                resume.live = status.live
+                answer = await _sandbox(CODE_RESUME, resume, options, summary)
+                if answer.needs_replay:
+                    # Not live on the worker that took it (another worker, a restart, an eviction, a
+                    # reset): the same resume with what rebuilds the program, from this run's record.
+                    resume.live, resume.replay = None, log
+                    answer = await _sandbox(CODE_RESUME, resume, options, summary)
+            else:
+                resume.replay = log
+                answer = await _sandbox(CODE_RESUME, resume, options, summary)
+            log = log.model_copy(update={"batches": [*log.batches, outcomes]})
+            status = answer
         # Calls the program started but never awaited still ran; wait so every
         # side effect is recorded before the run reports.
         if status.state == "completed":

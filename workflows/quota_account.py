@@ -19,6 +19,7 @@ from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
+from temporalio.common import RawValue
 
 with workflow.unsafe.imports_passed_through():
     from pydantic import ValidationError
@@ -35,6 +36,8 @@ with workflow.unsafe.imports_passed_through():
     from ..contracts.quotas.ledger import AccountInput, Ledger
     from ..contracts.quotas.wire import AccountView, LeaseGrant, LeaseRelease, LeaseRequest, LimitChange
     from ..failures import to_application_error
+    from ..telemetry import workflow_metrics
+    from .entries import NO_INPUT, signal_input, start_input
 
 HISTORY_EVENTS_BEFORE_CONTINUE = 8_000
 
@@ -48,7 +51,8 @@ class QuotaAccountWorkflow:
         self.changed = False
 
     @workflow.run
-    async def run(self, inp: AccountInput) -> None:
+    async def run(self, raw: RawValue = NO_INPUT) -> None:
+        inp = start_input(raw, AccountInput)
         self.ledger = ledger = Ledger(inp.ledger)
         self._apply_pending()
         while True:
@@ -101,20 +105,31 @@ class QuotaAccountWorkflow:
         now = workflow.now().timestamp()
         if isinstance(message, LeaseRequest):
             grants = self.ledger.offer(message, now)
+            if self.ledger.state.quota is not None and any(
+                r.request_id == message.request_id for r in self.ledger.state.queue
+            ):
+                # Counted as the wait starts: a dashboard sees calls waiting now, not only once they got through.
+                workflow_metrics.record_quota_wait_started(self.ledger.name)
         else:
             grants = self.ledger.release(message, now)
         self.outbox.extend((g.request_id, g) for g in grants)
         self.changed = True
 
     @workflow.signal(name=QUOTA_ACQUIRE_SIGNAL)
-    def acquire(self, request: LeaseRequest) -> None:
+    def acquire(self, raw: RawValue) -> None:
+        request = signal_input(raw, LeaseRequest, QUOTA_ACQUIRE_SIGNAL)
+        if request is None:
+            return
         if self.ledger is None:
             self.pending.append(request)
         else:
             self._apply(request)
 
     @workflow.signal(name=QUOTA_RELEASE_SIGNAL)
-    def release(self, release: LeaseRelease) -> None:
+    def release(self, raw: RawValue) -> None:
+        release = signal_input(raw, LeaseRelease, QUOTA_RELEASE_SIGNAL)
+        if release is None:
+            return
         if self.ledger is None:
             self.pending.append(release)
         else:
@@ -142,8 +157,16 @@ class QuotaAccountWorkflow:
         trial = Ledger(self.ledger.state.model_copy(deep=True))
         try:
             trial.change(LimitChange.model_validate(raw))
-        except (ValidationError, ValueError) as exc:
-            raise to_application_error(QuotaConfigError.with_message(f"invalid limit change: {exc}")) from None
+        except ValidationError as exc:  # one line per field, not pydantic's multi-line dump
+            detail = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'change'}: {e['msg']}" for e in exc.errors())
+            raise to_application_error(
+                QuotaConfigError.with_message(f"invalid limit change (nothing changed): {detail}")
+            ) from None
+        except ValueError as exc:
+            message = " ".join(str(exc).split())
+            raise to_application_error(
+                QuotaConfigError.with_message(f"invalid limit change (nothing changed): {message}")
+            ) from None
 
 
 __all__ = ["AccountInput", "QuotaAccountWorkflow"]

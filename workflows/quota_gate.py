@@ -1,10 +1,16 @@
-"""A run's side of its quotas: reserve before a model call, wait durably, reconcile after.
+"""A run's side of its quotas: learn them from the worker, reserve before a model call, wait durably, reconcile after.
 
-Only a run whose input carries a ``QuotaPlan`` comes here; without one a call
+The plan (which accounts, prices and degradation chain) is the worker's:
+``worker_plan`` asks the ``quota.plan`` local activity at the run's start and
+the answer is in the run's history; a plan the caller put in the input is
+ignored and logged (runs recorded before ``QUOTA_FROM_WORKER_PATCH`` replay
+the one they were sent). Only a run with a plan comes here; without one a call
 issues exactly the commands it always did. With one, each call:
 
-1. asks its tenant's account (if the tenant has a budget) for the estimate:
-   the prompt as counted plus ``max_tokens``, priced from the price table.
+1. asks its tenant's account (if the tenant has a budget) for a reservation no
+   provider's count of the call exceeds: the prompt's UTF-8 bytes (every
+   byte-level BPE token stands for at least one byte) plus the chat format's
+   overhead plus ``max_tokens``, priced from the price table.
    Refused: the run fails with ``BudgetExceededError`` naming tenant and period
    (a program's ``llm()`` is refused instead). Past a soft limit the call goes
    to the tenant's ``degrade_to`` model;
@@ -15,26 +21,31 @@ issues exactly the commands it always did. With one, each call:
    the call failed: it may have been paid for), and tells the quota whether
    the provider answered 429 on the way (it lowers its effective limits).
 
-Deterministic: the estimate is the o200k count of the request, the same on
-every worker.
+Deterministic: the reservations are pure functions of the request (the quota's
+is the o200k count, the tenant's the byte bound), the same on every worker.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from datetime import timedelta
 
 from temporalio import workflow
+from temporalio.common import RawValue
 
 with workflow.unsafe.imports_passed_through():
-    from ..contracts import LLMConfig, LLMRequest, LLMResponse
+    from ..contracts import Degradation, LLMConfig, LLMRequest, LLMResponse, Violation, ViolationKind
     from ..contracts.errors import BudgetExceededError, DeploymentConfigError
-    from ..contracts.llm.tokens import count_prompt_tokens
-    from ..contracts.names import QUOTA_ACQUIRE_SIGNAL, QUOTA_GRANT_SIGNAL, QUOTA_RELEASE_SIGNAL
+    from ..contracts.llm.tokens import count_prompt_tokens, prompt_tokens_upper_bound
+    from ..contracts.names import QUOTA_ACQUIRE_SIGNAL, QUOTA_GRANT_SIGNAL, QUOTA_PLAN_ACTIVITY, QUOTA_RELEASE_SIGNAL
     from ..contracts.persisted_ids import lease_request_id
+    from ..contracts.quotas.plan import QuotaPlanAnswer, QuotaPlanInput
     from ..contracts.quotas.wire import LeaseGrant, LeaseRelease, LeaseRequest, QuotaPlan, QuotaRoute
     from ..failures import to_application_error
     from ..telemetry import workflow_metrics
+    from .entries import signal_input
+    from .releases.gates import quotas_from_worker
 
 
 def warm_tokenizer() -> None:
@@ -43,6 +54,38 @@ def warm_tokenizer() -> None:
     from ..contracts.llm.tokens import encoding
 
     encoding()
+
+
+async def worker_plan(tenant: str | None, sent: QuotaPlan | None, *, from_caller: bool = True) -> QuotaPlan | None:
+    """The run's plan from the worker's config (``quota.plan``, recorded); ``sent``, the input's, only for a run
+    recorded before ``QUOTA_FROM_WORKER_PATCH``. Called once the tenant is checked, before the first model call.
+    ``from_caller``: the input came from a caller (not the session's own continue-as-new, which carries the plan
+    for a worker before this patch)."""
+    if not quotas_from_worker():
+        return sent
+    if sent is not None and from_caller:
+        # Clients before 0.3 send the plan they computed; honouring it would let a caller set its own budget.
+        workflow.logger.warning(
+            "ignored the quota plan in the input of tenant %r: the worker's config decides", tenant or "default"
+        )
+    answer: QuotaPlanAnswer = await workflow.execute_local_activity(
+        QUOTA_PLAN_ACTIVITY,
+        QuotaPlanInput(tenant=tenant),
+        result_type=QuotaPlanAnswer,
+        start_to_close_timeout=timedelta(seconds=30),
+    )
+    return answer.plan
+
+
+PENDING_TOOL_BYTES = 2_000
+"""A tool the run names but has not described yet (its first call resolves the schemas on the worker) is
+reserved as this many bytes of schema."""
+
+
+def hard_budget_bound(request: LLMRequest) -> int:
+    """Prompt tokens no provider counts more of: its UTF-8 bytes and the chat format's overhead
+    (``prompt_tokens_upper_bound``), and each tool not yet described as ``PENDING_TOOL_BYTES``."""
+    return prompt_tokens_upper_bound(request) + PENDING_TOOL_BYTES * len(request.tool_names or ())
 
 
 class QuotaRefused(Exception):
@@ -94,8 +137,8 @@ class QuotaDesk:
         if rid not in self.grants:
             raise to_application_error(
                 DeploymentConfigError(
-                    f"quota account {account!r} is not running: start a worker with the [worker.quotas] config "
-                    "this run was started with"
+                    f"quota account {account!r} is not running: a worker with the [worker.quotas] config this "
+                    "run's plan came from starts it"
                 )
             )
         return self.grants.pop(rid)
@@ -111,8 +154,10 @@ class QuotaHandlers:
     quotas: QuotaDesk
 
     @workflow.signal(name=QUOTA_GRANT_SIGNAL)
-    def quota_grant(self, grant: LeaseGrant) -> None:
-        self.quotas.receive(grant)
+    def quota_grant(self, raw: RawValue) -> None:
+        grant = signal_input(raw, LeaseGrant, QUOTA_GRANT_SIGNAL)
+        if grant is not None:
+            self.quotas.receive(grant)
 
 
 async def leased_call(
@@ -121,24 +166,29 @@ async def leased_call(
     request: LLMRequest,
     send: Callable[[LLMRequest], Awaitable[LLMResponse]],
     waiting: Callable[[int], None] = lambda change: None,
+    degraded: Callable[[str, str], None] = lambda from_model, to: None,
 ) -> LLMResponse:
-    """``send(request)`` under the plan's tenant budget and quota; raises ``QuotaRefused`` on a hard limit."""
+    """``send(request)`` under the plan's tenant budget and quota; raises ``QuotaRefused`` on a hard limit.
+
+    ``degraded(from_model, to)`` is told when a soft limit moved the call to a cheaper model (the run lists
+    it in ``AgentResult.degradations``: ``soft_budget_degradation``)."""
     # Pure and the same on every worker, but the tokenizer's first import reads its vocabulary file.
     with workflow.unsafe.sandbox_unrestricted(), workflow.unsafe.imports_passed_through():
         estimate_in = count_prompt_tokens(request)
     estimate_out = request.config.max_tokens
     tenant_lease: str | None = None
     if plan.tenant_account is not None:
-        usd = plan.estimate_usd(request.config.model, estimate_in, estimate_out)
+        # A hard budget is a promise: reserve what no provider's count exceeds, reconcile to its count after.
+        bound_in = hard_budget_bound(request)
         ask = LeaseRequest(
             request_id=desk.next_id(),
             requester=workflow.info().workflow_id,
             tenant=plan.tenant,
             weight=plan.weight,
             model=request.config.model,
-            input_tokens=estimate_in,
+            input_tokens=bound_in,
             output_tokens=estimate_out,
-            usd=usd,
+            usd=plan.estimate_usd(request.config.model, bound_in, estimate_out),
         )
         grant = await desk.ask(plan.tenant_account, ask)
         for ratio in grant.budget:
@@ -149,7 +199,10 @@ async def leased_call(
             )
         tenant_lease = ask.request_id
         if grant.degrade:
+            before = request.config.model
             request = _degraded(plan, request)
+            if request.config.model != before:
+                degraded(before, request.config.model)
     route = plan.route(request.config.provider, request.config.model, request.config.api_key)
     quota_lease: str | None = None
     if route is not None:
@@ -240,6 +293,18 @@ def _release(
     workflow_metrics.record_tenant_spend(plan.tenant_label, usd)
 
 
+def soft_budget_degradation(step: int, tenant: str | None, from_model: str, to: str) -> Degradation:
+    """What a run's result lists for a call its tenant's soft budget moved to ``to``."""
+    reason = Violation(
+        contract="tenant_budget",
+        phase="pre",
+        kind=ViolationKind.token_budget,
+        path="$.tenant",
+        message=f"tenant {tenant!r} is past a soft budget limit: the call went to {to} instead of {from_model}",
+    )
+    return Degradation(step=step, from_model=from_model, to=to, reason=reason)
+
+
 def _degraded(plan: QuotaPlan, request: LLMRequest) -> LLMRequest:
     """The request on the tenant's first ``degrade_to`` model that is not the one it had."""
     for target in plan.degrade_to:
@@ -253,4 +318,14 @@ def _degraded(plan: QuotaPlan, request: LLMRequest) -> LLMRequest:
     return request
 
 
-__all__ = ["warm_tokenizer", "QuotaDesk", "QuotaHandlers", "QuotaRefused", "leased_call"]
+__all__ = [
+    "PENDING_TOOL_BYTES",
+    "QuotaDesk",
+    "QuotaHandlers",
+    "QuotaRefused",
+    "hard_budget_bound",
+    "leased_call",
+    "soft_budget_degradation",
+    "warm_tokenizer",
+    "worker_plan",
+]

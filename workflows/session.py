@@ -23,7 +23,7 @@ from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy
+from temporalio.common import RawValue, RetryPolicy
 from temporalio.exceptions import ActivityError, FailureError
 
 with workflow.unsafe.imports_passed_through():
@@ -49,11 +49,13 @@ with workflow.unsafe.imports_passed_through():
         TURN_UPDATE,
         TURNS_QUERY,
     )
+    from ..contracts.quotas.wire import QuotaPlan
     from ..contracts.session import (
         CloseInput,
         ForkSource,
         ProgressEvent,
         RewindInput,
+        SessionConfig,
         SessionFork,
         SessionForkBound,
         SessionForkInput,
@@ -76,7 +78,8 @@ with workflow.unsafe.imports_passed_through():
     from .agent_run import AgentRun
     from .approvals import ApprovalDesk, ApprovalHandlers
     from .effects import untold_note
-    from .quota_gate import QuotaDesk, QuotaHandlers
+    from .entries import NO_INPUT, decoded, update_input
+    from .quota_gate import QuotaDesk, QuotaHandlers, worker_plan
     from .releases.gates import Features, carries_decisions, takes_carried_tools
     from .run_state import RunProgress
     from .session_state import SessionRecord
@@ -111,23 +114,31 @@ class _Turn:
 @workflow.defn(name=SESSION_WORKFLOW)
 class SessionWorkflow(ApprovalHandlers, QuotaHandlers):
     @workflow.init
-    def __init__(self, inp: SessionInput) -> None:
+    def __init__(self, raw: RawValue = NO_INPUT) -> None:
         now = workflow.now()
         info = workflow.info()
-        self.inp = inp
+        # Decoded here, not by the SDK: a wrong shape fails the run at once (``run`` raises it), never the
+        # workflow task forever; the session then holds an empty input and loads nothing.
+        decoded_inp, self.malformed = decoded(raw, SessionInput, f"{SESSION_WORKFLOW} input")
+        inp = self.inp = decoded_inp or SessionInput.model_construct(session=SessionConfig())
         self.owner = session_owner(info.workflow_id, info.first_execution_run_id)
-        problem = carried_problem(
-            inp,
-            workflow_id=info.workflow_id,
-            first_run_id=info.first_execution_run_id,
-            continued=info.continued_run_id is not None,
-            cron=bool(info.cron_schedule),
-            attempt=info.attempt,
+        problem = (
+            carried_problem(
+                inp,
+                workflow_id=info.workflow_id,
+                first_run_id=info.first_execution_run_id,
+                continued=info.continued_run_id is not None,
+                cron=bool(info.cron_schedule),
+                attempt=info.attempt,
+            )
+            if self.malformed is None
+            else None
         )
         self.refused = CarriedStateError(problem) if problem is not None else None
         """Set when the input carried state this session does not own: it loads none of it, every
         Update is refused with it, and the run fails with it."""
-        carried, stream = (inp.carried, inp.stream) if self.refused is None else (None, None)
+        loads = self.refused is None and self.malformed is None
+        carried, stream = (inp.carried, inp.stream) if loads else (None, None)
         kept = inp.session.turns_kept
         self.record = (
             SessionRecord(carried, turns_kept=kept) if carried is not None else SessionRecord.new(now, turns_kept=kept)
@@ -145,6 +156,8 @@ class SessionWorkflow(ApprovalHandlers, QuotaHandlers):
         self.closed_reason: str | None = None
         self.approvals = ApprovalDesk()
         self.quotas = QuotaDesk()
+        self.plan: QuotaPlan | None = None
+        """The run's quota plan, decided before ``tools_decided`` (so before any turn's first call)."""
         self.approvals.remember(self.record.decided)
         self.approvals.on_request = lambda pending: self._publish(
             ProgressEvent(
@@ -166,16 +179,20 @@ class SessionWorkflow(ApprovalHandlers, QuotaHandlers):
         """The steps of the turn that ended last, for the ``steps`` query (memory only; never carried)."""
         self.visibility = Visibility()
         self.approvals.on_change = self.visibility.awaiting
-        self.fork: SessionFork | None = inp.fork if self.refused is None and inp.carried is None else None
+        self.fork: SessionFork | None = inp.fork if loads and inp.carried is None else None
         """A new session forked from another's turn: its first turn goes on from the source's state there."""
         self.fork_failed: BaseException | None = None
         if self.fork is not None:
             self.record.start_fork(self.fork)
 
     @workflow.run
-    async def run(self, inp: SessionInput) -> SessionOutcome:
+    async def run(self, raw: RawValue = NO_INPUT) -> SessionOutcome:
+        if self.malformed is not None:
+            workflow_metrics.record_malformed_input("start", SESSION_WORKFLOW)
+            raise self.malformed
         if self.refused is not None:
             raise to_application_error(self.refused)
+        inp = self.inp
         check_key_scope(inp.key_scope)
         check_tenant(inp.tenant)
         if inp.carried is None:
@@ -183,6 +200,9 @@ class SessionWorkflow(ApprovalHandlers, QuotaHandlers):
             self.visibility.start(inp.spec, inp.tenant)
         else:
             self.visibility.resume()
+        # The worker's config decides every turn's quotas and budget, never the input (recorded runs: as sent);
+        # a continued run asks again, so a session lasting days follows the config its workers have now.
+        self.plan = await worker_plan(inp.tenant, inp.quota, from_caller=inp.carried is None)
         if takes_carried_tools():
             # A continued run takes the schemas it carries; a new one (or one carried by an older release)
             # describes its tools at its next turn. Either way nothing here can fail: a continue-as-new
@@ -240,7 +260,7 @@ class SessionWorkflow(ApprovalHandlers, QuotaHandlers):
             stream=stream,
             key_scope=inp.key_scope,
             tenant=inp.tenant,
-            quota=inp.quota,
+            quota=self.plan,  # for a worker before QUOTA_FROM_WORKER_PATCH; a later one asks its own config
         )
 
     async def _take_fork(self, fork: SessionFork) -> None:
@@ -353,8 +373,8 @@ class SessionWorkflow(ApprovalHandlers, QuotaHandlers):
             on_event=self._publish,
             stream_tokens=self.inp.session.stream_tokens,
             key_scope=self.inp.key_scope,
-            quota=self.inp.quota,
-            quota_desk=self.quotas if self.inp.quota is not None else None,
+            quota=self.plan,
+            quota_desk=self.quotas if self.plan is not None else None,
             tools_ref=self.tools_ref,
         )
         before = list(point.messages) if point.started else [opening(spec, tools)]
@@ -503,19 +523,22 @@ class SessionWorkflow(ApprovalHandlers, QuotaHandlers):
     # ------------------------------------------------------------------ close, cancel, queries
 
     @workflow.update(name=CLOSE_UPDATE)
-    async def close(self, inp: CloseInput) -> SessionState:
+    async def close(self, raw: RawValue = NO_INPUT) -> SessionState:
         """No new turns from now on; a running turn finishes first."""
-        self.closed_reason = inp.reason
+        self.closed_reason = _close_input(raw).reason
         await workflow.wait_condition(lambda: self.current is None)
         return self.state()
 
     @close.validator
-    def _check_close(self, inp: CloseInput) -> None:
+    def _check_close(self, raw: RawValue = NO_INPUT) -> None:
         self._check_owned()
+        _close_input(raw)
         if self.closed_reason is not None:
             raise to_application_error(SessionClosedError(f"the session is already closed ({self.closed_reason})"))
 
     def _check_owned(self) -> None:
+        if self.malformed is not None:
+            raise self.malformed
         if self.refused is not None:
             raise to_application_error(self.refused)
 
@@ -525,8 +548,8 @@ class SessionWorkflow(ApprovalHandlers, QuotaHandlers):
             raise to_application_error(SessionClosedError(f"the session is closed ({self.closed_reason})"))
 
     @workflow.signal(name=CANCEL_SIGNAL)
-    def cancel(self) -> None:
-        """Stops the running turn before its next step; the session stays open."""
+    def cancel(self, *ignored: Any) -> None:
+        """Stops the running turn before its next step; the session stays open (arguments are ignored)."""
         if self.current is not None:
             self.current.request_cancel()
 
@@ -602,6 +625,11 @@ class SessionWorkflow(ApprovalHandlers, QuotaHandlers):
 
 def _json(value: object) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _close_input(raw: RawValue) -> CloseInput:
+    """``close`` takes ``{"reason": ...}`` or nothing; anything else is refused in its validator."""
+    return CloseInput() if raw is NO_INPUT else update_input(raw, CloseInput, CLOSE_UPDATE)
 
 
 __all__ = ["IDLE_TIMEOUT_REASON", "SessionWorkflow"]

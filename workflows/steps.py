@@ -31,7 +31,7 @@ with workflow.unsafe.imports_passed_through():
 async def spec_tools(spec: AgentSpec) -> list[ToolSchema]:
     """The worker's schemas for the spec's tools; an invalid spec fails typed (``InvalidSpecError``)."""
     tools = await describe_tools(spec.tools, spec.tool_policy) if spec.tools else []
-    _refuse(check_spec(spec, {t.name: t for t in tools}))
+    _refuse(check_spec(spec, {t.name: t for t in tools}, whole_catalog=False))
     return tools
 
 
@@ -100,8 +100,10 @@ def check_fork(spec: AgentSpec, tools: list[ToolSchema], fork: ForkOrigin) -> No
     problem = None
     if spec.mode != "code":
         problem = "a fork inside a program runs in code mode"
-    elif fork.program.paused.state != "pending" or fork.program.paused.snapshot is None:
-        problem = "a fork inside a program starts from the program paused (a snapshot)"
+    elif fork.program.paused.state != "pending" or (
+        fork.program.paused.snapshot is None and fork.program.paused.replay is None
+    ):
+        problem = "a fork inside a program starts from the program paused (a snapshot or a replay log)"
     elif missing:
         problem = f"the program's pending calls name functions the fork's tools do not offer: {', '.join(missing)}"
     if problem is not None:

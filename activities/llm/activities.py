@@ -139,7 +139,7 @@ class LLMActivities:
         if self._describe is None:
             raise to_application_error(NonRetryableProviderError("this worker cannot resolve tool names"))
         tools = await self._describe(ToolsDescribeInput(names=names))
-        violations = check_spec_tools(names, {t.name: t for t in tools})
+        violations = check_spec_tools(names, {t.name: t for t in tools}, whole_catalog=False)
         if violations:
             raise to_application_error(InvalidSpecError(violations), *[v.model_dump(mode="json") for v in violations])
         return tools

@@ -63,22 +63,34 @@ class OutputSink:
         self.cap = cap
         self.text = text
         self.dropped = dropped
+        self.muted = False
+        """While a replay re-runs segments: their output was kept the first time."""
 
     def __call__(self, stream: str, chunk: str) -> None:
+        if self.muted:
+            return
         room = self.cap - len(self.text)
         if room > 0:
             self.text += chunk[:room]
         self.dropped += max(0, len(chunk) - max(room, 0))
 
 
-def checkout_options(limits: ProgramLimits, now: datetime, seed: int) -> dict[str, Any]:
+def checkout_options(
+    limits: ProgramLimits, now: datetime, seed: int, *, whole_program: bool = False, replay: bool = False
+) -> dict[str, Any]:
+    """``whole_program``: one session runs every segment (kept live, or replayed from the start), so the
+    suspension budget counts the whole program, not one segment. ``replay``: no wall-clock limit, since
+    the segments it re-runs all passed theirs the first time and a loaded machine must not fail them now
+    (the pool's ``request_timeout`` still kills a hung process); counted limits stay, they fire at the
+    same point as the first time."""
+    # Pauses: each call, each future resolution and each name lookup.
+    suspensions = (4 * limits.max_tool_calls + 1024) if whole_program else (2 * limits.max_tool_calls + 16)
     return {
         "limits": {
-            "max_turn_duration_secs": limits.segment_seconds,
+            "max_turn_duration_secs": None if replay else limits.segment_seconds,
             "max_memory": limits.memory_bytes,
             "max_recursion_depth": limits.recursion_depth,
-            # Pauses per segment: each call plus each future resolution.
-            "max_suspensions": 2 * limits.max_tool_calls + 16,
+            "max_suspensions": suspensions,
         },
         "os_policy": {"datetime": now, "random_start": {"seed": seed}, "sleep": "zero"},
     }
@@ -127,13 +139,57 @@ class SegmentDriver:
             )
             if not isinstance(snapshot, AsyncFutureSnapshot):
                 raise _Failed("crashed", f"restored program is not paused on calls ({type(snapshot).__name__})")
-            by_id = {o.call_id: o for o in outcomes}
-            missing = [cid for cid in snapshot.pending_call_ids if cid not in by_id]
-            if missing:
-                raise ValueError(f"no outcome for awaited call ids {missing}")
-            return await snapshot.resume({cid: _answer(by_id[cid]) for cid in snapshot.pending_call_ids})
+            return await snapshot.resume(_answers(snapshot, outcomes))
 
         return await self._timed(resumed)
+
+    async def resume_live(self, paused: AsyncFutureSnapshot, outcomes: list[CallOutcome]) -> tuple[ProgramStatus, Any]:
+        """A program kept live on this worker, answered with its awaited calls' outcomes."""
+
+        async def resumed() -> Any:
+            return await paused.resume(_answers(paused, outcomes))
+
+        return await self._timed(resumed)
+
+    async def replay(
+        self,
+        session: AsyncMontySession,
+        program: str,
+        base: bytes | None,
+        batches: list[list[CallOutcome]],
+    ) -> AsyncFutureSnapshot:
+        """Rebuild a paused program: from ``base`` (a stored snapshot) or its start, each pause answered with
+        the next recorded batch. Its output and calls were recorded the first time, so neither is kept
+        again; a pause that does not wait on the recorded calls is ``ReplayDiverged``."""
+        self.sink.muted = True
+        lookup = external_lookup(list(self._functions.values()))
+        try:
+            if base is not None:
+                snapshot = await session.load_snapshot(base, print_callback=self.sink, external_lookup=lookup)
+            else:
+                snapshot = await session.feed_start(program, external_lookup=lookup, print_callback=self.sink)
+            for number, batch in enumerate(batches):
+                snapshot = await self._to_pause(snapshot, number)
+                snapshot = await snapshot.resume(_answers(snapshot, batch, number))
+            paused = await self._to_pause(snapshot, len(batches))
+        except MontyError as exc:
+            raise ReplayDiverged(f"the program failed on replay where it paused the first time: {exc}") from None
+        finally:
+            self.sink.muted = False
+        self._calls = []
+        return paused
+
+    async def _to_pause(self, snapshot: Any, number: int) -> AsyncFutureSnapshot:
+        while not isinstance(snapshot, AsyncFutureSnapshot):
+            if isinstance(snapshot, AsyncNameLookupSnapshot):
+                snapshot = await snapshot.resume_auto()
+            elif isinstance(snapshot, AsyncFunctionSnapshot):
+                snapshot = await self._on_call(snapshot)
+            else:
+                raise ReplayDiverged(
+                    f"the program ended on replay before its pause {number} ({type(snapshot).__name__})"
+                )
+        return snapshot
 
     async def _timed(self, first_step: Any) -> tuple[ProgramStatus, Any]:
         started = time.perf_counter()
@@ -209,6 +265,21 @@ _RUNTIME_ERROR_KINDS: tuple[tuple[str, ProgramErrorKind], ...] = (
     ("RecursionError", "recursion"),
 )
 """A program's uncaught exception, by the head of its message, when it is one of the sandbox's limits."""
+
+
+class ReplayDiverged(Exception):
+    """A replayed program did not pause where its history says it did: not the same program run, so the
+    recorded outcomes cannot answer it (a Monty upgrade that changed behaviour, or a tampered input)."""
+
+
+def _answers(snapshot: AsyncFutureSnapshot, outcomes: list[CallOutcome], number: int | None = None) -> dict[int, Any]:
+    by_id = {o.call_id: o for o in outcomes}
+    missing = [cid for cid in snapshot.pending_call_ids if cid not in by_id]
+    if missing:
+        if number is not None:
+            raise ReplayDiverged(f"on replay the program's pause {number} awaits calls {missing}, which it did not")
+        raise ValueError(f"no outcome for awaited call ids {missing}")
+    return {cid: _answer(by_id[cid]) for cid in snapshot.pending_call_ids}
 
 
 def _answer(outcome: CallOutcome) -> ExternalReturnValue | ExternalExceptionData:

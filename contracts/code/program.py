@@ -110,6 +110,24 @@ class ProgramError(BaseModel):
     message: str
 
 
+class ReplayLog(BaseModel):
+    """What rebuilds a paused program on a worker without a live copy (deterministic replay).
+
+    The program re-runs from ``base`` (or from its start, with the same clock, seed and REPL) and each
+    pause it reaches is answered with the next batch of recorded outcomes, as Temporal replays workflow
+    code against its history. Built by the workflow from what it already holds, or by a fork from the
+    source's recorded segments."""
+
+    program: str
+    now: str
+    seed: int
+    repl: ReplMemory | None = None
+    base: SnapshotRef | None = None
+    """The last snapshot stored for the program (a long wait, or replay past its bound); None: the start."""
+    batches: list[list[CallOutcome]] = Field(default_factory=list)
+    """Outcomes the program was resumed with since ``base``, one batch per pause, in order."""
+
+
 class ProgramStatus(BaseModel):
     """What ``code.start`` and ``code.resume`` return: paused, completed or failed."""
 
@@ -131,6 +149,19 @@ class ProgramStatus(BaseModel):
     """Interpreter time used so far, over all segments."""
     repl: ReplMemory | None = None
     """Sessions, on completion: the REPL state with this program's variables, and what they are."""
+    live: str | None = None
+    """Paused and kept live on the worker that ran the segment: the id its next ``code.resume`` names.
+    Any other worker (or this one after an eviction or a restart) rebuilds it by replay instead."""
+    needs_replay: bool = False
+    """``code.resume`` found no live copy and was given no ``ReplayLog``: ask again with one."""
+    replay: ReplayLog | None = None
+    """``code.start`` of a program kept live: what a replay starts from (no batches); a fork reads it."""
+    fed: list[CallOutcome] = Field(default_factory=list)
+    """The outcomes this segment was resumed with (programs kept live): a fork replays them."""
+    replay_calls: int = 0
+    """Pauses since the last stored snapshot: what a replay would have to go through."""
+    replay_seconds: float = 0.0
+    """Interpreter seconds recorded since the last stored snapshot: what a replay would recompute."""
 
 
 class ProgramFunction(BaseModel):
@@ -143,6 +174,9 @@ class ProgramFunction(BaseModel):
     params: list[str] = Field(default_factory=list)
     required: list[str] = Field(default_factory=list)
     """Optional parameters left at ``None`` are omitted from the tool's arguments."""
+    long_wait: bool = False
+    """A call that may wait long (for an approval): the program paused on it is stored as a snapshot, so it
+    resumes without a replay after days and across worker upgrades."""
 
 
 class CheckProgramInput(BaseModel):
@@ -206,13 +240,23 @@ class StartProgramInput(BaseModel):
     """Sessions: run in this REPL state, and dump it again when the program completes."""
     variable_names: list[str] = Field(default_factory=list)
     """Names the REPL may hold afterwards (earlier variables and this program's top-level names)."""
+    keep_live: bool = False
+    """Keep the paused program live on the worker and store no snapshot per pause (issue 39); False: a
+    snapshot per pause, as runs started before it were driven."""
 
 
 class ResumeProgramInput(BaseModel):
     run_key: str
     legacy_run_key: str | None = None
     """As in ``StartProgramInput``: only checked when ``run_key`` does not verify."""
-    snapshot: SnapshotRef
+    snapshot: SnapshotRef | None = None
+    """The paused program as a snapshot (runs driven a snapshot per pause); None when it is kept live."""
+    live: str | None = None
+    """The live program's id (``ProgramStatus.live``), tried first."""
+    replay: ReplayLog | None = None
+    """Given after a ``needs_replay`` answer (or by a fork): how to rebuild the program here."""
+    replay_calls: int = 0
+    replay_seconds: float = 0.0
     functions: list[ProgramFunction]
     outcomes: list[CallOutcome]
     limits: ProgramLimits = Field(default_factory=ProgramLimits)

@@ -58,6 +58,7 @@ def program_functions(tools: list[ToolSchema]) -> list[ProgramFunction]:
                 tool=t.name,
                 params=[p for p, _, _ in ordered],
                 required=[p for p, _, req in ordered if req],
+                long_wait=t.requires_approval,
             )
         )
     funcs.append(

@@ -11,6 +11,7 @@ references; it never reads a secret.
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Annotated, Any, Literal
 
@@ -145,6 +146,11 @@ def _key(loc: tuple[Any, ...]) -> str:
     return ".".join(str(p) for p in parts)
 
 
+def _toml_value(value: object) -> object:
+    """A TOML date or time, which no setting is: kept apart from text, so strict validation refuses it."""
+    return {"toml_datetime": str(value)}
+
+
 _TRANSPORT_ALIASES = {"streamable-http": "http", "streamable_http": "http", "streamable-HTTP": "http"}
 
 
@@ -161,7 +167,8 @@ def parse_mcp_config(document: dict[str, Any], *, origin: str = "config") -> Mcp
             table = {**table, "transport": _TRANSPORT_ALIASES[table["transport"]]}
         normalised[name] = table
     try:
-        return McpConfig(servers=normalised)
+        # Strict, as the [worker] table: "3" or true where a number belongs is refused, naming the key.
+        return McpConfig.model_validate_json(json.dumps({"servers": normalised}, default=_toml_value), strict=True)
     except ValidationError as exc:
         detail = "; ".join(f"mcp.servers.{_key(err['loc'])}: {err['msg']}" for err in exc.errors())
         raise McpConfigError(f"{origin}: {detail}") from None

@@ -97,6 +97,13 @@ class PriceTable(BaseModel):
     cache_write_per_mtok: dict[str, float] = Field(default_factory=dict)
     """Cache writes (Anthropic: 1.25x input); a model missing here pays its full input price."""
 
+    def per_model(self) -> dict[str, tuple[float, float]]:
+        """Model -> (input, output) USD per million tokens: what a quota plan estimates a call with."""
+        return {
+            model: (self.input_per_mtok.get(model, 0.0), self.output_per_mtok.get(model, 0.0))
+            for model in sorted({*self.input_per_mtok, *self.output_per_mtok})
+        }
+
 
 class TracingSettings(BaseModel):
     """OpenTelemetry tracing; nothing is exported unless ``otlp_endpoint`` is set."""
@@ -137,6 +144,38 @@ class PayloadStoreSettings(BaseModel):
         return self.s3_bucket is not None
 
 
+class ApprovalWebhook(BaseModel):
+    """Where a waiting call is told (``[[worker.approval_webhooks]]``): docs/console.md, "Webhooks"."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9_.-]+$")
+    """Named in the run's history when it accepted a notice (the URL never is)."""
+    url: SecretStr
+    """``http(s)://...``; a secret too (a Slack incoming webhook's URL is its credential)."""
+    secret: SecretStr
+    """Shared with the receiver: ``X-AgentSteps-Signature`` is an HMAC-SHA256 under it."""
+    tools: list[str] = Field(default_factory=list)
+    """Only calls of these tools; empty: every tool that requires approval."""
+    agents: list[str] = Field(default_factory=list)
+    """Only calls made by these specs (by name); empty: every agent."""
+    shape: Literal["agentsteps", "slack"] = "agentsteps"
+    """``slack``: only ``text`` and ``blocks`` (a Slack incoming webhook); ``agentsteps``: those and ``approval``."""
+    console_url: str = ""
+    """The console's address as approvers reach it: each notice links to the call's card there."""
+    timeout_seconds: float = Field(default=5.0, gt=0, le=60)
+
+    @field_validator("url")
+    @classmethod
+    def _http(cls, url: SecretStr) -> SecretStr:
+        if not url.get_secret_value().startswith(("http://", "https://")):
+            raise ValueError("an approval webhook's url starts with http:// or https://")
+        return url
+
+    def wants(self, tool: str, agent: str) -> bool:
+        return (not self.tools or tool in self.tools) and (not self.agents or agent in self.agents)
+
+
 class ConsoleSettings(BaseModel):
     """``agentsteps console`` (and the console ``agentsteps dev`` starts): docs/console.md."""
 
@@ -149,10 +188,27 @@ class ConsoleSettings(BaseModel):
     """Behind the deployment's auth proxy (oauth2-proxy, an ingress with SSO): the header in which it
     names the signed-in person (e.g. ``X-Forwarded-User``). A request without it is refused, and the
     name is recorded as the approver. Only set it when nothing but the proxy can reach the console."""
+    link_secret: SecretStr | None = None
+    """Signs the approve/reject links of approval webhooks' notices (the worker signs, the console checks:
+    both read it). A link opens a confirmation page behind the console's sign-in; it never decides alone."""
+    people: dict[str, SecretStr] = Field(default_factory=dict)
+    """A token per person (``name = token``): whoever signs in with one decides as that name, verified,
+    never typed. Beside or instead of ``token`` (which says nobody's name)."""
     temporal_ui_url: str | None = None
     """Base URL of the Temporal UI for the run links (``agentsteps dev`` fills in its own)."""
     grafana_url: str | None = None
     """Base URL of Grafana; the run links open the ``agentsteps-oncall`` dashboard on the run's time window."""
+
+    @field_validator("people")
+    @classmethod
+    def _people_distinct(cls, people: dict[str, SecretStr]) -> dict[str, SecretStr]:
+        for name in people:
+            if not name.strip() or len(name) > 200 or not name.isprintable():
+                raise ValueError(f"console.people: {name!r} is not a name (printable, 1 to 200 characters)")
+        tokens = [t.get_secret_value() for t in people.values()]
+        if len(set(tokens)) != len(tokens) or any(len(t) < 12 for t in tokens):
+            raise ValueError("console.people: each person needs their own token of at least 12 characters")
+        return people
 
 
 DEMO_TOOL_FACTORIES = (
@@ -211,6 +267,8 @@ class WorkerSettings(BaseModel):
     cancelling them. Longer than the LLM call's start-to-close (120 s), so a rolling restart never
     throws away a paid model call; Kubernetes' terminationGracePeriodSeconds must exceed it."""
     console: ConsoleSettings = Field(default_factory=ConsoleSettings)
+    approval_webhooks: list[ApprovalWebhook] = Field(default_factory=list)
+    """Who hears of a call waiting for approval, per tool or agent (``approval.notify``): docs/console.md."""
     quotas: QuotaSettings = Field(default_factory=QuotaSettings)
     """Provider quotas and tenant budgets every worker shares (docs/quotas.md); empty: none, and runs
     issue no quota command at all."""
@@ -221,16 +279,21 @@ class WorkerSettings(BaseModel):
     @field_validator("quotas")
     @classmethod
     def _quota_keys_declared(cls, quotas: QuotaSettings, info: ValidationInfo) -> QuotaSettings:
-        """A quota on a key no call can be sent with would count nothing: refused at load."""
+        """Every cross-reference of the quota table, refused at load: a quota or a ``degrade_to`` entry on a key the
+        worker does not declare, a ``degrade_to`` provider outside ``required_providers``."""
         providers = info.data.get("providers")
         if isinstance(providers, ProviderSettings):
             problem = quotas.undeclared_key(providers.key_names)
             if problem is not None:
                 raise ValueError(problem)
+        problem = quotas.unreachable_degrade(info.data.get("required_providers") or ())
+        if problem is not None:
+            raise ValueError(problem)
         return quotas
 
 
 __all__ = [
+    "ApprovalWebhook",
     "ConsoleSettings",
     "PayloadStoreSettings",
     "PriceTable",

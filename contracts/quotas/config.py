@@ -9,6 +9,7 @@
 
     [[worker.quotas.tenants]]           one customer
     name, weight                        weight: its share of a scarce quota against the others'
+    lease_seconds                       a reservation not released by then is taken back (a terminated run)
     degrade_to                          the cheaper pinned models a soft limit moves calls to
     [worker.quotas.tenants.budget.day]  and ``.month``: tokens_soft, tokens_hard, usd_soft, usd_hard
 
@@ -181,6 +182,17 @@ class TenantBudget(BaseModel):
     budget: dict[Period, PeriodBudget] = Field(default_factory=dict)
     degrade_to: list[DegradeModel] = Field(default_factory=list)
     """Past a soft limit, calls go to the first of these (a cheaper pinned model)."""
+    lease_seconds: float = 300.0
+    """A call's reservation its run has not released by then is taken back (a terminated or timed-out run):
+    longer than a call with its retries. The call's real use still counts when it is released later."""
+
+    @field_validator("lease_seconds")
+    @classmethod
+    def _lease(cls, value: float) -> float:
+        _positive(value, "lease_seconds")
+        if value > 86_400:
+            raise ValueError("lease_seconds must be at most a day")
+        return value
 
     @field_validator("name")
     @classmethod
@@ -242,6 +254,29 @@ class QuotaSettings(BaseModel):
                     f"limits[{i}].api_key: quota {q.name!r} counts {q.provider} key {q.api_key!r}, which "
                     f"[worker.providers] {q.provider}_keys does not declare (declared: {', '.join(names)})"
                 )
+        for i, t in enumerate(self.tenants):
+            for j, target in enumerate(t.degrade_to):
+                names = list(declared(target.provider))
+                if target.api_key is not None and target.api_key not in names:
+                    return (
+                        f"tenants[{i}].degrade_to[{j}].api_key: tenant {t.name!r} degrades to {target.provider} "
+                        f"{target.model} on key {target.api_key!r}, which [worker.providers] {target.provider}_keys "
+                        f"does not declare (declared: {', '.join(names)})"
+                    )
+        return None
+
+    def unreachable_degrade(self, providers: Iterable[str]) -> str | None:
+        """Why a tenant's ``degrade_to`` entry names a provider the worker is not deployed for (``providers``: its
+        ``required_providers``, when it lists any), or None: its calls would find no key."""
+        required = list(providers)
+        for i, t in enumerate(self.tenants):
+            for j, target in enumerate(t.degrade_to):
+                if required and target.provider not in required:
+                    return (
+                        f"tenants[{i}].degrade_to[{j}].provider: tenant {t.name!r} degrades to {target.provider} "
+                        f"{target.model}, but required_providers lists only {', '.join(required)}: its calls "
+                        "would find no key"
+                    )
         return None
 
     @property

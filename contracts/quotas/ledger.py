@@ -18,7 +18,10 @@ small requests from a busy tenant never starve a large one from a quiet tenant.
 A tenant account grants at once or refuses: a call that would take a period's
 ``*_hard`` past its limit (spent + reserved by calls in flight + this call) is
 refused, naming the period; past a ``*_soft`` limit it is granted and told to
-degrade. Periods are UTC calendar days and months.
+degrade. A run reserves a bound no provider's count exceeds (``quota_gate``),
+so spend stays within the hard limit however many calls are in flight; a
+reservation its run never releases goes back after the tenant's
+``lease_seconds``. Periods are UTC calendar days and months.
 
 A provider's 429 (a release marked ``throttled``) lowers the quota's effective
 per-minute limits: halved, never below ``MIN_FACTOR`` of the configured ones,
@@ -238,6 +241,7 @@ class Ledger:
     def dispatch(self, now: float, first: str | None = None) -> list[LeaseGrant]:
         """Grant what fits now, fairest first; ``first`` is the request just offered (not counted as queued)."""
         if self.state.quota is None:
+            self._expire(now)  # a tenant's account wakes when a reservation runs out
             return []
         self._tidy(now)
         grants: list[LeaseGrant] = []
@@ -272,21 +276,27 @@ class Ledger:
             use = self.state.spent[period] = PeriodUse(key=key)
         return use
 
-    def _reserved(self) -> tuple[int, float]:
-        leases = self.state.leases.values()
+    def _reserved(self, now: float) -> tuple[int, float]:
+        """What calls in flight hold; an expired reservation holds nothing even before it is swept (a query
+        reads without changing the ledger)."""
+        leases = [lease for lease in self.state.leases.values() if lease.expires > now]
         return (
             sum(lease.request.input_tokens + lease.request.output_tokens for lease in leases),
             sum(lease.request.usd for lease in leases),
         )
 
+    def _expire(self, now: float) -> None:
+        """Reservations whose run never released them (terminated, timed out, its worker gone) go back."""
+        for request_id in [k for k, lease in self.state.leases.items() if lease.expires <= now]:
+            del self.state.leases[request_id]
+
     def _budget_answer(self, request: LeaseRequest, now: float) -> LeaseGrant:
         tenant = self.state.tenant
         assert tenant is not None
-        for request_id in [k for k, lease in self.state.leases.items() if lease.expires <= now]:
-            del self.state.leases[request_id]
+        self._expire(now)
         if request.request_id in self.state.leases:
             return LeaseGrant(request_id=request.request_id, requester=request.requester, account=tenant.name)
-        reserved_tokens, reserved_usd = self._reserved()
+        reserved_tokens, reserved_usd = self._reserved(now)
         tokens = request.input_tokens + request.output_tokens
         degrade = False
         for period in PERIODS:
@@ -317,8 +327,8 @@ class Ledger:
                 budget.usd_soft is not None and after_usd > budget.usd_soft
             ):
                 degrade = True
-        # A lease outlives any call with its retries: a run that vanished stops reserving within a day.
-        self.state.leases[request.request_id] = Lease(request=request, expires=now + 86_400)
+        # A run terminated or timed out never releases: its reservation goes back after the tenant's lease.
+        self.state.leases[request.request_id] = Lease(request=request, expires=now + tenant.lease_seconds)
         return LeaseGrant(
             request_id=request.request_id,
             requester=request.requester,
@@ -331,7 +341,7 @@ class Ledger:
         tenant = self.state.tenant
         if tenant is None:
             return []
-        reserved_tokens, reserved_usd = self._reserved()
+        reserved_tokens, reserved_usd = self._reserved(now)
         out: list[BudgetRatio] = []
         for period, budget in tenant.budget.items():
             use = self._period_use(period, now)
@@ -397,7 +407,7 @@ class Ledger:
     def view(self, now: float) -> AccountView:
         self._tidy(now) if self.state.quota is not None else None
         requests, inputs, outputs = self._used()
-        reserved_tokens, reserved_usd = self._reserved()
+        reserved_tokens, reserved_usd = self._reserved(now)
         for period in self.state.tenant.budget if self.state.tenant else {}:
             self._period_use(period, now)
         return AccountView(

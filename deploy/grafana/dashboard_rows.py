@@ -239,6 +239,23 @@ def worker_processes() -> list[PanelModel]:
             steps=worse_above(0.5, 0.8),
             width=6,
         ),
+        panel(
+            "Payload store growth",
+            "Bytes the workers write to (put) and read from (get) the payload store per second. What is written "
+            "stays until agentsteps payloads gc collects what closed sessions left: the store's growth.",
+            [(f"sum by (op) ({rate('agentsteps_payload_store_bytes_total', temporal=False)})", "{{op}}")],
+            unit="Bps",
+            width=12,
+        ),
+        panel(
+            "Payload store requests by op",
+            "Requests per second as S3 bills them: put and reference (an in-place copy) are PUT-class, get is "
+            "GET-class. S3 takes about 3,500 PUT-class requests a second per key prefix.",
+            [(f"sum by (op) ({rate('agentsteps_payload_store_requests_total', temporal=False)})", "{{op}}")],
+            unit="reqps",
+            steps=worse_above(2500, 3500),
+            width=12,
+        ),
     ]
 
 
@@ -312,6 +329,19 @@ def code_and_monitor() -> list[PanelModel]:
             steps=worse_above(0.0001, 0.01),
         ),
         panel(
+            "Malformed starts and signals",
+            "Starts failed at once (InvalidSpecError) and signals dropped for a wrongly shaped argument, by "
+            "workflow type and entry: a caller to fix, never a run left retrying.",
+            [
+                (
+                    f"sum by (workflow_type, kind, name) ({rate('agentsteps_malformed_inputs_total')})",
+                    "{{workflow_type}} {{kind}} {{name}}",
+                )
+            ],
+            unit="ops",
+            steps=worse_above(0.0001, 0.01),
+        ),
+        panel(
             "Sandbox execution time p50 / p95 / p99",
             "Time programs spent executing in the Monty sandbox.",
             [
@@ -367,6 +397,7 @@ def stalled_tickets() -> str:
 def temporal_health() -> list[PanelModel]:
     used, free = value("temporal_worker_task_slots_used"), value("temporal_worker_task_slots_available")
     hit, miss = rate("temporal_sticky_cache_hit_total"), rate("temporal_sticky_cache_miss_total")
+    rebuilds = rate("agentsteps_workflow_replay_seconds_count", temporal=False)
     return [
         row("Temporal worker health"),
         panel(
@@ -444,6 +475,29 @@ def temporal_health() -> list[PanelModel]:
                 (f"sum({rate('temporal_sticky_cache_total_forced_eviction_total')})", "forced evictions"),
             ],
             unit="short",
+        ),
+        panel(
+            "Replay time p50 / p95",
+            "Time a worker spent re-running workflow code over a run's history to rebuild a run it did not cache "
+            "(a sticky-cache miss, a task from the normal queue). Grows with the history since the run's last "
+            "continue-as-new; a session's turn waits for it.",
+            [
+                (quantile(q, rate("agentsteps_workflow_replay_seconds_bucket", temporal=False)), f"p{int(q * 100)}")
+                for q in (0.5, 0.95)
+            ],
+            unit="s",
+            steps=worse_above(0.5, 1),
+        ),
+        panel(
+            "Rebuilds: cache misses / sticky-queue timeouts",
+            "Runs rebuilt from history per second: after a sticky-cache miss, and the rest, which came with their "
+            "whole history from the normal queue (a sticky task no worker took within 10 s, a restarted worker).",
+            [
+                (f"sum({rebuilds})", "rebuilds"),
+                (f"sum({miss}) or vector(0)", "cache misses"),
+                (f"clamp_min(sum({rebuilds}) - (sum({miss}) or vector(0)), 0)", "not misses: sticky-queue timeouts"),
+            ],
+            unit="ops",
         ),
         panel(
             "Temporal RPC failures",

@@ -14,6 +14,7 @@ from pathlib import Path
 import yaml
 
 from agentsteps.telemetry.metrics import LATENCY_BUCKETS as LAT
+from agentsteps.telemetry.metrics import REPLAY_BUCKETS as REPLAY
 from agentsteps.telemetry.runtime import RUN_LATENCY_BUCKETS as RUN
 
 HERE = Path(__file__).resolve().parent
@@ -626,6 +627,144 @@ case(
             "Worker old:9464 lacks a snapshot key other workers sign with",
         ),
     ],
+)
+
+
+# --- a fleet of sessions: the sticky cache, replays, sticky-queue timeouts, the payload store
+SESSIONS = f'{JOB}, {TQ}, workflow_type="SessionWorkflow"'
+SESSIONS_B = f'{JOBB}, {TQ}, workflow_type="SessionWorkflow"'
+MISS, MISS_B = f"{JOB}, {TQ}", f"{JOBB}, {TQ}"
+"""A miss carries no workflow type: the run is not known until its history is fetched."""
+REPLAYS = 'workflow_type="SessionWorkflow"'
+case(
+    "worker-a finds 60% of its sticky tasks cached (more sessions than its cache); worker-b 99%.",
+    [
+        series(f"temporal_sticky_cache_hit_total{{{SESSIONS}}}", "0+30x40"),
+        series(f"temporal_sticky_cache_miss_total{{{MISS}}}", "0+20x40"),
+        series(f"temporal_sticky_cache_hit_total{{{SESSIONS_B}}}", "0+99x40"),
+        series(f"temporal_sticky_cache_miss_total{{{MISS_B}}}", "0+1x40"),
+    ],
+    [
+        quiet("AgentStepsStickyCacheHitRatioLow", "10m"),
+        fires(
+            "AgentStepsStickyCacheHitRatioLow",
+            "35m",
+            {"severity": "warning", "instance": "worker-a:9464"},
+            "Worker worker-a:9464 finds 60% of its sticky tasks in its cache",
+        ),
+    ],
+)
+case(
+    "Half the sticky tasks miss on a quiet worker (two a minute): too few to page.",
+    [
+        series(f"temporal_sticky_cache_hit_total{{{SESSIONS}}}", "0+2x40"),
+        series(f"temporal_sticky_cache_miss_total{{{MISS}}}", "0+2x40"),
+    ],
+    [quiet("AgentStepsStickyCacheHitRatioLow", "35m")],
+)
+case(
+    "Sessions on worker-a replay for 2.5-5 s each (long histories), ten a minute.",
+    [
+        hist("agentsteps_workflow_replay_seconds_bucket", [JOB, REPLAYS], REPLAY, 2.5, 10, 40),
+        series(f"agentsteps_workflow_replay_seconds_count{{{JOB}, {REPLAYS}}}", "0+10x40"),
+    ],
+    [
+        quiet("AgentStepsReplayLatencyHigh", "10m"),
+        fires(
+            "AgentStepsReplayLatencyHigh",
+            "30m",
+            {"severity": "warning", "instance": "worker-a:9464"},
+            "Replays on worker worker-a:9464 take 4.875s (p95)",
+        ),
+    ],
+)
+case(
+    "Replays of 25-50 ms (short histories): quiet.",
+    [
+        hist("agentsteps_workflow_replay_seconds_bucket", [JOB, REPLAYS], REPLAY, 0.025, 10, 40),
+        series(f"agentsteps_workflow_replay_seconds_count{{{JOB}, {REPLAYS}}}", "0+10x40"),
+    ],
+    [quiet("AgentStepsReplayLatencyHigh", "30m")],
+)
+case(
+    "worker-a rebuilds a run a second, a quarter of them cache misses: its sticky tasks time out to the normal queue."
+    " worker-b rebuilds as many, nearly all misses; worker-c rebuilds a few with no miss series at all.",
+    [
+        series(f"agentsteps_workflow_replay_seconds_count{{{JOB}, {REPLAYS}}}", "0+60x40"),
+        series(f"temporal_sticky_cache_miss_total{{{MISS}}}", "0+15x40"),
+        series(f"agentsteps_workflow_replay_seconds_count{{{JOBB}, {REPLAYS}}}", "0+60x40"),
+        series(f"temporal_sticky_cache_miss_total{{{MISS_B}}}", "0+55x40"),
+        series(
+            f'agentsteps_workflow_replay_seconds_count{{job="agentsteps-worker", instance="worker-c:9464", {REPLAYS}}}',
+            "0+6x40",
+        ),
+    ],
+    [
+        quiet("AgentStepsStickyQueueTimeouts", "10m"),
+        fires(
+            "AgentStepsStickyQueueTimeouts",
+            "30m",
+            {"severity": "warning", "instance": "worker-a:9464"},
+            "Worker worker-a:9464 rebuilds 750m runs a second from whole histories that were not cache misses",
+        ),
+    ],
+)
+case(
+    "Every rebuild is a cache miss: quiet.",
+    [
+        series(f"agentsteps_workflow_replay_seconds_count{{{JOB}, {REPLAYS}}}", "0+60x40"),
+        series(f"temporal_sticky_cache_miss_total{{{MISS}}}", "0+60x40"),
+    ],
+    [quiet("AgentStepsStickyQueueTimeouts", "30m")],
+)
+STORE = 'job="agentsteps-worker", instance="worker-a:9464"'
+case(
+    "Workers write 30 MB a minute to the payload store (43 GB a day, over the 20 GB budget).",
+    [
+        series(f'agentsteps_payload_store_bytes_total{{{STORE}, op="put"}}', "0+30000000x150"),
+        series(f'agentsteps_payload_store_bytes_total{{{STORE}, op="get"}}', "0+90000000x150"),
+    ],
+    [
+        quiet("AgentStepsPayloadStoreGrowthHigh", "20m"),
+        fires(
+            "AgentStepsPayloadStoreGrowthHigh",
+            "120m",
+            {"severity": "warning"},
+            "The payload store grows by 40.23GiB a day",
+        ),
+    ],
+)
+case(
+    "10 MB a minute written (14 GB a day) and much more read: quiet.",
+    [
+        series(f'agentsteps_payload_store_bytes_total{{{STORE}, op="put"}}', "0+10000000x150"),
+        series(f'agentsteps_payload_store_bytes_total{{{STORE}, op="get"}}', "0+900000000x150"),
+    ],
+    [quiet("AgentStepsPayloadStoreGrowthHigh", "120m")],
+)
+case(
+    "2,000 PUTs and 1,000 in-place copies a second, near S3's 3,500 a prefix.",
+    [
+        series(f'agentsteps_payload_store_requests_total{{{STORE}, op="put"}}', "0+120000x30"),
+        series(f'agentsteps_payload_store_requests_total{{{STORE}, op="reference"}}', "0+60000x30"),
+    ],
+    [
+        quiet("AgentStepsPayloadStoreRequestRateHigh", "4m"),
+        fires(
+            "AgentStepsPayloadStoreRequestRateHigh",
+            "25m",
+            {"severity": "warning"},
+            "Workers send 3k write-class requests a second to the payload store",
+        ),
+    ],
+)
+case(
+    "10,000 GETs a second (not write-class) and 1,000 PUTs: quiet.",
+    [
+        series(f'agentsteps_payload_store_requests_total{{{STORE}, op="get"}}', "0+600000x30"),
+        series(f'agentsteps_payload_store_requests_total{{{STORE}, op="put"}}', "0+60000x30"),
+    ],
+    [quiet("AgentStepsPayloadStoreRequestRateHigh", "25m")],
 )
 
 

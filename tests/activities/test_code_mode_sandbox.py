@@ -282,3 +282,66 @@ async def test_gathered_calls_pause_together(acts):
     assert [c.call_id for c in status.calls] == status.awaiting == [0, 1]
     assert [json.loads(c.arguments) for c in status.calls] == [{"id": 1}, {"id": 2}]
     await asyncio.sleep(0)
+
+
+async def test_a_live_program_resumes_without_the_store_and_a_lost_one_is_rebuilt_by_replay(acts, pool, store):
+    """Issue 39: kept live, a paused program makes no store write; evicted (another worker, a restart), its
+    resume answers ``needs_replay`` and, given the replay log, rebuilds it from its source and the recorded
+    outcomes: the same value and output, each call reported once."""
+    program = (
+        'ts = await tickets_list("open")\n'
+        'print("got", len(ts))\n'
+        'a = await tickets_close(ts[0]["id"])\n'
+        'b = await tickets_close(ts[1]["id"])\n'
+        '[a["closed"], b["closed"]]\n'
+    )
+    answers = {"tickets_list": [{"id": 4}, {"id": 8}], "tickets_close": None}
+
+    def answer(call) -> CallOutcome:
+        value = answers[call.function] or {"closed": json.loads(call.arguments)["id"]}
+        return CallOutcome(call_id=call.call_id, value=value)
+
+    status = await acts.start(_start(program).model_copy(update={"keep_live": True}))
+    assert status.state == "pending" and status.live and status.snapshot is None and status.replay is not None
+    log, reported = status.replay, [c.call_id for c in status.calls]
+    evicted = False
+    while status.state == "pending":
+        outcomes = [answer(c) for c in status.calls]
+        resume = ResumeProgramInput(
+            run_key="run-1",
+            functions=FUNCTIONS,
+            outcomes=outcomes,
+            output=status.output,
+            calls_made=status.calls_made,
+            sandbox_seconds=status.sandbox_seconds,
+            live=status.live,
+            replay_calls=status.replay_calls,
+        )
+        if not evicted:  # the second pause is lost, as on another worker
+            evicted = True
+            await pool.live.close()
+            lost = await acts.resume(resume)
+            assert lost.needs_replay and lost.state == "pending"
+            resume = resume.model_copy(update={"live": None, "replay": log})
+        status = await acts.resume(resume)
+        log = log.model_copy(update={"batches": [*log.batches, outcomes]})
+        reported += [c.call_id for c in status.calls]
+    assert status.state == "completed", status.error
+    assert status.value == [4, 8] and status.output == "got 2\n"
+    assert reported == [0, 1, 2]
+    assert not [p for p in store.driver.root.rglob("*") if p.is_file()], "a live program wrote to the store"
+    assert len(pool.live) == 0 and pool.checked_out == 0
+
+
+async def test_a_replay_that_does_not_pause_where_the_record_says_fails_typed(acts):
+    """A replay log that does not fit the program (another Monty, a tampered input) is refused, not guessed."""
+    status = await acts.start(_start('await tickets_list("open")\n').model_copy(update={"keep_live": True}))
+    assert status.replay is not None
+    wrong = status.replay.model_copy(update={"batches": [[CallOutcome(call_id=7, value=[])]]})
+    with pytest.raises(ApplicationError) as info:
+        await acts.resume(
+            ResumeProgramInput(
+                run_key="run-1", functions=FUNCTIONS, outcomes=[CallOutcome(call_id=0, value=[])], replay=wrong
+            )
+        )
+    assert info.value.type == "InvalidProgramResume" and info.value.non_retryable

@@ -58,8 +58,11 @@ async def test_an_operator_reads_and_raises_quota_and_budget_limits_while_the_ac
     assert f"tenant {tenant} (weight 2)" in weighted.stdout
     assert hostile.returncode == 2 and "QuotaConfigError" not in hostile.stdout
     assert "invalid limit change" in hostile.stderr and "greater than 0" in hostile.stderr
+    assert hostile.stderr.strip().startswith("error: QuotaConfigError: invalid limit change (nothing changed): ")
+    assert len(hostile.stderr.strip().splitlines()) == 1, "one line, not pydantic's dump"
     assert nothing.returncode == 2 and "nothing to change" in nothing.stderr
-    assert absent.returncode == 2 and absent.stdout == "" and "no tenant account named" in absent.stderr
+    assert absent.returncode == 2 and "no tenant account named" in absent.stderr
+    assert pinned(absent.stdout, json_output.ERROR)["error"]["type"] == "QuotaConfigError"  # the one document
 
 
 def test_quota_show_prints_each_limit_in_force_beside_the_configured_one_after_a_provider_429():

@@ -165,8 +165,6 @@ async def test_the_fork_command_prints_the_fork_as_json(client, settings, script
 
 async def test_a_fork_bills_where_its_source_does(client, settings, scripted):
     scripted.set_script({"rules": [], "default": {"content": "done"}})
-    plan = QuotaPlan(tenant="acme", tenant_label="acme")  # no account: the calls take no quota command
-    await asyncio.to_thread(warm_tokenizer)  # a run under a plan counts its prompts in the workflow
     converter = build_data_converter(settings)
     source_id = f"billed-{settings.task_queue}"
     async with running_worker(client, settings):
@@ -177,7 +175,6 @@ async def test_a_fork_bills_where_its_source_does(client, settings, scripted):
             workflow_id=source_id,
             task_queue=settings.task_queue,
             tenant="acme",
-            quota=plan,
         )
         assert (await client.get_workflow_handle(source_id, result_type=AgentResult).result()).output == "done"
         fork = await fork_run(client, source_id, 0, data_converter=converter, task_queue=settings.task_queue)
@@ -185,5 +182,5 @@ async def test_a_fork_bills_where_its_source_does(client, settings, scripted):
         started = (await fork.fetch_history()).events[0].workflow_execution_started_event_attributes
         described = await fork.describe()
     inp = (await converter.decode(list(started.input.payloads), [AgentInput]))[0]
-    assert (inp.tenant, inp.quota) == ("acme", plan)
+    assert (inp.tenant, inp.quota) == ("acme", None), "the tenant goes with the fork; its worker decides the plan"
     assert described.typed_search_attributes.get(SearchAttributeKey.for_keyword(SA_TENANT)) == "acme"

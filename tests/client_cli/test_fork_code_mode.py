@@ -19,6 +19,7 @@ from temporalio.client import WorkflowFailureError
 from temporalio.exceptions import ApplicationError
 from test_fork import CHARGES, charging_registry
 
+from agentsteps.activities.sandbox import activities as sandbox_activities
 from agentsteps.cli.json_output import FORK
 from agentsteps.client.forks import fork_run, plan_fork, start_fork
 from agentsteps.contracts import AgentInput, AgentResult, InvalidSpecError
@@ -100,7 +101,12 @@ async def test_a_fork_at_every_step_of_a_ten_tool_program_has_its_memory_and_rep
     assert executed == list(range(CHARGES)), "an effect happened twice across the source and its forks"
 
 
-async def test_forking_a_code_mode_run_where_it_cannot_be_forked_is_a_clear_error(client, settings, scripted):
+async def test_forking_a_code_mode_run_where_it_cannot_be_forked_is_a_clear_error(
+    client, settings, scripted, monkeypatch
+):
+    # A snapshot every third pause (the replay bound, as past 200 pauses or before a long wait): step 4 forks
+    # at a stored snapshot, step 5 replays from it; the other steps replay from the start.
+    monkeypatch.setattr(sandbox_activities, "REPLAY_CALLS_BOUND", 3)
     scripted.set_script({"default": {"content": f"```python\n{PROGRAM}```"}})
     executed: list[int] = []
     source_id, other_id = f"code-a-{settings.task_queue}", f"code-b-{settings.task_queue}"
@@ -109,6 +115,11 @@ async def test_forking_a_code_mode_run_where_it_cannot_be_forked_is_a_clear_erro
         await run_source(client, settings, source_id)
         await run_source(client, settings, other_id)
         assert executed == list(range(CHARGES)) * 2
+        # A fork that replays from the source's stored snapshot (re-bound to it) has the memory it had.
+        fork = await (
+            await fork_run(client, source_id, 5, data_converter=converter, task_queue=settings.task_queue)
+        ).result()
+        assert fork.output == OUTPUT and executed == list(range(CHARGES)) * 2
         # A step that does not exist: the message says what the steps are.
         with pytest.raises(InvalidSpecError, match=r"steps 0\.\.10 \(code mode.*must be 0\.\.11"):
             await plan_fork(client, source_id, POINTS, data_converter=converter)

@@ -17,7 +17,13 @@ from temporalio.common import SearchAttributeKey
 from agentsteps.activities.tools.registry import ToolContext, ToolRegistry
 from agentsteps.client.session_forks import fork_session, plan_session_fork, start_session_fork
 from agentsteps.client.sessions import close_session, continue_session, send_turn, session_state, session_turns
-from agentsteps.contracts.errors import InvalidTurnError, PayloadIntegrityError, PayloadMissingError, SessionClosedError
+from agentsteps.contracts.errors import (
+    InvalidTurnError,
+    PayloadIntegrityError,
+    PayloadMissingError,
+    SessionClosedError,
+    SessionNotFoundError,
+)
 from agentsteps.contracts.names import SA_TENANT
 from agentsteps.contracts.quotas.wire import QuotaPlan
 from agentsteps.contracts.session import SessionInput
@@ -165,7 +171,7 @@ async def test_forking_what_cannot_be_forked_is_a_clear_error(client, settings, 
     spec = make_spec(tools=["charge"], max_steps=14)
     converter = build_data_converter(settings)
     executed: list[int] = []
-    with pytest.raises(SessionClosedError, match="no session"):
+    with pytest.raises(SessionNotFoundError, match="no session"):
         await plan_session_fork(client, "no-such-session", 1, 0, data_converter=converter)
     async with running_worker(client, settings, registry=charging_registry(executed)):
         await send_turn(client, spec, "hello", session_id=sid, task_queue=settings.task_queue)
@@ -261,13 +267,9 @@ async def test_a_fork_bills_where_its_source_does_and_its_start_sets_the_console
     scripted.set_script(tool_script())
     sid = session_id()
     spec = make_spec(tools=[])
-    plan = QuotaPlan(tenant="acme", tenant_label="acme")  # no account: the calls take no quota command
-    await asyncio.to_thread(warm_tokenizer)  # a run under a plan counts its prompts in the workflow
     converter = build_data_converter(settings)
     async with running_worker(client, settings):
-        await send_turn(
-            client, spec, "hello", session_id=sid, task_queue=settings.task_queue, tenant="acme", quota=plan
-        )
+        await send_turn(client, spec, "hello", session_id=sid, task_queue=settings.task_queue, tenant="acme")
         fork_id, first = await fork_session(client, sid, 1, 0, data_converter=converter, task_queue=settings.task_queue)
         assert first.output == "hi there"
         described = await client.get_workflow_handle(fork_id).describe()
@@ -275,6 +277,6 @@ async def test_a_fork_bills_where_its_source_does_and_its_start_sets_the_console
 
     started = history.events[0].workflow_execution_started_event_attributes
     inp = (await converter.decode(list(started.input.payloads), [SessionInput]))[0]
-    assert (inp.tenant, inp.quota) == ("acme", plan)
+    assert (inp.tenant, inp.quota) == ("acme", None), "the tenant goes with the fork; its worker decides the plan"
     assert described.typed_search_attributes.get(SearchAttributeKey.for_keyword(SA_TENANT)) == "acme"
     assert await start_columns_without_upsert(client, fork_id) == spec.name

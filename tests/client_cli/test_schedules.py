@@ -225,7 +225,7 @@ async def test_the_cli_applies_and_lists_schedules(client, temporal_env, tmp_pat
 
     def run(*argv: str) -> tuple[int, str]:
         parser = argparse.ArgumentParser()
-        from agentsteps.cli.schedule import configure_parser
+        from agentsteps.cli.arguments import schedule_arguments as configure_parser
 
         configure_parser(parser)
         out = io.StringIO()

@@ -75,12 +75,52 @@ async def test_a_second_decision_and_a_decision_on_an_ended_run_get_a_clear_answ
         again = await web.post("/approvals/decide", data={**form, "decision": "approve"})
         told = await web.get(again.headers["location"])
         assert told.status_code == 200
-        assert "Not recorded" in told.text and "has ended" in told.text and "withdrawn" in told.text
+        # What happened, in plain words: who decided, and when; never "withdrawn" for a call that was decided.
+        assert "Not recorded: refund was already rejected by bo at " in told.text and "withdrawn" not in told.text
 
         unknown = await web.post(
             "/approvals/decide", data={**form, "workflow_id": "no-such-run", "decision": "approve"}
         )
-        assert "Not recorded" in (await web.get(unknown.headers["location"])).text
+        told = (await web.get(unknown.headers["location"])).text
+        assert "Not recorded: there is no run or session no-such-run" in told
+
+
+async def test_a_decision_after_a_timeout_or_a_termination_says_so_and_the_waiting_filter_drops_the_stopped_run(
+    client, settings, scripted
+):
+    scripted.set_script(REFUND_SCRIPT)
+    async with approval_worker(client, settings, []), console(client) as url, browser(url) as web:
+        quick = await start_run(client, settings.task_queue, tools=["refund"], approval_timeout_seconds=1)
+        stopped = await start_run(client, settings.task_queue, tools=["refund"])
+        late, doomed = await wait_pending(client, quick.id), await wait_pending(client, stopped.id)
+        page = await until(lambda: _page_with(web, "/approvals", doomed.approval_id))
+        await stopped.terminate("wrong customer")
+        assert (await quick.result()).output == "Nobody approved it."
+        form = {"csrf": csrf_of(page), "decision": "approve", "name": "eve"}
+
+        timed_out = await web.post(
+            "/approvals/decide", data={**form, "workflow_id": quick.id, "approval_id": late.approval_id}
+        )
+        told = (await web.get(timed_out.headers["location"])).text
+        assert "Not recorded: refund timed out at " in told and "nobody decided in time" in told
+
+        after_stop = await web.post(
+            "/approvals/decide", data={**form, "workflow_id": stopped.id, "approval_id": doomed.approval_id}
+        )
+        told = (await web.get(after_stop.headers["location"])).text
+        assert "Not recorded: the run was stopped (terminated) at " in told and "while this call waited" in told
+        never = await web.post(
+            "/approvals/decide", data={**form, "workflow_id": stopped.id, "approval_id": "0:call_never_0"}
+        )
+        told = (await web.get(never.headers["location"])).text
+        assert "the run was stopped (terminated) at " in told and "no call of it ever waited under that id" in told
+        finished = await web.post(
+            "/approvals/decide", data={**form, "workflow_id": quick.id, "approval_id": "0:call_never_0"}
+        )
+        told = (await web.get(finished.headers["location"])).text
+        assert "Not recorded: the run finished at " in told and "no call of it ever waited under that id" in told
+        # The terminated run still carries AgentStepsAwaitingApproval = true; the filter lists running runs only.
+        assert stopped.id not in (await web.get("/runs", params={"waiting": "1"})).text
 
 
 async def test_a_second_decision_while_the_run_goes_on_says_who_decided_first(client, settings, scripted):
@@ -179,3 +219,50 @@ async def test_in_code_mode_the_inbox_shows_the_program_making_the_call_and_esca
         page = (await web.get(f"/runs/{handle.id}")).text
         assert pending.approval_id in page  # the run's page offers the decision too
         await handle.cancel()
+
+
+async def test_a_notices_signed_link_opens_a_confirmation_and_a_forged_expired_or_replayed_one_changes_nothing(
+    client, settings, scripted
+):
+    from datetime import timedelta
+    from urllib.parse import urlsplit
+
+    from agentsteps.activities.notify.shapes import decision_link
+    from agentsteps.contracts.approvals import ApprovalNotice
+
+    scripted.set_script(REFUND_SCRIPT)
+    secret = "link-secret-0123456789"
+    async with approval_worker(client, settings, []), console(client, link_secret=secret) as url:
+        handle = await start_run(client, settings.task_queue, tools=["refund"])
+        pending = await wait_pending(client, handle.id)
+
+        def link(decision: str, key: str = secret, **changes) -> str:
+            notice = ApprovalNotice(delivery_id="d", workflow_id=handle.id, pending=pending.model_copy(update=changes))
+            full = decision_link(url, key, notice, decision)
+            return full[len(url) :]
+
+        async with browser(url) as web:
+            page = await web.get(link("approve"))
+            assert page.status_code == 200 and "Approve this call?" in page.text and pending.approval_id in page.text
+            forged = await web.get(link("approve", key="guessed-secret-000"))
+            altered = await web.get(link("approve").replace("d=approve", "d=reject"))
+            expired = await web.get(link("approve", expires_at=pending.requested_at - timedelta(seconds=1)))
+            assert [r.status_code for r in (forged, altered, expired)] == [403, 403, 410]
+            assert "Nothing was decided" in forged.text and "expired" in expired.text
+            assert (await wait_pending(client, handle.id)).approval_id == pending.approval_id  # still waiting
+
+            decided = await web.post(
+                "/approvals/decide",
+                data={
+                    "csrf": csrf_of(page.text),
+                    "workflow_id": handle.id,
+                    "approval_id": pending.approval_id,
+                    "decision": "approve",
+                    "name": "ana",
+                },
+            )
+            assert urlsplit(decided.headers["location"]).path == "/approvals"
+            await handle.result()
+            replayed = await web.get(link("approve"))
+            assert "Nothing to decide" in replayed.text and "already approved by ana at " in replayed.text
+        assert len((await handle.result()).approvals) == 1

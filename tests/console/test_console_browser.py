@@ -10,6 +10,7 @@ phone width.
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -21,7 +22,7 @@ from approval_support import REFUND_SCRIPT, approval_worker
 from console_support import console, start_run, wait_pending
 from session_support import session_id
 
-from agentsteps.client.sessions import send_turn
+from agentsteps.client.sessions import decide_approval, pending_approvals, send_turn
 from agentsteps.contracts.session import SessionConfig
 from agentsteps.worker import running_worker
 
@@ -36,6 +37,7 @@ CHROMEDRIVER = "/usr/bin/chromedriver"
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts" / "console"
 PHONE = (390, 844)
 DESKTOP = (1280, 900)
+VIEWER_ZONE = "America/New_York"
 HOSTILE = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned=2">'
 
 
@@ -63,7 +65,9 @@ def chrome() -> Iterator[webdriver.Chrome]:
         f"--window-size={DESKTOP[0]},{DESKTOP[1]}",
     ):
         options.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    # The viewer is in New York: the pages must show times in the viewer's zone, not the server's (UTC).
+    service = Service(CHROMEDRIVER, env={**os.environ, "TZ": VIEWER_ZONE})
+    driver = webdriver.Chrome(service=service, options=options)
     driver.set_page_load_timeout(30)
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     try:
@@ -113,6 +117,7 @@ async def test_an_approver_clicks_approve_in_the_inbox_and_sees_the_run_complete
             )
             assert "A-17" in card.text and "refund" in card.text
             shoot(chrome, "approvals")
+            card.find_element(By.TAG_NAME, "summary").click()  # the details, the note and the name fold out
             card.find_element(By.NAME, "name").send_keys("Ana Ortiz")
             card.find_element(By.NAME, "note").send_keys("customer verified")
             card.find_element(By.CSS_SELECTOR, "button.approve").click()
@@ -249,3 +254,141 @@ async def test_signing_in_with_the_token_in_the_browser(chrome, client):
             return chrome.find_element(By.TAG_NAME, "h1").text
 
         assert await in_thread(sign_in) == "Runs and sessions"
+
+
+TWO_REFUNDS = {
+    "rules": [
+        {
+            "match": {"role": "user"},
+            "reply": {
+                "tool_calls": [
+                    {"name": "refund", "arguments": {"order": "A-17", "amount": 40.0}},
+                    {"name": "refund", "arguments": {"order": "B-2", "amount": 5.0}},
+                ]
+            },
+        },
+        {"match": {"tool_result_for": "refund"}, "reply": {"content": "Done."}},
+    ]
+}
+
+
+async def pending_of(client, workflow_id: str):
+    return await pending_approvals(client, workflow_id)
+
+
+def card_of(driver, approval_id: str):
+    selector = f'[data-approval-id="{approval_id}"]'
+    return WebDriverWait(driver, 20).until(EC.presence_of_element_located((By.CSS_SELECTOR, selector)))
+
+
+def type_note(driver, card, text: str) -> None:
+    card.find_element(By.TAG_NAME, "summary").click()
+    card.find_element(By.NAME, "note").send_keys(text)
+
+
+def still_typing(driver, text: str) -> tuple[str, bool, object]:
+    """The note's text, whether it still has the focus, and the marker a reload would have wiped."""
+    return (
+        driver.execute_script("return document.activeElement.value"),
+        driver.execute_script("return document.activeElement.tagName === 'TEXTAREA'"),
+        driver.execute_script("return window.__no_reload"),
+    )
+
+
+async def test_a_returning_approver_sees_a_new_call_appear_live_while_a_half_typed_note_stays(
+    chrome, client, settings, scripted
+):
+    scripted.set_script(REFUND_SCRIPT)
+    async with approval_worker(client, settings, []), console(client) as url:
+        first = await start_run(client, settings.task_queue, tools=["refund"], name="refunds")
+        one = await wait_pending(client, first.id)
+
+        def half_type() -> None:
+            open_page(chrome, f"{url}/approvals")
+            # A returning approver: the name field holds the name of their last decision (the old list froze then).
+            chrome.add_cookie({"name": "agentsteps_console_name", "value": "Ana"})
+            open_page(chrome, f"{url}/approvals")
+            source = chrome.page_source
+            assert "location.reload" not in source and 'http-equiv="refresh"' not in source
+            chrome.execute_script("window.__no_reload = 1")
+            type_note(chrome, card_of(chrome, one.approval_id), "customer called tw")
+
+        await in_thread(half_type)
+        second = await start_run(client, settings.task_queue, tools=["refund"], name="refunds")
+        two = await wait_pending(client, second.id)
+        started = asyncio.get_running_loop().time()
+
+        def new_card_appears() -> tuple[str, bool, object, str]:
+            WebDriverWait(chrome, 20).until(lambda d: d.find_element(By.ID, "count").text == "2")
+            assert card_of(chrome, two.approval_id).is_displayed()
+            shoot_phone_inbox(chrome, "approvals-live")
+            deadline = card_of(chrome, two.approval_id).find_element(By.CSS_SELECTOR, "time.deadline")
+            shown = (deadline.text, deadline.get_attribute("title"))
+            return (*still_typing(chrome, "customer called tw"), chrome.find_element(By.ID, "count").text, shown)
+
+        note, focused, marker, count, (local, utc) = await in_thread(new_card_appears)
+        # In the viewer's zone, the zone named (the inserted card too); the server's UTC text is the fallback.
+        assert utc.endswith("UTC") and local != utc and ("EST" in local or "EDT" in local or "GMT-5" in local), local
+        assert asyncio.get_running_loop().time() - started < 10
+        assert (note, focused, marker, count) == ("customer called tw", True, 1, "2")
+        await first.cancel()
+        await second.cancel()
+
+
+def shoot_phone_inbox(driver, name: str) -> None:
+    """At a phone's width the first Approve is on the first screen, big enough to tap."""
+    driver.set_window_size(*PHONE)
+    driver.execute_script("window.scrollTo(0, 0)")
+    bottom, height, screen = driver.execute_script(
+        "var b = document.querySelector('button.approve').getBoundingClientRect();"
+        "return [b.bottom, b.height, window.innerHeight]"
+    )
+    driver.save_screenshot(str(ARTIFACTS / f"{name}-phone.png"))
+    driver.set_window_size(*DESKTOP)
+    driver.save_screenshot(str(ARTIFACTS / f"{name}-desktop.png"))
+    assert bottom <= screen and height >= 40, (bottom, height, screen)
+
+
+async def test_on_a_runs_page_a_note_survives_live_updates_and_a_stale_decision_reads_true(
+    chrome, client, settings, scripted
+):
+    scripted.set_script(TWO_REFUNDS)
+    async with approval_worker(client, settings, []), console(client) as url:
+        handle = await start_run(client, settings.task_queue, tools=["refund"], name="refunds")
+        await wait_pending(client, handle.id)
+        for _ in range(100):  # both calls of the step wait
+            if len(await pending_of(client, handle.id)) == 2:
+                break
+            await asyncio.sleep(0.05)
+        first, second = sorted(await pending_of(client, handle.id), key=lambda p: p.approval_id)
+
+        def half_type() -> None:
+            open_page(chrome, f"{url}/runs/{handle.id}")
+            assert "location.reload" not in chrome.page_source
+            chrome.execute_script("window.__no_reload = 1")
+            type_note(chrome, card_of(chrome, second.approval_id), "checking B-2 with fi")
+
+        await in_thread(half_type)
+        await decide_approval(client, handle.id, first.approval_id, approve=True, approver="Bo")  # elsewhere
+
+        def first_marked_gone() -> tuple[str, bool, object]:
+            WebDriverWait(chrome, 20).until(lambda d: "gone" in card_of(d, first.approval_id).get_attribute("class"))
+            shoot(chrome, "run-live")
+            return still_typing(chrome, "checking B-2 with fi")
+
+        assert await in_thread(first_marked_gone) == ("checking B-2 with fi", True, 1)
+
+        # A phone that slept through the updates: the page is stale, the run is stopped meanwhile.
+        await in_thread(chrome.execute_script, "window.agentstepsLive.close()")
+        await handle.terminate("wrong customer")
+
+        def approve_anyway() -> str:
+            card_of(chrome, second.approval_id).find_element(By.CSS_SELECTOR, "button.approve").click()
+            told = WebDriverWait(chrome, 20).until(EC.presence_of_element_located((By.ID, "flash"))).text
+            shoot(chrome, "second-decision")
+            return told
+
+        told = await in_thread(approve_anyway)
+        assert (
+            told.startswith("Not recorded: the run was stopped (terminated) at ") and "while this call waited" in told
+        )

@@ -89,3 +89,38 @@ async def test_without_a_token_only_a_loopback_host_name_is_answered(client):
         assert (
             await web.get("/runs", headers={"Host": "console.example", "Authorization": "Bearer t"})
         ).status_code == 200
+
+
+async def test_a_persons_own_token_signs_them_in_by_name_and_the_decision_records_that_name_not_a_typed_one(
+    client, settings, scripted
+):
+    scripted.set_script(REFUND_SCRIPT)
+    people = {"Ana Ortiz": SecretStr("ana-token-0123456"), "Bo Lind": SecretStr("bo-token-0123456")}
+    async with approval_worker(client, settings, []), console(client, people=people) as url, browser(url) as web:
+        assert (await web.get("/approvals/events")).status_code == 401  # the live stream asks too
+        login = (await web.get("/login")).text
+        signed = await web.post("/login", data={"csrf": csrf_of(login), "token": "bo-token-0123456", "next": "/"})
+        assert signed.status_code == 303 and "bo-token" not in signed.headers["set-cookie"]
+        handle = await start_run(client, settings.task_queue, tools=["refund"])
+        pending = await wait_pending(client, handle.id)
+        page = (await web.get("/approvals")).text
+        assert "Bo Lind" in page and 'name="name"' not in page  # nobody types a name: the token says who
+        form = {"csrf": csrf_of(page), "workflow_id": handle.id, "approval_id": pending.approval_id}
+        await web.post("/approvals/decide", data={**form, "decision": "approve", "name": "Ana Ortiz"})
+        [record] = (await handle.result()).approvals
+        assert record.approver == "Bo Lind"
+    with pytest.raises(ValueError, match="their own token"):
+        ConsoleSettings(people={"a": SecretStr("same-token-123"), "b": SecretStr("same-token-123")})
+    check_binding(ConsoleSettings(host="0.0.0.0", people=people))
+
+
+async def test_a_hostile_proxy_header_shows_as_text_and_a_malformed_one_is_refused(client):
+    header = "X-Forwarded-User"
+    async with console(client, proxy_user_header=header) as url, browser(url) as web:
+        hostile = await web.get("/runs", headers={header: '<img src=x onerror="alert(1)">'})
+        assert hostile.status_code == 200
+        assert "<img src=x" not in hostile.text and "&lt;img src=x onerror=&#34;alert(1)&#34;&gt;" in hostile.text
+        for bad in ("lee\tbob", "x" * 201):
+            refused = await web.get("/runs", headers={header: bad})
+            assert refused.status_code == 400 and "does not hold a name" in refused.text, bad
+            assert bad not in refused.text

@@ -32,7 +32,10 @@ def test_every_persisted_name_is_unchanged():
         "code.fork",
         "session.fork",
         "monitor.record",
+        "approval.notify",
+        "quota.plan",
     )
+    assert (names.APPROVALS_QUERY, names.DECISIONS_QUERY) == ("approvals", "decisions")
     assert (names.FORK_SOURCE_QUERY, names.TURNS_QUERY) == ("fork_source", "turns")
     assert (names.STATE_QUERY, names.STEPS_QUERY, names.CANCEL_SIGNAL) == ("state", "steps", "cancel")
     # A patch id is in every history recorded after its change; renaming it replays those runs the old way.

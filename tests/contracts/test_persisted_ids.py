@@ -512,3 +512,9 @@ def test_the_known_ambiguities_are_read_as_documented():
     assert parse_effect_chain("scope:x/run") == "x/run"
     # The legacy REPL key of session "a/b" is the current REPL key of session "a" on first run "b".
     assert legacy_repl_key("a/b") == repl_key("a", "b")
+
+
+def test_an_approval_notices_delivery_id_is_pinned():
+    from agentsteps.contracts.persisted_ids import approval_delivery_id
+
+    assert approval_delivery_id("refunds-7", "r-1", "0:call_15_0", "waiting") == "refunds-7/r-1/0:call_15_0/waiting"

@@ -203,3 +203,37 @@ def test_a_throttled_release_of_an_unknown_or_expired_lease_still_lowers_a_never
     tenant = Ledger(LedgerState(tenant=TenantBudget(name="acme", budget={"day": {"tokens_hard": 10}})))
     tenant.release(LeaseRelease(request_id="x", throttled=True), T0)
     assert tenant.view(T0).effective_factor == 1.0
+
+
+def _tenant(**budget) -> Ledger:
+    return Ledger(LedgerState(tenant=TenantBudget(name="acme", lease_seconds=30, budget={"day": budget})))
+
+
+def test_a_reservation_its_run_never_releases_goes_back_after_the_tenants_lease_not_a_day():
+    ledger = _tenant(tokens_hard=1_000)
+    assert ledger.offer(ask(0, "acme", tokens=800), T0)[0].granted
+    assert not ledger.offer(ask(1, "acme", tokens=800), T0 + 29)[0].granted, "held while the lease runs"
+    assert ledger.view(T0 + 29).reserved_tokens == 800
+    assert ledger.next_wakeup(T0 + 1) == T0 + 30, "the account wakes when the reservation runs out"
+    assert ledger.view(T0 + 30).reserved_tokens == 0, "a read sees it gone without changing the ledger"
+    assert ledger.offer(ask(2, "acme", tokens=800), T0 + 30)[0].granted, "the terminated run's share is free again"
+
+
+def test_a_late_release_of_an_expired_reservation_still_bills_the_real_use():
+    ledger = _tenant(tokens_hard=10_000)
+    ledger.offer(ask(0, "acme", tokens=800), T0)
+    ledger.dispatch(T0 + 31)  # the lease ran out: swept
+    ledger.release(LeaseRelease(request_id="acme-0", input_tokens=300, output_tokens=100), T0 + 40)
+    assert ledger.view(T0 + 40).spent["day"].tokens == 400
+
+
+def test_concurrent_reservations_that_bound_each_call_keep_spend_within_the_hard_limit():
+    """Each call reserves at least what it then uses (the byte bound): however many are in flight, what the
+    account grants never spends past the limit."""
+    limit, used = 10_000, 650
+    ledger = _tenant(tokens_hard=limit)
+    granted = [n for n in range(100) if ledger.offer(ask(n, "acme", tokens=1_300), T0)[0].granted]
+    for n in granted:
+        ledger.release(LeaseRelease(request_id=f"acme-{n}", input_tokens=used - 50, output_tokens=50), T0 + 1)
+    assert ledger.view(T0 + 1).spent["day"].tokens == len(granted) * used <= limit
+    assert len(granted) == limit // 1_300

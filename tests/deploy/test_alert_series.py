@@ -2,8 +2,8 @@
 
 A real worker (``worker.running_worker`` on a metered client) runs a workload
 that moves every family the alerts read: completed and failed runs, tool calls,
-a code-mode program, a broken workflow task, a failed RPC and failing long
-polls. Its ``/metrics`` is scraped over HTTP, then:
+a code-mode program, a broken workflow task, a failed RPC, failing long
+polls, and runs evicted from a one-entry cache (misses, rebuilds). Its ``/metrics`` is scraped over HTTP, then:
 
 - every metric ``alerts.yml`` queries is in the scrape, and every label it
   matches or groups by is one that metric carries;
@@ -32,14 +32,14 @@ with workflow.unsafe.imports_passed_through():
     from temporalio.client import Client, WorkflowFailureError
     from temporalio.contrib.pydantic import pydantic_data_converter
     from temporalio.service import RPCError
-    from temporalio.worker import Worker
+    from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
     from agentsteps.contracts import AgentInput
     from agentsteps.contracts.config.settings import PriceTable
     from agentsteps.contracts.names import AGENT_WORKFLOW
     from agentsteps.telemetry.runtime import build_runtime
     from agentsteps.telemetry.server import start_metrics_server
-    from agentsteps.worker import running_worker
+    from agentsteps.worker import RunAwareRunner, running_worker
 
 PROMETHEUS_DIR = Path(__file__).resolve().parents[2] / "deploy" / "prometheus"
 PROMETHEUS_LABELS = {"job", "instance"}
@@ -55,6 +55,30 @@ class BrokenWorkflow:
     @workflow.run
     async def run(self) -> None:
         raise RuntimeError("bug in workflow code (injected by the alert series test)")
+
+
+@workflow.defn(name="AlertSeriesCacheChurnWorkflow", sandboxed=False)
+class CacheChurnWorkflow:
+    """A few timers: three at once on a one-entry cache come back as sticky-cache misses, each a rebuild."""
+
+    @workflow.run
+    async def run(self) -> None:
+        for _ in range(3):
+            await workflow.sleep(0.2)
+
+
+async def _churn_cache(client: Client, queue: str) -> None:
+    runner = RunAwareRunner(UnsandboxedWorkflowRunner())  # the engine's runner, which times rebuilds
+    async with Worker(
+        client,
+        task_queue=queue,
+        workflows=[CacheChurnWorkflow],
+        max_cached_workflows=1,
+        unsandboxed_workflow_runner=runner,
+    ):
+        await asyncio.gather(
+            *(client.execute_workflow(CacheChurnWorkflow.run, id=f"{queue}-{n}", task_queue=queue) for n in range(3))
+        )
 
 
 @pytest_asyncio.fixture(scope="module")
@@ -125,6 +149,7 @@ async def _workload(client: Client, settings, scripted) -> None:
         await run({"replies": [{"fault": {"status": 400, "message": "bad request"}}]}, tools=[])
     with pytest.raises(RPCError):
         await client.get_workflow_handle(f"no-such-run-{uuid.uuid4().hex[:6]}").describe()
+    await _churn_cache(client, f"{task_queue}-churn")
 
 
 # --- what the rules and their tests use -----------------------------------------

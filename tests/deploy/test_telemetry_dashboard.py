@@ -52,7 +52,7 @@ with workflow.unsafe.imports_passed_through():
     from temporalio.client import Client, WorkflowFailureError
     from temporalio.contrib.pydantic import pydantic_data_converter
     from temporalio.testing import WorkflowEnvironment
-    from temporalio.worker import Worker
+    from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
     from agentsteps.client.dev_server import SERVER_STARTUP, dev_server_args, temporal_binary
     from agentsteps.client.sessions import (
@@ -70,7 +70,7 @@ with workflow.unsafe.imports_passed_through():
     from agentsteps.telemetry.runtime import TEMPORAL_WORKER_METRICS, build_runtime
     from agentsteps.telemetry.server import start_metrics_server
     from agentsteps.telemetry.workflow_metrics import WORKFLOW_METRICS
-    from agentsteps.worker import DEMO_TOOL_FACTORIES, running_worker
+    from agentsteps.worker import DEMO_TOOL_FACTORIES, RunAwareRunner, running_worker
 
 ROOT = Path(__file__).resolve().parents[2]
 DASHBOARD = ROOT / "deploy" / "grafana" / "dashboards" / "agentsteps.json"
@@ -158,6 +158,10 @@ def test_dashboard_has_the_panels_operators_asked_for():
         "Polls: with a task / empty",
         "Sticky cache hit ratio",
         "Sticky cache size, misses and forced evictions",
+        "Replay time p50 / p95",
+        "Rebuilds: cache misses / sticky-queue timeouts",
+        "Payload store growth",
+        "Payload store requests by op",
         "Temporal RPC failures",
         "LLM error ratio by model",
         "Tool error ratio by tool",
@@ -334,6 +338,14 @@ async def _run_workload(client: Client, settings: WorkerSettings, scripted: Scri
             id=f"dash-{uuid.uuid4().hex[:10]}",
             task_queue=settings.task_queue,
         )
+    # A start of the wrong shape (a spec with no model) fails at once: the malformed-input panel.
+    with pytest.raises(WorkflowFailureError):
+        await client.execute_workflow(
+            AGENT_WORKFLOW,
+            {"spec": {"tools": ["get_weather"]}, "input": "no model"},
+            id=f"dash-{uuid.uuid4().hex[:10]}",
+            task_queue=settings.task_queue,
+        )
 
 
 def _total(name: str) -> float:
@@ -361,7 +373,14 @@ async def dashboard_temporal():
 
 
 async def _churn_cache(client: Client, queue: str) -> None:
-    async with Worker(client, task_queue=queue, workflows=[CacheChurnWorkflow], max_cached_workflows=1):
+    runner = RunAwareRunner(UnsandboxedWorkflowRunner())  # the engine's runner, which times rebuilds
+    async with Worker(
+        client,
+        task_queue=queue,
+        workflows=[CacheChurnWorkflow],
+        max_cached_workflows=1,
+        unsandboxed_workflow_runner=runner,
+    ):
         await asyncio.gather(
             *(
                 client.execute_workflow(

@@ -48,7 +48,16 @@ async def test_a_program_waits_for_approval_as_a_snapshot_holding_no_sandbox(tem
         handle = await _start(client, settings)
         waiting = await _waiting(client, handle.id)
         assert waiting.tool == "tickets.close" and waiting.arguments == '{"id": 7}'
-        assert sandbox.pool.checked_out == 0  # no interpreter is held while a person decides
+        assert (
+            sandbox.pool.checked_out == 0 and len(sandbox.pool.live) == 0
+        )  # no interpreter held while a person decides
+        # One snapshot before the long wait (beside the run's conversation segments), none per call.
+        stored = [
+            p
+            for p in (settings.state_dir / "payloads").rglob("*")
+            if p.is_file() and not p.name.startswith(".tmp-") and b'"prev":' not in p.read_bytes()
+        ]
+        assert len(stored) == 1
         await decide_approval(client, handle.id, waiting.approval_id, approve=True, approver="ana")
         result = await handle.result()
     assert result.output == {"closed": 7, "first": True}

@@ -141,7 +141,8 @@ async def test_hostile_program_fails_the_run_typed_and_the_worker_survives(env, 
 
 
 async def test_tampered_snapshot_fails_the_run_with_a_typed_error(env, scripted):
-    client, settings, _ = env
+    client, settings, sandbox = env
+    sandbox.replay_calls_bound = 0  # a snapshot at every pause, as before a long wait
     scripted.set_script({"replies": [program_reply("await wait(2)\n'done'\n")]})
     handle = await client.start_workflow(
         AGENT_WORKFLOW,
@@ -169,6 +170,7 @@ async def test_tampered_snapshot_fails_the_run_with_a_typed_error(env, scripted)
         data = bytearray(path.read_bytes())
         data[len(data) // 2] ^= 0xFF
         path.write_bytes(bytes(data))
+    await sandbox.pool.live.close()  # as if the worker restarted: the program is rebuilt from its snapshot
     with pytest.raises(WorkflowFailureError) as info:
         await handle.result()
     cause = info.value.cause

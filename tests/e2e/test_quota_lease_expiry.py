@@ -40,7 +40,14 @@ async def test_a_sigkilled_worker_holding_leases_leaks_no_capacity_past_the_leas
     doomed_queue = f"doomed-{uuid.uuid4().hex[:8]}"
     # This process keeps the account (and serves the run started after the kill); the child holds the leases.
     async with running_worker(client, configured, registry=ToolRegistry()):
-        child = start_worker_process(WORKER, address, doomed_queue, scripted.url_openai, tmp_path / "child")
+        child = start_worker_process(
+            WORKER,
+            address,
+            doomed_queue,
+            scripted.url_openai,
+            tmp_path / "child",
+            env={"AGENTSTEPS_TEST_QUOTAS": configured.quotas.model_dump_json()},  # its runs' quotas are its own
+        )
         held = []
         try:
             held = [await start_run(client, configured, SPEC, task_queue=doomed_queue) for _ in range(2)]

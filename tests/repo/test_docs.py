@@ -3,8 +3,12 @@
 What is checked both ways (nothing missing from the page, nothing on the page
 that the code no longer has): the settings the loader accepts against
 ``docs/configuration.md`` (and the MCP server keys against ``docs/mcp.md``),
-the metrics defined in ``telemetry/`` against ``docs/metrics.md``, and the
-``agentsteps`` commands of the argument parser against ``docs/cli.md``. Every
+the metrics defined in ``telemetry/`` against ``docs/metrics.md``, the
+``agentsteps`` commands of the argument parser against ``docs/cli.md``,
+``AgentResult``'s fields against ``docs/agent-spec.md``'s result table, and
+every error type: each class of the exception tree is named in
+``docs/failures.md``, and every exception class the package defines is in the
+tree or named below as internal (with where it ends). Every
 docs page is linked from the README, and every relative link in the README
 and the docs resolves, anchor included.
 """
@@ -26,6 +30,8 @@ from agentsteps.client import settings as loader
 from agentsteps.contracts.config.mcp_config import HttpServerConfig, McpBreaker, McpTimeouts, StdioServerConfig
 from agentsteps.contracts.config.schedules import ScheduleFile
 from agentsteps.contracts.config.settings import WorkerSettings
+from agentsteps.contracts.spec import AgentResult
+from agentsteps.failures import tree
 from agentsteps.telemetry import metrics
 from agentsteps.telemetry.runtime import TEMPORAL_WORKER_METRICS
 from agentsteps.telemetry.workflow_metrics import WORKFLOW_METRICS
@@ -307,3 +313,50 @@ def test_every_repository_path_the_docs_name_exists(path):
     named = re.findall(r"`((?:%s)/[\w./-]*)`" % "|".join(map(re.escape, folders)), path.read_text())
     missing = [n for n in named if n not in NOT_YET_CREATED and not (ROOT / n.rstrip("/")).exists()]
     assert missing == [], f"{path.name} names paths that do not exist: {missing}"
+
+
+def test_every_field_of_agent_result_is_in_the_result_table_and_vice_versa():
+    documented = [cell.strip("`") for cell in first_cells(section(DOCS / "agent-spec.md", "The result"))]
+    assert documented == list(AgentResult.model_fields), "docs/agent-spec.md's result table, in the model's order"
+
+
+def test_every_class_of_the_exception_tree_is_named_in_the_failures_page():
+    text = (DOCS / "failures.md").read_text()
+    assert sorted(name for name in tree() if f"`{name}`" not in text) == []
+
+
+# Exception classes the package defines outside the tree, and where each ends: none reaches a caller as itself.
+INTERNAL_EXCEPTIONS = {
+    "BudgetRefused": "a program's llm() over budget: told to the program as its call's error",
+    "QuotaRefused": "a tenant's hard budget: raised as BudgetExceededError (QuotaRefused.failure)",
+    "ForeignCatalogError": "storage/tool_catalogs.py: becomes PayloadIntegrityError",
+    "ForeignSegmentError": "storage/conversations.py: becomes PayloadIntegrityError",
+    "BadFilter": "console/reads.py: a 400 naming the filter",
+    "MalformedIdentity": "console/security.py: an auth proxy's header that is not a name; a 400 saying so",
+    "SessionGone": "cli/chat.py: one line naming SessionClosedError / SessionNotFoundError",
+    "SessionNotFound": "cli/chat.py: one line, 'no session ...'",
+    "ServerLost": "cli/dev.py: the dev stack's server died; one line",
+    "_Failed": "activities/sandbox/driver.py: private",
+    "ReplayDiverged": "activities/sandbox/driver.py: a replayed program paused elsewhere; becomes InvalidProgramResume",
+    "_NonFiniteNumber": "contracts/json_schema.py: private",
+    "_Unresolvable": "contracts/composition/prover: private",
+    "TicketError": "examples/tickets: the example MCP server's own errors, answered as MCP tool errors",
+    "NotFoundError": "examples/tickets",
+    "InvalidArgumentError": "examples/tickets",
+    "IdempotencyConflictError": "examples/tickets",
+}
+_EXCEPTION_BASES = {"Exception", "RuntimeError", "ValueError", "LookupError", "KeyError", "TypeError"}
+
+
+def test_every_exception_class_the_package_defines_is_in_the_tree_or_named_internal():
+    from package_source import package_files
+
+    defined: set[str] = set()
+    for path in package_files():
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ClassDef):
+                bases = {ast.unparse(b).rsplit(".", 1)[-1] for b in node.bases}
+                if bases & (_EXCEPTION_BASES | set(tree()) | set(INTERNAL_EXCEPTIONS)):
+                    defined.add(node.name)
+    assert sorted(defined - set(tree()) - set(INTERNAL_EXCEPTIONS)) == [], "add it to the tree (and docs/failures.md)"
+    assert sorted(set(INTERNAL_EXCEPTIONS) - defined) == [], "named internal here, but no longer defined"

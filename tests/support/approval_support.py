@@ -65,3 +65,13 @@ REFUND_SCRIPT = {
 def approval_factory(settings) -> ToolRegistry:  # noqa: ANN001 - a tool factory (``module:function`` in settings)
     """For ``WorkerSettings.tool_factories``: the approval tools beside the demo ones."""
     return approval_registry([])
+
+
+def webhook_settings(settings, url: str, secret: str, console_url: str):  # noqa: ANN001, ANN201
+    """``settings`` with one approval webhook for the refund tool, in the ``agentsteps`` shape."""
+    from agentsteps.contracts.config.settings import ApprovalWebhook
+
+    hook = ApprovalWebhook.model_validate(
+        {"name": "refund-desk", "url": url, "secret": secret, "tools": ["refund"], "console_url": console_url}
+    )
+    return settings.model_copy(update={"approval_webhooks": [hook]})

@@ -22,6 +22,7 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 
 from agentsteps.activities.llm.activities import LLMActivities
+from agentsteps.activities.quotas import QuotaPlanActivities
 from agentsteps.activities.sandbox import SandboxActivities, SandboxPool, SnapshotVault, load_snapshot_key
 from agentsteps.activities.tools.activities import ToolActivities
 from agentsteps.activities.tools.registry import ToolContext, ToolRegistry
@@ -173,6 +174,7 @@ async def code_worker(client: Client, settings: WorkerSettings, pool: SandboxPoo
                 sandbox.start,
                 sandbox.resume,
                 sandbox.fork,
+                QuotaPlanActivities(settings).plan,  # every run asks its worker's quota config at its start
             ],
             max_concurrent_activities=20,
             # AGENTSTEPS_TEST_NO_CACHE=1: no sticky cache (the time-skipping server never reroutes sticky tasks).

@@ -1,4 +1,4 @@
-"""Builders for the quota tests: settings with a quota table, a plan, history reading."""
+"""Builders for the quota tests: settings with a quota table, a run naming its tenant, history reading."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHandle
 
-from agentsteps.client.quotas import AccountView, quota_plan, read_account
+from agentsteps.client.quotas import AccountView, read_account
 from agentsteps.contracts import AgentInput, AgentResult, AgentSpec
 from agentsteps.contracts.config.settings import WorkerSettings
 from agentsteps.contracts.names import AGENT_WORKFLOW
@@ -35,7 +35,7 @@ async def start_run(
 ) -> WorkflowHandle[Any, AgentResult]:
     return await client.start_workflow(
         AGENT_WORKFLOW,
-        AgentInput(spec=spec, input=text, tenant=tenant, quota=quota_plan(settings, tenant)),
+        AgentInput(spec=spec, input=text, tenant=tenant),  # the worker's config decides the plan
         id=unique("quota-run"),
         task_queue=task_queue or settings.task_queue,
         result_type=AgentResult,

@@ -279,7 +279,7 @@ async def _agents(rec: Recorder, settings: WorkerSettings) -> None:
 
 async def _quotas(rec: Recorder, settings: WorkerSettings) -> None:
     """A tool-mode run under a quota and its tenant's budget, and the quota's account once it granted."""
-    from agentsteps.client.quotas import ensure_accounts, quota_plan
+    from agentsteps.client.quotas import ensure_accounts
     from agentsteps.contracts.quotas.config import QuotaSettings
 
     quotas = QuotaSettings.model_validate(
@@ -298,7 +298,16 @@ async def _quotas(rec: Recorder, settings: WorkerSettings) -> None:
             ],
         }
     )
-    await ensure_accounts(rec.client, quotas, rec.task_queue)
+    # The worker's own table decides a run's quotas (QUOTA_FROM_WORKER_PATCH): the run goes to a worker that has
+    # it, on a queue of its own; that worker also keeps the accounts.
+    queue = f"{rec.task_queue}-quotas"
+    quoted = settings.model_copy(update={"quotas": quotas, "task_queue": queue})
+    async with running_worker(rec.client, quoted, registry=recorder_registry(settings)):
+        await ensure_accounts(rec.client, quotas, queue)
+        await _quota_run(rec, quotas, queue)
+
+
+async def _quota_run(rec: Recorder, quotas: Any, queue: str) -> None:
     tenant = quotas.tenants[0].name
     rec.scripted.set_script(
         {
@@ -316,11 +325,10 @@ async def _quotas(rec: Recorder, settings: WorkerSettings) -> None:
         AgentInput(
             spec=agent_spec(tools=["get_weather"]),
             input="weather in Paris?",
-            tenant=tenant,
-            quota=quota_plan(quotas, tenant),
+            tenant=tenant,  # the recording worker's config decides the plan (QUOTA_FROM_WORKER_PATCH)
         ),
         id=f"quota-{uuid.uuid4().hex[:8]}",
-        task_queue=rec.task_queue,
+        task_queue=queue,
         result_type=AgentResult,
     )
     assert (await handle.result()).status == "completed"

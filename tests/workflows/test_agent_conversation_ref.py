@@ -17,8 +17,16 @@ from temporalio.worker import Replayer, UnsandboxedWorkflowRunner, Worker
 from test_approvals import decide, wait_pending
 from test_session_history import _llm_input_sizes
 
+from agentsteps.activities.quotas import QuotaPlanActivities
 from agentsteps.contracts import AgentInput, AgentResult, LLMConfig, LLMRequest, LLMResponse, Message
-from agentsteps.contracts.names import AGENT_WORKFLOW, APPROVE_UPDATE, LLM_CALL, LLM_CALL_RESOLVING_TOOLS, RELEASE_PATCH
+from agentsteps.contracts.names import (
+    AGENT_WORKFLOW,
+    APPROVE_UPDATE,
+    LLM_CALL,
+    LLM_CALL_RESOLVING_TOOLS,
+    QUOTA_FROM_WORKER_PATCH,
+    RELEASE_PATCH,
+)
 from agentsteps.workflows.agent import AgentWorkflow
 
 STEPS = 30
@@ -65,13 +73,14 @@ async def test_each_step_adds_its_new_messages_to_history_never_the_conversation
     assert len(sizes) == STEPS + 1
     # With the whole history each input would grow by a step's messages every step (~30x here).
     assert max(sizes[2:]) <= 1.2 * sizes[1], sizes
-    # Every patched behaviour under one release marker: one marker and one upsert a run (billable actions).
-    assert _marked(history, RELEASE_PATCH)
+    # Every patched behaviour of 0.2.0 under one release marker; since, the worker's quota plan (its patch marker
+    # and its local activity's marker): three markers and two patch upserts a run (billable actions).
+    assert _marked(history, RELEASE_PATCH) and _marked(history, QUOTA_FROM_WORKER_PATCH)
     kinds = [e.event_type for e in history.events]
-    assert kinds.count(EventType.EVENT_TYPE_MARKER_RECORDED) == 1
-    # The release marker's TemporalChangeVersion, then the console's attributes at start (this start set none);
+    assert kinds.count(EventType.EVENT_TYPE_MARKER_RECORDED) == 3
+    # The two markers' TemporalChangeVersion, then the console's attributes at start (this start set none);
     # none at the end: the run completed, and its result has the totals.
-    assert kinds.count(EventType.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES) == 2
+    assert kinds.count(EventType.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES) == 3
     # No tools.describe: the first llm.call resolved the tool names; one activity per model or tool call.
     scheduled = [
         e.activity_task_scheduled_event_attributes.activity_type.name
@@ -157,7 +166,8 @@ async def test_an_older_worker_never_takes_the_call_that_resolves_tools_and_the_
         client,
         task_queue=settings.task_queue,
         workflows=[AgentWorkflow],
-        activities=[older_llm_call, older_tools.call],
+        # A run asks its worker's quota config at its start (a local activity), older activities or not.
+        activities=[older_llm_call, older_tools.call, QuotaPlanActivities(settings).plan],
         workflow_runner=UnsandboxedWorkflowRunner(),
     ):
         handle = await client.start_workflow(
@@ -199,7 +209,7 @@ async def test_a_call_whose_every_attempt_met_an_older_worker_waits_for_an_upgra
         client,
         task_queue=settings.task_queue,
         workflows=[AgentWorkflow],
-        activities=[older_llm_call],
+        activities=[older_llm_call, QuotaPlanActivities(settings).plan],
         workflow_runner=UnsandboxedWorkflowRunner(),
     ):
         handle = await client.start_workflow(

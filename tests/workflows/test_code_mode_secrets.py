@@ -23,6 +23,7 @@ import pytest
 from pydantic import BaseModel
 from secret_scan import SecretScan
 
+from agentsteps.activities.sandbox import activities as sandbox_activities
 from agentsteps.activities.tools.registry import ToolRegistry
 from agentsteps.contracts import AgentInput, AgentResult, AgentSpec, LLMConfig
 from agentsteps.contracts.code.stubs import generate_stubs
@@ -103,6 +104,9 @@ accounts = await asyncio.gather(crm_lookup("acme"), crm_lookup("globex"))
 async def test_tool_secret_stays_in_the_worker_in_code_mode(client, settings, scripted, crm, monkeypatch, caplog):
     caplog.set_level(logging.DEBUG)
     monkeypatch.setenv(SECRET_ENV, SECRET)
+    # Kept live, a program stores a snapshot only before a long wait or past the replay bound: store one at
+    # every pause here, so the scan reads the interpreter's memory too.
+    monkeypatch.setattr(sandbox_activities, "REPLAY_CALLS_BOUND", 0)
     registry = crm_registry(crm["url"])
     scripted.set_script({"replies": [{"content": f"```python\n{PROGRAM}```\n"}]})
     spec = AgentSpec(
@@ -131,7 +135,7 @@ async def test_tool_secret_stays_in_the_worker_in_code_mode(client, settings, sc
     assert crm["authorised"] == 2 and crm["refused"] == 0
 
     assert scripted.requests and caplog.records
-    # The program paused on its calls, so a snapshot of its memory was stored (beside the conversation segments).
+    # The program paused on its calls, and a snapshot of its memory was stored (beside the conversation segments).
     assert [p for p in (settings.state_dir / "payloads").rglob("*") if p.is_file() and b'"prev":' not in p.read_bytes()]
     scan = SecretScan(SECRET).history(history).requests(scripted.requests).text("worker logs", caplog.text)
     scan.text("model request headers", json.dumps([dict(r.headers) for r in scripted.requests]))

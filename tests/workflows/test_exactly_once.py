@@ -33,6 +33,7 @@ from agentsteps.client.runs import start_agent_run
 from agentsteps.client.sessions import decide_approval, pending_approvals, send_turn, session_state
 from agentsteps.contracts import AgentInput, AgentResult, AgentSpec, InvalidSpecError
 from agentsteps.contracts.composition.pipeline_run import PipelineResult
+from agentsteps.contracts.errors import NonRetryableProviderError
 from agentsteps.contracts.names import AGENT_WORKFLOW, CANCEL_SIGNAL, PIPELINE_WORKFLOW
 from agentsteps.examples.support_models import TicketState, TicketUpdate
 from agentsteps.examples.tickets.db import TicketStore
@@ -445,7 +446,7 @@ async def test_a_failed_or_cancelled_turns_effects_are_told_to_the_next_turn_and
         if ending == "cancelled":
             assert (await first).status == "cancelled"
         else:
-            with pytest.raises(WorkflowUpdateFailedError):
+            with pytest.raises(NonRetryableProviderError):
                 await first
         state = await session_state(client, sid)
         second = await send_turn(client, spec, "invoice kim again", session_id=sid, task_queue=settings.task_queue)

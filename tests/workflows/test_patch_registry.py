@@ -42,6 +42,8 @@ PERSISTED = {
     "SESSION_STATE_PATCH": "agentsteps.session-state.1",
     "RELEASE_PATCH": "agentsteps.release.2026-12",
     "SEARCH_ATTRIBUTES_PATCH": "agentsteps.search-attributes.1",
+    "APPROVAL_NOTIFY_PATCH": "agentsteps.approval-notify.1",
+    "QUOTA_FROM_WORKER_PATCH": "agentsteps.quota-from-worker.1",
 }
 """Written out once, here only: recorded runs carry these strings, so none may ever change."""
 

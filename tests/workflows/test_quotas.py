@@ -25,15 +25,16 @@ def spec(**overrides) -> AgentSpec:
     return AgentSpec(**{"name": "quota", "model": MODEL, "tools": [], "max_steps": 2, **overrides})
 
 
-async def test_a_run_without_a_quota_plan_issues_no_quota_command_and_one_with_a_plan_is_reconciled(
+async def test_a_run_on_a_worker_without_quotas_issues_no_quota_command_and_one_with_them_is_reconciled(
     client, settings, scripted
 ):
     scripted.set_script({"default": {"content": "hi", "usage": USAGE}})
     quota = unique("q")
     configured = with_quotas(settings, limits=[{"name": quota, "model": "scripted-*", "requests_per_minute": 100}])
-    async with running_worker(client, configured, registry=ToolRegistry()):
-        plain = await start_run(client, settings, spec())  # nothing configured: no plan
+    async with running_worker(client, settings, registry=ToolRegistry()):
+        plain = await start_run(client, settings, spec())  # nothing configured on this worker: no plan
         await plain.result()
+    async with running_worker(client, configured, registry=ToolRegistry()):
         leased = await start_run(client, configured, spec())
         result = await leased.result()
         view = await settled_account(client, "quota", quota)
@@ -143,7 +144,6 @@ async def test_an_operator_raises_a_live_limit_and_the_waiting_run_goes_on(clien
 
 
 async def test_runs_and_session_turns_carry_their_tenant_and_operators_list_runs_by_it(client, settings, scripted):
-    from agentsteps.client.quotas import quota_plan
     from agentsteps.client.sessions import send_turn
 
     scripted.set_script({"default": {"content": "hi", "usage": USAGE}})
@@ -159,7 +159,6 @@ async def test_runs_and_session_turns_carry_their_tenant_and_operators_list_runs
             session_id=unique("s"),
             task_queue=configured.task_queue,
             tenant=tenant,
-            quota=quota_plan(configured, tenant),
         )
         view = await settled_account(client, "tenant", tenant)
         listed = []

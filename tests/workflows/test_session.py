@@ -10,6 +10,7 @@ from session_support import failure_of, memory_script, rejected, session_id, tur
 from temporalio.client import WorkflowUpdateFailedError
 
 from agentsteps.client.sessions import close_session, continue_session, session_handle, session_state, session_turns
+from agentsteps.contracts.errors import BudgetExceededError
 from agentsteps.contracts.names import CANCEL_SIGNAL, TURN_UPDATE
 from agentsteps.contracts.session import MAX_TURN_INPUT_CHARS, SessionConfig, SessionOutcome
 
@@ -134,7 +135,7 @@ async def test_a_failed_turn_leaves_the_conversation_as_it_was_and_the_session_o
     sid = session_id()
     await turn(engine, sid, "hello", max_steps=2)
 
-    with pytest.raises(WorkflowUpdateFailedError) as failed:
+    with pytest.raises(BudgetExceededError) as failed:
         await turn(engine, sid, "loop forever", max_steps=2)
     after = await turn(engine, sid, "and now?", max_steps=2)
 

@@ -9,6 +9,7 @@ from temporalio.client import WorkflowUpdateFailedError
 
 from agentsteps.client.sessions import continue_session, session_turns
 from agentsteps.contracts import LLMConfig
+from agentsteps.contracts.errors import AgentStepsError
 from agentsteps.contracts.llm.context import SUMMARY_MARK
 
 SMALL = LLMConfig(model=MODEL, max_tokens=64, context_window=700)
@@ -67,7 +68,7 @@ async def test_without_a_policy_the_turn_past_the_window_fails_typed_and_the_ses
     for n in range(2, 10):
         try:
             await continue_session(engine.client, sid, fact(n))
-        except WorkflowUpdateFailedError as exc:
+        except AgentStepsError as exc:
             failed = failure_of(exc)
             break
     assert failed is not None and "context window" in failed.message

@@ -17,6 +17,7 @@ from session_support import failure_of, session_id, turn
 from temporalio.client import WorkflowExecutionStatus, WorkflowUpdateFailedError
 
 from agentsteps.client.sessions import session_handle, session_state
+from agentsteps.contracts.errors import AgentStepsError
 from agentsteps.contracts.session import SessionConfig
 from agentsteps.contracts.spec import ActivityPolicy
 from agentsteps.worker import build_mcp, running_worker
@@ -101,7 +102,7 @@ async def test_an_mcp_server_down_at_continue_as_new_fails_only_the_next_turn(
         await asyncio.sleep(GIVE_UP + 2)  # long past the point where describing again would have given up
         status = (await session_handle(client, sid).describe()).status
 
-        with pytest.raises(WorkflowUpdateFailedError) as down:
+        with pytest.raises(AgentStepsError) as down:
             await send("[echo] again")
         alive = await session_state(client, sid)
 
@@ -143,7 +144,7 @@ async def test_a_failed_describe_fails_that_turn_and_the_session_goes_on(client,
     sid = session_id()
     async with running_worker(client, configured, mcp=mcp):
         engine = type("E", (), {"client": client, "task_queue": configured.task_queue})()
-        with pytest.raises(WorkflowUpdateFailedError) as down:
+        with pytest.raises(AgentStepsError) as down:
             await turn(engine, sid, "remember the word zebra [echo]", tools=["flaky_echo"], tool_policy=RETRY)
         state = await session_state(client, sid)
         control.set("down", on=False)

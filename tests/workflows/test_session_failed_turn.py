@@ -18,6 +18,7 @@ from temporalio.contrib.workflow_streams import WorkflowStreamClient
 from temporalio.exceptions import ApplicationError
 
 from agentsteps.client.sessions import decide_approval, pending_approvals, session_state
+from agentsteps.contracts.errors import AgentStepsError, ApprovalError
 from agentsteps.contracts.names import APPROVE_UPDATE, PROGRESS_TOPIC
 from agentsteps.contracts.session import ProgressEvent
 from agentsteps.worker import running_worker
@@ -95,13 +96,13 @@ async def test_a_failing_call_withdraws_the_approval_its_sibling_waits_for(desk,
     scripted.set_script(SCRIPT if mode == "tools" else CODE_SCRIPT)
     spec = {"tools": ["refund", "audit"], **({"mode": "code", "max_steps": 4} if mode == "code" else {})}
     sid = session_id()
-    with pytest.raises(WorkflowUpdateFailedError) as failed:
+    with pytest.raises(WorkflowUpdateFailedError) as failed:  # a tool's own failure type, not one of ours
         await turn(desk, sid, "refund and audit A-17", **spec)
     state = await session_state(desk.client, sid)
     pending = await pending_approvals(desk.client, sid)
     [approval_id] = await asyncio.wait_for(requested_approvals(desk.client, sid), timeout=30)
     late = await rejected(desk.client, sid, APPROVE_UPDATE, {"approval_id": approval_id})
-    with pytest.raises(WorkflowUpdateFailedError) as via_client:
+    with pytest.raises(ApprovalError) as via_client:
         await decide_approval(desk.client, sid, approval_id, approve=True, approver="ana")
     after = await turn(desk, sid, "hello", **spec)
 

@@ -11,6 +11,7 @@ from session_support import failure_of, session_id, turn
 from temporalio.client import WorkflowUpdateFailedError
 from temporalio.contrib.workflow_streams import WorkflowStreamClient
 
+from agentsteps.contracts.errors import NonRetryableProviderError
 from agentsteps.contracts.names import PROGRESS_TOPIC
 from agentsteps.contracts.session import ProgressEvent, SessionConfig
 
@@ -104,7 +105,7 @@ async def test_a_broken_stream_fails_the_turn_typed_and_the_session_loses_nothin
         }
     )
     await turn(engine, sid, "first: remember the code 7", config=STREAMING, tools=[])
-    with pytest.raises(WorkflowUpdateFailedError) as caught:
+    with pytest.raises(NonRetryableProviderError) as caught:
         await turn(engine, sid, "broken answer please", config=STREAMING, tools=[])
     error = failure_of(caught.value)
     assert error.type == "NonRetryableProviderError" and "malformed provider response" in error.message

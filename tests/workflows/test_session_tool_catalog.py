@@ -31,6 +31,7 @@ from agentsteps.client.payload_gc import collect_garbage
 from agentsteps.client.session_forks import fork_session
 from agentsteps.client.sessions import continue_session, send_turn, session_handle, session_state, session_turns
 from agentsteps.contracts import AgentSpec
+from agentsteps.contracts.errors import AgentStepsError
 from agentsteps.contracts.names import LLM_CALL, LLM_CALL_TOOL_CATALOG, TURN_UPDATE
 from agentsteps.contracts.session import SessionConfig, SessionInput, SessionOutcome, TurnInput, TurnResult
 from agentsteps.storage.payload_store import build_payload_store
@@ -300,7 +301,7 @@ async def test_an_altered_or_missing_session_catalog_fails_the_turn_typed_and_is
         async with running_worker(client, settings, registry=weather_registry(WEATHER_V1)):  # empty caches
             try:
                 await next_turn(client, sid, text)
-            except WorkflowUpdateFailedError as exc:
+            except AgentStepsError as exc:
                 failure = failure_of(exc)
             else:
                 raise AssertionError("a turn naming an unreadable catalog completed")

@@ -15,7 +15,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy
+from temporalio.common import RawValue, RetryPolicy
 from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
@@ -41,6 +41,7 @@ with workflow.unsafe.imports_passed_through():
     from ...failures import to_application_error
     from ...telemetry import workflow_metrics
     from ..calls import call_llm, call_outcome, call_tool, describe_tools
+    from ..entries import NO_INPUT, start_input
     from ..ladder import Rung, ViolationLadder, retry_history
     from ..program_driver import drive_program, program_keys
     from ..releases.gates import effects_once
@@ -62,7 +63,8 @@ with workflow.unsafe.imports_passed_through():
 @workflow.defn(name=MONITOR_WORKFLOW)
 class MonitorWorkflow:
     @workflow.run
-    async def run(self, inp: MonitorInput) -> MonitorReport:
+    async def run(self, raw: RawValue = NO_INPUT) -> MonitorReport:
+        inp = start_input(raw, MonitorInput)
         spec = inp.spec
         bounded = effects_once()  # the record's retries bounded
         as_of = _utc(inp.as_of or workflow.now())

@@ -22,12 +22,14 @@ from temporalio import workflow
 with workflow.unsafe.imports_passed_through():
     from ...contracts import ToolSchema
     from ...contracts.names import (
+        APPROVAL_NOTIFY_PATCH,
         APPROVALS_CARRIED_PATCH,
         APPROVALS_PATCH,
         CONVERSATION_REF_PATCH,
         EFFECTS_PATCH,
         EXACTLY_ONCE_PATCH,
         PATCH_TOOL_RESULT_CAP,
+        QUOTA_FROM_WORKER_PATCH,
         REFUSAL_REPROMPTED_ONCE,
         RELEASE_PATCH,
         SEARCH_ATTRIBUTES_PATCH,
@@ -121,10 +123,23 @@ def carries_decisions() -> bool:
     return workflow.patched(APPROVALS_CARRIED_PATCH)
 
 
+def notifies_approvers() -> bool:
+    """A call that starts waiting schedules ``approval.notify``, and a reminder before its timeout
+    (``APPROVAL_NOTIFY_PATCH``, not under the release: every run asks it at its first waiting call)."""
+    return workflow.patched(APPROVAL_NOTIFY_PATCH)
+
+
 def effects_once() -> bool:
     """A pipeline describes its tools for their delivery policies, a monitor tick bounds its record's retries
     (``EFFECTS_PATCH``, not under the release); asked at the run's start."""
     return workflow.patched(EFFECTS_PATCH)
+
+
+def quotas_from_worker() -> bool:
+    """A run takes its quota plan from the worker's config (the ``quota.plan`` local activity) and ignores the
+    one in its input (``QUOTA_FROM_WORKER_PATCH``, not under the release); asked at a run's, and each session
+    run's, start, after its tenant is checked."""
+    return workflow.patched(QUOTA_FROM_WORKER_PATCH)
 
 
 def second_refusal_degrades(release: bool) -> bool:
@@ -147,6 +162,8 @@ def retries_at_most_once_after_any_failure() -> bool:
 
 __all__ = [
     "Features",
+    "notifies_approvers",
+    "quotas_from_worker",
     "cancel_ends_at_most_once_call",
     "carries_decisions",
     "effects_once",

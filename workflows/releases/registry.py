@@ -32,12 +32,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...contracts.names import (
+    APPROVAL_NOTIFY_PATCH,
     APPROVALS_CARRIED_PATCH,
     APPROVALS_PATCH,
     CONVERSATION_REF_PATCH,
     EFFECTS_PATCH,
     EXACTLY_ONCE_PATCH,
     PATCH_TOOL_RESULT_CAP,
+    QUOTA_FROM_WORKER_PATCH,
     REFUSAL_REPROMPTED_ONCE,
     RELEASE_PATCH,
     SEARCH_ATTRIBUTES_PATCH,
@@ -100,6 +102,7 @@ _SEARCH_ATTRIBUTES_AGENT_RUNS = (
 )
 _EXACTLY_ONCE_EVIDENCE = ("approval_asked_again_for_a_recorded_effect", "at_most_once_retried_after_the_call")
 _RELEASE_RUNS = (
+    "kept_live_agent_code_mode_fork_waiting",
     "release_2026_12_agent_code_mode",
     "release_2026_12_agent_code_mode_fork_waiting",
     "release_2026_12_code_mode",
@@ -302,7 +305,7 @@ PATCHES: tuple[Patch, ...] = (
         old_branch_does="asks each id above where it always was (one marker and one upsert per id taken)",
         asked_at="an agent run's start and each session turn's start, first (`Features.at_start`)",
         under_release=False,
-        marked=_RELEASE_RUNS,
+        marked=(*_RELEASE_RUNS, "quota_from_worker_quota_tool_mode"),
         old_branch=(
             *_CONVERSATION_REF_RUNS,
             *_EXACTLY_ONCE_EVIDENCE,
@@ -315,6 +318,57 @@ PATCHES: tuple[Patch, ...] = (
             "started on 0.2.0 workers or later); then `deprecate_patch(RELEASE_PATCH)` at the same point, and the "
             "call goes once no open run carries its marker. A later release's command changes take a new release "
             "id, asked first in the same way."
+        ),
+    ),
+    Patch(
+        id=APPROVAL_NOTIFY_PATCH,
+        added="issue 38, approvals that reach people (commit on branch approvals, 2026-12-06)",
+        old_branch_does=(
+            "a call waiting for approval schedules nothing: no `approval.notify` activity, one timer for its "
+            "whole wait (no reminder timer)"
+        ),
+        asked_at="each call that starts waiting for approval (`ApprovalDesk.gate`, `notifies_approvers`)",
+        under_release=False,
+        marked=(),
+        old_branch=(
+            "approval_asked_again_for_a_recorded_effect",
+            "release_2026_12_session_streamed_continued",
+            "search_attributes_session_streamed_continued",
+            "session_catalog_session_streamed_continued",
+            "session_failed_turn_continued",
+            "session_streamed_continued",
+        ),
+        may_go="`deprecate_patch` when no run or session started before these workers waits for approval "
+        "(`temporal workflow count --query 'AgentStepsAwaitingApproval = true AND StartTime < \"<that deploy>\"'` "
+        "is 0); the call goes once no open run carries its marker: fold it into the next release id first.",
+    ),
+    Patch(
+        id=QUOTA_FROM_WORKER_PATCH,
+        added="issue 36 item 1, the worker decides quotas and budgets (commit on branch budget, 2026-12-06)",
+        old_branch_does=(
+            "takes the quota plan (accounts, prices, degradation chain) its caller put in the input, with no "
+            "`quota.plan` local activity"
+        ),
+        asked_at=(
+            "an agent run's start, after its tenant is checked, and each session run's start (`quotas_from_worker`, "
+            "from `quota_gate.worker_plan`)"
+        ),
+        under_release=False,
+        marked=("quota_from_worker_quota_tool_mode",),
+        # Every agent run and session recorded so far asks it at its start (the quota one took its input's plan).
+        old_branch=(
+            *_BEFORE_ANY_PATCH_AGENT_RUNS,
+            *_CONVERSATION_REF_RUNS,
+            *_SEARCH_ATTRIBUTES_AGENT_RUNS,
+            *_EXACTLY_ONCE_EVIDENCE,
+            *_RELEASE_RUNS,
+            *_PRE_RELEASE_SESSIONS,
+        ),
+        may_go=(
+            "when no run or session run started before the workers that ask it is open (a session continued "
+            "since is a new run and asks it); then `deprecate_patch(QUOTA_FROM_WORKER_PATCH)` at the same point "
+            "(the plan always from the activity, `AgentInput.quota` never read), and the call goes once no open "
+            "run carries its marker."
         ),
     ),
 )

@@ -32,6 +32,7 @@ from ....contracts.llm.capabilities import ModelCapability, capability_for
 from .base import Provider
 
 _OFFICIAL_OPENAI_HOST = "api.openai.com"
+_OFFICIAL_ANTHROPIC_HOST = "api.anthropic.com"
 _MODULES = {"openai": f"{__package__}.openai", "anthropic": f"{__package__}.anthropic"}
 
 
@@ -123,10 +124,11 @@ class ProviderSet:
                     f"{', '.join(have)}): declare it in [worker.providers] {name}_keys, or name one of those"
                 )
             return self._provider(name, api_key)
+        # Servers of one's own (vLLM, Ollama, a proxy, the scripted model: the offline model of the embedded
+        # stack answers both formats) need no key; the providers' own APIs do.
         if name == "openai":
-            # Local OpenAI-compatible servers (vLLM, Ollama, the scripted model) need no key.
             if s.openai_api_key is None and urlparse(s.openai_base_url).hostname == _OFFICIAL_OPENAI_HOST:
                 raise NonRetryableProviderError(f"OPENAI_API_KEY is not set; it is required for {s.openai_base_url}")
-        elif s.anthropic_api_key is None:
-            raise NonRetryableProviderError("ANTHROPIC_API_KEY is not set; it is required for the anthropic provider")
+        elif s.anthropic_api_key is None and urlparse(s.anthropic_base_url).hostname == _OFFICIAL_ANTHROPIC_HOST:
+            raise NonRetryableProviderError(f"ANTHROPIC_API_KEY is not set; it is required for {s.anthropic_base_url}")
         return self._provider(name, DEFAULT_API_KEY)

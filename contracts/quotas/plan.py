@@ -1,0 +1,59 @@
+"""Which accounts a run's model calls go through, derived from the worker's own config.
+
+The worker decides (DESIGN.md rule 13): a start names only its tenant. The
+``quota.plan`` local activity (``activities/quotas``) answers with this plan,
+built from the config of the worker that ran it, and Temporal records the
+answer in the run's history, so a replay on a worker with another config takes
+the same accounts. A plan a caller sends in the input (``AgentInput.quota``,
+from clients before 0.3) is ignored by every run that asks the activity.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from pydantic import BaseModel
+
+from ..persisted_ids import account_id
+from .config import QuotaSettings
+from .wire import QuotaPlan, QuotaRoute
+
+
+class QuotaPlanInput(BaseModel):
+    """The ``quota.plan`` activity's input: the tenant the run bills to (None: ``default``)."""
+
+    tenant: str | None = None
+
+
+class QuotaPlanAnswer(BaseModel):
+    plan: QuotaPlan | None = None
+    """None when the worker's config has no quota and no budget for the tenant: the run issues no quota command."""
+
+
+def plan_for(quotas: QuotaSettings, prices: Mapping[str, tuple[float, float]], tenant: str | None) -> QuotaPlan | None:
+    """The plan of a run billed to ``tenant`` (already checked by ``tenant_problem``) under ``quotas``.
+
+    ``prices``: USD per million input and output tokens by model (the worker's price table)."""
+    configured = quotas.tenant(tenant)
+    if not quotas.limits and (configured is None or not configured.has_budget):
+        return None
+    routes = sorted(quotas.limits, key=lambda q: (q.model.endswith("*"), -len(q.model)))
+    return QuotaPlan(
+        tenant=tenant or "default",
+        tenant_label=configured.name if configured is not None else "other",
+        weight=configured.weight if configured is not None else 1.0,
+        tenant_account=account_id("tenant", configured.name)
+        if configured is not None and configured.has_budget
+        else None,
+        routes=[
+            QuotaRoute(
+                quota=q.name, provider=q.provider, model=q.model, api_key=q.api_key, account=account_id("quota", q.name)
+            )
+            for q in routes
+        ],
+        degrade_to=list(configured.degrade_to) if configured is not None else [],
+        prices=dict(prices),
+    )
+
+
+__all__ = ["QuotaPlanAnswer", "QuotaPlanInput", "plan_for"]
