@@ -19,6 +19,7 @@ from temporalio.service import RPCError
 from agentsteps.client.session_stream import feeds_open, follow
 from agentsteps.client.sessions import close_session, decide_approval, pending_approvals
 from agentsteps.client.transcript import StreamItem
+from agentsteps.contracts.errors import RunNotFoundError
 from agentsteps.contracts.names import PROGRESS_TOPIC
 from agentsteps.contracts.session import ProgressEvent, SessionConfig
 
@@ -85,7 +86,7 @@ async def _approval_waiting(client, sid: str):
             try:
                 if waiting := await pending_approvals(client, sid):
                     return waiting
-            except RPCError:  # the turn has not started the session yet
+            except (RPCError, RunNotFoundError):  # the turn has not started the session yet
                 pass
             await asyncio.sleep(0.05)
 
