@@ -89,3 +89,18 @@ async def test_a_resume_position_that_is_not_a_position_is_refused_with_stream_p
     assert [(r.status_code, r.json()["error"]) for r in refused] == [(400, "StreamPositionError")] * len(refused)
     assert unknown.status_code == 404
     await close_session(engine.client, sid, "done")
+
+
+async def test_behind_the_auth_proxy_the_events_need_its_header_and_a_name_in_it(engine, scripted):
+    scripted.set_script({"default": {"content": "hi"}})
+    sid = session_id()
+    await turn(engine, sid, "hello", tools=[])
+    header = "X-Forwarded-User"
+    async with console(engine.client, proxy_user_header=header) as url, httpx.AsyncClient(base_url=url) as web:
+        missing = await web.get(f"/api/sessions/{sid}/events")
+        garbled = await web.get(f"/api/sessions/{sid}/events", headers={header: "ana\x7f"})
+        read = await read_events(web, sid, headers={header: "ana", "Last-Event-ID": "-1"})
+    assert (missing.status_code, missing.json()["error"]) == (401, "ConsoleAuth")
+    assert (garbled.status_code, garbled.json()["error"]) == (400, "ConsoleAuth")
+    assert read[-1][1] == "turn_ended" and read[-1][2]["agrees"] is True  # nothing streamed, nothing contradicts it
+    await close_session(engine.client, sid, "done")
