@@ -11,11 +11,10 @@ import json
 
 import pytest
 from agent_support import make_spec, start_columns_without_upsert
+from charge_support import charge_rules, charging_registry
 from cli_json_support import pinned
-from pydantic import BaseModel
 from temporalio.common import SearchAttributeKey
 
-from agentsteps.activities.tools.registry import ToolContext, ToolRegistry
 from agentsteps.cli.json_output import FORK
 from agentsteps.client.forks import fork_run
 from agentsteps.client.runs import start_agent_run
@@ -29,35 +28,8 @@ from agentsteps.workflows.quota_gate import warm_tokenizer
 CHARGES = 10
 
 
-class Charge(BaseModel):
-    customer: int
-
-
-def charging_registry(executed: list[int]) -> ToolRegistry:
-    registry = ToolRegistry()
-
-    @registry.tool(side_effects=True)
-    def charge(args: Charge, ctx: ToolContext) -> dict:
-        """Charge a customer (ignores its idempotency key, as careless tools do)."""
-        executed.append(args.customer)
-        return {"charged": args.customer}
-
-    return registry
-
-
 def script() -> dict:
-    rules = [{"match": {"role": "user"}, "reply": {"tool_calls": [{"name": "charge", "arguments": {"customer": 0}}]}}]
-    for k in range(CHARGES - 1):
-        rules.append(
-            {
-                "match": {"role": "tool", "contains": f'"charged": {k}}}'},
-                "reply": {"tool_calls": [{"name": "charge", "arguments": {"customer": k + 1}}]},
-            }
-        )
-    rules.append(
-        {"match": {"role": "tool", "contains": f'"charged": {CHARGES - 1}}}'}, "reply": {"content": "all charged"}}
-    )
-    return {"rules": rules}
+    return {"rules": charge_rules(CHARGES)}
 
 
 async def test_a_fork_at_every_step_of_a_ten_tool_run_repeats_no_effect(client, settings, scripted):

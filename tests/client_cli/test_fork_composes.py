@@ -10,10 +10,9 @@ import argparse
 
 import pytest
 from agent_support import make_spec
-from pydantic import BaseModel
+from charge_support import charge_rules, charging_registry
 from temporalio.service import RPCError
 
-from agentsteps.activities.tools.registry import ToolContext, ToolRegistry
 from agentsteps.cli.fork import fork_command
 from agentsteps.client.forks import fork_run
 from agentsteps.contracts import AgentInput, AgentResult, InvalidSpecError
@@ -23,35 +22,8 @@ from agentsteps.worker import build_data_converter, running_worker
 CHARGES = 6
 
 
-class Charge(BaseModel):
-    customer: int
-
-
-def charging_registry(executed: list[int]) -> ToolRegistry:
-    registry = ToolRegistry()
-
-    @registry.tool(side_effects=True)
-    def charge(args: Charge, ctx: ToolContext) -> dict:
-        """Charge a customer (ignores its idempotency key)."""
-        executed.append(args.customer)
-        return {"charged": args.customer}
-
-    return registry
-
-
 def script() -> dict:
-    rules = [{"match": {"role": "user"}, "reply": {"tool_calls": [{"name": "charge", "arguments": {"customer": 0}}]}}]
-    for k in range(CHARGES - 1):
-        rules.append(
-            {
-                "match": {"role": "tool", "contains": f'"charged": {k}}}'},
-                "reply": {"tool_calls": [{"name": "charge", "arguments": {"customer": k + 1}}]},
-            }
-        )
-    rules.append(
-        {"match": {"role": "tool", "contains": f'"charged": {CHARGES - 1}}}'}, "reply": {"content": "all charged"}}
-    )
-    return {"rules": rules}
+    return {"rules": charge_rules(CHARGES)}
 
 
 def conversation(request) -> list[dict]:
