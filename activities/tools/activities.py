@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from datetime import datetime, timezone
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -197,6 +198,9 @@ def _time_for(carried: CarriedProgram, started: float) -> bool:
     info = activity.info()
     bounds = [t.total_seconds() for t in (info.start_to_close_timeout, info.heartbeat_timeout) if t]
     needed = time.perf_counter() - started + carried.resume.limits.segment_seconds + SEGMENT_MARGIN_SECONDS
+    if info.schedule_to_close_timeout and info.scheduled_time:
+        waited = (datetime.now(timezone.utc) - info.scheduled_time).total_seconds() - (time.perf_counter() - started)
+        bounds.append(info.schedule_to_close_timeout.total_seconds() - max(0.0, waited))
     return all(needed < bound for bound in bounds)
 
 
