@@ -28,8 +28,8 @@ from temporalio.client import WorkflowHistory
 from temporalio.converter import DataConverter
 
 from ..contracts import Step
+from ..contracts.code.carried import CarryingCallResult, carried_pause
 from ..contracts.code.program import ProgramStatus
-from ..contracts.llm.tools import ToolCallResult
 from ..contracts.names import CODE_FORK, CODE_RESUME, CODE_START, TOOLS_CALL
 from ..contracts.persisted_ids import RUN_SCOPE, program_call_id
 from ..contracts.violations import ViolationKind
@@ -59,7 +59,7 @@ class ForkPoint:
 async def program_segments(history: WorkflowHistory, converter: DataConverter) -> list[list[ProgramStatus]]:
     """Each program the run started, as its segments' results in order: ``code.start``'s (a fork's first
     program: ``code.fork``'s, the source's program re-bound), then each ``code.resume``'s, or the next
-    pause a ``tools.call`` activity answered with (``ToolCallResult.program``)."""
+    pause a ``tools.call`` activity answered with (``CarryingCallResult.program``)."""
     programs: list[list[ProgramStatus]] = []
     tool_calls: set[int] = set()
     """Scheduled ``tools.call`` events: a completed one may carry its program's next pause."""
@@ -72,9 +72,10 @@ async def program_segments(history: WorkflowHistory, converter: DataConverter) -
             done = event.activity_task_completed_event_attributes
             if done.scheduled_event_id in tool_calls and programs:
                 payloads = list(done.result.payloads)
-                result = (await converter.decode(payloads, [ToolCallResult]))[0] if payloads else None
-                if result is not None and result.program is not None:
-                    programs[-1].append(result.program)  # resumed by the call's own activity
+                result = (await converter.decode(payloads, [CarryingCallResult]))[0] if payloads else None
+                following = carried_pause(result) if result is not None else None
+                if following is not None:
+                    programs[-1].append(following)  # resumed by the call's own activity
             continue
         if event.event_type != EventType.EVENT_TYPE_MARKER_RECORDED:
             continue

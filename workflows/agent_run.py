@@ -37,7 +37,8 @@ with workflow.unsafe.imports_passed_through():
         ToolSchema,
     )
     from ..contracts.approvals import rejection_message
-    from ..contracts.code.program import CarriedProgram, ReplMemory
+    from ..contracts.code.carried import CarriedProgram, the_call_alone
+    from ..contracts.code.program import ReplMemory
     from ..contracts.errors import BudgetExceededError, DeploymentConfigError, InvalidSpecError, ToolConfigError
     from ..contracts.llm.conversation import ConversationRef
     from ..contracts.llm.request import TokenStream
@@ -347,7 +348,7 @@ class AgentRun:
         ``for_model``: a tool-mode step's call, whose result the model reads next; under the release the
         activity stores that tool message in the run's conversation store and the next call names it.
         ``carried``: the code-mode program waiting on this call alone (``CarriedProgram``); a result from the
-        activity may then carry its next pause (``ToolCallResult.program``), never one from the record.
+        activity may then carry its next pause (``CarryingCallResult``), never one from the record.
         """
         if self.effects is None:  # a run recorded before EFFECTS_PATCH
             return await call_tool_keyed_by_run(
@@ -393,7 +394,7 @@ class AgentRun:
         )
         if effectful:
             # The record answers a repeat of the effect: the tool's result, not a pause of this program.
-            self.effects.record(key, name, arguments, result.model_copy(update={"program": None}))
+            self.effects.record(key, name, arguments, the_call_alone(result))
         return result
 
     def tool_result_cap(self) -> int | None:

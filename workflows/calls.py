@@ -24,9 +24,10 @@ from temporalio.exceptions import ActivityError, ApplicationError, CancelledErro
 
 with workflow.unsafe.imports_passed_through():
     from ..contracts import LLMRequest, LLMResponse, ToolCallInput, ToolCallResult, ToolSchema, Usage
-    from ..contracts.code.program import CallOutcome, CarriedProgram
+    from ..contracts.code.carried import CarriedProgram, CarryingCallInput, CarryingCallResult, program_outcome
+    from ..contracts.code.program import CallOutcome
     from ..contracts.errors import BudgetExceededError, ToolNotSentError
-    from ..contracts.llm.tools import Delivery, ToolsDescribeInput, outcome_unknown, program_outcome
+    from ..contracts.llm.tools import Delivery, ToolsDescribeInput, outcome_unknown
     from ..contracts.names import TOOLS_CALL, TOOLS_DESCRIBE
     from ..contracts.spec import ActivityPolicy
     from ..failures import failure_type, to_application_error
@@ -109,8 +110,17 @@ async def call_tool(
         delivery=delivery,
         store_for=store_for,
         store_cap=store_cap,
-        program=program if delivery != "at_most_once" else None,
     )
+    if program is not None and delivery != "at_most_once":
+        carrying = CarryingCallInput(**dict(call), program=program)
+        answer: CarryingCallResult = await workflow.execute_activity(
+            TOOLS_CALL,
+            carrying,
+            result_type=CarryingCallResult,
+            summary=f"execute_tool {name}",
+            **activity_options(policy),
+        )
+        return answer
     if delivery != "at_most_once":
         result: ToolCallResult = await workflow.execute_activity(
             TOOLS_CALL, call, result_type=ToolCallResult, summary=f"execute_tool {name}", **activity_options(policy)

@@ -34,10 +34,10 @@ with workflow.unsafe.imports_passed_through():
         Violation,
         ViolationKind,
     )
+    from ..contracts.code.carried import CarriedProgram, carried_pause
     from ..contracts.code.program import (
         LLM_FUNCTION,
         CallOutcome,
-        CarriedProgram,
         ForkedProgram,
         PendingCall,
         ProgramFunction,
@@ -294,7 +294,7 @@ async def _run_call(
         )
         outcome = call_outcome(call.call_id, result)
         content = result.content
-        following = result.program
+        following = carried_pause(result)
     records[call.call_id] = ToolCallRecord(
         call_id=call_id,
         name=function.tool,

@@ -17,9 +17,9 @@ from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from ..contracts import Violation
+    from ..contracts.code.carried import CarriedProgram
     from ..contracts.code.program import (
         CallOutcome,
-        CarriedProgram,
         CheckProgramInput,
         CheckProgramResult,
         ForkProgramInput,

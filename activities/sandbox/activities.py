@@ -18,8 +18,8 @@ from typing import Any
 from pydantic_monty import AsyncMontySession, MontyError
 from temporalio import activity
 
+from ...contracts.code.carried import CarriedProgram, program_outcome
 from ...contracts.code.program import (
-    CarriedProgram,
     CheckProgramInput,
     CheckProgramResult,
     ForkProgramInput,
@@ -34,7 +34,7 @@ from ...contracts.code.program import (
 )
 from ...contracts.code.variables import probe_program
 from ...contracts.errors import InvalidProgramResume, SnapshotIntegrityError, SnapshotKeyUnknownError
-from ...contracts.llm.tools import ToolCallResult, program_outcome
+from ...contracts.llm.tools import ToolCallResult
 from ...contracts.names import CODE_CHECK, CODE_FORK, CODE_RESUME, CODE_START
 from ...failures import to_application_error
 from ...telemetry.metrics import CODE_PROGRAMS, CODE_RESUMES, CODE_SANDBOX_SECONDS

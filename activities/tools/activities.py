@@ -17,7 +17,8 @@ from pydantic import BaseModel, ValidationError
 from temporalio import activity
 
 from ...contracts import ToolCallInput, ToolCallResult, ToolError, ToolSchema
-from ...contracts.code.program import CarriedProgram, ProgramStatus
+from ...contracts.code.carried import CarriedProgram, CarryingCallInput, with_pause
+from ...contracts.code.program import ProgramStatus
 from ...contracts.errors import ToolConfigError
 from ...contracts.json_schema import json_path
 from ...contracts.llm.arguments import parse_tool_arguments
@@ -51,7 +52,7 @@ class ToolActivities:
         programs: ProgramResumer | None = None,
     ) -> None:
         """``conversations``: where a call with ``store_for`` stores the tool message the model reads next.
-        ``programs``: resumes a code-mode program kept live on this worker (``ToolCallInput.program``)."""
+        ``programs``: resumes a code-mode program kept live on this worker (``CarryingCallInput.program``)."""
         self._registry = registry
         self._sources = list(sources)
         self._conversations = conversations
@@ -99,7 +100,9 @@ class ToolActivities:
         return tools
 
     @activity.defn(name=TOOLS_CALL)
-    async def call(self, call: ToolCallInput) -> ToolCallResult:
+    async def call(self, call: CarryingCallInput) -> ToolCallResult:
+        """One tool call. Declared ``CarryingCallInput`` so the program a code-mode call carries is decoded;
+        a plain ``ToolCallInput`` (an in-process caller) is served the same."""
         started = time.perf_counter()
         outcome = "infra_error"
         # The model names the tool: a name no source offers is "other", never a new series.
@@ -122,7 +125,7 @@ class ToolActivities:
         """The result, with the program waiting on it resumed here when it is live on this worker. Never
         fails the call: the tool has answered, and a retry would make it again. Any trouble (not live, no
         time left, the segment failed) leaves the resume to the workflow's ``code.resume``."""
-        carried = call.program
+        carried: CarriedProgram | None = getattr(call, "program", None)
         if carried is None or self._programs is None or not _time_for(carried, started):
             return result
         try:
@@ -130,7 +133,7 @@ class ToolActivities:
         except Exception:
             activity.logger.warning("the program of call %s is resumed by code.resume instead", call.call_id)
             return result
-        return result if status is None else result.model_copy(update={"program": status})
+        return result if status is None else with_pause(result, status)
 
     async def _stored_for_model(self, call: ToolCallInput, result: ToolCallResult) -> ToolCallResult:
         """With ``store_for``, the tool message the model reads next, stored bound to the calling run, and

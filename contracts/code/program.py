@@ -269,18 +269,6 @@ class ResumeProgramInput(BaseModel):
     variable_names: list[str] = Field(default_factory=list)
 
 
-class CarriedProgram(BaseModel):
-    """A program paused on one tool call alone and kept live: handed to that call's ``tools.call`` activity,
-    which, once its tool has answered, resumes the program on its own worker when it is live there and
-    returns the program's next pause with the tool's result (``ToolCallResult.program``), so a sequential
-    call costs one activity. Not live there: the result comes alone and the workflow resumes as before."""
-
-    call_id: int
-    """The sandbox's id of the call; its outcome (``program_outcome`` of the tool's result) resumes it."""
-    resume: ResumeProgramInput
-    """As ``code.resume`` would be given it, ``live`` set and ``outcomes`` empty."""
-
-
 # The model reads a finished program through this cap, never the raw output.
 
 

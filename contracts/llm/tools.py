@@ -8,7 +8,6 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from ..code.program import CallOutcome, CarriedProgram, ProgramStatus
 from ..json_schema import parse_json
 from .conversation import ConversationRef
 from .messages import Message
@@ -64,8 +63,6 @@ class ToolCallInput(BaseModel):
     one-message conversation segment bound to it, when its content is at least ``STORED_MESSAGE_MIN_CHARS``
     long; ``ToolCallResult.message_ref`` names it. Empty: not stored."""
     store_cap: int | None = Field(default=None, exclude_if=lambda cap: cap is None)
-    program: CarriedProgram | None = Field(default=None, exclude_if=lambda program: program is None)
-    """A code-mode call its program waits on alone: resumed here after the tool, when live on this worker."""
 
 
 class ToolCallResult(BaseModel):
@@ -91,9 +88,6 @@ class ToolCallResult(BaseModel):
     message_ref: ConversationRef | None = Field(default=None, exclude_if=lambda ref: ref is None)
     """With ``ToolCallInput.store_for``: the stored tool message, so the next ``llm.call`` names it
     instead of carrying its content again."""
-    program: ProgramStatus | None = Field(default=None, exclude_if=lambda status: status is None)
-    """With ``ToolCallInput.program``: the program resumed on this worker with this result's outcome, at its
-    next pause or end (what ``code.resume`` would have answered). None: it was not live here."""
 
 
 STORED_MESSAGE_MIN_CHARS = 512
@@ -127,14 +121,6 @@ def result_value(result: ToolCallResult) -> Any:
         return result.structured
     value, why_not = parse_json(result.content)
     return result.content if why_not is not None else value
-
-
-def program_outcome(call_id: int, result: ToolCallResult) -> CallOutcome:
-    """What a sandboxed program sees for a tool result: its value, or the error it raises."""
-    if result.is_error:
-        return CallOutcome(call_id=call_id, error=result.content)
-    # Strict parsing: a hostile result nested 100k deep must not crash the workflow task.
-    return CallOutcome(call_id=call_id, value=result_value(result))
 
 
 def outcome_unknown(call: ToolCallInput, reason: str) -> ToolCallResult:

@@ -18,17 +18,15 @@ from pydantic import BaseModel
 from agentsteps.activities.sandbox import SandboxActivities, SandboxPool, SnapshotVault
 from agentsteps.activities.tools.activities import ToolActivities
 from agentsteps.activities.tools.registry import ToolContext, ToolRegistry
-from agentsteps.contracts import ToolCallInput
+from agentsteps.contracts.code.carried import CarriedProgram, CarryingCallInput, carried_pause, program_outcome
 from agentsteps.contracts.code.program import (
     CallOutcome,
-    CarriedProgram,
     ProgramLimits,
     ProgramStatus,
     ResumeProgramInput,
     StartProgramInput,
 )
 from agentsteps.contracts.code.stubs import program_functions
-from agentsteps.contracts.llm.tools import program_outcome
 from agentsteps.storage.payload_store import LocalDirStorageDriver, PayloadStore
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=timezone.utc)
@@ -90,9 +88,9 @@ def _carried(status: ProgramStatus, functions, run_key: str = "run-1", call_id: 
     return CarriedProgram(call_id=status.awaiting[0] if call_id is None else call_id, resume=resume)
 
 
-def _call(status: ProgramStatus, carried: CarriedProgram | None) -> ToolCallInput:
+def _call(status: ProgramStatus, carried: CarriedProgram | None) -> CarryingCallInput:
     [call] = [c for c in status.calls if c.call_id == status.awaiting[0]]
-    return ToolCallInput(
+    return CarryingCallInput(
         name="tickets.close",
         arguments=call.arguments,
         call_id=f"c{call.call_id}",
@@ -112,9 +110,10 @@ async def test_each_call_resumes_its_program_live_here_and_answers_with_its_next
     seen = 0
     while status.state == "pending":
         result = await tools.call(_call(status, _carried(status, functions)))
-        assert result.program is not None, "the program was live here: the call should have resumed it"
-        assert result.program.fed == [program_outcome(status.awaiting[0], result)]
-        status = result.program
+        following = carried_pause(result)
+        assert following is not None, "the program was live here: the call should have resumed it"
+        assert following.fed == [program_outcome(status.awaiting[0], result)]
+        status = following
         seen += 1
     assert status.state == "completed", status.error
     assert status.value == [4, 8] and status.output == "closed 4\n"
@@ -127,7 +126,7 @@ async def test_a_program_not_live_here_leaves_the_result_alone_and_its_tool_made
     status = await _started(sandbox, functions, PROGRAM)
     gone = status.model_copy(update={"live": "0" * 32})  # another worker's, or one evicted here
     result = await tools.call(_call(status, _carried(gone, functions)))
-    assert result.program is None and json.loads(result.content) == {"closed": 4} and made == ["k0"]
+    assert carried_pause(result) is None and json.loads(result.content) == {"closed": 4} and made == ["k0"]
     # The program itself is untouched: its own code.resume still finds it live.
     assert len(sandbox.pool.live) == 1
 
@@ -137,7 +136,7 @@ async def test_a_call_naming_another_runs_live_program_cannot_resume_it(world):
     sandbox, tools, functions, made = world
     status = await _started(sandbox, functions, PROGRAM, run_key="victim")
     result = await tools.call(_call(status, _carried(status, functions, run_key="intruder")))
-    assert result.program is None and made == ["k0"]
+    assert carried_pause(result) is None and made == ["k0"]
     answer = await sandbox.resume(
         _carried(status, functions, run_key="victim").resume.model_copy(
             update={"outcomes": [CallOutcome(call_id=0, value={"closed": 4})]}
@@ -152,5 +151,5 @@ async def test_a_program_that_cannot_take_the_outcome_never_fails_the_call(world
     sandbox, tools, functions, made = world
     status = await _started(sandbox, functions, PROGRAM)
     result = await tools.call(_call(status, _carried(status, functions, call_id=99)))
-    assert result.program is None and not result.is_error and made == ["k0"]
+    assert carried_pause(result) is None and not result.is_error and made == ["k0"]
     assert len(sandbox.pool.live) == 0 and sandbox.pool.checked_out == 0
