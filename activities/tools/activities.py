@@ -101,8 +101,11 @@ class ToolActivities:
 
     @activity.defn(name=TOOLS_CALL)
     async def call(self, call: CarryingCallInput) -> ToolCallResult:
-        """One tool call. Declared ``CarryingCallInput`` so the program a code-mode call carries is decoded;
-        a plain ``ToolCallInput`` (an in-process caller) is served the same."""
+        """One tool call; declared ``CarryingCallInput`` so the program a code-mode call carries is decoded."""
+        return await self.run(call)
+
+    async def run(self, call: ToolCallInput) -> ToolCallResult:
+        """One tool call, for an in-process caller too (``agentsteps tools call``, a replay's live tools)."""
         started = time.perf_counter()
         outcome = "infra_error"
         # The model names the tool: a name no source offers is "other", never a new series.
