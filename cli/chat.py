@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import sys
 from collections.abc import Awaitable, Callable
+from contextlib import aclosing
 from typing import IO, TypeVar
 
 from temporalio.client import (
@@ -31,6 +32,7 @@ from temporalio.contrib.workflow_streams import WorkflowStreamClient
 from temporalio.service import RPCError, RPCStatusCode
 
 from ..client.dev_server import Stack, embedded_temporal
+from ..client.session_stream import follow
 from ..client.sessions import (
     NEW_FROM_A_TERMINAL,
     close_session,
@@ -45,12 +47,13 @@ from ..client.sessions import (
     session_turns,
 )
 from ..client.spec_files import load_spec
+from ..client.transcript import StreamItem
 from ..contracts import AgentSpec
 from ..contracts.approvals import PendingApproval
 from ..contracts.config.settings import WorkerSettings
 from ..contracts.errors import AgentStepsError, InvalidTurnError, SessionClosedError, SessionNotFoundError
-from ..contracts.names import PROGRESS_TOPIC, SESSION_WORKFLOW
-from ..contracts.session import ProgressEvent, SessionConfig, TurnResult
+from ..contracts.names import SESSION_WORKFLOW
+from ..contracts.session import SessionConfig, TurnResult
 from ..worker import connect
 from .failure_lines import describe
 from .workers import WorkerMode, client_and_worker
@@ -237,23 +240,15 @@ class Follower:
         self.line = ""
         """The answer text on the current ``agent>`` line, streamed so far."""
         self.open = False
-        self.attempt: int | None = None
 
     async def follow(self, stream: WorkflowStreamClient, start: int) -> None:
-        """Until the turn's end; a new session's first turn may start before its workflow exists."""
-        offset = start
-        while True:
-            try:
-                async for item in stream.subscribe([PROGRESS_TOPIC], from_offset=offset, result_type=ProgressEvent):
-                    offset = item.offset + 1
-                    if item.data.kind == "turn_ended":
-                        return
-                    await self.show(item.data)
-                return
-            except RPCError as exc:
-                if exc.status is not RPCStatusCode.NOT_FOUND:
-                    raise
-                await asyncio.sleep(0.1)
+        """Until the turn's end, through this process's one feed of the session (no Update: a chat never takes
+        what turns and approvals need); a new session's first turn may start before its workflow exists."""
+        async with aclosing(follow(self.client, self.sid, after=start - 1)) as items:
+            async for item in items:
+                if item.kind == "turn_ended":
+                    return
+                await self.show(item)
 
     def end_line(self) -> None:
         if self.open:
@@ -269,17 +264,25 @@ class Follower:
         self.end_line()
         self.term.say(f"agent> {answer}")
 
-    async def show(self, event: ProgressEvent) -> None:
-        if event.kind == "token":
-            if self.open and event.attempt != self.attempt:
+    async def show(self, item: StreamItem) -> None:
+        """One folded item: each piece of the answer once (a retried call's replayed text never shows twice)."""
+        if item.kind == "text" or item.corrected:
+            if item.fallback:
                 self.end_line()
-                self.term.say("  (the model call was retried; its answer again:)")
+                self.term.say(f"  (the answer continues on the fallback model {item.model})")
+            if self.open and item.at < len(self.line):
+                self.end_line()
+                self.term.say("  (the model call was retried and answered otherwise; its answer:)")
+                self.term.write("agent> " + self.line[: item.at])
+                self.open, self.line = True, self.line[: item.at]
             if not self.open:
                 self.term.write("agent> ")
                 self.open, self.line = True, ""
-            self.attempt = event.attempt
-            self.line += event.detail
-            self.term.write(event.detail)
+            self.line += item.text
+            self.term.write(item.text)
+            return
+        event = item.event
+        if event is None:
             return
         if event.kind == "tool_call":
             self.end_line()

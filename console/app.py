@@ -9,6 +9,7 @@
 | GET  /sessions/{id} (/stream)      | a session, its turns, its live progress (SSE)      |
 | POST /sessions/{id}/turn, /close   | send a turn, close the session                     |
 | GET/POST /login                    | the token, when one is configured                  |
+| GET  /api/sessions/{id}/events     | a session's events for backends (SSE, session_events.py) |
 
 Every response passes ``Guard`` (security.py); every POST checks the CSRF
 field first. Templates autoescape; the CSP allows only this page's own inline
@@ -40,9 +41,11 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from ..contracts.approvals import decision_link_signature
 from ..contracts.config.settings import ConsoleSettings, PriceTable
+from ..contracts.errors import StreamPositionError
 from ..contracts.names import SESSION_WORKFLOW
 from . import live, present, reads, refusals, writes
 from .security import AUTH_COOKIE, BROWSER_COOKIE, CSRF_FIELD, NAME_COOKIE, Guard, MalformedIdentity, new_browser_id
+from .session_events import resume_position, session_events_route
 from .stream import progress_events
 
 Handler = Callable[[Request], Awaitable[Response]]
@@ -452,7 +455,11 @@ class Console:
         return EventSourceResponse(live.events(request, "run", look, card), ping=15)
 
     async def session_stream(self, request: Request) -> Response:
-        return EventSourceResponse(progress_events(self.client, request.path_params["workflow_id"]), ping=15)
+        try:  # a browser's EventSource reconnects with Last-Event-ID: it gets exactly what it missed
+            after = resume_position(request)
+        except StreamPositionError:
+            after = "turn"
+        return EventSourceResponse(progress_events(self.client, request.path_params["workflow_id"], after), ping=15)
 
     async def session_turn(self, request: Request) -> Response:
         sid = request.path_params["workflow_id"]
@@ -499,6 +506,7 @@ class Console:
             Route("/sessions/{workflow_id}/turn", self.page(self.session_turn, post=True), methods=["POST"]),
             Route("/sessions/{workflow_id}/close", self.page(self.session_close, post=True), methods=["POST"]),
             Route("/sessions/{workflow_id}", self.page(self.session)),
+            session_events_route(self.client, self.guard),
         ]
         return Starlette(routes=routes)
 

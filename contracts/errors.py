@@ -40,7 +40,9 @@
         ├── SessionBusyError           a turn arrived while another turn was still running
         ├── SessionClosedError         a turn or close arrived after the session was closed
         ├── SessionNotFoundError       no session under that id was ever started (or retention dropped it)
-        └── CarriedStateError          a session was started with carried state it does not own
+        ├── CarriedStateError          a session was started with carried state it does not own
+        ├── StreamReadersFullError     a stream reader's long-poll Update past the few a session admits
+        └── StreamPositionError        a stream reader's position (Last-Event-ID) is not a position
 
 The ``McpError`` branch is defined in ``contracts/mcp.py``, beside the MCP
 activity io it belongs to, and ``CompositionError`` in
@@ -305,6 +307,18 @@ class CarriedStateError(SessionError):
     Carried state is accepted only from the session's own continue-as-new; a
     starter that sends ``carried`` is refused and nothing of it is loaded.
     """
+
+
+class StreamReadersFullError(SessionError):
+    """A progress-stream reader asked for a long-poll Update while the few a session admits were taken.
+
+    Temporal admits 10 Updates in flight per workflow; readers must never take the ones turns, approvals and
+    close need. Follow a session with ``agentsteps.client.session_stream`` (queries, no Update) instead.
+    """
+
+
+class StreamPositionError(SessionError):
+    """A stream reader's resume position (``Last-Event-ID``, ``after``) is not a whole number of at least -1."""
 
 
 class ScheduleFileError(InvalidSpecError):

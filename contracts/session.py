@@ -8,6 +8,7 @@ always get defaults so histories recorded by older versions still replay.
 
 from __future__ import annotations
 
+import hashlib
 import unicodedata
 from datetime import datetime
 from typing import Any, Literal
@@ -319,9 +320,23 @@ class ProgressEvent(BaseModel):
     or (``token``) the next piece of the answer's text."""
     attempt: int | None = None
     """``token``: the ``llm.call`` attempt that streamed it; a retried call streams its answer again."""
+    offset: int | None = None
+    """``token``: where ``detail`` starts in its call's answer (characters), so a reader folds a retried
+    attempt's replayed prefix away (``client/session_stream.py``)."""
+    model: str | None = None
+    """``token``: the model answering; a new one within a step is a fallback."""
+    text_chars: int | None = None
+    """``step``: the length of the step's completed answer text, which the streamed text must equal."""
+    text_digest: str | None = None
+    """``step``: the SHA-256 of that text (hex); a reader's transcript agrees with the answer when it matches."""
     usage: Usage | None = None
     """``usage``: the turn's tokens so far; ``turn_ended``: the turn's total."""
     approval: PendingApproval | None = None
+
+
+def text_digest(text: str) -> str:
+    """A step's answer text as its ``step`` event names it (``ProgressEvent.text_digest``)."""
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 SessionStatus = Literal["idle", "running", "closed"]

@@ -47,7 +47,7 @@ with workflow.unsafe.imports_passed_through():
     from ..contracts.llm.tools import catalog_digest
     from ..contracts.persisted_ids import effect_scope, turn_scope
     from ..contracts.quotas.wire import QuotaPlan
-    from ..contracts.session import ProgressEvent, ProgressKind
+    from ..contracts.session import ProgressEvent, ProgressKind, text_digest
     from ..failures import from_failure, to_application_error
     from ..telemetry import workflow_metrics
     from .approvals import ApprovalDesk
@@ -502,7 +502,11 @@ class AgentRun:
             )
         )
         workflow_metrics.record_step(self.config.mode, seconds_since(started))
-        self.emit("step", step=index, detail=kind)
+        if self.config.on_event is not None:
+            # The completed answer is authoritative: its length and digest let a reader prove (or correct) the
+            # text it was streamed. Pure, in memory: no command.
+            text = response.message.content or ""
+            self.emit("step", step=index, detail=kind, text_chars=len(text), text_digest=text_digest(text))
         self.emit("usage", step=index, usage=self.result.usage)
 
 

@@ -84,10 +84,14 @@ with workflow.unsafe.imports_passed_through():
     from .run_state import RunProgress
     from .session_state import SessionRecord
     from .steps import check_key_scope, check_tenant, opening, run_steps, spec_tools
+    from .stream_polls import guard_stream_polls
     from .visibility import Visibility
 
 IDLE_TIMEOUT_REASON = "idle_timeout"
 _EVENTS_KEPT = 500
+_STREAM_POLLS_IN_FLIGHT = 3
+"""Long-poll stream Updates a session admits at once (readers of older releases): Temporal allows 10 Updates
+in flight per workflow, and the rest are for turns, approvals and close. Readers now poll by query."""
 _COMPLETED = ("completed", "completed_with_default")
 
 
@@ -166,8 +170,9 @@ class SessionWorkflow(ApprovalHandlers, QuotaHandlers):
         )
         prior = TypeAdapter(WorkflowStreamState).validate_python(stream) if stream else None
         self.stream = WorkflowStream(prior)
-        self.stream_base = prior.base_offset if prior else 0
-        self.published = len(prior.log) if prior else 0
+        guard_stream_polls(self.stream, _STREAM_POLLS_IN_FLIGHT)
+        self.last_turn_start: int | None = None
+        """Where the last turn began on the stream (this run's own turns only): trimming cuts there at most."""
         self.activity = 0
         """Bumped at every turn's start and end: the idle timer starts over."""
         self.last_steps: list[Step] = []
@@ -593,16 +598,20 @@ class SessionWorkflow(ApprovalHandlers, QuotaHandlers):
         return self.current.state() if self.current is not None else None
 
     def _publish(self, event: ProgressEvent) -> None:
+        if event.kind == "turn_started":
+            self._trim_stream()
         self.stream.topic(PROGRESS_TOPIC).publish(event)
-        self.published += 1
-        if event.kind == "turn_ended":
-            # The llm.call activity publishes the answer's text too (stream_tokens): count what the log holds.
-            self.published = len(self.stream.get_state().log)
-        # Keep the stream (and what continue-as-new carries) bounded; followers read within seconds.
-        if self.published > 2 * _EVENTS_KEPT:
-            self.stream.truncate(self.stream_base + self.published - _EVENTS_KEPT)
-            self.stream_base += self.published - _EVENTS_KEPT
-            self.published = _EVENTS_KEPT
+
+    def _trim_stream(self) -> None:
+        """Keeps the stream (and what continue-as-new carries) bounded, cut only where a turn starts: the turn
+        that ended last stays whole, with earlier events up to ``_EVENTS_KEPT`` in all, so a reader resuming
+        from any kept position folds whole turns (docs/sessions.md#resume-a-stream). In memory: no command."""
+        end = self.stream._on_offset()  # noqa: SLF001 - the log's end; get_state() would copy the whole log
+        if self.last_turn_start is not None:
+            cut = min(self.last_turn_start, end - _EVENTS_KEPT)
+            if cut > self.stream._base_offset:  # noqa: SLF001
+                self.stream.truncate(cut)
+        self.last_turn_start = end
 
     def _history_is_long(self) -> bool:
         info = workflow.info()

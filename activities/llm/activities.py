@@ -182,7 +182,7 @@ class LLMActivities:
             if request.stream is None:
                 response = await self._call(full, folds=folds)
             else:
-                async with TokenPublisher(request.stream) as tokens:
+                async with TokenPublisher(request.stream, full.config.model) as tokens:
                     response = await self._call(full, on_text=tokens.add, folds=folds)
         except BaseException:
             if storing is not None:

@@ -4,8 +4,10 @@ The ``llm.call`` activity publishes through ``WorkflowStreamClient.from_within_a
 (a signal per batch). Text is coalesced into one ``token`` event about every
 100 ms (or every 2,000 characters), so history grows per batch, never per
 token; each batch also heartbeats. Publishing is advisory and never fails the
-call: a retried attempt streams its answer again (its events carry the
-attempt), and the completed message the activity returns is what counts.
+call: a retried attempt streams its answer again, and every event says where
+its text starts in the answer (``offset``) and which model wrote it, so a
+reader folds the replayed prefix away (``client/session_stream.py``); the
+completed message the activity returns is what counts.
 """
 
 from __future__ import annotations
@@ -32,8 +34,11 @@ _FLUSH_TIMEOUT_SECONDS = 5.0
 
 
 class TokenPublisher:
-    def __init__(self, target: TokenStream) -> None:
+    def __init__(self, target: TokenStream, model: str = "") -> None:
         self._target = target
+        self._model = model or None
+        self._sent = 0
+        """Characters of this attempt's answer already published: the next event's ``offset``."""
         self._buffer: list[str] = []
         self._size = 0
         self._attempt = 1
@@ -63,6 +68,9 @@ class TokenPublisher:
     async def _tick(self) -> None:
         while True:
             await asyncio.sleep(BATCH_SECONDS)
+            # A liveness heartbeat on every tick, text or not: a worker loading its provider's SDK or waiting for
+            # the model's first token is alive, and only a dead one (SIGKILL) misses the heartbeat timeout.
+            keep_alive()
             self._publish()
             await self._flush()
 
@@ -78,6 +86,7 @@ class TokenPublisher:
         if not self._buffer:
             return
         text, self._buffer, self._size = "".join(self._buffer), [], 0
+        offset, self._sent = self._sent, self._sent + len(text)
         keep_alive()  # never erases the 429s earlier attempts counted
         if self._topic is None:
             return
@@ -88,6 +97,8 @@ class TokenPublisher:
             detail=text,
             at=datetime.now(timezone.utc),
             attempt=self._attempt,
+            offset=offset,
+            model=self._model,
         )
         self._topic.publish(event)  # buffered in the client until the next flush: one signal per batch
 

@@ -212,9 +212,11 @@ async def test_missing_openai_key_for_the_official_api_names_the_env_var(http):
     assert "OPENAI_API_KEY" in str(err.value)
 
 
-async def test_missing_anthropic_key_names_the_env_var(server, http):
+async def test_missing_anthropic_key_for_anthropics_own_api_names_the_env_var(server, http):
+    # A local Anthropic-compatible server needs no key (as OpenAI's); Anthropic's own API does.
     server.set_script({"default": {"content": "unused"}})
-    activities = LLMActivities(settings_for(server, anthropic_api_key=None), http)
+    official = settings_for(server, anthropic_api_key=None, anthropic_base_url="https://api.anthropic.com")
+    activities = LLMActivities(official, http)
     with pytest.raises(ApplicationError) as err:
         await run(activities, llm_request(unique_model("anthropic"), "anthropic"))
     assert "ANTHROPIC_API_KEY" in str(err.value) and err.value.non_retryable

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
+from datetime import timedelta
 from pathlib import Path
 
 from child_main import run_child, serve_until_killed
@@ -26,10 +27,17 @@ async def main(address: str, task_queue: str, base_url: str, state_dir: str) -> 
         providers=ProviderSettings(openai_base_url=base_url),
         quotas=QuotaSettings.model_validate_json(os.environ.get("AGENTSTEPS_TEST_QUOTAS") or "{}"),
     )
+    if os.environ.get("AGENTSTEPS_TEST_WARM_OPENAI"):
+        # A replacement worker that answers at once, as a long-running one does: the SDK a first call would
+        # import (seconds on a loaded machine) is imported before the worker polls.
+        import agentsteps.activities.llm.providers.openai  # noqa: F401
     client = await connect(settings)
     # AGENTSTEPS_TEST_NO_CACHE=1: no sticky cache, so each workflow task may go to any worker
     # (the time-skipping test server never moves a dead worker's sticky tasks elsewhere).
-    options = {"max_cached_workflows": 0} if os.environ.get("AGENTSTEPS_TEST_NO_CACHE") else {}
+    options: dict = {"max_cached_workflows": 0} if os.environ.get("AGENTSTEPS_TEST_NO_CACHE") else {}
+    if sticky := os.environ.get("AGENTSTEPS_TEST_STICKY_SECONDS"):
+        # A SIGKILLed worker's sticky tasks go to the normal queue after this long (Temporal's default: 10 s).
+        options["sticky_queue_schedule_to_start_timeout"] = timedelta(seconds=float(sticky))
     async with running_worker(client, settings, **options):
         await serve_until_killed()
 

@@ -21,7 +21,7 @@ from session_support import failure_of, memory_script, session_id
 from temporalio import workflow
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WithStartWorkflowOperation, WorkflowUpdateFailedError
-from temporalio.common import WorkflowIDConflictPolicy
+from temporalio.common import RawValue, WorkflowIDConflictPolicy
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.service import RPCError
 from temporalio.worker import Replayer
@@ -36,6 +36,7 @@ from agentsteps.contracts.names import LLM_CALL, LLM_CALL_TOOL_CATALOG, TURN_UPD
 from agentsteps.contracts.session import SessionConfig, SessionInput, SessionOutcome, TurnInput, TurnResult
 from agentsteps.storage.payload_store import build_payload_store
 from agentsteps.worker import build_data_converter, running_worker
+from agentsteps.workflows.entries import NO_INPUT
 from agentsteps.workflows.session import SessionWorkflow
 
 SCRIPT = {**memory_script(), "default": {"content": "Noted."}}
@@ -205,8 +206,8 @@ class SessionDescribingAgain(SessionWorkflow):
     whose tool set changed: the carried catalog names the old schemas and must not be used for the new ones."""
 
     @workflow.run
-    async def run(self, inp: SessionInput) -> SessionOutcome:
-        return await super().run(inp)
+    async def run(self, raw: RawValue = NO_INPUT) -> SessionOutcome:
+        return await super().run(raw)
 
     def _next_run(self, inp, stream, carry_decisions):  # noqa: ANN001, ANN202
         following = super()._next_run(inp, stream, carry_decisions)
