@@ -326,7 +326,10 @@ def build_worker(
 ) -> Worker:
     conversations = ConversationStore(store or build_payload_store(settings))
     tools = ToolActivities(
-        registry if registry is not None else load_registry(settings), [mcp.source(), *sources], conversations
+        registry if registry is not None else load_registry(settings),
+        [mcp.source(), *sources],
+        conversations,
+        programs=sandbox.resume_carried,  # a program live here resumes inside its call's activity
     )
     llm = LLMActivities(
         settings.providers, http, settings.prices, conversations, describe=tools.describe, keys=provider_keys(settings)

@@ -14,8 +14,8 @@ with one tokenizer (o200k_base, ``contracts.llm.tokens``) over the request bodie
 the model server received and the replies it sent, at N = 50, 500 and 5,000.
 
 Then code mode's overhead per tool call against a tool activity started
-straight from a workflow: K sequential calls (each one a ``tools.call`` plus a
-``code.resume``) and K gathered calls (one resume for all), both measured as
+straight from a workflow: K sequential calls (each one a ``tools.call``, which
+resumes the program it carries) and K gathered calls (one resume for all), both measured as
 (time(K) - time(0)) / K so the model call, check and start cancel out. A third
 side runs the same direct calls plus one no-op local activity per pause: what
 a local-activity segment costs before any interpreter work (the floor of this

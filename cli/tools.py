@@ -121,7 +121,7 @@ async def _tools_call(name: str, args_json: str, config_path: str | Path | None)
             return EXIT_BAD_INPUT
         call_id = f"cli-{uuid.uuid4().hex[:12]}"
         # One key per invocation: a CLI call is one attempt. Pass idempotency_key in --args to repeat a write safely.
-        result = await tools.call(
+        result = await tools.run(
             ToolCallInput(name=name, arguments=json.dumps(arguments), call_id=call_id, idempotency_key=call_id)
         )
     finally:

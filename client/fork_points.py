@@ -9,7 +9,8 @@ one point per call its program made while it could still pause (by the
 sandbox's call id); the last point is after everything. A point inside a
 program carries the program paused as the source's history recorded it: the
 results of its ``code.start`` / ``code.resume`` segments (local-activity
-markers), each a signed snapshot reference with the calls issued so far.
+markers) and of the ``tools.call`` activities that resumed it, each with the
+calls issued so far.
 
 Calls that paused together share one snapshot: forking before the second of
 them restores the program where both were pending, and the first is made again
@@ -27,8 +28,9 @@ from temporalio.client import WorkflowHistory
 from temporalio.converter import DataConverter
 
 from ..contracts import Step
+from ..contracts.code.carried import CarryingCallResult, carried_pause
 from ..contracts.code.program import ProgramStatus
-from ..contracts.names import CODE_FORK, CODE_RESUME, CODE_START
+from ..contracts.names import CODE_FORK, CODE_RESUME, CODE_START, TOOLS_CALL
 from ..contracts.persisted_ids import RUN_SCOPE, program_call_id
 from ..contracts.violations import ViolationKind
 
@@ -56,9 +58,25 @@ class ForkPoint:
 
 async def program_segments(history: WorkflowHistory, converter: DataConverter) -> list[list[ProgramStatus]]:
     """Each program the run started, as its segments' results in order: ``code.start``'s (a fork's first
-    program: ``code.fork``'s, the source's program re-bound), then each ``code.resume``'s."""
+    program: ``code.fork``'s, the source's program re-bound), then each ``code.resume``'s, or the next
+    pause a ``tools.call`` activity answered with (``CarryingCallResult.program``)."""
     programs: list[list[ProgramStatus]] = []
+    tool_calls: set[int] = set()
+    """Scheduled ``tools.call`` events: a completed one may carry its program's next pause."""
     for event in history.events:
+        if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+            if event.activity_task_scheduled_event_attributes.activity_type.name == TOOLS_CALL:
+                tool_calls.add(event.event_id)
+            continue
+        if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
+            done = event.activity_task_completed_event_attributes
+            if done.scheduled_event_id in tool_calls and programs:
+                payloads = list(done.result.payloads)
+                result = (await converter.decode(payloads, [CarryingCallResult]))[0] if payloads else None
+                following = carried_pause(result) if result is not None else None
+                if following is not None:
+                    programs[-1].append(following)  # resumed by the call's own activity
+            continue
         if event.event_type != EventType.EVENT_TYPE_MARKER_RECORDED:
             continue
         marker = event.marker_recorded_event_attributes

@@ -172,6 +172,10 @@ QUOTA_FROM_WORKER_PATCH = "agentsteps.quota-from-worker.1"
 """Issue 36: a run (and each session run) takes its quota plan from the ``quota.plan`` local activity, the
 worker's own config, and ignores a plan in its input; runs recorded before it replay the plan their caller
 sent. Not under the release: every run asks it at its start."""
+CODE_CALL_CARRIES_PROGRAM_PATCH = "agentsteps.code-call-carries-program.1"
+"""Issue 39: a tool call a kept-live program waits on alone carries the program (``CarriedProgram``), and its
+``tools.call`` activity resumes it: no ``code.resume`` local activity for that pause when it answers with the
+next one. Not under the release: asked at a program's first such call."""
 
 # ---------------------------------------------------------------- search attributes (Temporal visibility)
 # Registered on the embedded dev server by ``client/dev_server.py``; on a cluster with
@@ -232,6 +236,7 @@ __all__ = [
     "CODE_FORK",
     "CODE_RESUME",
     "CODE_START",
+    "CODE_CALL_CARRIES_PROGRAM_PATCH",
     "CONVERSATION_REF_PATCH",
     "EFFECTS_PATCH",
     "EXACTLY_ONCE_PATCH",

@@ -37,6 +37,7 @@ with workflow.unsafe.imports_passed_through():
         ToolSchema,
     )
     from ..contracts.approvals import rejection_message
+    from ..contracts.code.carried import CarriedProgram, the_call_alone
     from ..contracts.code.program import ReplMemory
     from ..contracts.errors import BudgetExceededError, DeploymentConfigError, InvalidSpecError, ToolConfigError
     from ..contracts.llm.conversation import ConversationRef
@@ -336,6 +337,7 @@ class AgentRun:
         model_text: str = "",
         program: str = "",
         for_model: bool = False,
+        carried: CarriedProgram | None = None,
     ) -> ToolCallResult:
         """One tool call under the run's effect keys, after its approval if the tool requires one.
 
@@ -345,6 +347,8 @@ class AgentRun:
         in two turns are two effects. ``model_text`` or ``program`` is what an approver sees around the call.
         ``for_model``: a tool-mode step's call, whose result the model reads next; under the release the
         activity stores that tool message in the run's conversation store and the next call names it.
+        ``carried``: the code-mode program waiting on this call alone (``CarriedProgram``); a result from the
+        activity may then carry its next pause (``CarryingCallResult``), never one from the record.
         """
         if self.effects is None:  # a run recorded before EFFECTS_PATCH
             return await call_tool_keyed_by_run(
@@ -386,9 +390,11 @@ class AgentRun:
             delivery=schema.delivery if schema else None,
             store_for=store_for,
             store_cap=self.tool_result_cap() if store_for else None,
+            program=carried,
         )
         if effectful:
-            self.effects.record(key, name, arguments, result)
+            # The record answers a repeat of the effect: the tool's result, not a pause of this program.
+            self.effects.record(key, name, arguments, the_call_alone(result))
         return result
 
     def tool_result_cap(self) -> int | None:

@@ -24,9 +24,10 @@ from temporalio.exceptions import ActivityError, ApplicationError, CancelledErro
 
 with workflow.unsafe.imports_passed_through():
     from ..contracts import LLMRequest, LLMResponse, ToolCallInput, ToolCallResult, ToolSchema, Usage
+    from ..contracts.code.carried import CarriedProgram, CarryingCallInput, CarryingCallResult, program_outcome
     from ..contracts.code.program import CallOutcome
     from ..contracts.errors import BudgetExceededError, ToolNotSentError
-    from ..contracts.llm.tools import Delivery, ToolsDescribeInput, outcome_unknown, result_value
+    from ..contracts.llm.tools import Delivery, ToolsDescribeInput, outcome_unknown
     from ..contracts.names import TOOLS_CALL, TOOLS_DESCRIBE
     from ..contracts.spec import ActivityPolicy
     from ..failures import failure_type, to_application_error
@@ -87,6 +88,7 @@ async def call_tool(
     delivery: Delivery | None = None,
     store_for: str = "",
     store_cap: int | None = None,
+    program: CarriedProgram | None = None,
 ) -> ToolCallResult:
     """One tool call. ``key`` must be stable across retries, crashes and replays: the side effect runs once.
 
@@ -96,7 +98,9 @@ async def call_tool(
     retryable too (``WorkerShutdown`` past the grace period, a failed upload of the
     result, anything raised after the tool ran), so that proves nothing: it, a
     timeout or a lost worker becomes an ``OUTCOME_UNKNOWN`` error result for the
-    model. A workflow cancel during the call cancels the run.
+    model. A workflow cancel during the call cancels the run. ``program``: the code-mode program waiting
+    on this call alone, which the activity resumes after the tool (never for an at-most-once call, whose
+    activity must end as soon as the tool has answered).
     """
     call = ToolCallInput(
         name=name,
@@ -107,6 +111,16 @@ async def call_tool(
         store_for=store_for,
         store_cap=store_cap,
     )
+    if program is not None and delivery != "at_most_once":
+        carrying = CarryingCallInput(**dict(call), program=program)
+        answer: CarryingCallResult = await workflow.execute_activity(
+            TOOLS_CALL,
+            carrying,
+            result_type=CarryingCallResult,
+            summary=f"execute_tool {name}",
+            **activity_options(policy),
+        )
+        return answer
     if delivery != "at_most_once":
         result: ToolCallResult = await workflow.execute_activity(
             TOOLS_CALL, call, result_type=ToolCallResult, summary=f"execute_tool {name}", **activity_options(policy)
@@ -159,11 +173,8 @@ async def describe_tools(names: list[str], policy: ActivityPolicy) -> list[ToolS
 
 
 def call_outcome(call_id: int, result: ToolCallResult) -> CallOutcome:
-    """What a sandboxed program sees for a tool result: its value, or the error it raises."""
-    if result.is_error:
-        return CallOutcome(call_id=call_id, error=result.content)
-    # Strict parsing: a hostile result nested 100k deep must not crash the workflow task.
-    return CallOutcome(call_id=call_id, value=result_value(result))
+    """What a sandboxed program sees for a tool result (the same function a carried program is resumed by)."""
+    return program_outcome(call_id, result)
 
 
 __all__ = [

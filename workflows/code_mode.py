@@ -34,6 +34,7 @@ with workflow.unsafe.imports_passed_through():
         Violation,
         ViolationKind,
     )
+    from ..contracts.code.carried import CarriedProgram, carried_pause
     from ..contracts.code.program import (
         LLM_FUNCTION,
         CallOutcome,
@@ -214,14 +215,51 @@ async def _execute(
         source, fork = forked
         step = program_step(RUN_SCOPE, fork.step)  # the source is a one-shot run: its ids carry no scope
         paused, forked_from = fork.paused, program_run_key(source, fork.chain_run_id, step)
+
+    async def run_call(call: PendingCall) -> CallOutcome:
+        outcome, _ = await _run_call(run, index, call, by_name[call.function], ladder, records, program)
+        return outcome
+
     status = await drive_program(
         start,
-        lambda call: _run_call(run, index, call, by_name[call.function], ladder, records, program),
+        run_call,
         cancel_siblings=run.features.cancel_siblings,
         paused=paused,
         forked_from=forked_from,
+        carry=_Carrier(run, index, by_name, ladder, records, program),
     )
     return status, [records[k] for k in sorted(records)]
+
+
+class _Carrier:
+    """A tool call the program waits on alone, made with the program (``program_driver.CallCarrier``)."""
+
+    def __init__(
+        self,
+        run: AgentRun,
+        index: int,
+        by_name: dict[str, ProgramFunction],
+        ladder: ViolationLadder,
+        records: dict[int, ToolCallRecord],
+        program: str,
+    ) -> None:
+        self._run, self._index, self._by_name = run, index, by_name
+        self._ladder, self._records, self._program = ladder, records, program
+
+    def carries(self, call: PendingCall) -> bool:
+        function = self._by_name[call.function]
+        if function.tool == LLM_FUNCTION or function.long_wait:
+            return False
+        schema = self._run.tools.schema(function.tool)
+        # An at-most-once call's activity must end as soon as its tool answers: a lost worker after that
+        # would leave its outcome unknown.
+        return schema is not None and schema.delivery != "at_most_once"
+
+    async def __call__(self, call: PendingCall, program: CarriedProgram) -> tuple[CallOutcome, ProgramStatus | None]:
+        function = self._by_name[call.function]
+        return await _run_call(
+            self._run, self._index, call, function, self._ladder, self._records, self._program, program
+        )
 
 
 async def _run_call(
@@ -232,7 +270,10 @@ async def _run_call(
     ladder: ViolationLadder,
     records: dict[int, ToolCallRecord],
     program: str,
-) -> CallOutcome:
+    carried: CarriedProgram | None = None,
+) -> tuple[CallOutcome, ProgramStatus | None]:
+    """The call's outcome; with ``carried``, also the program's next pause when the activity resumed it."""
+    following: ProgramStatus | None = None
     call_id = program_call_id(run.scope, index, call.call_id)
     if function.tool == LLM_FUNCTION:
         outcome = await _run_llm(run, call, ladder)
@@ -249,9 +290,11 @@ async def _run_call(
             scope=PROGRAM_EFFECT_SCOPE,
             approval_id=call_id,
             program=program,
+            carried=carried,
         )
         outcome = call_outcome(call.call_id, result)
         content = result.content
+        following = carried_pause(result)
     records[call.call_id] = ToolCallRecord(
         call_id=call_id,
         name=function.tool,
@@ -259,7 +302,7 @@ async def _run_call(
         content=cap(content),
         is_error=outcome.error is not None,
     )
-    return outcome
+    return outcome, following
 
 
 async def _run_llm(run: AgentRun, call: PendingCall, ladder: ViolationLadder) -> CallOutcome:

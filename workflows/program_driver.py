@@ -10,13 +10,14 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
-from typing import Any
+from typing import Any, Protocol
 
 from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from ..contracts import Violation
+    from ..contracts.code.carried import CarriedProgram
     from ..contracts.code.program import (
         CallOutcome,
         CheckProgramInput,
@@ -34,7 +35,21 @@ with workflow.unsafe.imports_passed_through():
     from ..contracts.spec import ActivityPolicy
     from ..failures import from_failure, to_application_error
     from .activity_options import activity_options
+    from .releases.gates import calls_carry_programs
     from .siblings import cancel_unfinished
+
+
+class CallCarrier(Protocol):
+    """Runs a call with the program waiting on it (``tools.call`` with ``CarriedProgram``): the call's outcome,
+    and the program's next pause when the activity resumed it (None otherwise)."""
+
+    def carries(self, call: PendingCall) -> bool:
+        """Whether this call's activity may resume the program (a tool call that is not at-most-once)."""
+        ...
+
+    async def __call__(
+        self, call: PendingCall, program: CarriedProgram
+    ) -> tuple[CallOutcome, ProgramStatus | None]: ...
 
 
 def program_keys(step: str) -> tuple[str, str | None]:
@@ -92,6 +107,7 @@ async def drive_program(
     cancel_siblings: Callable[[], bool] = lambda: False,
     paused: ProgramStatus | None = None,
     forked_from: str | None = None,
+    carry: CallCarrier | None = None,
 ) -> ProgramStatus:
     """Run a program in the sandbox to its end; every call it makes goes to ``run_call``.
 
@@ -101,14 +117,51 @@ async def drive_program(
 
     A fork starts from the source's ``paused`` program instead of ``code.start``: ``code.fork``
     checks its snapshot against ``forked_from`` (the source's key) and signs it for ``start.run_key``.
+
+    ``carry``: a call a kept-live program waits on alone goes there instead, with the program
+    (``CallCarrier``); its answer may hold the program's next pause, and then no ``code.resume`` runs.
     """
     options = _segment_options(start.limits)
     calls: dict[int, asyncio.Task[CallOutcome]] = {}
+    ahead: dict[int, ProgramStatus] = {}
+    """The next pause a carried call's activity answered with, by the call's id."""
 
     def launch(new: list[PendingCall]) -> None:
         for call in new:
             if call.call_id not in calls:
                 calls[call.call_id] = asyncio.ensure_future(run_call(call))
+
+    async def carried(call: PendingCall, program: CarriedProgram) -> CallOutcome:
+        assert carry is not None
+        outcome, following = await carry(call, program)
+        if following is not None:
+            ahead[call.call_id] = following
+        return outcome
+
+    def resume_input(status: ProgramStatus, outcomes: list[CallOutcome]) -> ResumeProgramInput:
+        return ResumeProgramInput(
+            run_key=start.run_key,
+            legacy_run_key=start.legacy_run_key,
+            functions=start.functions,
+            outcomes=outcomes,
+            limits=start.limits,
+            output=status.output,
+            output_dropped=status.output_dropped,
+            calls_made=status.calls_made,
+            sandbox_seconds=status.sandbox_seconds,
+            repl=start.repl,
+            variable_names=start.variable_names,
+        )
+
+    def carries(status: ProgramStatus) -> PendingCall | None:
+        """The call a kept-live program waits on alone, when it is new and its activity may resume it."""
+        if carry is None or status.live is None or len(status.awaiting) != 1:
+            return None
+        waited = status.awaiting[0]
+        call = next((c for c in status.calls if c.call_id == waited), None)
+        if call is None or waited in calls or not carry.carries(call):
+            return None
+        return call if calls_carry_programs() else None
 
     # Kept live on the worker between calls, rebuilt by replay anywhere else (issue 39). A run recorded
     # before it replays its markers, which carry a snapshot and no ``live`` id: it takes the old branch below.
@@ -122,21 +175,30 @@ async def drive_program(
             status = await _sandbox(CODE_START, start, options, summary)
         log = status.replay
         while status.state == "pending":
+            alone = carries(status) if log is not None else None
+            if alone is not None:
+                program = resume_input(status, []).model_copy(
+                    update={
+                        "live": status.live,
+                        "replay_calls": status.replay_calls,
+                        "replay_seconds": status.replay_seconds,
+                    }
+                )
+                calls[alone.call_id] = asyncio.ensure_future(
+                    carried(alone, CarriedProgram(call_id=alone.call_id, resume=program))
+                )
             launch(status.calls)
             outcomes = list(await asyncio.gather(*(calls[i] for i in status.awaiting)))
-            resume = ResumeProgramInput(
-                run_key=start.run_key,
-                legacy_run_key=start.legacy_run_key,
-                functions=start.functions,
-                outcomes=outcomes,
-                limits=start.limits,
-                output=status.output,
-                output_dropped=status.output_dropped,
-                calls_made=status.calls_made,
-                sandbox_seconds=status.sandbox_seconds,
-                repl=start.repl,
-                variable_names=start.variable_names,
-            )
+            resume = resume_input(status, outcomes)
+            following = ahead.pop(alone.call_id, None) if alone is not None else None
+            if following is not None and following.fed == outcomes:
+                # Resumed by the call's own activity, on the worker that held it: the pause cost one activity.
+                assert log is not None
+                if status.snapshot is not None:
+                    log = log.model_copy(update={"base": status.snapshot, "batches": []})
+                log = log.model_copy(update={"batches": [*log.batches, outcomes]})
+                status = following
+                continue
             if log is None:  # driven a snapshot per pause (a run recorded before programs were kept live)
                 assert status.snapshot is not None
                 resume.snapshot = status.snapshot

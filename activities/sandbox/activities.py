@@ -18,6 +18,7 @@ from typing import Any
 from pydantic_monty import AsyncMontySession, MontyError
 from temporalio import activity
 
+from ...contracts.code.carried import CarriedProgram, program_outcome
 from ...contracts.code.program import (
     CheckProgramInput,
     CheckProgramResult,
@@ -33,6 +34,7 @@ from ...contracts.code.program import (
 )
 from ...contracts.code.variables import probe_program
 from ...contracts.errors import InvalidProgramResume, SnapshotIntegrityError, SnapshotKeyUnknownError
+from ...contracts.llm.tools import ToolCallResult
 from ...contracts.names import CODE_CHECK, CODE_FORK, CODE_RESUME, CODE_START
 from ...failures import to_application_error
 from ...telemetry.metrics import CODE_PROGRAMS, CODE_RESUMES, CODE_SANDBOX_SECONDS
@@ -172,6 +174,26 @@ class SandboxActivities:
             assert inp.replay is not None
             CODE_RESUMES.labels(source="replay").inc()
             program = await self._replayed(inp, inp.replay)
+        return await self._continue(inp, program, started)
+
+    async def resume_carried(self, carried: CarriedProgram, result: ToolCallResult) -> ProgramStatus | None:
+        """For the ``tools.call`` activity of the call a program waits on alone: that program resumed with
+        the call's outcome, when it is live on this worker; None when it is not (the workflow then resumes
+        it with ``code.resume``, which rebuilds it by replay). The segment has no side effect: only the
+        tool's, already done, and it is the same segment ``code.resume`` would run."""
+        inp = carried.resume
+        if inp.live is None:
+            return None
+        started = time.perf_counter()
+        program = self.pool.live.take(inp.run_key, inp.live)
+        if program is None:
+            return None
+        CODE_RESUMES.labels(source="carried").inc()
+        program.sink.text, program.sink.dropped = inp.output, inp.output_dropped
+        inp = inp.model_copy(update={"outcomes": [program_outcome(carried.call_id, result)]})
+        return await self._continue(inp, program, started)
+
+    async def _continue(self, inp: ResumeProgramInput, program: LiveProgram, started: float) -> ProgramStatus:
         driver = SegmentDriver(inp.functions, inp.limits, program.sink, inp.calls_made, inp.sandbox_seconds)
         kept = False
         try:

@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import datetime, timezone
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 from temporalio import activity
 
 from ...contracts import ToolCallInput, ToolCallResult, ToolError, ToolSchema
+from ...contracts.code.carried import CarriedProgram, CarryingCallInput, with_pause
+from ...contracts.code.program import ProgramStatus
 from ...contracts.errors import ToolConfigError
 from ...contracts.json_schema import json_path
 from ...contracts.llm.arguments import parse_tool_arguments
@@ -36,15 +39,24 @@ from ...telemetry.tracing import tool_span
 from .registry import PythonTool, ToolContext, ToolRegistry
 from .source import ToolSource
 
+ProgramResumer = Callable[[CarriedProgram, ToolCallResult], Awaitable[ProgramStatus | None]]
+"""``SandboxActivities.resume_carried``: the program resumed with the result, or None when not live here."""
+
 
 class ToolActivities:
     def __init__(
-        self, registry: ToolRegistry, sources: Sequence[ToolSource] = (), conversations: ConversationStore | None = None
+        self,
+        registry: ToolRegistry,
+        sources: Sequence[ToolSource] = (),
+        conversations: ConversationStore | None = None,
+        programs: ProgramResumer | None = None,
     ) -> None:
-        """``conversations``: where a call with ``store_for`` stores the tool message the model reads next."""
+        """``conversations``: where a call with ``store_for`` stores the tool message the model reads next.
+        ``programs``: resumes a code-mode program kept live on this worker (``CarryingCallInput.program``)."""
         self._registry = registry
         self._sources = list(sources)
         self._conversations = conversations
+        self._programs = programs
 
     async def catalog(self) -> dict[str, ToolSchema]:
         """Every tool: the registry's, and every reachable one of each source (``agentsteps tools``)."""
@@ -88,7 +100,12 @@ class ToolActivities:
         return tools
 
     @activity.defn(name=TOOLS_CALL)
-    async def call(self, call: ToolCallInput) -> ToolCallResult:
+    async def call(self, call: CarryingCallInput) -> ToolCallResult:
+        """One tool call; declared ``CarryingCallInput`` so the program a code-mode call carries is decoded."""
+        return await self.run(call)
+
+    async def run(self, call: ToolCallInput) -> ToolCallResult:
+        """One tool call, for an in-process caller too (``agentsteps tools call``, a replay's live tools)."""
         started = time.perf_counter()
         outcome = "infra_error"
         # The model names the tool: a name no source offers is "other", never a new series.
@@ -101,10 +118,25 @@ class ToolActivities:
             if offered:
                 label = TOOLS.admit(call.name)
             outcome = "error" if result.is_error else "ok"
-            return await self._stored_for_model(call, stored_once(result))  # history keeps the value once
+            result = await self._stored_for_model(call, stored_once(result))  # history keeps the value once
         finally:
             TOOL_CALLS.labels(tool=label, outcome=outcome).inc()
             TOOL_CALL_SECONDS.labels(tool=label).observe(time.perf_counter() - started)
+        return await self._with_program(call, result, started)
+
+    async def _with_program(self, call: ToolCallInput, result: ToolCallResult, started: float) -> ToolCallResult:
+        """The result, with the program waiting on it resumed here when it is live on this worker. Never
+        fails the call: the tool has answered, and a retry would make it again. Any trouble (not live, no
+        time left, the segment failed) leaves the resume to the workflow's ``code.resume``."""
+        carried: CarriedProgram | None = getattr(call, "program", None)
+        if carried is None or self._programs is None or not _time_for(carried, started):
+            return result
+        try:
+            status = await self._programs(carried, result)
+        except Exception:
+            activity.logger.warning("the program of call %s is resumed by code.resume instead", call.call_id)
+            return result
+        return result if status is None else with_pause(result, status)
 
     async def _stored_for_model(self, call: ToolCallInput, result: ToolCallResult) -> ToolCallResult:
         """With ``store_for``, the tool message the model reads next, stored bound to the calling run, and
@@ -162,6 +194,23 @@ class ToolActivities:
         return ToolCallResult(
             call_id=call.call_id, name=call.name, content=json.dumps(structured, default=str), structured=structured
         )
+
+
+def _time_for(carried: CarriedProgram, started: float) -> bool:
+    """Whether a whole segment (its ``segment_seconds``, plus a margin) still fits in this activity's timeouts:
+    timing out after the tool answered would make the call again."""
+    if not activity.in_activity():
+        return True
+    info = activity.info()
+    bounds = [t.total_seconds() for t in (info.start_to_close_timeout, info.heartbeat_timeout) if t]
+    needed = time.perf_counter() - started + carried.resume.limits.segment_seconds + SEGMENT_MARGIN_SECONDS
+    if info.schedule_to_close_timeout and info.scheduled_time:
+        waited = (datetime.now(timezone.utc) - info.scheduled_time).total_seconds() - (time.perf_counter() - started)
+        bounds.append(info.schedule_to_close_timeout.total_seconds() - max(0.0, waited))
+    return all(needed < bound for bound in bounds)
+
+
+SEGMENT_MARGIN_SECONDS = 2.0
 
 
 def _error(call: ToolCallInput, message: str) -> ToolCallResult:

@@ -79,7 +79,7 @@ class RecordedTools:
                     return answer.model_copy(update={"call_id": call.call_id})
         if self._live is not None and call.name in self._allow:
             self.live_calls[replay_id].append((call.name, arguments))
-            return await self._live.call(call)
+            return await self._live.run(call)
         self.refused[replay_id].append((call.name, arguments))
         return ToolCallResult(
             call_id=call.call_id,

@@ -13,8 +13,11 @@ from temporalio.client import WorkflowFailureError
 from temporalio.exceptions import ApplicationError
 
 from agentsteps.activities.sandbox import SandboxPool
+from agentsteps.client.fork_points import code_points, program_segments
 from agentsteps.contracts import AgentInput, AgentResult, AgentSpec, LLMConfig
-from agentsteps.contracts.names import AGENT_WORKFLOW
+from agentsteps.contracts.code.program import ProgramLimits
+from agentsteps.contracts.names import AGENT_WORKFLOW, CODE_RESUME, CODE_START, TOOLS_CALL
+from agentsteps.contracts.spec import ActivityPolicy
 from agentsteps.contracts.violations import ViolationKind
 
 MODEL = "scripted-2026-01-01"
@@ -195,3 +198,71 @@ async def test_five_thousand_tickets_of_several_megabytes_flow_end_to_end(env, s
     # The tool result, the snapshot and the run result went to the payload store, not history.
     stored = [p for p in (settings.state_dir / "payloads").rglob("*") if p.is_file()]
     assert sum(p.stat().st_size for p in stored) > 5_000_000
+
+
+SEQUENTIAL = (
+    'a = await tickets_list("open", count=3)\n'
+    'b = await tickets_list("open", count=4)\n'
+    'c = await tickets_list("open", count=5)\n'
+    '[len(a["tickets"]), len(b["tickets"]), len(c["tickets"])]\n'
+)
+
+
+async def _local_activities(client, history) -> list[str]:
+    kinds = []
+    for event in history.events:
+        marker = event.marker_recorded_event_attributes
+        if event.HasField("marker_recorded_event_attributes") and marker.marker_name == "core_local_activity":
+            data = (await client.data_converter.decode(list(marker.details["data"].payloads), [dict]))[0]
+            kinds.append(data["activity_type"])
+    return kinds
+
+
+async def test_a_call_without_time_left_for_a_whole_segment_leaves_the_resume_to_code_resume(env, scripted):
+    """A tool timeout too short to also hold a whole segment (``segment_seconds`` plus a margin): the call's
+    activity returns its result alone, so a slow segment can never time the call out after its tool ran."""
+    client, settings, _ = env
+    scripted.set_script({"replies": [program_reply(SEQUENTIAL)]})
+    spec = code_spec(
+        tool_policy=ActivityPolicy(start_to_close_seconds=6.0), code_limits=ProgramLimits(segment_seconds=5.0)
+    )
+    handle = await client.start_workflow(
+        AGENT_WORKFLOW,
+        AgentInput(spec=spec, input="count"),
+        id=f"code-{uuid.uuid4().hex[:10]}",
+        task_queue=settings.task_queue,
+        result_type=AgentResult,
+    )
+    assert (await handle.result()).output == [3, 4, 5]
+    kinds = await _local_activities(client, await handle.fetch_history())
+    assert kinds.count(CODE_RESUME) == 3, kinds
+
+
+async def test_a_sequential_call_costs_one_activity_and_its_history_still_holds_every_pause(env, scripted):
+    """Issue 39: each call its program waits on alone resumes the program in its own ``tools.call`` activity,
+    so a sequential call adds no ``code.resume`` segment; the pauses it answered with are in history, where a
+    fork finds them (one point before each call)."""
+    client, settings, _ = env
+    scripted.set_script({"replies": [program_reply(SEQUENTIAL)]})
+    handle = await client.start_workflow(
+        AGENT_WORKFLOW,
+        AgentInput(spec=code_spec(), input="count"),
+        id=f"code-{uuid.uuid4().hex[:10]}",
+        task_queue=settings.task_queue,
+        result_type=AgentResult,
+    )
+    result = await handle.result()
+    assert result.output == [3, 4, 5]
+    history = await handle.fetch_history()
+    scheduled = [
+        e.activity_task_scheduled_event_attributes.activity_type.name
+        for e in history.events
+        if e.HasField("activity_task_scheduled_event_attributes")
+    ]
+    assert scheduled.count(TOOLS_CALL) == 3
+    kinds = await _local_activities(client, history)
+    assert CODE_START in kinds and CODE_RESUME not in kinds, kinds
+    [segments] = await program_segments(history, client.data_converter)
+    assert [s.state for s in segments] == ["pending", "pending", "pending", "completed"]
+    points = code_points(result.steps, [segments])
+    assert [(p.step, p.call_id) for p in points] == [(0, None), (0, 0), (0, 1), (0, 2), (1, None)]

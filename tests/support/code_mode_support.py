@@ -159,7 +159,8 @@ async def code_worker(client: Client, settings: WorkerSettings, pool: SandboxPoo
     store: PayloadStore = build_payload_store(settings)
     pool = pool or SandboxPool(max_processes=2)
     sandbox = SandboxActivities(pool, SnapshotVault(store, load_snapshot_key(settings)))
-    tools = ToolActivities(build_registry(settings.state_dir))
+    # As build_worker does: a program live here resumes inside its call's tools.call activity.
+    tools = ToolActivities(build_registry(settings.state_dir), programs=sandbox.resume_carried)
     async with httpx2.AsyncClient(timeout=10) as http:
         llm = LLMActivities(settings.providers, http, settings.prices, ConversationStore(store))
         async with Worker(

@@ -44,6 +44,7 @@ PERSISTED = {
     "SEARCH_ATTRIBUTES_PATCH": "agentsteps.search-attributes.1",
     "APPROVAL_NOTIFY_PATCH": "agentsteps.approval-notify.1",
     "QUOTA_FROM_WORKER_PATCH": "agentsteps.quota-from-worker.1",
+    "CODE_CALL_CARRIES_PROGRAM_PATCH": "agentsteps.code-call-carries-program.1",
 }
 """Written out once, here only: recorded runs carry these strings, so none may ever change."""
 

@@ -25,6 +25,7 @@ with workflow.unsafe.imports_passed_through():
         APPROVAL_NOTIFY_PATCH,
         APPROVALS_CARRIED_PATCH,
         APPROVALS_PATCH,
+        CODE_CALL_CARRIES_PROGRAM_PATCH,
         CONVERSATION_REF_PATCH,
         EFFECTS_PATCH,
         EXACTLY_ONCE_PATCH,
@@ -129,6 +130,13 @@ def notifies_approvers() -> bool:
     return workflow.patched(APPROVAL_NOTIFY_PATCH)
 
 
+def calls_carry_programs() -> bool:
+    """A tool call its kept-live program waits on alone carries the program, and its activity answers with the
+    program's next pause (``CODE_CALL_CARRIES_PROGRAM_PATCH``, not under the release); asked at a program's
+    first such call (each program asks; the SDK answers a repeat from its memo, with no new marker)."""
+    return workflow.patched(CODE_CALL_CARRIES_PROGRAM_PATCH)
+
+
 def effects_once() -> bool:
     """A pipeline describes its tools for their delivery policies, a monitor tick bounds its record's retries
     (``EFFECTS_PATCH``, not under the release); asked at the run's start."""
@@ -162,6 +170,7 @@ def retries_at_most_once_after_any_failure() -> bool:
 
 __all__ = [
     "Features",
+    "calls_carry_programs",
     "notifies_approvers",
     "quotas_from_worker",
     "cancel_ends_at_most_once_call",

@@ -35,6 +35,7 @@ from ...contracts.names import (
     APPROVAL_NOTIFY_PATCH,
     APPROVALS_CARRIED_PATCH,
     APPROVALS_PATCH,
+    CODE_CALL_CARRIES_PROGRAM_PATCH,
     CONVERSATION_REF_PATCH,
     EFFECTS_PATCH,
     EXACTLY_ONCE_PATCH,
@@ -369,6 +370,26 @@ PATCHES: tuple[Patch, ...] = (
             "since is a new run and asks it); then `deprecate_patch(QUOTA_FROM_WORKER_PATCH)` at the same point "
             "(the plan always from the activity, `AgentInput.quota` never read), and the call goes once no open "
             "run carries its marker."
+        ),
+    ),
+    Patch(
+        id=CODE_CALL_CARRIES_PROGRAM_PATCH,
+        added="issue 39, a sequential code-mode call at one activity (commit on branch codemode2, 2026-12-06)",
+        old_branch_does=(
+            "every pause of a kept-live program is resumed by a `code.resume` local activity after its calls; "
+            "`tools.call` carries no program and returns no next pause"
+        ),
+        asked_at=(
+            "a kept-live program's first pause that waits on one tool call alone, before that call's "
+            "`tools.call` is scheduled (`calls_carry_programs`, from `program_driver.drive_program`)"
+        ),
+        under_release=False,
+        marked=(),
+        old_branch=(),
+        may_go=(
+            "`deprecate_patch` when no code-mode run or session started before these workers is open; the call "
+            "goes once no open run carries its marker. A run that took it needs workers that carry programs in "
+            "`tools.call` (a rollback past it fails their replay)."
         ),
     ),
 )
