@@ -321,6 +321,14 @@ def code_and_monitor() -> list[PanelModel]:
             unit="ops",
         ),
         panel(
+            "Program resumes by source",
+            "Where each paused program's next segment came from: kept live on the worker, carried by its call's "
+            "activity, rebuilt by replay, or a stored snapshot. Rising replay means workers lose their live "
+            "programs (restarts, evictions, more workers than the cache holds).",
+            [(f"sum by (source) ({rate('agentsteps_code_resumes_total', temporal=False)})", "{{source}}")],
+            unit="ops",
+        ),
+        panel(
             "Payload store refusals",
             "Reads the payload store refused a worker (AccessDenied, bad "
             "credentials), by pod: that pod's attempts fail and are retried; any value is a pod to fix.",

@@ -27,7 +27,7 @@ async def test_a_worker_without_the_signing_key_never_fails_the_paused_program_a
     temporal_env, scripted, tmp_path, s3_endpoint, s3_bucket
 ):
     """A key rollout seen from the run: the pod that takes the paused program over lacks the key id
-    that signed it. The run is not failed (counted as ``key_unknown``); a pod with the key finishes it."""
+    that signed it (a snapshot at every call: a program kept live or rebuilt by replay reads none). The run is not failed (counted as ``key_unknown``); a pod with the key finishes it."""
     scripted.set_script(script(delay=2.0))
     address = temporal_env.client.service_client.config.target_host
     queue = new_id("foreignkey")
@@ -40,7 +40,7 @@ async def test_a_worker_without_the_signing_key_never_fails_the_paused_program_a
     ledger_path = tmp_path / "ledger.db"
     ledger = Ledger(ledger_path)
     client = await connect(WorkerSettings.model_validate_json(first))
-    workers = [spawn(first, ledger_path)]
+    workers = [spawn(first, ledger_path, snapshot_every=1)]
     workflow_id = new_id("rollout")
     handle = await client.start_workflow(
         AGENT_WORKFLOW,
@@ -52,7 +52,7 @@ async def test_a_worker_without_the_signing_key_never_fails_the_paused_program_a
     try:
         await wait_for(lambda: 2 in ledger.effects(workflow_id), timeout=90)
         kill(workers[0])
-        workers.append(spawn(second, ledger_path))
+        workers.append(spawn(second, ledger_path, snapshot_every=1))
         await asyncio.sleep(BOUND / 2)  # the foreign pod retries; formerly the run failed well within this
         description = await handle.describe()
         if description.status != WorkflowExecutionStatus.RUNNING:
@@ -61,7 +61,7 @@ async def test_a_worker_without_the_signing_key_never_fails_the_paused_program_a
             events = [e.event_type for e in (await handle.fetch_history()).events]
             raise AssertionError(f"the pod without the key ended the run: {ended.value.cause!r} {events}")
         kill(workers[1])
-        workers.append(spawn(third, ledger_path))
+        workers.append(spawn(third, ledger_path, snapshot_every=1))
         result = await asyncio.wait_for(handle.result(), timeout=240)
     finally:
         for worker in workers:

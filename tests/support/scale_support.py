@@ -100,6 +100,10 @@ async def _main() -> None:
     from agentsteps.worker import connect, running_worker
 
     settings = WorkerSettings.model_validate_json(os.environ["SCALE_SETTINGS"])
+    if os.environ.get("SCALE_SNAPSHOT_EVERY"):  # store a paused program's snapshot every N calls, not past 200
+        from agentsteps.activities.sandbox import activities as sandbox_activities
+
+        sandbox_activities.REPLAY_CALLS_BOUND = int(os.environ["SCALE_SNAPSHOT_EVERY"])
     client = await connect(settings)
     async with running_worker(client, settings):
         await serve_until_killed()
