@@ -91,6 +91,26 @@ class NoticeDelivery(BaseModel):
     """The names of the webhooks that accepted it (2xx); never their URLs."""
 
 
+class WebhookFilter(BaseModel):
+    """Which calls one configured webhook is told of: its ``tools`` and ``agents`` (empty: all)."""
+
+    tools: list[str] = Field(default_factory=list)
+    agents: list[str] = Field(default_factory=list)
+
+    def wants(self, tool: str, agent: str) -> bool:
+        return (not self.tools or tool in self.tools) and (not self.agents or agent in self.agents)
+
+
+class ApprovalTargets(BaseModel):
+    """``approval.targets``' answer: the filters of the worker's webhooks, never their URLs or secrets.
+    A run asks once, at its first waiting call, so a deployment without webhooks schedules no notice."""
+
+    webhooks: list[WebhookFilter] = Field(default_factory=list)
+
+    def wants(self, tool: str, agent: str) -> bool:
+        return any(w.wants(tool, agent) for w in self.webhooks)
+
+
 def card_anchor(workflow_id: str, approval_id: str) -> str:
     """A waiting call's element id on the console's pages (a notice links to it): no identifier shown."""
     return "c" + hashlib.sha256(f"{workflow_id}\n{approval_id}".encode()).hexdigest()[:16]
@@ -129,7 +149,9 @@ __all__ = [
     "decision_link_signature",
     "card_anchor",
     "ApprovalNotice",
+    "ApprovalTargets",
     "NoticeDelivery",
+    "WebhookFilter",
     "NoticeKind",
     "ApprovalDecision",
     "ApprovalOutcome",

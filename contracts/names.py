@@ -50,6 +50,8 @@ the source and bound to the fork (``activities/session_fork.py``)."""
 MONITOR_RECORD = "monitor.record"
 APPROVAL_NOTIFY = "approval.notify"
 """Takes ``ApprovalNotice``; posts it to the webhooks configured for its tool or agent (``approval_webhooks``)."""
+APPROVAL_TARGETS = "approval.targets"
+"""A local activity at a run's first waiting call: the filters of the worker's webhooks (``ApprovalTargets``)."""
 QUOTA_PLAN_ACTIVITY = "quota.plan"
 """A local activity at a run's start: its quotas, budget, prices and degradation chain from the worker's config
 (``activities/quotas``), recorded in its history; nothing the caller sends decides them."""
@@ -218,6 +220,7 @@ ACTIVITIES = (
     SESSION_FORK,
     MONITOR_RECORD,
     APPROVAL_NOTIFY,
+    APPROVAL_TARGETS,
     QUOTA_PLAN_ACTIVITY,
 )
 
@@ -248,6 +251,7 @@ __all__ = [
     "MONITOR_RECORD",
     "APPROVAL_NOTIFY",
     "APPROVAL_NOTIFY_PATCH",
+    "APPROVAL_TARGETS",
     "MONITOR_WORKFLOW",
     "PATCH_TOOL_RESULT_CAP",
     "PIPELINE_WORKFLOW",

@@ -26,13 +26,22 @@ with workflow.unsafe.imports_passed_through():
         ApprovalNotice,
         ApprovalOutcome,
         ApprovalRecord,
+        ApprovalTargets,
         NoticeDelivery,
         NoticeKind,
         PendingApproval,
+        WebhookFilter,
         parse_decision,
     )
     from ..contracts.errors import ApprovalError
-    from ..contracts.names import APPROVAL_NOTIFY, APPROVALS_QUERY, APPROVE_UPDATE, DECISIONS_QUERY, REJECT_UPDATE
+    from ..contracts.names import (
+        APPROVAL_NOTIFY,
+        APPROVAL_TARGETS,
+        APPROVALS_QUERY,
+        APPROVE_UPDATE,
+        DECISIONS_QUERY,
+        REJECT_UPDATE,
+    )
     from ..contracts.persisted_ids import approval_delivery_id
     from ..failures import to_application_error
     from ..telemetry import workflow_metrics
@@ -56,6 +65,7 @@ class ApprovalDesk:
         self.on_change: Callable[[bool], None] | None = None
         """Called with "is any call waiting" when a call starts or stops waiting (search attributes)."""
         self._notices: list[asyncio.Future[NoticeDelivery | None]] = []
+        self._targets: asyncio.Future[ApprovalTargets] | None = None
 
     def remember(self, records: list[ApprovalRecord]) -> None:
         """Decisions carried over continue-as-new: a late second decision still gets "already decided"."""
@@ -99,7 +109,8 @@ class ApprovalDesk:
         if self.on_change is not None:
             self.on_change(True)
         try:
-            if notifies_approvers():
+            told = notifies_approvers() and (await self._webhooks()).wants(tool.name, agent)
+            if told and approval_id not in self.decided:
                 await self._wait_notifying(pending, agent)
             else:
                 await workflow.wait_condition(lambda: approval_id in self.decided, timeout=timeout)
@@ -114,6 +125,13 @@ class ApprovalDesk:
         # the workflow's event loop, where ``on_change`` (a search-attribute upsert) cannot run.
         self._settle(approval_id)
         return self.decided[approval_id]
+
+    def _webhooks(self) -> asyncio.Future[ApprovalTargets]:
+        """The worker's webhook filters, asked once per run (one local activity, at its first waiting call):
+        a deployment without webhooks schedules no notice and no reminder, however many calls wait."""
+        if self._targets is None:
+            self._targets = asyncio.ensure_future(_ask_targets())
+        return self._targets
 
     async def _wait_notifying(self, pending: PendingApproval, agent: str) -> None:
         """Wait as ``gate`` does, telling the webhooks when the call starts waiting and once more when a fifth
@@ -219,6 +237,21 @@ class ApprovalDesk:
         read = (a for a in self.decided if a not in self.pending)
         for approval_id in list(islice(read, excess)):
             del self.decided[approval_id]
+
+
+async def _ask_targets() -> ApprovalTargets:
+    """A worker that cannot answer (one built without the notifier) is taken to have webhooks for every call:
+    each notice's own activity then decides, as it would without this question."""
+    try:
+        targets: ApprovalTargets = await workflow.execute_local_activity(
+            APPROVAL_TARGETS,
+            result_type=ApprovalTargets,
+            start_to_close_timeout=timedelta(seconds=10),
+            retry_policy=RetryPolicy(maximum_attempts=2),
+        )
+        return targets
+    except ActivityError:
+        return ApprovalTargets(webhooks=[WebhookFilter()])
 
 
 async def _send(notice: ApprovalNotice, left: timedelta) -> NoticeDelivery | None:

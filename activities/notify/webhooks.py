@@ -15,14 +15,15 @@ import json
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 import aiohttp
 from temporalio import activity
 
-from ...contracts.approvals import ApprovalNotice, NoticeDelivery
+from ...contracts.approvals import ApprovalNotice, ApprovalTargets, NoticeDelivery
 from ...contracts.config.settings import ApprovalWebhook
 from ...contracts.errors import WebhookDeliveryError
-from ...contracts.names import APPROVAL_NOTIFY
+from ...contracts.names import APPROVAL_NOTIFY, APPROVAL_TARGETS
 from ...failures import to_application_error
 from .. import attempts
 from .shapes import body
@@ -97,8 +98,12 @@ class ApprovalNotifier:
         _log.warning("approval webhook %s answered %s", webhook.name, status)
         return f"HTTP {status}"
 
-    def activities(self) -> list[Callable[[ApprovalNotice], Awaitable[NoticeDelivery]]]:
-        return [self.notify]
+    @activity.defn(name=APPROVAL_TARGETS)
+    async def targets(self) -> ApprovalTargets:
+        return ApprovalTargets(webhooks=[w.filter() for w in self.webhooks])
+
+    def activities(self) -> list[Callable[..., Awaitable[Any]]]:
+        return [self.notify, self.targets]
 
 
 async def _beat() -> None:

@@ -15,6 +15,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationInfo, field_validator
 
+from ..approvals import WebhookFilter
 from ..llm.api_keys import DEFAULT_API_KEY, ENV_VAR_NAME, key_name_problem
 from ..llm.capabilities import ModelCapability
 from ..quotas.config import QuotaSettings
@@ -173,7 +174,10 @@ class ApprovalWebhook(BaseModel):
         return url
 
     def wants(self, tool: str, agent: str) -> bool:
-        return (not self.tools or tool in self.tools) and (not self.agents or agent in self.agents)
+        return self.filter().wants(tool, agent)
+
+    def filter(self) -> WebhookFilter:
+        return WebhookFilter(tools=self.tools, agents=self.agents)
 
 
 class ConsoleSettings(BaseModel):

@@ -33,6 +33,7 @@ def test_every_persisted_name_is_unchanged():
         "session.fork",
         "monitor.record",
         "approval.notify",
+        "approval.targets",
         "quota.plan",
     )
     assert (names.APPROVALS_QUERY, names.DECISIONS_QUERY) == ("approvals", "decisions")

@@ -27,7 +27,8 @@ async def test_a_worker_without_the_signing_key_never_fails_the_paused_program_a
     temporal_env, scripted, tmp_path, s3_endpoint, s3_bucket
 ):
     """A key rollout seen from the run: the pod that takes the paused program over lacks the key id
-    that signed it (a snapshot at every call: a program kept live or rebuilt by replay reads none). The run is not failed (counted as ``key_unknown``); a pod with the key finishes it."""
+    that signed it (a snapshot at every call: a program kept live or rebuilt by replay reads none). The
+    run is not failed (counted as ``key_unknown``); a pod with the key finishes it."""
     scripted.set_script(script(delay=2.0))
     address = temporal_env.client.service_client.config.target_host
     queue = new_id("foreignkey")

@@ -22,6 +22,7 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 
 from agentsteps.activities.llm.activities import LLMActivities
+from agentsteps.activities.notify import ApprovalNotifier
 from agentsteps.activities.quotas import QuotaPlanActivities
 from agentsteps.activities.sandbox import SandboxActivities, SandboxPool, SnapshotVault, load_snapshot_key
 from agentsteps.activities.tools.activities import ToolActivities
@@ -176,6 +177,7 @@ async def code_worker(client: Client, settings: WorkerSettings, pool: SandboxPoo
                 sandbox.resume,
                 sandbox.fork,
                 QuotaPlanActivities(settings).plan,  # every run asks its worker's quota config at its start
+                *ApprovalNotifier(settings.approval_webhooks).activities(),  # asked at a run's first waiting call
             ],
             max_concurrent_activities=20,
             # AGENTSTEPS_TEST_NO_CACHE=1: no sticky cache (the time-skipping server never reroutes sticky tasks).

@@ -17,6 +17,7 @@ import uuid
 from temporalio import workflow
 from temporalio.worker import Worker
 
+from agentsteps.activities.notify import ApprovalNotifier
 from agentsteps.contracts import ToolSchema
 from agentsteps.contracts.approvals import PendingApproval
 from agentsteps.workflows.approvals import ApprovalDesk
@@ -57,7 +58,10 @@ class DecisionBatch:
 
 async def test_a_batch_of_decisions_in_one_task_reaches_every_call_in_linear_lookups(client):
     queue = f"decision-batch-{uuid.uuid4().hex[:8]}"
-    async with Worker(client, task_queue=queue, workflows=[DecisionBatch]):
+    # The worker's notifier answers the desk's one question (which calls have webhooks): none here.
+    async with Worker(
+        client, task_queue=queue, workflows=[DecisionBatch], activities=ApprovalNotifier([]).activities()
+    ):
         result = await client.execute_workflow(
             DecisionBatch.run,
             CALLS,
