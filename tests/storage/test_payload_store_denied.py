@@ -45,10 +45,11 @@ def authed_s3():
         )
 
     iam = client("iam", "bootstrap", "bootstrap")
-    iam.create_user(UserName="worker")
-    key = iam.create_access_key(UserName="worker")["AccessKey"]
+    user = f"worker-{uuid.uuid4().hex[:8]}"  # moto keeps IAM users per process, across its servers
+    iam.create_user(UserName=user)
+    key = iam.create_access_key(UserName=user)["AccessKey"]
     iam.put_user_policy(
-        UserName="worker",
+        UserName=user,
         PolicyName="payloads",
         PolicyDocument=json.dumps(
             {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "s3:*", "Resource": "*"}]}
