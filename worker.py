@@ -310,6 +310,12 @@ def workflows() -> list[type]:
     return [AgentWorkflow, PipelineWorkflow, MonitorWorkflow, SessionWorkflow, QuotaAccountWorkflow]
 
 
+def replayed_workflows() -> list[type]:
+    """Every workflow type a deployment runs, the queues' registries included: what ``replay --check`` replays
+    (a registry is served by every worker process, so any build may run it)."""
+    return [*workflows(), QueueRegistryWorkflow]
+
+
 def build_worker(
     client: Client,
     settings: WorkerSettings,

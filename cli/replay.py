@@ -35,7 +35,14 @@ from ..client.spec_files import load_spec
 from ..contracts.config.mcp_config import McpConfig
 from ..contracts.config.settings import WorkerSettings
 from ..contracts.errors import HistoryUnavailableError
-from ..worker import ENGINE_SANDBOX, build_data_converter, connect, load_registry, running_worker, workflows
+from ..worker import (
+    ENGINE_SANDBOX,
+    build_data_converter,
+    connect,
+    load_registry,
+    replayed_workflows,
+    running_worker,
+)
 from .json_output import COUNTERFACTUAL, REPLAY_CHECK, print_json
 
 EXIT_OK, EXIT_FAILED, EXIT_INVALID = 0, 1, 2
@@ -47,7 +54,9 @@ async def replay_check(settings: WorkerSettings, args: argparse.Namespace, out: 
         print("error: --limit must be at least 1", file=sys.stderr)
         return EXIT_INVALID
     converter = build_data_converter(settings)
-    check = partial(check_histories, workflows=workflows(), data_converter=converter, workflow_runner=ENGINE_SANDBOX)
+    check = partial(
+        check_histories, workflows=replayed_workflows(), data_converter=converter, workflow_runner=ENGINE_SANDBOX
+    )
     try:
         if args.histories:
             findings = await check(history_files(args.histories))
