@@ -10,11 +10,10 @@ import asyncio
 
 import pytest
 from agent_support import make_spec, start_columns_without_upsert
-from pydantic import BaseModel
+from charge_support import charge_rules, charging_registry
 from session_support import session_id
 from temporalio.common import SearchAttributeKey
 
-from agentsteps.activities.tools.registry import ToolContext, ToolRegistry
 from agentsteps.client.session_forks import fork_session, plan_session_fork, start_session_fork
 from agentsteps.client.sessions import close_session, continue_session, send_turn, session_state, session_turns
 from agentsteps.contracts.errors import (
@@ -34,22 +33,6 @@ from agentsteps.workflows.quota_gate import warm_tokenizer
 CHARGES = 10
 
 
-class Charge(BaseModel):
-    customer: int
-
-
-def charging_registry(executed: list[int]) -> ToolRegistry:
-    registry = ToolRegistry()
-
-    @registry.tool(side_effects=True)
-    def charge(args: Charge, ctx: ToolContext) -> dict:
-        """Charge a customer (ignores its idempotency key, as careless tools do)."""
-        executed.append(args.customer)
-        return {"charged": args.customer}
-
-    return registry
-
-
 def tool_script() -> dict:
     rules = [
         {
@@ -58,16 +41,7 @@ def tool_script() -> dict:
         },
         {"match": {"role": "user", "contains": "hello"}, "reply": {"content": "hi there"}},
     ]
-    for k in range(CHARGES - 1):
-        rules.append(
-            {
-                "match": {"role": "tool", "contains": f'"charged": {k}}}'},
-                "reply": {"tool_calls": [{"name": "charge", "arguments": {"customer": k + 1}}]},
-            }
-        )
-    rules.append(
-        {"match": {"role": "tool", "contains": f'"charged": {CHARGES - 1}}}'}, "reply": {"content": "all charged"}}
-    )
+    rules += charge_rules(CHARGES)[1:]  # then charge k + 1 once k is charged, and answer
     return {"rules": rules}
 
 
