@@ -336,6 +336,10 @@ class SessionWorkflow(ApprovalHandlers, QuotaHandlers):
         await workflow.wait_condition(lambda: self.tools_decided)
         if self.fork_failed is not None:
             raise self.fork_failed
+        if self.fork is None:
+            # Another turn accepted before the state was bound took the forked messages and is running: this
+            # one is answered busy by the caller, never run without them.
+            return []
         forked, self.fork = self.fork.turn_messages, None
         return forked
 

@@ -13,6 +13,7 @@ from agent_support import make_spec, start_columns_without_upsert
 from charge_support import charge_rules, charging_registry
 from session_support import session_id
 from temporalio.common import SearchAttributeKey
+from temporalio.service import RPCError
 
 from agentsteps.client.session_forks import fork_session, plan_session_fork, start_session_fork
 from agentsteps.client.sessions import close_session, continue_session, send_turn, session_state, session_turns
@@ -20,6 +21,7 @@ from agentsteps.contracts.errors import (
     InvalidTurnError,
     PayloadIntegrityError,
     PayloadMissingError,
+    SessionBusyError,
     SessionClosedError,
     SessionNotFoundError,
 )
@@ -94,6 +96,47 @@ async def test_a_fork_at_every_step_of_a_session_turn_repeats_no_effect(client, 
         state = await session_state(client, sid)
         assert state.turns == 3 and state.rewinds == []
     assert executed == list(range(CHARGES))
+
+
+async def test_two_turns_sent_to_a_fork_before_its_state_is_bound_run_one_and_answer_the_other_busy(
+    client, settings, scripted
+):
+    scripted.set_script(tool_script())
+    executed: list[int] = []
+    sid = session_id()
+    converter = build_data_converter(settings)
+    async with running_worker(client, settings, registry=charging_registry(executed)):
+        await send_turn(
+            client, make_spec(tools=["charge"], max_steps=14), "hello", session_id=sid, task_queue=settings.task_queue
+        )
+        await continue_session(client, sid, "charge everyone")
+        plan = await plan_session_fork(client, sid, 2, 3, data_converter=converter)
+    # With no worker polling, the fork's turn and a second one both wait on the server; the fork's first
+    # workflow task then binds its state (an activity) while both turns wait on it.
+    first = asyncio.create_task(start_session_fork(client, plan, task_queue=settings.task_queue))
+    while not await _exists(client, plan.fork_id):
+        await asyncio.sleep(0.05)
+    second = asyncio.create_task(continue_session(client, plan.fork_id, "hello"))
+    await asyncio.sleep(1)  # the second update reaches the server before a worker polls
+    async with running_worker(client, settings, registry=charging_registry(executed)):
+        # Before the fix the second turn failed the workflow task on every attempt and both hung.
+        answers = await asyncio.wait_for(asyncio.gather(first, second, return_exceptions=True), 120)
+        forked, busy = answers
+        assert not isinstance(forked, BaseException), forked
+        assert forked.turn == 2 and forked.output == "all charged" and forked.effects == []
+        assert isinstance(busy, SessionBusyError), busy
+        # The refused turn left nothing behind: the fork takes its next turn as any session does.
+        after = await continue_session(client, plan.fork_id, "hello")
+        assert after.turn == 3 and after.output == "hi there"
+    assert executed == list(range(CHARGES))
+
+
+async def _exists(client, workflow_id: str) -> bool:
+    try:
+        await client.get_workflow_handle(workflow_id).describe()
+    except RPCError:
+        return False
+    return True
 
 
 def program(code: str) -> dict:
