@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 
 import pytest
 import pytest_asyncio
@@ -77,9 +78,35 @@ def pytest_collection_modifyitems(session, config, items):
     items.sort(key=_hand_out_order)
 
 
+_cpu_report = None
+
+
+def pytest_configure(config):
+    global _cpu_report
+    if path := os.environ.get("AGENTSTEPS_TEST_CPU"):
+        from cpu_report import CpuReport
+
+        _cpu_report = CpuReport(path)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    # AGENTSTEPS_TEST_CPU=path: CPU seconds per file (tests/support/cpu_report.py), setup and teardown included.
+    if _cpu_report is None:
+        yield
+        return
+    from cpu_report import cpu_now
+
+    cpu, wall = cpu_now(), time.monotonic()
+    yield
+    _cpu_report.measure(item.nodeid, cpu_now() - cpu, time.monotonic() - wall)
+
+
 def pytest_sessionfinish(session, exitstatus):
     global _exit_status
     _exit_status = int(exitstatus)
+    if _cpu_report is not None:
+        _cpu_report.write()
 
 
 @pytest.hookimpl(trylast=True)
