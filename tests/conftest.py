@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 
 import pytest
 import pytest_asyncio
@@ -95,11 +94,9 @@ def pytest_runtest_protocol(item, nextitem):
     if _cpu_report is None:
         yield
         return
-    from cpu_report import cpu_now
-
-    cpu, wall = cpu_now(), time.monotonic()
+    _cpu_report.before()
     yield
-    _cpu_report.measure(item.nodeid, cpu_now() - cpu, time.monotonic() - wall)
+    _cpu_report.after(item.nodeid.split("::", 1)[0], last_of_file=nextitem is None or nextitem.path != item.path)
 
 
 def pytest_sessionfinish(session, exitstatus):

@@ -2,7 +2,8 @@
 
 On the 2-core machine the suite is bound by CPU, and ``--durations`` shows wall
 time, which a loaded machine inflates for every test alike. This counts, per
-test, the CPU of the pytest process, of the children it reaped (worker
+file (measured where one file's tests begin and end, so the cost is two scans of
+``/proc`` a file), the CPU of the pytest process, of the children it reaped (worker
 processes, CLI commands, builds) and of the processes still running under it
 (its Temporal dev server, module-scoped servers), and appends one JSON line per
 file to the path: ``{"file", "cpu", "wall", "tests"}``. Summed over files it is
@@ -17,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from collections import defaultdict
 from pathlib import Path
 
@@ -59,12 +61,21 @@ class CpuReport:
     def __init__(self, path: str) -> None:
         self.path = path
         self.files: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0, 0])
+        self.began: tuple[float, float] | None = None
 
-    def measure(self, nodeid: str, cpu: float, wall: float) -> None:
-        entry = self.files[nodeid.split("::", 1)[0]]
-        entry[0] += cpu
-        entry[1] += wall
+    def before(self) -> None:
+        """A test starts: the first of its file starts the count."""
+        if self.began is None:
+            self.began = (cpu_now(), time.monotonic())
+
+    def after(self, file: str, last_of_file: bool) -> None:
+        """A test ended, its teardown included (module fixtures end with the file's last test)."""
+        entry = self.files[file]
         entry[2] += 1
+        if last_of_file and self.began is not None:
+            entry[0] += cpu_now() - self.began[0]
+            entry[1] += time.monotonic() - self.began[1]
+            self.began = None
 
     def write(self) -> None:
         with open(self.path, "a") as out:
