@@ -49,21 +49,24 @@ def pytest_ignore_collect(collection_path, config):
 
 
 # Under xdist (`make test`) files are handed out in collection order, so the
-# longest go first: the files measured longest (`--durations`, tests/README.md),
-# then the other end-to-end files (child processes, kills, restarts), then the
-# CLI's and storage's (subprocesses, S3), then the rest; a long file handed out
-# last would run on alone while the other processes sit idle. Order within a file is kept.
+# longest go first: the files measured longest (`--durations`, or per file with
+# AGENTSTEPS_TEST_CPU, tests/README.md), then the other end-to-end files (child
+# processes, kills, restarts), then the CLI's and storage's (subprocesses, S3),
+# then the rest; a long file handed out last would run on alone while the other
+# processes sit idle. Order within a file is kept.
 _LONGEST = [
     "test_soak_e2e.py",
-    "test_scale_out.py",
-    "test_wheel_install.py",
     "test_scale_out_foreign_key.py",
-    "test_quota_burst.py",
-    "test_scale_out_failures.py",
+    "test_wheel_install.py",
     "test_cli_workers.py",
-    "test_quotas.py",
+    "test_telemetry_dashboard.py",
     "test_code_mode_durability.py",
-    "test_schema_compat_soundness.py",
+    "test_mcp_client.py",
+    "test_scale_out_failures.py",
+    "test_scale_out.py",
+    "test_quota_burst.py",
+    "test_stop_deadline.py",
+    "test_cli_json.py",
 ]
 _FIRST = {"e2e": 0, "client_cli": 1, "storage": 1}
 
@@ -77,9 +80,37 @@ def pytest_collection_modifyitems(session, config, items):
     items.sort(key=_hand_out_order)
 
 
+_cpu_report = None
+
+
+def pytest_configure(config):
+    global _cpu_report
+    # pytest-xdist 3.6+ hands out `--dist loadfile` files by test count, most first, by default: the
+    # one-test files that are the longest would start last. Keep the order _hand_out_order gives.
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
+    if path := os.environ.get("AGENTSTEPS_TEST_CPU"):
+        from cpu_report import CpuReport
+
+        _cpu_report = CpuReport(path)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    # AGENTSTEPS_TEST_CPU=path: CPU seconds per file (tests/support/cpu_report.py), setup and teardown included.
+    if _cpu_report is None:
+        yield
+        return
+    _cpu_report.before()
+    yield
+    _cpu_report.after(item.nodeid.split("::", 1)[0], last_of_file=nextitem is None or nextitem.path != item.path)
+
+
 def pytest_sessionfinish(session, exitstatus):
     global _exit_status
     _exit_status = int(exitstatus)
+    if _cpu_report is not None:
+        _cpu_report.write()
 
 
 @pytest.hookimpl(trylast=True)

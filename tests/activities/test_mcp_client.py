@@ -7,6 +7,7 @@ import json
 import sqlite3
 import time
 import uuid
+from pathlib import Path
 
 import pytest
 from mcp_support import (
@@ -45,15 +46,22 @@ def db(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
+def lone_db(tmp_path_factory):
+    """A tracker database no shared client serves: a test counting its stdio processes sees only its own."""
+    return seeded_db(tmp_path_factory.mktemp("lone"))
+
+
+@pytest.fixture(scope="module")
 def http_port(db, token):
     port = free_port()
     with http_tracker_process(db, port, token):
         yield port
 
 
-@pytest.fixture(params=["stdio", "http"])
+@pytest.fixture(scope="module", params=["stdio", "http"])
 async def tracker(request, db, token):
-    """A client for the tracker over one transport; closed (and its child reaped) after the test."""
+    """A client for the tracker over one transport, shared by the module's tests of that transport (they
+    only call tools, as a worker's client does for every run); closed (and its child reaped) at the end."""
     if request.param == "stdio":
         server = stdio_tracker(db)
     else:
@@ -63,12 +71,27 @@ async def tracker(request, db, token):
     await client.aclose()
 
 
-@pytest.fixture
-async def rogue(tmp_path):
-    client = make_client(
-        {"rogue": hostile(timeouts={"call_seconds": 1.5})},
-        {"HOSTILE_TOKEN": "hostile-secret-value", "HOSTILE_MARKER": str(tmp_path / "marker")},
+def _rogue_client(marker: Path):
+    server = hostile(timeouts={"call_seconds": 1.5})
+    server["args"] = [*server["args"], str(marker)]  # unused by the server: tells its process from the others
+    return make_client(
+        {"rogue": server},
+        {"HOSTILE_TOKEN": "hostile-secret-value", "HOSTILE_MARKER": str(marker)},
     )
+
+
+@pytest.fixture(scope="module")
+async def rogue(tmp_path_factory):
+    """One hostile server for the tests whose calls leave it as it was (the session survives each)."""
+    client = _rogue_client(tmp_path_factory.mktemp("rogue") / "marker")
+    yield client
+    await client.aclose()
+
+
+@pytest.fixture
+async def fresh_rogue(tmp_path):
+    """A hostile server of the test's own, for a test that hangs or kills it."""
+    client = _rogue_client(tmp_path / "marker")
     yield client
     await client.aclose()
 
@@ -185,11 +208,11 @@ async def test_the_token_never_appears_in_schemas_results_or_errors(tracker, tok
 # -- reconnecting -------------------------------------------------------------------
 
 
-async def test_a_killed_stdio_server_is_restarted_on_the_next_call(db, token):
-    client = make_client({"tickets": stdio_tracker(db)}, {"TICKETS_API_TOKEN": token, "TRACKER_EXPECTS": token})
+async def test_a_killed_stdio_server_is_restarted_on_the_next_call(lone_db, token):
+    client = make_client({"tickets": stdio_tracker(lone_db)}, {"TICKETS_API_TOKEN": token, "TRACKER_EXPECTS": token})
     try:
         assert not (await client.call_tool("tickets", tool_call("get_issue", {"id": "PROJ-1"}))).is_error
-        [pid] = _stdio_pids(db)
+        [pid] = _stdio_pids(lone_db)
         kill(pid)
         failures = 0
         for _ in range(3):  # what Temporal's retry would do
@@ -199,10 +222,10 @@ async def test_a_killed_stdio_server_is_restarted_on_the_next_call(db, token):
             except McpUnavailableError:
                 failures += 1
         assert not result.is_error and failures <= 1
-        assert _stdio_pids(db) and pid not in _stdio_pids(db)
+        assert _stdio_pids(lone_db) and pid not in _stdio_pids(lone_db)
     finally:
         await client.aclose()
-    assert _stdio_pids(db) == []
+    assert _stdio_pids(lone_db) == []
 
 
 async def test_an_http_server_that_went_away_is_reconnected_once_it_is_back(db, token):
@@ -259,18 +282,20 @@ async def test_is_error_becomes_an_error_result_for_the_model(rogue):
     assert result.is_error and result.content == "boom: the widget is on fire"
 
 
-async def test_a_hanging_server_times_out_as_retryable_and_is_replaced(rogue):
+async def test_a_hanging_server_times_out_as_retryable_and_is_replaced(fresh_rogue, tmp_path):
+    rogue, marker = fresh_rogue, str(tmp_path / "marker")
     await rogue.list_tools()
-    [pid] = child_pids("mcp_hostile_server.py")
+    [pid] = child_pids(marker)
     started = time.monotonic()
     with pytest.raises(McpUnavailableError, match="timed out"):
         await rogue.call_tool("rogue", tool_call("hang"))
     assert time.monotonic() - started < 6
-    assert pid not in child_pids("mcp_hostile_server.py")
+    assert pid not in child_pids(marker)
     assert not (await rogue.call_tool("rogue", tool_call("good_output"))).is_error
 
 
-async def test_a_server_dying_mid_call_is_retryable_and_the_next_call_reconnects(rogue):
+async def test_a_server_dying_mid_call_is_retryable_and_the_next_call_reconnects(fresh_rogue):
+    rogue = fresh_rogue
     with pytest.raises(McpUnavailableError):
         await rogue.call_tool("rogue", tool_call("die"))
     assert not (await rogue.call_tool("rogue", tool_call("good_output"))).is_error
@@ -346,13 +371,13 @@ async def test_tools_call_reaches_mcp_tools_through_the_tool_source(db, token):
         await client.aclose()
 
 
-async def test_concurrent_calls_share_one_session(db, token):
-    client = make_client({"tickets": stdio_tracker(db)}, {"TICKETS_API_TOKEN": token, "TRACKER_EXPECTS": token})
+async def test_concurrent_calls_share_one_session(lone_db, token):
+    client = make_client({"tickets": stdio_tracker(lone_db)}, {"TICKETS_API_TOKEN": token, "TRACKER_EXPECTS": token})
     try:
         results = await asyncio.gather(
             *[client.call_tool("tickets", tool_call("get_issue", {"id": f"PROJ-{n}"})) for n in range(1, 11)]
         )
         assert [r.structured["id"] for r in results] == [f"PROJ-{n}" for n in range(1, 11)]
-        assert len(_stdio_pids(db)) == 1
+        assert len(_stdio_pids(lone_db)) == 1
     finally:
         await client.aclose()

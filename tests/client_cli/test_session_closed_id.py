@@ -45,6 +45,11 @@ async def runs_under(client: Client, sid: str) -> list[str]:
     return [wf.run_id async for wf in client.list_workflows(f"WorkflowId = '{sid}'")]
 
 
+async def current_run(client: Client, sid: str) -> str:
+    """The id's latest run, read from history (strongly consistent): a run started under the id would be it."""
+    return (await client.get_workflow_handle(sid).describe()).run_id
+
+
 async def wait_runs(client: Client, sid: str, count: int) -> list[str]:
     for _ in range(100):  # the visibility store is eventually consistent
         runs = await runs_under(client, sid)
@@ -59,6 +64,7 @@ async def test_a_turn_or_rewind_on_a_closed_session_is_refused_and_starts_nothin
     sid = session_id()
     await turn(engine, sid, "weather in Lisbon?")
     await close_session(engine.client, sid, "resolved")
+    closed = await current_run(engine.client, sid)
 
     with pytest.raises(SessionClosedError, match=r"has ended \(resolved\).*reopen=True"):
         await turn(engine, sid, "what did I ask before?")
@@ -68,7 +74,7 @@ async def test_a_turn_or_rewind_on_a_closed_session_is_refused_and_starts_nothin
         await close_session(engine.client, sid)
     with pytest.raises(SessionClosedError, match="resolved"):
         await rewind_session(engine.client, sid, 0)
-    assert len(await wait_runs(engine.client, sid, 2)) == 1  # no empty session was started under the id
+    assert await current_run(engine.client, sid) == closed  # no empty session was started under the id
 
     # Asked for explicitly, a new, empty session starts under the id: turn 1, no memory of the old one.
     fresh = await send_turn(
@@ -136,6 +142,7 @@ async def test_agentsteps_chat_on_a_closed_session_says_so_in_one_line(engine, s
     sid = session_id()
     await turn(engine, sid, "weather in Lisbon?")
     await close_session(engine.client, sid, "resolved")
+    closed = await current_run(engine.client, sid)
     env = {**_env(temporal_env, tmp_path, scripted.url_openai), "AGENTSTEPS_TASK_QUEUE": engine.task_queue}
 
     done = await asyncio.to_thread(
@@ -153,7 +160,7 @@ async def test_agentsteps_chat_on_a_closed_session_says_so_in_one_line(engine, s
     assert "Traceback" not in done.stderr
     line = done.stderr.strip().splitlines()[-1]  # after the stack it found: the one line naming the error
     assert sid in line and "has ended (resolved)" in line and "agentsteps chat --spec" in line
-    assert len(await wait_runs(engine.client, sid, 2)) == 1
+    assert await current_run(engine.client, sid) == closed
 
     again = await asyncio.to_thread(
         subprocess.run,
@@ -207,12 +214,13 @@ async def test_the_documented_temporal_command_refuses_a_closed_session(engine, 
     first = await documented_turn("Hello")
     second = await documented_turn("Hello again")
     await close_session(engine.client, sid)
+    closed = await current_run(engine.client, sid)
     refused = await documented_turn("Anyone there?")
 
     assert first.returncode == 0 and second.returncode == 0, first.stderr + second.stderr
     assert json.loads(second.stdout)["updateResult"]["turn"] == 2
     assert refused.returncode == 1 and "already finished" in refused.stderr and "reject duplicate" in refused.stderr
-    assert len(await wait_runs(engine.client, sid, 2)) == 1
+    assert await current_run(engine.client, sid) == closed
 
 
 def test_the_docs_show_the_refusing_form_of_the_temporal_command():

@@ -101,13 +101,20 @@ def installed(tmp_path_factory) -> Installed:
     (wheel,) = dist.glob("agentsteps-*.whl")
     (sdist,) = dist.glob("agentsteps-*.tar.gz")
     venv = base / "venv"
-    _checked([sys.executable, "-m", "venv", str(venv)], timeout=120)
+    # No pip of its own (seconds of ensurepip): this interpreter's pip installs into it (`--python`).
+    _checked([sys.executable, "-m", "venv", "--without-pip", str(venv)], timeout=120)
     # Dependencies come from the package index (pip's cache), at the tested set; agentsteps only from the wheel.
+    # No bytecode compiled up front: a command compiles what it imports, and most of the SDKs it never imports.
     _checked(
         [
-            str(venv / "bin" / "pip"),
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            str(venv / "bin" / "python"),
             "install",
             "--quiet",
+            "--no-compile",
             "--disable-pip-version-check",
             "-c",
             str(ROOT / "constraints.txt"),
