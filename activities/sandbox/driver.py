@@ -148,15 +148,22 @@ class SegmentDriver:
     async def restore(
         self, session: AsyncMontySession, blob: bytes, outcomes: list[CallOutcome]
     ) -> tuple[ProgramStatus, Any]:
-        async def resumed() -> Any:
-            snapshot = await session.load_snapshot(
-                blob, print_callback=self.sink, external_lookup=external_lookup(list(self._functions.values()))
+        restored: list[Any] = []
+
+        async def load() -> None:  # before the segment's deadline: loading is not the program's time
+            restored.append(
+                await session.load_snapshot(
+                    blob, print_callback=self.sink, external_lookup=external_lookup(list(self._functions.values()))
+                )
             )
+
+        async def resumed() -> Any:
+            snapshot = restored[0]
             if not isinstance(snapshot, AsyncFutureSnapshot):
                 raise _Failed("crashed", f"restored program is not paused on calls ({type(snapshot).__name__})")
             return await snapshot.resume(_answers(snapshot, outcomes))
 
-        return await self._timed(session, resumed)
+        return await self._timed(session, resumed, load)
 
     async def resume_live(
         self, paused: AsyncFutureSnapshot, outcomes: list[CallOutcome], session: AsyncMontySession | None = None
@@ -209,11 +216,15 @@ class SegmentDriver:
                 )
         return snapshot
 
-    async def _timed(self, session: AsyncMontySession | None, first_step: Any) -> tuple[ProgramStatus, Any]:
+    async def _timed(
+        self, session: AsyncMontySession | None, first_step: Any, load: Any = None
+    ) -> tuple[ProgramStatus, Any]:
         started = time.perf_counter()
         try:
             if self._sandbox_seconds >= self._limits.total_seconds:
                 raise _Failed("timeout", f"program used its {self._limits.total_seconds}s of interpreter time")
+            if load is not None:
+                await load()
             status, paused = await self._live_segment(session, first_step)
         except _Failed as failed:
             status, paused = self._status("failed", error=failed.error), None
