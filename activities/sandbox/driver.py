@@ -247,22 +247,14 @@ class SegmentDriver:
     async def _live_segment(self, session: AsyncMontySession | None, first_step: Any) -> tuple[ProgramStatus, Any]:
         """One live segment, from its first step to the next pause or the end, within ``segment_seconds``
         of wall clock; past it the interpreter's process is killed (a tight loop holds a core until it is)."""
-
-        async def segment() -> tuple[ProgramStatus, Any]:
-            return await self._drive(await first_step())
-
-        running = asyncio.ensure_future(segment())
+        deadline = asyncio.timeout(self._limits.segment_seconds)
         try:
-            done, _ = await asyncio.wait({running}, timeout=self._limits.segment_seconds)
-        except BaseException:  # the activity was cancelled: the segment goes with it
-            running.cancel()
-            raise
-        if running in done:
-            return running.result()
+            async with deadline:
+                return await self._drive(await first_step())
+        except TimeoutError:
+            if not deadline.expired():
+                raise
         _kill(session)
-        running.cancel()
-        with contextlib.suppress(BaseException):
-            await running
         raise _Failed(
             "timeout",
             f"TimeoutError: the program ran longer than {self._limits.segment_seconds}s between two pauses",
