@@ -66,7 +66,8 @@ def spec() -> AgentSpec:
         max_steps=2,
         reprompt_budget=0,
         default_result=DefaultResult(value=FALLBACK),
-        code_limits=ProgramLimits(segment_seconds=1.0),
+        # 32 MiB: the bomb's 16 MB steps trip it on the second, well inside 1 s with four programs at once.
+        code_limits=ProgramLimits(segment_seconds=1.0, memory_bytes=32 * 1024 * 1024),
     )
 
 
