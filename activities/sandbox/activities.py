@@ -198,7 +198,7 @@ class SandboxActivities:
         kept = False
         try:
             try:
-                status, paused = await driver.resume_live(program.paused, inp.outcomes)
+                status, paused = await driver.resume_live(program.paused, inp.outcomes, program.session)
             except ValueError as exc:
                 raise to_application_error(InvalidProgramResume(str(exc))) from None
             status.fed = inp.outcomes
@@ -217,9 +217,9 @@ class SandboxActivities:
     async def _replayed(self, inp: ResumeProgramInput, log: ReplayLog) -> LiveProgram:
         """The program rebuilt on this worker by deterministic replay, paused where ``inp`` resumes it."""
         base = await self._load(inp.run_key, log.base, inp.legacy_run_key) if log.base is not None else None
-        options = checkout_options(
-            inp.limits, datetime.fromisoformat(log.now), log.seed, whole_program=True, replay=True
-        )
+        # No time limit while it re-runs the recorded segments (they passed theirs the first time); the
+        # segment after them is live again and the driver bounds it (``driver.py``).
+        options = checkout_options(inp.limits, datetime.fromisoformat(log.now), log.seed, whole_program=True)
         held = await self.pool.open(**options)
         sink = OutputSink(inp.limits.output_bytes, inp.output, inp.output_dropped)
         driver = SegmentDriver(inp.functions, inp.limits, sink, 0, 0.0)

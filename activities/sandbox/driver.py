@@ -6,12 +6,27 @@ future, so calls gathered with ``asyncio.gather`` surface together and the
 workflow can run them concurrently. OS calls (files, environment, imports of
 host modules) are refused inside the program; the clock and ``random`` never
 reach the host because the session's OS policy freezes and seeds them.
+
+Limits are deterministic on replay (issue 39). Monty counts memory, recursion
+depth and suspensions itself, the same way every time, so those are its
+session limits. Wall-clock time is not: a loaded machine replays a segment
+slower than it first ran. So no session carries a time limit (a dump keeps the
+limits of the session it was taken from, and a replay from it would inherit
+them); the driver bounds each *live* segment itself (``segment_seconds``, the
+interpreter's process killed when it passes), and a replay, which only re-runs
+segments that paused the first time, is bounded by nothing but the counted
+limits. A segment whose limit fired the first time is never re-run: its failure
+is in the run's history.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import math
+import os
+import signal
 import time
 from datetime import datetime
 from typing import Any, Literal
@@ -79,15 +94,14 @@ def checkout_options(
     limits: ProgramLimits, now: datetime, seed: int, *, whole_program: bool = False, replay: bool = False
 ) -> dict[str, Any]:
     """``whole_program``: one session runs every segment (kept live, or replayed from the start), so the
-    suspension budget counts the whole program, not one segment. ``replay``: no wall-clock limit, since
-    the segments it re-runs all passed theirs the first time and a loaded machine must not fail them now
-    (the pool's ``request_timeout`` still kills a hung process); counted limits stay, they fire at the
-    same point as the first time."""
+    suspension budget counts the whole program, not one segment. Only counted limits: the time limit is
+    the driver's, on live segments alone (see the module), so a session replayed on a loaded machine, and
+    any dump taken from a session, carries none. ``replay`` is kept for callers; the options are the same."""
+    del replay
     # Pauses: each call, each future resolution and each name lookup.
     suspensions = (4 * limits.max_tool_calls + 1024) if whole_program else (2 * limits.max_tool_calls + 16)
     return {
         "limits": {
-            "max_turn_duration_secs": None if replay else limits.segment_seconds,
             "max_memory": limits.memory_bytes,
             "max_recursion_depth": limits.recursion_depth,
             "max_suspensions": suspensions,
@@ -125,31 +139,42 @@ class SegmentDriver:
 
     async def start(self, session: AsyncMontySession, program: str) -> tuple[ProgramStatus, Any]:
         return await self._timed(
+            session,
             lambda: session.feed_start(
                 program, external_lookup=external_lookup(list(self._functions.values())), print_callback=self.sink
-            )
+            ),
         )
 
     async def restore(
         self, session: AsyncMontySession, blob: bytes, outcomes: list[CallOutcome]
     ) -> tuple[ProgramStatus, Any]:
-        async def resumed() -> Any:
-            snapshot = await session.load_snapshot(
-                blob, print_callback=self.sink, external_lookup=external_lookup(list(self._functions.values()))
+        restored: list[Any] = []
+
+        async def load() -> None:  # before the segment's deadline: loading is not the program's time
+            restored.append(
+                await session.load_snapshot(
+                    blob, print_callback=self.sink, external_lookup=external_lookup(list(self._functions.values()))
+                )
             )
+
+        async def resumed() -> Any:
+            snapshot = restored[0]
             if not isinstance(snapshot, AsyncFutureSnapshot):
                 raise _Failed("crashed", f"restored program is not paused on calls ({type(snapshot).__name__})")
             return await snapshot.resume(_answers(snapshot, outcomes))
 
-        return await self._timed(resumed)
+        return await self._timed(session, resumed, load)
 
-    async def resume_live(self, paused: AsyncFutureSnapshot, outcomes: list[CallOutcome]) -> tuple[ProgramStatus, Any]:
-        """A program kept live on this worker, answered with its awaited calls' outcomes."""
+    async def resume_live(
+        self, paused: AsyncFutureSnapshot, outcomes: list[CallOutcome], session: AsyncMontySession | None = None
+    ) -> tuple[ProgramStatus, Any]:
+        """A program kept live on this worker (or just rebuilt by replay), answered with its awaited calls'
+        outcomes: a live segment, under the time limit. ``session``: the interpreter to kill if it passes."""
 
         async def resumed() -> Any:
             return await paused.resume(_answers(paused, outcomes))
 
-        return await self._timed(resumed)
+        return await self._timed(session, resumed)
 
     async def replay(
         self,
@@ -191,13 +216,16 @@ class SegmentDriver:
                 )
         return snapshot
 
-    async def _timed(self, first_step: Any) -> tuple[ProgramStatus, Any]:
+    async def _timed(
+        self, session: AsyncMontySession | None, first_step: Any, load: Any = None
+    ) -> tuple[ProgramStatus, Any]:
         started = time.perf_counter()
         try:
             if self._sandbox_seconds >= self._limits.total_seconds:
                 raise _Failed("timeout", f"program used its {self._limits.total_seconds}s of interpreter time")
-            snapshot = await first_step()
-            status, paused = await self._drive(snapshot)
+            if load is not None:
+                await load()
+            status, paused = await self._live_segment(session, first_step)
         except _Failed as failed:
             status, paused = self._status("failed", error=failed.error), None
         except MontyError as exc:
@@ -215,6 +243,22 @@ class SegmentDriver:
             )
             status.sandbox_seconds = self._sandbox_seconds + (time.perf_counter() - started)
         return status, paused
+
+    async def _live_segment(self, session: AsyncMontySession | None, first_step: Any) -> tuple[ProgramStatus, Any]:
+        """One live segment, from its first step to the next pause or the end, within ``segment_seconds``
+        of wall clock; past it the interpreter's process is killed (a tight loop holds a core until it is)."""
+        deadline = asyncio.timeout(self._limits.segment_seconds)
+        try:
+            async with deadline:
+                return await self._drive(await first_step())
+        except TimeoutError:
+            if not deadline.expired():
+                raise
+        _kill(session)
+        raise _Failed(
+            "timeout",
+            f"TimeoutError: the program ran longer than {self._limits.segment_seconds}s between two pauses",
+        )
 
     async def _drive(self, snapshot: Any) -> tuple[ProgramStatus, Any]:
         while True:
@@ -265,6 +309,14 @@ _RUNTIME_ERROR_KINDS: tuple[tuple[str, ProgramErrorKind], ...] = (
     ("RecursionError", "recursion"),
 )
 """A program's uncaught exception, by the head of its message, when it is one of the sandbox's limits."""
+
+
+def _kill(session: AsyncMontySession | None) -> None:
+    """Stop a segment past its time limit at once: its interpreter's process (the session is discarded)."""
+    pid = getattr(session, "worker_pid", None) if session is not None else None
+    if isinstance(pid, int) and pid > 0:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
 
 
 class ReplayDiverged(Exception):
