@@ -776,10 +776,17 @@ def summary(args: argparse.Namespace, by_workers: dict[str, Any], load: list[Any
     }
 
 
-def run_figures(figure: dict[str, Any]) -> dict[str, Any]:
+def run_figures(figure: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
     """One worker count's fleet figures, as docs/capacity.md's "What the fleet run showed" table reads them."""
     latency, quiet = figure["latency_ms"], figure.get("latency_quiet_ms", {})
+    gc = figure["gc"]
     return {
+        "measured": time.strftime("%Y-%m-%d", time.gmtime()),
+        "sessions": figure["open"].get("sessions", result["sessions"]),
+        "concurrent": result["concurrent"],
+        "opens_per_s": figure["open"]["turns_per_s"],
+        "rounds_sessions": figure["rounds"].get("sessions", result["sessions"]),
+        "rss_mib_by_open_sessions": figure["open"].get("rss_mib_by_open_sessions"),
         "max_cached_workflows": figure["max_cached_workflows"],
         "a_turns_evicted": figure["rounds"]["a_turns_evicted"],
         "turns_per_s": figure["rounds"]["turns_per_s"],
@@ -805,6 +812,10 @@ def run_figures(figure: dict[str, Any]) -> dict[str, Any]:
         "gc_deleted": figure["gc"]["deleted"],
         "store_growth_objects_per_s": figure["gc"]["store_growth_objects_per_s"],
         "live_turns_failed_after_gc": figure["gc"]["live_turns_failed_after_gc"],
+        "gc_deleted_per_s": gc.get("deleted_per_s"),
+        "gc_failed": gc.get("failed"),
+        "gc_s3_requests": gc.get("s3_requests"),
+        "gc_live_sessions_turned_after": gc.get("live_sessions_turned_after"),
     }
 
 
@@ -856,8 +867,21 @@ def per_turn_figures(result: dict[str, Any]) -> dict[str, Any]:
             "worker_cpu_ms": side_cpu("handwritten", "worker_cpu_ms_per_turn"),
             "server_cpu_ms": side_cpu("handwritten", "server_cpu_ms_per_turn"),
         },
-        "runs": {count: run_figures(figure) for count, figure in result["by_workers"].items()},
+        "runs": {count: run_figures(figure, result) for count, figure in result["by_workers"].items()},
     }
+
+
+def merged(figures: dict[str, Any], previous: dict[str, Any]) -> dict[str, Any]:
+    """``figures`` with the runs of worker counts this run did not measure kept from ``previous`` (each run
+    carries its own size and date, so the doc says which is which)."""
+    old = previous.get("runs", {}) if isinstance(previous, dict) else {}
+    for count, run in old.items():
+        if count not in figures["runs"] and isinstance(run, dict):
+            run.setdefault("sessions", previous.get("sessions"))
+            run.setdefault("concurrent", previous.get("concurrent"))
+            run.setdefault("measured", previous.get("measured"))
+            figures["runs"][count] = run
+    return figures
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
@@ -889,7 +913,8 @@ def run(argv: list[str] | None = None) -> int:
         with scripted_model_process(SCRIPT, free_port()) as model:
             result = asyncio.run(main(args, workdir, model.url))
     if args.write:
-        FIGURES.write_text(json.dumps(per_turn_figures(result), indent=2) + "\n")
+        previous = json.loads(FIGURES.read_text()) if FIGURES.exists() else {}
+        FIGURES.write_text(json.dumps(merged(per_turn_figures(result), previous), indent=2) + "\n")
     print(json.dumps(result), flush=True)
     return 0
 
