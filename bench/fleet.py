@@ -362,6 +362,11 @@ async def configuration(
         "AGENTSTEPS_TASK_QUEUE": queue,
         "AGENTSTEPS_PAYLOAD_S3_PREFIX": prefix,
         "AGENTSTEPS_MAX_CACHED_WORKFLOWS": str(args.cache),
+        # The deployed slots (deploy/k8s/configmap.yaml), not the SDK's 100: a worker holding 100 workflow
+        # tasks it cannot run within the task timeout (10 s) lets them time out and be redone, and the
+        # turns waiting on them fail (50 of 2,750 opens, 200 at once, on one worker at load 11).
+        "AGENTSTEPS_MAX_CONCURRENT_WORKFLOW_TASKS": str(args.workflow_task_slots),
+        "AGENTSTEPS_MAX_CONCURRENT_ACTIVITIES": str(args.activity_slots),
     }
     workers = Workers(worker_env, workdir / f"workers-{workers_count}")
     await workers.spawn(workers_count)
@@ -893,6 +898,8 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--rounds", type=int, default=2, help="rounds of two turns (evicted, then cached) each")
     parser.add_argument("--baseline", type=int, default=200, help="sessions of each side in the hand-written run")
     parser.add_argument("--quiet", type=int, default=20, help="sessions turned one at a time (evicted, cached)")
+    parser.add_argument("--workflow-task-slots", type=int, default=10, help="per worker (deploy/k8s: 10)")
+    parser.add_argument("--activity-slots", type=int, default=40, help="per worker (deploy/k8s: 40)")
     parser.add_argument("--open-seconds", type=float, default=0, help="stop opening sessions after this (0: never)")
     parser.add_argument("--sample", type=int, default=0, help="sessions in the rounds and the post-gc turns (0: all)")
     parser.add_argument("--second", type=int, default=0, help="the leak check's second batch (0: the caches' size)")
