@@ -121,6 +121,20 @@ def month(figures: dict[str, float]) -> dict[str, float]:
     }
 
 
+def merged(figures: dict[str, Any], previous: dict[str, Any]) -> dict[str, Any]:
+    """``figures`` with the runs of worker counts this run did not measure kept from ``previous`` (each run
+    carries its own size and date, so the doc says which is which)."""
+    old = previous.get("runs", {}) if isinstance(previous, dict) else {}
+    runs = dict(figures["runs"])
+    for count, run in old.items() if isinstance(old, dict) else ():
+        if count not in runs and isinstance(run, dict):
+            runs[count] = {
+                **run,
+                **{k: run.get(k, previous.get(k)) for k in ("sessions", "concurrent", "measured")},
+            }
+    return {**figures, "runs": runs}
+
+
 def _n(value: float, digits: int = 0) -> str:
     return f"{value:,.{digits}f}"
 

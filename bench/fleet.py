@@ -74,6 +74,7 @@ SUPPORT = Path(__file__).resolve().parents[1] / "tests" / "support"
 sys.path.insert(0, str(SUPPORT))  # the S3 proxy the soak uses
 
 import boto3  # noqa: E402
+import capacity_model  # noqa: E402
 import httpx  # noqa: E402
 from billable import billable_actions  # noqa: E402
 from cpu import cpu_seconds, temporal_server_pids  # noqa: E402
@@ -876,19 +877,6 @@ def per_turn_figures(result: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def merged(figures: dict[str, Any], previous: dict[str, Any]) -> dict[str, Any]:
-    """``figures`` with the runs of worker counts this run did not measure kept from ``previous`` (each run
-    carries its own size and date, so the doc says which is which)."""
-    old = previous.get("runs", {}) if isinstance(previous, dict) else {}
-    for count, run in old.items():
-        if count not in figures["runs"] and isinstance(run, dict):
-            run.setdefault("sessions", previous.get("sessions"))
-            run.setdefault("concurrent", previous.get("concurrent"))
-            run.setdefault("measured", previous.get("measured"))
-            figures["runs"][count] = run
-    return figures
-
-
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sessions", type=int, default=10_000)
@@ -921,7 +909,7 @@ def run(argv: list[str] | None = None) -> int:
             result = asyncio.run(main(args, workdir, model.url))
     if args.write:
         previous = json.loads(FIGURES.read_text()) if FIGURES.exists() else {}
-        FIGURES.write_text(json.dumps(merged(per_turn_figures(result), previous), indent=2) + "\n")
+        FIGURES.write_text(json.dumps(capacity_model.merged(per_turn_figures(result), previous), indent=2) + "\n")
     print(json.dumps(result), flush=True)
     return 0
 
