@@ -202,11 +202,16 @@ def render(data: dict[str, Any]) -> str:
             f"and a DeleteObjects per up to 1,000): at the measured {_n(rate, 1)} objects examined a second "
             f"(moto on this machine, 16 requests at once), a daily run over the "
             f"{_n(ours['kept_objects'] / 1e6, 1)} million objects kept takes "
-            f"{_n(ours['kept_objects'] / rate / 3600, 1)} hours: "
+            f"{_n(ours['kept_objects'] / rate / 3600, 1)} hours, against a store growing "
+            f"{_n(SESSIONS * TURNS * engine['store_objects'] / SECONDS, 1)} objects a second on average: "
             + (
                 "it keeps up."
                 if ours["kept_objects"] / rate < 86400
-                else "it does not keep up in one process (see below)."
+                else "it keeps up with the growth but a sweep does not fit a day in one process: run it back to "
+                "back (garbage then waits a sweep longer than `--older-than`) or one gc per deployment prefix at "
+                "once (see below)."
+                if rate > SESSIONS * TURNS * engine["store_objects"] / SECONDS
+                else "it does not keep up (see below)."
             ),
         ]
     return "\n".join(out)
