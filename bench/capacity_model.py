@@ -121,6 +121,20 @@ def month(figures: dict[str, float]) -> dict[str, float]:
     }
 
 
+def merged(figures: dict[str, Any], previous: dict[str, Any]) -> dict[str, Any]:
+    """``figures`` with the runs of worker counts this run did not measure kept from ``previous`` (each run
+    carries its own size and date, so the doc says which is which)."""
+    old = previous.get("runs", {}) if isinstance(previous, dict) else {}
+    runs = dict(figures["runs"])
+    for count, run in old.items() if isinstance(old, dict) else ():
+        if count not in runs and isinstance(run, dict):
+            runs[count] = {
+                **run,
+                **{k: run.get(k, previous.get(k)) for k in ("sessions", "concurrent", "measured")},
+            }
+    return {**figures, "runs": runs}
+
+
 def _n(value: float, digits: int = 0) -> str:
     return f"{value:,.{digits}f}"
 
@@ -183,16 +197,29 @@ def render(data: dict[str, Any]) -> str:
     if isinstance(rate, (int, float)) and rate > 0:
         out += [
             "",
-            f"`payloads gc` examines every stored object (a GET for each one still reachable, a HEAD and a DELETE "
-            f"for each it deletes, one after another): at the measured {_n(rate, 1)} objects a second against "
-            f"moto, a daily run over the {_n(ours['kept_objects'] / 1e6, 1)} million objects kept takes "
-            f"{_n(ours['kept_objects'] / rate / 86400, 1)} days: "
-            + ("it keeps up." if ours["kept_objects"] / rate < 86400 else "it does not keep up (see below)."),
+            "`payloads gc` lists the store (a LIST per 1,000 objects), reads every open session's history, GETs "
+            "each object still reachable to follow what it names, and deletes the rest a page at a time (a LIST "
+            f"and a DeleteObjects per up to 1,000): at the measured {_n(rate, 1)} objects examined a second "
+            f"(moto on this machine, 16 requests at once), a daily run over the "
+            f"{_n(ours['kept_objects'] / 1e6, 1)} million objects kept takes "
+            f"{_n(ours['kept_objects'] / rate / 3600, 1)} hours, against a store growing "
+            f"{_n(SESSIONS * TURNS * engine['store_objects'] / SECONDS, 1)} objects a second on average: "
+            + (
+                "it keeps up."
+                if ours["kept_objects"] / rate < 86400
+                else "it keeps up with the growth but a sweep does not fit a day in one process: run it back to "
+                "back (garbage then waits a sweep longer than `--older-than`) or one gc per deployment prefix at "
+                "once (see below)."
+                if rate > SESSIONS * TURNS * engine["store_objects"] / SECONDS
+                else "it does not keep up (see below)."
+            ),
         ]
     return "\n".join(out)
 
 
 RUN_ROWS = (
+    ("sessions opened (each with its first turn) / opens a second", ("sessions", "opens_per_s"), "{:,.1f}"),
+    ("sessions in the rounds (an evicted turn, then a cached one)", "rounds_sessions", "{:,.0f}"),
     ("sessions' turns a second (rounds)", "turns_per_s", "{:,.2f}"),
     ("turn latency, cached: p50 / p99 ms", ("cached_p50_ms", "cached_p99_ms"), "{:,.0f}"),
     ("turn latency, evicted (replayed): p50 / p99 ms", ("evicted_p50_ms", "evicted_p99_ms"), "{:,.0f}"),
@@ -209,6 +236,7 @@ RUN_ROWS = (
     ("runs left in the caches after close", "cached_after_close", "{:,.0f}"),
     ("turns failed or lost", "turns_failed", "{:,.0f}"),
     ("payloads gc: objects examined a second (open sessions)", ("gc_examined_per_s", "gc_open_sessions"), "{:,.1f}"),
+    ("payloads gc: objects deleted a second", "gc_deleted_per_s", "{:,.1f}"),
     ("store growth at the measured turn rate, objects a second", "store_growth_objects_per_s", "{:,.2f}"),
     (
         "objects gc deleted / open sessions' turns failed after it",
@@ -223,6 +251,8 @@ def _cell(run: dict[str, Any], keys: str | tuple[str, ...], fmt: str) -> str:
     values = [run.get(k) for k in names]
     if keys == ("gc_examined_per_s", "gc_open_sessions"):
         return f"{fmt.format(values[0])} ({values[1]:,})"
+    if keys == ("sessions", "opens_per_s"):
+        return " / ".join("n/a" if v is None else f"{v:,}" if i == 0 else fmt.format(v) for i, v in enumerate(values))
     return " / ".join("n/a" if v is None else fmt.format(v) for v in values)
 
 
@@ -231,11 +261,21 @@ def render_run(data: dict[str, Any]) -> str:
     if not isinstance(runs, dict) or not runs:
         raise FiguresError("capacity.json has no 'runs' figures")
     counts = sorted(runs, key=int)
-    head = "| | " + " | ".join(f"{c} worker{'s' if c != '1' else ''}" for c in counts) + " |"
+
+    def column(c: str) -> str:
+        run = runs[c]
+        name = f"{c} worker{'s' if c != '1' else ''}"
+        if "sessions" not in run:
+            return name
+        return f"{name}: {run['sessions']:,} sessions, {run.get('concurrent', data['concurrent'])} at once"
+
+    head = "| | " + " | ".join(column(c) for c in counts) + " |"
+    dates = sorted({str(runs[c].get("measured", data["measured"])) for c in counts})
     out = [
-        f"{data['sessions']:,} sessions, {data['concurrent']} turning at once, `max_cached_workflows` "
+        "`max_cached_workflows` "
         + ", ".join(f"{runs[c]['max_cached_workflows']} ({c} worker{'s' if c != '1' else ''})" for c in counts)
-        + f"; load average of the shared 2-core machine during the run {data['load_average']}.",
+        + f"; measured {' and '.join(dates)}; load average of the shared 2-core machine during the latest run"
+        + f" {data['load_average']}.",
         "",
         head,
         "|---|" + "---:|" * len(counts),

@@ -74,6 +74,7 @@ SUPPORT = Path(__file__).resolve().parents[1] / "tests" / "support"
 sys.path.insert(0, str(SUPPORT))  # the S3 proxy the soak uses
 
 import boto3  # noqa: E402
+import capacity_model  # noqa: E402
 import httpx  # noqa: E402
 from billable import billable_actions  # noqa: E402
 from cpu import cpu_seconds, temporal_server_pids  # noqa: E402
@@ -113,6 +114,9 @@ SESSION_TURNS = 20
 SESSION = SessionConfig(continue_after_events=CONTINUE_AFTER_EVENTS, idle_timeout_seconds=30 * 86400)
 PROBE = SessionConfig(continue_after_events=10_000, idle_timeout_seconds=30 * 86400)
 """One run for the whole probe: its history holds every turn it is charged for."""
+PROGRESS_EVERY = 250
+CURVE_EVERY = 1000
+"""Sessions opened between two samples of worker RSS and cached runs."""
 LEAK_SLACK = 0.05
 """RSS after the second open-and-close batch may exceed the first by this share (allocator noise)."""
 
@@ -273,20 +277,44 @@ class Tally:
     failures: list[str] = field(default_factory=list)
 
 
-async def bounded(jobs: list[Callable[[], Awaitable[None]]], concurrent: int) -> None:
-    """Run every job, ``concurrent`` at a time (a new one starts as one ends)."""
+async def bounded(jobs: list[Callable[[], Awaitable[None]]], concurrent: int, until: float | None = None) -> int:
+    """Run every job, ``concurrent`` at a time (a new one starts as one ends); none starts after the
+    ``time.monotonic()`` deadline ``until``. Returns how many started."""
     queue = iter(jobs)
+    started = 0
 
     async def lane() -> None:
+        nonlocal started
         for job in queue:
+            if until is not None and time.monotonic() > until:
+                return
+            started += 1
             await job()
 
     await asyncio.gather(*(lane() for _ in range(min(concurrent, len(jobs)))))
+    return started
 
 
 class Fleet:
-    def __init__(self, client: Client, queue: str, tally: Tally) -> None:
-        self.client, self.queue, self.tally = client, queue, tally
+    def __init__(self, client: Client, queue: str, tally: Tally, cpu: Callable[[], tuple[float, float]]) -> None:
+        self.client, self.queue, self.tally, self.cpu = client, queue, tally, cpu
+        self.done = 0
+        self.mark = (time.perf_counter(), 0, *cpu())
+
+    def progress(self) -> None:
+        """A line every ``PROGRESS_EVERY`` turns answered: a long run shows its rate and CPU while it runs."""
+        self.done += 1
+        if self.done % PROGRESS_EVERY:
+            return
+        now, (worker, server) = time.perf_counter(), self.cpu()
+        t0, n0, w0, s0 = self.mark
+        turns = self.done - n0
+        self.mark = (now, self.done, worker, server)
+        say(
+            f"    {self.done} turns answered: {turns / (now - t0):.1f} a second, worker"
+            f" {1000 * (worker - w0) / turns:.0f} ms and server {1000 * (server - s0) / turns:.0f} ms CPU a turn,"
+            f" {sum(self.tally.failed.values())} failed, load {os.getloadavg()[0]:.1f}"
+        )
 
     async def turn(self, sid: str, label: str, first: bool = False) -> None:
         text = f"{sid}: the weather, please"
@@ -307,6 +335,7 @@ class Fleet:
                 self.tally.failures.append(f"{sid} {label}: {kind}: {str(cause)[:300]}")
             return
         self.tally.latencies[label].append(time.perf_counter() - started)
+        self.progress()
 
     async def close(self, sid: str) -> None:
         try:
@@ -334,12 +363,17 @@ async def configuration(
         "AGENTSTEPS_TASK_QUEUE": queue,
         "AGENTSTEPS_PAYLOAD_S3_PREFIX": prefix,
         "AGENTSTEPS_MAX_CACHED_WORKFLOWS": str(args.cache),
+        # The deployed slots (deploy/k8s/configmap.yaml), not the SDK's 100: a worker holding 100 workflow
+        # tasks it cannot run within the task timeout (10 s) lets them time out and be redone, and the
+        # turns waiting on them fail (50 of 2,750 opens, 200 at once, on one worker at load 11).
+        "AGENTSTEPS_MAX_CONCURRENT_WORKFLOW_TASKS": str(args.workflow_task_slots),
+        "AGENTSTEPS_MAX_CONCURRENT_ACTIVITIES": str(args.activity_slots),
     }
     workers = Workers(worker_env, workdir / f"workers-{workers_count}")
     await workers.spawn(workers_count)
     server = temporal_server_pids()
     tally = Tally()
-    fleet = Fleet(client, queue, tally)
+    fleet = Fleet(client, queue, tally, lambda: (workers.cpu(), sum(cpu_seconds(p) for p in server)))
     n = args.sessions
     sids = [f"fleet-{run}-{i}" for i in range(n)]
     figure: dict[str, Any] = {"workers": workers_count, "max_cached_workflows": args.cache}
@@ -360,11 +394,26 @@ async def configuration(
         # difference of the two slopes is what a cached run costs.
         fill = min(n, args.cache * workers_count)
         began = time.perf_counter()
+        until = time.monotonic() + args.open_seconds if args.open_seconds else None
         await bounded([lambda s=s: fleet.turn(s, "open", first=True) for s in sids[:fill]], args.concurrent)
         await asyncio.sleep(1)
         rss_full, cache_full = workers.rss(), await workers.metric("temporal_sticky_cache_size")
-        await bounded([lambda s=s: fleet.turn(s, "open", first=True) for s in sids[fill:]], args.concurrent)
+        curve = [[fill, round(sum(rss_full) / 2**20, 1), cache_full]]
+        opened = fill
+        while opened < n and (until is None or time.monotonic() < until):
+            chunk = sids[opened : opened + CURVE_EVERY]
+            opened += await bounded(
+                [lambda s=s: fleet.turn(s, "open", first=True) for s in chunk], args.concurrent, until
+            )
+            curve.append(
+                [opened, round(sum(workers.rss()) / 2**20, 1), await workers.metric("temporal_sticky_cache_size")]
+            )
+            say(f"  {opened} sessions open; RSS {curve[-1][1]} MiB, {curve[-1][2]:.0f} cached")
         open_seconds = time.perf_counter() - began
+        if opened < n:
+            say(f"  the open phase ran out of time at {opened} of {n} sessions (--open-seconds {args.open_seconds})")
+            n, sids = opened, sids[:opened]
+        sample = sids[: args.sample] if args.sample else sids
         await asyncio.sleep(1)
         rss_open = workers.rss()
         cache_open = await workers.metric("temporal_sticky_cache_size")
@@ -372,6 +421,9 @@ async def configuration(
         slope_with_cache = (sum(rss_full) - sum(rss_start)) / max(fill, 1)
         slope_without = (sum(rss_open) - sum(rss_full)) / (n - fill) if n > fill else 0.0
         figure["open"] = {
+            "sessions": n,
+            "asked": args.sessions,
+            "rss_mib_by_open_sessions": [[o, r, c] for o, r, c in curve],
             "seconds": round(open_seconds, 1),
             "turns_per_s": round(n / open_seconds, 1),
             "rss_start_mib": [round(r / 2**20, 1) for r in rss_start],
@@ -388,6 +440,8 @@ async def configuration(
 
         # Rounds: A (evicted when the fleet overflows the caches), then B at once (cached).
         evicting = (n - 1) / workers_count > 1.5 * args.cache
+        # Later rounds turn the sample only: its sessions are evicted again only if it overflows the caches.
+        evicting_later = (len(sample) - 1) / workers_count > 1.5 * args.cache
         before = {
             "s3": proxy.snapshot(),
             "bucket": bucket_totals(s3, bucket, prefix),
@@ -401,13 +455,17 @@ async def configuration(
         }
         began = time.perf_counter()
         for r in range(args.rounds):
-            say(f"  round {r + 1}/{args.rounds}: two turns each, turn A {'evicted' if evicting else 'cached'}")
+            a_evicted = evicting if r == 0 else evicting_later
+            say(
+                f"  round {r + 1}/{args.rounds}: {len(sample)} sessions, two turns each,"
+                f" A {'evicted' if a_evicted else 'cached'}"
+            )
 
-            async def pair(sid: str) -> None:
-                await fleet.turn(sid, "evicted" if evicting else "cached")
+            async def pair(sid: str, a_evicted: bool = a_evicted) -> None:
+                await fleet.turn(sid, "evicted" if a_evicted else "cached")
                 await fleet.turn(sid, "cached")
 
-            await bounded([lambda s=s: pair(s) for s in sids], args.concurrent)
+            await bounded([lambda s=s: pair(s) for s in sample], args.concurrent)
         round_seconds = time.perf_counter() - began
         turns = tally.turns - before["turns"]
         after_s3 = proxy.snapshot()
@@ -422,8 +480,9 @@ async def configuration(
             "seconds": round(round_seconds, 1),
             "turns_per_s": round(turns / round_seconds, 2),
             "a_turns_evicted": evicting,
-            "sticky_cache_misses_per_a_turn": round(misses / (n * args.rounds), 3),
-            "rebuilds_per_a_turn": round(rebuilds / (n * args.rounds), 3),
+            "sessions": len(sample),
+            "sticky_cache_misses_per_a_turn": round(misses / (len(sample) * args.rounds), 3),
+            "rebuilds_per_a_turn": round(rebuilds / (len(sample) * args.rounds), 3),
             "replay_ms_per_rebuild": round(1000 * replay_s / rebuilds, 2) if rebuilds else None,
             "continued_as_new": int(continued),
             "rss_mib": [round(r / 2**20, 1) for r in workers.rss()],
@@ -475,6 +534,7 @@ async def configuration(
         await bounded([lambda s=s: fleet.close(s) for s in closing], args.concurrent)
         await asyncio.sleep(2.5)
         objects_before_gc, bytes_before_gc = bucket_totals(s3, bucket, prefix)
+        s3_before_gc = proxy.snapshot()
         gc_began = time.perf_counter()
         gc = await asyncio.to_thread(
             subprocess.run,
@@ -487,21 +547,32 @@ async def configuration(
         if gc.returncode != 0:
             raise RuntimeError(f"payloads gc failed: {gc.stderr[-1500:]}")
         report = json.loads(gc.stdout.strip().splitlines()[-1])
+        s3_after_gc = proxy.snapshot()
         objects_after_gc, _ = bucket_totals(s3, bucket, prefix)
         failed_before = sum(tally.failed.values())
-        await bounded([lambda s=s: fleet.turn(s, "cached") for s in staying], args.concurrent)
+        # The open sessions of the sample, and as many more as the sample again, from the last opened: each
+        # turn reads its conversation back (the worker's conversation cache holds a few hundred at most).
+        still_open = set(staying)
+        checked = [s for s in sample if s in still_open] + staying[-len(sample) :]
+        checked = list(dict.fromkeys(checked))
+        say(f"  gc took {gc_seconds:.0f} s; {len(checked)} open sessions turn once more")
+        await bounded([lambda s=s: fleet.turn(s, "cached") for s in checked], args.concurrent)
         live_lost = sum(tally.failed.values()) - failed_before
         store_growth = figure["per_turn"]["store_objects"] * figure["rounds"]["turns_per_s"]
         examined = len(report["garbage"]) + report["referenced"] + report["recent"]
         figure["gc"] = {
             "seconds": round(gc_seconds, 1),
             "open_sessions": len(staying),
+            "closed_sessions": len(closing),
+            "live_sessions_turned_after": len(checked),
+            "s3_requests": {k: s3_after_gc.get(k, 0) - s3_before_gc.get(k, 0) for k in s3_after_gc if k != "put_bytes"},
             "objects_before": objects_before_gc,
             "bytes_before": bytes_before_gc,
             "examined": examined,
             "deleted": len(report["garbage"]),
             "deleted_bytes": report.get("garbage_bytes"),
             "objects_after": objects_after_gc,
+            "failed": len(report.get("failed", [])),
             "examined_per_s": round(examined / gc_seconds, 1),
             "deleted_per_s": round(len(report["garbage"]) / gc_seconds, 1),
             "store_growth_objects_per_s": round(store_growth, 2),
@@ -515,7 +586,7 @@ async def configuration(
         cache_closed = await workers.metric("temporal_sticky_cache_size")
 
         # A second batch, as many as the caches hold, opened and closed: RSS must not climb again.
-        second = [f"fleet-{run}-again-{i}" for i in range(min(n, args.cache * workers_count))]
+        second = [f"fleet-{run}-again-{i}" for i in range(min(n, args.second or args.cache * workers_count))]
         await bounded([lambda s=s: fleet.turn(s, "open", first=True) for s in second], args.concurrent)
         await bounded([lambda s=s: fleet.close(s) for s in second], args.concurrent)
         await asyncio.sleep(3)
@@ -644,7 +715,8 @@ async def main(args: argparse.Namespace, workdir: Path, model_url: str) -> dict[
     env = await WorkflowEnvironment.start_local(
         dev_server_existing_path=temporal_binary(),
         dev_server_startup_timeout=SERVER_STARTUP,
-        dev_server_extra_args=dev_server_args(),
+        dev_server_extra_args=dev_server_args() + [a for p in args.sqlite_pragma for a in ("--sqlite-pragma", p)],
+        dev_server_database_filename=str(args.server_db) if args.server_db else None,
         data_converter=pydantic_data_converter,
         dev_server_log_level="error",
     )
@@ -710,10 +782,17 @@ def summary(args: argparse.Namespace, by_workers: dict[str, Any], load: list[Any
     }
 
 
-def run_figures(figure: dict[str, Any]) -> dict[str, Any]:
+def run_figures(figure: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
     """One worker count's fleet figures, as docs/capacity.md's "What the fleet run showed" table reads them."""
     latency, quiet = figure["latency_ms"], figure.get("latency_quiet_ms", {})
+    gc = figure["gc"]
     return {
+        "measured": time.strftime("%Y-%m-%d", time.gmtime()),
+        "sessions": figure["open"].get("sessions", result["sessions"]),
+        "concurrent": result["concurrent"],
+        "opens_per_s": figure["open"]["turns_per_s"],
+        "rounds_sessions": figure["rounds"].get("sessions", result["sessions"]),
+        "rss_mib_by_open_sessions": figure["open"].get("rss_mib_by_open_sessions"),
         "max_cached_workflows": figure["max_cached_workflows"],
         "a_turns_evicted": figure["rounds"]["a_turns_evicted"],
         "turns_per_s": figure["rounds"]["turns_per_s"],
@@ -739,6 +818,10 @@ def run_figures(figure: dict[str, Any]) -> dict[str, Any]:
         "gc_deleted": figure["gc"]["deleted"],
         "store_growth_objects_per_s": figure["gc"]["store_growth_objects_per_s"],
         "live_turns_failed_after_gc": figure["gc"]["live_turns_failed_after_gc"],
+        "gc_deleted_per_s": gc.get("deleted_per_s"),
+        "gc_failed": gc.get("failed"),
+        "gc_s3_requests": gc.get("s3_requests"),
+        "gc_live_sessions_turned_after": gc.get("live_sessions_turned_after"),
     }
 
 
@@ -790,7 +873,7 @@ def per_turn_figures(result: dict[str, Any]) -> dict[str, Any]:
             "worker_cpu_ms": side_cpu("handwritten", "worker_cpu_ms_per_turn"),
             "server_cpu_ms": side_cpu("handwritten", "server_cpu_ms_per_turn"),
         },
-        "runs": {count: run_figures(figure) for count, figure in result["by_workers"].items()},
+        "runs": {count: run_figures(figure, result) for count, figure in result["by_workers"].items()},
     }
 
 
@@ -803,8 +886,15 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--rounds", type=int, default=2, help="rounds of two turns (evicted, then cached) each")
     parser.add_argument("--baseline", type=int, default=200, help="sessions of each side in the hand-written run")
     parser.add_argument("--quiet", type=int, default=20, help="sessions turned one at a time (evicted, cached)")
+    parser.add_argument("--workflow-task-slots", type=int, default=10, help="per worker (deploy/k8s: 10)")
+    parser.add_argument("--activity-slots", type=int, default=40, help="per worker (deploy/k8s: 40)")
+    parser.add_argument("--open-seconds", type=float, default=0, help="stop opening sessions after this (0: never)")
+    parser.add_argument("--sample", type=int, default=0, help="sessions in the rounds and the post-gc turns (0: all)")
+    parser.add_argument("--second", type=int, default=0, help="the leak check's second batch (0: the caches' size)")
     parser.add_argument("--write", action="store_true", help=f"write the per-turn figures to {FIGURES.name}")
     parser.add_argument("--workdir", type=Path, default=None)
+    parser.add_argument("--server-db", type=Path, default=None, help="the dev server's SQLite file (default: memory)")
+    parser.add_argument("--sqlite-pragma", action="append", default=[], help="PRAGMA=VALUE for the dev server")
     args = parser.parse_args(argv)
     args.workers = [int(w) for w in args.workers.split(",")]
     return args
@@ -818,7 +908,8 @@ def run(argv: list[str] | None = None) -> int:
         with scripted_model_process(SCRIPT, free_port()) as model:
             result = asyncio.run(main(args, workdir, model.url))
     if args.write:
-        FIGURES.write_text(json.dumps(per_turn_figures(result), indent=2) + "\n")
+        previous = json.loads(FIGURES.read_text()) if FIGURES.exists() else {}
+        FIGURES.write_text(json.dumps(capacity_model.merged(per_turn_figures(result), previous), indent=2) + "\n")
     print(json.dumps(result), flush=True)
     return 0
 

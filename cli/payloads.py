@@ -33,4 +33,5 @@ async def _gc(args: argparse.Namespace, started: datetime) -> int:
         print_json(PAYLOADS_GC, report.as_json(), indent=None)
     else:
         print(report.summary())
-    return 0
+    # Garbage the store would not delete is kept and reported; a scheduled run must notice it.
+    return 1 if report.failed else 0

@@ -53,6 +53,9 @@ class GcReport:
     open_workflows: int = 0
     cutoff: datetime | None = None
     """Objects stored or re-referenced after it are kept: ``older_than`` before the gc's own start."""
+    failed: list[tuple[StoredObject, str]] = field(default_factory=list)
+    """Garbage the store would not delete after ``DELETE_TRIES`` (kept, with the store's reason): the next run
+    tries again."""
 
     @property
     def garbage_bytes(self) -> int:
@@ -60,11 +63,15 @@ class GcReport:
 
     def summary(self) -> str:
         verb = "deleted" if self.deleted else "would delete (dry run; --delete to act)"
-        return (
+        line = (
             f"{self.store}: {verb} {len(self.garbage)} payloads, {self.garbage_bytes} bytes; kept "
             f"{self.referenced} referenced by {self.open_workflows} open workflows and {self.recent} younger than "
             "the cutoff"
         )
+        if self.failed:
+            o, why = self.failed[0]
+            line += f"; FAILED to delete {len(self.failed)} (kept; run gc again), first sha256:{o.digest}: {why}"
+        return line
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -76,6 +83,7 @@ class GcReport:
             "recent": self.recent,
             "open_workflows": self.open_workflows,
             "cutoff": None if self.cutoff is None else self.cutoff.isoformat(),
+            "failed": [{"digest": o.digest, "error": why} for o, why in self.failed],
         }
 
 
@@ -167,25 +175,15 @@ async def collect_garbage(
             report.referenced += 1
         elif o.modified > cutoff:
             report.recent += 1
-    gate = asyncio.Semaphore(HISTORY_READERS)
-
-    async def sweep(o: StoredObject) -> str:
-        if not delete:
-            return "garbage"
-        async with gate:
-            # The last look, just before the delete: stored or re-referenced since the listing means in use.
-            modified = await store.modified(o.location)
-            if modified is None:
-                return "gone"
-            if modified > cutoff:
-                return "recent"
-            await store.delete_objects([o.location])
-            return "garbage"
-
     swept = [o for o in candidates if o.digest not in kept]
-    for o, outcome in zip(swept, await asyncio.gather(*(sweep(o) for o in swept))):
-        if outcome == "garbage":
-            report.garbage.append(o)
-        elif outcome == "recent":
-            report.recent += 1
+    if not delete:
+        report.garbage = swept
+        return report
+    # The last look (each object's time read again) and the deletes go a page of up to 1,000 at a time: one
+    # request each per page on S3, one thread per batch locally, where two requests an object kept gc at 13-39
+    # objects a second (bench/fleet.py).
+    done = await store.delete_unchanged(swept, cutoff)
+    report.garbage = done.deleted
+    report.recent += len(done.recent)
+    report.failed = done.failed
     return report

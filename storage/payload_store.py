@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
+import stat
 import tempfile
 import warnings
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -40,7 +41,7 @@ from ..contracts.persisted_ids import named_object_key
 from ..failures import to_application_error
 from .payload_contexts import caching_contexts
 from .payload_unavailable import AgentStepsPayloadConverter, TypedExternalStorage, TypedRetrievalDriver, error_of
-from .s3_store import PrefixedAioboto3Client, StoredObject, s3_location
+from .s3_store import Deletion, PrefixedAioboto3Client, StoredObject, s3_location
 from .store_requests import record
 
 _BLOB_ENCODING = b"binary/plain"
@@ -49,6 +50,11 @@ _INLINE_READ_BYTES = 64 * 1024
 """Every ``code.resume`` loads its program snapshot (a few KiB), which took 0.18-0.20 ms read here
 against 0.30-0.55 ms handed to a thread and back, on a loaded worker. (Writes always go to a thread:
 they fsync.)"""
+
+
+DELETE_TRIES = 3
+"""Tries of a batch delete's failures (each with a fresh last look) before gc reports them."""
+DELETE_BACKOFF_SECONDS = 0.5
 
 
 class LocalDirStorageDriver(StorageDriver):
@@ -160,9 +166,51 @@ class LocalDirStorageDriver(StorageDriver):
         except FileNotFoundError:
             return None
 
-    async def delete_objects(self, locations: Sequence[str]) -> None:
-        for location in locations:
-            Path(location).unlink(missing_ok=True)
+    def own_path(self, location: str) -> Path:
+        """``location`` if it names a payload file of this store (``sha256/ab/<digest>`` under the root, no
+        link or ``..`` leading out of it); otherwise ``PayloadIntegrityError``."""
+        path = Path(location) if isinstance(location, str) else None
+        digest = path.name if path is not None else ""
+        ok = (
+            path is not None
+            and len(digest) == 64
+            and all(c in "0123456789abcdef" for c in digest)
+            and path.parent.name == digest[:2]
+            and path.parent.resolve() == (self._root / "sha256" / digest[:2]).resolve()
+            and path.parent.resolve().is_relative_to(self._root.resolve())
+        )
+        if not ok or path is None:
+            raise PayloadIntegrityError(
+                f"refusing to delete {location!r}: not a payload file of the store {self._root}"
+            )
+        return path
+
+    async def delete_unchanged(self, objects: Sequence[StoredObject], cutoff: datetime) -> Deletion:
+        """Delete each file not stored or re-referenced after ``cutoff``: in one thread for the whole batch, each
+        file's time read just before its unlink (a writer that touched it since keeps it)."""
+        paths = [(self.own_path(o.location), o) for o in objects]
+        return await asyncio.to_thread(self._delete_unchanged, paths, cutoff.timestamp())
+
+    @staticmethod
+    def _delete_unchanged(paths: list[tuple[Path, StoredObject]], cutoff: float) -> Deletion:
+        out = Deletion()
+        for path, o in paths:
+            try:
+                st = path.lstat()
+                if not stat.S_ISREG(st.st_mode):
+                    out.failed.append((o, "not a regular file (the store writes only files): left alone"))
+                    continue
+                if st.st_mtime > cutoff:
+                    out.recent.append(o)
+                    continue
+                path.unlink()
+            except FileNotFoundError:
+                out.gone.append(o)
+            except OSError as exc:
+                out.failed.append((o, f"{type(exc).__name__}: {exc}"))
+            else:
+                out.deleted.append(o)
+        return out
 
 
 def _fsync_dir(directory: Path) -> None:
@@ -258,12 +306,26 @@ class PayloadStore:
         client, bucket = self._s3()
         return await client.modified(bucket, location)
 
-    async def delete_objects(self, locations: Sequence[str]) -> None:
-        if isinstance(self.driver, LocalDirStorageDriver):
-            await self.driver.delete_objects(locations)
-        else:
-            client, bucket = self._s3()
-            await client.delete_objects(bucket, list(locations))
+    async def delete_unchanged(self, objects: Sequence[StoredObject], cutoff: datetime) -> Deletion:
+        """Delete, in batches, each of ``objects`` not stored or re-referenced after ``cutoff`` (its time read
+        again just before the delete). What failed is tried again, with a fresh last look, up to
+        ``DELETE_TRIES`` times; what still fails comes back in ``failed``, kept. A location that is not a
+        payload object of this store raises ``PayloadIntegrityError`` before anything is deleted."""
+        out = Deletion()
+        pending = list(objects)
+        for attempt in range(DELETE_TRIES):
+            if isinstance(self.driver, LocalDirStorageDriver):
+                done = await self.driver.delete_unchanged(pending, cutoff)
+            else:
+                client, bucket = self._s3()
+                done = await client.delete_unchanged(bucket, pending, cutoff)
+            out.add(done)
+            out.failed = done.failed
+            pending = [o for o, _ in done.failed]
+            if not pending:
+                break
+            await asyncio.sleep(DELETE_BACKOFF_SECONDS * 2**attempt)
+        return out
 
     def _s3(self) -> tuple[PrefixedAioboto3Client, str]:
         client = getattr(self.driver, "_client", None)

@@ -11,14 +11,16 @@ and ``delete_objects`` serve ``agentsteps payloads gc``.
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import AsyncIterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from temporalio.contrib.aws.s3driver import S3StorageDriverClient  # the ABC only; no AWS packages
 
 from ..contracts.config.settings import PayloadStoreSettings
+from ..contracts.errors import PayloadIntegrityError
 from .store_requests import record
 
 if TYPE_CHECKING:  # the stubs come with the s3 extra, as aioboto3 does
@@ -35,6 +37,30 @@ class StoredObject:
     digest: str
     modified: datetime
     size: int
+
+
+@dataclass
+class Deletion:
+    """What a batch delete did with each object it was given (``delete_unchanged``)."""
+
+    deleted: list[StoredObject] = field(default_factory=list)
+    recent: list[StoredObject] = field(default_factory=list)
+    """Stored or re-referenced after the cutoff at the last look: in use, kept."""
+    gone: list[StoredObject] = field(default_factory=list)
+    """Already absent at the last look (another gc, or a retried batch that had in fact succeeded)."""
+    failed: list[tuple[StoredObject, str]] = field(default_factory=list)
+    """The store refused or failed the delete: kept, with the store's reason."""
+
+    def add(self, other: Deletion) -> None:
+        self.deleted += other.deleted
+        self.recent += other.recent
+        self.gone += other.gone
+
+
+DELETE_BATCH = 1000
+"""Keys per S3 ``DeleteObjects`` request: the API's limit."""
+_OBJECT_KEY = re.compile(r"v0/(?:[^/]+/)*d/sha256/[0-9a-f]{64}")
+"""What the SDK driver writes under the prefix (``v0/ns/<ns>/.../d/sha256/<digest>``); gc deletes nothing else."""
 
 
 class PrefixedAioboto3Client(S3StorageDriverClient):
@@ -154,12 +180,77 @@ class PrefixedAioboto3Client(S3StorageDriverClient):
         record("get", len(data))
         return data
 
-    async def delete_objects(self, bucket: str, keys: Sequence[str]) -> None:
+    def own_key(self, key: str) -> str:
+        """``key`` if it names a payload object of this deployment (under the prefix, the driver's shape);
+        otherwise ``PayloadIntegrityError``: gc never deletes another deployment's keys or a foreign name."""
+        if (
+            not isinstance(key, str)
+            or not key.startswith(self._prefix)
+            or not _OBJECT_KEY.fullmatch(key[len(self._prefix) :])
+        ):
+            raise PayloadIntegrityError(
+                f"refusing to delete {key!r}: not a payload object under the prefix {self._prefix!r}"
+            )
+        return key
+
+    async def delete_unchanged(self, bucket: str, objects: Sequence[StoredObject], cutoff: datetime) -> Deletion:
+        """Delete each object not stored or re-referenced after ``cutoff``, a page of keys at a time.
+
+        The last look is a listing of the objects' key range, just before each ``DeleteObjects``: one LIST
+        and one DELETE for up to ``DELETE_BATCH`` objects (a closed session's objects share its run's key
+        prefix, so they list together), where a HEAD and a DELETE for each took two requests an object.
+        S3 lists what was written or copied before the LIST began (strong read-after-write consistency),
+        so an object re-referenced before the last look lists as recent and is kept. A page whose request
+        fails, and each key S3 reports it could not delete, come back in ``failed`` (kept)."""
+        wanted = sorted({self.own_key(o.location): o for o in objects}.items())
         raw, _ = await self._open()
-        for start in range(0, len(keys), 1000):  # the S3 API's batch limit
-            batch: list[ObjectIdentifierTypeDef] = [{"Key": k} for k in keys[start : start + 1000]]
+        out = Deletion()
+        at, after = 0, ""
+        while at < len(wanted):
+            # Just before the next key (a key with one character less sorts before it), or past a full page
+            # of foreign keys that sorted between.
+            after = max(after, wanted[at][0][:-1])
+            try:
+                record("list")
+                page = await raw.list_objects_v2(
+                    Bucket=bucket, Prefix=self._prefix, StartAfter=after, MaxKeys=DELETE_BATCH
+                )
+            except Exception as exc:
+                out.failed += [(o, f"listing before the delete failed: {_reason(exc)}") for _, o in wanted[at:]]
+                return out
+            listed = {item["Key"]: item["LastModified"] for item in page.get("Contents", [])}
+            last = max(listed) if listed and page.get("IsTruncated") else None
+            if last is not None:
+                after = last
+            doomed: list[StoredObject] = []
+            while at < len(wanted) and (last is None or wanted[at][0] <= last):
+                key, o = wanted[at]
+                at += 1
+                if key not in listed:
+                    out.gone.append(o)
+                elif listed[key] > cutoff:
+                    out.recent.append(o)
+                else:
+                    doomed.append(o)
+            if doomed:
+                await self._delete_page(raw, bucket, doomed, out)
+        return out
+
+    async def _delete_page(self, raw: S3Client, bucket: str, doomed: list[StoredObject], out: Deletion) -> None:
+        batch: list[ObjectIdentifierTypeDef] = [{"Key": o.location} for o in doomed]
+        try:
             record("delete")
-            await raw.delete_objects(Bucket=bucket, Delete={"Objects": batch, "Quiet": True})
+            answer = await raw.delete_objects(Bucket=bucket, Delete={"Objects": batch, "Quiet": True})
+        except Exception as exc:
+            out.failed += [(o, f"DeleteObjects failed: {_reason(exc)}") for o in doomed]
+            return
+        # Quiet mode answers with the keys it could not delete only.
+        refused = {e.get("Key", ""): f"{e.get('Code', '?')}: {e.get('Message', '')}" for e in answer.get("Errors", [])}
+        for o in doomed:
+            if o.location in refused:
+                out.failed.append((o, refused[o.location]))
+            else:
+                out.deleted.append(o)
 
     async def aclose(self) -> None:
         if self._raw is not None:
@@ -168,6 +259,10 @@ class PrefixedAioboto3Client(S3StorageDriverClient):
 
 
 _ABSENT = {"NoSuchKey", "404", "NotFound"}
+
+
+def _reason(exc: BaseException) -> str:
+    return " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
 
 
 def _error_code(exc: BaseException) -> str:

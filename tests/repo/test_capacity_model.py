@@ -77,3 +77,17 @@ def test_a_figures_file_that_is_not_an_object_of_figures_is_refused(tmp_path, te
     path.write_text(text)
     with pytest.raises(capacity_model.FiguresError):
         capacity_model.load(path)
+
+
+def test_a_run_not_measured_again_keeps_its_figures_and_says_its_own_size_and_date():
+    previous = {
+        "measured": "2026-12-01",
+        "sessions": 400,
+        "concurrent": 60,
+        "runs": {"1": {"turns_per_s": 5.0}, "3": {"turns_per_s": 4.4}},
+    }
+    new = {"measured": "2026-12-06", "sessions": 10_000, "concurrent": 200, "runs": {"1": {"turns_per_s": 6.0}}}
+    runs = capacity_model.merged(new, previous)["runs"]
+    assert runs["1"] == {"turns_per_s": 6.0}, "a run measured again replaces the old one"
+    assert runs["3"] == {"turns_per_s": 4.4, "sessions": 400, "concurrent": 60, "measured": "2026-12-01"}
+    assert capacity_model.merged(new, "not figures")["runs"] == {"1": {"turns_per_s": 6.0}}
