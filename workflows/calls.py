@@ -29,7 +29,7 @@ with workflow.unsafe.imports_passed_through():
     from ..contracts.errors import BudgetExceededError, ToolNotSentError
     from ..contracts.llm.tools import Delivery, ToolsDescribeInput, outcome_unknown
     from ..contracts.names import LLM_CALL_PLAN_FIRST, TOOLS_CALL, TOOLS_DESCRIBE
-    from ..contracts.quotas.plan import PlanFirstAnswer, PlanFirstInput
+    from ..contracts.quotas.plan import PlanFirstAnswer
     from ..contracts.quotas.wire import QuotaPlan
     from ..contracts.spec import ActivityPolicy
     from ..failures import failure_type, to_application_error
@@ -71,7 +71,7 @@ async def call_llm(
     schedule = summary or f"chat {request.config.model}"
     response: LLMResponse
     if plan_first:
-        first = PlanFirstInput(request=request, tenant=tenant)
+        first = request.model_copy(update={"tenant": tenant})
         answer: PlanFirstAnswer = await until_an_upgraded_worker_takes_it(
             LLM_CALL_PLAN_FIRST,
             lambda: workflow.execute_activity(

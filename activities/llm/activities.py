@@ -43,7 +43,7 @@ from ...contracts.names import (
     LLM_CALL_STORED_RESULTS,
     LLM_CALL_TOOL_CATALOG,
 )
-from ...contracts.quotas.plan import PlanFirstAnswer, PlanFirstInput
+from ...contracts.quotas.plan import PlanFirstAnswer
 from ...contracts.quotas.wire import QuotaPlan
 from ...contracts.spec_check import check_spec_tools
 from ...contracts.violations import Violation, ViolationKind
@@ -134,13 +134,14 @@ class LLMActivities:
         return await self.call(request)
 
     @activity.defn(name=LLM_CALL_PLAN_FIRST)
-    async def call_plan_first(self, inp: PlanFirstInput) -> PlanFirstAnswer:
-        """A run's first model call, its quota plan not known yet: this worker's plan for the tenant decides.
-        With one, nothing is sent (not the model, not the store): the run reserves under it and calls again."""
-        plan = self._plans(inp.tenant) if self._plans is not None else None
+    async def call_plan_first(self, request: LLMRequest) -> PlanFirstAnswer:
+        """A run's first model call, its quota plan not known yet: this worker's plan for ``request.tenant``
+        decides. With one, nothing is sent (not the model, not the store): the run reserves under it and calls
+        again; with none, this is the call (any request the other names take)."""
+        plan = self._plans(request.tenant) if self._plans is not None else None
         if plan is not None:
             return PlanFirstAnswer(plan=plan)
-        return PlanFirstAnswer(response=await self.call(inp.request))
+        return PlanFirstAnswer(response=await self.call(request.model_copy(update={"tenant": None})))
 
     async def _catalog_tools(self, request: LLMRequest) -> LLMRequest:
         """``request`` with the schemas of the catalog it names (bound to its owner, the calling workflow) as its

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 
 from pydantic import BaseModel, model_validator
 
-from ..llm.request import LLMRequest, LLMResponse
+from ..llm.request import LLMResponse
 from ..persisted_ids import account_id
 from .config import QuotaSettings
 from .wire import QuotaPlan, QuotaRoute
@@ -32,16 +32,10 @@ class QuotaPlanAnswer(BaseModel):
     """None when the worker's config has no quota and no budget for the tenant: the run issues no quota command."""
 
 
-class PlanFirstInput(BaseModel):
-    """``llm.call.plan_first``: a model call of a run that does not know its quota plan yet."""
-
-    request: LLMRequest
-    tenant: str | None = None
-    """The tenant the run bills to (None: ``default``), checked by the workflow first and by the worker again."""
-
-
 class PlanFirstAnswer(BaseModel):
-    """Exactly one of the two: the call made (the worker has no plan for the tenant), or the worker's plan
+    """What ``llm.call.plan_first`` (a run's first model call, its plan unknown: ``LLMRequest.tenant``) answers.
+
+    Exactly one of the two: the call made (the worker has no plan for the tenant), or the worker's plan
     and nothing sent (the run makes the call again under it, reserving first)."""
 
     response: LLMResponse | None = None
@@ -80,4 +74,4 @@ def plan_for(quotas: QuotaSettings, prices: Mapping[str, tuple[float, float]], t
     )
 
 
-__all__ = ["PlanFirstAnswer", "PlanFirstInput", "QuotaPlanAnswer", "QuotaPlanInput", "plan_for"]
+__all__ = ["PlanFirstAnswer", "QuotaPlanAnswer", "QuotaPlanInput", "plan_for"]
