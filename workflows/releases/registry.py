@@ -136,6 +136,17 @@ _BEFORE_LATEST_RELEASE_RUNS = (
 )
 """Runs and sessions recorded on the build before ``RELEASE_2026_12_06_PATCH`` (the 0.2.0 release marker, the
 worker's quota plan, approvers notified, calls carrying their program)."""
+_LATEST_RELEASE_RUNS = (
+    "release_2026_12_06_code_mode",
+    "release_2026_12_06_code_mode_paused_on_tool",
+    "release_2026_12_06_quota_tool_mode",
+    "release_2026_12_06_session_between_turns",
+    "release_2026_12_06_session_failed_turn_continued",
+    "release_2026_12_06_session_streamed_continued",
+    "release_2026_12_06_tool_mode",
+    "release_2026_12_06_tool_mode_waiting_on_tool",
+)
+"""Runs and sessions recorded with ``RELEASE_2026_12_06_PATCH`` (their first model call asks the quota plan)."""
 _PRE_RELEASE_SESSIONS = (
     "search_attributes_session_between_turns",
     "search_attributes_session_streamed_continued",
@@ -444,7 +455,7 @@ PATCHES: tuple[Patch, ...] = (
             "a pipeline or monitor tick only where an at-most-once call failed (`_since_release`)"
         ),
         under=(),
-        marked=(),
+        marked=_LATEST_RELEASE_RUNS,
         old_branch=(
             *_BEFORE_ANY_PATCH_AGENT_RUNS,
             *_CONVERSATION_REF_RUNS,
