@@ -337,8 +337,15 @@ def build_worker(
         conversations,
         programs=sandbox.resume_carried,  # a program live here resumes inside its call's activity
     )
+    plans = QuotaPlanActivities(settings)
     llm = LLMActivities(
-        settings.providers, http, settings.prices, conversations, describe=tools.describe, keys=provider_keys(settings)
+        settings.providers,
+        http,
+        settings.prices,
+        conversations,
+        describe=tools.describe,
+        keys=provider_keys(settings),
+        plans=plans.plan_of,
     )
     session_fork = SessionForkActivities(conversations, sandbox)
     worker_options.setdefault("workflow_runner", ENGINE_SANDBOX)
@@ -362,6 +369,7 @@ def build_worker(
             llm.call_resolving_tools,
             llm.call_stored_results,
             llm.call_tool_catalog,
+            llm.call_plan_first,
             tools.describe,
             tools.call,
             sandbox.check,
@@ -369,7 +377,7 @@ def build_worker(
             sandbox.resume,
             sandbox.fork,
             session_fork.bind,
-            QuotaPlanActivities(settings).plan,
+            plans.plan,
             *MonitorActivities().activities(),
             *ApprovalNotifier(settings.approval_webhooks, _secret(settings.console.link_secret)).activities(),
         ],

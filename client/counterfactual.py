@@ -38,7 +38,8 @@ from ..contracts import (
     Usage,
 )
 from ..contracts.llm.arguments import canonical_arguments
-from ..contracts.names import AGENT_WORKFLOW, LLM_CALL_RESOLVING_TOOLS, TOOLS_CALL, TOOLS_DESCRIBE
+from ..contracts.names import AGENT_WORKFLOW, LLM_CALL_PLAN_FIRST, LLM_CALL_RESOLVING_TOOLS, TOOLS_CALL, TOOLS_DESCRIBE
+from ..contracts.quotas.plan import PlanFirstAnswer
 from .replay_check import fetch_history, workflow_type
 from .search_attributes import run_start_attributes
 
@@ -94,7 +95,7 @@ async def read_recorded_run(history: WorkflowHistory, converter: DataConverter) 
             sched = event.activity_task_scheduled_event_attributes
             if sched.activity_type.name == TOOLS_CALL:
                 scheduled[event.event_id] = (TOOLS_CALL, await _decode(converter, sched.input, ToolCallInput))
-            elif sched.activity_type.name in (TOOLS_DESCRIBE, LLM_CALL_RESOLVING_TOOLS):
+            elif sched.activity_type.name in (TOOLS_DESCRIBE, LLM_CALL_RESOLVING_TOOLS, LLM_CALL_PLAN_FIRST):
                 # The run's tool schemas: described, or (a one-shot tool-mode run) resolved by its first model call.
                 scheduled[event.event_id] = (sched.activity_type.name, None)
         elif event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
@@ -108,6 +109,10 @@ async def read_recorded_run(history: WorkflowHistory, converter: DataConverter) 
             elif kind == LLM_CALL_RESOLVING_TOOLS:
                 response: LLMResponse = await _decode(converter, attrs.result, LLMResponse)
                 schemas.extend(response.tools or [])
+            elif kind == LLM_CALL_PLAN_FIRST:
+                # The call was made (the worker had no quota plan) or the plan came back and the next call resolves.
+                first: PlanFirstAnswer = await _decode(converter, attrs.result, PlanFirstAnswer)
+                schemas.extend(first.response.tools or [] if first.response is not None else [])
         elif event.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED:
             result = await _decode(converter, event.workflow_execution_completed_event_attributes.result, AgentResult)
     return RecordedRun(history.workflow_id, inp, result, schemas, calls)

@@ -38,6 +38,11 @@ LLM_CALL_TOOL_CATALOG = "llm.call.tool_catalog"
 """``llm.call`` for a request that names the run's stored tool catalog (``LLMRequest.tools_ref``) instead of
 carrying the schemas; such a request may also carry ``stored_messages``. Its own name, so a worker older than
 catalogs never takes it and no model is ever called without the run's tools."""
+LLM_CALL_PLAN_FIRST = "llm.call.plan_first"
+"""The first model call of a run that does not know its quota plan yet (``PlanFirstInput``: any request the
+other ``llm.call`` names take, and the run's tenant). The worker looks up its own plan for the tenant first:
+with none, the call is made; with one, nothing is sent and the plan comes back (``PlanFirstAnswer``), and the
+run makes the call again under it. Its own name, so a worker that cannot decide quotas never takes it."""
 TOOLS_DESCRIBE = "tools.describe"
 TOOLS_CALL = "tools.call"
 CODE_CHECK = "code.check"
@@ -54,7 +59,8 @@ APPROVAL_TARGETS = "approval.targets"
 """A local activity at a run's first waiting call: the filters of the worker's webhooks (``ApprovalTargets``)."""
 QUOTA_PLAN_ACTIVITY = "quota.plan"
 """A local activity at a run's start: its quotas, budget, prices and degradation chain from the worker's config
-(``activities/quotas``), recorded in its history; nothing the caller sends decides them."""
+(``activities/quotas``), recorded in its history; nothing the caller sends decides them. Runs recorded before
+``RELEASE_2026_12_06_PATCH``; since, the plan rides on the first model call (``LLM_CALL_PLAN_FIRST``)."""
 
 # ---------------------------------------------------------------- AgentWorkflow queries and signals
 STATE_QUERY = "state"
@@ -166,10 +172,10 @@ first ``llm.call`` resolves its tool names (no ``tools.describe`` activity), and
 the console's search attributes (``SEARCH_ATTRIBUTES_PATCH`` unasked). Runs recorded before it ask the ids above
 where they always did. A command change after this release ships needs a new id."""
 SEARCH_ATTRIBUTES_PATCH = "agentsteps.search-attributes.1"
-APPROVAL_NOTIFY_PATCH = "agentsteps.approval-notify.1"
-"""Issue 38: a call that starts waiting schedules ``approval.notify`` (and a reminder timer before its timeout)."""
 """Runs and sessions keep the ``AgentSteps*`` search attributes below up to date (a few upserts a
 run: start, approval asked/decided, end); runs started before replay without them."""
+APPROVAL_NOTIFY_PATCH = "agentsteps.approval-notify.1"
+"""Issue 38: a call that starts waiting schedules ``approval.notify`` (and a reminder timer before its timeout)."""
 QUOTA_FROM_WORKER_PATCH = "agentsteps.quota-from-worker.1"
 """Issue 36: a run (and each session run) takes its quota plan from the ``quota.plan`` local activity, the
 worker's own config, and ignores a plan in its input; runs recorded before it replay the plan their caller
@@ -178,6 +184,15 @@ CODE_CALL_CARRIES_PROGRAM_PATCH = "agentsteps.code-call-carries-program.1"
 """Issue 39: a tool call a kept-live program waits on alone carries the program (``CarriedProgram``), and its
 ``tools.call`` activity resumes it: no ``code.resume`` local activity for that pause when it answers with the
 next one. Not under the release: asked at a program's first such call."""
+
+RELEASE_2026_12_06_PATCH = "agentsteps.release.2026-12-06"
+"""The next release's one id, asked first at a run's (and each session run's) start, before
+``RELEASE_PATCH``: a run that takes it takes everything ``RELEASE_PATCH`` covers and every behaviour gated
+by the ids added since (the worker's quota plan, approvers notified, a call that carries its program) or
+asked at every continue-as-new (a session carrying its decisions), and asks none of them: one marker and one
+``TemporalChangeVersion`` upsert a run. New under it: the quota plan rides on the run's first model call
+(``LLM_CALL_PLAN_FIRST``) instead of a ``quota.plan`` local activity at every start. Runs recorded before it
+ask ``RELEASE_PATCH`` and each later id where they always did. A command change after it ships needs a new id."""
 
 # ---------------------------------------------------------------- search attributes (Temporal visibility)
 # Registered on the embedded dev server by ``client/dev_server.py``; on a cluster with
@@ -211,6 +226,7 @@ ACTIVITIES = (
     LLM_CALL_RESOLVING_TOOLS,
     LLM_CALL_STORED_RESULTS,
     LLM_CALL_TOOL_CATALOG,
+    LLM_CALL_PLAN_FIRST,
     TOOLS_DESCRIBE,
     TOOLS_CALL,
     CODE_CHECK,
@@ -248,6 +264,7 @@ __all__ = [
     "LLM_CALL_RESOLVING_TOOLS",
     "LLM_CALL_STORED_RESULTS",
     "LLM_CALL_TOOL_CATALOG",
+    "LLM_CALL_PLAN_FIRST",
     "MONITOR_RECORD",
     "APPROVAL_NOTIFY",
     "APPROVAL_NOTIFY_PATCH",
@@ -266,6 +283,7 @@ __all__ = [
     "QUOTA_VIEW_QUERY",
     "REJECT_UPDATE",
     "RELEASE_PATCH",
+    "RELEASE_2026_12_06_PATCH",
     "REWIND_UPDATE",
     "SESSION_FORK",
     "SESSION_WORKFLOW",

@@ -114,8 +114,8 @@ class AgentWorkflow(ApprovalHandlers, QuotaHandlers):
         features = self.features = Features.at_start(one_shot=True)
         # The worker's config decides the run's quotas and budget, never the input (recorded runs: as sent).
         plan = await worker_plan(inp.tenant, inp.quota)
-        # The run settles with the quota desk only when it has a quota plan.
-        quota_desk = self.quotas if plan is not None else None
+        # The run settles with the quota desk only when it has a quota plan (a desk with no lease does nothing).
+        quota_desk = self.quotas
         # A fork (its input names the source's conversation) describes its tools first, as it always did.
         if inp.fork is None and resolves_tools_lazily(spec, features.release):
             check_spec_but_tools(spec)

@@ -46,16 +46,15 @@ with workflow.unsafe.imports_passed_through():
     from ..contracts.llm.tool_catalog import ToolCatalogRef
     from ..contracts.llm.tools import catalog_digest
     from ..contracts.persisted_ids import effect_scope, turn_scope
-    from ..contracts.quotas.wire import QuotaPlan
     from ..contracts.session import ProgressEvent, ProgressKind, text_digest
     from ..failures import from_failure, to_application_error
     from ..telemetry import workflow_metrics
     from .approvals import ApprovalDesk
-    from .calls import budget_exceeded, call_llm, call_tool
+    from .calls import PlanFirst, budget_exceeded, call_llm, call_tool
     from .conversation import ConversationChain
     from .effects import EffectLedger, run_chain
     from .ladder import Rung, ViolationLadder, retry_history, violation_error
-    from .quota_gate import QuotaDesk, QuotaRefused, leased_call, soft_budget_degradation
+    from .quota_gate import QuotaDesk, QuotaRefused, RunPlan, leased_call, soft_budget_degradation
     from .releases.gates import Features
     from .releases.older_runs import answer_from_record_after_approval, call_llm_unreserved, call_tool_keyed_by_run
     from .run_state import RunConfig, RunProgress, RunTools
@@ -92,7 +91,7 @@ class AgentRun:
         approvals: ApprovalDesk,
         pending_tools: Sequence[str] = (),
         key_scope: str | None = None,
-        quota: QuotaPlan | None = None,
+        quota: RunPlan | None = None,
         quota_desk: QuotaDesk | None = None,
     ) -> AgentRun:
         """An ``AgentWorkflow`` run; its conversation is stored when ``features.conversation_ref``.
@@ -118,7 +117,7 @@ class AgentRun:
         on_event: Callable[[ProgressEvent], None] | None = None,
         stream_tokens: bool = False,
         key_scope: str | None = None,
-        quota: QuotaPlan | None = None,
+        quota: RunPlan | None = None,
         quota_desk: QuotaDesk | None = None,
         tools_ref: ToolCatalogRef | None = None,
     ) -> AgentRun:
@@ -222,10 +221,7 @@ class AgentRun:
         if resolving:
             request = request.model_copy(update={"tool_names": list(self.tools.pending)})
         try:
-            if config.quota is None:
-                response = await self._send(request, chain, refusable)
-            else:
-                response = await self._leased(request, chain, refusable)
+            response = await self._planned(request, chain, refusable)
         except ActivityError as exc:
             # A spec whose tools do not resolve fails the run as tools.describe and the spec check did.
             if resolving and isinstance(from_failure(exc), (InvalidSpecError, ToolConfigError)):
@@ -249,10 +245,38 @@ class AgentRun:
         self.result.cost_usd += response.cost_usd
         return response
 
-    async def _send(self, request: LLMRequest, chain: ConversationChain | None, refusable: bool) -> LLMResponse:
+    async def _planned(self, request: LLMRequest, chain: ConversationChain | None, refusable: bool) -> LLMResponse:
+        """The call under the run's quota plan; while the plan is unknown, the first call asks the worker for it
+        (``llm.call.plan_first``, made at once when the worker has none) and the others wait for the answer."""
+        quota = self.config.quota
+        while quota is not None and not quota.known:
+            if quota.asking:
+                await workflow.wait_condition(lambda: quota.known or not quota.asking)
+                continue
+            quota.asking = True
+            try:
+                response = await self._send(request, chain, refusable, plan_first=True)
+            except PlanFirst as first:
+                quota.learn(first.plan)  # nothing was sent: the call goes again, under the plan
+            else:
+                quota.learn(None)
+                return response
+            finally:
+                quota.asking = False
+        if quota is None or quota.plan is None:
+            return await self._send(request, chain, refusable)
+        return await self._leased(request, chain, refusable)
+
+    async def _send(
+        self,
+        request: LLMRequest,
+        chain: ConversationChain | None,
+        refusable: bool,
+        plan_first: bool = False,
+    ) -> LLMResponse:
         if not self.features.effects_once:  # a run recorded before EFFECTS_PATCH
             return await call_llm_unreserved(self, self._wire(request, chain))
-        return await self._reserved_call(request, chain, refusable)
+        return await self._reserved_call(request, chain, refusable, plan_first)
 
     def _wire(self, request: LLMRequest, chain: ConversationChain | None) -> LLMRequest:
         """What goes into history: the conversation by its stored prefix and, once a call stored the run's (or
@@ -268,12 +292,13 @@ class AgentRun:
     async def _leased(self, request: LLMRequest, chain: ConversationChain | None, refusable: bool) -> LLMResponse:
         """The call under the run's quota plan (``quota_gate``): a tenant's hard limit fails it typed."""
         config = self.config
-        assert config.quota is not None and config.quota_desk is not None
+        assert config.quota is not None and config.quota.plan is not None and config.quota_desk is not None
+        plan = config.quota.plan
 
         def waiting(change: int) -> None:
             self.progress.quota_waits += change
 
-        tenant = config.quota.tenant
+        tenant = plan.tenant
 
         def degraded(from_model: str, to: str) -> None:
             self.result.degradations.append(soft_budget_degradation(len(self.result.steps), tenant, from_model, to))
@@ -283,14 +308,18 @@ class AgentRun:
             return await self._send(sent, chain, refusable)
 
         try:
-            return await leased_call(config.quota_desk, config.quota, request, send, waiting, degraded)
+            return await leased_call(config.quota_desk, plan, request, send, waiting, degraded)
         except QuotaRefused as refused:
             if refusable:
                 raise BudgetRefused(str(refused)) from None
             raise refused.failure() from None
 
     async def _reserved_call(
-        self, request: LLMRequest, chain: ConversationChain | None, refusable: bool
+        self,
+        request: LLMRequest,
+        chain: ConversationChain | None,
+        refusable: bool,
+        plan_first: bool = False,
     ) -> LLMResponse:
         spec, progress = self.spec, self.progress
         used = self.result.usage.total_tokens
@@ -313,6 +342,8 @@ class AgentRun:
                 spec.llm_policy,
                 self.result,
                 token_budget=spec.token_budget,
+                plan_first=plan_first,
+                tenant=self.config.quota.tenant if self.config.quota is not None else None,
             )
         except ActivityError as exc:
             error = from_failure(exc)

@@ -28,7 +28,9 @@ with workflow.unsafe.imports_passed_through():
     from ..contracts.code.program import CallOutcome
     from ..contracts.errors import BudgetExceededError, ToolNotSentError
     from ..contracts.llm.tools import Delivery, ToolsDescribeInput, outcome_unknown
-    from ..contracts.names import TOOLS_CALL, TOOLS_DESCRIBE
+    from ..contracts.names import LLM_CALL_PLAN_FIRST, TOOLS_CALL, TOOLS_DESCRIBE
+    from ..contracts.quotas.plan import PlanFirstAnswer
+    from ..contracts.quotas.wire import QuotaPlan
     from ..contracts.spec import ActivityPolicy
     from ..failures import failure_type, to_application_error
     from .activity_options import activity_options
@@ -42,6 +44,14 @@ class UsageLedger(Protocol):
     usage: Usage
 
 
+class PlanFirst(Exception):
+    """The worker has a quota plan for the run's tenant: nothing was sent; the run calls again under ``plan``."""
+
+    def __init__(self, plan: QuotaPlan) -> None:
+        super().__init__("the worker's quota plan comes before the call")
+        self.plan = plan
+
+
 async def call_llm(
     request: LLMRequest,
     policy: ActivityPolicy,
@@ -49,22 +59,37 @@ async def call_llm(
     *,
     summary: str | None = None,
     token_budget: int | None = None,
+    plan_first: bool = False,
+    tenant: str | None = None,
 ) -> LLMResponse:
     """One contracted model call; its billable tokens go on ``ledger``.
 
-    With ``token_budget``, going over it fails the run (typed, not retried).
+    With ``token_budget``, going over it fails the run (typed, not retried). With ``plan_first`` the run does
+    not know its quota plan yet: the call is ``llm.call.plan_first`` for ``tenant``, and raises ``PlanFirst``
+    when the worker has a plan (nothing was sent).
     """
-    name = llm_activity(request)
-    response: LLMResponse = await until_an_upgraded_worker_takes_it(
-        name,
-        lambda: workflow.execute_activity(
+    schedule = summary or f"chat {request.config.model}"
+    response: LLMResponse
+    if plan_first:
+        first = request.model_copy(update={"tenant": tenant})
+        answer: PlanFirstAnswer = await until_an_upgraded_worker_takes_it(
+            LLM_CALL_PLAN_FIRST,
+            lambda: workflow.execute_activity(
+                LLM_CALL_PLAN_FIRST, first, result_type=PlanFirstAnswer, summary=schedule, **activity_options(policy)
+            ),
+        )
+        if answer.response is None:
+            assert answer.plan is not None  # the answer's validator: one of the two
+            raise PlanFirst(answer.plan)
+        response = answer.response
+    else:
+        name = llm_activity(request)
+        response = await until_an_upgraded_worker_takes_it(
             name,
-            request,
-            result_type=LLMResponse,
-            summary=summary or f"chat {request.config.model}",
-            **activity_options(policy),
-        ),
-    )
+            lambda: workflow.execute_activity(
+                name, request, result_type=LLMResponse, summary=schedule, **activity_options(policy)
+            ),
+        )
     ledger.usage = ledger.usage + response.usage.billable()
     if response.context is not None:  # a summary the context policy asked for
         ledger.usage = ledger.usage + response.context.usage
@@ -178,6 +203,7 @@ def call_outcome(call_id: int, result: ToolCallResult) -> CallOutcome:
 
 
 __all__ = [
+    "PlanFirst",
     "UsageLedger",
     "budget_exceeded",
     "call_llm",

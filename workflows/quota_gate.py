@@ -1,11 +1,14 @@
 """A run's side of its quotas: learn them from the worker, reserve before a model call, wait durably, reconcile after.
 
-The plan (which accounts, prices and degradation chain) is the worker's:
-``worker_plan`` asks the ``quota.plan`` local activity at the run's start and
-the answer is in the run's history; a plan the caller put in the input is
-ignored and logged (runs recorded before ``QUOTA_FROM_WORKER_PATCH`` replay
-the one they were sent). Only a run with a plan comes here; without one a call
-issues exactly the commands it always did. With one, each call:
+The plan (which accounts, prices and degradation chain) is the worker's, and
+the answer is in the run's history: a run under the newest release learns it
+from its first model call (``llm.call.plan_first``: the worker sends nothing
+when it has a plan, and answers with it), so a run on a worker without quotas
+pays nothing for asking; a run recorded before it asked the ``quota.plan``
+local activity at its start (``worker_plan``). A plan the caller put in the
+input is ignored and logged (runs recorded before ``QUOTA_FROM_WORKER_PATCH``
+replay the one they were sent). Only a run with a plan comes here; without one
+a call issues exactly the commands it always did. With one, each call:
 
 1. asks its tenant's account (if the tenant has a budget) for a reservation no
    provider's count of the call exceeds: the prompt's UTF-8 bytes (every
@@ -45,7 +48,7 @@ with workflow.unsafe.imports_passed_through():
     from ..failures import to_application_error
     from ..telemetry import workflow_metrics
     from .entries import signal_input
-    from .releases.gates import quotas_from_worker
+    from .releases.gates import plan_rides_first_call, quotas_from_worker
 
 
 def warm_tokenizer() -> None:
@@ -56,25 +59,60 @@ def warm_tokenizer() -> None:
     encoding()
 
 
-async def worker_plan(tenant: str | None, sent: QuotaPlan | None, *, from_caller: bool = True) -> QuotaPlan | None:
-    """The run's plan from the worker's config (``quota.plan``, recorded); ``sent``, the input's, only for a run
-    recorded before ``QUOTA_FROM_WORKER_PATCH``. Called once the tenant is checked, before the first model call.
+class RunPlan:
+    """A run's (or session run's) quota plan: decided at its start, or learned from its first model call.
+
+    Rules: ``learn`` once, from a recorded answer; until then (``known`` false) one call at a time asks
+    (``asking``) and the others wait for its answer, so no call is sent before the worker's plan is known."""
+
+    def __init__(self, plan: QuotaPlan | None = None, *, tenant: str | None = None, known: bool = True) -> None:
+        self.plan = plan
+        self.tenant = tenant
+        self.known = known
+        self.asking = False
+
+    @classmethod
+    def from_first_call(cls, tenant: str | None) -> RunPlan:
+        return cls(tenant=tenant, known=False)
+
+    def learn(self, plan: QuotaPlan | None) -> None:
+        self.plan, self.known = plan, True
+
+    def carried(self, sent: QuotaPlan | None) -> QuotaPlan | None:
+        """What a continue-as-new carries for a worker before ``QUOTA_FROM_WORKER_PATCH``: the worker's plan, or
+        (none learned in this run) the one this run was carried, ``sent``."""
+        return self.plan if self.known else sent
+
+
+async def worker_plan(tenant: str | None, sent: QuotaPlan | None, *, from_caller: bool = True) -> RunPlan:
+    """The run's plan from the worker's config, recorded: learned from its first model call under the newest
+    release, else from ``quota.plan``; ``sent``, the input's, only for a run recorded before
+    ``QUOTA_FROM_WORKER_PATCH``. Called once the tenant is checked, before the first model call.
     ``from_caller``: the input came from a caller (not the session's own continue-as-new, which carries the plan
     for a worker before this patch)."""
+    # Clients before 0.3 send the plan they computed; honouring it would let a caller set its own budget.
+    ignored = sent is not None and from_caller
+    if plan_rides_first_call():
+        if ignored:
+            _ignored(tenant)
+        return RunPlan.from_first_call(tenant)
     if not quotas_from_worker():
-        return sent
-    if sent is not None and from_caller:
-        # Clients before 0.3 send the plan they computed; honouring it would let a caller set its own budget.
-        workflow.logger.warning(
-            "ignored the quota plan in the input of tenant %r: the worker's config decides", tenant or "default"
-        )
+        return RunPlan(sent)
+    if ignored:
+        _ignored(tenant)
     answer: QuotaPlanAnswer = await workflow.execute_local_activity(
         QUOTA_PLAN_ACTIVITY,
         QuotaPlanInput(tenant=tenant),
         result_type=QuotaPlanAnswer,
         start_to_close_timeout=timedelta(seconds=30),
     )
-    return answer.plan
+    return RunPlan(answer.plan)
+
+
+def _ignored(tenant: str | None) -> None:
+    workflow.logger.warning(
+        "ignored the quota plan in the input of tenant %r: the worker's config decides", tenant or "default"
+    )
 
 
 PENDING_TOOL_BYTES = 2_000
@@ -323,6 +361,7 @@ __all__ = [
     "QuotaDesk",
     "QuotaHandlers",
     "QuotaRefused",
+    "RunPlan",
     "hard_budget_bound",
     "leased_call",
     "soft_budget_degradation",

@@ -32,11 +32,10 @@ with workflow.unsafe.imports_passed_through():
     from ..contracts import AgentResult, AgentSpec, AgentState, LLMRequest, Message, ToolSchema
     from ..contracts.code.program import ReplMemory
     from ..contracts.llm.tool_catalog import ToolCatalogRef
-    from ..contracts.quotas.wire import QuotaPlan
     from ..contracts.session import ProgressEvent
     from .approvals import ApprovalDesk
     from .conversation import ConversationChain
-    from .quota_gate import QuotaDesk
+    from .quota_gate import QuotaDesk, RunPlan
 
 
 @dataclass(frozen=True)
@@ -59,8 +58,9 @@ class RunConfig:
     key_scope: str | None = None
     """The backend's scope for effect keys (``AgentInput.key_scope``, validated by the workflow); unset:
     the run's workflow chain."""
-    quota: QuotaPlan | None = None
-    """The accounts every model call goes through (``AgentInput.quota``); unset: no quota command at all."""
+    quota: RunPlan | None = None
+    """The accounts every model call goes through, the worker's (``quota_gate.worker_plan``: known at the
+    start, or learned from the first call); unset, or no plan: no quota command at all."""
     quota_desk: QuotaDesk | None = None
     """Where the workflow's ``quota_grant`` signal puts the grants (set with ``quota``)."""
 

@@ -49,7 +49,6 @@ with workflow.unsafe.imports_passed_through():
         TURN_UPDATE,
         TURNS_QUERY,
     )
-    from ..contracts.quotas.wire import QuotaPlan
     from ..contracts.session import (
         CloseInput,
         ForkSource,
@@ -79,7 +78,7 @@ with workflow.unsafe.imports_passed_through():
     from .approvals import ApprovalDesk, ApprovalHandlers
     from .effects import untold_note
     from .entries import NO_INPUT, decoded, update_input
-    from .quota_gate import QuotaDesk, QuotaHandlers, worker_plan
+    from .quota_gate import QuotaDesk, QuotaHandlers, RunPlan, worker_plan
     from .releases.gates import Features, carries_decisions, takes_carried_tools
     from .run_state import RunProgress
     from .session_state import SessionRecord
@@ -156,8 +155,9 @@ class SessionWorkflow(ApprovalHandlers, QuotaHandlers):
         self.closed_reason: str | None = None
         self.approvals = ApprovalDesk()
         self.quotas = QuotaDesk()
-        self.plan: QuotaPlan | None = None
-        """The run's quota plan, decided before ``tools_decided`` (so before any turn's first call)."""
+        self.plan = RunPlan()
+        """The run's quota plan: decided before ``tools_decided`` (so before any turn's first call), or, under
+        the newest release, learned from this run's first model call, for every turn after it."""
         self.approvals.remember(self.record.decided)
         self.approvals.on_request = lambda pending: self._publish(
             ProgressEvent(
@@ -260,7 +260,8 @@ class SessionWorkflow(ApprovalHandlers, QuotaHandlers):
             stream=stream,
             key_scope=inp.key_scope,
             tenant=inp.tenant,
-            quota=self.plan,  # for a worker before QUOTA_FROM_WORKER_PATCH; a later one asks its own config
+            # For a worker before QUOTA_FROM_WORKER_PATCH (a later one asks its own config): never a caller's plan.
+            quota=self.plan.carried(inp.quota if inp.carried is not None else None),
         )
 
     async def _take_fork(self, fork: SessionFork) -> None:
@@ -378,7 +379,7 @@ class SessionWorkflow(ApprovalHandlers, QuotaHandlers):
             stream_tokens=self.inp.session.stream_tokens,
             key_scope=self.inp.key_scope,
             quota=self.plan,
-            quota_desk=self.quotas if self.plan is not None else None,
+            quota_desk=self.quotas,
             tools_ref=self.tools_ref,
         )
         before = list(point.messages) if point.started else [opening(spec, tools)]

@@ -36,7 +36,15 @@ from ...contracts.llm.prefix import Folds, KnownPrefix
 from ...contracts.llm.request import ContextAction, LLMRequest, LLMResponse
 from ...contracts.llm.tool_catalog import ToolCatalogRef
 from ...contracts.llm.tools import ToolSchema, ToolsDescribeInput
-from ...contracts.names import LLM_CALL, LLM_CALL_RESOLVING_TOOLS, LLM_CALL_STORED_RESULTS, LLM_CALL_TOOL_CATALOG
+from ...contracts.names import (
+    LLM_CALL,
+    LLM_CALL_PLAN_FIRST,
+    LLM_CALL_RESOLVING_TOOLS,
+    LLM_CALL_STORED_RESULTS,
+    LLM_CALL_TOOL_CATALOG,
+)
+from ...contracts.quotas.plan import PlanFirstAnswer
+from ...contracts.quotas.wire import QuotaPlan
 from ...contracts.spec_check import check_spec_tools
 from ...contracts.violations import Violation, ViolationKind
 from ...failures import from_failure, to_application_error
@@ -83,10 +91,13 @@ class LLMActivities:
         conversations: ConversationStore | None = None,
         describe: Callable[[ToolsDescribeInput], Awaitable[list[ToolSchema]]] | None = None,
         keys: Mapping[str, Mapping[str, SecretStr]] | None = None,
+        plans: Callable[[str | None], QuotaPlan | None] | None = None,
     ) -> None:
         """``describe`` is the worker's ``tools.describe`` lookup, for requests that name their tools;
-        ``keys`` the named provider keys (``client.settings.provider_keys``), beside each provider's default."""
+        ``keys`` the named provider keys (``client.settings.provider_keys``), beside each provider's default;
+        ``plans`` the worker's quota plan of a tenant (``QuotaPlanActivities.plan_of``; unset: no quotas)."""
         self._describe = describe
+        self._plans = plans
         self._providers = ProviderSet(settings, http, keys)
         self._prices = prices or PriceTable()
         # Priced models are labels from the start, even when a provider rejects a call to one.
@@ -121,6 +132,16 @@ class LLMActivities:
         """``llm.call`` under the name only workers that read ``tools_ref`` register (they read
         ``stored_messages`` too: a request may carry both)."""
         return await self.call(request)
+
+    @activity.defn(name=LLM_CALL_PLAN_FIRST)
+    async def call_plan_first(self, request: LLMRequest) -> PlanFirstAnswer:
+        """A run's first model call, its quota plan not known yet: this worker's plan for ``request.tenant``
+        decides. With one, nothing is sent (not the model, not the store): the run reserves under it and calls
+        again; with none, this is the call (any request the other names take)."""
+        plan = self._plans(request.tenant) if self._plans is not None else None
+        if plan is not None:
+            return PlanFirstAnswer(plan=plan)
+        return PlanFirstAnswer(response=await self.call(request.model_copy(update={"tenant": None})))
 
     async def _catalog_tools(self, request: LLMRequest) -> LLMRequest:
         """``request`` with the schemas of the catalog it names (bound to its owner, the calling workflow) as its

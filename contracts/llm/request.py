@@ -87,6 +87,9 @@ class LLMRequest(BaseModel):
     that message is sent as a placeholder without content, and the activity puts the stored one, checked
     to answer the same call, in its place. So a tool result is in history once."""
     context_policy: ContextPolicy = "none"
+    tenant: str | None = Field(default=None, exclude_if=lambda tenant: tenant is None)
+    """For ``llm.call.plan_first`` (a run's first call, its quota plan unknown): the tenant whose plan the
+    worker looks up before anything is sent (None: ``default``). Left out of the payload when unset."""
     stream: TokenStream | None = None
     """Call the provider with streaming and publish the answer's text, batched, on the calling
     workflow's progress stream (sessions with ``stream_tokens``). Advisory: a retried call streams

@@ -1,19 +1,21 @@
 """Which accounts a run's model calls go through, derived from the worker's own config.
 
 The worker decides (DESIGN.md rule 13): a start names only its tenant. The
-``quota.plan`` local activity (``activities/quotas``) answers with this plan,
-built from the config of the worker that ran it, and Temporal records the
-answer in the run's history, so a replay on a worker with another config takes
-the same accounts. A plan a caller sends in the input (``AgentInput.quota``,
-from clients before 0.3) is ignored by every run that asks the activity.
+run's first model call (``llm.call.plan_first``; before ``RELEASE_2026_12_06_PATCH``
+the ``quota.plan`` local activity) answers with this plan, built from the
+config of the worker that ran it, and Temporal records the answer in the run's
+history, so a replay on a worker with another config takes the same accounts.
+A plan a caller sends in the input (``AgentInput.quota``, from clients before
+0.3) is ignored by every run that asks the worker.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from pydantic import BaseModel
+from pydantic import BaseModel, model_validator
 
+from ..llm.request import LLMResponse
 from ..persisted_ids import account_id
 from .config import QuotaSettings
 from .wire import QuotaPlan, QuotaRoute
@@ -28,6 +30,22 @@ class QuotaPlanInput(BaseModel):
 class QuotaPlanAnswer(BaseModel):
     plan: QuotaPlan | None = None
     """None when the worker's config has no quota and no budget for the tenant: the run issues no quota command."""
+
+
+class PlanFirstAnswer(BaseModel):
+    """What ``llm.call.plan_first`` (a run's first model call, its plan unknown: ``LLMRequest.tenant``) answers.
+
+    Exactly one of the two: the call made (the worker has no plan for the tenant), or the worker's plan
+    and nothing sent (the run makes the call again under it, reserving first)."""
+
+    response: LLMResponse | None = None
+    plan: QuotaPlan | None = None
+
+    @model_validator(mode="after")
+    def _one_of_the_two(self) -> PlanFirstAnswer:
+        if (self.response is None) == (self.plan is None):
+            raise ValueError("a plan-first answer carries either the response or the plan")
+        return self
 
 
 def plan_for(quotas: QuotaSettings, prices: Mapping[str, tuple[float, float]], tenant: str | None) -> QuotaPlan | None:
@@ -56,4 +74,4 @@ def plan_for(quotas: QuotaSettings, prices: Mapping[str, tuple[float, float]], t
     )
 
 
-__all__ = ["QuotaPlanAnswer", "QuotaPlanInput", "plan_for"]
+__all__ = ["PlanFirstAnswer", "QuotaPlanAnswer", "QuotaPlanInput", "plan_for"]

@@ -24,6 +24,7 @@ def test_every_persisted_name_is_unchanged():
         "llm.call.resolving_tools",
         "llm.call.stored_results",
         "llm.call.tool_catalog",
+        "llm.call.plan_first",
         "tools.describe",
         "tools.call",
         "code.check",

@@ -329,6 +329,7 @@ def test_every_class_of_the_exception_tree_is_named_in_the_failures_page():
 INTERNAL_EXCEPTIONS = {
     "BudgetRefused": "a program's llm() over budget: told to the program as its call's error",
     "QuotaRefused": "a tenant's hard budget: raised as BudgetExceededError (QuotaRefused.failure)",
+    "PlanFirst": "workflows/calls.py: the worker's quota plan came back instead of the call; the run calls again",
     "ForeignCatalogError": "storage/tool_catalogs.py: becomes PayloadIntegrityError",
     "ForeignSegmentError": "storage/conversations.py: becomes PayloadIntegrityError",
     "BadFilter": "console/reads.py: a 400 naming the filter",

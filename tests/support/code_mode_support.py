@@ -163,20 +163,22 @@ async def code_worker(client: Client, settings: WorkerSettings, pool: SandboxPoo
     # As build_worker does: a program live here resumes inside its call's tools.call activity.
     tools = ToolActivities(build_registry(settings.state_dir), programs=sandbox.resume_carried)
     async with httpx2.AsyncClient(timeout=10) as http:
-        llm = LLMActivities(settings.providers, http, settings.prices, ConversationStore(store))
+        plans = QuotaPlanActivities(settings)
+        llm = LLMActivities(settings.providers, http, settings.prices, ConversationStore(store), plans=plans.plan_of)
         async with Worker(
             client,
             task_queue=settings.task_queue,
             workflows=[AgentWorkflow, SessionWorkflow],
             activities=[
                 llm.call,
+                llm.call_plan_first,  # a run's first model call asks the worker's quota plan
                 tools.describe,
                 tools.call,
                 sandbox.check,
                 sandbox.start,
                 sandbox.resume,
                 sandbox.fork,
-                QuotaPlanActivities(settings).plan,  # every run asks its worker's quota config at its start
+                plans.plan,  # runs recorded before the 2026-12-06 release ask it at their start
                 *ApprovalNotifier(settings.approval_webhooks).activities(),  # asked at a run's first waiting call
             ],
             max_concurrent_activities=20,

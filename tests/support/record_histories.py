@@ -56,6 +56,7 @@ from agentsteps.client.spec_files import parse_spec
 from agentsteps.contracts import AgentInput, AgentResult, AgentSpec, LLMConfig
 from agentsteps.contracts.composition.pipeline_run import PipelineResult, pipeline_input
 from agentsteps.contracts.config.settings import ProviderSettings, WorkerSettings
+from agentsteps.contracts.errors import RunNotFoundError
 from agentsteps.contracts.monitor import MonitorInput, MonitorReport
 from agentsteps.contracts.names import AGENT_WORKFLOW, MONITOR_WORKFLOW, PIPELINE_WORKFLOW, TOOLS_CALL
 from agentsteps.contracts.session import SessionConfig
@@ -446,7 +447,7 @@ async def _session_streaming(rec: Recorder) -> None:
     async def waiting() -> bool:
         try:
             return bool(await pending_approvals(rec.client, session_id))
-        except RPCError:  # not started yet
+        except (RPCError, RunNotFoundError):  # not started yet
             return False
 
     await _until(waiting, timeout=30)

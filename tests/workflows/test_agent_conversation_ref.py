@@ -23,9 +23,9 @@ from agentsteps.contracts.names import (
     AGENT_WORKFLOW,
     APPROVE_UPDATE,
     LLM_CALL,
-    LLM_CALL_RESOLVING_TOOLS,
+    LLM_CALL_PLAN_FIRST,
     QUOTA_FROM_WORKER_PATCH,
-    RELEASE_PATCH,
+    RELEASE_2026_12_06_PATCH,
 )
 from agentsteps.workflows.agent import AgentWorkflow
 
@@ -73,14 +73,15 @@ async def test_each_step_adds_its_new_messages_to_history_never_the_conversation
     assert len(sizes) == STEPS + 1
     # With the whole history each input would grow by a step's messages every step (~30x here).
     assert max(sizes[2:]) <= 1.2 * sizes[1], sizes
-    # Every patched behaviour of 0.2.0 under one release marker; since, the worker's quota plan (its patch marker
-    # and its local activity's marker): three markers and two patch upserts a run (billable actions).
-    assert _marked(history, RELEASE_PATCH) and _marked(history, QUOTA_FROM_WORKER_PATCH)
+    # Every patched behaviour since 0.2.0 under one release marker (the worker's quota plan rides on the first
+    # model call, no local activity): one marker and one patch upsert a run (billable actions).
+    assert _marked(history, RELEASE_2026_12_06_PATCH)
+    assert not _marked(history, QUOTA_FROM_WORKER_PATCH)  # and no 0.2.0 marker: one marker in all, below
     kinds = [e.event_type for e in history.events]
-    assert kinds.count(EventType.EVENT_TYPE_MARKER_RECORDED) == 3
-    # The two markers' TemporalChangeVersion, then the console's attributes at start (this start set none);
+    assert kinds.count(EventType.EVENT_TYPE_MARKER_RECORDED) == 1
+    # The marker's TemporalChangeVersion, then the console's attributes at start (this start set none);
     # none at the end: the run completed, and its result has the totals.
-    assert kinds.count(EventType.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES) == 3
+    assert kinds.count(EventType.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES) == 2
     # No tools.describe: the first llm.call resolved the tool names; one activity per model or tool call.
     scheduled = [
         e.activity_task_scheduled_event_attributes.activity_type.name
@@ -143,7 +144,7 @@ async def _resolving_call_attempts(handle) -> int:
         (
             a.attempt
             for a in description.raw_description.pending_activities
-            if a.activity_type.name == LLM_CALL_RESOLVING_TOOLS
+            if a.activity_type.name == LLM_CALL_PLAN_FIRST
         ),
         default=0,
     )
@@ -166,7 +167,7 @@ async def test_an_older_worker_never_takes_the_call_that_resolves_tools_and_the_
         client,
         task_queue=settings.task_queue,
         workflows=[AgentWorkflow],
-        # A run asks its worker's quota config at its start (a local activity), older activities or not.
+        # An older worker answers a run recorded before the release's quota.plan too (harmless here).
         activities=[older_llm_call, older_tools.call, QuotaPlanActivities(settings).plan],
         workflow_runner=UnsandboxedWorkflowRunner(),
     ):

@@ -21,6 +21,7 @@ from agentsteps.contracts import AgentSpec, LLMConfig, LLMRequest, LLMToolCall, 
 from agentsteps.contracts.llm.conversation import ConversationRef
 from agentsteps.contracts.names import (
     LLM_CALL,
+    LLM_CALL_PLAN_FIRST,
     LLM_CALL_RESOLVING_TOOLS,
     LLM_CALL_STORED_RESULTS,
     LLM_CALL_TOOL_CATALOG,
@@ -153,7 +154,7 @@ async def _run(client, settings, edit: bool) -> list[dict]:
         for e in history.events
         if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
         and e.activity_task_scheduled_event_attributes.activity_type.name
-        in (LLM_CALL, LLM_CALL_RESOLVING_TOOLS, LLM_CALL_STORED_RESULTS, LLM_CALL_TOOL_CATALOG)
+        in (LLM_CALL, LLM_CALL_PLAN_FIRST, LLM_CALL_RESOLVING_TOOLS, LLM_CALL_STORED_RESULTS, LLM_CALL_TOOL_CATALOG)
     ]
 
 

@@ -18,6 +18,7 @@ from agentsteps.contracts import Message
 from agentsteps.contracts.llm.conversation import ConversationRef
 from agentsteps.contracts.names import (
     LLM_CALL,
+    LLM_CALL_PLAN_FIRST,
     LLM_CALL_RESOLVING_TOOLS,
     LLM_CALL_STORED_RESULTS,
     LLM_CALL_TOOL_CATALOG,
@@ -86,7 +87,7 @@ def _llm_input_sizes(history) -> list[int]:
         for e in history.events
         if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
         and e.activity_task_scheduled_event_attributes.activity_type.name
-        in (LLM_CALL, LLM_CALL_RESOLVING_TOOLS, LLM_CALL_STORED_RESULTS, LLM_CALL_TOOL_CATALOG)
+        in (LLM_CALL, LLM_CALL_PLAN_FIRST, LLM_CALL_RESOLVING_TOOLS, LLM_CALL_STORED_RESULTS, LLM_CALL_TOOL_CATALOG)
     ]
 
 

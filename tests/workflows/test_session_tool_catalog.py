@@ -32,7 +32,7 @@ from agentsteps.client.session_forks import fork_session
 from agentsteps.client.sessions import continue_session, send_turn, session_handle, session_state, session_turns
 from agentsteps.contracts import AgentSpec
 from agentsteps.contracts.errors import AgentStepsError
-from agentsteps.contracts.names import LLM_CALL, LLM_CALL_TOOL_CATALOG, TURN_UPDATE
+from agentsteps.contracts.names import LLM_CALL_PLAN_FIRST, LLM_CALL_TOOL_CATALOG, TURN_UPDATE
 from agentsteps.contracts.session import SessionConfig, SessionInput, SessionOutcome, TurnInput, TurnResult
 from agentsteps.storage.payload_store import build_payload_store
 from agentsteps.worker import build_data_converter, running_worker
@@ -83,6 +83,8 @@ def first_ref(history) -> dict:
     for e in history.events:
         if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
             result = json.loads(e.activity_task_completed_event_attributes.result.payloads[0].data)
+            if isinstance(result, dict) and isinstance(result.get("response"), dict):
+                result = result["response"]  # llm.call.plan_first's answer when the worker had no quota plan
             if isinstance(result, dict) and result.get("tools_ref"):
                 return result["tools_ref"]
     raise AssertionError("no model call returned a tool catalog")
@@ -155,7 +157,8 @@ async def test_a_session_stores_its_tools_once_and_every_call_names_them_across_
     ref = first_ref(histories[0])
     calls = llm_calls(histories[0])
     # The session's first call carries the schemas and asks to store them; every later one names the catalog.
-    assert calls[0][0] == LLM_CALL and calls[0][1]["store_tools"] is True and len(calls[0][1]["tools"]) == 2
+    # A session run's first call also asks the worker's quota plan (none here: it is the call).
+    assert calls[0][0] == LLM_CALL_PLAN_FIRST and calls[0][1]["store_tools"] is True and len(calls[0][1]["tools"]) == 2
     assert len(calls) >= 3
     for name, body in calls[1:]:
         assert name == LLM_CALL_TOOL_CATALOG and body["tools_ref"] == ref and not body.get("tools"), name
@@ -185,7 +188,7 @@ async def test_a_session_stores_its_tools_once_and_every_call_names_them_across_
     async with running_worker(client, settings, registry=weather_registry(WEATHER_V1)):
         assert (await next_turn(client, sid, "weather in Lisbon?")).output == "Lisbon is sunny"
     later = llm_calls((await runs(client, sid))[-1])
-    assert [name for name, _ in later] == [LLM_CALL_TOOL_CATALOG] * 2
+    assert [name for name, _ in later] == [LLM_CALL_PLAN_FIRST, LLM_CALL_TOOL_CATALOG]
     assert all(body["tools_ref"] == ref for _, body in later)
     sent = [r.body["tools"] for r in scripted.requests]
     assert len(sent) == 2 and sent[0] == sent[1] and len(sent[0]) == 2
@@ -252,7 +255,7 @@ async def test_a_session_that_describes_its_tools_again_names_a_catalog_of_the_n
     last = (await runs(client, sid))[-1]
     calls = llm_calls(last)
     # Its first call carried the new schemas and stored them; the next named that new catalog, not the old one.
-    assert calls[0][0] == LLM_CALL and calls[0][1]["store_tools"] is True and "tools_ref" not in calls[0][1]
+    assert calls[0][0] == LLM_CALL_PLAN_FIRST and calls[0][1]["store_tools"] is True and "tools_ref" not in calls[0][1]
     new_ref = first_ref(last)
     assert new_ref["sha256"] != old_ref["sha256"]
     assert calls[1][0] == LLM_CALL_TOOL_CATALOG and calls[1][1]["tools_ref"] == new_ref
@@ -276,7 +279,7 @@ async def test_a_fork_stores_its_own_catalog_and_never_names_its_sources(client,
     calls = llm_calls(history)
     assert len(calls) >= 3
     # The fork's first call carries the schemas and stores them bound to the fork; later ones name that.
-    assert calls[0][0] == LLM_CALL and calls[0][1]["store_tools"] is True and "tools_ref" not in calls[0][1]
+    assert calls[0][0] == LLM_CALL_PLAN_FIRST and calls[0][1]["store_tools"] is True and "tools_ref" not in calls[0][1]
     fork_ref = first_ref(history)
     assert fork_ref["sha256"] != source_ref["sha256"]
     for name, body in calls[1:]:

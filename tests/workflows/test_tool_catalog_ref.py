@@ -21,7 +21,7 @@ from test_approvals import decide, pending
 
 from agentsteps.client.payload_gc import collect_garbage
 from agentsteps.contracts import AgentInput, AgentResult
-from agentsteps.contracts.names import AGENT_WORKFLOW, APPROVE_UPDATE, LLM_CALL_RESOLVING_TOOLS, LLM_CALL_TOOL_CATALOG
+from agentsteps.contracts.names import AGENT_WORKFLOW, APPROVE_UPDATE, LLM_CALL_PLAN_FIRST, LLM_CALL_TOOL_CATALOG
 from agentsteps.storage.payload_store import build_payload_store
 from agentsteps.workflows.agent import AgentWorkflow
 
@@ -72,11 +72,11 @@ async def test_later_calls_name_the_catalog_which_outlives_gc_and_loads_on_anoth
 
     # While the run waits, a gc as if a month had passed: what the open run reaches is kept, the catalog too.
     [(first_name, _)] = _scheduled(await handle.fetch_history())[:1]
-    assert first_name == LLM_CALL_RESOLVING_TOOLS
+    assert first_name == LLM_CALL_PLAN_FIRST  # it resolves the tool names (and asks the worker's quota plan)
     resolved = [
         e for e in (await handle.fetch_history()).events if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED
     ][0]
-    ref = json.loads(resolved.activity_task_completed_event_attributes.result.payloads[0].data)["tools_ref"]
+    ref = json.loads(resolved.activity_task_completed_event_attributes.result.payloads[0].data)["response"]["tools_ref"]
     store = build_payload_store(settings)
     catalog_file = store.driver.path_for(ref["claim"]["hash_value"])
     assert catalog_file.exists() and ref["count"] == 2
@@ -97,7 +97,7 @@ async def test_later_calls_name_the_catalog_which_outlives_gc_and_loads_on_anoth
     sent = [r.body["tools"] for r in scripted.requests]
     assert len(sent) == 2 and sent[0] == sent[1] and len(sent[0]) == 2
     calls = [(name, body) for name, body in _scheduled(history) if name.startswith("llm.call")]
-    assert [name for name, _ in calls] == [LLM_CALL_RESOLVING_TOOLS, LLM_CALL_TOOL_CATALOG]
+    assert [name for name, _ in calls] == [LLM_CALL_PLAN_FIRST, LLM_CALL_TOOL_CATALOG]
     later_call = calls[1][1]
     assert later_call["tools_ref"] == ref and not later_call.get("tools")
     # The schemas are in history once: the resolving call's result.

@@ -7,10 +7,12 @@ branch first comes up, by the code on today's path, through a name that says
 what one branch does (``second_refusal_degrades``); only a run recorded
 before the id takes the old branch (``registry.py`` lists the recorded ones).
 
-A new run asks ``RELEASE_PATCH`` first and, taking it, every behaviour gated
-by an id marked ``under_release`` without asking that id: one marker a run,
-not one per id. A run recorded before the release (no release marker) asks
-each id where it always did.
+A new run asks the newest release id first (``RELEASE_2026_12_06_PATCH``)
+and, taking it, every behaviour gated by an id it covers (``registry.py``:
+``under``), ``RELEASE_PATCH``'s included, without asking that id: one marker a
+run, not one per id. A run recorded before it (no marker of it) asks
+``RELEASE_PATCH`` next, and a run recorded before that each id where it
+always did.
 
 Deterministic: no I/O; each function asks at most the ids it names.
 """
@@ -32,6 +34,7 @@ with workflow.unsafe.imports_passed_through():
         PATCH_TOOL_RESULT_CAP,
         QUOTA_FROM_WORKER_PATCH,
         REFUSAL_REPROMPTED_ONCE,
+        RELEASE_2026_12_06_PATCH,
         RELEASE_PATCH,
         SEARCH_ATTRIBUTES_PATCH,
         SESSION_STATE_PATCH,
@@ -39,10 +42,23 @@ with workflow.unsafe.imports_passed_through():
     )
 
 
+def since_latest_release() -> bool:
+    """``RELEASE_2026_12_06_PATCH``: asked first, before a run's (or session run's) first command; every later
+    ask is answered from the SDK's memo, with no command."""
+    return workflow.patched(RELEASE_2026_12_06_PATCH)
+
+
 def _since_release(patch_id: str) -> bool:
-    """Asked where ``patch_id`` always was: a new run takes it under ``RELEASE_PATCH`` (one marker for the
-    release), a run recorded between ``patch_id`` and the release asks it as it did."""
-    return workflow.patched(RELEASE_PATCH) or workflow.patched(patch_id)
+    """Asked where ``patch_id`` always was: a new run takes it under the newest release (one marker for the
+    release), a run recorded before that release under ``RELEASE_PATCH``, and a run recorded between
+    ``patch_id`` and ``RELEASE_PATCH`` asks it as it did."""
+    return since_latest_release() or workflow.patched(RELEASE_PATCH) or workflow.patched(patch_id)
+
+
+def _since_latest_release(patch_id: str) -> bool:
+    """``patch_id`` added after ``RELEASE_PATCH`` (or asked outside it): a new run takes it under the newest
+    release, a run recorded before that release asks it where it always did."""
+    return since_latest_release() or workflow.patched(patch_id)
 
 
 class Features:
@@ -60,13 +76,14 @@ class Features:
         """A one-shot run keeps its conversation in the payload store (``CONVERSATION_REF_PATCH``); a turn
         always does."""
         self.release = release
-        """``RELEASE_PATCH``: every behaviour gated by an earlier id, none of them asked."""
+        """``RELEASE_PATCH`` (or the newest release, which covers it): every behaviour gated by an earlier id,
+        none of them asked."""
         self._asked: dict[str, bool] = {}
 
     @classmethod
     def at_start(cls, *, one_shot: bool) -> Features:
         """Asked before the run's first command, in the order runs have always asked them."""
-        if workflow.patched(RELEASE_PATCH):
+        if since_latest_release() or workflow.patched(RELEASE_PATCH):
             return cls(effects_once=True, conversation_ref=True, release=True)
         effects_once = workflow.patched(EFFECTS_PATCH)
         conversation_ref = workflow.patched(CONVERSATION_REF_PATCH) if one_shot else True
@@ -119,22 +136,22 @@ def takes_carried_tools() -> bool:
 
 
 def carries_decisions() -> bool:
-    """A session's continue-as-new carries its latest approval decisions (``APPROVALS_CARRIED_PATCH``, not
-    under the release: every session asks it at each continue-as-new)."""
-    return workflow.patched(APPROVALS_CARRIED_PATCH)
+    """A session's continue-as-new carries its latest approval decisions (``APPROVALS_CARRIED_PATCH``; a run
+    recorded before the newest release asks it at each continue-as-new)."""
+    return _since_latest_release(APPROVALS_CARRIED_PATCH)
 
 
 def notifies_approvers() -> bool:
     """A call that starts waiting schedules ``approval.notify``, and a reminder before its timeout
-    (``APPROVAL_NOTIFY_PATCH``, not under the release: every run asks it at its first waiting call)."""
-    return workflow.patched(APPROVAL_NOTIFY_PATCH)
+    (``APPROVAL_NOTIFY_PATCH``; a run recorded before the newest release asks it at its first waiting call)."""
+    return _since_latest_release(APPROVAL_NOTIFY_PATCH)
 
 
 def calls_carry_programs() -> bool:
     """A tool call its kept-live program waits on alone carries the program, and its activity answers with the
-    program's next pause (``CODE_CALL_CARRIES_PROGRAM_PATCH``, not under the release); asked at a program's
-    first such call (each program asks; the SDK answers a repeat from its memo, with no new marker)."""
-    return workflow.patched(CODE_CALL_CARRIES_PROGRAM_PATCH)
+    program's next pause (``CODE_CALL_CARRIES_PROGRAM_PATCH``; a run recorded before the newest release asks
+    it at a program's first such call: each program asks, the SDK answers a repeat from its memo)."""
+    return _since_latest_release(CODE_CALL_CARRIES_PROGRAM_PATCH)
 
 
 def effects_once() -> bool:
@@ -143,10 +160,16 @@ def effects_once() -> bool:
     return workflow.patched(EFFECTS_PATCH)
 
 
+def plan_rides_first_call() -> bool:
+    """The worker's quota plan comes with the run's first model call (``llm.call.plan_first``), not from a
+    ``quota.plan`` local activity at every start: the newest release (asked already: answered from memo)."""
+    return since_latest_release()
+
+
 def quotas_from_worker() -> bool:
-    """A run takes its quota plan from the worker's config (the ``quota.plan`` local activity) and ignores the
-    one in its input (``QUOTA_FROM_WORKER_PATCH``, not under the release); asked at a run's, and each session
-    run's, start, after its tenant is checked."""
+    """A run recorded before the newest release takes its quota plan from the worker's config (the
+    ``quota.plan`` local activity) and ignores the one in its input (``QUOTA_FROM_WORKER_PATCH``); asked at
+    such a run's, and each session run's, start, after its tenant is checked (``plan_rides_first_call`` first)."""
     return workflow.patched(QUOTA_FROM_WORKER_PATCH)
 
 
@@ -172,7 +195,9 @@ __all__ = [
     "Features",
     "calls_carry_programs",
     "notifies_approvers",
+    "plan_rides_first_call",
     "quotas_from_worker",
+    "since_latest_release",
     "cancel_ends_at_most_once_call",
     "carries_decisions",
     "effects_once",

@@ -18,9 +18,9 @@ data only (no Temporal), and ``tests/workflows/test_patch_registry.py`` and
 Retiring an id is two changes, each its own release (docs/upgrades.md):
 
 1. When no open run can take the old branch (``may_go``), delete the old
-   branch and the ``old_branch`` histories. An id a run asks only without the
-   release marker (``under_release``) then goes entirely: every open run took
-   ``RELEASE_PATCH`` and never asks it. Any other id becomes
+   branch and the ``old_branch`` histories. An id a run asks only without a
+   release marker (``under``) then goes entirely: every open run took that
+   release and never asks it. Any other id becomes
    ``workflow.deprecate_patch(<id>)`` at the same point.
 2. Once no open run carries its marker either, the ``deprecate_patch`` call
    goes too, with the ``marked`` histories. Keep the constant in
@@ -42,6 +42,7 @@ from ...contracts.names import (
     PATCH_TOOL_RESULT_CAP,
     QUOTA_FROM_WORKER_PATCH,
     REFUSAL_REPROMPTED_ONCE,
+    RELEASE_2026_12_06_PATCH,
     RELEASE_PATCH,
     SEARCH_ATTRIBUTES_PATCH,
     SESSION_STATE_PATCH,
@@ -59,8 +60,9 @@ class Patch:
     """What a run recorded before it does instead: the branch that goes when the id does."""
     asked_at: str
     """Where the engine asks it (``workflows/releases/gates.py`` has every question)."""
-    under_release: bool
-    """A run that took ``RELEASE_PATCH`` takes this branch without asking the id."""
+    under: tuple[str, ...]
+    """The release ids (``RELEASE_PATCH``, ``RELEASE_2026_12_06_PATCH``) a run that took one of takes this
+    branch under without asking the id."""
     marked: tuple[str, ...]
     """Recorded histories (``tests/histories/<name>.json``) whose markers carry the id."""
     old_branch: tuple[str, ...]
@@ -68,6 +70,9 @@ class Patch:
     may_go: str
     """When the old branch may go (step 1 of the module docstring)."""
 
+
+_BOTH_RELEASES = (RELEASE_PATCH, RELEASE_2026_12_06_PATCH)
+_LATEST_RELEASE = (RELEASE_2026_12_06_PATCH,)
 
 _BEFORE_RELEASE = (
     "when no run started before the 0.2.0 workers (which ask `agentsteps.release.2026-12`) were deployed is "
@@ -118,6 +123,30 @@ _RELEASE_RUNS = (
     "session_catalog_session_streamed_continued",
     "tool_catalog_tool_mode",
 )
+_BEFORE_LATEST_RELEASE_RUNS = (
+    "before_release_2026_12_06_agent_code_mode",
+    "before_release_2026_12_06_code_mode",
+    "before_release_2026_12_06_code_mode_paused_on_tool",
+    "before_release_2026_12_06_session_between_turns",
+    "before_release_2026_12_06_session_continued_carried_tools",
+    "before_release_2026_12_06_session_failed_turn_continued",
+    "before_release_2026_12_06_session_streamed_continued",
+    "before_release_2026_12_06_tool_mode",
+    "before_release_2026_12_06_tool_mode_waiting_on_tool",
+)
+"""Runs and sessions recorded on the build before ``RELEASE_2026_12_06_PATCH`` (the 0.2.0 release marker, the
+worker's quota plan, approvers notified, calls carrying their program)."""
+_LATEST_RELEASE_RUNS = (
+    "release_2026_12_06_code_mode",
+    "release_2026_12_06_code_mode_paused_on_tool",
+    "release_2026_12_06_quota_tool_mode",
+    "release_2026_12_06_session_between_turns",
+    "release_2026_12_06_session_failed_turn_continued",
+    "release_2026_12_06_session_streamed_continued",
+    "release_2026_12_06_tool_mode",
+    "release_2026_12_06_tool_mode_waiting_on_tool",
+)
+"""Runs and sessions recorded with ``RELEASE_2026_12_06_PATCH`` (their first model call asks the quota plan)."""
 _PRE_RELEASE_SESSIONS = (
     "search_attributes_session_between_turns",
     "search_attributes_session_streamed_continued",
@@ -142,7 +171,7 @@ PATCHES: tuple[Patch, ...] = (
         added="one re-prompt after a refusal (commit 26b4b9d, 2026-11-30, before 0.2.0)",
         old_branch_does="re-prompts a second refusal in a row, within the re-prompt budget",
         asked_at="the violation ladder, when a refusal follows a refusal (`second_refusal_degrades`)",
-        under_release=True,
+        under=_BOTH_RELEASES,
         marked=(),
         old_branch=("refusal_reprompted_twice",),
         may_go=_BEFORE_RELEASE + " Pipelines and the monitor never take the release: they ask it as before, so "
@@ -153,7 +182,7 @@ PATCHES: tuple[Patch, ...] = (
         added="MCP fidelity (commit 9ecada9, 2026-11-30, before 0.2.0)",
         old_branch_does="tool-mode results go to the model whole, not cut to `AgentSpec.tool_result_chars`",
         asked_at="after an agent run's first tool step (`Features.tool_result_cap`)",
-        under_release=True,
+        under=_BOTH_RELEASES,
         marked=(
             "at_most_once_retried_after_the_call",
             "conversation_ref_tool_mode",
@@ -176,7 +205,7 @@ PATCHES: tuple[Patch, ...] = (
             "without token reservations, a pipeline without delivery policies, the monitor's record unbounded"
         ),
         asked_at="an agent run's start (`Features.at_start`); a pipeline's and a monitor tick's start (`effects_once`)",
-        under_release=True,
+        under=_BOTH_RELEASES,
         marked=(
             *_EXACTLY_ONCE_EVIDENCE,
             *_CONVERSATION_REF_RUNS,
@@ -197,7 +226,7 @@ PATCHES: tuple[Patch, ...] = (
         added="human approval of tools (commit d2d097c, 2026-11-30, before 0.2.0)",
         old_branch_does="runs a tool that requires approval without waiting for one",
         asked_at="an agent run's first call to a tool that requires approval (`Features.approvals`)",
-        under_release=True,
+        under=_BOTH_RELEASES,
         marked=(
             "approval_asked_again_for_a_recorded_effect",
             "search_attributes_session_streamed_continued",
@@ -211,9 +240,14 @@ PATCHES: tuple[Patch, ...] = (
         id=APPROVALS_CARRIED_PATCH,
         added="sessions carry their decisions (commit aa8c16d, 2026-11-30, before 0.2.0)",
         old_branch_does="a session's continue-as-new forgets its latest approval decisions",
-        asked_at="a session's continue-as-new, every time, release or not (`carries_decisions`)",
-        under_release=False,
+        asked_at=(
+            "a session's continue-as-new, every time, in a run recorded before `RELEASE_2026_12_06_PATCH` "
+            "(`carries_decisions`)"
+        ),
+        under=_LATEST_RELEASE,
         marked=(
+            "before_release_2026_12_06_session_failed_turn_continued",
+            "before_release_2026_12_06_session_streamed_continued",
             "release_2026_12_session_streamed_continued",
             "search_attributes_session_streamed_continued",
             "session_catalog_session_streamed_continued",
@@ -223,14 +257,15 @@ PATCHES: tuple[Patch, ...] = (
         old_branch=(),
         may_go="`deprecate_patch` when no session run started before commit aa8c16d's workers is open (sessions "
         "continue as new, so count open SessionWorkflow runs by StartTime); the call goes when no open run "
-        "carries its marker, i.e. never while sessions continue with it: fold it into the next release id first.",
+        "carries its marker, i.e. never while sessions continue with it: folded into `RELEASE_2026_12_06_PATCH`, "
+        "so once no open session run predates that release, it goes with that release's old branch.",
     ),
     Patch(
         id=CONVERSATION_REF_PATCH,
         added="one-shot runs store their conversation (commit 4c19c61, 2026-11-30, before 0.2.0)",
         old_branch_does="a one-shot run sends every `llm.call` its whole history (no stored conversation)",
         asked_at="a one-shot run's start, after `EFFECTS_PATCH` (`Features.at_start`)",
-        under_release=True,
+        under=_BOTH_RELEASES,
         marked=(*_EXACTLY_ONCE_EVIDENCE, *_CONVERSATION_REF_RUNS, *_SEARCH_ATTRIBUTES_AGENT_RUNS),
         old_branch=_BEFORE_ANY_PATCH_AGENT_RUNS,
         may_go=_BEFORE_RELEASE,
@@ -240,7 +275,7 @@ PATCHES: tuple[Patch, ...] = (
         added="session token streaming (commit c205941, 2026-11-30, before 0.2.0)",
         old_branch_does="a session with `stream_tokens` never asks `llm.call` to stream",
         asked_at="the first model call of a streaming session turn (`Features.token_stream`)",
-        under_release=True,
+        under=_BOTH_RELEASES,
         marked=("search_attributes_session_streamed_continued", "session_streamed_continued"),
         old_branch=(),
         may_go=_BEFORE_RELEASE + " No recorded history takes its old branch.",
@@ -257,7 +292,7 @@ PATCHES: tuple[Patch, ...] = (
             "`retries_at_most_once_after_any_failure`), a recorded call needing approval "
             "(`Features.asks_approval_again`)"
         ),
-        under_release=True,
+        under=_BOTH_RELEASES,
         marked=(),
         old_branch=_EXACTLY_ONCE_EVIDENCE,
         may_go=_BEFORE_RELEASE,
@@ -267,7 +302,7 @@ PATCHES: tuple[Patch, ...] = (
         added="issue 26 (commit 4361d7b, 2026-12-01, before 0.2.0)",
         old_branch_does="runs and sessions upsert no `AgentSteps*` search attributes",
         asked_at="a run's or session run's start, before its first command (`keeps_search_attributes`)",
-        under_release=True,
+        under=_BOTH_RELEASES,
         marked=(
             *_SEARCH_ATTRIBUTES_AGENT_RUNS,
             "search_attributes_session_between_turns",
@@ -289,7 +324,7 @@ PATCHES: tuple[Patch, ...] = (
             "call leaves its sibling calls running"
         ),
         asked_at="a session run's start (`takes_carried_tools`); the first failed call of a step (`cancel_siblings`)",
-        under_release=True,
+        under=_BOTH_RELEASES,
         marked=("session_continued_carried_tools", "session_failed_turn_continued"),
         old_branch=(
             "search_attributes_session_between_turns",
@@ -304,9 +339,12 @@ PATCHES: tuple[Patch, ...] = (
         id=RELEASE_PATCH,
         added="issue 23, release 0.2.0 (commit 1d14598, 2026-12-01)",
         old_branch_does="asks each id above where it always was (one marker and one upsert per id taken)",
-        asked_at="an agent run's start and each session turn's start, first (`Features.at_start`)",
-        under_release=False,
-        marked=(*_RELEASE_RUNS, "quota_from_worker_quota_tool_mode"),
+        asked_at=(
+            "an agent run's start and each session turn's start, right after `RELEASE_2026_12_06_PATCH` "
+            "(`Features.at_start`, `keeps_search_attributes`)"
+        ),
+        under=_LATEST_RELEASE,
+        marked=(*_RELEASE_RUNS, *_BEFORE_LATEST_RELEASE_RUNS, "quota_from_worker_quota_tool_mode"),
         old_branch=(
             *_CONVERSATION_REF_RUNS,
             *_EXACTLY_ONCE_EVIDENCE,
@@ -315,10 +353,10 @@ PATCHES: tuple[Patch, ...] = (
             *_PRE_RELEASE_SESSIONS,
         ),
         may_go=(
-            "with the ids marked `under_release`, which are its old branch, on their condition (every open run "
+            "with the ids `under` it, which are its old branch, on their condition (every open run "
             "started on 0.2.0 workers or later); then `deprecate_patch(RELEASE_PATCH)` at the same point, and the "
             "call goes once no open run carries its marker. A later release's command changes take a new release "
-            "id, asked first in the same way."
+            "id, asked first in the same way (`RELEASE_2026_12_06_PATCH`)."
         ),
     ),
     Patch(
@@ -328,9 +366,15 @@ PATCHES: tuple[Patch, ...] = (
             "a call waiting for approval schedules nothing: no `approval.notify` activity, one timer for its "
             "whole wait (no reminder timer)"
         ),
-        asked_at="each call that starts waiting for approval (`ApprovalDesk.gate`, `notifies_approvers`)",
-        under_release=False,
-        marked=(),
+        asked_at=(
+            "each call that starts waiting for approval, in a run recorded before `RELEASE_2026_12_06_PATCH` "
+            "(`ApprovalDesk.gate`, `notifies_approvers`)"
+        ),
+        under=_LATEST_RELEASE,
+        marked=(
+            "before_release_2026_12_06_session_failed_turn_continued",
+            "before_release_2026_12_06_session_streamed_continued",
+        ),
         old_branch=(
             "approval_asked_again_for_a_recorded_effect",
             "release_2026_12_session_streamed_continued",
@@ -341,7 +385,7 @@ PATCHES: tuple[Patch, ...] = (
         ),
         may_go="`deprecate_patch` when no run or session started before these workers waits for approval "
         "(`temporal workflow count --query 'AgentStepsAwaitingApproval = true AND StartTime < \"<that deploy>\"'` "
-        "is 0); the call goes once no open run carries its marker: fold it into the next release id first.",
+        "is 0); the call goes once no open run carries its marker (folded into `RELEASE_2026_12_06_PATCH`).",
     ),
     Patch(
         id=QUOTA_FROM_WORKER_PATCH,
@@ -351,11 +395,11 @@ PATCHES: tuple[Patch, ...] = (
             "`quota.plan` local activity"
         ),
         asked_at=(
-            "an agent run's start, after its tenant is checked, and each session run's start (`quotas_from_worker`, "
-            "from `quota_gate.worker_plan`)"
+            "an agent run's start, after its tenant is checked, and each session run's start, in a run recorded "
+            "before `RELEASE_2026_12_06_PATCH` (`quotas_from_worker`, from `quota_gate.worker_plan`)"
         ),
-        under_release=False,
-        marked=("quota_from_worker_quota_tool_mode",),
+        under=_LATEST_RELEASE,
+        marked=(*_BEFORE_LATEST_RELEASE_RUNS, "quota_from_worker_quota_tool_mode"),
         # Every agent run and session recorded so far asks it at its start (the quota one took its input's plan).
         old_branch=(
             *_BEFORE_ANY_PATCH_AGENT_RUNS,
@@ -381,15 +425,53 @@ PATCHES: tuple[Patch, ...] = (
         ),
         asked_at=(
             "a kept-live program's first pause that waits on one tool call alone, before that call's "
-            "`tools.call` is scheduled (`calls_carry_programs`, from `program_driver.drive_program`)"
+            "`tools.call` is scheduled, in a run recorded before `RELEASE_2026_12_06_PATCH` (`calls_carry_programs`, "
+            "from `program_driver.drive_program`)"
         ),
-        under_release=False,
-        marked=(),
+        under=_LATEST_RELEASE,
+        marked=(
+            "before_release_2026_12_06_agent_code_mode",
+            "before_release_2026_12_06_code_mode",
+            "before_release_2026_12_06_code_mode_paused_on_tool",
+        ),
         old_branch=(),
         may_go=(
             "`deprecate_patch` when no code-mode run or session started before these workers is open; the call "
             "goes once no open run carries its marker. A run that took it needs workers that carry programs in "
             "`tools.call` (a rollback past it fails their replay)."
+        ),
+    ),
+    Patch(
+        id=RELEASE_2026_12_06_PATCH,
+        added="issue 39, the release gate after 0.2.0 (commit on branch steps, 2026-12-06)",
+        old_branch_does=(
+            "asks `RELEASE_PATCH` next, then each id added since where it always was (one marker and one upsert "
+            "per id taken: the worker's quota plan at every start, approvers notified, a call carrying its "
+            "program, a session carrying its decisions at every continue-as-new); takes its quota plan from a "
+            "`quota.plan` local activity at its start, not from its first model call"
+        ),
+        asked_at=(
+            "a run's and each session run's start, first (`keeps_search_attributes`, then `Features.at_start`); "
+            "a pipeline or monitor tick only where an at-most-once call failed (`_since_release`)"
+        ),
+        under=(),
+        marked=_LATEST_RELEASE_RUNS,
+        old_branch=(
+            *_BEFORE_ANY_PATCH_AGENT_RUNS,
+            *_CONVERSATION_REF_RUNS,
+            *_SEARCH_ATTRIBUTES_AGENT_RUNS,
+            *_EXACTLY_ONCE_EVIDENCE,
+            *_RELEASE_RUNS,
+            *_BEFORE_LATEST_RELEASE_RUNS,
+            *_PRE_RELEASE_SESSIONS,
+            "quota_from_worker_quota_tool_mode",
+        ),
+        may_go=(
+            "with the ids `under` it, which are its old branch, once no run or session run started before its "
+            'workers were deployed is open (`temporal workflow count --query \'ExecutionStatus="Running" AND '
+            'StartTime < "<that deploy>"\'` is 0); then `deprecate_patch(RELEASE_2026_12_06_PATCH)` at the same '
+            "point, and the call goes once no open run carries its marker. A command change after it ships takes "
+            "a new release id, asked first in the same way."
         ),
     ),
 )
