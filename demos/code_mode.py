@@ -24,7 +24,14 @@ from ..client.runs import follow, start_agent_run
 from ..contracts import AgentResult, AgentSpec, LLMConfig, LLMResponse
 from ..contracts.code.stubs import extract_program
 from ..contracts.config.settings import WorkerSettings
-from ..contracts.names import LLM_CALL
+from ..contracts.names import (
+    LLM_CALL,
+    LLM_CALL_PLAN_FIRST,
+    LLM_CALL_RESOLVING_TOOLS,
+    LLM_CALL_STORED_RESULTS,
+    LLM_CALL_TOOL_CATALOG,
+)
+from ..contracts.quotas.plan import PlanFirstAnswer
 from ..scripted_model import ScriptedModelServer
 from ..worker import load_registry, running_worker
 
@@ -105,18 +112,30 @@ async def demo_code_mode_run(client: Client, settings: WorkerSettings, out: Text
     return result
 
 
+_MODEL_CALLS = {LLM_CALL, LLM_CALL_PLAN_FIRST, LLM_CALL_RESOLVING_TOOLS, LLM_CALL_STORED_RESULTS, LLM_CALL_TOOL_CATALOG}
+"""Every name a model call has in a run's history."""
+
+
 async def programs_written(client: Client, handle: WorkflowHandle[object, AgentResult]) -> list[str]:
     """The programs the model wrote, read back from the run's history (model replies)."""
-    scheduled: set[int] = set()
+    scheduled: dict[int, str] = {}
     programs: list[str] = []
     async for event in handle.fetch_history_events():
         if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
-            if event.activity_task_scheduled_event_attributes.activity_type.name == LLM_CALL:
-                scheduled.add(event.event_id)
+            name = event.activity_task_scheduled_event_attributes.activity_type.name
+            if name in _MODEL_CALLS:
+                scheduled[event.event_id] = name
         elif event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
             attrs = event.activity_task_completed_event_attributes
-            if attrs.scheduled_event_id in scheduled:
+            name = scheduled.get(attrs.scheduled_event_id, "")
+            if name == LLM_CALL_PLAN_FIRST:  # the run's first call: the reply, or the worker's quota plan
+                [first] = await client.data_converter.decode(attrs.result.payloads, [PlanFirstAnswer])
+                response = first.response
+            elif name:
                 [response] = await client.data_converter.decode(attrs.result.payloads, [LLMResponse])
+            else:
+                continue
+            if response is not None:
                 program = extract_program(response.message.content)
                 if program:
                     programs.append(program)

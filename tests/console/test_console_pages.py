@@ -73,9 +73,9 @@ async def test_a_finished_run_is_listed_through_visibility_with_its_spec_model_s
         assert attrs[SA_SPEC] == "weather-desk" and attrs[SA_MODEL] == MODEL
         # The zeros it started with: the totals are in the result.
         assert attrs[SA_STEPS] == 0 and attrs[SA_TOKENS] == 0 and attrs[SA_VIOLATIONS] == 0
-        # The release's and the worker's quota plan's TemporalChangeVersion; and the run's own start upsert when
-        # the client set none.
-        assert upserts(await handle.fetch_history()) == (2 if started_by == "start_agent_run" else 3)
+        # The release's TemporalChangeVersion (one release gate covers every branch since 0.2.0); and the run's
+        # own start upsert when the client set none.
+        assert upserts(await handle.fetch_history()) == (1 if started_by == "start_agent_run" else 2)
         assert result.cost_usd > 0 and len(result.steps) == 2
 
         async with console(client) as url, browser(url) as web:
