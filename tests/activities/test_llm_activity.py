@@ -37,18 +37,6 @@ WEATHER = ToolSchema(
 )
 
 
-@pytest.fixture(scope="module")
-def server():
-    with ScriptedModelServer() as s:
-        yield s
-
-
-@pytest.fixture
-async def http():
-    async with provider_http_client(5.0) as client:  # the worker's client: SDK types, aiohttp socket work
-        yield client
-
-
 def settings_for(server: ScriptedModelServer, **overrides) -> ProviderSettings:
     values = {
         "openai_base_url": server.url_openai,

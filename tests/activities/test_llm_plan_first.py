@@ -25,18 +25,6 @@ from agentsteps.scripted_model import ScriptedModelServer
 MODEL = "scripted-2026-01-01"
 
 
-@pytest.fixture(scope="module")
-def server():
-    with ScriptedModelServer() as s:
-        yield s
-
-
-@pytest.fixture
-async def http():
-    async with provider_http_client(5.0) as client:
-        yield client
-
-
 def _activities(server: ScriptedModelServer, http, tmp_path, quotas: dict) -> LLMActivities:
     providers = ProviderSettings(
         openai_base_url=server.url_openai, openai_api_key=SecretStr("sk-plan-first"), request_timeout_seconds=5.0

@@ -40,18 +40,6 @@ WEATHER = ToolSchema(
 WIRES = ["openai", "anthropic"]
 
 
-@pytest.fixture(scope="module")
-def server():
-    with ScriptedModelServer() as s:
-        yield s
-
-
-@pytest.fixture
-async def http():
-    async with provider_http_client(5.0) as client:  # the worker's client: SDK types, aiohttp socket work
-        yield client
-
-
 def provider_for(
     wire: str,
     server: ScriptedModelServer,

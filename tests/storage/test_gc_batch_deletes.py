@@ -118,17 +118,23 @@ async def test_s3_refuses_keys_outside_its_prefix_or_shape_before_deleting_anyth
         await store.aclose()
 
 
-async def test_s3_a_refused_batch_is_tried_again_with_a_fresh_last_look(tmp_path, s3_endpoint, s3_bucket, small_pages):
+async def _delete_through_refusals(tmp_path, s3_endpoint, s3_bucket, **refusing):
+    """Seven old objects, deleted through a proxy that refuses the page holding the fifth (``refusing``: how often)."""
     staging = await _s3_store(tmp_path, s3_endpoint, s3_bucket)
     objects = await _fill(staging, 7)
     await staging.aclose()
-    proxy = RefusingDeletes(s3_endpoint, objects[4].location, times=2)
+    proxy = RefusingDeletes(s3_endpoint, objects[4].location, **refusing)
     store = await _s3_store(tmp_path, await proxy.start(), s3_bucket)
     try:
         done = await store.delete_unchanged(objects, datetime.now(timezone.utc) + timedelta(days=1))
     finally:
         await store.aclose()
         await proxy.stop()
+    return objects, proxy, done
+
+
+async def test_s3_a_refused_batch_is_tried_again_with_a_fresh_last_look(tmp_path, s3_endpoint, s3_bucket, small_pages):
+    objects, proxy, done = await _delete_through_refusals(tmp_path, s3_endpoint, s3_bucket, times=2)
     assert proxy.refused == 2, "refused twice, then the third try went through"
     assert len(done.deleted) == 7 and not done.failed and not _keys(s3_endpoint, s3_bucket)
 
@@ -136,16 +142,7 @@ async def test_s3_a_refused_batch_is_tried_again_with_a_fresh_last_look(tmp_path
 async def test_s3_a_batch_refused_every_time_is_reported_kept_and_the_other_pages_still_go(
     tmp_path, s3_endpoint, s3_bucket, small_pages
 ):
-    staging = await _s3_store(tmp_path, s3_endpoint, s3_bucket)
-    objects = await _fill(staging, 7)
-    await staging.aclose()
-    proxy = RefusingDeletes(s3_endpoint, objects[4].location)
-    store = await _s3_store(tmp_path, await proxy.start(), s3_bucket)
-    try:
-        done = await store.delete_unchanged(objects, datetime.now(timezone.utc) + timedelta(days=1))
-    finally:
-        await store.aclose()
-        await proxy.stop()
+    objects, proxy, done = await _delete_through_refusals(tmp_path, s3_endpoint, s3_bucket)
     failed = {o.location for o, _ in done.failed}
     assert objects[4].location in failed and all("AccessDenied" in why for _, why in done.failed)
     assert proxy.refused == payload_store.DELETE_TRIES
