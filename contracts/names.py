@@ -43,6 +43,10 @@ LLM_CALL_PLAN_FIRST = "llm.call.plan_first"
 other ``llm.call`` names take, and the run's tenant). The worker looks up its own plan for the tenant first:
 with none, the call is made; with one, nothing is sent and the plan comes back (``PlanFirstAnswer``), and the
 run makes the call again under it. Its own name, so a worker that cannot decide quotas never takes it."""
+MODEL_CALLS = frozenset(
+    {LLM_CALL, LLM_CALL_RESOLVING_TOOLS, LLM_CALL_STORED_RESULTS, LLM_CALL_TOOL_CATALOG, LLM_CALL_PLAN_FIRST}
+)
+"""Every name a model call has in a run's history: a reader of model replies asks for all of them."""
 TOOLS_DESCRIBE = "tools.describe"
 TOOLS_CALL = "tools.call"
 CODE_CHECK = "code.check"

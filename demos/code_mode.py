@@ -24,13 +24,7 @@ from ..client.runs import follow, start_agent_run
 from ..contracts import AgentResult, AgentSpec, LLMConfig, LLMResponse
 from ..contracts.code.stubs import extract_program
 from ..contracts.config.settings import WorkerSettings
-from ..contracts.names import (
-    LLM_CALL,
-    LLM_CALL_PLAN_FIRST,
-    LLM_CALL_RESOLVING_TOOLS,
-    LLM_CALL_STORED_RESULTS,
-    LLM_CALL_TOOL_CATALOG,
-)
+from ..contracts.names import LLM_CALL_PLAN_FIRST, MODEL_CALLS
 from ..contracts.quotas.plan import PlanFirstAnswer
 from ..scripted_model import ScriptedModelServer
 from ..worker import load_registry, running_worker
@@ -112,10 +106,6 @@ async def demo_code_mode_run(client: Client, settings: WorkerSettings, out: Text
     return result
 
 
-_MODEL_CALLS = {LLM_CALL, LLM_CALL_PLAN_FIRST, LLM_CALL_RESOLVING_TOOLS, LLM_CALL_STORED_RESULTS, LLM_CALL_TOOL_CATALOG}
-"""Every name a model call has in a run's history."""
-
-
 async def programs_written(client: Client, handle: WorkflowHandle[object, AgentResult]) -> list[str]:
     """The programs the model wrote, read back from the run's history (model replies)."""
     scheduled: dict[int, str] = {}
@@ -123,7 +113,7 @@ async def programs_written(client: Client, handle: WorkflowHandle[object, AgentR
     async for event in handle.fetch_history_events():
         if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
             name = event.activity_task_scheduled_event_attributes.activity_type.name
-            if name in _MODEL_CALLS:
+            if name in MODEL_CALLS:
                 scheduled[event.event_id] = name
         elif event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
             attrs = event.activity_task_completed_event_attributes

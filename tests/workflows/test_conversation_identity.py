@@ -25,6 +25,7 @@ from agentsteps.contracts.names import (
     LLM_CALL_RESOLVING_TOOLS,
     LLM_CALL_STORED_RESULTS,
     LLM_CALL_TOOL_CATALOG,
+    MODEL_CALLS,
 )
 from agentsteps.workflows.agent_run import AgentRun
 from agentsteps.workflows.approvals import ApprovalDesk
@@ -153,8 +154,7 @@ async def _run(client, settings, edit: bool) -> list[dict]:
         json.loads(e.activity_task_scheduled_event_attributes.input.payloads[0].data)
         for e in history.events
         if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
-        and e.activity_task_scheduled_event_attributes.activity_type.name
-        in (LLM_CALL, LLM_CALL_PLAN_FIRST, LLM_CALL_RESOLVING_TOOLS, LLM_CALL_STORED_RESULTS, LLM_CALL_TOOL_CATALOG)
+        and e.activity_task_scheduled_event_attributes.activity_type.name in MODEL_CALLS
     ]
 
 

@@ -22,6 +22,7 @@ from agentsteps.contracts.names import (
     LLM_CALL_RESOLVING_TOOLS,
     LLM_CALL_STORED_RESULTS,
     LLM_CALL_TOOL_CATALOG,
+    MODEL_CALLS,
 )
 from agentsteps.contracts.session import SessionConfig
 from agentsteps.storage.conversations import ConversationStore
@@ -86,8 +87,7 @@ def _llm_input_sizes(history) -> list[int]:
         sum(len(p.data) for p in e.activity_task_scheduled_event_attributes.input.payloads)
         for e in history.events
         if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
-        and e.activity_task_scheduled_event_attributes.activity_type.name
-        in (LLM_CALL, LLM_CALL_PLAN_FIRST, LLM_CALL_RESOLVING_TOOLS, LLM_CALL_STORED_RESULTS, LLM_CALL_TOOL_CATALOG)
+        and e.activity_task_scheduled_event_attributes.activity_type.name in MODEL_CALLS
     ]
 
 
