@@ -12,7 +12,8 @@ moment. For each worker count:
 1. **Open.** Each session's first turn (update-with-start). Worker RSS and
    ``temporal_sticky_cache_size`` are sampled before and after: memory per
    cached session is the RSS growth over the cached runs.
-2. **Rounds.** ``--rounds`` times, every session takes two turns back to
+2. **Rounds.** ``--rounds`` times, every session (or ``--sample`` of them;
+   with ``--every-session`` the first round turns all) takes two turns back to
    back: turn A finds it evicted from its worker's sticky cache when more
    sessions turned since its last turn than the cache holds (LRU, per
    worker: ``max_cached_workflows``, ``--cache``), so A replays its history;
@@ -454,10 +455,13 @@ async def configuration(
             "turns": tally.turns,
         }
         began = time.perf_counter()
+        a_turns = 0
         for r in range(args.rounds):
             a_evicted = evicting if r == 0 else evicting_later
+            turning = sids if r == 0 and args.every_session else sample
+            a_turns += len(turning)
             say(
-                f"  round {r + 1}/{args.rounds}: {len(sample)} sessions, two turns each,"
+                f"  round {r + 1}/{args.rounds}: {len(turning)} sessions, two turns each,"
                 f" A {'evicted' if a_evicted else 'cached'}"
             )
 
@@ -465,7 +469,7 @@ async def configuration(
                 await fleet.turn(sid, "evicted" if a_evicted else "cached")
                 await fleet.turn(sid, "cached")
 
-            await bounded([lambda s=s: pair(s) for s in sample], args.concurrent)
+            await bounded([lambda s=s: pair(s) for s in turning], args.concurrent)
         round_seconds = time.perf_counter() - began
         turns = tally.turns - before["turns"]
         after_s3 = proxy.snapshot()
@@ -480,9 +484,10 @@ async def configuration(
             "seconds": round(round_seconds, 1),
             "turns_per_s": round(turns / round_seconds, 2),
             "a_turns_evicted": evicting,
-            "sessions": len(sample),
-            "sticky_cache_misses_per_a_turn": round(misses / (len(sample) * args.rounds), 3),
-            "rebuilds_per_a_turn": round(rebuilds / (len(sample) * args.rounds), 3),
+            "sessions": len(sids) if args.every_session else len(sample),
+            "a_turns": a_turns,
+            "sticky_cache_misses_per_a_turn": round(misses / a_turns, 3),
+            "rebuilds_per_a_turn": round(rebuilds / a_turns, 3),
             "replay_ms_per_rebuild": round(1000 * replay_s / rebuilds, 2) if rebuilds else None,
             "continued_as_new": int(continued),
             "rss_mib": [round(r / 2**20, 1) for r in workers.rss()],
@@ -890,6 +895,9 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--activity-slots", type=int, default=40, help="per worker (deploy/k8s: 40)")
     parser.add_argument("--open-seconds", type=float, default=0, help="stop opening sessions after this (0: never)")
     parser.add_argument("--sample", type=int, default=0, help="sessions in the rounds and the post-gc turns (0: all)")
+    parser.add_argument(
+        "--every-session", action="store_true", help="the first round turns every open session; --sample the later ones"
+    )
     parser.add_argument("--second", type=int, default=0, help="the leak check's second batch (0: the caches' size)")
     parser.add_argument("--write", action="store_true", help=f"write the per-turn figures to {FIGURES.name}")
     parser.add_argument("--workdir", type=Path, default=None)
