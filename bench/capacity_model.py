@@ -123,8 +123,11 @@ def month(figures: dict[str, float]) -> dict[str, float]:
 
 def merged(figures: dict[str, Any], previous: dict[str, Any]) -> dict[str, Any]:
     """``figures`` with the runs of worker counts this run did not measure kept from ``previous`` (each run
-    carries its own size and date, so the doc says which is which)."""
+    carries its own size and date, so the doc says which is which). Figures that are only runs (no per-turn
+    bill: the hand-written loop was not measured beside them) keep ``previous``'s bill."""
     old = previous.get("runs", {}) if isinstance(previous, dict) else {}
+    if "engine" not in figures and isinstance(previous, dict):
+        figures = {**previous, "runs": figures["runs"]}
     runs = dict(figures["runs"])
     for count, run in old.items() if isinstance(old, dict) else ():
         if count not in runs and isinstance(run, dict):

@@ -882,6 +882,15 @@ def per_turn_figures(result: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def written_figures(result: dict[str, Any], previous: dict[str, Any]) -> dict[str, Any]:
+    """What ``--write`` leaves in ``bench/capacity.json``: the per-turn bill needs the hand-written loop beside the
+    engine, which only a 1-worker run measures; a run without it adds its worker counts' rows and keeps the bill."""
+    if any("handwritten" in figure for figure in result["by_workers"].values()):
+        return capacity_model.merged(per_turn_figures(result), previous)
+    runs = {count: run_figures(figure, result) for count, figure in result["by_workers"].items()}
+    return capacity_model.merged({"runs": runs}, previous)
+
+
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sessions", type=int, default=10_000)
@@ -917,7 +926,7 @@ def run(argv: list[str] | None = None) -> int:
             result = asyncio.run(main(args, workdir, model.url))
     if args.write:
         previous = json.loads(FIGURES.read_text()) if FIGURES.exists() else {}
-        FIGURES.write_text(json.dumps(capacity_model.merged(per_turn_figures(result), previous), indent=2) + "\n")
+        FIGURES.write_text(json.dumps(written_figures(result, previous), indent=2) + "\n")
     print(json.dumps(result), flush=True)
     return 0
 

@@ -91,3 +91,18 @@ def test_a_run_not_measured_again_keeps_its_figures_and_says_its_own_size_and_da
     assert runs["1"] == {"turns_per_s": 6.0}, "a run measured again replaces the old one"
     assert runs["3"] == {"turns_per_s": 4.4, "sessions": 400, "concurrent": 60, "measured": "2026-12-01"}
     assert capacity_model.merged(new, "not figures")["runs"] == {"1": {"turns_per_s": 6.0}}
+
+
+def test_a_run_without_the_hand_written_loop_adds_its_rows_and_keeps_the_per_turn_bill():
+    previous = {
+        "measured": "2026-12-01",
+        "sessions": 10_000,
+        "engine": {"worker_cpu_ms": 48.6},
+        "handwritten": {"worker_cpu_ms": 24.8},
+        "runs": {"1": {"turns_per_s": 5.0}},
+    }
+    merged = capacity_model.merged({"runs": {"3": {"turns_per_s": 4.4}}}, previous)
+    assert merged["engine"] == {"worker_cpu_ms": 48.6} and merged["handwritten"] == {"worker_cpu_ms": 24.8}
+    assert merged["measured"] == "2026-12-01", "the bill keeps the date it was measured"
+    assert merged["runs"]["3"] == {"turns_per_s": 4.4}
+    assert merged["runs"]["1"]["turns_per_s"] == 5.0
