@@ -17,7 +17,8 @@ wrappers (``failures.unwrap``): a refused or failed turn is its
 ``SessionNotFoundError`` (``RunNotFoundError`` for ``decide_approval`` and
 ``pending_approvals``, which take a one-shot run's id too), and one whose
 session has ended is ``SessionClosedError``. A failure that is not one of
-ours (a timeout, a termination) stays Temporal's.
+ours (a termination, an RPC deadline still passing after ``UPDATE_ATTEMPTS``
+sends of the update under its one id) stays Temporal's.
 """
 
 from __future__ import annotations
@@ -65,6 +66,7 @@ from ..contracts.session import (
 )
 from ..failures.unwrap import typed_failures
 from .runs import ignored_plan, validate_key_scope, validate_spec, validate_tenant
+from .update_retry import until_answered
 
 T = TypeVar("T")
 
@@ -100,21 +102,26 @@ async def send_turn(
     validate_key_scope(key_scope)
     validate_tenant(tenant)
     ignored_plan(quota)
-    start: WithStartWorkflowOperation[object, SessionOutcome] = WithStartWorkflowOperation(
-        SESSION_WORKFLOW,
-        SessionInput(spec=spec, session=config or SessionConfig(), key_scope=key_scope, tenant=tenant),
-        id=session_id,
-        task_queue=task_queue,
-        id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
-        id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE if reopen else WorkflowIDReusePolicy.REJECT_DUPLICATE,
-        result_type=SessionOutcome,
-    )
+
+    async def send(update_id: str) -> TurnResult:
+        # A start operation is spent by its first send: every send builds its own.
+        start: WithStartWorkflowOperation[object, SessionOutcome] = WithStartWorkflowOperation(
+            SESSION_WORKFLOW,
+            SessionInput(spec=spec, session=config or SessionConfig(), key_scope=key_scope, tenant=tenant),
+            id=session_id,
+            task_queue=task_queue,
+            id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+            id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE if reopen else WorkflowIDReusePolicy.REJECT_DUPLICATE,
+            result_type=SessionOutcome,
+        )
+        result: TurnResult = await client.execute_update_with_start_workflow(
+            TURN_UPDATE, TurnInput(input=text), start_workflow_operation=start, id=update_id, result_type=TurnResult
+        )
+        return result
+
     try:
         with typed_failures():
-            result: TurnResult = await client.execute_update_with_start_workflow(
-                TURN_UPDATE, TurnInput(input=text), start_workflow_operation=start, result_type=TurnResult
-            )
-        return result
+            return await until_answered(send)
     except WorkflowAlreadyStartedError as exc:
         raise SessionClosedError(await closed_message(client, session_id)) from exc
     except RPCError as exc:  # some servers (the time-skipping one) answer with the bare status
@@ -132,10 +139,15 @@ def session_handle(client: Client, session_id: str) -> WorkflowHandle[object, Se
 async def _update_open(client: Client, session_id: str, update: str, arg: object, result_type: type[T]) -> T:
     """``update`` on a session that must be open; ``SessionClosedError`` (how it ended) if it is not,
     ``SessionNotFoundError`` if no session ever had the id."""
+    handle = session_handle(client, session_id)
+
+    async def send(update_id: str) -> T:
+        answer: T = await handle.execute_update(update, arg, id=update_id, result_type=result_type)
+        return answer
+
     try:
         with typed_failures():
-            result: T = await session_handle(client, session_id).execute_update(update, arg, result_type=result_type)
-        return result
+            return await until_answered(send)
     except RPCError as exc:
         if exc.status is RPCStatusCode.NOT_FOUND:
             raise await _gone(client, session_id) from exc
@@ -220,14 +232,18 @@ async def decide_approval(
     ``ApprovalError``; ``SessionClosedError`` when the workflow has ended, ``RunNotFoundError``
     when nothing ever ran under ``workflow_id``.
     """
+    handle = client.get_workflow_handle(workflow_id)
+    decision = ApprovalDecision(approval_id=approval_id, note=note, approver=approver)
+
+    async def send(update_id: str) -> ApprovalRecord:
+        record: ApprovalRecord = await handle.execute_update(
+            APPROVE_UPDATE if approve else REJECT_UPDATE, decision, id=update_id, result_type=ApprovalRecord
+        )
+        return record
+
     try:
         with typed_failures():
-            record: ApprovalRecord = await client.get_workflow_handle(workflow_id).execute_update(
-                APPROVE_UPDATE if approve else REJECT_UPDATE,
-                ApprovalDecision(approval_id=approval_id, note=note, approver=approver),
-                result_type=ApprovalRecord,
-            )
-        return record
+            return await until_answered(send)
     except RPCError as exc:
         if exc.status is RPCStatusCode.NOT_FOUND:
             raise await _run_gone(client, workflow_id, "no call of it can be approved") from exc
