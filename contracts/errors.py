@@ -38,6 +38,7 @@
     └── SessionError               a session refused an Update before it reached history
         ├── InvalidTurnError           empty, over-size, garbage or wrongly typed turn input
         ├── SessionBusyError           a turn arrived while another turn was still running
+        ├── TurnAlreadyAnsweredError   a turn resent under an update id a run before a continue-as-new answered
         ├── SessionClosedError         a turn or close arrived after the session was closed
         ├── SessionNotFoundError       no session under that id was ever started (or retention dropped it)
         ├── CarriedStateError          a session was started with carried state it does not own
@@ -283,6 +284,12 @@ class SessionBusyError(SessionError):
     """Turns are serial: another turn is still running. Send this one when it ends."""
 
 
+class TurnAlreadyAnsweredError(SessionError):
+    """A turn was sent again under the update id of a turn the session already answered, in a run before
+    it continued as new (within one run Temporal itself answers a repeated id with the first outcome). It is
+    not run again; ``session_turns`` shows how it ended."""
+
+
 class SessionClosedError(SessionError):
     """The session was closed (by ``close`` or its idle timeout) and takes no more turns."""
 
@@ -398,6 +405,7 @@ __all__ = [
     "ScheduleFileError",
     "ScheduleNotFoundError",
     "SessionBusyError",
+    "TurnAlreadyAnsweredError",
     "SessionClosedError",
     "SessionError",
     "SessionNotFoundError",

@@ -83,6 +83,9 @@ class TurnSummary(BaseModel):
     finished_at: datetime | None = None
     violations: int = 0
     cost_usd: float = 0.0
+    update_id: str | None = Field(default=None, exclude_if=lambda update_id: update_id is None)
+    """The turn Update's id: a caller's resend under it after a continue-as-new is refused, not run again
+    (None: a turn of a release before it, or a fork's first turn). Left out of the payload when unset."""
 
 
 class SessionPoint(BaseModel):

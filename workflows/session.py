@@ -33,7 +33,13 @@ with workflow.unsafe.imports_passed_through():
     from ..contracts import AgentResult, AgentSpec, AgentState, Message, Step, ToolSchema
     from ..contracts.code.program import ReplMemory
     from ..contracts.code.variables import variables_note
-    from ..contracts.errors import CarriedStateError, InvalidTurnError, SessionBusyError, SessionClosedError
+    from ..contracts.errors import (
+        CarriedStateError,
+        InvalidTurnError,
+        SessionBusyError,
+        SessionClosedError,
+        TurnAlreadyAnsweredError,
+    )
     from ..contracts.llm.tool_catalog import ToolCatalogRef
     from ..contracts.names import (
         CANCEL_SIGNAL,
@@ -353,7 +359,14 @@ class SessionWorkflow(ApprovalHandlers, QuotaHandlers):
         progress = RunProgress(repl=repl)
         self.current, self.current_turn = progress, number
         self.activity += 1
-        summary = TurnSummary(turn=number, input=preview(text), status="running", started_at=workflow.now())
+        update = workflow.current_update_info()
+        summary = TurnSummary(
+            turn=number,
+            input=preview(text),
+            status="running",
+            started_at=workflow.now(),
+            update_id=update.id if update is not None else None,
+        )
         self._publish(ProgressEvent(kind="turn_started", turn=number, at=workflow.now(), detail=preview(text)))
         return _Turn(number=number, summary=summary, progress=progress, repl=repl)
 
@@ -479,6 +492,16 @@ class SessionWorkflow(ApprovalHandlers, QuotaHandlers):
         self._check_owned()
         if self.closed_reason is not None:
             raise to_application_error(SessionClosedError(f"the session is closed ({self.closed_reason})"))
+        update = workflow.current_update_info()
+        answered = next((t for t in self.record.turns if update is not None and t.update_id == update.id), None)
+        if answered is not None:
+            # Within a run Temporal answers a repeated id itself; a resend that crossed a continue-as-new is here.
+            raise to_application_error(
+                TurnAlreadyAnsweredError(
+                    f"turn {answered.turn} already answered update {answered.update_id} ({answered.status});"
+                    " it is not run again: read it with session_turns"
+                )
+            )
         if self.current is not None:
             raise to_application_error(
                 SessionBusyError(f"turn {self.current_turn} is still running; send this one when it ends")

@@ -16,7 +16,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from session_support import session_id, turn
+from session_support import memory_script, session_id, turn
 from temporalio.client import (
     Client,
     Interceptor,
@@ -30,8 +30,10 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 
 from agentsteps.client.sessions import continue_session, session_handle, session_state
 from agentsteps.client.update_retry import until_answered
+from agentsteps.contracts.errors import TurnAlreadyAnsweredError
 from agentsteps.contracts.names import TURN_UPDATE
-from agentsteps.contracts.session import TurnInput, TurnResult
+from agentsteps.contracts.session import SessionConfig, TurnInput, TurnResult
+from agentsteps.failures.unwrap import typed_failures
 
 SLOW_REPLY_SECONDS = 0.8
 """Each model reply's delay: a turn (two replies) outlasts a deadline of ``DEADLINE``."""
@@ -153,3 +155,26 @@ async def test_a_caller_that_cancels_its_turn_is_not_sent_again(engine, scripted
         await asyncio.wait_for(continue_session(engine.client, sid, "weather?"), timeout=0.3)
     await asyncio.sleep(1.0)  # past the first backoff (0.5 s): a retry would have been sent by now
     assert len(deadlines.sent) - sent_before == 1
+
+
+async def test_a_turn_resent_after_the_session_continued_as_new_is_refused_not_run_again(engine, scripted):
+    # Within a run the server answers a repeated update id; across a continue-as-new only the session can.
+    scripted.set_script(memory_script())
+    sid = session_id()
+    await turn(engine, sid, "hello", config=SessionConfig(continue_after_events=100))
+    handle = session_handle(engine.client, sid)
+    first_run = (await handle.describe()).run_id
+    resent = TurnInput(input="weather in Lisbon?")
+    answered: TurnResult = await handle.execute_update(TURN_UPDATE, resent, id="turn-resent", result_type=TurnResult)
+    for n in range(10):
+        if (await handle.describe()).run_id != first_run:
+            break
+        await continue_session(engine.client, sid, f"weather {n}?")
+    assert (await handle.describe()).run_id != first_run, "the session continued as new"
+    requests, turns = len(scripted.requests), (await session_state(engine.client, sid)).turns
+
+    with pytest.raises(TurnAlreadyAnsweredError, match=f"turn {answered.turn} already answered update turn-resent"):
+        with typed_failures():
+            await handle.execute_update(TURN_UPDATE, resent, id="turn-resent", result_type=TurnResult)
+    assert len(scripted.requests) == requests and (await session_state(engine.client, sid)).turns == turns
+    assert (await continue_session(engine.client, sid, "and now?")).turn == turns + 1, "the session goes on"
