@@ -62,7 +62,6 @@ from .workflows.quota_account import QuotaAccountWorkflow
 from .workflows.quota_gate import warm_tokenizer
 from .workflows.session import SessionWorkflow
 
-
 # Public here (worker.__all__, the docs): defined in client/connection.py so a CLI command that only talks
 # to Temporal connects without importing the worker. httpx names its public home the same way.
 connect.__module__ = build_data_converter.__module__ = __name__
