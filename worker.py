@@ -23,9 +23,6 @@ from typing import Any
 import httpx2
 from pydantic import SecretStr
 from temporalio.client import Client
-from temporalio.converter import DataConverter
-from temporalio.runtime import Runtime
-from temporalio.service import GrpcCompression
 from temporalio.worker import Worker, WorkflowInstance, WorkflowInstanceDetails, WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
@@ -42,6 +39,7 @@ from .activities.session import SessionForkActivities
 from .activities.tools.activities import ToolActivities
 from .activities.tools.registry import ToolRegistry
 from .activities.tools.source import ToolSource
+from .client.connection import build_data_converter, connect
 from .client.queue_membership import join_queue, renewing
 from .client.quotas import ensure_accounts
 from .client.search_attributes import ensure_search_attributes
@@ -50,14 +48,12 @@ from .contracts.config.settings import DEMO_TOOL_FACTORIES, PROVIDER_KEY_ENV, Wo
 from .contracts.errors import DeploymentConfigError, QuotaConfigError
 from .contracts.names import QUEUE_REGISTRY_TASK_QUEUE
 from .contracts.queue_registry import QueueFingerprint
-from .storage import payload_unavailable, store_requests
+from .storage import payload_unavailable
 from .storage.conversations import ConversationStore
 from .storage.payload_contexts import contexts_of
 from .storage.payload_store import PayloadStore, build_payload_store
 from .storage.payload_unavailable import denied_code, terminate_unreadable_runs
-from .telemetry.metrics import PAYLOAD_STORE_DENIED, WORKER_SLOTS, WORKFLOW_REPLAY_SECONDS, count_store_request
-from .telemetry.runtime import build_runtime
-from .telemetry.tracing import tracing_interceptors
+from .telemetry.metrics import WORKER_SLOTS, WORKFLOW_REPLAY_SECONDS
 from .workflows.agent import AgentWorkflow
 from .workflows.monitor import MonitorWorkflow
 from .workflows.pipeline import PipelineWorkflow
@@ -66,44 +62,9 @@ from .workflows.quota_account import QuotaAccountWorkflow
 from .workflows.quota_gate import warm_tokenizer
 from .workflows.session import SessionWorkflow
 
-_runtime: Runtime | None = None
-
-
-if PAYLOAD_STORE_DENIED.inc not in payload_unavailable.on_denied:
-    payload_unavailable.on_denied.append(PAYLOAD_STORE_DENIED.inc)
-if count_store_request not in store_requests.on_request:
-    store_requests.on_request.append(count_store_request)
-
-
-def _process_runtime(settings: WorkerSettings) -> Runtime:
-    """One Temporal runtime per process: each build replaces the metrics collector."""
-    global _runtime
-    if _runtime is None:
-        _runtime = build_runtime(settings)
-    return _runtime
-
-
-_COMPRESSION = {"none": GrpcCompression.NONE, "gzip": GrpcCompression.GZIP}
-
-
-def build_data_converter(settings: WorkerSettings, store: PayloadStore | None = None) -> DataConverter:
-    """The data converter of every client and worker of a deployment: pydantic payloads, and those of 256 KiB
-    or more in the shared payload store (``connect`` uses it; a client that starts runs with large inputs or
-    reads large results needs it). Pass the worker's ``PayloadStore`` so snapshots and payloads share one
-    driver."""
-    return (store or build_payload_store(settings)).data_converter()
-
-
-async def connect(settings: WorkerSettings, address: str | None = None) -> Client:
-    # Interceptors go on the client only; workers inherit them (twice would trace twice).
-    return await Client.connect(
-        address or settings.temporal_address or f"127.0.0.1:{settings.dev_port}",
-        namespace=settings.namespace,
-        data_converter=build_data_converter(settings),
-        runtime=_process_runtime(settings),
-        grpc_compression=_COMPRESSION[settings.temporal_grpc_compression],
-        interceptors=tracing_interceptors(settings),
-    )
+# Public here (worker.__all__, the docs): defined in client/connection.py so a CLI command that only talks
+# to Temporal connects without importing the worker. httpx names its public home the same way.
+connect.__module__ = build_data_converter.__module__ = __name__
 
 
 def check_deployment(settings: WorkerSettings) -> None:

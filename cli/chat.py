@@ -31,6 +31,7 @@ from temporalio.client import (
 from temporalio.contrib.workflow_streams import WorkflowStreamClient
 from temporalio.service import RPCError, RPCStatusCode
 
+from ..client.connection import connect
 from ..client.dev_server import Stack, embedded_temporal
 from ..client.session_stream import follow
 from ..client.sessions import (
@@ -54,7 +55,6 @@ from ..contracts.config.settings import WorkerSettings
 from ..contracts.errors import AgentStepsError, InvalidTurnError, SessionClosedError, SessionNotFoundError
 from ..contracts.names import SESSION_WORKFLOW
 from ..contracts.session import SessionConfig, TurnResult
-from ..worker import connect
 from .failure_lines import describe
 from .workers import WorkerMode, client_and_worker
 

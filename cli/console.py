@@ -5,10 +5,10 @@ from __future__ import annotations
 import asyncio
 import signal
 
+from ..client.connection import connect
 from ..client.dev_server import embedded_temporal
 from ..console import running_console
 from ..contracts.config.settings import WorkerSettings
-from ..worker import connect
 
 
 async def run_console(settings: WorkerSettings) -> int:

@@ -17,10 +17,10 @@ def payloads_gc(args: argparse.Namespace) -> int:
 
 
 async def _gc(args: argparse.Namespace, started: datetime) -> int:
+    from ..client.connection import connect
     from ..client.payload_gc import collect_garbage
     from ..client.settings import load_settings
     from ..storage.payload_store import build_payload_store
-    from ..worker import connect
 
     settings = load_settings(getattr(args, "config", None))
     store = build_payload_store(settings)

@@ -45,9 +45,9 @@ def _change(args: argparse.Namespace, kind: AccountKind) -> dict[str, Any]:
 
 
 async def _command(args: argparse.Namespace, kind: AccountKind) -> int:
+    from ..client.connection import connect
     from ..client.quotas import read_account, set_limits
     from ..client.settings import load_settings
-    from ..worker import connect
 
     settings = load_settings(getattr(args, "config", None))
     client = await connect(settings)

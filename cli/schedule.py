@@ -46,8 +46,8 @@ def schedule_command(args: argparse.Namespace) -> int:
 
 
 async def _run(args: argparse.Namespace, action: str, name: str | None) -> int:
+    from ..client.connection import connect
     from ..client.settings import load_settings
-    from ..worker import connect
 
     client = await connect(load_settings(getattr(args, "config", None)))
     note = getattr(args, "note", None)

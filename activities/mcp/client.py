@@ -15,9 +15,8 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+from typing import TYPE_CHECKING
 
-import mcp_types as types
-from mcp.shared.dispatcher import ProgressFnT
 from temporalio import activity
 
 from ...contracts.llm.arguments import parse_tool_arguments
@@ -27,6 +26,10 @@ from ...contracts.violations import Violation, ViolationKind
 from .errors import is_request_rejection, translate
 from .pool import McpConnection, McpSessionPool
 from .results import scrub, to_tool_result, to_tool_schema, with_engine_key
+
+if TYPE_CHECKING:  # the SDK loads with the pool's first connection (sdk.py), before any call here uses it
+    import mcp_types as types
+    from mcp.shared.dispatcher import ProgressFnT
 
 _TIMEOUT_SLACK_SECONDS = 2.0
 """The SDK enforces the call timeout; this outer bound only catches a wedged transport."""
@@ -142,6 +145,8 @@ class McpToolClient:
                 f"tool {call.name!r} requires task augmentation, which this client does not offer; it is not available",
             )
         arguments = with_engine_key(tool, arguments, call.idempotency_key)
+
+        import mcp_types as types
 
         timeout = config.timeouts.call_seconds
         request = types.CallToolRequest(params=types.CallToolRequestParams(name=mcp_name, arguments=arguments))

@@ -14,8 +14,6 @@ import binascii
 from base64 import b64decode
 from typing import Any
 
-import mcp_types as types
-
 
 def _annotations(block: Any) -> dict[str, Any] | None:
     annotations = getattr(block, "annotations", None)
@@ -34,6 +32,8 @@ def _decoded_size(data: str) -> int:
 
 def block_value(block: Any) -> dict[str, Any]:
     """The typed value a program gets for one block (no binary data)."""
+    import mcp_types as types  # loaded by the connection the block came over (sdk.py)
+
     out: dict[str, Any]
     if isinstance(block, types.TextContent):
         out = {"type": "text", "text": block.text}
@@ -106,4 +106,6 @@ def block_text(block: Any, *, annotate_text: bool) -> str:
 
 
 def only_text(blocks: list[Any]) -> bool:
+    import mcp_types as types
+
     return all(isinstance(b, types.TextContent) for b in blocks)

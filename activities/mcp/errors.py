@@ -3,15 +3,15 @@
 This is the one place third-party exceptions are sorted: retryable
 (``McpUnavailableError``) versus not. JSON-RPC errors that reject one request
 (bad arguments, unknown tool) are not translated here; the caller turns them
-into an error result for the model.
+into an error result for the model. An SDK error can only come from a
+connection, so the SDK is imported where it is matched (it loads with the
+pool's first connection, ``sdk.py``).
 """
 
 from __future__ import annotations
 
 import httpx2
 from anyio import BrokenResourceError, ClosedResourceError, EndOfStream
-from mcp.shared.exceptions import MCPError
-from mcp_types import CONNECTION_CLOSED, INTERNAL_ERROR, REQUEST_TIMEOUT
 from pydantic import ValidationError
 
 from ...contracts.mcp import McpAuthError, McpConfigError, McpError, McpProtocolError, McpUnavailableError
@@ -19,8 +19,6 @@ from .results import scrub
 
 AUTH_ERROR_CODES = frozenset({-32030})
 """JSON-RPC codes servers use for a rejected credential (the bundled tracker's code)."""
-
-_INFRA_CODES = frozenset({CONNECTION_CLOSED, REQUEST_TIMEOUT, INTERNAL_ERROR})
 
 
 def leaf(exc: BaseException) -> BaseException:
@@ -32,10 +30,13 @@ def leaf(exc: BaseException) -> BaseException:
 
 def is_request_rejection(exc: BaseException, http_status: int | None = None) -> bool:
     """A JSON-RPC error that refuses this one request rather than signalling an outage or bad credential."""
+    from mcp.shared.exceptions import MCPError
+    from mcp_types import CONNECTION_CLOSED, INTERNAL_ERROR, REQUEST_TIMEOUT
+
     exc = leaf(exc)
     return (
         isinstance(exc, MCPError)
-        and exc.code not in _INFRA_CODES
+        and exc.code not in (CONNECTION_CLOSED, REQUEST_TIMEOUT, INTERNAL_ERROR)
         and exc.code not in AUTH_ERROR_CODES
         and http_status not in (401, 403)
         and not (http_status is not None and (http_status >= 500 or http_status in (408, 429)))
@@ -56,6 +57,9 @@ def translate(
 
 
 def _translate(exc: BaseException, *, server: str, http_status: int | None, during: str) -> McpError:
+    from mcp.shared.exceptions import MCPError
+    from mcp_types import CONNECTION_CLOSED, INTERNAL_ERROR, REQUEST_TIMEOUT
+
     if isinstance(exc, McpError):
         return exc
     if isinstance(exc, MCPError):

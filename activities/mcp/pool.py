@@ -19,18 +19,19 @@ import logging
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx2
-import mcp_types as types
-from mcp import Client
-from mcp.client.stdio import StdioServerParameters, stdio_client
-from mcp.client.streamable_http import streamable_http_client
 
 from ...contracts.config.mcp_config import HttpServerConfig, McpConfig, McpServerConfig, StdioServerConfig
 from ...contracts.mcp import McpConfigError
+from . import sdk
 from .errors import translate
 from .secrets import SecretResolver
+
+if TYPE_CHECKING:  # the SDK itself loads with the first connection (sdk.py)
+    import mcp_types as types
+    from mcp import Client
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +63,8 @@ class McpConnection:
         return not getattr(dispatcher, "_closed", False)
 
     async def list_all_tools(self) -> list[types.Tool]:
+        import mcp_types as types
+
         tools: list[types.Tool] = []
         cursor: str | None = None
         for _ in range(_MAX_LIST_PAGES):
@@ -140,6 +143,11 @@ class McpSessionPool:
     def _build_client(
         self, server: str, config: McpServerConfig, status_box: list[int | None]
     ) -> tuple[Client, list[str], httpx2.AsyncClient | None]:
+        import mcp_types as types
+        from mcp import Client
+        from mcp.client.stdio import StdioServerParameters, stdio_client
+        from mcp.client.streamable_http import streamable_http_client
+
         timeouts = config.timeouts
         http: httpx2.AsyncClient | None = None
         if isinstance(config, StdioServerConfig):
@@ -172,6 +180,7 @@ class McpSessionPool:
         return client, secrets, http
 
     async def _connect(self, server: str, config: McpServerConfig) -> McpConnection:
+        await sdk.load()
         status_box: list[int | None] = [None]
         client, secrets, http_client = self._build_client(server, config, status_box)
         connection = McpConnection(

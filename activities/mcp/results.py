@@ -23,9 +23,8 @@ import json
 import logging
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import mcp_types as types
 from jsonschema import SchemaError
 from jsonschema import exceptions as jsonschema_exceptions
 from jsonschema.validators import validator_for
@@ -34,6 +33,9 @@ from ...contracts.llm.tools import TOOL_NAME_PATTERN, Delivery, ToolCallResult, 
 from ...contracts.mcp import IDEMPOTENCY_ARGUMENT, mcp_source
 from ...contracts.violations import Violation, ViolationKind
 from .content import block_text, block_value, only_text
+
+if TYPE_CHECKING:  # the SDK loads with the pool's first connection (sdk.py)
+    import mcp_types as types
 
 log = logging.getLogger(__name__)
 

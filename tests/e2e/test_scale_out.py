@@ -7,6 +7,7 @@ payload lands on a worker's disk."""
 from __future__ import annotations
 
 import asyncio
+import os
 import random
 import subprocess
 import time
@@ -21,7 +22,9 @@ from agentsteps.contracts.config.settings import WorkerSettings
 from agentsteps.contracts.names import AGENT_WORKFLOW
 from agentsteps.worker import connect
 
-RUNS_PER_MODE = 2
+# Runs per mode (tool mode, code mode): one each in the suite (every run still moves at least once);
+# AGENTSTEPS_SCALE_RUNS=2 or more for more runs per worker and more kills (twice the CPU at 2).
+RUNS_PER_MODE = int(os.environ.get("AGENTSTEPS_SCALE_RUNS", "1"))
 DELAY = 1.5
 
 

