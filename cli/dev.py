@@ -31,6 +31,7 @@ from ..worker import (
     connect,
     load_registry,
     production_settings,
+    returning_freed_memory,
     running_worker,
     settle_heap,
 )
@@ -115,7 +116,10 @@ async def _serve(
     lost: ServerLost | None = None
     try:
         check = _stopping_when_replaced(queue_check or QueueCheck(), stop)
-        async with running_worker(client, settings, mcp=mcp, registry=registry, identity=identity, queue_check=check):
+        async with (
+            running_worker(client, settings, mcp=mcp, registry=registry, identity=identity, queue_check=check),
+            returning_freed_memory(),
+        ):
             settle_heap()
             ready.set()
             print("\n".join(banner), flush=True)
