@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import ctypes
 import ctypes.util
+import functools
 import gc
 import hashlib
 import importlib
@@ -450,10 +451,17 @@ def settle_heap() -> None:
 RETURN_FREED_MEMORY_SECONDS = 60.0
 
 
+@functools.cache
+def _malloc_trim() -> Callable[[int], int] | None:
+    # Looked up once: find_library runs ldconfig in a subprocess.
+    trim: Callable[[int], int] | None = getattr(ctypes.CDLL(ctypes.util.find_library("c")), "malloc_trim", None)
+    return trim
+
+
 def return_freed_memory() -> bool:
     """Hand the memory the C allocator holds free back to the system (glibc's ``malloc_trim``); False where
     the C library has none (musl, macOS)."""
-    trim = getattr(ctypes.CDLL(ctypes.util.find_library("c")), "malloc_trim", None)
+    trim = _malloc_trim()
     if trim is None:
         return False
     trim(0)

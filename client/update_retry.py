@@ -40,11 +40,12 @@ def _deadline_passed(exc: BaseException) -> bool:
 async def until_answered(send: Callable[[str], Awaitable[T]], *, attempts: int = UPDATE_ATTEMPTS) -> T:
     """``send(update_id)`` until it answers, under one update id for every attempt."""
     update_id = str(uuid.uuid4())
-    for attempt in range(attempts):
+    attempt = 0
+    while True:
         try:
             return await send(update_id)
         except (WorkflowUpdateRPCTimeoutOrCancelledError, RPCError) as exc:
-            if attempt + 1 == attempts or not _deadline_passed(exc):
+            attempt += 1
+            if attempt == attempts or not _deadline_passed(exc):
                 raise
-        await asyncio.sleep(min(0.5 * 2**attempt, 8.0))
-    raise AssertionError("unreachable: the last attempt returns or raises")
+        await asyncio.sleep(min(0.5 * 2 ** (attempt - 1), 8.0))

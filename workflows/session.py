@@ -493,7 +493,7 @@ class SessionWorkflow(ApprovalHandlers, QuotaHandlers):
         if self.closed_reason is not None:
             raise to_application_error(SessionClosedError(f"the session is closed ({self.closed_reason})"))
         update = workflow.current_update_info()
-        answered = next((t for t in self.record.turns if update is not None and t.update_id == update.id), None)
+        answered = next((t for t in self.record.turns if t.update_id == update.id), None) if update else None
         if answered is not None:
             # Within a run Temporal answers a repeated id itself; a resend that crossed a continue-as-new is here.
             raise to_application_error(
