@@ -34,8 +34,15 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
-from temporalio.converter import DataConverter, SerializationContext, StorageDriverStoreContext
+from temporalio.converter import (
+    ActivitySerializationContext,
+    DataConverter,
+    SerializationContext,
+    StorageDriverStoreContext,
+)
 from temporalio.worker import WorkflowInstance
+
+from .payload_unavailable import ActivityResultPayloadConverter
 
 try:  # SDK internals: a temporalio 1.x that moves them is asked the SDK's own way (``contexts_of``)
     from temporalio.worker._workflow_instance import _WorkflowInstanceImpl
@@ -64,6 +71,8 @@ class ContextCachingDataConverter(DataConverter):
     """A ``DataConverter`` that keeps the copies of itself it binds to recent contexts (see the module)."""
 
     _bound: _Bound = dataclasses.field(init=False, repr=False, compare=False, default=None)  # type: ignore[assignment]
+    _activity: bool = dataclasses.field(init=False, repr=False, compare=False, default=False)
+    """Bound to an activity's context: what it derives for the store's context encodes activity results."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -71,14 +80,23 @@ class ContextCachingDataConverter(DataConverter):
         object.__setattr__(self, "_bound", _Bound())
 
     def with_context(self, context: SerializationContext) -> Any:
-        return self._bound.get(
-            ("context", context), lambda: super(ContextCachingDataConverter, self).with_context(context)
-        )
+        return self._bound.get(("context", context), lambda: self._bind(context))
 
     def _with_store_context(self, store_ctx: StorageDriverStoreContext) -> DataConverter:
-        return self._bound.get(
-            ("store", store_ctx), lambda: super(ContextCachingDataConverter, self)._with_store_context(store_ctx)
-        )
+        return self._bound.get(("store", store_ctx), lambda: self._bind_store(store_ctx))
+
+    def _bind(self, context: SerializationContext) -> DataConverter:
+        bound = super().with_context(context)
+        if bound is not self and isinstance(context, ActivitySerializationContext):
+            object.__setattr__(bound, "_activity", True)
+        return bound
+
+    def _bind_store(self, store_ctx: StorageDriverStoreContext) -> DataConverter:
+        bound = super()._with_store_context(store_ctx)
+        if self._activity and bound is not self:
+            # The SDK's copy rebuilt the payload converter from its class, without the activity's context.
+            bound = dataclasses.replace(bound, payload_converter_class=ActivityResultPayloadConverter)
+        return bound
 
 
 class _Bound:

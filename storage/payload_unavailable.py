@@ -58,8 +58,9 @@ from typing import Any
 from temporalio.api.common.v1 import Payload
 from temporalio.api.enums.v1 import WorkflowExecutionStatus
 from temporalio.client import Client
-from temporalio.contrib.pydantic import PydanticPayloadConverter
+from temporalio.contrib.pydantic import PydanticJSONPlainPayloadConverter, PydanticPayloadConverter
 from temporalio.converter import (
+    ActivitySerializationContext,
     EncodingPayloadConverter,
     ExternalStorage,
     SerializationContext,
@@ -72,6 +73,7 @@ from temporalio.converter import (
 
 from ..contracts.errors import PayloadIntegrityError, PayloadMissingError, PayloadStoreDeniedError
 from ..failures import to_application_error
+from .compact_payloads import CompactJSONPayloadConverter
 
 UNAVAILABLE_ENCODING = "agentsteps/unavailable"
 logger = logging.getLogger(__name__)
@@ -293,6 +295,15 @@ def _process_converters() -> tuple[EncodingPayloadConverter, ...]:
     return (*PydanticPayloadConverter().converters.values(), _UnavailablePayloadConverter())
 
 
+_JSON = b"json/plain"
+
+
+@functools.cache
+def _compact_json() -> CompactJSONPayloadConverter:
+    full = next(c for c in _process_converters() if isinstance(c, PydanticJSONPlainPayloadConverter))
+    return CompactJSONPayloadConverter(full)
+
+
 class AgentStepsPayloadConverter(PydanticPayloadConverter):
     """The pydantic converter, plus the marker of a payload the store could not give back."""
 
@@ -307,7 +318,20 @@ class AgentStepsPayloadConverter(PydanticPayloadConverter):
         # type-adapter cache) is shared, not rebuilt per context as the composite default would.
         bound = copy.copy(self)
         bound.converters = {**self.converters, UNAVAILABLE_ENCODING.encode(): _UnavailablePayloadConverter(context)}
+        if isinstance(context, ActivitySerializationContext):
+            # An activity's input and result are read only by the engine: written without their defaults.
+            bound.converters[_JSON] = _compact_json()
         return bound
+
+
+class ActivityResultPayloadConverter(AgentStepsPayloadConverter):
+    """What an activity worker encodes its results with: the SDK binds the activity's context, then rebuilds the
+    payload converter without it when it adds the store's context (``ContextCachingDataConverter``). Its results
+    are written without their defaults too; the marker converter stays unbound, as the SDK leaves it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.converters = {**self.converters, _JSON: _compact_json()}
 
 
 async def terminate_unreadable_runs(client: Client, every: float = 0.2, grace: float = 1.0) -> None:
