@@ -104,6 +104,10 @@ async def _main() -> None:
         from agentsteps.activities.sandbox import activities as sandbox_activities
 
         sandbox_activities.REPLAY_CALLS_BOUND = int(os.environ["SCALE_SNAPSHOT_EVERY"])
+    if os.environ.get("SCALE_KEY_WAIT"):  # ask again for a snapshot signed with an unknown key every N seconds
+        from agentsteps.workflows import program_driver
+
+        program_driver.KEY_WAITS = (float(os.environ["SCALE_KEY_WAIT"]),) * 100
     client = await connect(settings)
     async with running_worker(client, settings):
         await serve_until_killed()
