@@ -16,6 +16,7 @@ import os
 import sqlite3
 import time
 from contextlib import closing
+from datetime import timedelta
 from pathlib import Path
 
 from child_main import run_child, serve_until_killed
@@ -108,8 +109,11 @@ async def _main() -> None:
         from agentsteps.workflows import program_driver
 
         program_driver.KEY_WAITS = (float(os.environ["SCALE_KEY_WAIT"]),) * 100
+    options = {}
+    if os.environ.get("SCALE_STICKY_SECONDS"):  # a killed worker's cached runs move to the others sooner (10 s)
+        options["sticky_queue_schedule_to_start_timeout"] = timedelta(seconds=float(os.environ["SCALE_STICKY_SECONDS"]))
     client = await connect(settings)
-    async with running_worker(client, settings):
+    async with running_worker(client, settings, **options):
         await serve_until_killed()
 
 
