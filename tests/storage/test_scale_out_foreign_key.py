@@ -23,10 +23,16 @@ from agentsteps.contracts.config.settings import WorkerSettings
 from agentsteps.contracts.names import AGENT_WORKFLOW
 from agentsteps.worker import connect
 
+DELAY = 1.0
+"""Seconds each export takes: the second is still running when its worker is killed (the first export
+waits for it), and the retried one on the worker taking over is cut at DELAY + 4 s."""
 KEY_WAIT = 5.0
 """Seconds the run waits before it asks again for a snapshot signed with a key id its worker lacks (30 s,
 then longer, in production: ``program_driver.KEY_WAITS``). Only how long the wait is differs: the worker
 without the key is stopped while the run waits, so the first ask after it goes to the worker with the key."""
+STICKY = 2.0
+"""Seconds a task of a run cached on a stopped worker waits for it before another may take it (10 s by
+default): the next worker takes over sooner; what it meets there is unchanged."""
 
 
 async def _waiting_for_the_key(handle: WorkflowHandle) -> None:
@@ -55,7 +61,7 @@ async def test_a_worker_without_the_signing_key_never_fails_the_paused_program_a
     """A key rollout seen from the run: the pod that takes the paused program over lacks the key id
     that signed it (a snapshot at every call: a program kept live or rebuilt by replay reads none). The
     run is not failed (counted as ``key_unknown``); a pod with the key finishes it."""
-    scripted.set_script(script(delay=2.0))
+    scripted.set_script(script(delay=DELAY))
     address = temporal_env.client.service_client.config.target_host
     queue = new_id("foreignkey")
     s3 = store_settings(s3_endpoint, s3_bucket)
@@ -67,11 +73,11 @@ async def test_a_worker_without_the_signing_key_never_fails_the_paused_program_a
     ledger_path = tmp_path / "ledger.db"
     ledger = Ledger(ledger_path)
     client = await connect(WorkerSettings.model_validate_json(first))
-    workers = [spawn(first, ledger_path, snapshot_every=1, key_wait=KEY_WAIT)]
+    workers = [spawn(first, ledger_path, snapshot_every=1, key_wait=KEY_WAIT, sticky_seconds=STICKY)]
     workflow_id = new_id("rollout")
     handle = await client.start_workflow(
         AGENT_WORKFLOW,
-        AgentInput(spec=code_spec(2.0), input="export"),
+        AgentInput(spec=code_spec(DELAY), input="export"),
         id=workflow_id,
         task_queue=queue,
         result_type=AgentResult,
@@ -79,11 +85,11 @@ async def test_a_worker_without_the_signing_key_never_fails_the_paused_program_a
     try:
         await wait_for(lambda: 2 in ledger.effects(workflow_id), timeout=90)
         kill(workers[0])
-        workers.append(spawn(second, ledger_path, snapshot_every=1, key_wait=KEY_WAIT))
+        workers.append(spawn(second, ledger_path, snapshot_every=1, key_wait=KEY_WAIT, sticky_seconds=STICKY))
         # The foreign pod meets the snapshot, retries, then the run waits to ask again (formerly it failed here).
         await _waiting_for_the_key(handle)
         kill(workers[1])
-        workers.append(spawn(third, ledger_path, snapshot_every=1, key_wait=KEY_WAIT))
+        workers.append(spawn(third, ledger_path, snapshot_every=1, key_wait=KEY_WAIT, sticky_seconds=STICKY))
         result = await asyncio.wait_for(handle.result(), timeout=240)
     finally:
         for worker in workers:

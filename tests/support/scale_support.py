@@ -105,10 +105,13 @@ async def _main() -> None:
         from agentsteps.activities.sandbox import activities as sandbox_activities
 
         sandbox_activities.REPLAY_CALLS_BOUND = int(os.environ["SCALE_SNAPSHOT_EVERY"])
-    if os.environ.get("SCALE_KEY_WAIT"):  # ask again for a snapshot signed with an unknown key every N seconds
+    if os.environ.get("SCALE_KEY_WAIT"):
+        # A run asks again for a snapshot signed with a key id its worker lacks every N seconds (30 s, then
+        # longer), after the segment's attempts 0.1 s apart, doubling (1 s): the same attempts and waits, shorter.
         from agentsteps.workflows import program_driver
 
         program_driver.KEY_WAITS = (float(os.environ["SCALE_KEY_WAIT"]),) * 100
+        program_driver.SEGMENT_RETRY_SECONDS = 0.1
     options = {}
     if os.environ.get("SCALE_STICKY_SECONDS"):  # a killed worker's cached runs move to the others sooner (10 s)
         options["sticky_queue_schedule_to_start_timeout"] = timedelta(seconds=float(os.environ["SCALE_STICKY_SECONDS"]))
