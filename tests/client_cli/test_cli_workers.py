@@ -156,16 +156,19 @@ async def test_an_asked_for_worker_that_disagrees_with_the_one_on_the_queue_is_r
 async def test_a_failed_model_call_is_one_line_per_attempt_and_the_run_ends_naming_its_cause(temporal_env, tmp_path):
     script = {"api_key": "sk-right", "default": {"content": "never"}}
     with ScriptedModelServer(script) as model:
-        env = _clean_env(
-            tmp_path,
-            AGENTSTEPS_TASK_QUEUE=f"q-{uuid.uuid4().hex[:8]}",
-            OPENAI_API_KEY="sk-wrong",
-            OPENAI_BASE_URL=model.url_openai,
-            **dev_port_env(temporal_env),
-        )
-        code, _, err = await _agentsteps("run", "--spec", "examples/demo_agent.toml", "--input", "weather?", env=env)
-        _, _, debug = await _agentsteps(
-            "--debug", "run", "--spec", "examples/demo_agent.toml", "--input", "weather?", env=env
+
+        def env() -> dict[str, str]:  # a queue each: the two commands run at once, each on its own worker
+            return _clean_env(
+                tmp_path,
+                AGENTSTEPS_TASK_QUEUE=f"q-{uuid.uuid4().hex[:8]}",
+                OPENAI_API_KEY="sk-wrong",
+                OPENAI_BASE_URL=model.url_openai,
+                **dev_port_env(temporal_env),
+            )
+
+        (code, _, err), (_, _, debug) = await asyncio.gather(
+            _agentsteps("run", "--spec", "examples/demo_agent.toml", "--input", "weather?", env=env()),
+            _agentsteps("--debug", "run", "--spec", "examples/demo_agent.toml", "--input", "weather?", env=env()),
         )
 
     assert code == 1
@@ -249,11 +252,15 @@ def _children(pid: int) -> list[int]:
     return found
 
 
+LOST_SECONDS = 3
+"""How long dev goes on without an answer from its server (10 s by default): the same exit, sooner."""
+
+
 def test_dev_exits_when_the_server_it_started_dies(tmp_path):
     port, ui = free_port(), free_port()
     dev = subprocess.Popen(
         [AGENTSTEPS, "dev", "--port", str(port), "--ui-port", str(ui)],
-        env=_clean_env(tmp_path),
+        env=_clean_env(tmp_path, AGENTSTEPS_SERVER_LOST_SECONDS=str(LOST_SECONDS)),
         cwd=tmp_path,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -273,7 +280,7 @@ def test_dev_exits_when_the_server_it_started_dies(tmp_path):
             dev.wait()
     err = dev.stderr.read()
     assert code == 3, err
-    assert f"the Temporal server at 127.0.0.1:{port} has not answered" in err
+    assert f"the Temporal server at 127.0.0.1:{port} has not answered for {LOST_SECONDS} s" in err
 
 
 async def test_no_worker_on_a_server_the_command_started_itself_is_refused_instead_of_waiting_forever(tmp_path):
