@@ -156,19 +156,16 @@ async def test_an_asked_for_worker_that_disagrees_with_the_one_on_the_queue_is_r
 async def test_a_failed_model_call_is_one_line_per_attempt_and_the_run_ends_naming_its_cause(temporal_env, tmp_path):
     script = {"api_key": "sk-right", "default": {"content": "never"}}
     with ScriptedModelServer(script) as model:
-
-        def env() -> dict[str, str]:  # a queue each: the two commands run at once, each on its own worker
-            return _clean_env(
-                tmp_path,
-                AGENTSTEPS_TASK_QUEUE=f"q-{uuid.uuid4().hex[:8]}",
-                OPENAI_API_KEY="sk-wrong",
-                OPENAI_BASE_URL=model.url_openai,
-                **dev_port_env(temporal_env),
-            )
-
-        (code, _, err), (_, _, debug) = await asyncio.gather(
-            _agentsteps("run", "--spec", "examples/demo_agent.toml", "--input", "weather?", env=env()),
-            _agentsteps("--debug", "run", "--spec", "examples/demo_agent.toml", "--input", "weather?", env=env()),
+        env = _clean_env(
+            tmp_path,
+            AGENTSTEPS_TASK_QUEUE=f"q-{uuid.uuid4().hex[:8]}",
+            OPENAI_API_KEY="sk-wrong",
+            OPENAI_BASE_URL=model.url_openai,
+            **dev_port_env(temporal_env),
+        )
+        code, _, err = await _agentsteps("run", "--spec", "examples/demo_agent.toml", "--input", "weather?", env=env)
+        _, _, debug = await _agentsteps(
+            "--debug", "run", "--spec", "examples/demo_agent.toml", "--input", "weather?", env=env
         )
 
     assert code == 1
