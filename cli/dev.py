@@ -3,7 +3,7 @@
 ``dev`` says what it found and what it started, refuses what it cannot use
 (``TEMPORAL_ADDRESS`` set, a port held by something else, another worker
 already on its task queue) and never hangs: when the Temporal server stops
-answering for ``SERVER_LOST_SECONDS`` it says so and exits.
+answering for ``server_lost_seconds`` (10 s) it says so and exits.
 """
 
 from __future__ import annotations
@@ -41,7 +41,6 @@ from .stop_signal import stop_event
 from .workers import fingerprint, live_pollers, worker_identity
 
 HEALTH_EVERY_SECONDS = 2.0
-SERVER_LOST_SECONDS = 10.0
 EXIT_SERVER_LOST = 3
 
 
@@ -61,13 +60,15 @@ def _stopping(settings: WorkerSettings) -> None:
     )
 
 
-async def _until_stopped(client: Client, address: str, stop: asyncio.Event) -> None:
-    """Until ``stop`` (SIGINT or SIGTERM); raises ``ServerLost`` when the server has not answered for a while."""
+async def _until_stopped(client: Client, address: str, stop: asyncio.Event, lost_after: float) -> None:
+    """Until ``stop`` (SIGINT or SIGTERM); raises ``ServerLost`` when the server has not answered for
+    ``lost_after`` seconds (asked every 2 s, or four times within a shorter ``lost_after``)."""
     loop = asyncio.get_running_loop()
     silent_since: float | None = None
+    every = min(HEALTH_EVERY_SECONDS, lost_after / 4)
     while not stop.is_set():
         try:
-            await asyncio.wait_for(stop.wait(), HEALTH_EVERY_SECONDS)
+            await asyncio.wait_for(stop.wait(), every)
             return
         except asyncio.TimeoutError:
             pass
@@ -77,10 +78,10 @@ async def _until_stopped(client: Client, address: str, stop: asyncio.Event) -> N
         except Exception as exc:  # any failure to answer counts; the clock decides
             now = loop.time()
             silent_since = silent_since or now
-            if now - silent_since >= SERVER_LOST_SECONDS:
+            if now - silent_since >= lost_after:
                 raise ServerLost(
                     f"the Temporal server at {address} has not answered for "
-                    f"{SERVER_LOST_SECONDS:g} s ({type(exc).__name__}); stopping"
+                    f"{lost_after:g} s ({type(exc).__name__}); stopping"
                 ) from None
 
 
@@ -124,7 +125,7 @@ async def _serve(
             ready.set()
             print("\n".join(banner), flush=True)
             try:
-                await _until_stopped(client, address, stop)
+                await _until_stopped(client, address, stop, settings.server_lost_seconds)
             except ServerLost as exc:
                 lost = exc
                 print(f"error: {lost}", file=sys.stderr, flush=True)

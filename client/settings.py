@@ -33,6 +33,7 @@ _ENV_FIELDS: dict[str, tuple[str, ...]] = {
     "TEMPORAL_NAMESPACE": ("namespace",),
     "AGENTSTEPS_DEV_PORT": ("dev_port",),
     "AGENTSTEPS_DEV_UI_PORT": ("dev_ui_port",),
+    "AGENTSTEPS_SERVER_LOST_SECONDS": ("server_lost_seconds",),
     "AGENTSTEPS_TASK_QUEUE": ("task_queue",),
     "AGENTSTEPS_STATE_DIR": ("state_dir",),
     "AGENTSTEPS_METRICS_PORT": ("metrics_port",),

@@ -56,6 +56,8 @@ class _ScriptState:
         self.cache = PromptCache()
         self.gate = QuotaGate(script.quotas)
         self.stats = ServerStats()
+        self.delays_ended = threading.Event()
+        """Set by ``ScriptedModelServer.end_delays``: every reply delay and stream pause ends at once."""
 
     def choose(self, view: RequestView) -> tuple[Reply | None, int]:
         with self._lock:
@@ -193,6 +195,11 @@ class ScriptedModelServer:
         with self._requests_lock:
             return list(self._requests)
 
+    def end_delays(self) -> None:
+        """End every reply delay (``delay_seconds``, a stream's pauses) now in progress, and skip them for the
+        rest of this script: a test holds a reply only as long as it checks what happens meanwhile."""
+        self._state.delays_ended.set()
+
     def _record(self, request: RecordedRequest) -> None:
         with self._requests_lock:
             self._requests.append(request)
@@ -325,9 +332,14 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         pass
 
-    def _send(self, answer: HttpAnswer, before_last_write: Callable[[], None] | None = None) -> None:
+    def _send(
+        self,
+        answer: HttpAnswer,
+        before_last_write: Callable[[], None] | None = None,
+        pause: Callable[[float], object] = time.sleep,
+    ) -> None:
         if answer.events is not None:
-            self._send_events(answer, before_last_write)
+            self._send_events(answer, before_last_write, pause)
             return
         self.send_response(answer.status)
         for name, value in answer.headers.items():
@@ -339,7 +351,9 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(answer.body)
         self.wfile.flush()
 
-    def _send_events(self, answer: HttpAnswer, before_last_write: Callable[[], None] | None) -> None:
+    def _send_events(
+        self, answer: HttpAnswer, before_last_write: Callable[[], None] | None, pause: Callable[[float], object]
+    ) -> None:
         # No length is known up front: the stream ends when the connection closes,
         # which is also how a truncated stream looks to the client.
         self.send_response(200)
@@ -351,7 +365,7 @@ class _Handler(BaseHTTPRequestHandler):
         events = answer.events or []
         for i, event in enumerate(events):
             if i and answer.event_delay:
-                time.sleep(answer.event_delay)
+                pause(answer.event_delay)
             if i == len(events) - 1 and before_last_write is not None:
                 before_last_write()
             self.wfile.write(event)
@@ -393,9 +407,9 @@ class _Handler(BaseHTTPRequestHandler):
         outcome = owner.answer(wire, headers, body)
         try:
             if outcome.delay:
-                time.sleep(outcome.delay)
+                outcome.state.delays_ended.wait(outcome.delay)
             # Counted and its slot freed before the client can read the end of it: a client
             # that reads /stats, or sends its next request, right after sees it finished.
-            self._send(outcome.answer, lambda: owner.finish(outcome))
+            self._send(outcome.answer, lambda: owner.finish(outcome), outcome.state.delays_ended.wait)
         finally:
             owner.finish(outcome)

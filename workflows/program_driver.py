@@ -65,10 +65,19 @@ def program_keys(step: str) -> tuple[str, str | None]:
     return key, (None if legacy == key else legacy)
 
 
+SEGMENT_RETRY_SECONDS = 1.0
+"""The wait before a failed segment's second attempt, doubling after. Replay never compares retry
+policies, so a test's workers may shorten it (tests/support/scale_support.py)."""
+
+
 def _segment_policy(limits: ProgramLimits) -> ActivityPolicy:
     # A segment is bounded by the interpreter's own limit; the margin covers
     # loading and storing a snapshot of several MB.
-    return ActivityPolicy(start_to_close_seconds=limits.segment_seconds + 60.0, max_attempts=5)
+    return ActivityPolicy(
+        start_to_close_seconds=limits.segment_seconds + 60.0,
+        max_attempts=5,
+        initial_interval_seconds=SEGMENT_RETRY_SECONDS,
+    )
 
 
 def _segment_options(limits: ProgramLimits) -> dict[str, Any]:

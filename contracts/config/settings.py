@@ -231,6 +231,9 @@ class WorkerSettings(BaseModel):
     without ``temporal_address`` looks for the stack there."""
     dev_ui_port: int = Field(default=8233, ge=1, le=65535)
     """The embedded dev server's web UI port."""
+    server_lost_seconds: float = Field(default=10.0, gt=0, le=3600)
+    """How long ``agentsteps dev`` and ``agentsteps worker`` go on while the Temporal server does not answer
+    before they say so and exit (code 3)."""
     namespace: str = "default"
     temporal_grpc_compression: Literal["none", "gzip"] = "none"
     """Whether the engine's connection to Temporal gzips its messages. The engine keeps its payloads

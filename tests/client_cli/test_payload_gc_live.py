@@ -103,7 +103,8 @@ async def test_a_new_session_sharing_an_old_sessions_first_segment_survives_gc_d
                 {
                     "rules": [
                         {"match": {"contains": "second"}, "reply": {"content": "I remember you said hi"}},
-                        {"match": {"role": "user"}, "reply": {"content": "hello again", "delay_seconds": 6}},
+                        # Held until gc is done (end_delays), the 20 s only a bound.
+                        {"match": {"role": "user"}, "reply": {"content": "hello again", "delay_seconds": 20}},
                     ]
                 }
             )
@@ -112,6 +113,8 @@ async def test_a_new_session_sharing_an_old_sessions_first_segment_survives_gc_d
             first = asyncio.create_task(send_turn(client, spec, "hi", session_id=new, task_queue=settings.task_queue))
             await wait_for(lambda: len(scripted.requests) > sent, timeout=60)
             report = await collect_garbage(client, store, AGE, delete=True)
+            assert not first.done(), "gc ran while the turn was in flight"
+            scripted.end_delays()
             assert (await first).output == "hello again"
         # A fresh worker: nothing cached, the conversation is read back from the store.
         async with running_worker(client, settings):

@@ -186,8 +186,9 @@ async def test_hostile_model_text_shows_as_text_and_runs_no_script(chrome, clien
 async def test_the_runs_list_and_a_session_with_its_live_answer_at_desktop_and_phone_width(
     chrome, client, settings, scripted
 ):
-    # About 5 s of streaming: the page the form redirects to must load before the turn ends, or it lists the
-    # turn as done and rightly skips its tokens (1.4 s was not enough on a loaded CI machine).
+    # Up to 5 s of streaming: the page the form redirects to must load before the turn ends, or it lists the
+    # turn as done and rightly skips its tokens (1.4 s was not enough on a loaded CI machine). Once the page has
+    # shown the first tokens, the rest comes at once (end_delays).
     scripted.set_script(
         {
             "rules": [
@@ -230,6 +231,7 @@ async def test_the_runs_list_and_a_session_with_its_live_answer_at_desktop_and_p
             WebDriverWait(chrome, 30).until(lambda d: "Once upon" in d.find_element(By.ID, "live").text)
             partial = chrome.find_element(By.ID, "live").text
             shoot(chrome, "session-streaming")
+            scripted.end_delays()
             WebDriverWait(chrome, 30).until(lambda d: "tell me a story" in d.find_element(By.ID, "turns").text)
             return partial
 

@@ -182,6 +182,39 @@ def test_delay_holds_the_reply(server):
     assert time.perf_counter() - started >= 0.3
 
 
+def test_end_delays_ends_a_held_reply_and_a_streams_pauses_at_once_until_the_next_script(server):
+    import threading
+
+    server.set_script(
+        {
+            "replies": [{"content": "held", "delay_seconds": 30}],
+            "default": {"content": "a long streamed answer", "stream": {"chunk_chars": 2, "delay_seconds": 5}},
+        }
+    )
+    answers: list[httpx.Response] = []
+    body = {"model": "m-1", "messages": [{"role": "user", "content": "hi"}]}
+    url = f"{server.url_openai}/chat/completions"
+    asking = threading.Thread(target=lambda: answers.append(httpx.post(url, json=body, timeout=30)))
+    started = time.perf_counter()
+    asking.start()
+    while not server.requests:
+        time.sleep(0.01)
+    server.end_delays()
+    asking.join(10)
+    assert answers and answers[0].json()["choices"][0]["message"]["content"] == "held"
+    with httpx.stream(
+        "POST",
+        f"{server.url_openai}/chat/completions",
+        json={"model": "m-1", "messages": [{"role": "user", "content": "go"}], "stream": True},
+        timeout=5,
+    ) as streamed:
+        assert "[DONE]" in "".join(streamed.iter_text())  # a dozen pauses of 5 s skipped
+    assert time.perf_counter() - started < 10
+    server.set_script({"replies": [{"content": "late", "delay_seconds": 0.3}]})  # a new script waits again
+    again = time.perf_counter()
+    assert _chat(server, "hi").status_code == 200 and time.perf_counter() - again >= 0.3
+
+
 def test_requests_are_recorded_with_headers_and_body(server):
     server.set_script({"default": {"content": "ok"}})
     httpx.post(

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
+from datetime import timedelta
 
 import boto3
 import pytest
@@ -102,6 +103,9 @@ async def test_a_pod_denied_by_s3_fails_its_attempts_and_a_healthy_pod_completes
         id=f"denied-{uuid.uuid4().hex[:8]}",
         task_queue=queue,
         result_type=AgentResult,
+        # The bad pod reports only its first failed workflow task; the SDK lets later attempts time out, and each
+        # goes to whichever pod polls next: 5 s apart here instead of the default 10 s.
+        task_timeout=timedelta(seconds=5),
     )
     address = temporal_env.client.service_client.config.target_host
     bad_client = await Client.connect(address, data_converter=build_payload_store(bad).data_converter())

@@ -19,6 +19,12 @@ from agentsteps.contracts.names import AGENT_WORKFLOW
 from agentsteps.worker import connect
 
 BOUND = 60.0  # seconds from the takeover to the typed failure
+DELAY = 1.0
+"""Seconds each export takes: the second is still running when its worker is killed (the first export
+waits for it), and the retried one on the worker taking over is cut at DELAY + 4 s."""
+STICKY = 2.0
+"""Seconds a task of a run cached on the killed worker waits for it before any worker may take it (10 s by
+default): the takeover starts sooner; which worker meets the missing payload, and how, is unchanged."""
 
 
 def _typed_failure(exc: BaseException) -> tuple[str, str]:
@@ -42,7 +48,7 @@ async def _takeover_fails_typed(
     ledger_path = tmp_path / "ledger.db"
     ledger = Ledger(ledger_path)
     client = await connect(WorkerSettings.model_validate_json(first))
-    worker = spawn(first, ledger_path)
+    worker = spawn(first, ledger_path, sticky_seconds=STICKY)
     workflow_id = new_id("takeover")
     handle = await client.start_workflow(
         AGENT_WORKFLOW,
@@ -57,7 +63,7 @@ async def _takeover_fails_typed(
         kill(worker)
         if between is not None:
             between()
-        replacement = spawn(second, ledger_path)
+        replacement = spawn(second, ledger_path, sticky_seconds=STICKY)
         started = time.monotonic()
         with pytest.raises(WorkflowFailureError) as caught:
             await asyncio.wait_for(handle.result(), timeout=BOUND)
@@ -69,14 +75,14 @@ async def _takeover_fails_typed(
 
 
 async def test_separate_local_stores_fail_typed_naming_digest_and_store(temporal_env, scripted, tmp_path):
-    scripted.set_script(script(delay=2.0))
+    scripted.set_script(script(delay=DELAY))
     address = temporal_env.client.service_client.config.target_host
     queue = new_id("stores")
     # An operator error: "single worker" declared, but two run with separate disks.
     first = worker_settings(address, queue, scripted.url_openai, tmp_path / "a", single_worker=True)
     second = worker_settings(address, queue, scripted.url_openai, tmp_path / "b", single_worker=True)
     (kind, message), took = await _takeover_fails_typed(
-        temporal_env, scripted, tmp_path, tool_spec(2.0), first=first, second=second
+        temporal_env, scripted, tmp_path, tool_spec(DELAY), first=first, second=second
     )
     assert kind == "PayloadMissingError"
     assert str(tmp_path / "b" / "payloads") in message and "sha256:" in message
@@ -84,7 +90,7 @@ async def test_separate_local_stores_fail_typed_naming_digest_and_store(temporal
 
 
 async def test_a_payload_gone_from_s3_fails_typed(temporal_env, scripted, tmp_path, s3_endpoint, s3_bucket):
-    scripted.set_script(script(delay=2.0))
+    scripted.set_script(script(delay=DELAY))
     address = temporal_env.client.service_client.config.target_host
     queue = new_id("s3gone")
     s3 = store_settings(s3_endpoint, s3_bucket)
@@ -97,6 +103,6 @@ async def test_a_payload_gone_from_s3_fails_typed(temporal_env, scripted, tmp_pa
             bucket.delete_object(Bucket=s3_bucket, Key=obj["Key"])
 
     (kind, message), _ = await _takeover_fails_typed(
-        temporal_env, scripted, tmp_path, tool_spec(2.0), first=first, second=second, between=empty_the_bucket
+        temporal_env, scripted, tmp_path, tool_spec(DELAY), first=first, second=second, between=empty_the_bucket
     )
     assert kind == "PayloadMissingError" and f"s3://{s3_bucket}/" in message

@@ -89,10 +89,21 @@ def worker_settings(
     return json.dumps(data)
 
 
-def spawn(settings_json: str, ledger: Path, *, snapshot_every: int | None = None):
+def spawn(
+    settings_json: str,
+    ledger: Path,
+    *,
+    snapshot_every: int | None = None,
+    key_wait: float | None = None,
+    sticky_seconds: float | None = None,
+):
     env = {"SCALE_SETTINGS": settings_json, "SCALE_LEDGER": str(ledger)}
+    if sticky_seconds is not None:
+        env["SCALE_STICKY_SECONDS"] = str(sticky_seconds)
     if snapshot_every is not None:
         env["SCALE_SNAPSHOT_EVERY"] = str(snapshot_every)
+    if key_wait is not None:
+        env["SCALE_KEY_WAIT"] = str(key_wait)
     return start_worker_process(SCRIPT, env=env)
 
 

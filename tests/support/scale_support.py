@@ -16,6 +16,7 @@ import os
 import sqlite3
 import time
 from contextlib import closing
+from datetime import timedelta
 from pathlib import Path
 
 from child_main import run_child, serve_until_killed
@@ -104,8 +105,18 @@ async def _main() -> None:
         from agentsteps.activities.sandbox import activities as sandbox_activities
 
         sandbox_activities.REPLAY_CALLS_BOUND = int(os.environ["SCALE_SNAPSHOT_EVERY"])
+    if os.environ.get("SCALE_KEY_WAIT"):
+        # A run asks again for a snapshot signed with a key id its worker lacks every N seconds (30 s, then
+        # longer), after the segment's attempts 0.1 s apart, doubling (1 s): the same attempts and waits, shorter.
+        from agentsteps.workflows import program_driver
+
+        program_driver.KEY_WAITS = (float(os.environ["SCALE_KEY_WAIT"]),) * 100
+        program_driver.SEGMENT_RETRY_SECONDS = 0.1
+    options = {}
+    if os.environ.get("SCALE_STICKY_SECONDS"):  # a killed worker's cached runs move to the others sooner (10 s)
+        options["sticky_queue_schedule_to_start_timeout"] = timedelta(seconds=float(os.environ["SCALE_STICKY_SECONDS"]))
     client = await connect(settings)
-    async with running_worker(client, settings):
+    async with running_worker(client, settings, **options):
         await serve_until_killed()
 
 

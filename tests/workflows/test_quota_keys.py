@@ -27,9 +27,10 @@ from agentsteps.worker import running_worker
 
 MODEL = "scripted-2026-01-01"
 USAGE = {"prompt_tokens": 10, "completion_tokens": 20, "total_tokens": 30}
-HELD_SECONDS = 25
-"""How long the first call on key A is held by the provider: far longer than a whole run on key B takes,
-even on a loaded machine, so "B finished while A's second call still waited" does not race the clock."""
+HELD_SECONDS = 50
+"""The most the first call on key A is held by the provider (released by ``end_delays`` once the test has
+looked): far longer than a whole run on key B takes, even on a loaded machine, so "B finished while A's
+second call still waited" does not race the clock."""
 
 
 def spec(key: str) -> AgentSpec:
@@ -109,6 +110,7 @@ async def test_two_keys_have_their_own_quotas_and_each_call_is_sent_with_its_own
         a_waiting = await a_second.query(STATE_QUERY, result_type=AgentState)
         sent_while_a_held = [r.body["messages"][-1]["content"] for r in scripted.requests]
         view_a = await read_account(client, "quota", quota_a)
+        scripted.end_delays()
         results = await asyncio.gather(a_first.result(), a_second.result())
         settled_a, settled_b = await _settled(client, quota_a), await _settled(client, quota_b)
         histories = [await h.fetch_history() for h in (a_first, a_second, b_only)]

@@ -97,9 +97,9 @@ async def test_a_call_without_capacity_waits_durably_and_the_run_says_waiting_fo
         first = await start_run(client, configured, spec())
         await _until(lambda: len(scripted.requests) == 1)
         second = await start_run(client, configured, spec())
-        await asyncio.sleep(0.5)
-        waiting = await second.query(STATE_QUERY, result_type=AgentState)
+        waiting = await _waiting_for_quota(second)
         view = await read_account(client, "quota", quota)
+        scripted.end_delays()  # the first call held its slot while the test looked; no need to wait out the rest
         results = await asyncio.gather(first.result(), second.result())
 
     assert waiting.status == "waiting_for_quota"
@@ -116,6 +116,16 @@ async def _until(predicate, timeout: float = 30.0) -> None:
     await asyncio.wait_for(poll(), timeout)
 
 
+async def _waiting_for_quota(handle, timeout: float = 30.0) -> AgentState:
+    """The run's state once it waits for quota, or as it stands after ``timeout`` (polled, not a fixed pause)."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        state = await handle.query(STATE_QUERY, result_type=AgentState)
+        if state.status == "waiting_for_quota" or asyncio.get_running_loop().time() > deadline:
+            return state
+        await asyncio.sleep(0.1)
+
+
 async def test_an_operator_raises_a_live_limit_and_the_waiting_run_goes_on(client, settings, scripted):
     from agentsteps.client.quotas import set_limits
     from agentsteps.contracts.errors import QuotaConfigError
@@ -127,8 +137,7 @@ async def test_an_operator_raises_a_live_limit_and_the_waiting_run_goes_on(clien
     async with running_worker(client, configured, registry=ToolRegistry()):
         await (await start_run(client, configured, spec())).result()
         waiting = await start_run(client, configured, spec())  # the minute's one request is spent
-        await asyncio.sleep(1)
-        state = await waiting.query(STATE_QUERY, result_type=AgentState)
+        state = await _waiting_for_quota(waiting)
         with pytest.raises(QuotaConfigError, match="greater than 0"):
             await set_limits(client, "quota", quota, {"requests_per_minute": 0})
         with pytest.raises(QuotaConfigError, match="Extra inputs"):

@@ -23,6 +23,8 @@ from agentsteps.contracts.spec import ActivityPolicy
 from agentsteps.worker import build_mcp, running_worker
 
 GIVE_UP = 2.0
+BREAKER = {"failures": 2, "open_seconds": 0.5, "max_open_seconds": 1}
+"""A down server is probed again within a second (5 s, doubling, by default): the server back up is seen sooner."""
 SHORT = SessionConfig(continue_after_events=100)
 RETRY = ActivityPolicy(
     start_to_close_seconds=10, max_attempts=100, initial_interval_seconds=0.2, maximum_interval_seconds=0.5
@@ -75,7 +77,7 @@ async def test_an_mcp_server_down_at_continue_as_new_fails_only_the_next_turn(
                 give_up_seconds=GIVE_UP,
                 catalog_ttl_seconds=1,
                 timeouts={"connect_seconds": 5, "call_seconds": 1, "list_seconds": 2},
-                breaker={"failures": 2, "open_seconds": 0.5, "max_open_seconds": 1},
+                breaker=BREAKER,
             ),
         },
     )
@@ -136,6 +138,7 @@ async def test_a_failed_describe_fails_that_turn_and_the_session_goes_on(client,
                 tool_prefix="flaky_",
                 give_up_seconds=GIVE_UP,
                 timeouts={"connect_seconds": 5, "call_seconds": 1, "list_seconds": 2},
+                breaker=BREAKER,
             ),
         },
     )
