@@ -18,7 +18,7 @@ import time
 from contextlib import closing
 from pathlib import Path
 
-from child_main import run_child, serve_until_killed
+from child_main import run_child, serve_until_killed, worker_options
 from pydantic import BaseModel, Field
 from temporalio import activity
 
@@ -105,7 +105,7 @@ async def _main() -> None:
 
         sandbox_activities.REPLAY_CALLS_BOUND = int(os.environ["SCALE_SNAPSHOT_EVERY"])
     client = await connect(settings)
-    async with running_worker(client, settings):
+    async with running_worker(client, settings, **worker_options()):
         await serve_until_killed()
 
 
