@@ -89,8 +89,8 @@ def worker_settings(
     return json.dumps(data)
 
 
-def spawn(settings_json: str, ledger: Path, *, snapshot_every: int | None = None):
-    env = {"SCALE_SETTINGS": settings_json, "SCALE_LEDGER": str(ledger)}
+def spawn(settings_json: str, ledger: Path, *, snapshot_every: int | None = None, env: dict[str, str] | None = None):
+    env = {**(env or {}), "SCALE_SETTINGS": settings_json, "SCALE_LEDGER": str(ledger)}
     if snapshot_every is not None:
         env["SCALE_SNAPSHOT_EVERY"] = str(snapshot_every)
     return start_worker_process(SCRIPT, env=env)
