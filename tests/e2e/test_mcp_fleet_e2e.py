@@ -163,9 +163,6 @@ async def test_one_server_down_hung_and_back_never_touches_agents_that_do_not_us
                 lambda: fleet.state("remote") == "up" and fleet.state("tickets") == "up",
                 what="the healthy servers are connected at start",
             )
-            # `tools list` is a process of its own (seconds to start, and the down server's give-up): it runs
-            # beside the checks and runs below, which change nothing it lists.
-            listing = asyncio.ensure_future(asyncio.to_thread(fleet.tools_list))
             status, body = await asyncio.to_thread(_readyz, metrics.url)
             servers = body["mcp_servers"]
             assert status == 200 and body["status"] == "ready"
@@ -189,7 +186,7 @@ async def test_one_server_down_hung_and_back_never_touches_agents_that_do_not_us
             assert took < GIVE_UP + 5, took
             assert broken.type == "McpConfigError" and broken.non_retryable and names["broken"] in str(broken)
 
-            code, listed = await listing
+            code, listed = await asyncio.to_thread(fleet.tools_list)
             assert code == 0  # the required server is up; the others are shown, not fatal
             assert listed["servers"][names["broken"]]["state"] == "misconfigured"
             assert listed["servers"][names["flaky"]]["state"] == "down"
