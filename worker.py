@@ -316,10 +316,12 @@ def build_worker(
     # The SDK's default (0) cancels every running activity at shutdown: a rolling
     # restart would throw away model calls already paid for and send them again.
     worker_options.setdefault("graceful_shutdown_timeout", timedelta(seconds=settings.graceful_shutdown_seconds))
+    sticky = settings.sticky_queue_timeout_seconds
     for option, value in (
         ("max_concurrent_activities", settings.max_concurrent_activities),
         ("max_concurrent_workflow_tasks", settings.max_concurrent_workflow_tasks),
         ("max_cached_workflows", settings.max_cached_workflows),
+        ("sticky_queue_schedule_to_start_timeout", None if sticky is None else timedelta(seconds=sticky)),
     ):
         if value is not None:
             worker_options.setdefault(option, value)

@@ -9,18 +9,20 @@ server every worker runs) and then records one side effect (``record``,
 counted at the tool in a SQLite ledger by idempotency key). Sessions continue
 as new every few turns (``continue_after_events=100``). Meanwhile:
 
-- random workers are SIGKILLed mid-round and replaced;
+- random workers are SIGKILLed mid-round, with their children (MCP servers,
+  sandbox processes) as a pod's are, and replaced;
 - the MCP server bounces (every copy killed, down for ``--bounce`` seconds,
   less than its ``give_up_seconds``) in rounds where sessions continue as new;
-  once, midway, it stays down past ``give_up_seconds`` (an outage), so the
-  turns of that round fail typed (``McpServerDownError``) and are sent again
-  once it is back;
+  once, midway, it stays down past ``give_up_seconds`` (an outage) until a
+  turn has failed for it, so the turns of that round fail typed
+  (``McpServerDownError``) and are sent again once it is back;
 - ``agentsteps payloads gc --delete`` runs concurrently with a round's turns,
   with closed throwaway sessions as its garbage;
 - the snapshot key is rotated midway as ``docs/deployment.md`` says (one
-  rollout: every worker restarted in turn with the new key and the old one as
-  previous), between rounds; a worker still running ``STOP_GRACE_SECONDS``
-  after its SIGTERM is SIGKILLed, as Kubernetes does after a pod's grace
+  rollout: every worker replaced by one with the new key and the old one as
+  previous, the new ones started together, then the old stopped in turn),
+  between rounds; a worker still running ``STOP_GRACE_SECONDS`` after its
+  SIGTERM is SIGKILLed, as Kubernetes does after a pod's grace
   period, and one that ends a stuck shutdown itself at its deadline (graceful
   15 s + 20, exit status 4) is counted with it (``killed_after_grace``).
 
@@ -47,7 +49,7 @@ idle timeout (30 days here) and approval timeouts (none here), so the dev
 server's rounds minutes apart exercise the same code as days apart.
 
     .venv/bin/python bench/soak.py [--sessions 10] [--turns 12] [--workers 3] [--kills 6] [--gc 2]
-        [--days 30] [--server dev|time-skipping] [--s3-fault-rate 0.03] [--seed N]
+        [--days 30] [--server dev|time-skipping] [--s3-fault-rate 0.03] [--sticky-seconds S] [--seed N]
 """
 
 from __future__ import annotations
@@ -98,6 +100,8 @@ CREDENTIALS = {"s3_access_key_id": "testing", "s3_secret_access_key": "testing-s
 GIVE_UP = 3.0
 """The MCP server's ``give_up_seconds``: a bounce shorter than this is retried through, an outage is not."""
 EXPECTED_FAILURES = {"McpServerDownError"}
+OUTAGE_AT_MOST = 120.0
+"""An outage lasts past ``GIVE_UP`` until a turn has failed for it, at most this long."""
 STOP_GRACE_SECONDS = 60.0
 """How long a SIGTERMed worker may take to exit (its drain is ``AGENTSTEPS_GRACEFUL_SHUTDOWN_SECONDS``, 15)."""
 KEY_OLD = "soak-deployment-key-one-0123456789abcdef"
@@ -233,7 +237,9 @@ class Fleet:
             cwd=state,
             stdout=log,
             stderr=log,
+            start_new_session=True,  # its process group: a SIGKILL ends its children too, as a pod's end
         )
+        began = time.monotonic()
         deadline = time.monotonic() + 120
         async with httpx.AsyncClient() as http:
             while True:
@@ -252,13 +258,13 @@ class Fleet:
                 await asyncio.sleep(0.2)
         self.workers[proc.pid] = (proc, port)
         self.pids_started[proc.pid] = self.started
+        say(f"  worker {proc.pid} ready in {time.monotonic() - began:.1f} s")
         return proc.pid
 
     def sigkill(self, rng: random.Random) -> int:
         pid = rng.choice(sorted(self.workers))
         proc, _ = self.workers.pop(pid)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
+        kill_group(proc)
         return pid
 
     async def stop(self, pid: int) -> bool:
@@ -268,14 +274,15 @@ class Fleet:
         period, did not drain: True says so (its log tail is printed: why)."""
         proc, _ = self.workers.pop(pid)
         proc.send_signal(signal.SIGTERM)
+        began = time.monotonic()
         try:
             status = await asyncio.to_thread(proc.wait, STOP_GRACE_SECONDS)
         except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+            kill_group(proc)
             why = f"still running {STOP_GRACE_SECONDS:g} s after SIGTERM: SIGKILL"
         else:
             if status != EXIT_STOP_TIMED_OUT:
+                say(f"  worker {pid} stopped in {time.monotonic() - began:.1f} s")
                 return False
             why = f"ended its stuck shutdown at the deadline (status {status})"
         log = self.dir / f"worker-{self.pids_started[pid]}" / "worker.log"
@@ -284,9 +291,17 @@ class Fleet:
 
     def kill_all(self) -> None:
         for proc, _ in self.workers.values():
-            proc.kill()
-            proc.wait()
+            kill_group(proc)
         self.workers.clear()
+
+
+def kill_group(proc: subprocess.Popen) -> None:
+    """SIGKILL a worker and its process group (its MCP server and sandbox processes)."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
 
 
 def mcp_server_pids(control: Control) -> list[int]:
@@ -394,6 +409,9 @@ class Soak:
     # -- the disturbances
 
     async def bounce(self, down_for: float, kind: str = "bounce") -> None:
+        """Down for ``down_for`` seconds; an outage stays down until a turn has failed for it
+        (``OUTAGE_AT_MOST`` at most): on a loaded machine a round's turns can reach their MCP
+        call only after a fixed outage would be over, and then nothing proves the outage's path."""
         self.control.set("down")
         began = time.monotonic()
         self.fig.down.append((kind, began, None))
@@ -403,6 +421,8 @@ class Soak:
             except ProcessLookupError:
                 pass
         await asyncio.sleep(down_for)
+        while kind == "outage" and not self.fig.failed_in["outage"] and time.monotonic() - began < OUTAGE_AT_MOST:
+            await asyncio.sleep(0.1)
         self.control.set("down", on=False)
         self.fig.down[-1] = (kind, began, time.monotonic())
 
@@ -457,8 +477,11 @@ class Soak:
         """docs/deployment.md's rotation, step 2: each worker restarts with the new key, the old as previous."""
         self.fleet.key, self.fleet.previous = KEY_NEW, [KEY_OLD]
         replaced = killed = 0
-        for pid in list(self.fleet.workers):  # a rolling update: the new pod ready, then the old one stopped
-            await self.fleet.spawn()
+        old = list(self.fleet.workers)
+        # A rolling update with a surge of every pod (Kubernetes' maxSurge 100%): the new pods ready, started
+        # together as a Deployment's are, then each old one stopped in turn.
+        await asyncio.gather(*(self.fleet.spawn() for _ in old))
+        for pid in old:
             killed += await self.fleet.stop(pid)
             replaced += 1
         return {"rollouts": 1, "workers_replaced": replaced, "killed_after_grace": killed, "previous_keys_during": 1}
@@ -473,7 +496,7 @@ class Soak:
         chaos: list[asyncio.Future[Any]] = []
         if n in plan["outage"]:
             self.fig.outages += 1
-            chaos.append(asyncio.ensure_future(self.bounce(GIVE_UP + 4, "outage")))
+            chaos.append(asyncio.ensure_future(self.bounce(GIVE_UP + 1, "outage")))
             await asyncio.sleep(0.2)
         for _ in range(plan["kills"].get(n, 0)):
             chaos.append(asyncio.ensure_future(self.kill_one(self.rng.uniform(0.3, 3.0))))
@@ -542,8 +565,8 @@ class Soak:
         ledger = Ledger(self.fleet.ledger)
         lost, conversations, variables, spans = [], [0, 0], [0, 0], []
         effects_applied = 0
-        for index, (sid, mode) in enumerate(self.sessions):
-            output = await self.turn(index, f"S{index} recap.", tries=3)
+        recaps = await asyncio.gather(*(self.turn(i, f"S{i} recap.", tries=3) for i in range(len(self.sessions))))
+        for index, ((sid, mode), output) in enumerate(zip(self.sessions, recaps)):
             status = (await session_handle(self.client, sid).describe()).status
             state = await session_state(self.client, sid)
             spans.append((state.last_activity - state.created_at).total_seconds() / 86400)
@@ -665,6 +688,7 @@ async def soak(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
                 f'task_queue = "{queue}"',
                 'tool_factories = ["soak_support:build_registry"]',
                 "sandbox_processes = 1",
+                *([f"sticky_queue_timeout_seconds = {args.sticky_seconds:g}"] if args.sticky_seconds else []),
                 "",
                 "[worker.providers]",
                 f'openai_base_url = "{args.model_url}"',
@@ -686,8 +710,9 @@ async def soak(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
     )
     Ledger(fleet.ledger)
     try:
-        for _ in range(args.workers):  # one at a time: the first records the deployment's key id
-            await fleet.spawn()
+        # Together, as a Deployment's pods start: each finds no key check yet or the one another wrote,
+        # for the same key (activities/sandbox/key_check.py), so which writes it first does not matter.
+        await asyncio.gather(*(fleet.spawn() for _ in range(args.workers)))
         say(f"{args.workers} workers up on {args.server} server; S3 via {endpoint} (fault rate {args.s3_fault_rate})")
         runner = Soak(args, env.client, fleet, control, queue, proxy, {})
         runner.env = env
@@ -717,6 +742,12 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--bounce", type=float, default=2.0, help="seconds an MCP bounce keeps the server down")
     parser.add_argument("--no-outage", dest="outage", action="store_false", help="no MCP outage past give-up")
     parser.add_argument("--no-rotation", dest="rotate", action="store_false")
+    parser.add_argument(
+        "--sticky-seconds",
+        type=float,
+        default=None,
+        help="the workers' sticky_queue_timeout_seconds: how soon a killed worker's runs move (unset: the SDK's 10)",
+    )
     parser.add_argument("--s3-fault-rate", type=float, default=0.03)
     parser.add_argument("--s3-slow-seconds", type=float, default=2.0)
     parser.add_argument("--seed", type=int, default=None)

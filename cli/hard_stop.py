@@ -8,7 +8,7 @@ cancellation. That wait has no end of its own: a tool that swallows
 soak), keeps the process alive forever under systemd, ``docker stop`` with a
 long grace, or in a terminal. So a stop always ends the process:
 
-- ``graceful_shutdown_seconds + STOP_MARGIN_SECONDS`` after the first signal
+- ``graceful_shutdown_seconds + stop_margin_seconds`` after the first signal
   a daemon thread (it needs nothing from the asyncio loop, which may be the
   thing that is stuck) prints one ``error:`` line and exits
   ``EXIT_STOP_TIMED_OUT``;
@@ -19,8 +19,8 @@ Either way the running activities are abandoned, which loses nothing:
 Temporal retries each after its timeout with the same idempotency key, and a
 run's effect ledger answers a recorded side effect without repeating it.
 
-``STOP_MARGIN_SECONDS`` (20) covers what the SDK and the worker do after the
-grace: cancellations reach the activities at their next ``await``, each
+The margin (the ``stop_margin_seconds`` setting, ``STOP_MARGIN_SECONDS`` = 20 by default) covers
+what the SDK and the worker do after the grace: cancellations reach the activities at their next ``await``, each
 reports to the server (one RPC), the last workflow task completions flush,
 then MCP sessions close (a stdio server gets 2 s to leave after its stdin
 closes, 2 more after SIGTERM) and the sandbox pool stops. A healthy worker
@@ -41,6 +41,8 @@ from typing import NoReturn
 
 EXIT_STOP_TIMED_OUT = 4
 STOP_MARGIN_SECONDS = 20.0
+"""The default of the ``stop_margin_seconds`` setting (spelled here too: this module is imported before
+the settings are, to catch a stop while the command starts; a test holds the two equal)."""
 
 ABANDONED = (
     "running activities are abandoned: Temporal retries each after its timeout with the same "
@@ -59,9 +61,9 @@ def waiting_for(what: str) -> None:
     _waiting_for = what
 
 
-def start_watchdog(grace_seconds: float) -> None:
+def start_watchdog(grace_seconds: float, margin_seconds: float = STOP_MARGIN_SECONDS) -> None:
     """Start (once, before any signal can need it) the daemon thread that ends the process
-    ``grace_seconds + STOP_MARGIN_SECONDS`` after the first stop signal.
+    ``grace_seconds + margin_seconds`` after the first stop signal.
 
     Started ahead, not from the signal handler: a handler that started a thread could
     deadlock on a threading lock the interrupted main thread holds.
@@ -69,7 +71,9 @@ def start_watchdog(grace_seconds: float) -> None:
     global _watchdog
     if _watchdog is not None:
         return
-    _watchdog = threading.Thread(target=_watch, args=(grace_seconds,), name="agentsteps-stop-deadline", daemon=True)
+    _watchdog = threading.Thread(
+        target=_watch, args=(grace_seconds, margin_seconds), name="agentsteps-stop-deadline", daemon=True
+    )
     _watchdog.start()
 
 
@@ -80,17 +84,17 @@ def signalled(signal_name: str, at: float) -> None:
     _signalled.set()
 
 
-def _watch(grace_seconds: float) -> None:
+def _watch(grace_seconds: float, margin_seconds: float) -> None:
     _signalled.wait()
     assert _first is not None
     signal_name, at = _first
-    limit = grace_seconds + STOP_MARGIN_SECONDS
+    limit = grace_seconds + margin_seconds
     time.sleep(max(0.0, at + limit - time.monotonic()))
     # Still here: the normal stop ends the process (cli.main._exit) long before this.
     exit_now(
         EXIT_STOP_TIMED_OUT,
         f"error: still stopping {time.monotonic() - at:.0f} s after {signal_name} (graceful_shutdown_seconds "
-        f"{grace_seconds:g} + {STOP_MARGIN_SECONDS:g} s margin), waiting for {_waiting_for}; exiting "
+        f"{grace_seconds:g} + {margin_seconds:g} s margin), waiting for {_waiting_for}; exiting "
         f"with status {EXIT_STOP_TIMED_OUT}: {ABANDONED}",
     )
 

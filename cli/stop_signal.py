@@ -45,15 +45,15 @@ def install_early() -> None:
         signal.signal(sig, _on_signal)
 
 
-def stop_event(grace_seconds: float) -> asyncio.Event:
+def stop_event(grace_seconds: float, margin_seconds: float = hard_stop.STOP_MARGIN_SECONDS) -> asyncio.Event:
     """An event set on SIGINT or SIGTERM, already set if one came before the loop was running.
 
     From that signal on the process ends within ``grace_seconds`` plus
-    ``hard_stop.STOP_MARGIN_SECONDS``, whatever the loop is doing.
+    ``margin_seconds``, whatever the loop is doing.
     """
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
-    hard_stop.start_watchdog(grace_seconds)
+    hard_stop.start_watchdog(grace_seconds, margin_seconds)
 
     def stopped() -> None:
         try:

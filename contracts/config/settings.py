@@ -266,6 +266,9 @@ class WorkerSettings(BaseModel):
     """Workflow-task slots; unset: the SDK's 100."""
     max_cached_workflows: int | None = Field(default=None, ge=0)
     """Runs kept in memory between tasks (the sticky cache); unset: the SDK's 1000. Each holds its history."""
+    sticky_queue_timeout_seconds: float | None = Field(default=None, gt=0)
+    """How long a cached run's next task waits for its worker before any worker takes it (replaying the
+    run): after a worker dies, its runs stand still this long. Unset: the SDK's 10 s."""
     required_providers: list[Literal["openai", "anthropic"]] = Field(default_factory=list)
     """Providers this deployment's runs use: ``agentsteps worker`` refuses to start without their API key,
     so a pod missing its Secret fails at once with a message instead of failing every run later."""
@@ -273,6 +276,9 @@ class WorkerSettings(BaseModel):
     """On SIGTERM/SIGINT: stop polling, then let running activities finish for this long before
     cancelling them. Longer than the LLM call's start-to-close (120 s), so a rolling restart never
     throws away a paid model call; Kubernetes' terminationGracePeriodSeconds must exceed it."""
+    stop_margin_seconds: float = Field(default=20.0, gt=0)
+    """After ``graceful_shutdown_seconds``, how long a stop may still take before the process exits
+    with status 4 (``cli/hard_stop.py``: what a healthy stop does in that time, and why 20)."""
     console: ConsoleSettings = Field(default_factory=ConsoleSettings)
     approval_webhooks: list[ApprovalWebhook] = Field(default_factory=list)
     """Who hears of a call waiting for approval, per tool or agent (``approval.notify``): docs/console.md."""

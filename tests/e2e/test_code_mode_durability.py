@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from code_mode_support import NudgeLedger
-from process_support import kill, start_worker_process, wait_for
+from process_support import STICKY_AFTER_KILL, kill, start_worker_process, wait_for
 
 from agentsteps.contracts import AgentInput, AgentResult, AgentSpec, LLMConfig
 from agentsteps.contracts.code.program import ProgramLimits
@@ -38,7 +39,7 @@ async def test_sigkilled_worker_mid_program_completes_and_each_side_effect_runs_
     task_queue = f"code-kill-{uuid.uuid4().hex[:8]}"
     state_dir = tmp_path / "state"
     ledger = NudgeLedger(state_dir / "nudges.db")
-    first = start_worker_process(WORKER, address, task_queue, scripted.url_openai, state_dir)
+    first = start_worker_process(WORKER, address, task_queue, scripted.url_openai, state_dir, env=STICKY_AFTER_KILL)
     spec = AgentSpec(
         model=LLMConfig(model="scripted-2026-01-01", max_tokens=256, context_window=64_000),
         tools=["tickets.nudge"],
@@ -55,6 +56,10 @@ async def test_sigkilled_worker_mid_program_completes_and_each_side_effect_runs_
         id=f"kill-{uuid.uuid4().hex[:8]}",
         task_queue=task_queue,
         result_type=AgentResult,
+        # A program segment runs as a local activity inside a workflow task: the killed worker's segment is
+        # rerun elsewhere once that task times out (Temporal's default 10 s). 5 s moves it the same way,
+        # sooner; a segment that outlasts it on a live worker keeps its task alive (the SDK heartbeats it at 4 s).
+        task_timeout=timedelta(seconds=5),
     )
     second = None
     try:

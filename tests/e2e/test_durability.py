@@ -7,7 +7,7 @@ import uuid
 from pathlib import Path
 
 from agent_support import make_spec
-from process_support import kill, start_worker_process, wait_for
+from process_support import STICKY_AFTER_KILL, kill, start_worker_process, wait_for
 
 from agentsteps.contracts import AgentInput, AgentResult
 from agentsteps.contracts.names import AGENT_WORKFLOW
@@ -42,7 +42,7 @@ async def test_sigkilled_worker_mid_tool_call_completes_on_a_new_worker_without_
     task_queue = f"kill-{uuid.uuid4().hex[:8]}"
     state_dir = tmp_path / "state"
     ledger_path = state_dir / "notifications.db"
-    first = start_worker_process(WORKER, address, task_queue, scripted.url_openai, state_dir)
+    first = start_worker_process(WORKER, address, task_queue, scripted.url_openai, state_dir, env=STICKY_AFTER_KILL)
     spec = make_spec(tool_policy=ActivityPolicy(start_to_close_seconds=4, initial_interval_seconds=0.5))
     handle = await client.start_workflow(
         AGENT_WORKFLOW,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from mcp_support import new_token
 from monitor_support import make_spec, nudge_comments, seed_tracker, stalled_by_sql
-from process_support import kill, start_worker_process, wait_for
+from process_support import STICKY_AFTER_KILL, kill, start_worker_process, wait_for
 
 from agentsteps.contracts.monitor import MonitorInput, MonitorReport
 from agentsteps.contracts.names import MONITOR_WORKFLOW
@@ -21,7 +21,8 @@ WORKER = Path(__file__).parents[1] / "support" / "monitor_support.py"
 async def test_sigkilled_worker_mid_tick_leaves_exactly_one_nudge_comment_per_stalled_issue(
     temporal_env, client, scripted, tmp_path
 ):
-    db, now = seed_tracker(tmp_path, issues=60)
+    # 24 issues, 12 of them stalled: enough that the kill lands mid-tick, few enough that the tick is short.
+    db, now = seed_tracker(tmp_path, issues=24)
     script = nudge_script(assigned_issues(db))
     for rule in script["rules"]:
         rule["reply"]["delay_seconds"] = 0.3  # drafts are slow enough that the kill lands mid-tick
@@ -39,7 +40,13 @@ async def test_sigkilled_worker_mid_tick_leaves_exactly_one_nudge_comment_per_st
     token = new_token()
     state_dir = tmp_path / "state"
     first = start_worker_process(
-        WORKER, address, task_queue, scripted.url_openai, state_dir, db, env={"TICKETS_TOKEN": token}
+        WORKER,
+        address,
+        task_queue,
+        scripted.url_openai,
+        state_dir,
+        db,
+        env={"TICKETS_TOKEN": token, **STICKY_AFTER_KILL},
     )
     handle = await client.start_workflow(
         MONITOR_WORKFLOW,

@@ -12,7 +12,7 @@ import random
 import subprocess
 import time
 
-from process_support import kill
+from process_support import STICKY_AFTER_KILL, kill
 from s3_support import s3_bucket, s3_client, s3_endpoint, store_settings  # noqa: F401 - fixtures
 from scale_helpers import PROGRAM_CALLS, TOOL_CALLS, code_spec, new_id, script, spawn, tool_spec, worker_settings
 from scale_support import ROWS, Ledger
@@ -43,7 +43,11 @@ async def test_runs_survive_random_worker_kills_across_workers_sharing_only_s3_a
         return worker_settings(address, queue, scripted.url_openai, next(state_dirs), s3=s3)
 
     workers: dict[int, subprocess.Popen] = {}
-    for proc in await asyncio.gather(*(asyncio.to_thread(spawn, settings_json(), ledger_path) for _ in range(3))):
+
+    def start() -> subprocess.Popen:
+        return spawn(settings_json(), ledger_path, env=STICKY_AFTER_KILL)
+
+    for proc in await asyncio.gather(*(asyncio.to_thread(start) for _ in range(3))):
         workers[proc.pid] = proc
     client = await connect(WorkerSettings.model_validate_json(settings_json()))
     specs = {new_id("tools"): tool_spec(DELAY) for _ in range(RUNS_PER_MODE)}
@@ -86,7 +90,7 @@ async def test_runs_survive_random_worker_kills_across_workers_sharing_only_s3_a
                 kills += 1
                 moved |= {w for w, pids in in_flight.items() if victim in pids}
                 # A replacement with a fresh, empty state directory: only S3 and the key are shared.
-                spawning.append(asyncio.ensure_future(asyncio.to_thread(spawn, settings_json(), ledger_path)))
+                spawning.append(asyncio.ensure_future(asyncio.to_thread(start)))
             await asyncio.sleep(0.1)
         outcomes = {w: r.result() for w, r in results.items()}
     finally:

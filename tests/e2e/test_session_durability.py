@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from agent_support import make_spec
-from process_support import kill, start_worker_process, wait_for
+from process_support import STICKY_AFTER_KILL, kill, start_worker_process, wait_for
 from session_support import memory_script
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
@@ -104,7 +104,7 @@ async def test_sigkill_mid_turn_the_session_goes_on_elsewhere_without_repeating_
     ledger_path = state_dir / "notifications.db"
     sid = f"skill-{uuid.uuid4().hex[:8]}"
     spec = make_spec(tool_policy=ActivityPolicy(start_to_close_seconds=4, initial_interval_seconds=0.5))
-    first = start_worker_process(WORKER, address, task_queue, scripted.url_openai, state_dir)
+    first = start_worker_process(WORKER, address, task_queue, scripted.url_openai, state_dir, env=STICKY_AFTER_KILL)
     try:
         await client.start_workflow(SESSION_WORKFLOW, SessionInput(spec=spec), id=sid, task_queue=task_queue)
         turn = asyncio.ensure_future(continue_session(client, sid, "tell carol the build is red"))

@@ -5,7 +5,9 @@ server, not the time-skipping one, is the shape here) at 3 sessions x 6
 turns on 2 ``agentsteps worker`` processes that share S3 (moto behind a
 faulting proxy) and a key: 2 SIGKILLs, an MCP bounce every round and one
 outage past ``give_up_seconds``, one ``payloads gc --delete`` during a round,
-one key rotation rollout. Every figure it measures is asserted.
+one key rotation rollout; a killed worker's runs move to another after 2 s
+(``sticky_queue_timeout_seconds``, the SDK's 10 by default). Every figure it
+measures is asserted.
 """
 
 from __future__ import annotations
@@ -42,6 +44,9 @@ def test_sessions_lose_nothing_through_kills_mcp_bounces_gc_a_key_rotation_and_s
             "6",
             "--s3-fault-rate",
             "0.05",
+            # A killed worker's runs move after 2 s, not the SDK's 10: the same move, sooner.
+            "--sticky-seconds",
+            "2",
             "--workdir",
             str(tmp_path),
         ],

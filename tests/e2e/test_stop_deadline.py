@@ -29,6 +29,7 @@ from temporalio.client import WorkflowExecutionStatus, WorkflowHandle
 
 from agentsteps.cli.hard_stop import EXIT_STOP_TIMED_OUT, STOP_MARGIN_SECONDS
 from agentsteps.contracts import AgentInput, AgentResult
+from agentsteps.contracts.config.settings import WorkerSettings
 from agentsteps.contracts.names import AGENT_WORKFLOW
 from agentsteps.contracts.spec import ActivityPolicy
 
@@ -70,11 +71,21 @@ def _ready(port: int) -> bool:
 
 
 def _start_worker(
-    address: str, task_queue: str, base_url: str, tmp_path: Path, *, mode: str, grace_seconds: float
+    address: str,
+    task_queue: str,
+    base_url: str,
+    tmp_path: Path,
+    *,
+    mode: str,
+    grace_seconds: float,
+    margin_seconds: float = STOP_MARGIN_SECONDS,
 ) -> Worker:
     name = f"{mode}-{uuid.uuid4().hex[:6]}"
-    config = tmp_path / "agentsteps.toml"
-    config.write_text('[worker]\ntool_factories = ["stubborn_tool_support:build_registry"]\n')
+    config = tmp_path / f"agentsteps-{name}.toml"
+    config.write_text(
+        '[worker]\ntool_factories = ["stubborn_tool_support:build_registry"]\n'
+        f"stop_margin_seconds = {margin_seconds:g}\n"
+    )
     port = _free_port()
     env = {
         **os.environ,
@@ -123,8 +134,10 @@ async def _exit_status(worker: Worker, timeout: float) -> tuple[int, float]:
 async def _start_run(client, task_queue: str) -> WorkflowHandle:
     spec = make_spec(
         tools=["slow_lookup"],
-        # The abandoned attempt is retried once its start-to-close passes.
-        tool_policy=ActivityPolicy(start_to_close_seconds=20, max_attempts=5),
+        # The abandoned attempt is retried once its start-to-close passes: no sooner than the stopping
+        # worker stops polling (at once, on the SIGTERM the test sends as soon as the tool has started),
+        # so the retry waits for the second worker.
+        tool_policy=ActivityPolicy(start_to_close_seconds=8, max_attempts=5),
     )
     return await client.start_workflow(
         AGENT_WORKFLOW,
@@ -160,20 +173,22 @@ class Stopped:
 
 @asynccontextmanager
 async def _sigterm_during_the_tool_call(
-    temporal_env, client, scripted, tmp_path: Path, *, mode: str, grace: float
+    temporal_env, client, scripted, tmp_path: Path, *, mode: str, grace: float, margin: float = STOP_MARGIN_SECONDS
 ) -> AsyncIterator[Stopped]:
     """Starts a worker whose tool behaves as ``mode``, and a run; SIGTERMs the worker once the tool runs
     and waits for its exit. The worker and the run are cleaned up on leaving."""
     scripted.set_script(SCRIPT)
     address = temporal_env.client.service_client.config.target_host
     task_queue = f"{mode}-{uuid.uuid4().hex[:8]}"
-    worker = _start_worker(address, task_queue, scripted.url_openai, tmp_path, mode=mode, grace_seconds=grace)
+    worker = _start_worker(
+        address, task_queue, scripted.url_openai, tmp_path, mode=mode, grace_seconds=grace, margin_seconds=margin
+    )
     handle = await _start_run(client, task_queue)
     try:
         await _until(lambda: f"start {mode}" in _tool_log(tmp_path), "the tool call", 60)
         sent_at = time.monotonic()
         worker.proc.send_signal(signal.SIGTERM)
-        status, exited_at = await _exit_status(worker, timeout=grace + STOP_MARGIN_SECONDS + 120)
+        status, exited_at = await _exit_status(worker, timeout=grace + margin + 120)
         yield Stopped(worker, handle, status, exited_at - sent_at, address, task_queue)
     finally:
         worker.stop()
@@ -184,18 +199,20 @@ async def _sigterm_during_the_tool_call(
 async def test_a_shutdown_stuck_on_a_tool_that_swallows_cancellation_ends_at_the_deadline_and_loses_nothing(
     temporal_env, client, scripted, tmp_path
 ):
-    grace = 2.0
+    # A margin shorter than the default 20 s (the stop_margin_seconds setting): the shutdown is stuck for
+    # good, so the deadline is reached whatever the margin; 5 s still leaves the SDK time to cancel the tool.
+    grace, margin = 2.0, 5.0
     async with _sigterm_during_the_tool_call(
-        temporal_env, client, scripted, tmp_path, mode="swallow", grace=grace
+        temporal_env, client, scripted, tmp_path, mode="swallow", grace=grace, margin=margin
     ) as stopped:
         err = stopped.worker.err()
         # The SDK did cancel it after the grace, and the tool swallowed that: the shutdown was really stuck.
         assert "cancelled swallow" in _tool_log(tmp_path), err[-2000:]
         assert stopped.status == EXIT_STOP_TIMED_OUT, f"status {stopped.status}: {err[-2000:]}"
-        assert stopped.after_signal >= grace + STOP_MARGIN_SECONDS - 1, "ended before its deadline"
+        assert stopped.after_signal >= grace + margin - 1, "ended before its deadline"
         assert "stopping: no new tasks" in err
         line = next(ln for ln in err.splitlines() if ln.startswith("error: still stopping"))
-        assert "after SIGTERM" in line and f"graceful_shutdown_seconds {grace:g}" in line
+        assert "after SIGTERM" in line and f"graceful_shutdown_seconds {grace:g} + {margin:g} s margin" in line
         assert "Worker.shutdown()" in line and "running activities are abandoned" in line
         assert f"status {EXIT_STOP_TIMED_OUT}" in line
         assert "Traceback" not in err
@@ -257,3 +274,8 @@ async def test_a_stop_that_cancels_a_polite_tool_after_the_grace_still_exits_0_w
         f"after the {grace:g} s grace the shutdown took {stopped.after_signal - grace:.1f} s "
         f"(margin {STOP_MARGIN_SECONDS:g} s)"
     )
+
+
+@pytest.mark.fast
+def test_the_stop_margin_setting_defaults_to_the_margin_the_stop_deadline_uses_before_settings_load():
+    assert WorkerSettings().stop_margin_seconds == STOP_MARGIN_SECONDS

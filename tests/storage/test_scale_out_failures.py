@@ -6,7 +6,7 @@ import asyncio
 import time
 
 import pytest
-from process_support import kill, wait_for
+from process_support import STICKY_AFTER_KILL, kill, wait_for
 from s3_support import s3_bucket, s3_client, s3_endpoint, store_settings  # noqa: F401 - fixtures
 from scale_helpers import new_id, script, spawn, tool_spec, worker_settings
 from scale_support import Ledger
@@ -22,9 +22,6 @@ BOUND = 60.0  # seconds from the takeover to the typed failure
 DELAY = 1.0
 """Seconds each export takes: the second is still running when its worker is killed (the first export
 waits for it), and the retried one on the worker taking over is cut at DELAY + 4 s."""
-STICKY = 2.0
-"""Seconds a task of a run cached on the killed worker waits for it before any worker may take it (10 s by
-default): the takeover starts sooner; which worker meets the missing payload, and how, is unchanged."""
 
 
 def _typed_failure(exc: BaseException) -> tuple[str, str]:
@@ -48,7 +45,7 @@ async def _takeover_fails_typed(
     ledger_path = tmp_path / "ledger.db"
     ledger = Ledger(ledger_path)
     client = await connect(WorkerSettings.model_validate_json(first))
-    worker = spawn(first, ledger_path, sticky_seconds=STICKY)
+    worker = spawn(first, ledger_path, env=STICKY_AFTER_KILL)
     workflow_id = new_id("takeover")
     handle = await client.start_workflow(
         AGENT_WORKFLOW,
@@ -63,7 +60,7 @@ async def _takeover_fails_typed(
         kill(worker)
         if between is not None:
             between()
-        replacement = spawn(second, ledger_path, sticky_seconds=STICKY)
+        replacement = spawn(second, ledger_path, env=STICKY_AFTER_KILL)
         started = time.monotonic()
         with pytest.raises(WorkflowFailureError) as caught:
             await asyncio.wait_for(handle.result(), timeout=BOUND)

@@ -11,7 +11,7 @@ import time
 from datetime import timedelta
 
 import pytest
-from process_support import kill, wait_for
+from process_support import STICKY_AFTER_KILL, kill, wait_for
 from s3_support import s3_bucket, s3_client, s3_endpoint, store_settings  # noqa: F401 - fixtures
 from scale_helpers import code_spec, new_id, script, spawn, worker_settings
 from scale_support import Ledger
@@ -30,9 +30,6 @@ KEY_WAIT = 5.0
 """Seconds the run waits before it asks again for a snapshot signed with a key id its worker lacks (30 s,
 then longer, in production: ``program_driver.KEY_WAITS``). Only how long the wait is differs: the worker
 without the key is stopped while the run waits, so the first ask after it goes to the worker with the key."""
-STICKY = 2.0
-"""Seconds a task of a run cached on a stopped worker waits for it before another may take it (10 s by
-default): the next worker takes over sooner; what it meets there is unchanged."""
 
 
 async def _waiting_for_the_key(handle: WorkflowHandle) -> None:
@@ -73,7 +70,7 @@ async def test_a_worker_without_the_signing_key_never_fails_the_paused_program_a
     ledger_path = tmp_path / "ledger.db"
     ledger = Ledger(ledger_path)
     client = await connect(WorkerSettings.model_validate_json(first))
-    workers = [spawn(first, ledger_path, snapshot_every=1, key_wait=KEY_WAIT, sticky_seconds=STICKY)]
+    workers = [spawn(first, ledger_path, snapshot_every=1, key_wait=KEY_WAIT, env=STICKY_AFTER_KILL)]
     workflow_id = new_id("rollout")
     handle = await client.start_workflow(
         AGENT_WORKFLOW,
@@ -85,11 +82,11 @@ async def test_a_worker_without_the_signing_key_never_fails_the_paused_program_a
     try:
         await wait_for(lambda: 2 in ledger.effects(workflow_id), timeout=90)
         kill(workers[0])
-        workers.append(spawn(second, ledger_path, snapshot_every=1, key_wait=KEY_WAIT, sticky_seconds=STICKY))
+        workers.append(spawn(second, ledger_path, snapshot_every=1, key_wait=KEY_WAIT, env=STICKY_AFTER_KILL))
         # The foreign pod meets the snapshot, retries, then the run waits to ask again (formerly it failed here).
         await _waiting_for_the_key(handle)
         kill(workers[1])
-        workers.append(spawn(third, ledger_path, snapshot_every=1, key_wait=KEY_WAIT, sticky_seconds=STICKY))
+        workers.append(spawn(third, ledger_path, snapshot_every=1, key_wait=KEY_WAIT, env=STICKY_AFTER_KILL))
         result = await asyncio.wait_for(handle.result(), timeout=240)
     finally:
         for worker in workers:

@@ -12,7 +12,21 @@ import asyncio
 import os
 import sys
 from collections.abc import Awaitable, Callable
-from typing import NoReturn
+from datetime import timedelta
+from typing import Any, NoReturn
+
+
+def worker_options() -> dict[str, Any]:
+    """``Worker`` options a test sets through the child's environment.
+
+    ``AGENTSTEPS_TEST_NO_CACHE=1``: no sticky cache, so each workflow task may go to any worker (the
+    time-skipping test server never moves a dead worker's sticky tasks elsewhere).
+    ``AGENTSTEPS_TEST_STICKY_SECONDS``: ``process_support.STICKY_AFTER_KILL``.
+    """
+    options: dict[str, Any] = {"max_cached_workflows": 0} if os.environ.get("AGENTSTEPS_TEST_NO_CACHE") else {}
+    if sticky := os.environ.get("AGENTSTEPS_TEST_STICKY_SECONDS"):
+        options["sticky_queue_schedule_to_start_timeout"] = timedelta(seconds=float(sticky))
+    return options
 
 
 async def serve_until_killed(*more_lines: object) -> None:

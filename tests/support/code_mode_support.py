@@ -9,14 +9,13 @@ usage as a process: python code_mode_support.py ADDRESS TASK_QUEUE OPENAI_BASE_U
 from __future__ import annotations
 
 import asyncio
-import os
 import sqlite3
 import sys
 from contextlib import asynccontextmanager
 from pathlib import Path
 
 import httpx2
-from child_main import run_child, serve_until_killed
+from child_main import run_child, serve_until_killed, worker_options
 from pydantic import BaseModel
 from temporalio.client import Client
 from temporalio.worker import Worker
@@ -182,8 +181,7 @@ async def code_worker(client: Client, settings: WorkerSettings, pool: SandboxPoo
                 *ApprovalNotifier(settings.approval_webhooks).activities(),  # asked at a run's first waiting call
             ],
             max_concurrent_activities=20,
-            # AGENTSTEPS_TEST_NO_CACHE=1: no sticky cache (the time-skipping server never reroutes sticky tasks).
-            max_cached_workflows=0 if os.environ.get("AGENTSTEPS_TEST_NO_CACHE") else 1000,
+            **{"max_cached_workflows": 1000, **worker_options()},
         ) as worker:
             yield worker, sandbox
     await pool.close()

@@ -95,11 +95,9 @@ def spawn(
     *,
     snapshot_every: int | None = None,
     key_wait: float | None = None,
-    sticky_seconds: float | None = None,
+    env: dict[str, str] | None = None,
 ):
-    env = {"SCALE_SETTINGS": settings_json, "SCALE_LEDGER": str(ledger)}
-    if sticky_seconds is not None:
-        env["SCALE_STICKY_SECONDS"] = str(sticky_seconds)
+    env = {**(env or {}), "SCALE_SETTINGS": settings_json, "SCALE_LEDGER": str(ledger)}
     if snapshot_every is not None:
         env["SCALE_SNAPSHOT_EVERY"] = str(snapshot_every)
     if key_wait is not None:

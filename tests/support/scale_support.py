@@ -16,10 +16,9 @@ import os
 import sqlite3
 import time
 from contextlib import closing
-from datetime import timedelta
 from pathlib import Path
 
-from child_main import run_child, serve_until_killed
+from child_main import run_child, serve_until_killed, worker_options
 from pydantic import BaseModel, Field
 from temporalio import activity
 
@@ -112,11 +111,8 @@ async def _main() -> None:
 
         program_driver.KEY_WAITS = (float(os.environ["SCALE_KEY_WAIT"]),) * 100
         program_driver.SEGMENT_RETRY_SECONDS = 0.1
-    options = {}
-    if os.environ.get("SCALE_STICKY_SECONDS"):  # a killed worker's cached runs move to the others sooner (10 s)
-        options["sticky_queue_schedule_to_start_timeout"] = timedelta(seconds=float(os.environ["SCALE_STICKY_SECONDS"]))
     client = await connect(settings)
-    async with running_worker(client, settings, **options):
+    async with running_worker(client, settings, **worker_options()):
         await serve_until_killed()
 
 

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from approval_support import approval_registry, webhook_settings
-from child_main import run_child, serve_until_killed
+from child_main import run_child, serve_until_killed, worker_options
 
 from agentsteps.contracts.config.settings import ProviderSettings, WorkerSettings
 from agentsteps.worker import connect, running_worker
@@ -30,7 +30,7 @@ async def main(address: str, task_queue: str, base_url: str, state_dir: str, url
         console_url,
     )
     client = await connect(settings)
-    async with running_worker(client, settings, registry=approval_registry([])):
+    async with running_worker(client, settings, registry=approval_registry([]), **worker_options()):
         await serve_until_killed()
 
 

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import os
 import sys
-from datetime import timedelta
 from pathlib import Path
 
-from child_main import run_child, serve_until_killed
+from child_main import run_child, serve_until_killed, worker_options
 
 from agentsteps.contracts.config.settings import ProviderSettings, WorkerSettings
 from agentsteps.contracts.quotas.config import QuotaSettings
@@ -32,13 +31,7 @@ async def main(address: str, task_queue: str, base_url: str, state_dir: str) -> 
         # import (seconds on a loaded machine) is imported before the worker polls.
         import agentsteps.activities.llm.providers.openai  # noqa: F401
     client = await connect(settings)
-    # AGENTSTEPS_TEST_NO_CACHE=1: no sticky cache, so each workflow task may go to any worker
-    # (the time-skipping test server never moves a dead worker's sticky tasks elsewhere).
-    options: dict = {"max_cached_workflows": 0} if os.environ.get("AGENTSTEPS_TEST_NO_CACHE") else {}
-    if sticky := os.environ.get("AGENTSTEPS_TEST_STICKY_SECONDS"):
-        # A SIGKILLed worker's sticky tasks go to the normal queue after this long (Temporal's default: 10 s).
-        options["sticky_queue_schedule_to_start_timeout"] = timedelta(seconds=float(sticky))
-    async with running_worker(client, settings, **options):
+    async with running_worker(client, settings, **worker_options()):
         await serve_until_killed()
 
 
