@@ -99,7 +99,7 @@ class Written:
         original = scripted_server._Handler._send_events
         log = self
 
-        def send_events(handler: Any, answer: Any, before_last_write: Any) -> None:
+        def send_events(handler: Any, answer: Any, *rest: Any) -> None:
             marks: list[tuple[float, int]] = []
             log.requests.append(marks)
             write, chars = handler.wfile.write, 0
@@ -113,7 +113,7 @@ class Written:
 
             handler.wfile.write = timed
             try:
-                original(handler, answer, before_last_write)
+                original(handler, answer, *rest)
             finally:
                 handler.wfile.write = write
 
