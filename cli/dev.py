@@ -161,9 +161,8 @@ def _port_free(port: int) -> bool:
 
 
 async def run_dev(settings: WorkerSettings) -> int:
-    stop = stop_event(
-        settings.graceful_shutdown_seconds, settings.stop_margin_seconds
-    )  # first: a stop while starting drains, never kills
+    # First: a stop while starting drains, never kills.
+    stop = stop_event(settings.graceful_shutdown_seconds, settings.stop_margin_seconds)
     if settings.temporal_address:
         raise StackConflictError(
             f"agentsteps dev runs the embedded stack on this machine, but TEMPORAL_ADDRESS is set "
@@ -241,9 +240,8 @@ def _stopping_when_replaced(check: QueueCheck, stop: asyncio.Event) -> QueueChec
 
 
 async def run_worker_only(settings: WorkerSettings, *, replace_fleet: bool = False) -> int:
-    stop = stop_event(
-        settings.graceful_shutdown_seconds, settings.stop_margin_seconds
-    )  # first: in place before connecting, polling or the banner
+    # First: in place before connecting, polling or the banner.
+    stop = stop_event(settings.graceful_shutdown_seconds, settings.stop_margin_seconds)
     settings = production_settings(settings)
     await check_snapshot_key(settings)
     client = await connect(settings)
