@@ -7,6 +7,9 @@ The repository root is the ``agentsteps`` package, so mypy reads it through a li
 re-run checks only what changed). That the installed wheel gives a user's type checker these types
 (``py.typed``) is proven in ``tests/e2e/test_wheel_install.py``; which names are public is
 ``tests/repo/test_exported_members.py``'s.
+
+The two mypy runs carry the ``typecheck`` marker: ``make typecheck`` runs them (``.ci/run``, between
+the lint and the suite), ``make test`` leaves them out.
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ import sys
 import tempfile
 import tomllib
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mypy"]
@@ -33,6 +38,7 @@ def _source_link() -> Path:
     return home
 
 
+@pytest.mark.typecheck
 def test_the_package_passes_mypy_strict():
     home = _source_link()
     done = subprocess.run(
@@ -55,6 +61,7 @@ def test_the_package_passes_mypy_strict():
     assert done.stdout.startswith("Success: no issues found"), done.stdout
 
 
+@pytest.mark.typecheck
 def test_the_dashboard_builder_is_type_clean_against_grafanas_typed_builders():
     grafana = ROOT / "deploy" / "grafana"
     done = subprocess.run(
