@@ -27,6 +27,7 @@ from agentsteps.contracts.names import (
     QUOTA_FROM_WORKER_PATCH,
     RELEASE_2026_12_06_PATCH,
 )
+from agentsteps.contracts.spec import ActivityPolicy
 from agentsteps.workflows.agent import AgentWorkflow
 
 STEPS = 30
@@ -159,7 +160,9 @@ async def test_an_older_worker_never_takes_the_call_that_resolves_tools_and_the_
 
     scripted.set_script(weather_then_answer())
     older_calls.clear()
-    spec = make_spec(tools=["get_weather"])
+    # Attempts a second apart: both workers poll, and under the default backoff a run of attempts lost
+    # to the older one doubled the wait each time (70 s once); which worker wins is what is tested.
+    spec = make_spec(tools=["get_weather"], llm_policy=ActivityPolicy(maximum_interval_seconds=1.0))
     # An older worker runs tools too (storing nothing): without tools.call there, every attempt of a tool call
     # could meet it on a loaded machine and fail the run, which no real rollout does.
     older_tools = ToolActivities(load_registry(settings))
@@ -201,7 +204,6 @@ async def test_a_call_whose_every_attempt_met_an_older_worker_waits_for_an_upgra
 ):
     """In a rolling upgrade the older workers may take every attempt of the call only upgraded ones register:
     the run waits durably and schedules it again, never fails for it (one attempt here, so it would at once)."""
-    from agentsteps.contracts.spec import ActivityPolicy
     from agentsteps.worker import running_worker
 
     scripted.set_script(weather_then_answer())
