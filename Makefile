@@ -66,8 +66,8 @@ mcp-thirdparty: $(THIRDPARTY_SERVERS)
 # suite starts hundreds of Python processes (workers, CLI commands), and without the cache each one
 # compiles the package again and each test process re-rewrites every test module (about 0.3 s and
 # 6 s of CPU). The caches are __pycache__ folders, which git ignores.
-# Four processes on two cores: most tests wait on servers and child processes, not on CPU; 4 took
-# 6:17 against 3's 7:00 in fresh clones (docs/benchmarks.md).
+# Four processes on two cores: 6:33 in a fresh clone against 7:00-7:39 on 3 (docs/benchmarks.md); a
+# test process spends much of its time waiting on servers and child processes.
 TEST_WORKERS ?= 4
 test: $(DEVELOP) mcp-thirdparty
 	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not first_hour and not typecheck" $(PYTEST_ARGS)
@@ -78,7 +78,7 @@ lint: $(DEVELOP)
 	$(BIN)/ruff check --quiet .
 
 # mypy --strict over the package and the dashboard builder (tests/repo/test_public_types.py): a static check
-# beside the lint, not in the suite, where a cold cache took a minute of CPU from the tests; a warm one re-checks
+# beside the lint, not in the suite, where a cold cache took up to a minute of one test process; a warm one re-checks
 # only what changed. .ci/run runs it between the lint and the suite.
 typecheck: $(DEVELOP)
 	$(BIN)/python -m pytest -q -m typecheck tests/repo/test_public_types.py $(PYTEST_ARGS)
