@@ -104,10 +104,16 @@ async def monitor_worker(
     mcp: McpToolClient,
     *,
     task_queue: str | None = None,
+    **worker_options: Any,
 ) -> AsyncIterator[Worker]:
     """The standard worker, with the tracker as an extra tool source and no Python tools."""
     async with running_worker(
-        client, settings, registry=ToolRegistry(), sources=[McpToolSource(mcp)], task_queue=task_queue
+        client,
+        settings,
+        registry=ToolRegistry(),
+        sources=[McpToolSource(mcp)],
+        task_queue=task_queue,
+        **worker_options,
     ) as worker:
         yield worker
 

@@ -20,7 +20,8 @@ from typing import Any
 from temporalio.api.common.v1 import Payload
 from temporalio.contrib.pydantic import PydanticJSONPlainPayloadConverter
 
-_ENCODING = b"json/plain"
+JSON_PLAIN = b"json/plain"
+"""The encoding it writes and, in a composite converter's table, the key it replaces."""
 
 
 class CompactJSONPayloadConverter(PydanticJSONPlainPayloadConverter):
@@ -32,8 +33,8 @@ class CompactJSONPayloadConverter(PydanticJSONPlainPayloadConverter):
 
     def to_payload(self, value: Any) -> Payload | None:
         return Payload(
-            metadata={"encoding": _ENCODING}, data=self._schema_serializer.to_json(value, exclude_defaults=True)
+            metadata={"encoding": JSON_PLAIN}, data=self._schema_serializer.to_json(value, exclude_defaults=True)
         )
 
 
-__all__ = ["CompactJSONPayloadConverter"]
+__all__ = ["JSON_PLAIN", "CompactJSONPayloadConverter"]

@@ -73,7 +73,7 @@ from temporalio.converter import (
 
 from ..contracts.errors import PayloadIntegrityError, PayloadMissingError, PayloadStoreDeniedError
 from ..failures import to_application_error
-from .compact_payloads import CompactJSONPayloadConverter
+from .compact_payloads import JSON_PLAIN, CompactJSONPayloadConverter
 
 UNAVAILABLE_ENCODING = "agentsteps/unavailable"
 logger = logging.getLogger(__name__)
@@ -295,9 +295,6 @@ def _process_converters() -> tuple[EncodingPayloadConverter, ...]:
     return (*PydanticPayloadConverter().converters.values(), _UnavailablePayloadConverter())
 
 
-_JSON = b"json/plain"
-
-
 @functools.cache
 def _compact_json() -> CompactJSONPayloadConverter:
     full = next(c for c in _process_converters() if isinstance(c, PydanticJSONPlainPayloadConverter))
@@ -320,7 +317,7 @@ class AgentStepsPayloadConverter(PydanticPayloadConverter):
         bound.converters = {**self.converters, UNAVAILABLE_ENCODING.encode(): _UnavailablePayloadConverter(context)}
         if isinstance(context, ActivitySerializationContext):
             # An activity's input and result are read only by the engine: written without their defaults.
-            bound.converters[_JSON] = _compact_json()
+            bound.converters[JSON_PLAIN] = _compact_json()
         return bound
 
 
@@ -331,7 +328,7 @@ class ActivityResultPayloadConverter(AgentStepsPayloadConverter):
 
     def __init__(self) -> None:
         super().__init__()
-        self.converters = {**self.converters, _JSON: _compact_json()}
+        self.converters = {**self.converters, JSON_PLAIN: _compact_json()}
 
 
 async def terminate_unreadable_runs(client: Client, every: float = 0.2, grace: float = 1.0) -> None:

@@ -12,7 +12,7 @@ import json
 import uuid
 
 import pytest_asyncio
-from agent_support import make_spec, weather_then_answer
+from agent_support import make_spec, start_agent, weather_then_answer
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
@@ -39,13 +39,7 @@ async def history(client, settings, scripted):
     engine_client = Client(**{**client.config(), "data_converter": build_data_converter(settings)})
     scripted.set_script(weather_then_answer())
     async with running_worker(engine_client, settings):
-        handle = await engine_client.start_workflow(
-            AGENT_WORKFLOW,
-            AgentInput(spec=make_spec(), input="weather please"),
-            id=f"compact-{uuid.uuid4().hex[:8]}",
-            task_queue=settings.task_queue,
-            result_type=AgentResult,
-        )
+        handle = await start_agent(engine_client, settings.task_queue, make_spec())
         result = await handle.result()
     assert result.status == "completed", result
     return await handle.fetch_history()

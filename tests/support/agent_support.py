@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from temporalio.client import Client, WorkflowFailureError
+from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 from temporalio.exceptions import ApplicationError
 
 from agentsteps.contracts import AgentInput, AgentResult, AgentSpec, LLMConfig
@@ -26,14 +26,20 @@ def make_spec(**overrides: Any) -> AgentSpec:
     return AgentSpec(**data)
 
 
-async def run_agent(client: Client, task_queue: str, spec: AgentSpec, text: str = "weather please") -> AgentResult:
-    return await client.execute_workflow(
+async def start_agent(
+    client: Client, task_queue: str, spec: AgentSpec, text: str = "weather please"
+) -> WorkflowHandle[Any, AgentResult]:
+    return await client.start_workflow(
         AGENT_WORKFLOW,
         AgentInput(spec=spec, input=text),
         id=f"test-{uuid.uuid4().hex[:10]}",
         task_queue=task_queue,
         result_type=AgentResult,
     )
+
+
+async def run_agent(client: Client, task_queue: str, spec: AgentSpec, text: str = "weather please") -> AgentResult:
+    return await (await start_agent(client, task_queue, spec, text)).result()
 
 
 async def run_agent_failure(client: Client, task_queue: str, spec: AgentSpec, text: str = "hi") -> ApplicationError:

@@ -99,11 +99,8 @@ async def run_tick(client: Client, task_queue: str, spec: MonitorSpec, as_of: da
 async def _main(address: str, task_queue: str, base_url: str, state_dir: str, db: str) -> None:
     from temporalio.contrib.pydantic import pydantic_data_converter
 
-    from agentsteps.activities.mcp import McpToolSource
-    from agentsteps.activities.tools.registry import ToolRegistry
     from agentsteps.contracts.config.settings import ProviderSettings, WorkerSettings
-    from agentsteps.demos.monitor import tracker_client, tracker_server
-    from agentsteps.worker import running_worker
+    from agentsteps.demos.monitor import monitor_worker, tracker_client, tracker_server
 
     settings = WorkerSettings(
         state_dir=Path(state_dir),
@@ -112,9 +109,7 @@ async def _main(address: str, task_queue: str, base_url: str, state_dir: str, db
     )
     client = await Client.connect(address, data_converter=pydantic_data_converter)
     mcp = tracker_client({"tickets": tracker_server(db)}, os.environ["TICKETS_TOKEN"])
-    # demos.monitor.monitor_worker's worker, with the test's Worker options.
-    sources = [McpToolSource(mcp)]
-    async with running_worker(client, settings, registry=ToolRegistry(), sources=sources, **worker_options()):
+    async with monitor_worker(client, settings, mcp, **worker_options()):
         await serve_until_killed()
 
 
