@@ -300,6 +300,7 @@ def build_worker(
         [mcp.source(), *sources],
         conversations,
         programs=sandbox.resume_carried,  # a program live here resumes inside its call's activity
+        models=lambda request: llm.call(request),  # a step's next model call, made inside its tool's activity
     )
     plans = QuotaPlanActivities(settings)
     llm = LLMActivities(

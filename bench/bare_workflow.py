@@ -18,8 +18,9 @@ async def noop(payload: str) -> str:
 
 @workflow.defn(name="BareAgentShape")
 class BareAgentShape:
-    """A one-shot tool-mode run's activity shape with no-op activities: per step a model call and a
-    tool call, then the final model call (the first model call resolves the tools: no describe)."""
+    """A tool-mode run's two-activity shape with no-op activities: per step a model call and a tool call,
+    then the final model call (the hand-written loop's shape; an engine step whose tool call carries the next
+    model call is one activity, so the engine can run under this floor)."""
 
     @workflow.run
     async def run(self, steps: int) -> int:

@@ -55,8 +55,8 @@ from agentsteps.contracts import AgentSpec, LLMConfig
 HERE = Path(__file__).resolve().parent
 STEPS = 3
 CITIES = ["Paris", "Tokyo", "London"]
-TARGET = 1.0
-"""Runs/s against the hand-written loop."""
+TARGET = 1.05
+"""Runs/s against the hand-written loop (issue 39; was 1.0)."""
 
 
 def script() -> dict[str, Any]:

@@ -41,6 +41,7 @@ with workflow.unsafe.imports_passed_through():
     from ..contracts.code.program import ReplMemory
     from ..contracts.errors import BudgetExceededError, DeploymentConfigError, InvalidSpecError, ToolConfigError
     from ..contracts.llm.conversation import ConversationRef
+    from ..contracts.llm.next_call import NextModelAnswer, NextModelCall
     from ..contracts.llm.request import TokenStream
     from ..contracts.llm.tokens import prompt_tokens_upper_bound
     from ..contracts.llm.tool_catalog import ToolCatalogRef
@@ -50,7 +51,7 @@ with workflow.unsafe.imports_passed_through():
     from ..failures import from_failure, to_application_error
     from ..telemetry import workflow_metrics
     from .approvals import ApprovalDesk
-    from .calls import PlanFirst, budget_exceeded, call_llm, call_tool
+    from .calls import PlanFirst, account, budget_exceeded, call_llm, call_tool
     from .conversation import ConversationChain
     from .effects import EffectLedger, run_chain
     from .ladder import Rung, ViolationLadder, retry_history, violation_error
@@ -227,6 +228,13 @@ class AgentRun:
             if resolving and isinstance(from_failure(exc), (InvalidSpecError, ToolConfigError)):
                 raise exc.cause from None  # type: ignore[misc]
             raise
+        self._took(request, chain, response, resolving)
+        return response
+
+    def _took(
+        self, request: LLMRequest, chain: ConversationChain | None, response: LLMResponse, resolving: bool
+    ) -> None:
+        """What the run learns from a model call's answer: its tools, its stored conversation, its cost."""
         if resolving:
             if response.tools is None:
                 # llm.call.resolving_tools always returns them; a worker that did not is misbuilt, never
@@ -243,6 +251,58 @@ class AgentRun:
         if chain is not None and response.conversation is not None:
             chain.learn(request.messages, response.conversation)
         self.result.cost_usd += response.cost_usd
+
+    def next_call(self, request: LLMRequest, tool: ToolSchema | None) -> NextModelCall | None:
+        """The next step's model call, for a step's only tool call to carry (``contracts/llm/next_call.py``), its
+        tokens reserved; ``request`` is that call's but for the tool message, which the activity appends.
+
+        None when the call goes as its own ``llm.call``: the tool may not be made again harmlessly by a retry
+        (side effects, an approval, another delivery, a heartbeat timeout the model call would not beat), or
+        the call needs what only the workflow does around it (a quota plan, a token stream, tools to resolve,
+        a conversation not stored), or it would not fit the budget (the own call then fails it, typed).
+        """
+        spec, config, quota = self.spec, self.config, self.config.quota
+        if (
+            not self.features.release  # first: a run recorded before it asks its patches where it always did
+            or self.progress.cancel_requested  # the run stops before its next step: no model call after the tool
+            or tool is None
+            or tool.side_effects
+            or tool.requires_approval
+            or tool.delivery != "retry"
+            or spec.tool_policy.heartbeat_seconds is not None
+            or config.chain is None
+            or self.tools.pending
+            or (quota is not None and (not quota.known or quota.plan is not None))
+            or (config.stream_tokens and self.features.token_stream)
+        ):
+            return None
+        if spec.context_policy != "none":
+            request = request.model_copy(update={"context_policy": spec.context_policy})
+        allowance = spec.token_budget - self.result.usage.total_tokens - self.progress.reserved_tokens
+        if request.config.max_tokens > allowance:
+            return None
+        self.progress.reserved_tokens += request.config.max_tokens
+        sent = self._wire(request.model_copy(update={"token_allowance": allowance}), config.chain)
+        return NextModelCall(
+            request=sent, tool_cap=self.tool_result_cap(), seconds=spec.llm_policy.start_to_close_seconds
+        )
+
+    def release(self, call: NextModelCall) -> None:
+        """``call``'s reserved tokens go back to the budget (its answer is taken, or it will not come)."""
+        self.progress.reserved_tokens -= call.request.config.max_tokens
+
+    def took_next(
+        self, call: NextModelCall, messages: list[Message], answer: NextModelAnswer | None
+    ) -> LLMResponse | None:
+        """The answer a tool call carried to ``call``, taken as an ``llm.call`` result is (``messages``: the
+        request's, the tool message last); None when none came, and the loop calls the model itself."""
+        self.release(call)
+        if answer is None:
+            return None
+        response = answer.response
+        self.progress.model = call.request.config.model
+        self._took(call.request.model_copy(update={"messages": messages}), self.config.chain, response, False)
+        account(response, self.result, self.spec.token_budget)
         return response
 
     async def _planned(self, request: LLMRequest, chain: ConversationChain | None, refusable: bool) -> LLMResponse:
@@ -369,6 +429,7 @@ class AgentRun:
         program: str = "",
         for_model: bool = False,
         carried: CarriedProgram | None = None,
+        next_call: NextModelCall | None = None,
     ) -> ToolCallResult:
         """One tool call under the run's effect keys, after its approval if the tool requires one.
 
@@ -380,6 +441,7 @@ class AgentRun:
         activity stores that tool message in the run's conversation store and the next call names it.
         ``carried``: the code-mode program waiting on this call alone (``CarriedProgram``); a result from the
         activity may then carry its next pause (``CarryingCallResult``), never one from the record.
+        ``next_call``: the model call after this one (``next_call``), which the activity may answer too.
         """
         if self.effects is None:  # a run recorded before EFFECTS_PATCH
             return await call_tool_keyed_by_run(
@@ -422,6 +484,7 @@ class AgentRun:
             store_for=store_for,
             store_cap=self.tool_result_cap() if store_for else None,
             program=carried,
+            next_call=next_call,
         )
         if effectful:
             # The record answers a repeat of the effect: the tool's result, not a pause of this program.
@@ -515,7 +578,11 @@ class AgentRun:
         started: datetime,
         *,
         program: str | None = None,
+        ended: datetime | None = None,
     ) -> None:
+        """``ended``: when the step's own work ended, when not now (the next step's model call was made after it,
+        inside its tool's activity)."""
+        seconds = ((ended or workflow.now()) - started).total_seconds()
         self.result.steps.append(
             Step(
                 index=index,
@@ -527,12 +594,12 @@ class AgentRun:
                 violations=response.violations,
                 context=response.context,
                 started_at=started,
-                seconds=seconds_since(started),
+                seconds=seconds,
                 cost_usd=response.cost_usd,
                 program=program[:PROGRAM_KEPT] if program else None,
             )
         )
-        workflow_metrics.record_step(self.config.mode, seconds_since(started))
+        workflow_metrics.record_step(self.config.mode, seconds)
         if self.config.on_event is not None:
             # The completed answer is authoritative: its length and digest let a reader prove (or correct) the
             # text it was streamed. Pure, in memory: no command.

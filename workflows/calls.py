@@ -27,6 +27,7 @@ with workflow.unsafe.imports_passed_through():
     from ..contracts.code.carried import CarriedProgram, CarryingCallInput, CarryingCallResult, program_outcome
     from ..contracts.code.program import CallOutcome
     from ..contracts.errors import BudgetExceededError, ToolNotSentError
+    from ..contracts.llm.next_call import NextModelCall
     from ..contracts.llm.tools import Delivery, ToolsDescribeInput, outcome_unknown
     from ..contracts.names import LLM_CALL_PLAN_FIRST, TOOLS_CALL, TOOLS_DESCRIBE
     from ..contracts.quotas.plan import PlanFirstAnswer
@@ -90,12 +91,17 @@ async def call_llm(
                 name, request, result_type=LLMResponse, summary=schedule, **activity_options(policy)
             ),
         )
+    account(response, ledger, token_budget)
+    return response
+
+
+def account(response: LLMResponse, ledger: UsageLedger, token_budget: int | None) -> None:
+    """A model call's billable tokens on ``ledger``; going over ``token_budget`` fails the run."""
     ledger.usage = ledger.usage + response.usage.billable()
     if response.context is not None:  # a summary the context policy asked for
         ledger.usage = ledger.usage + response.context.usage
     if token_budget is not None and ledger.usage.total_tokens > token_budget:
         raise budget_exceeded(f"token budget exceeded: {ledger.usage.total_tokens} > {token_budget}")
-    return response
 
 
 def budget_exceeded(message: str) -> ApplicationError:
@@ -114,6 +120,7 @@ async def call_tool(
     store_for: str = "",
     store_cap: int | None = None,
     program: CarriedProgram | None = None,
+    next_call: NextModelCall | None = None,
 ) -> ToolCallResult:
     """One tool call. ``key`` must be stable across retries, crashes and replays: the side effect runs once.
 
@@ -125,7 +132,8 @@ async def call_tool(
     timeout or a lost worker becomes an ``OUTCOME_UNKNOWN`` error result for the
     model. A workflow cancel during the call cancels the run. ``program``: the code-mode program waiting
     on this call alone, which the activity resumes after the tool (never for an at-most-once call, whose
-    activity must end as soon as the tool has answered).
+    activity must end as soon as the tool has answered). ``next_call``: the model call after this call, which
+    the activity makes after the tool (``contracts/llm/next_call.py``); its time goes on top of the tool's.
     """
     call = ToolCallInput(
         name=name,
@@ -136,14 +144,15 @@ async def call_tool(
         store_for=store_for,
         store_cap=store_cap,
     )
-    if program is not None and delivery != "at_most_once":
-        carrying = CarryingCallInput(**dict(call), program=program)
+    if (program is not None or next_call is not None) and delivery != "at_most_once":
+        carrying = CarryingCallInput(**dict(call), program=program, next_call=next_call)
+        options = activity_options(policy)
+        summary = f"execute_tool {name}"
+        if next_call is not None:
+            options["start_to_close_timeout"] += timedelta(seconds=next_call.seconds)
+            summary += f", then chat {next_call.request.config.model}"
         answer: CarryingCallResult = await workflow.execute_activity(
-            TOOLS_CALL,
-            carrying,
-            result_type=CarryingCallResult,
-            summary=f"execute_tool {name}",
-            **activity_options(policy),
+            TOOLS_CALL, carrying, result_type=CarryingCallResult, summary=summary, **options
         )
         return answer
     if delivery != "at_most_once":
@@ -205,6 +214,7 @@ def call_outcome(call_id: int, result: ToolCallResult) -> CallOutcome:
 __all__ = [
     "PlanFirst",
     "UsageLedger",
+    "account",
     "budget_exceeded",
     "call_llm",
     "call_outcome",

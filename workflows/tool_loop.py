@@ -10,6 +10,7 @@ Called through ``steps.run_steps`` by both ``AgentWorkflow`` (one input) and
 from __future__ import annotations
 
 import json
+from datetime import datetime, timedelta
 
 from temporalio import workflow
 
@@ -25,6 +26,8 @@ with workflow.unsafe.imports_passed_through():
         ToolCallRecord,
         ToolCallResult,
     )
+    from ..contracts.code.carried import carried_answer
+    from ..contracts.llm.next_call import NextModelCall
     from ..contracts.llm.tools import tool_message
     from ..contracts.persisted_ids import step_call_id, step_scope
     from .agent_run import AgentRun
@@ -40,18 +43,25 @@ async def run_tool_loop(run: AgentRun, history: list[Message]) -> AgentResult:
     response_format = ResponseFormat(json_schema=spec.output_schema) if spec.output_schema else None
     run.advance(history)
 
-    for index in range(spec.max_steps):
-        if run.cancelled():
-            return run.result
-        step_started = workflow.now()
-        request = LLMRequest(
+    def asking(messages: list[Message]) -> LLMRequest:
+        return LLMRequest(
             config=ladder.current,
-            messages=history,
+            messages=messages,
             tools=list(run.tools.schemas),
             response_format=response_format,
             allowed_model_aliases=spec.allowed_model_aliases,
         )
-        response = await run.call_llm(request)
+
+    carried: tuple[LLMResponse, datetime] | None = None  # the answer the last step's tool call brought
+    for index in range(spec.max_steps):
+        if run.cancelled():
+            return run.result
+        if carried is not None:
+            response, step_started = carried
+            carried = None
+        else:
+            step_started = workflow.now()
+            response = await run.call_llm(asking(history))
 
         if response.violations:
             run.record_step(index, "assistant", response, [], step_started)
@@ -63,18 +73,36 @@ async def run_tool_loop(run: AgentRun, history: list[Message]) -> AgentResult:
 
         ladder.accepted()
         if response.message.tool_calls:
-            results = await _run_tools(run, index, response)
+            calls = response.message.tool_calls
+            # One call a retry cannot harm carries the next model call (contracts/llm/next_call.py).
+            next_call = (
+                run.next_call(asking([*history, response.message]), run.tools.schema(calls[0].name))
+                if len(calls) == 1 and index + 1 < spec.max_steps
+                else None
+            )
+            try:
+                results = await _run_tools(run, index, response, next_call)
+            except BaseException:
+                if next_call is not None:
+                    run.release(next_call)
+                raise
             records = [
                 ToolCallRecord(
                     call_id=r.call_id, name=r.name, arguments=c.arguments, content=r.content, is_error=r.is_error
                 )
-                for c, r in zip(response.message.tool_calls, results)
+                for c, r in zip(calls, results)
             ]
-            run.record_step(index, "tool_call", response, records, step_started)
+            answer = carried_answer(results[0]) if next_call is not None else None
+            now = workflow.now()
+            model_began = now - timedelta(seconds=answer.seconds) if answer is not None else now
+            run.record_step(index, "tool_call", response, records, step_started, ended=model_began)
             # A huge result would overflow the context precondition and end the run; cut it visibly instead.
             cap = run.tool_result_cap()
             history = run.advance([*history, response.message, *(_tool_message(run, r, cap) for r in results)])
             accepted = len(history)
+            if next_call is not None:
+                following = run.took_next(next_call, history, answer)
+                carried = (following, model_began) if following is not None else None
             continue
 
         run.record_step(index, "final", response, [], step_started)
@@ -85,7 +113,9 @@ async def run_tool_loop(run: AgentRun, history: list[Message]) -> AgentResult:
     raise budget_exceeded(f"the run used all {spec.max_steps} steps without a final answer")
 
 
-async def _run_tools(run: AgentRun, index: int, response: LLMResponse) -> list[ToolCallResult]:
+async def _run_tools(
+    run: AgentRun, index: int, response: LLMResponse, next_call: NextModelCall | None
+) -> list[ToolCallResult]:
     # The logical step: tool steps taken so far. A re-prompted answer (violations) runs no tool,
     # so its retry has the same scope, and identical calls in it the same keys.
     scope = step_scope(sum(1 for s in run.result.steps if s.kind == "tool_call"))
@@ -101,6 +131,7 @@ async def _run_tools(run: AgentRun, index: int, response: LLMResponse) -> list[T
             approval_id=step_call,
             model_text=response.message.content or "",
             for_model=True,
+            next_call=next_call,
         )
 
     # Effect keys are taken before any await inside call_tool (approvals included): ordinals follow call order.

@@ -7,6 +7,7 @@ else raises, so Temporal retries it and the failure shows in metrics.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -17,11 +18,19 @@ from pydantic import BaseModel, ValidationError
 from temporalio import activity
 
 from ...contracts import ToolCallInput, ToolCallResult, ToolError, ToolSchema
-from ...contracts.code.carried import CarriedProgram, CarryingCallInput, with_pause
+from ...contracts.code.carried import (
+    CarriedProgram,
+    CarryingCallInput,
+    CarryingCallResult,
+    with_next_answer,
+    with_pause,
+)
 from ...contracts.code.program import ProgramStatus
 from ...contracts.errors import ToolConfigError
 from ...contracts.json_schema import json_path
 from ...contracts.llm.arguments import parse_tool_arguments
+from ...contracts.llm.next_call import NextModelAnswer, NextModelCall
+from ...contracts.llm.request import LLMRequest, LLMResponse
 from ...contracts.llm.tools import (
     STORED_MESSAGE_MIN_CHARS,
     ToolsDescribeInput,
@@ -41,6 +50,8 @@ from .source import ToolSource
 
 ProgramResumer = Callable[[CarriedProgram, ToolCallResult], Awaitable[ProgramStatus | None]]
 """``SandboxActivities.resume_carried``: the program resumed with the result, or None when not live here."""
+ModelCaller = Callable[[LLMRequest], Awaitable[LLMResponse]]
+"""``LLMActivities.call``: what the ``llm.call`` activity answers for a request, on this worker."""
 
 
 class ToolActivities:
@@ -50,13 +61,16 @@ class ToolActivities:
         sources: Sequence[ToolSource] = (),
         conversations: ConversationStore | None = None,
         programs: ProgramResumer | None = None,
+        models: ModelCaller | None = None,
     ) -> None:
         """``conversations``: where a call with ``store_for`` stores the tool message the model reads next.
-        ``programs``: resumes a code-mode program kept live on this worker (``CarryingCallInput.program``)."""
+        ``programs``: resumes a code-mode program kept live on this worker (``CarryingCallInput.program``).
+        ``models``: makes the next model call a tool-mode step's call carries (``CarryingCallInput.next_call``)."""
         self._registry = registry
         self._sources = list(sources)
         self._conversations = conversations
         self._programs = programs
+        self._models = models
 
     async def catalog(self) -> dict[str, ToolSchema]:
         """Every tool: the registry's, and every reachable one of each source (``agentsteps tools``)."""
@@ -118,10 +132,14 @@ class ToolActivities:
             if offered:
                 label = TOOLS.admit(call.name)
             outcome = "error" if result.is_error else "ok"
-            result = await self._stored_for_model(call, stored_once(result))  # history keeps the value once
+            result = stored_once(result)  # history keeps the value once
         finally:
             TOOL_CALLS.labels(tool=label, outcome=outcome).inc()
             TOOL_CALL_SECONDS.labels(tool=label).observe(time.perf_counter() - started)
+        answered = await self._with_next_call(call, result, started)
+        if answered is not None:
+            return answered  # the model read the tool message in this activity: nothing to store for it
+        result = await self._stored_for_model(call, result)
         return await self._with_program(call, result, started)
 
     async def _with_program(self, call: ToolCallInput, result: ToolCallResult, started: float) -> ToolCallResult:
@@ -129,7 +147,7 @@ class ToolActivities:
         fails the call: the tool has answered, and a retry would make it again. Any trouble (not live, no
         time left, the segment failed) leaves the resume to the workflow's ``code.resume``."""
         carried: CarriedProgram | None = getattr(call, "program", None)
-        if carried is None or self._programs is None or not _time_for(carried, started):
+        if carried is None or self._programs is None or not _fits(carried.resume.limits.segment_seconds, started):
             return result
         try:
             status = await self._programs(carried, result)
@@ -137,6 +155,30 @@ class ToolActivities:
             activity.logger.warning("the program of call %s is resumed by code.resume instead", call.call_id)
             return result
         return result if status is None else with_pause(result, status)
+
+    async def _with_next_call(
+        self, call: ToolCallInput, result: ToolCallResult, started: float
+    ) -> CarryingCallResult | None:
+        """The result with the model's answer to the next call it carries, made here after the tool; None
+        without one. Never fails the call (the tool has answered, and a retry would make it again): any trouble
+        (no model here, not enough time left for the model's own timeout, the model call failed or was
+        cancelled) leaves that call to the workflow's ``llm.call``, with its own retries."""
+        carried: NextModelCall | None = getattr(call, "next_call", None)
+        if carried is None or self._models is None or not _fits(carried.seconds, started):
+            return None
+        messages = [*carried.request.messages, tool_message(result, carried.tool_cap)]
+        began = time.perf_counter()
+        try:
+            response = await asyncio.wait_for(
+                self._models(carried.request.model_copy(update={"messages": messages})), carried.seconds
+            )
+        except (Exception, asyncio.CancelledError) as exc:
+            # Cancelled too (a worker shutting down): the tool's result is what must not be lost.
+            activity.logger.info(
+                "the model call after %s goes as its own llm.call: %s", call.call_id, type(exc).__name__
+            )
+            return None
+        return with_next_answer(result, NextModelAnswer(response=response, seconds=time.perf_counter() - began))
 
     async def _stored_for_model(self, call: ToolCallInput, result: ToolCallResult) -> ToolCallResult:
         """With ``store_for``, the tool message the model reads next, stored bound to the calling run, and
@@ -196,14 +238,14 @@ class ToolActivities:
         )
 
 
-def _time_for(carried: CarriedProgram, started: float) -> bool:
-    """Whether a whole segment (its ``segment_seconds``, plus a margin) still fits in this activity's timeouts:
-    timing out after the tool answered would make the call again."""
+def _fits(seconds: float, started: float) -> bool:
+    """Whether ``seconds`` of work after the tool (a program's segment, a model call), plus a margin, still fit
+    in this activity's timeouts: timing out after the tool answered would make the call again."""
     if not activity.in_activity():
         return True
     info = activity.info()
     bounds = [t.total_seconds() for t in (info.start_to_close_timeout, info.heartbeat_timeout) if t]
-    needed = time.perf_counter() - started + carried.resume.limits.segment_seconds + SEGMENT_MARGIN_SECONDS
+    needed = time.perf_counter() - started + seconds + SEGMENT_MARGIN_SECONDS
     if info.schedule_to_close_timeout and info.scheduled_time:
         waited = (datetime.now(timezone.utc) - info.scheduled_time).total_seconds() - (time.perf_counter() - started)
         bounds.append(info.schedule_to_close_timeout.total_seconds() - max(0.0, waited))

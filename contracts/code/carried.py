@@ -1,4 +1,5 @@
-"""A code-mode call that carries its program: ``tools.call`` resumes the program after the tool (issue 39).
+"""A ``tools.call`` that carries what comes after it (issue 39): a code-mode program, or a tool-mode step's next
+model call (``contracts/llm/next_call.py``).
 
 A paused program kept live on a worker waits on one tool call alone: the workflow hands the program to that
 call's activity, which, once its tool has answered, resumes the program when it is live on its own worker and
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+from ..llm.next_call import NextModelAnswer, NextModelCall
 from ..llm.tools import ToolCallInput, ToolCallResult, result_value
 from .program import CallOutcome, ProgramStatus, ResumeProgramInput
 
@@ -28,9 +30,11 @@ class CarriedProgram(BaseModel):
 
 
 class CarryingCallInput(ToolCallInput):
-    """``tools.call``'s input; ``program`` only on a code-mode call its kept-live program waits on alone."""
+    """``tools.call``'s input; ``program`` only on a code-mode call its kept-live program waits on alone,
+    ``next_call`` only on a tool-mode step's only call."""
 
     program: CarriedProgram | None = Field(default=None, exclude_if=lambda program: program is None)
+    next_call: NextModelCall | None = Field(default=None, exclude_if=lambda call: call is None)
 
 
 class CarryingCallResult(ToolCallResult):
@@ -38,6 +42,8 @@ class CarryingCallResult(ToolCallResult):
     at its next pause or end, what ``code.resume`` would have answered. Only when the program was live there."""
 
     program: ProgramStatus | None = Field(default=None, exclude_if=lambda status: status is None)
+    next_answer: NextModelAnswer | None = Field(default=None, exclude_if=lambda answer: answer is None)
+    """The model's answer to ``CarryingCallInput.next_call``, made after the tool on that worker."""
 
 
 def program_outcome(call_id: int, result: ToolCallResult) -> CallOutcome:
@@ -54,11 +60,20 @@ def carried_pause(result: ToolCallResult) -> ProgramStatus | None:
 
 
 def the_call_alone(result: ToolCallResult) -> ToolCallResult:
-    """The tool's result without a carried pause (what the record of effects keeps)."""
+    """The tool's result without what it carried (what the record of effects keeps)."""
     if not isinstance(result, CarryingCallResult):
         return result
-    return ToolCallResult.model_validate(result.model_dump(exclude={"program"}))
+    return ToolCallResult.model_validate(result.model_dump(exclude={"program", "next_answer"}))
 
 
 def with_pause(result: ToolCallResult, status: ProgramStatus) -> CarryingCallResult:
     return CarryingCallResult.model_validate({**result.model_dump(), "program": status})
+
+
+def with_next_answer(result: ToolCallResult, answer: NextModelAnswer) -> CarryingCallResult:
+    return CarryingCallResult.model_validate({**result.model_dump(), "next_answer": answer})
+
+
+def carried_answer(result: ToolCallResult) -> NextModelAnswer | None:
+    """The next model call's answer a call's result carries, if any."""
+    return result.next_answer if isinstance(result, CarryingCallResult) else None

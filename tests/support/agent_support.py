@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 from typing import Any
 
+from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 from temporalio.exceptions import ApplicationError
 
 from agentsteps.contracts import AgentInput, AgentResult, AgentSpec, LLMConfig
-from agentsteps.contracts.names import AGENT_WORKFLOW
+from agentsteps.contracts.names import AGENT_WORKFLOW, MODEL_CALLS, TOOLS_CALL
 
 MODEL = "scripted-2026-01-01"
 FALLBACK_MODEL = "scripted-fallback-2026-02-01"
@@ -103,3 +105,22 @@ async def start_columns_without_upsert(client: Any, workflow_id: str) -> str | N
     assert not any(SA_SPEC in keys for keys in upserted), upserted
     value: str | None = (await handle.describe()).typed_search_attributes.get(SearchAttributeKey.for_keyword(SA_SPEC))
     return value
+
+
+def model_call_events(history) -> list[tuple[str, int, dict]]:
+    """Each model call a run made, in order: the name of the activity that made it, that activity's input size
+    in bytes, and the request as it went into history. A call a tool step carried
+    (``contracts/llm/next_call.py``) is made by ``tools.call``; its request lacks the tool message it was sent
+    with, which the activity appended."""
+    calls = []
+    for event in history.events:
+        if event.event_type != EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+            continue
+        scheduled = event.activity_task_scheduled_event_attributes
+        name, payloads = scheduled.activity_type.name, scheduled.input.payloads
+        size = sum(len(p.data) for p in payloads)
+        if name in MODEL_CALLS:
+            calls.append((name, size, json.loads(payloads[0].data)))
+        elif name == TOOLS_CALL and (carried := json.loads(payloads[0].data).get("next_call")) is not None:
+            calls.append((name, size, carried["request"]))
+    return calls

@@ -83,13 +83,14 @@ async def test_each_step_adds_its_new_messages_to_history_never_the_conversation
     # The marker's TemporalChangeVersion, then the console's attributes at start (this start set none);
     # none at the end: the run completed, and its result has the totals.
     assert kinds.count(EventType.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES) == 2
-    # No tools.describe: the first llm.call resolved the tool names; one activity per model or tool call.
+    # No tools.describe: the first llm.call resolved the tool names; then one activity a step, each weather
+    # lookup carrying the next model call (contracts/llm/next_call.py).
     scheduled = [
         e.activity_task_scheduled_event_attributes.activity_type.name
         for e in history.events
         if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
     ]
-    assert "tools.describe" not in scheduled and len(scheduled) == 2 * STEPS + 1
+    assert scheduled == [LLM_CALL_PLAN_FIRST] + ["tools.call"] * STEPS
     assert result.catalog_digest.startswith("sha256:")
     await Replayer(workflows=[AgentWorkflow], data_converter=pydantic_data_converter).replay_workflow(history)
 

@@ -6,6 +6,7 @@ import hashlib
 import os
 
 import pytest
+from agent_support import model_call_events
 from session_support import session_id, turn
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
@@ -22,7 +23,6 @@ from agentsteps.contracts.names import (
     LLM_CALL_RESOLVING_TOOLS,
     LLM_CALL_STORED_RESULTS,
     LLM_CALL_TOOL_CATALOG,
-    MODEL_CALLS,
 )
 from agentsteps.contracts.session import SessionConfig
 from agentsteps.storage.conversations import ConversationStore
@@ -83,12 +83,8 @@ async def _runs(client: Client, sid: str) -> list:
 
 
 def _llm_input_sizes(history) -> list[int]:
-    return [
-        sum(len(p.data) for p in e.activity_task_scheduled_event_attributes.input.payloads)
-        for e in history.events
-        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
-        and e.activity_task_scheduled_event_attributes.activity_type.name in MODEL_CALLS
-    ]
+    """The input size of each activity that made a model call (an ``llm.call``, or a tool call carrying one)."""
+    return [size for _, size, _ in model_call_events(history)]
 
 
 async def test_an_altered_or_malformed_stored_conversation_fails_typed_and_is_never_retried(tmp_path):

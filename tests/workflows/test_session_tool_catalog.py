@@ -15,7 +15,7 @@ import asyncio
 import json
 from datetime import datetime, timedelta, timezone
 
-from agent_support import make_spec
+from agent_support import make_spec, model_call_events
 from pydantic import BaseModel
 from session_support import failure_of, memory_script, session_id
 from temporalio import workflow
@@ -32,7 +32,7 @@ from agentsteps.client.session_forks import fork_session
 from agentsteps.client.sessions import continue_session, send_turn, session_handle, session_state, session_turns
 from agentsteps.contracts import AgentSpec
 from agentsteps.contracts.errors import AgentStepsError
-from agentsteps.contracts.names import LLM_CALL_PLAN_FIRST, LLM_CALL_TOOL_CATALOG, TURN_UPDATE
+from agentsteps.contracts.names import LLM_CALL_PLAN_FIRST, LLM_CALL_TOOL_CATALOG, TOOLS_CALL, TURN_UPDATE
 from agentsteps.contracts.session import SessionConfig, SessionInput, SessionOutcome, TurnInput, TurnResult
 from agentsteps.storage.payload_store import build_payload_store
 from agentsteps.worker import build_data_converter, running_worker
@@ -67,15 +67,8 @@ def weather_registry(description: str) -> ToolRegistry:
 
 
 def llm_calls(history) -> list[tuple[str, dict]]:
-    return [
-        (
-            e.activity_task_scheduled_event_attributes.activity_type.name,
-            json.loads(e.activity_task_scheduled_event_attributes.input.payloads[0].data),
-        )
-        for e in history.events
-        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
-        and e.activity_task_scheduled_event_attributes.activity_type.name.startswith("llm.call")
-    ]
+    """Each model call's activity name and request (``tools.call`` for a call a tool step carried)."""
+    return [(name, request) for name, _, request in model_call_events(history)]
 
 
 def first_ref(history) -> dict:
@@ -156,12 +149,13 @@ async def test_a_session_stores_its_tools_once_and_every_call_names_them_across_
     histories = await runs(client, sid)
     ref = first_ref(histories[0])
     calls = llm_calls(histories[0])
-    # The session's first call carries the schemas and asks to store them; every later one names the catalog.
+    # The session's first call carries the schemas and asks to store them; every later one names the catalog,
+    # its own llm.call or one a weather lookup carried (contracts/llm/next_call.py).
     # A session run's first call also asks the worker's quota plan (none here: it is the call).
     assert calls[0][0] == LLM_CALL_PLAN_FIRST and calls[0][1]["store_tools"] is True and len(calls[0][1]["tools"]) == 2
     assert len(calls) >= 3
     for name, body in calls[1:]:
-        assert name == LLM_CALL_TOOL_CATALOG and body["tools_ref"] == ref and not body.get("tools"), name
+        assert name in (LLM_CALL_TOOL_CATALOG, TOOLS_CALL) and body["tools_ref"] == ref and not body.get("tools"), name
     # The schemas are in no later call: only in the describe result, the first call and the carried state.
     assert holding(histories[0], WEATHER_V1) == [
         "ACTIVITY_TASK_COMPLETED",
@@ -188,7 +182,7 @@ async def test_a_session_stores_its_tools_once_and_every_call_names_them_across_
     async with running_worker(client, settings, registry=weather_registry(WEATHER_V1)):
         assert (await next_turn(client, sid, "weather in Lisbon?")).output == "Lisbon is sunny"
     later = llm_calls((await runs(client, sid))[-1])
-    assert [name for name, _ in later] == [LLM_CALL_PLAN_FIRST, LLM_CALL_TOOL_CATALOG]
+    assert [name for name, _ in later] == [LLM_CALL_PLAN_FIRST, TOOLS_CALL]
     assert all(body["tools_ref"] == ref for _, body in later)
     sent = [r.body["tools"] for r in scripted.requests]
     assert len(sent) == 2 and sent[0] == sent[1] and len(sent[0]) == 2
@@ -258,7 +252,7 @@ async def test_a_session_that_describes_its_tools_again_names_a_catalog_of_the_n
     assert calls[0][0] == LLM_CALL_PLAN_FIRST and calls[0][1]["store_tools"] is True and "tools_ref" not in calls[0][1]
     new_ref = first_ref(last)
     assert new_ref["sha256"] != old_ref["sha256"]
-    assert calls[1][0] == LLM_CALL_TOOL_CATALOG and calls[1][1]["tools_ref"] == new_ref
+    assert calls[1][0] == TOOLS_CALL and calls[1][1]["tools_ref"] == new_ref
 
 
 async def test_a_fork_stores_its_own_catalog_and_never_names_its_sources(client, settings, scripted):
@@ -277,13 +271,13 @@ async def test_a_fork_stores_its_own_catalog_and_never_names_its_sources(client,
 
     history = await session_handle(client, fork_id).fetch_history()
     calls = llm_calls(history)
-    assert len(calls) >= 3
+    assert len(calls) >= 2
     # The fork's first call carries the schemas and stores them bound to the fork; later ones name that.
     assert calls[0][0] == LLM_CALL_PLAN_FIRST and calls[0][1]["store_tools"] is True and "tools_ref" not in calls[0][1]
     fork_ref = first_ref(history)
     assert fork_ref["sha256"] != source_ref["sha256"]
     for name, body in calls[1:]:
-        assert name == LLM_CALL_TOOL_CATALOG and body["tools_ref"] == fork_ref
+        assert name in (LLM_CALL_TOOL_CATALOG, TOOLS_CALL) and body["tools_ref"] == fork_ref
     stored = json.loads(await store.get(fork_ref["claim"]))
     assert stored["owner"].startswith(f"{fork_id}/") and not stored["owner"].startswith(f"{sid}/")
     await Replayer(workflows=[SessionWorkflow], data_converter=pydantic_data_converter).replay_workflow(history)

@@ -18,7 +18,8 @@ from agentsteps.activities.tools.activities import ToolActivities
 from agentsteps.activities.tools.registry import ToolRegistry
 from agentsteps.contracts import AgentInput, AgentResult, LLMConfig, LLMRequest, Message
 from agentsteps.contracts.llm.tools import ToolCallInput
-from agentsteps.contracts.names import AGENT_WORKFLOW, LLM_CALL_TOOL_CATALOG
+from agentsteps.contracts.names import AGENT_WORKFLOW, LLM_CALL_TOOL_CATALOG, TOOLS_CALL
+from agentsteps.contracts.spec import ActivityPolicy
 from agentsteps.storage.conversations import ConversationStore
 from agentsteps.storage.payload_store import LocalDirStorageDriver, PayloadStore
 from agentsteps.worker import running_worker
@@ -71,13 +72,17 @@ def occurrences(history, text: str) -> dict[str, int]:
     return found
 
 
-async def test_each_tool_result_is_in_history_once_and_the_model_still_reads_it(client, settings, scripted):
+@pytest.mark.parametrize("carried", [True, False], ids=["carried", "own_call"])
+async def test_each_tool_result_is_in_history_once_and_the_model_still_reads_it(client, settings, scripted, carried):
+    """``carried``: each report call carries the next model call (contracts/llm/next_call.py); else (a heartbeat
+    timeout on tool calls, which a model call inside one would not beat) each model call is its own llm.call."""
     marker = f"REPORT-{uuid.uuid4().hex}"
     scripted.set_script(script())
+    policy = {} if carried else {"tool_policy": ActivityPolicy(start_to_close_seconds=60, heartbeat_seconds=30)}
     async with running_worker(client, settings, registry=report_registry(marker)):
         handle = await client.start_workflow(
             AGENT_WORKFLOW,
-            AgentInput(spec=make_spec(tools=["fetch_report"], max_steps=STEPS + 2), input="reports"),
+            AgentInput(spec=make_spec(tools=["fetch_report"], max_steps=STEPS + 2, **policy), input="reports"),
             id=f"test-once-{uuid.uuid4().hex[:10]}",
             task_queue=settings.task_queue,
             result_type=AgentResult,
@@ -92,19 +97,21 @@ async def test_each_tool_result_is_in_history_once_and_the_model_still_reads_it(
     for n in range(STEPS):
         text = f"{marker}-{n}-{PADDING}"
         assert any(text in (m.get("content") or "") for m in last), n
-        # Once in what the run did: its tools.call result. Not in the next llm.call's input; the run's own
-        # result (what the caller receives, at the end) keeps its step records as always.
+        # Once in what the run did: its tools.call result. Not in the next model call's input (carried: the
+        # activity appended it; own call: it names the stored message); the run's own result (what the caller
+        # receives, at the end) keeps its step records as always.
         where = occurrences(history, f"{marker}-{n}-")
         assert where.pop("ACTIVITY_TASK_COMPLETED") == 1, where
         assert where == {"WORKFLOW_EXECUTION_COMPLETED": 1}, where
-    # The calls after a tool step went to a name only workers that read stored messages register (here the
+    # Own calls after a tool step went to a name only workers that read stored messages register (here the
     # one for requests naming the run's tool catalog, whose workers read stored messages too).
     names = [
         e.activity_task_scheduled_event_attributes.activity_type.name
         for e in history.events
         if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
     ]
-    assert names.count(LLM_CALL_TOOL_CATALOG) == STEPS
+    assert names.count(LLM_CALL_TOOL_CATALOG) == (0 if carried else STEPS)
+    assert names.count(TOOLS_CALL) == STEPS
     await Replayer(workflows=[AgentWorkflow], data_converter=pydantic_data_converter).replay_workflow(history)
 
 
