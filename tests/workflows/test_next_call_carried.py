@@ -18,12 +18,16 @@ from pydantic import BaseModel
 from temporalio.api.enums.v1 import EventType
 from temporalio.testing import ActivityEnvironment
 
+from agentsteps.activities.llm.activities import LLMActivities
+from agentsteps.activities.llm.providers.http_transport import provider_http_client
 from agentsteps.activities.tools.activities import ToolActivities
 from agentsteps.activities.tools.registry import ToolRegistry
 from agentsteps.contracts import LLMConfig, LLMRequest, LLMResponse, Message
 from agentsteps.contracts.code.carried import CarryingCallInput
 from agentsteps.contracts.llm.next_call import NextModelCall
 from agentsteps.contracts.names import LLM_CALL_PLAN_FIRST, LLM_CALL_TOOL_CATALOG, TOOLS_CALL
+from agentsteps.storage.conversations import ConversationStore
+from agentsteps.storage.payload_store import LocalDirStorageDriver, PayloadStore
 from agentsteps.telemetry.metrics import TOOL_CALLS
 
 CITIES = ["Paris", "Tokyo", "London"]
@@ -179,21 +183,28 @@ def _carrying(request: LLMRequest, seconds: float = 30.0) -> CarryingCallInput:
     )
 
 
-async def test_a_carried_call_the_model_side_refuses_returns_the_tool_result_alone():
-    asked: list[LLMRequest] = []
-
-    async def refusing(request: LLMRequest) -> LLMResponse:
-        asked.append(request)
-        raise RuntimeError("a request naming another run's conversation")
-
-    tools = ToolActivities(_weather_registry(), models=refusing)
-    request = LLMRequest(config=LLMConfig(model="scripted-2026-01-01"), messages=[Message.user("hi")])
-    result = await _activity_env(start_to_close_seconds=60).run(tools.call, _carrying(request))
+async def test_a_carried_call_naming_another_runs_conversation_is_refused_and_the_tool_result_comes_alone(
+    tmp_path, settings, scripted
+):
+    """A hostile ``next_call``: its request names a conversation bound to another workflow. The worker's own
+    ``llm.call`` code refuses it before anything is sent; the tool's result still comes back, so the run's own
+    ``llm.call`` meets the same typed refusal and nothing is lost or made twice."""
+    scripted.set_script({"rules": [], "default": {"content": "must not be asked"}})
+    conversations = ConversationStore(PayloadStore(LocalDirStorageDriver(tmp_path)))
+    async with provider_http_client(5.0) as http:
+        llm = LLMActivities(settings.providers, http, conversations=conversations)
+        tools = ToolActivities(_weather_registry(), conversations=conversations, models=llm.call)
+        request = LLMRequest(
+            config=LLMConfig(model="scripted-2026-01-01"),
+            messages=[Message.user("hi")],
+            chained=True,
+            owner="another-workflow/its-run",
+        )
+        result = await _activity_env(start_to_close_seconds=60).run(tools.call, _carrying(request))
 
     assert getattr(result, "next_answer", None) is None
     assert json.loads(result.content) == {"city": "Paris", "celsius": 21}
-    # The request the model side got ends with the tool message it was built for.
-    assert asked[0].messages[-1].role == "tool" and asked[0].messages[-1].tool_call_id == "c1"
+    assert scripted.requests == []
 
 
 async def test_a_carried_call_without_time_for_the_model_is_not_made():
