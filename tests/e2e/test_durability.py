@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 from agent_support import make_spec, model_call_events
 from process_support import STICKY_AFTER_KILL, kill, start_worker_process, wait_for
+from temporalio.client import WorkflowHandle
 
 from agentsteps.contracts import AgentInput, AgentResult
 from agentsteps.contracts.names import AGENT_WORKFLOW
@@ -15,6 +17,30 @@ from agentsteps.contracts.spec import ActivityPolicy
 from agentsteps.examples.demo_tools import NotificationLedger
 
 WORKER = Path(__file__).parents[1] / "support" / "worker_process.py"
+
+
+async def _killed_once(
+    temporal_env, client, scripted, tmp_path, inp: AgentInput, when: Callable[[], bool]
+) -> tuple[WorkflowHandle, AgentResult]:
+    """A run started on a worker process that is SIGKILLed once ``when()`` holds; a second worker (same state
+    directory) takes over. Returns the run's handle and result."""
+    address = temporal_env.client.service_client.config.target_host
+    task_queue = f"kill-{uuid.uuid4().hex[:8]}"
+    state_dir = tmp_path / "state"
+    first = start_worker_process(WORKER, address, task_queue, scripted.url_openai, state_dir, env=STICKY_AFTER_KILL)
+    handle = await client.start_workflow(
+        AGENT_WORKFLOW, inp, id=f"kill-{uuid.uuid4().hex[:8]}", task_queue=task_queue, result_type=AgentResult
+    )
+    try:
+        await wait_for(when)
+        kill(first)
+        second = start_worker_process(WORKER, address, task_queue, scripted.url_openai, state_dir)
+        try:
+            return handle, await asyncio.wait_for(handle.result(), timeout=60)
+        finally:
+            kill(second)
+    finally:
+        kill(first)
 
 
 async def test_sigkilled_worker_mid_tool_call_completes_on_a_new_worker_without_repeating_the_side_effect(
@@ -38,30 +64,17 @@ async def test_sigkilled_worker_mid_tool_call_completes_on_a_new_worker_without_
             ]
         }
     )
-    address = temporal_env.client.service_client.config.target_host
-    task_queue = f"kill-{uuid.uuid4().hex[:8]}"
-    state_dir = tmp_path / "state"
-    ledger_path = state_dir / "notifications.db"
-    first = start_worker_process(WORKER, address, task_queue, scripted.url_openai, state_dir, env=STICKY_AFTER_KILL)
+    ledger_path = tmp_path / "state" / "notifications.db"
     spec = make_spec(tool_policy=ActivityPolicy(start_to_close_seconds=4, initial_interval_seconds=0.5))
-    handle = await client.start_workflow(
-        AGENT_WORKFLOW,
+    # Killed once the notification is delivered, and the activity has not reported back yet.
+    _, result = await _killed_once(
+        temporal_env,
+        client,
+        scripted,
+        tmp_path,
         AgentInput(spec=spec, input="tell carol"),
-        id=f"kill-{uuid.uuid4().hex[:8]}",
-        task_queue=task_queue,
-        result_type=AgentResult,
+        lambda: ledger_path.exists() and len(NotificationLedger(ledger_path).delivered()) == 1,
     )
-    try:
-        # The notification is delivered, and the activity has not reported back yet.
-        await wait_for(lambda: ledger_path.exists() and len(NotificationLedger(ledger_path).delivered()) == 1)
-        kill(first)
-        second = start_worker_process(WORKER, address, task_queue, scripted.url_openai, state_dir)
-        try:
-            result = await asyncio.wait_for(handle.result(), timeout=60)
-        finally:
-            kill(second)
-    finally:
-        kill(first)
 
     assert result.status == "completed"
     assert result.output == "carol knows"
@@ -88,33 +101,21 @@ async def test_sigkilled_worker_mid_carried_model_call_completes_on_a_new_worker
             ]
         }
     )
-    address = temporal_env.client.service_client.config.target_host
-    task_queue = f"kill-carried-{uuid.uuid4().hex[:8]}"
-    state_dir = tmp_path / "state"
-    first = start_worker_process(WORKER, address, task_queue, scripted.url_openai, state_dir, env=STICKY_AFTER_KILL)
     # The carrying activity's timeout is the tool's plus the model call's: 9 s before the next worker retries it.
     spec = make_spec(
         tools=["get_weather"],
         tool_policy=ActivityPolicy(start_to_close_seconds=4, initial_interval_seconds=0.5),
         llm_policy=ActivityPolicy(start_to_close_seconds=5, initial_interval_seconds=0.5),
     )
-    handle = await client.start_workflow(
-        AGENT_WORKFLOW,
+    # Killed once the lookup answered and its carried call is held by the model.
+    handle, result = await _killed_once(
+        temporal_env,
+        client,
+        scripted,
+        tmp_path,
         AgentInput(spec=spec, input="weather in Paris?"),
-        id=f"kill-carried-{uuid.uuid4().hex[:8]}",
-        task_queue=task_queue,
-        result_type=AgentResult,
+        lambda: len(scripted.requests) == 2,
     )
-    try:
-        await wait_for(lambda: len(scripted.requests) == 2)  # the lookup answered; its carried call is held
-        kill(first)
-        second = start_worker_process(WORKER, address, task_queue, scripted.url_openai, state_dir)
-        try:
-            result = await asyncio.wait_for(handle.result(), timeout=60)
-        finally:
-            kill(second)
-    finally:
-        kill(first)
 
     assert result.status == "completed" and result.output == "Paris is mild"
     assert [s.kind for s in result.steps] == ["tool_call", "final"]
