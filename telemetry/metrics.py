@@ -53,6 +53,12 @@ TOOL_CALLS = Counter(
 TOOL_CALL_SECONDS = Histogram(
     "agentsteps_tool_call_seconds", "Tool call latency.", ["tool"], buckets=_LATENCY_BUCKETS, registry=REGISTRY
 )
+NEXT_MODEL_CALLS = Counter(
+    "agentsteps_next_model_calls",
+    "Model calls a tool call carried, by outcome (answered, not_made, failed).",
+    ["outcome"],
+    registry=REGISTRY,
+)
 CODE_PROGRAMS = Counter("agentsteps_code_programs", "Code-mode programs by outcome.", ["outcome"], registry=REGISTRY)
 CODE_RESUMES = Counter(
     "agentsteps_code_resumes",

@@ -43,7 +43,7 @@ from ...contracts.tool_names import tool_name_collisions
 from ...failures import to_application_error
 from ...storage.conversations import ConversationStore, caller_owner
 from ...telemetry.labels import TOOLS
-from ...telemetry.metrics import TOOL_CALL_SECONDS, TOOL_CALLS
+from ...telemetry.metrics import NEXT_MODEL_CALLS, TOOL_CALL_SECONDS, TOOL_CALLS
 from ...telemetry.tracing import tool_span
 from .registry import PythonTool, ToolContext, ToolRegistry
 from .source import ToolSource
@@ -164,7 +164,10 @@ class ToolActivities:
         (no model here, not enough time left for the model's own timeout, the model call failed or was
         cancelled) leaves that call to the workflow's ``llm.call``, with its own retries."""
         carried: NextModelCall | None = getattr(call, "next_call", None)
-        if carried is None or self._models is None or not _fits(carried.seconds, started):
+        if carried is None:
+            return None
+        if self._models is None or not _fits(carried.seconds, started):
+            NEXT_MODEL_CALLS.labels(outcome="not_made").inc()
             return None
         messages = [*carried.request.messages, tool_message(result, carried.tool_cap)]
         began = time.perf_counter()
@@ -177,7 +180,9 @@ class ToolActivities:
             activity.logger.info(
                 "the model call after %s goes as its own llm.call: %s", call.call_id, type(exc).__name__
             )
+            NEXT_MODEL_CALLS.labels(outcome="failed").inc()
             return None
+        NEXT_MODEL_CALLS.labels(outcome="answered").inc()
         return with_next_answer(result, NextModelAnswer(response=response, seconds=time.perf_counter() - began))
 
     async def _stored_for_model(self, call: ToolCallInput, result: ToolCallResult) -> ToolCallResult:

@@ -133,6 +133,14 @@ def tools() -> list[PanelModel]:
             unit="s",
             steps=worse_above(5, 30),
         ),
+        panel(
+            "Model calls carried by tool calls",
+            "A tool-mode step's next model call, made inside its only tool call's activity: answered there, or "
+            "left to the run's own llm.call (not_made: too little time left; failed: the call failed there). "
+            "Each one left costs one more activity; a rising failed share is a provider in trouble.",
+            [(f"sum by (outcome) ({rate('agentsteps_next_model_calls_total', temporal=False)})", "{{outcome}}")],
+            unit="ops",
+        ),
     ]
 
 

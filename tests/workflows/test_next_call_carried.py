@@ -28,7 +28,7 @@ from agentsteps.contracts.llm.next_call import NextModelCall
 from agentsteps.contracts.names import LLM_CALL_PLAN_FIRST, LLM_CALL_TOOL_CATALOG, TOOLS_CALL
 from agentsteps.storage.conversations import ConversationStore
 from agentsteps.storage.payload_store import LocalDirStorageDriver, PayloadStore
-from agentsteps.telemetry.metrics import TOOL_CALLS
+from agentsteps.telemetry.metrics import NEXT_MODEL_CALLS, TOOL_CALLS
 
 CITIES = ["Paris", "Tokyo", "London"]
 
@@ -67,11 +67,20 @@ def _lookups() -> float:
     return TOOL_CALLS.labels(tool="get_weather", outcome="ok")._value.get()
 
 
+def _carried() -> dict[str, float]:
+    """``agentsteps_next_model_calls_total`` by outcome (the worker runs in this process)."""
+    return {o: NEXT_MODEL_CALLS.labels(outcome=o)._value.get() for o in ("answered", "not_made", "failed")}
+
+
+def _more(before: dict[str, float]) -> dict[str, float]:
+    return {o: n - before[o] for o, n in _carried().items()}
+
+
 async def test_a_step_with_one_retryable_tool_call_costs_one_activity_and_the_model_reads_every_result(
     engine, scripted
 ):
     scripted.set_script(_three_lookups_then_answer())
-    before = _lookups()
+    before, carried = _lookups(), _carried()
     handle = await start_agent(engine.client, engine.task_queue, make_spec(tools=["get_weather"]))
     result = await handle.result()
 
@@ -81,6 +90,7 @@ async def test_a_step_with_one_retryable_tool_call_costs_one_activity_and_the_mo
     # The first model call is the run's own; each tool call then brings the next model call's answer.
     assert await _scheduled(handle) == [LLM_CALL_PLAN_FIRST, TOOLS_CALL, TOOLS_CALL, TOOLS_CALL]
     assert _lookups() == before + 3
+    assert _more(carried) == {"answered": 3, "not_made": 0, "failed": 0}
     # The model read each tool message, after the call that asked for it.
     bodies = [r.body for r in scripted.requests]
     assert len(bodies) == 4
@@ -97,7 +107,7 @@ async def test_a_step_with_one_retryable_tool_call_costs_one_activity_and_the_mo
 
 async def test_a_failed_carried_model_call_goes_as_its_own_llm_call_and_the_tool_runs_once(engine, scripted):
     scripted.set_script(_three_lookups_then_answer(fail_second_call=True))
-    before = _lookups()
+    before, carried = _lookups(), _carried()
     handle = await start_agent(engine.client, engine.task_queue, make_spec(tools=["get_weather"]))
     result = await handle.result()
 
@@ -109,6 +119,7 @@ async def test_a_failed_carried_model_call_goes_as_its_own_llm_call_and_the_tool
     assert scheduled == [LLM_CALL_PLAN_FIRST, TOOLS_CALL, LLM_CALL_TOOL_CATALOG, TOOLS_CALL, TOOLS_CALL]
     assert _lookups() == before + 3
     assert scripted.stats()["status"] == {"200": 4, "503": 1}
+    assert _more(carried) == {"answered": 2, "not_made": 0, "failed": 1}
 
 
 async def test_side_effects_and_parallel_calls_keep_the_model_call_its_own(engine, scripted):
@@ -213,9 +224,11 @@ async def test_a_carried_call_without_time_for_the_model_is_not_made():
 
     tools = ToolActivities(_weather_registry(), models=never)
     request = LLMRequest(config=LLMConfig(model="scripted-2026-01-01"), messages=[Message.user("hi")])
+    carried = _carried()
     result = await _activity_env(start_to_close_seconds=5).run(tools.call, _carrying(request, seconds=30.0))
 
     assert not result.is_error and getattr(result, "next_answer", None) is None
+    assert _more(carried) == {"answered": 0, "not_made": 1, "failed": 0}
 
 
 def test_a_malformed_next_call_is_refused_typed_at_decoding():

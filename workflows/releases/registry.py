@@ -145,8 +145,10 @@ _LATEST_RELEASE_RUNS = (
     "release_2026_12_06_session_streamed_continued",
     "release_2026_12_06_tool_mode",
     "release_2026_12_06_tool_mode_waiting_on_tool",
+    "one_activity_a_step_session_between_turns",
 )
-"""Runs and sessions recorded with ``RELEASE_2026_12_06_PATCH`` (their first model call asks the quota plan)."""
+"""Runs and sessions recorded with ``RELEASE_2026_12_06_PATCH`` (their first model call asks the quota plan); the
+last, a session whose weather lookup carried its next model call (``contracts/llm/next_call.py``)."""
 _PRE_RELEASE_SESSIONS = (
     "search_attributes_session_between_turns",
     "search_attributes_session_streamed_continued",
