@@ -63,7 +63,7 @@ with workflow.unsafe.imports_passed_through():
         send_turn,
     )
     from agentsteps.contracts import AgentInput, LLMConfig
-    from agentsteps.contracts.config.settings import PriceTable, ProviderSettings, WorkerSettings
+    from agentsteps.contracts.config.settings import PriceTable, ProviderSettings, QuotaSettings, WorkerSettings
     from agentsteps.contracts.session import SessionConfig
     from agentsteps.scripted_model import ScriptedModelServer
     from agentsteps.telemetry.metrics import REGISTRY
@@ -314,7 +314,29 @@ async def _run_session_workload(client: Client, settings: WorkerSettings, script
     await close_session(client, sid, "dashboard test")
 
 
+CARRIED_SCRIPT = {
+    "rules": [
+        {"match": {"role": "user"}, "reply": {"tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}]}},
+    ],
+    "default": {"content": "Mild in Paris."},
+}
+
+
+async def _run_carried_lookup(client: Client, task_queue: str, scripted: ScriptedModelServer) -> None:
+    """One lookup on a worker without quotas: its tool call carries the model call after it."""
+    scripted.set_script(CARRIED_SCRIPT)
+    await client.execute_workflow(
+        AGENT_WORKFLOW,
+        AgentInput(spec=make_spec(tools=["get_weather"]), input="weather in Paris?"),
+        id=f"dash-{uuid.uuid4().hex[:10]}",
+        task_queue=task_queue,
+    )
+
+
 async def _run_workload(client: Client, settings: WorkerSettings, scripted: ScriptedModelServer) -> None:
+    # A worker with quotas never carries a model call in a tool call (each call goes through its quota plan):
+    # the carried-calls panel reads the worker beside it, which has none.
+    await _run_carried_lookup(client, settings.task_queue + "-no-quotas", scripted)
     # One stalled-ticket monitor tick against a fresh tracker feeds the monitor panels.
     await demo_monitor_tick(client, settings, out=io.StringIO(), issues=60)
     await _run_session_workload(client, settings, scripted)
@@ -423,8 +445,12 @@ async def scraped(dashboard_temporal, tmp_path_factory):
                 quotas=quota_table(),
             )
             broken_queue = settings.task_queue + "-broken"
+            no_quotas = settings.model_copy(
+                update={"task_queue": settings.task_queue + "-no-quotas", "quotas": QuotaSettings()}
+            )
             async with (
                 running_worker(client, settings),
+                running_worker(client, no_quotas),
                 Worker(client, task_queue=broken_queue, workflows=[BrokenWorkflow]),
             ):
                 broken = await client.start_workflow(BrokenWorkflow.run, id=broken_queue, task_queue=broken_queue)
