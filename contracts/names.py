@@ -46,7 +46,9 @@ run makes the call again under it. Its own name, so a worker that cannot decide 
 MODEL_CALLS = frozenset(
     {LLM_CALL, LLM_CALL_RESOLVING_TOOLS, LLM_CALL_STORED_RESULTS, LLM_CALL_TOOL_CATALOG, LLM_CALL_PLAN_FIRST}
 )
-"""Every name a model call has in a run's history: a reader of model replies asks for all of them."""
+"""Every name a model call of its own has in a run's history: a reader of model replies asks for all of them, and
+for a tool-mode step's ``tools.call`` results too (a model call a tool call carried answers in its
+``CarryingCallResult.next_answer``)."""
 TOOLS_DESCRIBE = "tools.describe"
 TOOLS_CALL = "tools.call"
 CODE_CHECK = "code.check"
