@@ -13,7 +13,7 @@ from datetime import timedelta
 
 import pydantic
 import pytest
-from agent_support import make_spec, start_agent
+from agent_support import make_spec, start_agent, weather_then_answer
 from pydantic import BaseModel
 from temporalio.api.enums.v1 import EventType
 from temporalio.testing import ActivityEnvironment
@@ -126,15 +126,7 @@ async def test_side_effects_and_parallel_calls_keep_the_model_call_its_own(engin
     scripted.set_script(
         {
             "rules": [
-                {
-                    "match": {"role": "user"},
-                    "reply": {
-                        "tool_calls": [
-                            {"name": "get_weather", "arguments": {"city": "Paris"}},
-                            {"name": "get_weather", "arguments": {"city": "Tokyo"}},
-                        ]
-                    },
-                },
+                weather_then_answer()["rules"][0],  # two lookups at once
                 {
                     "match": {"tool_result_for": "get_weather"},
                     "reply": {
