@@ -300,7 +300,8 @@ def build_worker(
         [mcp.source(), *sources],
         conversations,
         programs=sandbox.resume_carried,  # a program live here resumes inside its call's activity
-        models=lambda request: llm.call(request),  # a step's next model call, made inside its tool's activity
+        # A step's next model call, made inside its tool's activity (late-bound: llm is built below, from tools).
+        models=lambda request: llm.call(request),
     )
     plans = QuotaPlanActivities(settings)
     llm = LLMActivities(

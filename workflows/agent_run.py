@@ -17,7 +17,8 @@ is a call into ``releases/older_runs.py``.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
@@ -212,9 +213,9 @@ class AgentRun:
         program's ``llm()``) has its own messages and never joins the chain.
         """
         self.progress.model = request.config.model
-        spec, config = self.spec, self.config
-        if spec.context_policy != "none" and not standalone:
-            request = request.model_copy(update={"context_policy": spec.context_policy})
+        config = self.config
+        if not standalone:
+            request = self._under_context_policy(request)
         if config.stream_tokens and not standalone and self.features.token_stream:
             request = request.model_copy(update={"stream": TokenStream(turn=config.turn, step=len(self.result.steps))})
         chain = None if standalone else config.chain
@@ -276,27 +277,31 @@ class AgentRun:
             or (config.stream_tokens and self.features.token_stream)
         ):
             return None
-        if spec.context_policy != "none":
-            request = request.model_copy(update={"context_policy": spec.context_policy})
-        allowance = spec.token_budget - self.result.usage.total_tokens - self.progress.reserved_tokens
+        allowance = self._allowance()
         if request.config.max_tokens > allowance:
             return None
-        self.progress.reserved_tokens += request.config.max_tokens
-        sent = self._wire(request.model_copy(update={"token_allowance": allowance}), config.chain)
+        request = self._under_context_policy(request).model_copy(update={"token_allowance": allowance})
         return NextModelCall(
-            request=sent, tool_cap=self.tool_result_cap(), seconds=spec.llm_policy.start_to_close_seconds
+            request=self._wire(request, config.chain),
+            tool_cap=self.tool_result_cap(),
+            seconds=spec.llm_policy.start_to_close_seconds,
         )
 
-    def release(self, call: NextModelCall) -> None:
-        """``call``'s reserved tokens go back to the budget (its answer is taken, or it will not come)."""
-        self.progress.reserved_tokens -= call.request.config.max_tokens
+    @contextmanager
+    def reserving(self, call: NextModelCall | None) -> Iterator[None]:
+        """``call``'s tokens held by the budget while its tool call (which makes it) runs, as a call in flight."""
+        reserve = call.request.config.max_tokens if call is not None else 0
+        self.progress.reserved_tokens += reserve
+        try:
+            yield
+        finally:
+            self.progress.reserved_tokens -= reserve
 
     def took_next(
         self, call: NextModelCall, messages: list[Message], answer: NextModelAnswer | None
     ) -> LLMResponse | None:
         """The answer a tool call carried to ``call``, taken as an ``llm.call`` result is (``messages``: the
         request's, the tool message last); None when none came, and the loop calls the model itself."""
-        self.release(call)
         if answer is None:
             return None
         response = answer.response
@@ -304,6 +309,15 @@ class AgentRun:
         self._took(call.request.model_copy(update={"messages": messages}), self.config.chain, response, False)
         account(response, self.result, self.spec.token_budget)
         return response
+
+    def _allowance(self) -> int:
+        """What the token budget has left for a new call: spent tokens and calls in flight counted."""
+        return self.spec.token_budget - self.result.usage.total_tokens - self.progress.reserved_tokens
+
+    def _under_context_policy(self, request: LLMRequest) -> LLMRequest:
+        """A loop step's request, carrying the spec's context policy (what ``llm.call`` does when it overflows)."""
+        policy = self.spec.context_policy
+        return request if policy == "none" else request.model_copy(update={"context_policy": policy})
 
     async def _planned(self, request: LLMRequest, chain: ConversationChain | None, refusable: bool) -> LLMResponse:
         """The call under the run's quota plan; while the plan is unknown, the first call asks the worker for it
@@ -383,7 +397,7 @@ class AgentRun:
     ) -> LLMResponse:
         spec, progress = self.spec, self.progress
         used = self.result.usage.total_tokens
-        allowance = spec.token_budget - used - progress.reserved_tokens
+        allowance = self._allowance()
         # The byte bound is linear in the prompt; only the short concurrent prompts pay it here.
         reserve = request.config.max_tokens + (prompt_tokens_upper_bound(request) if refusable else 0)
         if reserve > allowance:

@@ -80,12 +80,8 @@ async def run_tool_loop(run: AgentRun, history: list[Message]) -> AgentResult:
                 if len(calls) == 1 and index + 1 < spec.max_steps
                 else None
             )
-            try:
+            with run.reserving(next_call):
                 results = await _run_tools(run, index, response, next_call)
-            except BaseException:
-                if next_call is not None:
-                    run.release(next_call)
-                raise
             records = [
                 ToolCallRecord(
                     call_id=r.call_id, name=r.name, arguments=c.arguments, content=r.content, is_error=r.is_error
